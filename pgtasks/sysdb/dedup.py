@@ -1,0 +1,53 @@
+"""Sorting out, after an INSERT ... ON CONFLICT DO NOTHING, which tasks were kept and why."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from pgtasks.sysdb.records import EnqueueResult, NewTask
+
+
+def enqueue_results(
+    tasks: list[NewTask], inserted: set[str], existing: Iterable[Mapping[str, Any]]
+) -> list[EnqueueResult]:
+    """One result per task: inserted, an existing task with that id, or a duplicate.
+
+    ``existing`` holds (workflow_uuid, queue_name, deduplication_id) of the rows that were
+    already there for the tasks that were not inserted.
+    """
+    ids = set()
+    by_dedup: dict[tuple[str, str], str] = {}
+    for row in existing:
+        ids.add(row["workflow_uuid"])
+        if row["deduplication_id"] is not None:
+            by_dedup[(row["queue_name"], row["deduplication_id"])] = row["workflow_uuid"]
+    results = []
+    for task in tasks:
+        if task.task_id in inserted:
+            results.append(EnqueueResult(task.task_id, inserted=True))
+        elif task.task_id in ids:
+            results.append(EnqueueResult(task.task_id, inserted=False))
+        else:
+            holder = by_dedup.get((task.queue_name, task.deduplication_id or ""))
+            results.append(EnqueueResult(task.task_id, inserted=False, duplicate_of=holder))
+    return results
+
+
+def enqueue_columns(tasks: list[NewTask]) -> dict[str, list[Any]]:
+    """The tasks as column arrays, the shape of the bulk INSERT's parameters."""
+    return {
+        "ids": [t.task_id for t in tasks],
+        "names": [t.name for t in tasks],
+        "inputs": [t.inputs for t in tasks],
+        "serializations": [t.serialization for t in tasks],
+        "queues": [t.queue_name for t in tasks],
+        "priorities": [t.priority for t in tasks],
+        "dedups": [t.deduplication_id for t in tasks],
+        "partition_keys": [t.partition_key for t in tasks],
+        "delays_abs": [t.delay_until_epoch_ms for t in tasks],
+        "delays_rel": [t.delay_ms if t.delay_ms is not None else 0 for t in tasks],
+        "versions": [t.application_version for t in tasks],
+        "max_attempts": [t.max_recovery_attempts for t in tasks],
+        "parents": [t.parent_task_id for t in tasks],
+    }

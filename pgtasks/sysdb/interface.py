@@ -1,0 +1,148 @@
+"""The system database interface: semantic methods, one parameter object each.
+
+Two dialects implement it: :mod:`pgtasks.sysdb.postgres` (psycopg 3 with a pool) and
+:mod:`pgtasks.sysdb.sqlite` (the standard library). One conformance suite
+(``tests/integration/test_sysdb_conformance.py``) runs against both.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any
+
+from pgtasks.sysdb.records import (
+    ClaimParams,
+    CompleteParams,
+    EnqueueResult,
+    ExecutorInfo,
+    ForkParams,
+    ListTasksParams,
+    MigrationInfo,
+    NewTask,
+    RecoverOwnParams,
+    RecoverStaleParams,
+    RecoveryReport,
+    StepRecord,
+    StepWrite,
+    TaskRecord,
+)
+from pgtasks.sysdb.urls import DatabaseTarget
+
+
+class SystemDatabase(ABC):
+    """Storage for tasks, steps, executors and versions. Callers never see SQL."""
+
+    target: DatabaseTarget
+
+    # -- schema -------------------------------------------------------------------------
+    @abstractmethod
+    def migrate(self) -> list[MigrationInfo]:
+        """Apply pending migrations (at most once across concurrent processes); return them."""
+
+    @abstractmethod
+    def migrations_applied(self) -> list[MigrationInfo]:
+        """The migrations recorded as applied, oldest first."""
+
+    # -- tasks --------------------------------------------------------------------------
+    @abstractmethod
+    def tasks_enqueue(self, tasks: list[NewTask], conn: Any = None) -> list[EnqueueResult]:
+        """Insert tasks (one statement); an existing task id or deduplication id is kept.
+
+        With ``conn`` (a psycopg connection, PostgreSQL only) the insert joins the caller's
+        open transaction and is committed or rolled back with it.
+        """
+
+    @abstractmethod
+    def task_get(self, task_id: str) -> TaskRecord | None:
+        """One task by id, or None."""
+
+    @abstractmethod
+    def tasks_list(self, params: ListTasksParams) -> list[TaskRecord]:
+        """Tasks matching the filters, by creation time."""
+
+    @abstractmethod
+    def tasks_claim(self, params: ClaimParams) -> list[TaskRecord]:
+        """Move up to ``params.limit`` ENQUEUED tasks to PENDING for one executor.
+
+        One statement; the attempt is counted (``recovery_attempts + 1``) before any body runs.
+        """
+
+    @abstractmethod
+    def tasks_complete(self, params: CompleteParams) -> list[str]:
+        """Write many outcomes in one statement, fenced on the executor; return ids written."""
+
+    @abstractmethod
+    def tasks_promote_delayed(self) -> int:
+        """Move DELAYED tasks whose time has come to ENQUEUED; return how many."""
+
+    @abstractmethod
+    def task_cancel(self, task_id: str) -> bool:
+        """Mark a task that has not finished CANCELLED; True if it was changed."""
+
+    @abstractmethod
+    def task_resume(self, task_id: str) -> bool:
+        """Re-enqueue a CANCELLED, dead-lettered or waiting task with a fresh attempt count."""
+
+    @abstractmethod
+    def task_fork(self, params: ForkParams) -> TaskRecord:
+        """Create a new task with the inputs of another and its steps before ``start_step``."""
+
+    # -- steps --------------------------------------------------------------------------
+    @abstractmethod
+    def steps_get(self, task_id: str) -> list[StepRecord]:
+        """The recorded steps of a task, by function id."""
+
+    @abstractmethod
+    def step_record(self, step: StepRecord) -> StepWrite:
+        """Record a step checkpoint if ``step.executor_id`` still owns the task.
+
+        The primary key (task id, function id) stops two executors from both recording the
+        same step: the second gets CONFLICT and must stop executing the task.
+        """
+
+    @abstractmethod
+    def task_owned_by(self, task_id: str, executor_id: str) -> bool:
+        """True while the task is PENDING on ``executor_id`` (checked before each step)."""
+
+    # -- executors and recovery ---------------------------------------------------------
+    @abstractmethod
+    def executor_register(self, info: ExecutorInfo) -> ExecutorInfo | None:
+        """Insert or refresh an executor row; return the previous row if there was one."""
+
+    @abstractmethod
+    def executor_heartbeat(self, executor_id: str) -> bool:
+        """Set ``last_heartbeat`` to the database's time; False if the row is gone."""
+
+    @abstractmethod
+    def executor_unregister(self, executor_id: str) -> None:
+        """Remove an executor row (clean shutdown)."""
+
+    @abstractmethod
+    def executors_list(self) -> list[ExecutorInfo]:
+        """Every registered executor with its last heartbeat."""
+
+    @abstractmethod
+    def tasks_recover_own(self, params: RecoverOwnParams) -> RecoveryReport:
+        """Re-enqueue this executor's PENDING tasks of its version (start-up recovery)."""
+
+    @abstractmethod
+    def tasks_recover_stale(self, params: RecoverStaleParams) -> RecoveryReport:
+        """Re-enqueue PENDING tasks of executors whose lease expired; drop those executors."""
+
+    # -- versions -----------------------------------------------------------------------
+    @abstractmethod
+    def version_register(self, version_name: str) -> None:
+        """Record an application version (first sighting sets its timestamps)."""
+
+    @abstractmethod
+    def versions_list(self) -> list[tuple[str, int]]:
+        """(version_name, version_timestamp) newest first."""
+
+    # -- misc ---------------------------------------------------------------------------
+    @abstractmethod
+    def now_ms(self) -> int:
+        """The database's clock in epoch milliseconds."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Close every connection."""

@@ -1,0 +1,348 @@
+"""The PostgreSQL dialect of the system database (psycopg 3 and a connection pool)."""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import psycopg
+from psycopg.rows import dict_row
+from psycopg_pool import ConnectionPool
+
+from pgtasks.sysdb.dedup import enqueue_columns, enqueue_results
+from pgtasks.sysdb.errors import DatabaseUnavailable
+from pgtasks.sysdb.identifiers import quote_identifier, validate_identifier
+from pgtasks.sysdb.interface import SystemDatabase
+from pgtasks.sysdb.records import (
+    ClaimParams,
+    CompleteParams,
+    EnqueueResult,
+    ExecutorInfo,
+    ForkParams,
+    ListTasksParams,
+    MigrationInfo,
+    NewTask,
+    RecoverOwnParams,
+    RecoverStaleParams,
+    RecoveryReport,
+    StepRecord,
+    StepWrite,
+    TaskRecord,
+)
+from pgtasks.sysdb.rows import executor_from_row, recovery_report, step_from_row, task_from_row
+from pgtasks.sysdb.sqlfiles import load_migrations, load_statements
+from pgtasks.sysdb.urls import DatabaseTarget
+
+NOW_MS = "(extract(epoch from now()) * 1000)::bigint"
+MIGRATIONS_TABLE = "pgtasks_migrations"
+
+
+def advisory_lock_key(schema: str) -> int:
+    """A stable signed 64-bit advisory lock key for migrating ``schema``."""
+    digest = hashlib.sha256(f"pgtasks-migrate:{schema}".encode()).digest()
+    return int.from_bytes(digest[:8], "big", signed=True)
+
+
+def notify_channel(schema: str) -> str:
+    """The LISTEN/NOTIFY channel on which enqueues of ``schema`` are announced."""
+    return validate_identifier(f"pgtasks_{schema}", "channel name")
+
+
+class PostgresSystemDatabase(SystemDatabase):
+    """System database in a PostgreSQL schema."""
+
+    def __init__(self, target: DatabaseTarget, pool_size: int = 10) -> None:
+        self.target = target
+        self.schema = quote_identifier(target.schema, "schema name")
+        self.channel = notify_channel(target.schema)
+        self.sql = load_statements("postgres", {"__schema__": self.schema, "__now_ms__": NOW_MS})
+        self._pool_size = pool_size
+        self._pool: ConnectionPool | None = None
+
+    # -- connections --------------------------------------------------------------------
+    def _connect_kwargs(self) -> dict[str, Any]:
+        return {"row_factory": dict_row, "application_name": "pgtasks"}
+
+    def _open_pool(self) -> ConnectionPool:
+        if self._pool is None:
+            self._pool = ConnectionPool(
+                self.target.dsn,
+                min_size=1,
+                max_size=self._pool_size,
+                kwargs=self._connect_kwargs(),
+                check=ConnectionPool.check_connection,
+                open=True,
+                name="pgtasks",
+            )
+        return self._pool
+
+    @contextmanager
+    def _tx(self) -> Iterator[psycopg.Connection[Any]]:
+        """A pooled connection inside one transaction (committed on success)."""
+        with self._open_pool().connection() as conn:
+            yield conn
+
+    def _all(self, name: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+        with self._tx() as conn:
+            return conn.execute(self.sql[name], params or {}).fetchall()
+
+    def _one(self, name: str, params: dict[str, Any] | None = None) -> dict[str, Any] | None:
+        with self._tx() as conn:
+            return conn.execute(self.sql[name], params or {}).fetchone()
+
+    def _count(self, name: str, params: dict[str, Any] | None = None) -> int:
+        with self._tx() as conn:
+            return conn.execute(self.sql[name], params or {}).rowcount
+
+    # -- schema -------------------------------------------------------------------------
+    def migrate(self) -> list[MigrationInfo]:
+        migrations = load_migrations("postgres")
+        try:
+            conn = psycopg.connect(self.target.dsn, connect_timeout=10, **self._connect_kwargs())
+        except psycopg.OperationalError as exc:
+            raise DatabaseUnavailable(
+                f"cannot connect to the pgtasks database {self.target.display_url}: {exc}"
+            ) from exc
+        with conn:
+            if self._applied_versions(conn) == len(migrations):
+                return []  # fast path: no lock when the schema is current
+            conn.rollback()
+            with conn.transaction():
+                # One migrator at a time per schema: the others wait here, then find
+                # nothing left to do. CREATE SCHEMA IF NOT EXISTS is not safe to race.
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", [advisory_lock_key(self.target.schema)])
+                conn.execute(f"CREATE SCHEMA IF NOT EXISTS {self.schema}")
+                conn.execute(
+                    f"CREATE TABLE IF NOT EXISTS {self.schema}.{MIGRATIONS_TABLE} ("
+                    " version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)"
+                )
+                done = self._applied_versions(conn)
+                applied = []
+                for migration in migrations[done:]:
+                    conn.execute(migration.sql.replace("__schema__", self.schema))
+                    conn.execute(
+                        f"INSERT INTO {self.schema}.{MIGRATIONS_TABLE} VALUES (%s, %s, {NOW_MS})",
+                        [migration.version, migration.name],
+                    )
+                    applied.append(MigrationInfo(migration.version, migration.name))
+                return applied
+
+    def _applied_versions(self, conn: psycopg.Connection[Any]) -> int:
+        row = conn.execute(
+            "SELECT to_regclass(%s) AS t", [f"{self.schema}.{MIGRATIONS_TABLE}"]
+        ).fetchone()
+        if row is None or row["t"] is None:
+            return 0
+        found = conn.execute(f"SELECT count(*) AS n FROM {self.schema}.{MIGRATIONS_TABLE}").fetchone()
+        return int(found["n"]) if found else 0
+
+    def migrations_applied(self) -> list[MigrationInfo]:
+        with self._tx() as conn:
+            rows = conn.execute(
+                f"SELECT version, name FROM {self.schema}.{MIGRATIONS_TABLE} ORDER BY version"
+            ).fetchall()
+        return [MigrationInfo(r["version"], r["name"]) for r in rows]
+
+    # -- tasks --------------------------------------------------------------------------
+    def tasks_enqueue(self, tasks: list[NewTask], conn: Any = None) -> list[EnqueueResult]:
+        if not tasks:
+            return []
+        if conn is not None:
+            return self._enqueue_on(conn, tasks)
+        with self._tx() as own:
+            return self._enqueue_on(own, tasks)
+
+    def _enqueue_on(self, conn: psycopg.Connection[Any], tasks: list[NewTask]) -> list[EnqueueResult]:
+        columns = enqueue_columns(tasks)
+        with conn.cursor(row_factory=dict_row) as cur:
+            cur.execute(self.sql["tasks_enqueue"], columns)
+            inserted = {row["workflow_uuid"] for row in cur.fetchall()}
+            existing: list[dict[str, Any]] = []
+            if len(inserted) < len(tasks):
+                missing = [t for t in tasks if t.task_id not in inserted]
+                cur.execute(
+                    self.sql["tasks_find_duplicates"],
+                    {
+                        "ids": [t.task_id for t in missing],
+                        "queues": [t.queue_name for t in missing if t.deduplication_id],
+                        "dedups": [t.deduplication_id for t in missing if t.deduplication_id],
+                    },
+                )
+                existing = cur.fetchall()
+            if inserted:
+                # Sent inside the enqueuing transaction: delivered only if it commits, and
+                # PostgreSQL folds identical notifications of one transaction into one.
+                for queue in sorted({t.queue_name for t in tasks}):
+                    cur.execute(self.sql["notify_enqueued"], {"channel": self.channel, "payload": queue})
+        return enqueue_results(tasks, inserted, existing)
+
+    def task_get(self, task_id: str) -> TaskRecord | None:
+        row = self._one("task_get", {"task_id": task_id})
+        return task_from_row(row) if row else None
+
+    def tasks_list(self, params: ListTasksParams) -> list[TaskRecord]:
+        where, args = [], {}
+        if params.status:
+            where.append("status = ANY(%(status)s::text[])")
+            args["status"] = [str(s) for s in params.status]
+        for column, key, value in (
+            ("name", "name", params.name),
+            ("queue_name", "queue", params.queue_name),
+        ):
+            if value is not None:
+                where.append(f"{column} = %({key})s")
+                args[key] = value
+        if params.created_after_epoch_ms is not None:
+            where.append("created_at >= %(after)s")
+            args["after"] = params.created_after_epoch_ms
+        if params.created_before_epoch_ms is not None:
+            where.append("created_at < %(before)s")
+            args["before"] = params.created_before_epoch_ms
+        order = "DESC" if params.newest_first else "ASC"
+        sql = (
+            f"SELECT * FROM {self.schema}.workflow_status"
+            + (" WHERE " + " AND ".join(where) if where else "")
+            + f" ORDER BY created_at {order}, enqueue_seq {order} LIMIT %(limit)s"
+        )
+        args["limit"] = params.limit
+        with self._tx() as conn:
+            return [task_from_row(r) for r in conn.execute(sql, args).fetchall()]
+
+    def tasks_claim(self, params: ClaimParams) -> list[TaskRecord]:
+        if params.limit <= 0:
+            return []
+        rows = self._all(
+            "tasks_claim",
+            {
+                "queues": list(params.queues),
+                "version": params.application_version,
+                "executor_id": params.executor_id,
+                "limit": params.limit,
+            },
+        )
+        # RETURNING has no order; hand tasks out in the order they were picked.
+        return sorted((task_from_row(r) for r in rows), key=lambda t: (t.priority, t.enqueue_seq))
+
+    def tasks_complete(self, params: CompleteParams) -> list[str]:
+        if not params.outcomes:
+            return []
+        rows = self._all(
+            "tasks_complete",
+            {
+                "executor_id": params.executor_id,
+                "ids": [o.task_id for o in params.outcomes],
+                "statuses": [str(o.status) for o in params.outcomes],
+                "outputs": [o.output for o in params.outcomes],
+                "errors": [o.error for o in params.outcomes],
+            },
+        )
+        return [r["workflow_uuid"] for r in rows]
+
+    def tasks_promote_delayed(self) -> int:
+        return self._count("tasks_promote_delayed")
+
+    def task_cancel(self, task_id: str) -> bool:
+        return self._count("task_cancel", {"task_id": task_id}) == 1
+
+    def task_resume(self, task_id: str) -> bool:
+        return self._count("task_resume", {"task_id": task_id}) == 1
+
+    def task_fork(self, params: ForkParams) -> TaskRecord:
+        args = {
+            "new_id": params.new_task_id,
+            "source_id": params.source_id,
+            "start_step": params.start_step,
+            "queue": params.queue_name,
+        }
+        with self._tx() as conn:
+            row = conn.execute(self.sql["task_fork_insert"], args).fetchone()
+            if row is None:
+                raise KeyError(params.source_id)
+            conn.execute(self.sql["task_fork_copy_steps"], args)
+            return task_from_row(row)
+
+    # -- steps --------------------------------------------------------------------------
+    def steps_get(self, task_id: str) -> list[StepRecord]:
+        return [step_from_row(r) for r in self._all("steps_get", {"task_id": task_id})]
+
+    def step_record(self, step: StepRecord) -> StepWrite:
+        args = {
+            "task_id": step.task_id,
+            "function_id": step.function_id,
+            "function_name": step.function_name,
+            "output": step.output,
+            "error": step.error,
+            "serialization": step.serialization,
+            "started_at": step.started_at_epoch_ms,
+            "executor_id": step.executor_id,
+        }
+        with self._tx() as conn:
+            if conn.execute(self.sql["step_record"], args).fetchone():
+                return StepWrite.RECORDED
+            owner = conn.execute(self.sql["step_owner"], args).fetchone()
+        if owner is None:
+            return StepWrite.NOT_OWNER
+        # The row may be this executor's own, from a try whose COMMIT reply was lost.
+        return StepWrite.RECORDED if owner["executor_id"] == step.executor_id else StepWrite.CONFLICT
+
+    def task_owned_by(self, task_id: str, executor_id: str) -> bool:
+        return self._one("task_owned_by", {"task_id": task_id, "executor_id": executor_id}) is not None
+
+    # -- executors and recovery ---------------------------------------------------------
+    def executor_register(self, info: ExecutorInfo) -> ExecutorInfo | None:
+        args = {
+            "executor_id": info.executor_id,
+            "hostname": info.hostname,
+            "pid": info.pid,
+            "version": info.application_version,
+            "queues": ",".join(info.queues),
+        }
+        with self._tx() as conn:
+            previous = conn.execute(self.sql["executor_get"], args).fetchone()
+            conn.execute(self.sql["executor_upsert"], args)
+        return executor_from_row(previous) if previous else None
+
+    def executor_heartbeat(self, executor_id: str) -> bool:
+        return self._count("executor_heartbeat", {"executor_id": executor_id}) == 1
+
+    def executor_unregister(self, executor_id: str) -> None:
+        self._count("executor_delete", {"executor_id": executor_id})
+
+    def executors_list(self) -> list[ExecutorInfo]:
+        return [executor_from_row(r) for r in self._all("executors_list")]
+
+    def tasks_recover_own(self, params: RecoverOwnParams) -> RecoveryReport:
+        rows = self._all(
+            "tasks_recover_own",
+            {"executor_id": params.executor_id, "version": params.application_version},
+        )
+        return recovery_report(rows)
+
+    def tasks_recover_stale(self, params: RecoverStaleParams) -> RecoveryReport:
+        args = {"lease_ms": params.lease_ms, "exclude": params.exclude_executor_id}
+        with self._tx() as conn:
+            conn.execute(self.sql["executors_delete_stale"], args)
+            rows = conn.execute(self.sql["tasks_recover_stale"], args).fetchall()
+        return recovery_report(rows)
+
+    # -- versions -----------------------------------------------------------------------
+    def version_register(self, version_name: str) -> None:
+        self._count("version_register", {"version_id": str(uuid.uuid4()), "version_name": version_name})
+
+    def versions_list(self) -> list[tuple[str, int]]:
+        return [(r["version_name"], r["version_timestamp"]) for r in self._all("versions_list")]
+
+    # -- misc ---------------------------------------------------------------------------
+    def now_ms(self) -> int:
+        row = self._one("now_ms")
+        assert row is not None
+        return int(next(iter(row.values())))
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.close()
+            self._pool = None
+

@@ -1,0 +1,211 @@
+"""Records and parameter objects that cross the system database interface.
+
+Every semantic method of :class:`~pgtasks.sysdb.interface.SystemDatabase` takes one of the
+parameter objects below and returns records; callers never see SQL or rows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+
+class Status(str, Enum):
+    """The state of a task (a row of ``workflow_status``)."""
+
+    ENQUEUED = "ENQUEUED"
+    DELAYED = "DELAYED"
+    PENDING = "PENDING"
+    SUCCESS = "SUCCESS"
+    ERROR = "ERROR"
+    CANCELLED = "CANCELLED"
+    MAX_RECOVERY_ATTEMPTS_EXCEEDED = "MAX_RECOVERY_ATTEMPTS_EXCEEDED"
+
+    def __str__(self) -> str:
+        return self.value
+
+    @property
+    def is_terminal(self) -> bool:
+        """True when the task will not run again unless resumed by hand."""
+        return self in TERMINAL_STATUSES
+
+
+TERMINAL_STATUSES = frozenset(
+    {Status.SUCCESS, Status.ERROR, Status.CANCELLED, Status.MAX_RECOVERY_ATTEMPTS_EXCEEDED}
+)
+
+
+@dataclass(frozen=True, slots=True)
+class NewTask:
+    """One task to insert. ``inputs`` is already serialized under ``serialization``."""
+
+    task_id: str
+    name: str
+    inputs: str
+    queue_name: str
+    serialization: str = "json"
+    priority: int = 0
+    deduplication_id: str | None = None
+    partition_key: str | None = None
+    delay_ms: int | None = None  # relative to the database clock
+    delay_until_epoch_ms: int | None = None  # absolute; wins over delay_ms
+    application_version: str | None = None
+    max_recovery_attempts: int = 100
+    parent_task_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class EnqueueResult:
+    """What happened to one :class:`NewTask`: inserted, or an existing task kept."""
+
+    task_id: str
+    inserted: bool
+    # Set when a different task already holds the (queue, deduplication_id) pair.
+    duplicate_of: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TaskRecord:
+    """A row of ``workflow_status``."""
+
+    task_id: str
+    status: Status
+    name: str
+    inputs: str
+    serialization: str
+    queue_name: str
+    output: str | None = None
+    error: str | None = None
+    priority: int = 0
+    deduplication_id: str | None = None
+    partition_key: str | None = None
+    delay_until_epoch_ms: int | None = None
+    executor_id: str | None = None
+    application_version: str | None = None
+    recovery_attempts: int = 0
+    max_recovery_attempts: int = 100
+    created_at: int = 0
+    updated_at: int = 0
+    started_at_epoch_ms: int | None = None
+    parent_task_id: str | None = None
+    forked_from: str | None = None
+    enqueue_seq: int = 0  # FIFO position within a priority
+
+
+@dataclass(frozen=True, slots=True)
+class StepRecord:
+    """A row of ``operation_outputs``: the checkpoint of one completed step."""
+
+    task_id: str
+    function_id: int
+    function_name: str
+    output: str | None
+    error: str | None
+    serialization: str = "json"
+    started_at_epoch_ms: int | None = None
+    completed_at_epoch_ms: int | None = None
+    executor_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimParams:
+    """Claim up to ``limit`` ENQUEUED tasks of ``queues`` for ``executor_id``."""
+
+    executor_id: str
+    application_version: str
+    queues: tuple[str, ...]
+    limit: int
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """The final state of one task, written fenced on the executor that ran it."""
+
+    task_id: str
+    status: Status  # SUCCESS or ERROR
+    output: str | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CompleteParams:
+    """Write many outcomes in one statement, each only if ``executor_id`` still owns it."""
+
+    executor_id: str
+    outcomes: tuple[Outcome, ...]
+
+
+class StepWrite(str, Enum):
+    """The result of recording a step checkpoint."""
+
+    RECORDED = "RECORDED"  # this call wrote the row (or an earlier try of this executor did)
+    CONFLICT = "CONFLICT"  # another executor recorded this step first
+    NOT_OWNER = "NOT_OWNER"  # the task is no longer PENDING on this executor
+
+
+@dataclass(frozen=True, slots=True)
+class ListTasksParams:
+    """Filters for listing tasks; every field is optional."""
+
+    status: tuple[Status, ...] = ()
+    name: str | None = None
+    queue_name: str | None = None
+    created_after_epoch_ms: int | None = None
+    created_before_epoch_ms: int | None = None
+    limit: int = 100
+    newest_first: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class ForkParams:
+    """Copy task ``source_id`` to ``new_task_id``, keeping its steps before ``start_step``."""
+
+    source_id: str
+    new_task_id: str
+    start_step: int
+    queue_name: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ExecutorInfo:
+    """A row of ``executors``: one live worker process (or producer) and its lease."""
+
+    executor_id: str
+    hostname: str
+    pid: int
+    application_version: str
+    queues: tuple[str, ...] = ()
+    started_at: int = 0
+    last_heartbeat: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class RecoverStaleParams:
+    """Re-enqueue PENDING tasks whose executor's heartbeat is older than the lease."""
+
+    lease_ms: int
+    exclude_executor_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RecoverOwnParams:
+    """Re-enqueue PENDING tasks of ``executor_id`` at ``application_version`` (at start-up)."""
+
+    executor_id: str
+    application_version: str
+
+
+@dataclass(frozen=True, slots=True)
+class MigrationInfo:
+    """One applied migration."""
+
+    version: int
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class RecoveryReport:
+    """How many tasks a recovery pass re-enqueued and how many it dead-lettered."""
+
+    requeued: list[str] = field(default_factory=list)
+    dead_lettered: list[str] = field(default_factory=list)

@@ -1,0 +1,75 @@
+"""Conversion of database rows (mappings) into records, shared by both dialects."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pgtasks.sysdb.records import ExecutorInfo, RecoveryReport, Status, StepRecord, TaskRecord
+
+
+def task_from_row(row: Mapping[str, Any]) -> TaskRecord:
+    """Build a TaskRecord from a ``workflow_status`` row."""
+    return TaskRecord(
+        task_id=row["workflow_uuid"],
+        status=Status(row["status"]),
+        name=row["name"],
+        inputs=row["inputs"],
+        serialization=row["serialization"],
+        queue_name=row["queue_name"],
+        output=row["output"],
+        error=row["error"],
+        priority=row["priority"],
+        deduplication_id=row["deduplication_id"],
+        partition_key=row["queue_partition_key"],
+        delay_until_epoch_ms=row["delay_until_epoch_ms"],
+        executor_id=row["executor_id"],
+        application_version=row["application_version"],
+        recovery_attempts=row["recovery_attempts"],
+        max_recovery_attempts=row["max_recovery_attempts"],
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+        started_at_epoch_ms=row["started_at_epoch_ms"],
+        parent_task_id=row["parent_workflow_id"],
+        forked_from=row["forked_from"],
+        enqueue_seq=row.get("enqueue_seq") or 0,
+    )
+
+
+def step_from_row(row: Mapping[str, Any]) -> StepRecord:
+    """Build a StepRecord from an ``operation_outputs`` row."""
+    return StepRecord(
+        task_id=row["workflow_uuid"],
+        function_id=row["function_id"],
+        function_name=row["function_name"],
+        output=row["output"],
+        error=row["error"],
+        serialization=row["serialization"],
+        started_at_epoch_ms=row["started_at_epoch_ms"],
+        completed_at_epoch_ms=row["completed_at_epoch_ms"],
+        executor_id=row["executor_id"],
+    )
+
+
+def executor_from_row(row: Mapping[str, Any]) -> ExecutorInfo:
+    """Build an ExecutorInfo from an ``executors`` row."""
+    return ExecutorInfo(
+        executor_id=row["executor_id"],
+        hostname=row["hostname"],
+        pid=row["pid"],
+        application_version=row["application_version"],
+        queues=tuple(q for q in row["queues"].split(",") if q),
+        started_at=row["started_at"],
+        last_heartbeat=row["last_heartbeat"],
+    )
+
+
+def recovery_report(rows: list[Mapping[str, Any]]) -> RecoveryReport:
+    """Split the (workflow_uuid, status) rows of a recovery pass into requeued and dead."""
+    report = RecoveryReport()
+    for row in rows:
+        if row["status"] == Status.MAX_RECOVERY_ATTEMPTS_EXCEEDED:
+            report.dead_lettered.append(row["workflow_uuid"])
+        else:
+            report.requeued.append(row["workflow_uuid"])
+    return report

@@ -1,0 +1,170 @@
+-- Named statements of the SQLite dialect. Each block starts with "-- name: <name>".
+-- __now_ms__ is the database clock in epoch ms. Writes run inside BEGIN IMMEDIATE, so one
+-- writer at a time holds the database: the fences below cannot race.
+
+-- name: task_insert
+INSERT INTO workflow_status (
+    workflow_uuid, status, name, inputs, serialization, queue_name, priority,
+    deduplication_id, queue_partition_key, delay_until_epoch_ms, application_version,
+    max_recovery_attempts, parent_workflow_id, created_at, updated_at)
+SELECT :id,
+       CASE WHEN t.delay_until > __now_ms__ THEN 'DELAYED' ELSE 'ENQUEUED' END,
+       :name, :inputs, :serialization, :queue, :priority, :dedup, :partition_key,
+       CASE WHEN t.delay_until > __now_ms__ THEN t.delay_until END,
+       :version, :max_attempts, :parent, __now_ms__, __now_ms__
+FROM (SELECT COALESCE(:delay_abs, __now_ms__ + :delay_rel) AS delay_until) AS t
+WHERE true
+ON CONFLICT DO NOTHING
+RETURNING workflow_uuid
+
+-- name: task_find_by_id
+SELECT workflow_uuid, queue_name, deduplication_id FROM workflow_status
+WHERE workflow_uuid = :id
+
+-- name: task_find_by_dedup
+SELECT workflow_uuid, queue_name, deduplication_id FROM workflow_status
+WHERE queue_name = :queue AND deduplication_id = :dedup
+
+-- name: task_get
+SELECT * FROM workflow_status WHERE workflow_uuid = :task_id
+
+-- name: tasks_claim
+UPDATE workflow_status
+SET status = 'PENDING',
+    executor_id = :executor_id,
+    application_version = :version,
+    recovery_attempts = recovery_attempts + 1,
+    started_at_epoch_ms = __now_ms__,
+    updated_at = __now_ms__
+WHERE workflow_uuid IN (
+    SELECT workflow_uuid FROM workflow_status
+    WHERE status = 'ENQUEUED'
+      AND queue_name IN (SELECT value FROM json_each(:queues))
+      AND (application_version IS NULL OR application_version = :version)
+    ORDER BY priority, rowid
+    LIMIT :limit)
+RETURNING *, rowid AS enqueue_seq
+
+-- name: task_complete
+UPDATE workflow_status
+SET status = :status, output = :output, error = :error,
+    deduplication_id = NULL, updated_at = __now_ms__
+WHERE workflow_uuid = :id AND executor_id = :executor_id AND status = 'PENDING'
+RETURNING workflow_uuid
+
+-- name: tasks_promote_delayed
+UPDATE workflow_status
+SET status = 'ENQUEUED', delay_until_epoch_ms = NULL, updated_at = __now_ms__
+WHERE status = 'DELAYED' AND delay_until_epoch_ms <= __now_ms__
+
+-- name: task_cancel
+UPDATE workflow_status
+SET status = 'CANCELLED', deduplication_id = NULL, updated_at = __now_ms__
+WHERE workflow_uuid = :task_id AND status IN ('ENQUEUED', 'DELAYED', 'PENDING')
+
+-- name: task_resume
+UPDATE workflow_status
+SET status = 'ENQUEUED', executor_id = NULL, application_version = NULL,
+    recovery_attempts = 0, delay_until_epoch_ms = NULL, updated_at = __now_ms__
+WHERE workflow_uuid = :task_id
+  AND status IN ('CANCELLED', 'MAX_RECOVERY_ATTEMPTS_EXCEEDED', 'ENQUEUED', 'DELAYED')
+
+-- name: task_fork_insert
+INSERT INTO workflow_status (
+    workflow_uuid, status, name, inputs, serialization, queue_name, priority,
+    queue_partition_key, max_recovery_attempts, forked_from, created_at, updated_at)
+SELECT :new_id, 'ENQUEUED', name, inputs, serialization, COALESCE(:queue, queue_name),
+       priority, queue_partition_key, max_recovery_attempts, workflow_uuid,
+       __now_ms__, __now_ms__
+FROM workflow_status WHERE workflow_uuid = :source_id
+RETURNING *
+
+-- name: task_fork_copy_steps
+INSERT INTO operation_outputs (
+    workflow_uuid, function_id, function_name, output, error, child_workflow_id,
+    serialization, started_at_epoch_ms, completed_at_epoch_ms, executor_id)
+SELECT :new_id, function_id, function_name, output, error, child_workflow_id,
+       serialization, started_at_epoch_ms, completed_at_epoch_ms, executor_id
+FROM operation_outputs WHERE workflow_uuid = :source_id AND function_id < :start_step
+
+-- name: steps_get
+SELECT * FROM operation_outputs WHERE workflow_uuid = :task_id ORDER BY function_id
+
+-- name: step_record
+INSERT INTO operation_outputs (
+    workflow_uuid, function_id, function_name, output, error, serialization,
+    started_at_epoch_ms, completed_at_epoch_ms, executor_id)
+SELECT :task_id, :function_id, :function_name, :output, :error, :serialization,
+       :started_at, __now_ms__, :executor_id
+WHERE EXISTS (
+    SELECT 1 FROM workflow_status
+    WHERE workflow_uuid = :task_id AND status = 'PENDING' AND executor_id = :executor_id)
+ON CONFLICT (workflow_uuid, function_id) DO NOTHING
+RETURNING function_id
+
+-- name: step_owner
+SELECT executor_id FROM operation_outputs
+WHERE workflow_uuid = :task_id AND function_id = :function_id
+
+-- name: task_owned_by
+SELECT 1 FROM workflow_status
+WHERE workflow_uuid = :task_id AND status = 'PENDING' AND executor_id = :executor_id
+
+-- name: executor_get
+SELECT * FROM executors WHERE executor_id = :executor_id
+
+-- name: executor_upsert
+INSERT INTO executors (
+    executor_id, hostname, pid, application_version, queues, started_at, last_heartbeat)
+VALUES (:executor_id, :hostname, :pid, :version, :queues, __now_ms__, __now_ms__)
+ON CONFLICT (executor_id) DO UPDATE
+SET hostname = excluded.hostname, pid = excluded.pid,
+    application_version = excluded.application_version, queues = excluded.queues,
+    started_at = excluded.started_at, last_heartbeat = excluded.last_heartbeat
+
+-- name: executor_heartbeat
+UPDATE executors SET last_heartbeat = __now_ms__ WHERE executor_id = :executor_id
+
+-- name: executor_delete
+DELETE FROM executors WHERE executor_id = :executor_id
+
+-- name: executors_list
+SELECT * FROM executors ORDER BY executor_id
+
+-- name: tasks_recover_own
+UPDATE workflow_status
+SET status = CASE WHEN recovery_attempts > max_recovery_attempts
+                  THEN 'MAX_RECOVERY_ATTEMPTS_EXCEEDED' ELSE 'ENQUEUED' END,
+    executor_id = CASE WHEN recovery_attempts > max_recovery_attempts THEN executor_id END,
+    updated_at = __now_ms__
+WHERE status = 'PENDING' AND executor_id = :executor_id AND application_version = :version
+RETURNING workflow_uuid, status
+
+-- name: executors_delete_stale
+DELETE FROM executors WHERE last_heartbeat < __now_ms__ - :lease_ms
+
+-- name: tasks_recover_stale
+UPDATE workflow_status
+SET status = CASE WHEN recovery_attempts > max_recovery_attempts
+                  THEN 'MAX_RECOVERY_ATTEMPTS_EXCEEDED' ELSE 'ENQUEUED' END,
+    executor_id = CASE WHEN recovery_attempts > max_recovery_attempts THEN executor_id END,
+    updated_at = __now_ms__
+WHERE status = 'PENDING'
+  AND executor_id IS NOT :exclude
+  AND NOT EXISTS (
+      SELECT 1 FROM executors e
+      WHERE e.executor_id = workflow_status.executor_id
+        AND e.last_heartbeat >= __now_ms__ - :lease_ms)
+RETURNING workflow_uuid, status
+
+-- name: version_register
+INSERT INTO application_versions (version_id, version_name, version_timestamp, created_at)
+VALUES (:version_id, :version_name, __now_ms__, __now_ms__)
+ON CONFLICT (version_name) DO NOTHING
+
+-- name: versions_list
+SELECT version_name, version_timestamp FROM application_versions
+ORDER BY version_timestamp DESC, created_at DESC
+
+-- name: now_ms
+SELECT __now_ms__ AS now_ms

@@ -1,0 +1,52 @@
+"""Loading of named SQL statements and numbered migrations shipped with the package."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from importlib import resources
+
+_NAME = re.compile(r"^-- name: (\w+)\s*$", re.MULTILINE)
+_MIGRATION_FILE = re.compile(r"^(\d{4})_(\w+)\.sql$")
+
+
+def load_statements(dialect: str, replacements: dict[str, str]) -> dict[str, str]:
+    """Read ``sql/<dialect>.sql`` into ``{name: statement}`` with the tokens replaced."""
+    text = resources.files("pgtasks.sysdb").joinpath("sql", f"{dialect}.sql").read_text()
+    for token, value in replacements.items():
+        text = text.replace(token, value)
+    parts = _NAME.split(text)
+    statements: dict[str, str] = {}
+    for name, body in zip(parts[1::2], parts[2::2], strict=True):
+        if name in statements:
+            raise RuntimeError(f"duplicate SQL statement name {name!r} in {dialect}.sql")
+        statements[name] = body.strip()
+    return statements
+
+
+@dataclass(frozen=True, slots=True)
+class Migration:
+    """One forward-only migration: its number, name and SQL (tokens not yet replaced)."""
+
+    version: int
+    name: str
+    sql: str
+
+
+def load_migrations(dialect: str) -> list[Migration]:
+    """The migrations of a dialect, in version order, numbered 1, 2, 3 ... without gaps."""
+    folder = resources.files("pgtasks.sysdb").joinpath("sql", "migrations", dialect)
+    found = []
+    for entry in folder.iterdir():
+        match = _MIGRATION_FILE.match(entry.name)
+        if match:
+            found.append(Migration(int(match.group(1)), match.group(2), entry.read_text()))
+    found.sort(key=lambda m: m.version)
+    if [m.version for m in found] != list(range(1, len(found) + 1)):
+        raise RuntimeError(f"{dialect} migrations are not numbered 1..N: {[m.version for m in found]}")
+    return found
+
+
+def load_declared_schema(dialect: str) -> str:
+    """The declared schema of a dialect (``sql/<dialect>_schema.sql``): what migrations build."""
+    return resources.files("pgtasks.sysdb").joinpath("sql", f"{dialect}_schema.sql").read_text()

@@ -1,0 +1,349 @@
+"""The SQLite dialect of the system database (the embedded default; standard library only).
+
+One connection per thread and process, WAL journal, a busy timeout, and BEGIN IMMEDIATE for
+every write transaction: SQLite admits one writer at a time, which makes each fence below
+atomic without row locks.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from pgtasks.sysdb.dedup import enqueue_results
+from pgtasks.sysdb.errors import ConfigurationError, DatabaseUnavailable
+from pgtasks.sysdb.interface import SystemDatabase
+from pgtasks.sysdb.records import (
+    ClaimParams,
+    CompleteParams,
+    EnqueueResult,
+    ExecutorInfo,
+    ForkParams,
+    ListTasksParams,
+    MigrationInfo,
+    NewTask,
+    RecoverOwnParams,
+    RecoverStaleParams,
+    RecoveryReport,
+    StepRecord,
+    StepWrite,
+    TaskRecord,
+)
+from pgtasks.sysdb.rows import executor_from_row, recovery_report, step_from_row, task_from_row
+from pgtasks.sysdb.sqlfiles import load_migrations, load_statements
+from pgtasks.sysdb.urls import DatabaseTarget
+
+NOW_MS = "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)"
+MIGRATIONS_TABLE = "pgtasks_migrations"
+BUSY_TIMEOUT_MS = 30_000
+
+
+def _dict_row(cursor: sqlite3.Cursor, row: tuple[Any, ...]) -> dict[str, Any]:
+    return {col[0]: value for col, value in zip(cursor.description, row, strict=True)}
+
+
+class SqliteSystemDatabase(SystemDatabase):
+    """System database in one SQLite file."""
+
+    def __init__(self, target: DatabaseTarget) -> None:
+        self.target = target
+        self.path = Path(target.sqlite_path)
+        self.sql = load_statements("sqlite", {"__now_ms__": NOW_MS})
+        self._local = threading.local()
+        self._all_connections: list[sqlite3.Connection] = []
+        self._lock = threading.Lock()
+
+    # -- connections --------------------------------------------------------------------
+    def _conn(self) -> sqlite3.Connection:
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        # A connection must not cross fork(): a child process opens its own.
+        if conn is None or getattr(self._local, "pid", None) != os.getpid():
+            if self.path.parent and not self.path.parent.exists():
+                raise ConfigurationError(
+                    f"database URL {self.target.url!r}: folder {str(self.path.parent)!r} does not exist"
+                )
+            try:
+                conn = sqlite3.connect(
+                    self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
+                    check_same_thread=False,
+                )
+            except sqlite3.OperationalError as exc:
+                raise DatabaseUnavailable(f"cannot open SQLite database {self.path}: {exc}") from exc
+            conn.row_factory = _dict_row
+            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute("PRAGMA foreign_keys = ON")
+            self._local.conn, self._local.pid = conn, os.getpid()
+            with self._lock:
+                self._all_connections.append(conn)
+        return conn
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """A write transaction: BEGIN IMMEDIATE takes the write lock up front, so a
+        read-then-write inside it never fails with SQLITE_BUSY half-way."""
+        conn = self._conn()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield conn
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+    def _read(self, name: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+        return self._conn().execute(self.sql[name], params or {}).fetchall()
+
+    def _write_all(self, name: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+        with self._write() as conn:
+            return conn.execute(self.sql[name], params or {}).fetchall()
+
+    def _write_count(self, name: str, params: dict[str, Any] | None = None) -> int:
+        with self._write() as conn:
+            return conn.execute(self.sql[name], params or {}).rowcount
+
+    # -- schema -------------------------------------------------------------------------
+    def migrate(self) -> list[MigrationInfo]:
+        migrations = load_migrations("sqlite")
+        with self._write() as conn:
+            conn.execute(
+                f"CREATE TABLE IF NOT EXISTS {MIGRATIONS_TABLE} ("
+                " version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)"
+            )
+            done = conn.execute(f"SELECT count(*) AS n FROM {MIGRATIONS_TABLE}").fetchone()["n"]
+            applied = []
+            for migration in migrations[done:]:
+                # executescript() would COMMIT our transaction; run statement by statement.
+                for statement in _split_statements(migration.sql):
+                    conn.execute(statement)
+                conn.execute(
+                    f"INSERT INTO {MIGRATIONS_TABLE} VALUES (?, ?, {NOW_MS})",
+                    (migration.version, migration.name),
+                )
+                applied.append(MigrationInfo(migration.version, migration.name))
+            return applied
+
+    def migrations_applied(self) -> list[MigrationInfo]:
+        rows = self._conn().execute(f"SELECT version, name FROM {MIGRATIONS_TABLE} ORDER BY version")
+        return [MigrationInfo(r["version"], r["name"]) for r in rows.fetchall()]
+
+    # -- tasks --------------------------------------------------------------------------
+    def tasks_enqueue(self, tasks: list[NewTask], conn: Any = None) -> list[EnqueueResult]:
+        if conn is not None:
+            raise ConfigurationError(
+                "enqueue(conn=...) joins a PostgreSQL transaction; the SQLite database "
+                "cannot share a caller's connection"
+            )
+        if not tasks:
+            return []
+        inserted: set[str] = set()
+        existing: list[dict[str, Any]] = []
+        with self._write() as db:
+            for task in tasks:
+                params = _insert_params(task)
+                if db.execute(self.sql["task_insert"], params).fetchone():
+                    inserted.add(task.task_id)
+                    continue
+                existing += db.execute(self.sql["task_find_by_id"], params).fetchall()
+                if task.deduplication_id is not None:
+                    existing += db.execute(self.sql["task_find_by_dedup"], params).fetchall()
+        return enqueue_results(tasks, inserted, existing)
+
+    def task_get(self, task_id: str) -> TaskRecord | None:
+        rows = self._read("task_get", {"task_id": task_id})
+        return task_from_row(rows[0]) if rows else None
+
+    def tasks_list(self, params: ListTasksParams) -> list[TaskRecord]:
+        where, args = [], {}
+        if params.status:
+            where.append("status IN (SELECT value FROM json_each(:status))")
+            args["status"] = json.dumps([str(s) for s in params.status])
+        if params.name is not None:
+            where.append("name = :name")
+            args["name"] = params.name
+        if params.queue_name is not None:
+            where.append("queue_name = :queue")
+            args["queue"] = params.queue_name
+        if params.created_after_epoch_ms is not None:
+            where.append("created_at >= :after")
+            args["after"] = params.created_after_epoch_ms
+        if params.created_before_epoch_ms is not None:
+            where.append("created_at < :before")
+            args["before"] = params.created_before_epoch_ms
+        order = "DESC" if params.newest_first else "ASC"
+        sql = (
+            "SELECT * FROM workflow_status"
+            + (" WHERE " + " AND ".join(where) if where else "")
+            + f" ORDER BY created_at {order}, rowid {order} LIMIT :limit"
+        )
+        args["limit"] = params.limit
+        return [task_from_row(r) for r in self._conn().execute(sql, args).fetchall()]
+
+    def tasks_claim(self, params: ClaimParams) -> list[TaskRecord]:
+        if params.limit <= 0:
+            return []
+        rows = self._write_all(
+            "tasks_claim",
+            {
+                "queues": json.dumps(list(params.queues)),
+                "version": params.application_version,
+                "executor_id": params.executor_id,
+                "limit": params.limit,
+            },
+        )
+        # RETURNING has no order; hand tasks out in the order they were picked.
+        return sorted((task_from_row(r) for r in rows), key=lambda t: (t.priority, t.enqueue_seq))
+
+    def tasks_complete(self, params: CompleteParams) -> list[str]:
+        written = []
+        with self._write() as db:
+            for o in params.outcomes:
+                args = {
+                    "id": o.task_id,
+                    "status": str(o.status),
+                    "output": o.output,
+                    "error": o.error,
+                    "executor_id": params.executor_id,
+                }
+                if db.execute(self.sql["task_complete"], args).fetchone():
+                    written.append(o.task_id)
+        return written
+
+    def tasks_promote_delayed(self) -> int:
+        return self._write_count("tasks_promote_delayed")
+
+    def task_cancel(self, task_id: str) -> bool:
+        return self._write_count("task_cancel", {"task_id": task_id}) == 1
+
+    def task_resume(self, task_id: str) -> bool:
+        return self._write_count("task_resume", {"task_id": task_id}) == 1
+
+    def task_fork(self, params: ForkParams) -> TaskRecord:
+        args = {
+            "new_id": params.new_task_id,
+            "source_id": params.source_id,
+            "start_step": params.start_step,
+            "queue": params.queue_name,
+        }
+        with self._write() as db:
+            row = db.execute(self.sql["task_fork_insert"], args).fetchone()
+            if row is None:
+                raise KeyError(params.source_id)
+            db.execute(self.sql["task_fork_copy_steps"], args)
+            return task_from_row(row)
+
+    # -- steps --------------------------------------------------------------------------
+    def steps_get(self, task_id: str) -> list[StepRecord]:
+        return [step_from_row(r) for r in self._read("steps_get", {"task_id": task_id})]
+
+    def step_record(self, step: StepRecord) -> StepWrite:
+        args = {
+            "task_id": step.task_id,
+            "function_id": step.function_id,
+            "function_name": step.function_name,
+            "output": step.output,
+            "error": step.error,
+            "serialization": step.serialization,
+            "started_at": step.started_at_epoch_ms,
+            "executor_id": step.executor_id,
+        }
+        with self._write() as db:
+            if db.execute(self.sql["step_record"], args).fetchone():
+                return StepWrite.RECORDED
+            owner = db.execute(self.sql["step_owner"], args).fetchone()
+        if owner is None:
+            return StepWrite.NOT_OWNER
+        return StepWrite.RECORDED if owner["executor_id"] == step.executor_id else StepWrite.CONFLICT
+
+    def task_owned_by(self, task_id: str, executor_id: str) -> bool:
+        return bool(self._read("task_owned_by", {"task_id": task_id, "executor_id": executor_id}))
+
+    # -- executors and recovery ---------------------------------------------------------
+    def executor_register(self, info: ExecutorInfo) -> ExecutorInfo | None:
+        args = {
+            "executor_id": info.executor_id,
+            "hostname": info.hostname,
+            "pid": info.pid,
+            "version": info.application_version,
+            "queues": ",".join(info.queues),
+        }
+        with self._write() as db:
+            previous = db.execute(self.sql["executor_get"], args).fetchone()
+            db.execute(self.sql["executor_upsert"], args)
+        return executor_from_row(previous) if previous else None
+
+    def executor_heartbeat(self, executor_id: str) -> bool:
+        return self._write_count("executor_heartbeat", {"executor_id": executor_id}) == 1
+
+    def executor_unregister(self, executor_id: str) -> None:
+        self._write_count("executor_delete", {"executor_id": executor_id})
+
+    def executors_list(self) -> list[ExecutorInfo]:
+        return [executor_from_row(r) for r in self._read("executors_list")]
+
+    def tasks_recover_own(self, params: RecoverOwnParams) -> RecoveryReport:
+        rows = self._write_all(
+            "tasks_recover_own",
+            {"executor_id": params.executor_id, "version": params.application_version},
+        )
+        return recovery_report(rows)
+
+    def tasks_recover_stale(self, params: RecoverStaleParams) -> RecoveryReport:
+        args = {"lease_ms": params.lease_ms, "exclude": params.exclude_executor_id}
+        with self._write() as db:
+            db.execute(self.sql["executors_delete_stale"], args)
+            rows = db.execute(self.sql["tasks_recover_stale"], args).fetchall()
+        return recovery_report(rows)
+
+    # -- versions -----------------------------------------------------------------------
+    def version_register(self, version_name: str) -> None:
+        self._write_count(
+            "version_register", {"version_id": str(uuid.uuid4()), "version_name": version_name}
+        )
+
+    def versions_list(self) -> list[tuple[str, int]]:
+        return [(r["version_name"], r["version_timestamp"]) for r in self._read("versions_list")]
+
+    # -- misc ---------------------------------------------------------------------------
+    def now_ms(self) -> int:
+        return int(self._read("now_ms")[0]["now_ms"])
+
+    def close(self) -> None:
+        with self._lock:
+            for conn in self._all_connections:
+                conn.close()
+            self._all_connections.clear()
+        self._local = threading.local()
+
+
+def _insert_params(task: NewTask) -> dict[str, Any]:
+    return {
+        "id": task.task_id,
+        "name": task.name,
+        "inputs": task.inputs,
+        "serialization": task.serialization,
+        "queue": task.queue_name,
+        "priority": task.priority,
+        "dedup": task.deduplication_id,
+        "partition_key": task.partition_key,
+        "delay_abs": task.delay_until_epoch_ms,
+        "delay_rel": task.delay_ms or 0,
+        "version": task.application_version,
+        "max_attempts": task.max_recovery_attempts,
+        "parent": task.parent_task_id,
+    }
+
+
+def _split_statements(script: str) -> list[str]:
+    """Split a migration file into statements (our DDL has no semicolons inside literals)."""
+    lines = [line for line in script.splitlines() if not line.strip().startswith("--")]
+    return [s.strip() for s in "\n".join(lines).split(";") if s.strip()]
+

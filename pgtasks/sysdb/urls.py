@@ -1,0 +1,104 @@
+"""Parsing of database URLs into a dialect and its connection settings."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from pgtasks.sysdb.errors import ConfigurationError
+from pgtasks.sysdb.identifiers import validate_identifier
+
+DEFAULT_DATABASE_URL = "sqlite:///pgtasks.sqlite3"
+DEFAULT_SCHEMA = "pgtasks"
+DATABASE_URL_ENV = "PGTASKS_DATABASE_URL"
+
+_BROKER_ONLY = {
+    "redis": "Redis",
+    "rediss": "Redis",
+    "amqp": "RabbitMQ",
+    "amqps": "RabbitMQ",
+    "pyamqp": "RabbitMQ",
+    "librabbitmq": "RabbitMQ",
+    "sqs": "Amazon SQS",
+    "memory": "kombu's in-memory transport",
+    "filesystem": "kombu's filesystem transport",
+    "mongodb": "MongoDB",
+    "zookeeper": "ZooKeeper",
+}
+_POSTGRES_SCHEMES = {"postgresql", "postgres", "postgresql+psycopg", "postgresql+psycopg2"}
+_HINT = (
+    "set App(database_url=...) or the PGTASKS_DATABASE_URL environment variable to "
+    "'postgresql://user:password@host:5432/dbname' or 'sqlite:///path/to/file.sqlite3'"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class DatabaseTarget:
+    """Where the system database lives: a PostgreSQL DSN plus schema, or a SQLite file."""
+
+    dialect: str  # "postgres" or "sqlite"
+    url: str
+    dsn: str = ""
+    sqlite_path: str = ""
+    schema: str = DEFAULT_SCHEMA
+
+    @property
+    def display_url(self) -> str:
+        """The URL with any password replaced by ``***``, safe to print."""
+        return redact_url(self.url)
+
+
+def redact_url(url: str) -> str:
+    """Hide the password of a URL so it can be logged or shown in a banner."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.replace(":" + parts.password + "@", ":***@", 1)
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+def resolve_database_url(url: str | None) -> str:
+    """The URL given, else ``PGTASKS_DATABASE_URL``, else the embedded SQLite default."""
+    return url or os.environ.get(DATABASE_URL_ENV) or DEFAULT_DATABASE_URL
+
+
+def parse_database_url(url: str, schema: str = DEFAULT_SCHEMA) -> DatabaseTarget:
+    """Check that pgtasks can use ``url`` and say how to connect to it.
+
+    Broker URLs of other systems (redis://, amqp://, ...) and anything that is not a
+    PostgreSQL or SQLite URL fail at once with a message saying what to set instead.
+    """
+    if not isinstance(url, str) or "://" not in url:
+        raise ConfigurationError(f"database URL {url!r} is not a URL; {_HINT}")
+    scheme = url.split("://", 1)[0].lower()
+    if scheme in _BROKER_ONLY:
+        raise ConfigurationError(
+            f"pgtasks cannot use the {_BROKER_ONLY[scheme]} URL {redact_url(url)!r}: pgtasks "
+            f"keeps tasks, results and schedules in PostgreSQL (or SQLite); {_HINT}"
+        )
+    if scheme in _POSTGRES_SCHEMES:
+        validate_identifier(schema, "schema name")
+        parts = urlsplit(url)
+        query = [(k, v) for k, v in parse_qsl(parts.query) if k != "schema"]
+        schema = dict(parse_qsl(parts.query)).get("schema", schema)
+        validate_identifier(schema, "schema name")
+
+        dsn = urlunsplit(("postgresql", parts.netloc, parts.path, urlencode(query), ""))
+        return DatabaseTarget("postgres", url=url, dsn=dsn, schema=schema)
+    if scheme == "sqlite":
+        rest = url[len("sqlite://") :]
+        if rest in ("", "/", "/:memory:", ":memory:"):
+            raise ConfigurationError(
+                f"database URL {url!r}: an in-memory SQLite database cannot be shared by the "
+                "worker and its producers; name a file, e.g. 'sqlite:///pgtasks.sqlite3'"
+            )
+        if not rest.startswith("/"):
+            raise ConfigurationError(
+                f"database URL {url!r}: a SQLite URL is 'sqlite:///relative/path' or "
+                "'sqlite:////absolute/path'"
+            )
+        path = rest[1:].split("?", 1)[0]
+        return DatabaseTarget("sqlite", url=url, sqlite_path=str(Path(path)), schema=schema)
+    raise ConfigurationError(f"database URL {redact_url(url)!r} has unknown scheme {scheme!r}; {_HINT}")

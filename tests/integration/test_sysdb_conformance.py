@@ -1,0 +1,204 @@
+"""One conformance suite for the system database, run on PostgreSQL and on SQLite."""
+
+from __future__ import annotations
+
+from pgtasks.sysdb import Status, SystemDatabase
+from pgtasks.sysdb.records import (
+    ClaimParams,
+    CompleteParams,
+    ExecutorInfo,
+    ForkParams,
+    ListTasksParams,
+    NewTask,
+    Outcome,
+    RecoverOwnParams,
+    RecoverStaleParams,
+    StepRecord,
+    StepWrite,
+)
+
+
+def new(task_id: str, queue: str = "default", **kw: object) -> NewTask:
+    return NewTask(task_id=task_id, name="proj.add", inputs='{"args":[1,2],"kwargs":{}}',
+                   queue_name=queue, **kw)  # type: ignore[arg-type]
+
+
+def claim(db: SystemDatabase, executor: str = "w1", limit: int = 10, version: str = "v1",
+          queues: tuple[str, ...] = ("default",)) -> list[str]:
+    return [t.task_id for t in db.tasks_claim(ClaimParams(executor, version, queues, limit))]
+
+
+def step(task_id: str, fid: int, executor: str = "w1", output: str = "1") -> StepRecord:
+    return StepRecord(task_id, fid, f"step{fid}", output, None, executor_id=executor)
+
+
+def test_migrate_is_idempotent(sysdb: SystemDatabase) -> None:
+    assert sysdb.migrate() == []
+    assert [m.version for m in sysdb.migrations_applied()] == [1]
+
+
+def test_enqueue_inserts_and_keeps_existing_task_ids(sysdb: SystemDatabase) -> None:
+    first = sysdb.tasks_enqueue([new("a"), new("b")])
+    assert [(r.task_id, r.inserted) for r in first] == [("a", True), ("b", True)]
+    again = sysdb.tasks_enqueue([new("a"), new("c")])
+    assert [(r.task_id, r.inserted, r.duplicate_of) for r in again] == [
+        ("a", False, None), ("c", True, None)]
+    task = sysdb.task_get("a")
+    assert task is not None and task.status is Status.ENQUEUED and task.name == "proj.add"
+    assert sysdb.task_get("missing") is None
+
+
+def test_deduplication_id_is_unique_per_queue_until_the_task_finishes(sysdb: SystemDatabase) -> None:
+    assert sysdb.tasks_enqueue([new("a", deduplication_id="k")])[0].inserted
+    dup = sysdb.tasks_enqueue([new("b", deduplication_id="k")])[0]
+    assert not dup.inserted and dup.duplicate_of == "a"
+    assert sysdb.tasks_enqueue([new("c", queue="other", deduplication_id="k")])[0].inserted
+    assert claim(sysdb) == ["a"]
+    assert sysdb.tasks_complete(CompleteParams("w1", (Outcome("a", Status.SUCCESS, "3"),))) == ["a"]
+    assert sysdb.tasks_enqueue([new("d", deduplication_id="k")])[0].inserted
+
+
+def test_claim_honours_limit_priority_fifo_and_queues(sysdb: SystemDatabase) -> None:
+    sysdb.tasks_enqueue([new("low1", priority=5), new("high", priority=1), new("low2", priority=5),
+                         new("elsewhere", queue="other")])
+    assert claim(sysdb, limit=2) == ["high", "low1"]
+    assert claim(sysdb, limit=5) == ["low2"]
+    assert claim(sysdb, limit=5) == []
+    got = sysdb.task_get("high")
+    assert got is not None and got.status is Status.PENDING and got.executor_id == "w1"
+    assert got.recovery_attempts == 1 and got.application_version == "v1"
+
+
+def test_claim_respects_pinned_application_version(sysdb: SystemDatabase) -> None:
+    sysdb.tasks_enqueue([new("pinned", application_version="v2"), new("free")])
+    assert claim(sysdb, version="v1") == ["free"]
+    assert claim(sysdb, version="v2") == ["pinned"]
+
+
+def test_delayed_tasks_wait_until_due(sysdb: SystemDatabase) -> None:
+    now = sysdb.now_ms()
+    sysdb.tasks_enqueue([new("later", delay_ms=3_600_000), new("past", delay_until_epoch_ms=now - 1)])
+    later = sysdb.task_get("later")
+    assert later is not None and later.status is Status.DELAYED
+    assert later.delay_until_epoch_ms is not None and later.delay_until_epoch_ms >= now + 3_600_000
+    assert claim(sysdb) == ["past"]
+    assert sysdb.tasks_promote_delayed() == 0
+    sysdb.tasks_enqueue([new("due", delay_until_epoch_ms=sysdb.now_ms() + 1)])
+    due_at = sysdb.now_ms() + 5
+    while sysdb.now_ms() < due_at:
+        pass
+    assert sysdb.tasks_promote_delayed() == 1
+    assert claim(sysdb) == ["due"]
+
+
+def test_complete_is_fenced_on_the_executor(sysdb: SystemDatabase) -> None:
+    sysdb.tasks_enqueue([new("a"), new("b")])
+    claim(sysdb)
+    assert sysdb.tasks_complete(CompleteParams("intruder", (Outcome("a", Status.SUCCESS, "1"),))) == []
+    written = sysdb.tasks_complete(CompleteParams("w1", (
+        Outcome("a", Status.SUCCESS, "3"), Outcome("b", Status.ERROR, None, '{"type":"ValueError"}'))))
+    assert sorted(written) == ["a", "b"]
+    a, b = sysdb.task_get("a"), sysdb.task_get("b")
+    assert a is not None and a.status is Status.SUCCESS and a.output == "3"
+    assert b is not None and b.status is Status.ERROR and b.error == '{"type":"ValueError"}'
+    # An outcome is written once: a second write changes nothing.
+    assert sysdb.tasks_complete(CompleteParams("w1", (Outcome("a", Status.ERROR, None, "x"),))) == []
+
+
+def test_step_record_conflicts_and_fences(sysdb: SystemDatabase) -> None:
+    sysdb.tasks_enqueue([new("a")])
+    claim(sysdb)
+    assert sysdb.step_record(step("a", 1)) is StepWrite.RECORDED
+    # The same executor retrying after a lost COMMIT reply recognises its own row.
+    assert sysdb.step_record(step("a", 1)) is StepWrite.RECORDED
+    assert sysdb.step_record(step("a", 2, executor="w2")) is StepWrite.NOT_OWNER
+    assert [s.function_id for s in sysdb.steps_get("a")] == [1]
+    assert sysdb.task_owned_by("a", "w1") and not sysdb.task_owned_by("a", "w2")
+
+
+def test_step_written_by_another_executor_is_a_conflict(sysdb: SystemDatabase) -> None:
+    sysdb.tasks_enqueue([new("a")])
+    claim(sysdb, executor="w1")
+    assert sysdb.step_record(step("a", 1, executor="w1")) is StepWrite.RECORDED
+    # w1's lease expires; w2 takes the task over and tries to record the same step.
+    sysdb.tasks_recover_stale(RecoverStaleParams(lease_ms=0))
+    assert claim(sysdb, executor="w2") == ["a"]
+    assert sysdb.step_record(step("a", 1, executor="w2")) is StepWrite.CONFLICT
+    assert sysdb.step_record(step("a", 2, executor="w1")) is StepWrite.NOT_OWNER
+    assert sysdb.step_record(step("a", 2, executor="w2")) is StepWrite.RECORDED
+    assert [(s.function_id, s.executor_id) for s in sysdb.steps_get("a")] == [(1, "w1"), (2, "w2")]
+
+
+def test_recover_own_requeues_and_dead_letters(sysdb: SystemDatabase) -> None:
+    sysdb.tasks_enqueue([new("a", max_recovery_attempts=1), new("b", max_recovery_attempts=5)])
+    claim(sysdb)
+    report = sysdb.tasks_recover_own(RecoverOwnParams("w1", "v1"))
+    assert sorted(report.requeued) == ["a", "b"] and report.dead_lettered == []
+    claim(sysdb)  # second start of each: a has now used its one recovery
+    report = sysdb.tasks_recover_own(RecoverOwnParams("w1", "v1"))
+    assert report.requeued == ["b"] and report.dead_lettered == ["a"]
+    a = sysdb.task_get("a")
+    assert a is not None and a.status is Status.MAX_RECOVERY_ATTEMPTS_EXCEEDED and a.recovery_attempts == 2
+    # Other versions' tasks are not this executor's to recover.
+    claim(sysdb)
+    assert sysdb.tasks_recover_own(RecoverOwnParams("w1", "v2")).requeued == []
+
+
+def test_recover_stale_uses_the_lease(sysdb: SystemDatabase) -> None:
+    for executor in ("live", "dead"):
+        sysdb.executor_register(ExecutorInfo(executor, "host", 1, "v1", ("default",)))
+    sysdb.tasks_enqueue([new("x"), new("y"), new("orphan")])
+    claim(sysdb, executor="live", limit=1)
+    claim(sysdb, executor="dead", limit=1)
+    claim(sysdb, executor="never-registered", limit=1)
+    assert sysdb.tasks_recover_stale(RecoverStaleParams(lease_ms=60_000)).requeued == ["orphan"]
+    report = sysdb.tasks_recover_stale(RecoverStaleParams(lease_ms=0, exclude_executor_id="live"))
+    assert report.requeued == ["y"]
+    x = sysdb.task_get("x")
+    assert x is not None and x.status is Status.PENDING
+    assert {e.executor_id for e in sysdb.executors_list()} == set()
+
+
+def test_executor_register_returns_previous_and_heartbeats(sysdb: SystemDatabase) -> None:
+    info = ExecutorInfo("w1", "host", 123, "v1", ("default", "emails"))
+    assert sysdb.executor_register(info) is None
+    previous = sysdb.executor_register(info)
+    assert previous is not None and previous.pid == 123 and previous.queues == ("default", "emails")
+    assert sysdb.executor_heartbeat("w1")
+    sysdb.executor_unregister("w1")
+    assert not sysdb.executor_heartbeat("w1")
+
+
+def test_cancel_resume_and_fork(sysdb: SystemDatabase) -> None:
+    sysdb.tasks_enqueue([new("a")])
+    claim(sysdb)
+    sysdb.step_record(step("a", 1, output='"one"'))
+    sysdb.step_record(step("a", 2, output='"two"'))
+    assert sysdb.task_cancel("a")
+    assert not sysdb.task_cancel("a")
+    assert not sysdb.task_owned_by("a", "w1")
+    assert sysdb.tasks_complete(CompleteParams("w1", (Outcome("a", Status.SUCCESS, "1"),))) == []
+    assert sysdb.task_resume("a")
+    resumed = sysdb.task_get("a")
+    assert resumed is not None and resumed.status is Status.ENQUEUED and resumed.recovery_attempts == 0
+    forked = sysdb.task_fork(ForkParams("a", "a-fork", start_step=2))
+    assert forked.forked_from == "a" and forked.status is Status.ENQUEUED
+    assert [(s.function_id, s.output) for s in sysdb.steps_get("a-fork")] == [(1, '"one"')]
+
+
+def test_list_filters(sysdb: SystemDatabase) -> None:
+    sysdb.tasks_enqueue([new("a"), new("b", queue="q2"), new("c")])
+    claim(sysdb, limit=1)
+    assert [t.task_id for t in sysdb.tasks_list(ListTasksParams(newest_first=False))] == ["a", "b", "c"]
+    assert [t.task_id for t in sysdb.tasks_list(ListTasksParams(status=(Status.PENDING,)))] == ["a"]
+    assert [t.task_id for t in sysdb.tasks_list(ListTasksParams(queue_name="q2"))] == ["b"]
+    assert len(sysdb.tasks_list(ListTasksParams(limit=2))) == 2
+    assert sysdb.tasks_list(ListTasksParams(name="other")) == []
+    future = sysdb.now_ms() + 60_000
+    assert sysdb.tasks_list(ListTasksParams(created_after_epoch_ms=future)) == []
+
+
+def test_versions(sysdb: SystemDatabase) -> None:
+    sysdb.version_register("v1")
+    sysdb.version_register("v1")
+    assert [name for name, _ in sysdb.versions_list()] == ["v1"]
