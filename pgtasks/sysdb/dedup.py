@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from pgtasks.sysdb.records import EnqueueResult, NewTask
+from pgtasks.sysdb.records import HOLDER_FINISHED, EnqueueResult, NewTask
 
 
 def enqueue_results(
@@ -29,8 +29,12 @@ def enqueue_results(
         elif task.task_id in ids:
             results.append(EnqueueResult(task.task_id, inserted=False))
         else:
+            # The holder may have finished between the INSERT and this lookup: report the
+            # deduplication id itself so the caller still sees a refusal, never a silent drop.
             holder = by_dedup.get((task.queue_name, task.deduplication_id or ""))
-            results.append(EnqueueResult(task.task_id, inserted=False, duplicate_of=holder))
+            results.append(
+                EnqueueResult(task.task_id, inserted=False, duplicate_of=holder or HOLDER_FINISHED)
+            )
     return results
 
 

@@ -23,8 +23,7 @@ def validate_identifier(name: str, what: str = "identifier") -> str:
         )
     if len(name.encode()) > _MAX_IDENTIFIER_BYTES:
         raise ConfigurationError(
-            f"invalid {what} {name!r}: at most {_MAX_IDENTIFIER_BYTES} bytes "
-            "(PostgreSQL would truncate it)"
+            f"invalid {what} {name!r}: at most {_MAX_IDENTIFIER_BYTES} bytes (PostgreSQL would truncate it)"
         )
     return name
 

@@ -131,9 +131,7 @@ class PostgresSystemDatabase(SystemDatabase):
                 return applied
 
     def _applied_versions(self, conn: psycopg.Connection[Any]) -> int:
-        row = conn.execute(
-            "SELECT to_regclass(%s) AS t", [f"{self.schema}.{MIGRATIONS_TABLE}"]
-        ).fetchone()
+        row = conn.execute("SELECT to_regclass(%s) AS t", [f"{self.schema}.{MIGRATIONS_TABLE}"]).fetchone()
         if row is None or row["t"] is None:
             return 0
         found = conn.execute(f"SELECT count(*) AS n FROM {self.schema}.{MIGRATIONS_TABLE}").fetchone()
@@ -345,4 +343,3 @@ class PostgresSystemDatabase(SystemDatabase):
         if self._pool is not None:
             self._pool.close()
             self._pool = None
-

@@ -54,13 +54,19 @@ class NewTask:
     parent_task_id: str | None = None
 
 
+# duplicate_of when the task holding the deduplication id finished while we looked it up.
+HOLDER_FINISHED = "(finished)"
+
+
 @dataclass(frozen=True, slots=True)
 class EnqueueResult:
-    """What happened to one :class:`NewTask`: inserted, or an existing task kept."""
+    """What happened to one :class:`NewTask`: inserted, its id already taken (the existing
+    task is kept), or refused because another task holds its deduplication id."""
 
     task_id: str
     inserted: bool
-    # Set when a different task already holds the (queue, deduplication_id) pair.
+    # Set when a different task already holds the (queue, deduplication_id) pair; None with
+    # inserted=False means the task id itself existed.
     duplicate_of: str | None = None
 
 

@@ -71,7 +71,9 @@ class SqliteSystemDatabase(SystemDatabase):
                 )
             try:
                 conn = sqlite3.connect(
-                    self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
+                    self.path,
+                    timeout=BUSY_TIMEOUT_MS / 1000,
+                    isolation_level=None,
                     check_same_thread=False,
                 )
             except sqlite3.OperationalError as exc:
@@ -305,9 +307,7 @@ class SqliteSystemDatabase(SystemDatabase):
 
     # -- versions -----------------------------------------------------------------------
     def version_register(self, version_name: str) -> None:
-        self._write_count(
-            "version_register", {"version_id": str(uuid.uuid4()), "version_name": version_name}
-        )
+        self._write_count("version_register", {"version_id": str(uuid.uuid4()), "version_name": version_name})
 
     def versions_list(self) -> list[tuple[str, int]]:
         return [(r["version_name"], r["version_timestamp"]) for r in self._read("versions_list")]
@@ -346,4 +346,3 @@ def _split_statements(script: str) -> list[str]:
     """Split a migration file into statements (our DDL has no semicolons inside literals)."""
     lines = [line for line in script.splitlines() if not line.strip().startswith("--")]
     return [s.strip() for s in "\n".join(lines).split(";") if s.strip()]
-

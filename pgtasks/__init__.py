@@ -1,0 +1,51 @@
+"""pgtasks: a Celery-compatible task queue on PostgreSQL alone.
+
+Every task is a durable workflow row, every ``@app.step`` inside it a checkpoint; work
+interrupted by a crash resumes from its last completed step.
+"""
+
+from __future__ import annotations
+
+from pgtasks.app import App
+from pgtasks.client import Client
+from pgtasks.engine.context import current_task
+from pgtasks.engine.errors import (
+    ConfigurationError,
+    DatabaseUnavailable,
+    DuplicateTaskError,
+    MaxRecoveryAttemptsExceeded,
+    NonDeterminismError,
+    PgtasksError,
+    SerializationError,
+    TaskCancelled,
+    TaskError,
+    TaskNotRegistered,
+    TaskTimeoutError,
+)
+from pgtasks.management import TaskInfo
+from pgtasks.result import AsyncResult
+from pgtasks.sysdb.records import Status
+from pgtasks.task import Task
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "App",
+    "AsyncResult",
+    "Client",
+    "ConfigurationError",
+    "DatabaseUnavailable",
+    "DuplicateTaskError",
+    "MaxRecoveryAttemptsExceeded",
+    "NonDeterminismError",
+    "PgtasksError",
+    "SerializationError",
+    "Status",
+    "Task",
+    "TaskCancelled",
+    "TaskError",
+    "TaskInfo",
+    "TaskNotRegistered",
+    "TaskTimeoutError",
+    "current_task",
+]

@@ -1,0 +1,181 @@
+"""App: the application object. Registers tasks and steps, sends tasks, reads results."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar, overload
+
+from pgtasks.client import send_by_name
+from pgtasks.engine.core import Engine
+from pgtasks.engine.registry import Registry, TaskDefinition
+from pgtasks.engine.settings import Settings
+from pgtasks.engine.steps import StepOptions, run_step
+from pgtasks.management import TaskManagement
+from pgtasks.result import AsyncResult
+from pgtasks.sysdb.urls import DEFAULT_SCHEMA, resolve_database_url
+from pgtasks.task import Task, task_name_for
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class App(TaskManagement):
+    """A pgtasks application.
+
+    ``App("proj", database_url="postgresql://...")``; without a URL, ``PGTASKS_DATABASE_URL``
+    or else ``sqlite:///pgtasks.sqlite3`` in the working directory. Nothing connects until
+    the first use, which also creates or migrates the schema.
+    """
+
+    def __init__(
+        self,
+        main: str | None = None,
+        database_url: str | None = None,
+        *,
+        schema: str = DEFAULT_SCHEMA,
+        default_queue: str = "default",
+        serializer: str = "json",
+        accept_content: Sequence[str] = ("json",),
+        application_version: str | None = None,
+        max_recovery_attempts: int = 100,
+        lease_seconds: float = 30.0,
+        poll_interval: float = 1.0,
+        pool_size: int = 10,
+        log_task_args: bool = False,
+    ) -> None:
+        self.main = main
+        overrides: dict[str, Any] = {}
+        if application_version is not None:
+            overrides["application_version"] = application_version
+        settings = Settings(
+            database_url=resolve_database_url(database_url),
+            schema=schema,
+            default_queue=default_queue,
+            serializer=serializer,
+            accept_content=tuple(accept_content),
+            max_recovery_attempts=max_recovery_attempts,
+            lease_seconds=lease_seconds,
+            poll_interval=poll_interval,
+            pool_size=pool_size,
+            log_task_args=log_task_args,
+            **overrides,
+        )
+        self.engine = Engine(settings, Registry())
+        self._tasks: dict[str, Task] = {}
+
+    def __repr__(self) -> str:
+        return f"<pgtasks.App {self.main or '__main__'} {self.engine.settings.database_url.split('://')[0]}>"
+
+    @property
+    def settings(self) -> Settings:
+        return self.engine.settings
+
+    # -- registration --------------------------------------------------------------------
+    @overload
+    def task(self, fn: Callable[..., Any], /) -> Task: ...
+    @overload
+    def task(
+        self, *, name: str | None = None, queue: str | None = None, max_recovery_attempts: int | None = None
+    ) -> Callable[[Callable[..., Any]], Task]: ...
+
+    def task(
+        self,
+        fn: Callable[..., Any] | None = None,
+        /,
+        *,
+        name: str | None = None,
+        queue: str | None = None,
+        max_recovery_attempts: int | None = None,
+    ) -> Task | Callable[[Callable[..., Any]], Task]:
+        """Register a durable task: ``@app.task`` or ``@app.task(name=, queue=, ...)``."""
+
+        def register(func: Callable[..., Any]) -> Task:
+            definition = TaskDefinition(
+                name=name or task_name_for(func, self.main),
+                fn=func,
+                queue=queue,
+                max_recovery_attempts=(
+                    self.settings.max_recovery_attempts
+                    if max_recovery_attempts is None
+                    else max_recovery_attempts
+                ),
+            )
+            self.engine.registry.add(definition)
+            task = Task(self.engine, definition)
+            self._tasks[definition.name] = task
+            return task
+
+        return register(fn) if fn is not None else register
+
+    @overload
+    def step(self, fn: F, /) -> F: ...
+    @overload
+    def step(
+        self,
+        *,
+        name: str | None = None,
+        retries: int = 0,
+        backoff: float = 1.0,
+        backoff_rate: float = 2.0,
+        max_backoff: float = 60.0,
+    ) -> Callable[[F], F]: ...
+
+    def step(
+        self,
+        fn: F | None = None,
+        /,
+        *,
+        name: str | None = None,
+        retries: int = 0,
+        backoff: float = 1.0,
+        backoff_rate: float = 2.0,
+        max_backoff: float = 60.0,
+    ) -> F | Callable[[F], F]:
+        """Make a function a durable step: inside a task it runs once and its result is
+        checkpointed; a re-run of the task returns the checkpoint instead of running it again.
+        A failing step is retried ``retries`` times with exponential backoff."""
+
+        def wrap(func: F) -> F:
+            options = StepOptions(
+                name=name or func.__qualname__,
+                retries=retries,
+                backoff=backoff,
+                backoff_rate=backoff_rate,
+                max_backoff=max_backoff,
+            )
+
+            @functools.wraps(func)
+            def durable_step(*args: Any, **kwargs: Any) -> Any:
+                return run_step(options, func, args, kwargs)
+
+            return durable_step  # type: ignore[return-value]
+
+        return wrap(fn) if fn is not None else wrap
+
+    @property
+    def registered_tasks(self) -> dict[str, Task]:
+        """Registered tasks by name."""
+        return dict(self._tasks)
+
+    # -- sending and results -------------------------------------------------------------
+    def send_task(
+        self,
+        name: str,
+        args: Sequence[Any] | None = None,
+        kwargs: dict[str, Any] | None = None,
+        **options: Any,
+    ) -> AsyncResult:
+        """Send a task by name (it need not be registered in this process)."""
+        return send_by_name(self.engine, name, args, kwargs, **options)
+
+    def AsyncResult(self, task_id: str) -> AsyncResult:
+        """The handle of any task by id."""
+        return AsyncResult(task_id, self.engine)
+
+    def version(self) -> str:
+        """This application's version (configured, or a hash of the registered tasks)."""
+        return self.engine.version()
+
+    def close(self) -> None:
+        """Close database connections."""
+        self.engine.close()

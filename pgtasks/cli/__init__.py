@@ -1,0 +1,1 @@
+"""The ``pgtasks`` command line."""

@@ -1,0 +1,148 @@
+"""``pgtasks``: worker, migrate, tasks (list, get, cancel, resume, fork), demo."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import sys
+from collections.abc import Sequence
+
+from pgtasks.app import App
+from pgtasks.cli.loader import load_app
+from pgtasks.client import Client
+from pgtasks.engine.errors import PgtasksError
+from pgtasks.engine.failures import error_summary
+from pgtasks.management import TaskManagement
+from pgtasks.sysdb import open_system_database
+from pgtasks.sysdb.urls import redact_url, resolve_database_url
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="pgtasks", description="A Celery-compatible task queue on PostgreSQL."
+    )
+    parser.add_argument("-A", "--app", help="application: module, module:attr")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    worker = sub.add_parser("worker", help="run tasks from queues")
+    worker.add_argument("-A", "--app", dest="worker_app", help="application: module, module:attr")
+    worker.add_argument("-Q", "--queues", help="comma-separated queues (default: the app's default queue)")
+    worker.add_argument("-c", "--concurrency", type=int, default=os.cpu_count() or 1)
+    worker.add_argument("-n", "--hostname", help="executor id (default pgtasks@<host>)")
+    worker.add_argument("-l", "--loglevel", default="INFO")
+    worker.add_argument("--lease-seconds", type=float, help="heartbeat lease (default 30)")
+    worker.add_argument("--poll-interval", type=float, help="seconds between polls when idle (default 1)")
+    worker.add_argument("--shutdown-grace", type=float, default=30.0, help="warm shutdown wait (default 30)")
+
+    migrate = sub.add_parser("migrate", help="create or upgrade the pgtasks schema")
+    migrate.add_argument("--database-url", help="default: PGTASKS_DATABASE_URL or the SQLite default")
+    migrate.add_argument("--schema", default="pgtasks")
+
+    tasks = sub.add_parser("tasks", help="list and manage tasks")
+    tasks.add_argument("--database-url")
+    tasks.add_argument("--schema", default="pgtasks")
+    tsub = tasks.add_subparsers(dest="action", required=True)
+    listing = tsub.add_parser("list")
+    listing.add_argument("--status")
+    listing.add_argument("--name")
+    listing.add_argument("--queue")
+    listing.add_argument("--limit", type=int, default=50)
+    for action in ("get", "cancel", "resume"):
+        tsub.add_parser(action).add_argument("task_id")
+    fork = tsub.add_parser("fork")
+    fork.add_argument("task_id")
+    fork.add_argument("--start-step", type=int, default=1)
+
+    demo = sub.add_parser("demo", help="run a small durable workload on the embedded SQLite database")
+    demo.add_argument("--database-url", help="default: sqlite:///pgtasks-demo.sqlite3")
+    demo.add_argument("--tasks", type=int, default=12)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        return _dispatch(args)
+    except PgtasksError as exc:
+        print(f"pgtasks: error: {exc}", file=sys.stderr)
+        return 2
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    if args.command == "worker":
+        return _worker(args)
+    if args.command == "migrate":
+        db = open_system_database(resolve_database_url(args.database_url), args.schema)
+        applied = db.migrate()
+        db.close()
+        url = redact_url(resolve_database_url(args.database_url))
+        print(f"{url}: applied {[m.version for m in applied]}" if applied else f"{url}: up to date")
+        return 0
+    if args.command == "tasks":
+        return _tasks(args)
+    if args.command == "demo":
+        from pgtasks.demo import run_demo
+
+        return run_demo(args.database_url or "sqlite:///pgtasks-demo.sqlite3", args.tasks)
+    raise AssertionError(args.command)
+
+
+def _worker(args: argparse.Namespace) -> int:
+    from pgtasks.worker.process import run_worker
+    from pgtasks.worker.worker import WorkerOptions
+
+    spec = args.worker_app or args.app
+    if not spec:
+        print("pgtasks worker: -A/--app is required", file=sys.stderr)
+        return 2
+    app: App = load_app(spec)
+    overrides = {}
+    if args.lease_seconds is not None:
+        overrides["lease_seconds"] = args.lease_seconds
+    if args.poll_interval is not None:
+        overrides["poll_interval"] = args.poll_interval
+    if overrides:
+        app.engine.settings = dataclasses.replace(app.engine.settings, **overrides)
+    queues = tuple(q.strip() for q in (args.queues or app.settings.default_queue).split(",") if q.strip())
+    options = WorkerOptions(
+        queues=queues,
+        concurrency=args.concurrency,
+        executor_id=args.hostname or "",
+        shutdown_grace=args.shutdown_grace,
+    )
+    return run_worker(app.engine, options, app.main or spec, args.loglevel)
+
+
+def _tasks(args: argparse.Namespace) -> int:
+    manager: TaskManagement = (
+        load_app(args.app)
+        if args.app
+        else Client(resolve_database_url(args.database_url), schema=args.schema)
+    )
+    if args.action == "list":
+        rows = manager.list_tasks(status=args.status, name=args.name, queue=args.queue, limit=args.limit)
+        print(f"{'id':36}  {'status':10}  {'name':30}  {'queue':12}  attempts")
+        for r in rows:
+            name, queue = r.name[:30], r.queue_name[:12]
+            print(f"{r.task_id:36}  {r.status.value:10}  {name:30}  {queue:12}  {r.recovery_attempts}")
+        return 0
+    if args.action == "get":
+        info = manager.get_task(args.task_id)
+        if info is None:
+            print(f"no task with id {args.task_id!r}", file=sys.stderr)
+            return 1
+        task = dataclasses.asdict(info.task)
+        task["status"] = info.task.status.value
+        task["steps"] = [dataclasses.asdict(s) for s in info.steps]
+        task["error_summary"] = error_summary(info.task.error)
+        print(json.dumps(task, indent=2, default=str))
+        return 0
+    if args.action == "fork":
+        print(manager.fork_task(args.task_id, start_step=args.start_step))
+        return 0
+    done = manager.cancel_task(args.task_id) if args.action == "cancel" else manager.resume_task(args.task_id)
+    verdict = "done" if done else "nothing to do (unknown task, or a state that forbids it)"
+    print(f"{args.action}: {verdict}")
+    return 0 if done else 1

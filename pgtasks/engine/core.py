@@ -1,0 +1,153 @@
+"""The engine: one per App or Client. Enqueues tasks, reads their state and results, and
+owns the connection to the system database (opened and migrated on first use)."""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+from typing import Any
+
+from pgtasks.engine.context import current_task
+from pgtasks.engine.errors import (
+    DuplicateTaskError,
+    MaxRecoveryAttemptsExceeded,
+    TaskCancelled,
+    TaskTimeoutError,
+)
+from pgtasks.engine.failures import decode_exception
+from pgtasks.engine.options import EnqueueRequest, build_new_task, child_task_id
+from pgtasks.engine.registry import Registry
+from pgtasks.engine.serialization import Codec
+from pgtasks.engine.settings import Settings
+from pgtasks.sysdb import SystemDatabase, open_system_database
+from pgtasks.sysdb.records import HOLDER_FINISHED, Status, TaskRecord
+
+WAIT_FIRST_INTERVAL = 0.005
+WAIT_MAX_INTERVAL = 0.5
+
+
+class Engine:
+    """Durable execution on top of the system database, shared by the public API and workers."""
+
+    def __init__(self, settings: Settings, registry: Registry | None = None) -> None:
+        self.settings = settings
+        self.registry = registry if registry is not None else Registry()
+        self.codec = Codec(settings.serializer, frozenset(settings.accept_content))
+        self._sysdb: SystemDatabase | None = None
+        self._lock = threading.Lock()
+
+    # -- database ------------------------------------------------------------------------
+    @property
+    def sysdb(self) -> SystemDatabase:
+        """The system database, connected and migrated on first use."""
+        if self._sysdb is None:
+            with self._lock:
+                if self._sysdb is None:
+                    db = open_system_database(
+                        self.settings.database_url, self.settings.schema, self.settings.pool_size
+                    )
+                    db.migrate()
+                    self._sysdb = db
+        return self._sysdb
+
+    def close(self) -> None:
+        """Close the database connections (they reopen on next use)."""
+        with self._lock:
+            if self._sysdb is not None:
+                self._sysdb.close()
+                self._sysdb = None
+
+    # -- identity ------------------------------------------------------------------------
+    def version(self) -> str:
+        """The application version: configured, or a hash of the registered tasks' source."""
+        return self.settings.application_version or self.registry.version()
+
+    def trusted_modules(self) -> set[str]:
+        """Modules whose exception classes may be rebuilt from stored errors."""
+        return self.registry.modules()
+
+    # -- enqueue -------------------------------------------------------------------------
+    def enqueue(
+        self, requests: list[EnqueueRequest], conn: Any = None, on_duplicate: str = "raise"
+    ) -> list[str]:
+        """Insert tasks in one statement and return their ids.
+
+        A task id that exists already returns that task. A deduplication id held by an
+        unfinished task raises :class:`DuplicateTaskError`, or with ``on_duplicate="return"``
+        returns the id of the task that holds it. Inside a running task, tasks sent without an
+        explicit id get ids derived from the parent's id and position, so a re-run of the
+        parent sends each child once.
+        """
+        if on_duplicate not in ("raise", "return"):
+            raise ValueError("on_duplicate must be 'raise' or 'return'")
+        parent = current_task()
+        rows = []
+        for request in requests:
+            parent_id = None
+            if parent is not None and parent.engine.settings.database_url == self.settings.database_url:
+                parent_id = parent.task_id
+                if request.task_id is None:
+                    request = dataclasses.replace(
+                        request, task_id=child_task_id(parent_id, parent.take_function_id())
+                    )
+            rows.append(
+                build_new_task(
+                    request,
+                    self.codec,
+                    self.settings.default_queue,
+                    self.settings.max_recovery_attempts,
+                    parent_id,
+                )
+            )
+        ids = []
+        for row, result in zip(rows, self.sysdb.tasks_enqueue(rows, conn=conn), strict=True):
+            if result.duplicate_of is None:
+                ids.append(result.task_id)  # inserted, or that task id existed already
+            elif on_duplicate == "return" and result.duplicate_of != HOLDER_FINISHED:
+                ids.append(result.duplicate_of)
+            else:
+                raise DuplicateTaskError(
+                    f"task {row.name!r} with deduplication_id {row.deduplication_id!r} is already "
+                    f"queued on {row.queue_name!r} as task {result.duplicate_of}",
+                    result.duplicate_of,
+                )
+        return ids
+
+    # -- results -------------------------------------------------------------------------
+    def get_task(self, task_id: str) -> TaskRecord | None:
+        return self.sysdb.task_get(task_id)
+
+    def wait(self, task_id: str, timeout: float | None = None) -> TaskRecord:
+        """Poll until the task reaches a terminal status; raise TaskTimeoutError after ``timeout``."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        interval = WAIT_FIRST_INTERVAL
+        while True:
+            record = self.sysdb.task_get(task_id)
+            if record is not None and record.status.is_terminal:
+                return record
+            remaining = None if deadline is None else deadline - time.monotonic()
+            if remaining is not None and remaining <= 0:
+                if record is None:
+                    raise TaskTimeoutError(f"no task with id {task_id!r} exists (waited {timeout}s)")
+                raise TaskTimeoutError(f"task {task_id} is still {record.status.value} after {timeout}s")
+            time.sleep(interval if remaining is None else min(interval, remaining))
+            interval = min(interval * 2, WAIT_MAX_INTERVAL)
+
+    def result_of(self, record: TaskRecord) -> Any:
+        """The return value of a finished task, or raise what it raised."""
+        if record.status is Status.SUCCESS:
+            if record.output is None:
+                return None
+            return self.codec.loads(record.serialization, record.output, f"result of task {record.task_id}")
+        if record.status is Status.ERROR:
+            raise decode_exception(record.error or "{}", self.trusted_modules())
+        if record.status is Status.CANCELLED:
+            raise TaskCancelled(f"task {record.task_id} ({record.name}) was cancelled")
+        if record.status is Status.MAX_RECOVERY_ATTEMPTS_EXCEEDED:
+            raise MaxRecoveryAttemptsExceeded(
+                f"task {record.task_id} ({record.name}) was started {record.recovery_attempts} times "
+                f"without finishing (max_recovery_attempts={record.max_recovery_attempts}); "
+                "it is dead-lettered: resume it by hand once the cause is fixed"
+            )
+        raise ValueError(f"task {record.task_id} has not finished (status {record.status.value})")

@@ -1,0 +1,75 @@
+"""Exceptions of the durable engine, re-exported by :mod:`pgtasks`."""
+
+from __future__ import annotations
+
+from pgtasks.sysdb.errors import ConfigurationError, DatabaseUnavailable, PgtasksError
+
+__all__ = [
+    "ConfigurationError",
+    "DatabaseUnavailable",
+    "DuplicateTaskError",
+    "MaxRecoveryAttemptsExceeded",
+    "NonDeterminismError",
+    "PgtasksError",
+    "SerializationError",
+    "TaskAbandoned",
+    "TaskCancelled",
+    "TaskError",
+    "TaskNotRegistered",
+    "TaskTimeoutError",
+]
+
+
+class SerializationError(PgtasksError, TypeError):
+    """A value cannot be serialized, or a stored value cannot be read back."""
+
+
+class TaskNotRegistered(PgtasksError, KeyError):
+    """No task of that name is registered in this process."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else "task not registered"
+
+
+class DuplicateTaskError(PgtasksError):
+    """Another unfinished task on the queue holds the same deduplication id."""
+
+    def __init__(self, message: str, existing_task_id: str | None = None) -> None:
+        super().__init__(message)
+        self.existing_task_id = existing_task_id
+
+
+class TaskError(PgtasksError):
+    """A task failed with an exception type that pgtasks does not rebuild.
+
+    ``type_name`` is the original exception's qualified type name, ``message`` its text and
+    ``remote_traceback`` the traceback recorded by the worker.
+    """
+
+    def __init__(self, type_name: str, message: str, remote_traceback: str = "") -> None:
+        super().__init__(f"{type_name}: {message}")
+        self.type_name = type_name
+        self.message = message
+        self.remote_traceback = remote_traceback
+
+
+class TaskCancelled(PgtasksError):
+    """The task was cancelled before it finished."""
+
+
+class MaxRecoveryAttemptsExceeded(PgtasksError):
+    """The task was started more times than ``max_recovery_attempts`` allows (dead letter)."""
+
+
+class NonDeterminismError(PgtasksError):
+    """On re-execution a task called a different step than the one recorded at that position."""
+
+
+class TaskTimeoutError(PgtasksError, TimeoutError):
+    """Waiting for a task's result took longer than the timeout."""
+
+
+class TaskAbandoned(BaseException):
+    """Raised at a step boundary when this executor no longer owns the task (cancelled, or
+    taken over by another executor). A BaseException so that ``except Exception`` in a task
+    body cannot swallow it; the executor then writes nothing for the task."""

@@ -1,0 +1,46 @@
+"""Executing one claimed task: look it up, read its inputs, run it with its recorded steps."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pgtasks.engine import context
+from pgtasks.engine.errors import SerializationError, TaskAbandoned, TaskNotRegistered
+from pgtasks.engine.failures import encode_exception
+from pgtasks.sysdb.records import Outcome, Status, StepRecord, TaskRecord
+
+if TYPE_CHECKING:
+    from pgtasks.engine.core import Engine
+
+
+def execute_task(
+    engine: Engine, record: TaskRecord, executor_id: str, steps: list[StepRecord] | None = None
+) -> Outcome | None:
+    """Run a task this executor has claimed and return its outcome, not yet written.
+
+    Returns None when the task was abandoned (cancelled, or taken over by another executor):
+    then nothing must be written for it. A task whose name is unknown or whose inputs cannot
+    be read fails at once with a precise error instead of being retried forever.
+    """
+    try:
+        definition = engine.registry.get(record.name)
+        args, kwargs = engine.codec.loads_inputs(record.serialization, record.inputs, record.name)
+    except (TaskNotRegistered, SerializationError) as exc:
+        return Outcome(record.task_id, Status.ERROR, error=encode_exception(exc))
+    if steps is None:
+        steps = engine.sysdb.steps_get(record.task_id)
+    ctx = context.TaskContext(record, executor_id, engine, {s.function_id: s for s in steps})
+    token = context.enter(ctx)
+    try:
+        value = definition.fn(*args, **kwargs)
+    except TaskAbandoned:
+        return None
+    except (Exception, SystemExit) as exc:  # a failing task never takes the worker down
+        return Outcome(record.task_id, Status.ERROR, error=encode_exception(exc))
+    finally:
+        context.leave(token)
+    try:
+        _, output = engine.codec.dumps(value, f"return value of task {record.name!r}", record.serialization)
+    except SerializationError as exc:
+        return Outcome(record.task_id, Status.ERROR, error=encode_exception(exc))
+    return Outcome(record.task_id, Status.SUCCESS, output=output)

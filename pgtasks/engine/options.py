@@ -1,0 +1,104 @@
+"""Enqueue options: validation and conversion into a row to insert."""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from pgtasks.engine.errors import ConfigurationError
+from pgtasks.engine.serialization import Codec
+from pgtasks.engine.settings import validate_queue_name
+from pgtasks.sysdb.records import NewTask
+
+_CHILD_NAMESPACE = uuid.UUID("6f1c1b9e-7d0a-4d8e-9a53-3c2f1f8e2a11")
+MAX_TASK_ID_LENGTH = 255
+
+
+@dataclass(frozen=True, slots=True)
+class EnqueueRequest:
+    """One task to send: its name, arguments and options (Celery's apply_async shape)."""
+
+    name: str
+    args: tuple[Any, ...] = ()
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    task_id: str | None = None
+    queue: str | None = None
+    countdown: float | None = None
+    eta: dt.datetime | None = None
+    priority: int = 0
+    deduplication_id: str | None = None
+    partition_key: str | None = None
+    max_recovery_attempts: int | None = None
+    application_version: str | None = None
+
+
+def child_task_id(parent_id: str, function_id: int) -> str:
+    """The deterministic id of a task sent from inside another, so a re-run sends it once."""
+    return str(uuid.uuid5(_CHILD_NAMESPACE, f"{parent_id}:{function_id}"))
+
+
+def build_new_task(
+    request: EnqueueRequest,
+    codec: Codec,
+    default_queue: str,
+    default_max_recovery_attempts: int,
+    parent_task_id: str | None = None,
+) -> NewTask:
+    """Check every option and serialize the arguments; raise with a precise message."""
+    if not isinstance(request.name, str) or not request.name:
+        raise ConfigurationError(f"task name must be a non-empty string, not {request.name!r}")
+    task_id = request.task_id or str(uuid.uuid4())
+    if not isinstance(task_id, str) or len(task_id) > MAX_TASK_ID_LENGTH:
+        raise ConfigurationError(f"task_id must be a string of at most {MAX_TASK_ID_LENGTH} characters")
+    if not isinstance(request.args, (list, tuple)):
+        raise ConfigurationError(f"args of task {request.name!r} must be a list or tuple")
+    if not isinstance(request.kwargs, dict):
+        raise ConfigurationError(f"kwargs of task {request.name!r} must be a dict")
+    if isinstance(request.priority, bool) or not isinstance(request.priority, int):
+        raise ConfigurationError(f"priority must be an integer, not {request.priority!r}")
+    if not -(2**31) <= request.priority < 2**31:
+        raise ConfigurationError(f"priority {request.priority} is out of range")
+    tag, inputs = codec.dumps_inputs(request.name, tuple(request.args), request.kwargs)
+    max_attempts = request.max_recovery_attempts
+    if max_attempts is None:
+        max_attempts = default_max_recovery_attempts
+    if isinstance(max_attempts, bool) or not isinstance(max_attempts, int) or max_attempts < 0:
+        raise ConfigurationError(f"max_recovery_attempts must be an integer >= 0, not {max_attempts!r}")
+    return NewTask(
+        task_id=task_id,
+        name=request.name,
+        inputs=inputs,
+        serialization=tag,
+        queue_name=validate_queue_name(request.queue or default_queue),
+        priority=request.priority,
+        deduplication_id=request.deduplication_id,
+        partition_key=request.partition_key,
+        delay_ms=_countdown_ms(request.countdown),
+        delay_until_epoch_ms=_eta_ms(request.eta),
+        application_version=request.application_version,
+        max_recovery_attempts=max_attempts,
+        parent_task_id=parent_task_id,
+    )
+
+
+def _countdown_ms(countdown: float | None) -> int | None:
+    if countdown is None:
+        return None
+    if isinstance(countdown, bool) or not isinstance(countdown, (int, float)) or not math.isfinite(countdown):
+        raise ConfigurationError(f"countdown must be a finite number of seconds, not {countdown!r}")
+    if countdown < 0:
+        raise ConfigurationError(f"countdown must be >= 0 seconds, not {countdown!r}")
+    return round(countdown * 1000)
+
+
+def _eta_ms(eta: dt.datetime | None) -> int | None:
+    if eta is None:
+        return None
+    if not isinstance(eta, dt.datetime):
+        raise ConfigurationError(f"eta must be a datetime, not {type(eta).__name__}")
+    if eta.tzinfo is None:
+        eta = eta.replace(tzinfo=dt.timezone.utc)  # naive means UTC (documented)
+    return round(eta.timestamp() * 1000)

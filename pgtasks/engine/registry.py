@@ -1,0 +1,84 @@
+"""The registry of an application's tasks, and the application version derived from them."""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from pgtasks.engine.errors import ConfigurationError, TaskNotRegistered
+
+
+@dataclass(frozen=True, slots=True)
+class TaskDefinition:
+    """A registered task: its name, function and defaults for enqueueing."""
+
+    name: str
+    fn: Callable[..., Any]
+    queue: str | None = None
+    max_recovery_attempts: int = 100
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+class Registry:
+    """Task definitions by name. Belongs to one App (or is empty, for a Client)."""
+
+    def __init__(self) -> None:
+        self._tasks: dict[str, TaskDefinition] = {}
+
+    def add(self, definition: TaskDefinition) -> None:
+        existing = self._tasks.get(definition.name)
+        if (
+            existing is not None
+            and existing.fn is not definition.fn
+            and _source_key(existing.fn) != _source_key(definition.fn)
+        ):
+            raise ConfigurationError(
+                f"task name {definition.name!r} is already registered by "
+                f"{existing.fn.__module__}.{existing.fn.__qualname__}"
+            )
+        self._tasks[definition.name] = definition
+
+    def get(self, name: str) -> TaskDefinition:
+        try:
+            return self._tasks[name]
+        except KeyError:
+            known = ", ".join(sorted(self._tasks)) or "none"
+            raise TaskNotRegistered(
+                f"task {name!r} is not registered in this process (registered: {known}); "
+                "import the module that defines it in the worker (-A / include)"
+            ) from None
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tasks
+
+    def __iter__(self) -> Iterator[TaskDefinition]:
+        return iter(self._tasks.values())
+
+    def __len__(self) -> int:
+        return len(self._tasks)
+
+    def names(self) -> list[str]:
+        return sorted(self._tasks)
+
+    def modules(self) -> set[str]:
+        """Modules that define registered tasks: trusted when rebuilding exceptions."""
+        return {d.fn.__module__ for d in self._tasks.values()}
+
+    def version(self) -> str:
+        """A hash of every registered task's name and source code."""
+        digest = hashlib.md5(usedforsecurity=False)
+        for name in sorted(self._tasks):
+            digest.update(name.encode())
+            digest.update(_source_key(self._tasks[name].fn).encode())
+        return digest.hexdigest()
+
+
+def _source_key(fn: Callable[..., Any]) -> str:
+    target = inspect.unwrap(fn)
+    try:
+        return inspect.getsource(target)
+    except (OSError, TypeError):
+        return f"{getattr(target, '__module__', '')}.{getattr(target, '__qualname__', repr(target))}"

@@ -1,0 +1,164 @@
+"""Serialization of task inputs, outputs and step checkpoints.
+
+JSON by default, with a ``serialization`` tag stored beside every value. Besides JSON's own
+types, the JSON codec carries datetime, date, time, timedelta, UUID, Decimal and bytes as
+tagged objects (as kombu's JSON does). Pickle is available only when the application lists
+it in ``accept_content``; a row whose tag is not accepted is refused, never guessed.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import decimal
+import json
+import pickle
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from pgtasks.engine.errors import SerializationError
+
+_TYPE, _VALUE = "__type__", "__value__"
+
+
+class Serializer(Protocol):
+    """Turns values into text and back; ``tag`` names the format in the database."""
+
+    tag: str
+
+    def dumps(self, value: Any) -> str: ...
+
+    def loads(self, text: str) -> Any: ...
+
+
+_ENCODERS: list[tuple[type, str, Callable[[Any], Any]]] = [
+    (dt.datetime, "datetime", lambda v: v.isoformat()),
+    (dt.date, "date", lambda v: v.isoformat()),
+    (dt.time, "time", lambda v: v.isoformat()),
+    (dt.timedelta, "timedelta", lambda v: [v.days, v.seconds, v.microseconds]),
+    (uuid.UUID, "uuid", str),
+    (decimal.Decimal, "decimal", str),
+    (bytes, "bytes", lambda v: base64.b64encode(v).decode("ascii")),
+]
+_DECODERS: dict[str, Callable[[Any], Any]] = {
+    "datetime": dt.datetime.fromisoformat,
+    "date": dt.date.fromisoformat,
+    "time": dt.time.fromisoformat,
+    "timedelta": lambda v: dt.timedelta(days=v[0], seconds=v[1], microseconds=v[2]),
+    "uuid": uuid.UUID,
+    "decimal": decimal.Decimal,
+    "bytes": base64.b64decode,
+}
+
+
+def _encode_default(value: Any) -> Any:
+    for cls, name, encode in _ENCODERS:
+        if isinstance(value, cls):
+            return {_TYPE: name, _VALUE: encode(value)}
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+def _decode_hook(obj: dict[str, Any]) -> Any:
+    if len(obj) == 2 and _TYPE in obj and _VALUE in obj and obj[_TYPE] in _DECODERS:
+        return _DECODERS[obj[_TYPE]](obj[_VALUE])
+    return obj
+
+
+class JsonSerializer:
+    """Strict JSON (no NaN or Infinity) with tagged extra types."""
+
+    tag = "json"
+
+    def dumps(self, value: Any) -> str:
+        return json.dumps(value, default=_encode_default, allow_nan=False, separators=(",", ":"))
+
+    def loads(self, text: str) -> Any:
+        return json.loads(text, object_hook=_decode_hook)
+
+
+class PickleSerializer:
+    """Pickle, base64-encoded. Only for applications that opt in: unpickling runs code."""
+
+    tag = "pickle"
+
+    def dumps(self, value: Any) -> str:
+        return base64.b64encode(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)).decode("ascii")
+
+    def loads(self, text: str) -> Any:
+        return pickle.loads(base64.b64decode(text))
+
+
+SERIALIZERS: dict[str, Serializer] = {"json": JsonSerializer(), "pickle": PickleSerializer()}
+
+
+@dataclass(frozen=True, slots=True)
+class Codec:
+    """The serializer an application writes with and the tags it agrees to read."""
+
+    serializer: str = "json"
+    accept: frozenset[str] = frozenset({"json"})
+
+    def __post_init__(self) -> None:
+        unknown = ({self.serializer} | set(self.accept)) - set(SERIALIZERS)
+        if unknown:
+            raise SerializationError(
+                f"unknown serializer {sorted(unknown)}; pgtasks offers {sorted(SERIALIZERS)}"
+            )
+        if self.serializer not in self.accept:
+            raise SerializationError(
+                f"serializer {self.serializer!r} must also be in accept_content {sorted(self.accept)}"
+            )
+
+    def dumps(self, value: Any, what: str = "value", tag: str | None = None) -> tuple[str, str]:
+        """Serialize with ``tag`` (default: the application's serializer); return (tag, text)."""
+        tag = tag or self.serializer
+        if tag not in SERIALIZERS:
+            raise SerializationError(f"{what}: unknown serialization tag {tag!r}")
+        try:
+            return tag, SERIALIZERS[tag].dumps(value)
+        except (TypeError, ValueError, pickle.PicklingError, AttributeError) as exc:
+            raise SerializationError(f"{what} cannot be serialized as {tag}: {exc}") from exc
+
+    def loads(self, tag: str, text: str, what: str = "value") -> Any:
+        """Deserialize a stored value, refusing tags this application does not accept."""
+        if tag not in SERIALIZERS:
+            raise SerializationError(f"{what} has unknown serialization tag {tag!r}")
+        if tag not in self.accept:
+            raise SerializationError(
+                f"{what} is serialized as {tag!r}, which this application does not accept "
+                f"(accept_content={sorted(self.accept)})"
+            )
+        try:
+            return SERIALIZERS[tag].loads(text)
+        except Exception as exc:
+            raise SerializationError(f"{what} cannot be deserialized as {tag}: {exc}") from exc
+
+    def dumps_inputs(self, task_name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[str, str]:
+        """Serialize a task's arguments; the error names the argument that failed."""
+        try:
+            return self.dumps({"args": list(args), "kwargs": kwargs})
+        except SerializationError:
+            pass
+        for index, arg in enumerate(args):
+            self.dumps(arg, f"argument {index} of task {task_name!r}")
+        for key, arg in kwargs.items():
+            if not isinstance(key, str):
+                raise SerializationError(f"keyword argument names of task {task_name!r} must be str")
+            self.dumps(arg, f"keyword argument {key!r} of task {task_name!r}")
+        return self.dumps({"args": list(args), "kwargs": kwargs}, f"arguments of task {task_name!r}")
+
+    def loads_inputs(self, tag: str, text: str, task_name: str) -> tuple[list[Any], dict[str, Any]]:
+        """Read back a task's arguments, checking their shape."""
+        value = self.loads(tag, text, f"inputs of task {task_name!r}")
+        if (
+            not isinstance(value, dict)
+            or not isinstance(value.get("args"), list)
+            or not isinstance(value.get("kwargs"), dict)
+        ):
+            raise SerializationError(
+                f"inputs of task {task_name!r} are malformed: expected an object with 'args' "
+                "(a list) and 'kwargs' (an object)"
+            )
+        return value["args"], value["kwargs"]

@@ -1,0 +1,55 @@
+"""Settings of an application or client, with their defaults and checks."""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, field
+
+from pgtasks.engine.errors import ConfigurationError
+from pgtasks.sysdb.identifiers import validate_identifier
+from pgtasks.sysdb.urls import DEFAULT_SCHEMA, parse_database_url, resolve_database_url
+
+VERSION_ENV = "PGTASKS_APPLICATION_VERSION"
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Everything an App or Client is configured with. Frozen: build a new one to change it."""
+
+    database_url: str = field(default_factory=lambda: resolve_database_url(None))
+    schema: str = DEFAULT_SCHEMA
+    default_queue: str = "default"
+    serializer: str = "json"
+    accept_content: tuple[str, ...] = ("json",)
+    application_version: str | None = field(default_factory=lambda: os.environ.get(VERSION_ENV) or None)
+    max_recovery_attempts: int = 100
+    lease_seconds: float = 30.0
+    poll_interval: float = 1.0
+    pool_size: int = 10
+    log_task_args: bool = False
+
+    def __post_init__(self) -> None:
+        parse_database_url(self.database_url, self.schema)  # fails at once on a bad URL
+        validate_queue_name(self.default_queue)
+        if self.max_recovery_attempts < 0:
+            raise ConfigurationError("max_recovery_attempts must be >= 0")
+        for name in ("lease_seconds", "poll_interval"):
+            value = getattr(self, name)
+            if not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+                raise ConfigurationError(f"{name} must be a positive number of seconds, not {value!r}")
+        if self.pool_size < 1:
+            raise ConfigurationError("pool_size must be >= 1")
+
+
+def validate_queue_name(name: str) -> str:
+    """Queue names become NOTIFY payloads and labels; keep them to a safe alphabet."""
+    if not isinstance(name, str) or not name or len(name) > 200:
+        raise ConfigurationError(f"invalid queue name {name!r}: 1 to 200 characters")
+    allowed = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.:@")
+    if not set(name) <= allowed:
+        raise ConfigurationError(f"invalid queue name {name!r}: use letters, digits and _ - . : @")
+    return name
+
+
+__all__ = ["Settings", "validate_identifier", "validate_queue_name"]

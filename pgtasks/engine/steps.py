@@ -1,0 +1,112 @@
+"""Durable steps: run once, checkpoint the output, replay the checkpoint on re-execution."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pgtasks.engine.context import TaskContext, current_task
+from pgtasks.engine.crashpoints import crashpoint
+from pgtasks.engine.errors import ConfigurationError, NonDeterminismError, TaskAbandoned
+from pgtasks.engine.failures import decode_exception, encode_exception
+from pgtasks.sysdb.records import StepRecord, StepWrite
+
+
+@dataclass(frozen=True, slots=True)
+class StepOptions:
+    """How a step retries: ``retries`` more tries after the first, waiting ``backoff`` seconds
+    and multiplying the wait by ``backoff_rate`` after each try, up to ``max_backoff``."""
+
+    name: str
+    retries: int = 0
+    backoff: float = 1.0
+    backoff_rate: float = 2.0
+    max_backoff: float = 60.0
+
+    def __post_init__(self) -> None:
+        if self.retries < 0:
+            raise ConfigurationError(f"step {self.name!r}: retries must be >= 0")
+        if self.backoff < 0 or self.backoff_rate < 1 or self.max_backoff < 0:
+            raise ConfigurationError(f"step {self.name!r}: backoff must be >= 0 and backoff_rate >= 1")
+
+    def delay(self, attempt: int) -> float:
+        """Seconds to wait before retry number ``attempt`` (1-based)."""
+        return float(min(self.max_backoff, self.backoff * self.backoff_rate ** (attempt - 1)))
+
+
+def run_step(
+    options: StepOptions, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Any:
+    """Run ``fn`` as the next step of the current task; outside a task, just call it."""
+    ctx = current_task()
+    if ctx is None:
+        return fn(*args, **kwargs)
+    function_id = ctx.take_function_id()
+    recorded = ctx.steps.get(function_id)
+    if recorded is not None:
+        return _replay(ctx, options, recorded)
+    engine = ctx.engine
+    if not engine.sysdb.task_owned_by(ctx.task_id, ctx.executor_id):
+        raise TaskAbandoned(ctx.task_id)  # cancelled, or another executor took it over
+    point = {"task_id": ctx.task_id, "function_id": function_id, "step": options.name}
+    crashpoint("before_step_body", **point)
+    started = int(time.time() * 1000)
+    attempt = 0
+    while True:
+        try:
+            value = fn(*args, **kwargs)
+            break
+        except Exception as exc:
+            if attempt < options.retries:
+                attempt += 1
+                time.sleep(options.delay(attempt))
+                continue
+            _checkpoint(ctx, function_id, options.name, None, encode_exception(exc), started, point)
+            raise
+    tag, text = engine.codec.dumps(value, f"return value of step {options.name!r}", ctx.record.serialization)
+    _checkpoint(ctx, function_id, options.name, text, None, started, point, tag)
+    # Hand back what a replay would return, so the first run and a re-run see the same value.
+    return engine.codec.loads(tag, text, f"output of step {options.name!r}")
+
+
+def _checkpoint(
+    ctx: TaskContext,
+    function_id: int,
+    name: str,
+    output: str | None,
+    error: str | None,
+    started: int,
+    point: dict[str, Any],
+    tag: str = "json",
+) -> None:
+    crashpoint("after_step_body_before_checkpoint", **point)
+    record = StepRecord(
+        task_id=ctx.task_id,
+        function_id=function_id,
+        function_name=name,
+        output=output,
+        error=error,
+        serialization=tag,
+        started_at_epoch_ms=started,
+        executor_id=ctx.executor_id,
+    )
+    if ctx.engine.sysdb.step_record(record) is not StepWrite.RECORDED:
+        raise TaskAbandoned(ctx.task_id)
+    ctx.steps[function_id] = record
+    crashpoint("after_checkpoint_commit", **point)
+
+
+def _replay(ctx: TaskContext, options: StepOptions, recorded: StepRecord) -> Any:
+    if recorded.function_name != options.name:
+        raise NonDeterminismError(
+            f"task {ctx.record.name!r} ({ctx.task_id}) called step {options.name!r} at position "
+            f"{recorded.function_id}, but its history has {recorded.function_name!r} there: the "
+            "task body must call the same steps in the same order on every run"
+        )
+    if recorded.error is not None:
+        raise decode_exception(recorded.error, ctx.engine.trusted_modules())
+    if recorded.output is None:
+        return None
+    return ctx.engine.codec.loads(recorded.serialization, recorded.output, f"output of step {options.name!r}")

@@ -1,0 +1,92 @@
+"""Management of tasks from code: list, inspect, cancel, resume and fork."""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from pgtasks.engine.failures import error_summary
+from pgtasks.sysdb.records import ForkParams, ListTasksParams, Status, StepRecord, TaskRecord
+
+if TYPE_CHECKING:
+    from pgtasks.engine.core import Engine
+
+
+@dataclass(frozen=True, slots=True)
+class TaskInfo:
+    """A task with its recorded steps."""
+
+    task: TaskRecord
+    steps: tuple[StepRecord, ...]
+
+    @property
+    def error_summary(self) -> str:
+        return error_summary(self.task.error)
+
+
+def _epoch_ms(value: dt.datetime | None) -> int | None:
+    if value is None:
+        return None
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=dt.timezone.utc)
+    return round(value.timestamp() * 1000)
+
+
+class TaskManagement:
+    """Mixed into App and Client; needs ``self.engine``."""
+
+    engine: Engine
+
+    def list_tasks(
+        self,
+        status: str | Status | list[str | Status] | None = None,
+        name: str | None = None,
+        queue: str | None = None,
+        created_after: dt.datetime | None = None,
+        created_before: dt.datetime | None = None,
+        limit: int = 100,
+        newest_first: bool = True,
+    ) -> list[TaskRecord]:
+        """Tasks filtered by status, name, queue and creation time (naive datetimes are UTC)."""
+        statuses = [] if status is None else [status] if isinstance(status, (str, Status)) else status
+        params = ListTasksParams(
+            status=tuple(Status(s) for s in statuses),
+            name=name,
+            queue_name=queue,
+            created_after_epoch_ms=_epoch_ms(created_after),
+            created_before_epoch_ms=_epoch_ms(created_before),
+            limit=limit,
+            newest_first=newest_first,
+        )
+        return self.engine.sysdb.tasks_list(params)
+
+    def get_task(self, task_id: str) -> TaskInfo | None:
+        """One task and its recorded steps, or None."""
+        record = self.engine.sysdb.task_get(task_id)
+        if record is None:
+            return None
+        return TaskInfo(record, tuple(self.engine.sysdb.steps_get(task_id)))
+
+    def cancel_task(self, task_id: str) -> bool:
+        """Cancel a task that has not finished. A waiting task never starts; a running one
+        stops at its next step. Returns False if the task had already finished."""
+        return self.engine.sysdb.task_cancel(task_id)
+
+    def resume_task(self, task_id: str) -> bool:
+        """Re-enqueue a cancelled or dead-lettered task; it continues from its last recorded
+        step with a fresh attempt count, on any worker version. False if not resumable."""
+        return self.engine.sysdb.task_resume(task_id)
+
+    def fork_task(
+        self, task_id: str, start_step: int = 1, new_task_id: str | None = None, queue: str | None = None
+    ) -> str:
+        """Start a new task with the inputs of ``task_id`` that reuses its recorded steps
+        before ``start_step`` (1-based) and runs the rest on the current code."""
+        if start_step < 1:
+            raise ValueError("start_step is 1-based and must be >= 1")
+        forked = self.engine.sysdb.task_fork(
+            ForkParams(task_id, new_task_id or str(uuid.uuid4()), start_step, queue)
+        )
+        return forked.task_id

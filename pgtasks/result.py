@@ -1,0 +1,64 @@
+"""AsyncResult: a handle on one task, by id, from any process."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from pgtasks.sysdb.records import Status, TaskRecord
+
+if TYPE_CHECKING:
+    from pgtasks.engine.core import Engine
+
+
+class AsyncResult:
+    """The state and result of the task ``id``. Every property reads the database afresh."""
+
+    def __init__(self, task_id: str, engine: Engine) -> None:
+        self.id = task_id
+        self._engine = engine
+
+    def __repr__(self) -> str:
+        return f"<AsyncResult {self.id}>"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, AsyncResult) and other.id == self.id
+
+    def __hash__(self) -> int:
+        return hash(self.id)
+
+    @property
+    def task_id(self) -> str:
+        return self.id
+
+    def record(self) -> TaskRecord | None:
+        """The task's row, or None if no task with this id exists (yet)."""
+        return self._engine.get_task(self.id)
+
+    @property
+    def status(self) -> str | None:
+        """ENQUEUED, DELAYED, PENDING, SUCCESS, ERROR, CANCELLED,
+        MAX_RECOVERY_ATTEMPTS_EXCEEDED, or None when no task has this id."""
+        record = self.record()
+        return record.status.value if record else None
+
+    def ready(self) -> bool:
+        """True once the task has finished (successfully or not)."""
+        record = self.record()
+        return record is not None and record.status.is_terminal
+
+    def successful(self) -> bool:
+        record = self.record()
+        return record is not None and record.status is Status.SUCCESS
+
+    def failed(self) -> bool:
+        record = self.record()
+        return record is not None and record.status.is_terminal and record.status is not Status.SUCCESS
+
+    def get(self, timeout: float | None = None) -> Any:
+        """Wait for the task to finish; return its value or raise its error.
+
+        Raises :class:`~pgtasks.TaskTimeoutError` after ``timeout`` seconds,
+        :class:`~pgtasks.TaskCancelled` for a cancelled task and
+        :class:`~pgtasks.MaxRecoveryAttemptsExceeded` for a dead-lettered one.
+        """
+        return self._engine.result_of(self._engine.wait(self.id, timeout))

@@ -1,0 +1,103 @@
+"""Batched completion: outcomes of many tasks written by one UPDATE in one commit."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+
+from pgtasks.engine.crashpoints import crashpoint
+from pgtasks.sysdb import SystemDatabase
+from pgtasks.sysdb.records import CompleteParams, Outcome
+
+log = logging.getLogger("pgtasks.worker")
+
+FLUSH_INTERVAL = 0.002  # seconds an outcome may wait for others to share its commit
+MAX_BATCH = 500
+RETRY_DELAYS = (0.05, 0.1, 0.2, 0.5, 1.0, 2.0)
+
+
+class BatchCompleter:
+    """Collects outcomes from executing threads and writes them in batches.
+
+    A thread that ends a task hands its outcome over and goes on; the writer thread commits
+    whatever has gathered, waiting at most ``FLUSH_INTERVAL`` for company. A failed write is
+    retried (the fence makes a retry after an ambiguous commit harmless); outcomes that
+    still cannot be written are left to recovery, which re-runs those tasks.
+    """
+
+    def __init__(
+        self, sysdb: SystemDatabase, executor_id: str, on_written: Callable[[list[str]], None] | None = None
+    ) -> None:
+        self._sysdb = sysdb
+        self._executor_id = executor_id
+        self._on_written = on_written
+        self._pending: list[Outcome] = []
+        self._cond = threading.Condition()
+        self._stopping = False
+        self._inflight = 0
+        self._thread = threading.Thread(target=self._run, name="pgtasks-completer", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def submit(self, outcome: Outcome) -> None:
+        with self._cond:
+            self._pending.append(outcome)
+            self._cond.notify_all()
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._pending and not self._stopping:
+                    self._cond.wait()
+                if not self._pending and self._stopping:
+                    return
+            time.sleep(FLUSH_INTERVAL)
+            with self._cond:
+                batch, self._pending = self._pending[:MAX_BATCH], self._pending[MAX_BATCH:]
+                self._inflight = len(batch)
+            self._write(batch)
+            with self._cond:
+                self._inflight = 0
+                self._cond.notify_all()
+
+    def _write(self, batch: list[Outcome]) -> None:
+        for outcome in batch:
+            crashpoint("before_outcome", task_id=outcome.task_id)
+        for delay in (*RETRY_DELAYS, None):
+            try:
+                written = self._sysdb.tasks_complete(CompleteParams(self._executor_id, tuple(batch)))
+                break
+            except Exception as exc:
+                if delay is None:
+                    log.error("could not write %d outcomes (recovery will re-run them): %s", len(batch), exc)
+                    return
+                log.warning("writing %d outcomes failed, retrying in %.2fs: %s", len(batch), delay, exc)
+                time.sleep(delay)
+        for outcome in batch:
+            crashpoint("after_outcome_commit", task_id=outcome.task_id)
+        lost = len(batch) - len(written)
+        if lost:
+            log.warning("%d outcomes were not written: those tasks were cancelled or taken over", lost)
+        if self._on_written is not None:
+            self._on_written(written)
+
+    def drain(self, timeout: float | None = None) -> bool:
+        """Wait until every submitted outcome is written; False on timeout."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._cond:
+            while self._pending or self._inflight:
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    return False
+                self._cond.wait(remaining)
+        return True
+
+    def stop(self, timeout: float | None = None) -> None:
+        self.drain(timeout)
+        with self._cond:
+            self._stopping = True
+            self._cond.notify_all()
+        self._thread.join(timeout)

@@ -1,0 +1,62 @@
+"""The executor's lease: heartbeats in database time, and recovery of others' expired work."""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+from pgtasks.sysdb import SystemDatabase
+from pgtasks.sysdb.records import ExecutorInfo, RecoverStaleParams
+
+log = logging.getLogger("pgtasks.worker")
+
+
+class LeaseKeeper:
+    """A background thread that, every ``interval`` seconds: renews this executor's
+    heartbeat, re-enqueues PENDING tasks of executors whose heartbeat is older than the lease
+    (or that have no executor row at all), and promotes DELAYED tasks that are due."""
+
+    def __init__(self, sysdb: SystemDatabase, info: ExecutorInfo, lease_seconds: float) -> None:
+        self._sysdb = sysdb
+        self._info = info
+        self._lease_ms = int(lease_seconds * 1000)
+        self.interval = max(0.05, lease_seconds / 4)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="pgtasks-lease", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+
+    def tick(self) -> None:
+        """One round of heartbeat, recovery and promotion."""
+        if not self._sysdb.executor_heartbeat(self._info.executor_id):
+            # Another executor found our heartbeat too old and recovered our tasks; our
+            # fenced writes for them will be refused. Take a fresh lease for new work.
+            log.warning(
+                "executor %s lost its lease; its running tasks were recovered elsewhere",
+                self._info.executor_id,
+            )
+            self._sysdb.executor_register(self._info)
+        report = self._sysdb.tasks_recover_stale(
+            RecoverStaleParams(lease_ms=self._lease_ms, exclude_executor_id=self._info.executor_id)
+        )
+        if report.requeued:
+            log.warning("recovered %d tasks of executors whose lease expired", len(report.requeued))
+        if report.dead_lettered:
+            log.error(
+                "dead-lettered %d tasks that exceeded max_recovery_attempts: %s",
+                len(report.dead_lettered),
+                ", ".join(report.dead_lettered[:10]),
+            )
+        self._sysdb.tasks_promote_delayed()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            try:
+                self.tick()
+            except Exception as exc:  # the database may be restarting: keep trying
+                log.warning("lease round failed: %s", exc)

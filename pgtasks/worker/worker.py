@@ -1,0 +1,216 @@
+"""The worker: claims tasks of its queues, runs them on a thread pool, writes outcomes.
+
+This is the threads pool of ``pgtasks worker``; the process-level concerns (signals, the
+banner) live in :mod:`pgtasks.worker.process`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+from pgtasks.engine.core import Engine
+from pgtasks.engine.crashpoints import crashpoint
+from pgtasks.engine.errors import ConfigurationError
+from pgtasks.engine.execution import execute_task
+from pgtasks.engine.failures import error_summary
+from pgtasks.engine.settings import validate_queue_name
+from pgtasks.sysdb.records import ClaimParams, ExecutorInfo, RecoverOwnParams, Status, TaskRecord
+from pgtasks.worker.completer import BatchCompleter
+from pgtasks.worker.lease import LeaseKeeper
+
+log = logging.getLogger("pgtasks.worker")
+
+
+def default_executor_id() -> str:
+    """Celery's default node name shape: ``pgtasks@<hostname>``."""
+    return f"pgtasks@{socket.gethostname()}"
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerOptions:
+    """How one worker process runs."""
+
+    queues: tuple[str, ...] = ("default",)
+    concurrency: int = 4
+    executor_id: str = ""
+    shutdown_grace: float = 30.0
+
+    def __post_init__(self) -> None:
+        if self.concurrency < 1:
+            raise ConfigurationError("concurrency must be >= 1")
+        if not self.queues:
+            raise ConfigurationError("a worker needs at least one queue")
+        for queue in self.queues:
+            validate_queue_name(queue)
+
+
+class Worker:
+    """One executor: claims up to its free slots, runs tasks, batches their outcomes."""
+
+    def __init__(self, engine: Engine, options: WorkerOptions) -> None:
+        self.engine = engine
+        self.options = options
+        self.executor_id = options.executor_id or default_executor_id()
+        self.version = engine.version()
+        self._slots = threading.Semaphore(options.concurrency)
+        self._running = 0
+        self._running_lock = threading.Lock()
+        self._wake = threading.Event()
+        self._stopping = threading.Event()
+        self._pool = ThreadPoolExecutor(options.concurrency, thread_name_prefix="pgtasks-task")
+        self.info = ExecutorInfo(
+            executor_id=self.executor_id,
+            hostname=socket.gethostname(),
+            pid=os.getpid(),
+            application_version=self.version,
+            queues=options.queues,
+        )
+        self._completer: BatchCompleter | None = None
+        self._lease: LeaseKeeper | None = None
+
+    # -- lifecycle ----------------------------------------------------------------------
+    def start(self) -> None:
+        """Register the executor, recover its own unfinished tasks, start the helpers."""
+        sysdb = self.engine.sysdb
+        self._check_executor_id_free()
+        sysdb.version_register(self.version)
+        sysdb.executor_register(self.info)
+        report = sysdb.tasks_recover_own(RecoverOwnParams(self.executor_id, self.version))
+        if report.requeued:
+            log.warning("resuming %d tasks this executor was running when it stopped", len(report.requeued))
+        if report.dead_lettered:
+            log.error("dead-lettered %d tasks that exceeded max_recovery_attempts", len(report.dead_lettered))
+        self._completer = BatchCompleter(sysdb, self.executor_id)
+        self._completer.start()
+        self._lease = LeaseKeeper(sysdb, self.info, self.engine.settings.lease_seconds)
+        self._lease.start()
+        self._lease.tick()
+
+    def _check_executor_id_free(self) -> None:
+        for other in self.engine.sysdb.executors_list():
+            if other.executor_id != self.executor_id:
+                continue
+            fresh = (
+                self.engine.sysdb.now_ms() - other.last_heartbeat < self.engine.settings.lease_seconds * 1000
+            )
+            if (
+                fresh
+                and (other.hostname != self.info.hostname or _pid_alive(other.pid))
+                and other.pid != os.getpid()
+            ):
+                raise ConfigurationError(
+                    f"executor id {self.executor_id!r} is in use by pid {other.pid} on {other.hostname}; "
+                    "give each worker its own name with -n/--hostname"
+                )
+
+    def run(self) -> None:
+        """Claim and run tasks until :meth:`stop` is called."""
+        poll = self.engine.settings.poll_interval
+        backoff = 0.1
+        while not self._stopping.is_set():
+            free = self._free_slots()
+            if free == 0:
+                self._wake.wait(poll)
+                self._wake.clear()
+                continue
+            try:
+                claimed = self.engine.sysdb.tasks_claim(
+                    ClaimParams(self.executor_id, self.version, self.options.queues, free)
+                )
+                backoff = 0.1
+            except Exception as exc:  # lost connection: back off and try again
+                log.warning("claim failed, retrying in %.1fs: %s", backoff, exc)
+                self._stopping.wait(backoff)
+                backoff = min(backoff * 2, 5.0)
+                continue
+            for record in claimed:
+                crashpoint("after_claim_commit", task_id=record.task_id)
+                self._dispatch(record)
+            if len(claimed) < free:
+                self._wake.wait(poll)
+                self._wake.clear()
+
+    def _free_slots(self) -> int:
+        with self._running_lock:
+            return self.options.concurrency - self._running
+
+    def _dispatch(self, record: TaskRecord) -> None:
+        with self._running_lock:
+            self._running += 1
+        self._pool.submit(self._execute, record)
+
+    def _execute(self, record: TaskRecord) -> None:
+        started = time.monotonic()
+        if self.engine.settings.log_task_args:
+            log.info("Task %s[%s] received: %s", record.name, record.task_id, record.inputs)
+        else:
+            log.info("Task %s[%s] received", record.name, record.task_id)
+        try:
+            outcome = execute_task(self.engine, record, self.executor_id)
+            elapsed = time.monotonic() - started
+            if outcome is None:
+                log.warning("Task %s[%s] abandoned: cancelled or taken over", record.name, record.task_id)
+            elif outcome.status is Status.SUCCESS:
+                log.info("Task %s[%s] succeeded in %.3fs", record.name, record.task_id, elapsed)
+            else:
+                log.error(
+                    "Task %s[%s] failed in %.3fs: %s",
+                    record.name,
+                    record.task_id,
+                    elapsed,
+                    error_summary(outcome.error),
+                )
+            if outcome is not None and self._completer is not None:
+                self._completer.submit(outcome)
+        except Exception:  # never let one task take the worker down
+            log.exception("internal error running task %s", record.task_id)
+        finally:
+            with self._running_lock:
+                self._running -= 1
+            self._wake.set()
+
+    def running(self) -> int:
+        """How many tasks are executing now."""
+        with self._running_lock:
+            return self._running
+
+    def stop(self) -> None:
+        """Stop claiming (the run loop returns); running tasks go on."""
+        self._stopping.set()
+        self._wake.set()
+
+    def shutdown(self, grace: float | None = None) -> bool:
+        """Warm shutdown: wait up to ``grace`` seconds for running tasks, write their
+        outcomes, leave. Tasks still running after that are recovered by the next worker.
+        Returns True if every task finished."""
+        self.stop()
+        grace = self.options.shutdown_grace if grace is None else grace
+        deadline = time.monotonic() + grace
+        while self.running() and time.monotonic() < deadline:
+            self._wake.wait(0.05)
+            self._wake.clear()
+        finished = self.running() == 0
+        if self._completer is not None:
+            self._completer.stop(timeout=max(1.0, deadline - time.monotonic()))
+        if self._lease is not None:
+            self._lease.stop()
+        if finished:
+            self.engine.sysdb.executor_unregister(self.executor_id)
+            self._pool.shutdown(wait=False)
+        return finished
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
