@@ -16,6 +16,7 @@ from pgtasks.sysdb.records import (
     StepRecord,
     StepWrite,
 )
+from tests.support.inprocess import wait_for
 
 
 def new(task_id: str, queue: str = "default", **kw: object) -> NewTask:
@@ -83,10 +84,10 @@ def test_delayed_tasks_wait_until_due(sysdb: SystemDatabase) -> None:
     assert later.delay_until_epoch_ms is not None and later.delay_until_epoch_ms >= now + 3_600_000
     assert claim(sysdb) == ["past"]
     assert sysdb.tasks_promote_delayed() == 0
-    sysdb.tasks_enqueue([new("due", delay_until_epoch_ms=sysdb.now_ms() + 1)])
-    due_at = sysdb.now_ms() + 5
-    while sysdb.now_ms() < due_at:
-        pass
+    sysdb.tasks_enqueue([new("due", delay_ms=200)])
+    due = sysdb.task_get("due")
+    assert due is not None and due.status is Status.DELAYED and due.delay_until_epoch_ms is not None
+    wait_for(lambda: sysdb.now_ms() > due.delay_until_epoch_ms, what="the database clock to pass the delay")
     assert sysdb.tasks_promote_delayed() == 1
     assert claim(sysdb) == ["due"]
 

@@ -124,6 +124,8 @@ WHERE workflow_uuid = %(task_id)s ORDER BY function_id
 -- name: step_record
 -- FOR SHARE on the task row: a concurrent recovery (UPDATE of that row) waits for this insert
 -- or makes it fail the fence, so a step is never recorded by an executor that lost the task.
+-- A step that finished after its task was cancelled is still recorded (it did run), and the
+-- task stops before its next step.
 INSERT INTO __schema__.operation_outputs (
     workflow_uuid, function_id, function_name, output, error, serialization,
     started_at_epoch_ms, completed_at_epoch_ms, executor_id)
@@ -131,7 +133,8 @@ SELECT %(task_id)s, %(function_id)s, %(function_name)s, %(output)s, %(error)s,
        %(serialization)s, %(started_at)s, __now_ms__, %(executor_id)s
 WHERE EXISTS (
     SELECT 1 FROM __schema__.workflow_status
-    WHERE workflow_uuid = %(task_id)s AND status = 'PENDING' AND executor_id = %(executor_id)s
+    WHERE workflow_uuid = %(task_id)s AND executor_id = %(executor_id)s
+      AND status IN ('PENDING', 'CANCELLED')
     FOR SHARE)
 ON CONFLICT (workflow_uuid, function_id) DO NOTHING
 RETURNING function_id

@@ -98,7 +98,8 @@ SELECT :task_id, :function_id, :function_name, :output, :error, :serialization,
        :started_at, __now_ms__, :executor_id
 WHERE EXISTS (
     SELECT 1 FROM workflow_status
-    WHERE workflow_uuid = :task_id AND status = 'PENDING' AND executor_id = :executor_id)
+    WHERE workflow_uuid = :task_id AND executor_id = :executor_id
+      AND status IN ('PENDING', 'CANCELLED'))
 ON CONFLICT (workflow_uuid, function_id) DO NOTHING
 RETURNING function_id
 

@@ -1,0 +1,377 @@
+"""Tasks and steps end to end with an in-process worker, on PostgreSQL and SQLite."""
+
+from __future__ import annotations
+
+import datetime as dt
+import threading
+import uuid
+from typing import Any
+
+import pytest
+
+import pgtasks
+from pgtasks import App, Client, Status
+from pgtasks.engine.execution import execute_task
+from pgtasks.sysdb.records import ClaimParams, RecoverStaleParams
+from tests.support.inprocess import running_worker, wait_for
+
+
+class PaymentDeclined(Exception):
+    """An application's own exception: it must come back from .get() as itself."""
+
+    def __init__(self, order: int, reason: str) -> None:
+        super().__init__(order, reason)
+        self.order, self.reason = order, reason
+
+
+class Recorder:
+    """Counts how often each step body really ran (thread-safe)."""
+
+    def __init__(self) -> None:
+        self.calls: dict[str, int] = {}
+        self.lock = threading.Lock()
+
+    def hit(self, key: str) -> None:
+        with self.lock:
+            self.calls[key] = self.calls.get(key, 0) + 1
+
+
+def make_app(url: str, **kw: Any) -> App:
+    return App("engine", database_url=url, poll_interval=0.02, lease_seconds=2, **kw)
+
+
+@pytest.fixture
+def app(database_url: str) -> App:
+    return make_app(database_url)
+
+
+def test_delay_runs_the_task_and_get_returns_its_value(app: App) -> None:
+    @app.task
+    def add(x: int, y: int) -> int:
+        return x + y
+
+    assert add.name == "tests.integration.test_engine.add"
+    assert add(2, 3) == 5  # calling the task runs it here, as in Celery
+    handle = add.delay(2, 3)
+    assert handle.status == "ENQUEUED" and not handle.ready()
+    with running_worker(app):
+        assert handle.get(timeout=20) == 5
+    assert handle.ready() and handle.successful() and handle.status == "SUCCESS"
+    # Any process can look the task up by id.
+    other = Client(app.settings.database_url)
+    assert other.AsyncResult(handle.id).get(timeout=1) == 5
+    other.close()
+
+
+def test_reusing_a_task_id_returns_the_existing_task(app: App) -> None:
+    seen = Recorder()
+
+    @app.task
+    def once(x: int) -> int:
+        seen.hit("once")
+        return x
+
+    first = once.apply_async((1,), task_id="fixed-id")
+    second = once.apply_async((2,), task_id="fixed-id")
+    assert first.id == second.id == "fixed-id"
+    with running_worker(app):
+        assert second.get(timeout=20) == 1
+    assert seen.calls == {"once": 1}
+    assert len(app.list_tasks()) == 1
+
+
+def test_deduplication_refuses_or_returns_the_holder(app: App) -> None:
+    @app.task
+    def job() -> None:
+        return None
+
+    held = job.apply_async(deduplication_id="nightly")
+    with pytest.raises(pgtasks.DuplicateTaskError, match="nightly") as info:
+        job.apply_async(deduplication_id="nightly")
+    assert info.value.existing_task_id == held.id
+    assert job.apply_async(deduplication_id="nightly", on_duplicate="return").id == held.id
+    with running_worker(app):
+        held.get(timeout=20)
+    assert job.apply_async(deduplication_id="nightly").id != held.id
+
+
+def test_countdown_keeps_the_task_delayed_in_the_database(app: App) -> None:
+    @app.task
+    def later() -> str:
+        return "done"
+
+    handle = later.apply_async(countdown=3600)
+    soon = later.apply_async(eta=dt.datetime.now(dt.timezone.utc) + dt.timedelta(milliseconds=200))
+    assert handle.status == "DELAYED" and soon.status == "DELAYED"
+    with running_worker(app):
+        assert soon.get(timeout=20) == "done"
+    assert handle.status == "DELAYED"
+
+
+def test_errors_come_back_as_their_own_types(app: App) -> None:
+    @app.task
+    def decline(order: int) -> None:
+        raise PaymentDeclined(order, "insufficient funds")
+
+    @app.task
+    def broken() -> None:
+        raise KeyError("missing")
+
+    with running_worker(app):
+        declined, missing = decline.delay(7), broken.delay()
+        with pytest.raises(PaymentDeclined) as info:
+            declined.get(timeout=20)
+        with pytest.raises(KeyError, match="missing"):
+            missing.get(timeout=20)
+    assert info.value.order == 7 and info.value.reason == "insufficient funds"
+    assert "raise PaymentDeclined" in info.value.remote_traceback  # type: ignore[attr-defined]
+    assert declined.failed() and declined.status == "ERROR"
+
+
+def test_unknown_task_name_and_bad_inputs_fail_with_a_clear_error(app: App) -> None:
+    client = Client(app.settings.database_url)
+    unknown = client.enqueue("nobody.defines.this", [1])
+    with running_worker(app):
+        with pytest.raises(pgtasks.TaskNotRegistered, match="nobody.defines.this"):
+            unknown.get(timeout=20)
+    client.close()
+
+
+def test_values_json_cannot_carry_fail_at_enqueue(app: App) -> None:
+    @app.task
+    def takes(x: object, when: object = None) -> None:
+        return None
+
+    with pytest.raises(pgtasks.SerializationError, match="argument 0 of task"):
+        takes.delay(object())
+    with pytest.raises(pgtasks.SerializationError, match="keyword argument 'when'"):
+        takes.delay(1, when={1, 2})
+    assert app.list_tasks() == []
+
+
+def test_rich_json_values_round_trip(app: App) -> None:
+    @app.task
+    def echo(value: Any) -> Any:
+        return value
+
+    value = {"at": dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.timezone.utc), "id": uuid.UUID(int=5),
+             "raw": b"\x00\xff", "pair": (1, 2)}
+    with running_worker(app):
+        got = echo.delay(value).get(timeout=20)
+    assert got == {**value, "pair": [1, 2]}
+
+
+def test_pickle_only_when_the_app_opts_in(database_url: str) -> None:
+    app = make_app(database_url, serializer="pickle", accept_content=("json", "pickle"))
+
+    @app.task
+    def echo(value: Any) -> Any:
+        return value
+
+    with running_worker(app):
+        assert echo.delay({1, 2, 3}).get(timeout=20) == {1, 2, 3}
+    json_only = make_app(database_url)
+    record = json_only.get_task(app.list_tasks()[0].task_id)
+    assert record is not None
+    with pytest.raises(pgtasks.SerializationError, match="does not accept"):
+        json_only.engine.result_of(record.task)
+
+
+def test_steps_run_once_and_replay_from_checkpoints(app: App) -> None:
+    seen = Recorder()
+
+    @app.step
+    def fetch(order: int) -> dict[str, int]:
+        seen.hit("fetch")
+        return {"order": order, "qty": 2}
+
+    @app.step
+    def price(qty: int) -> float:
+        seen.hit("price")
+        return qty * 2.5
+
+    @app.task
+    def checkout(order: int) -> float:
+        info = fetch(order)
+        return price(info["qty"])
+
+    with running_worker(app):
+        handle = checkout.delay(11)
+        assert handle.get(timeout=20) == 5.0
+    info = app.get_task(handle.id)
+    assert info is not None
+    assert [(s.function_id, s.function_name) for s in info.steps] == [
+        (1, fetch.__qualname__), (2, price.__qualname__)]
+    assert seen.calls == {"fetch": 1, "price": 1}
+    # A fork from step 2 reuses step 1's checkpoint and runs step 2 again on current code.
+    forked = app.fork_task(handle.id, start_step=2)
+    with running_worker(app):
+        assert app.AsyncResult(forked).get(timeout=20) == 5.0
+    assert seen.calls == {"fetch": 1, "price": 2}
+    assert fetch(3) == {"order": 3, "qty": 2}  # outside a task a step is a plain call
+
+
+def test_step_retries_with_backoff_then_records_the_failure(app: App) -> None:
+    seen = Recorder()
+
+    @app.step(retries=2, backoff=0.01)
+    def flaky(n: int) -> str:
+        seen.hit(f"flaky{n}")
+        if seen.calls[f"flaky{n}"] < 3:
+            raise ConnectionError("transient")
+        return "ok"
+
+    @app.step(retries=1, backoff=0.01)
+    def hopeless() -> None:
+        seen.hit("hopeless")
+        raise ValueError("never works")
+
+    @app.task
+    def run() -> str:
+        first = flaky(1)
+        try:
+            hopeless()
+        except ValueError:
+            return first + "+handled"
+        return first
+
+    with running_worker(app):
+        handle = run.delay()
+        assert handle.get(timeout=20) == "ok+handled"
+    assert seen.calls == {"flaky1": 3, "hopeless": 2}
+    info = app.get_task(handle.id)
+    assert info is not None and info.steps[1].error is not None and "never works" in info.steps[1].error
+
+
+def test_cancel_stops_a_running_task_at_its_next_step(app: App) -> None:
+    seen = Recorder()
+    entered, release = threading.Event(), threading.Event()
+
+    @app.step
+    def first() -> None:
+        seen.hit("first")
+        entered.set()
+        release.wait(20)
+
+    @app.step
+    def second() -> None:
+        seen.hit("second")
+
+    @app.task
+    def long_task() -> str:
+        first()
+        second()
+        return "finished"
+
+    with running_worker(app):
+        handle = long_task.delay()
+        assert entered.wait(20)
+        assert app.cancel_task(handle.id)
+        release.set()
+        with pytest.raises(pgtasks.TaskCancelled):
+            handle.get(timeout=20)
+    assert seen.calls == {"first": 1}
+    assert handle.status == "CANCELLED"
+    waiting = long_task.delay()
+    assert app.cancel_task(waiting.id) and not app.cancel_task(waiting.id)
+    # first() finished after the cancel: its checkpoint is kept, and resume continues from it.
+    assert app.resume_task(handle.id)
+    entered.clear()
+    with running_worker(app):
+        assert handle.get(timeout=20) == "finished"
+    assert seen.calls == {"first": 1, "second": 1}
+
+
+def test_child_tasks_sent_from_a_task_get_deterministic_ids(app: App) -> None:
+    @app.task
+    def child(n: int) -> int:
+        return n * 10
+
+    @app.task
+    def parent() -> list[str]:
+        return [child.delay(i).id for i in range(3)]
+
+    with running_worker(app):
+        handle = parent.delay()
+        ids = handle.get(timeout=20)
+        assert [app.AsyncResult(i).get(timeout=20) for i in ids] == [0, 10, 20]
+    kids = [app.engine.get_task(i) for i in ids]
+    assert all(k is not None and k.parent_task_id == handle.id for k in kids)
+    # Re-running the parent's body sends the same ids, so no child runs twice.
+    record = app.engine.get_task(handle.id)
+    assert record is not None
+    again = execute_task(app.engine, record, "replayer")
+    assert again is not None and again.output is not None and app.engine.codec.loads("json", again.output) == ids
+
+
+def test_two_executors_on_one_task_only_the_owner_records(app: App) -> None:
+    seen = Recorder()
+
+    @app.step
+    def work(label: str) -> str:
+        seen.hit(label)
+        return label
+
+    @app.task
+    def task() -> str:
+        return work("a") + work("b")
+
+    handle = task.delay()
+    db = app.engine.sysdb
+    version = app.version()
+    [first] = db.tasks_claim(ClaimParams("w1", version, ("default",), 1))
+    # w1's lease expires: the task is recovered and w2 claims it, while w1 still has it.
+    db.tasks_recover_stale(RecoverStaleParams(lease_ms=0))
+    [second] = db.tasks_claim(ClaimParams("w2", version, ("default",), 1))
+    assert execute_task(app.engine, first, "w1") is None  # abandoned, nothing recorded
+    outcome = execute_task(app.engine, second, "w2")
+    assert outcome is not None and outcome.status is Status.SUCCESS
+    steps = db.steps_get(handle.id)
+    assert [(s.function_id, s.executor_id) for s in steps] == [(1, "w2"), (2, "w2")]
+    assert seen.calls == {"a": 1, "b": 1}
+
+
+def test_nondeterministic_body_is_reported(app: App) -> None:
+    flip = {"value": True}
+
+    @app.step
+    def one() -> int:
+        return 1
+
+    @app.step
+    def two() -> int:
+        return 2
+
+    @app.task
+    def wobbly() -> int:
+        return one() if flip["value"] else two()
+
+    handle = wobbly.delay()
+    db = app.engine.sysdb
+    [record] = db.tasks_claim(ClaimParams("w1", app.version(), ("default",), 1))
+    assert execute_task(app.engine, record, "w1") is not None
+    flip["value"] = False
+    outcome = execute_task(app.engine, record, "w1")
+    assert outcome is not None and outcome.status is Status.ERROR
+    assert "NonDeterminismError" in (outcome.error or "")
+    assert handle.id == record.task_id
+
+
+def test_list_tasks_filters(app: App) -> None:
+    @app.task(queue="mail")
+    def send() -> None:
+        return None
+
+    @app.task
+    def other() -> None:
+        return None
+
+    send.delay(), send.delay(), other.delay()
+    assert len(app.list_tasks(queue="mail")) == 2
+    assert len(app.list_tasks(name=other.name)) == 1
+    assert len(app.list_tasks(status="ENQUEUED")) == 3
+    assert app.list_tasks(status=[Status.SUCCESS]) == []
+    future = dt.datetime.now(dt.timezone.utc) + dt.timedelta(hours=1)
+    assert app.list_tasks(created_after=future) == []
+    with running_worker(app, queues=("default", "mail")):
+        wait_for(lambda: len(app.list_tasks(status="SUCCESS")) == 3, what="all three tasks")
