@@ -131,9 +131,8 @@ def test_errors_come_back_as_their_own_types(app: App) -> None:
 def test_unknown_task_name_and_bad_inputs_fail_with_a_clear_error(app: App) -> None:
     client = Client(app.settings.database_url)
     unknown = client.enqueue("nobody.defines.this", [1])
-    with running_worker(app):
-        with pytest.raises(pgtasks.TaskNotRegistered, match="nobody.defines.this"):
-            unknown.get(timeout=20)
+    with running_worker(app), pytest.raises(pgtasks.TaskNotRegistered, match="nobody.defines.this"):
+        unknown.get(timeout=20)
     client.close()
 
 
@@ -154,8 +153,12 @@ def test_rich_json_values_round_trip(app: App) -> None:
     def echo(value: Any) -> Any:
         return value
 
-    value = {"at": dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.timezone.utc), "id": uuid.UUID(int=5),
-             "raw": b"\x00\xff", "pair": (1, 2)}
+    value = {
+        "at": dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.timezone.utc),
+        "id": uuid.UUID(int=5),
+        "raw": b"\x00\xff",
+        "pair": (1, 2),
+    }
     with running_worker(app):
         got = echo.delay(value).get(timeout=20)
     assert got == {**value, "pair": [1, 2]}
@@ -201,7 +204,9 @@ def test_steps_run_once_and_replay_from_checkpoints(app: App) -> None:
     info = app.get_task(handle.id)
     assert info is not None
     assert [(s.function_id, s.function_name) for s in info.steps] == [
-        (1, fetch.__qualname__), (2, price.__qualname__)]
+        (1, fetch.__qualname__),
+        (2, price.__qualname__),
+    ]
     assert seen.calls == {"fetch": 1, "price": 1}
     # A fork from step 2 reuses step 1's checkpoint and runs step 2 again on current code.
     forked = app.fork_task(handle.id, start_step=2)
@@ -301,7 +306,9 @@ def test_child_tasks_sent_from_a_task_get_deterministic_ids(app: App) -> None:
     record = app.engine.get_task(handle.id)
     assert record is not None
     again = execute_task(app.engine, record, "replayer")
-    assert again is not None and again.output is not None and app.engine.codec.loads("json", again.output) == ids
+    assert (
+        again is not None and again.output is not None and app.engine.codec.loads("json", again.output) == ids
+    )
 
 
 def test_two_executors_on_one_task_only_the_owner_records(app: App) -> None:

@@ -20,12 +20,18 @@ from tests.support.inprocess import wait_for
 
 
 def new(task_id: str, queue: str = "default", **kw: object) -> NewTask:
-    return NewTask(task_id=task_id, name="proj.add", inputs='{"args":[1,2],"kwargs":{}}',
-                   queue_name=queue, **kw)  # type: ignore[arg-type]
+    return NewTask(
+        task_id=task_id, name="proj.add", inputs='{"args":[1,2],"kwargs":{}}', queue_name=queue, **kw
+    )  # type: ignore[arg-type]
 
 
-def claim(db: SystemDatabase, executor: str = "w1", limit: int = 10, version: str = "v1",
-          queues: tuple[str, ...] = ("default",)) -> list[str]:
+def claim(
+    db: SystemDatabase,
+    executor: str = "w1",
+    limit: int = 10,
+    version: str = "v1",
+    queues: tuple[str, ...] = ("default",),
+) -> list[str]:
     return [t.task_id for t in db.tasks_claim(ClaimParams(executor, version, queues, limit))]
 
 
@@ -42,8 +48,7 @@ def test_enqueue_inserts_and_keeps_existing_task_ids(sysdb: SystemDatabase) -> N
     first = sysdb.tasks_enqueue([new("a"), new("b")])
     assert [(r.task_id, r.inserted) for r in first] == [("a", True), ("b", True)]
     again = sysdb.tasks_enqueue([new("a"), new("c")])
-    assert [(r.task_id, r.inserted, r.duplicate_of) for r in again] == [
-        ("a", False, None), ("c", True, None)]
+    assert [(r.task_id, r.inserted, r.duplicate_of) for r in again] == [("a", False, None), ("c", True, None)]
     task = sysdb.task_get("a")
     assert task is not None and task.status is Status.ENQUEUED and task.name == "proj.add"
     assert sysdb.task_get("missing") is None
@@ -60,8 +65,14 @@ def test_deduplication_id_is_unique_per_queue_until_the_task_finishes(sysdb: Sys
 
 
 def test_claim_honours_limit_priority_fifo_and_queues(sysdb: SystemDatabase) -> None:
-    sysdb.tasks_enqueue([new("low1", priority=5), new("high", priority=1), new("low2", priority=5),
-                         new("elsewhere", queue="other")])
+    sysdb.tasks_enqueue(
+        [
+            new("low1", priority=5),
+            new("high", priority=1),
+            new("low2", priority=5),
+            new("elsewhere", queue="other"),
+        ]
+    )
     assert claim(sysdb, limit=2) == ["high", "low1"]
     assert claim(sysdb, limit=5) == ["low2"]
     assert claim(sysdb, limit=5) == []
@@ -96,8 +107,12 @@ def test_complete_is_fenced_on_the_executor(sysdb: SystemDatabase) -> None:
     sysdb.tasks_enqueue([new("a"), new("b")])
     claim(sysdb)
     assert sysdb.tasks_complete(CompleteParams("intruder", (Outcome("a", Status.SUCCESS, "1"),))) == []
-    written = sysdb.tasks_complete(CompleteParams("w1", (
-        Outcome("a", Status.SUCCESS, "3"), Outcome("b", Status.ERROR, None, '{"type":"ValueError"}'))))
+    written = sysdb.tasks_complete(
+        CompleteParams(
+            "w1",
+            (Outcome("a", Status.SUCCESS, "3"), Outcome("b", Status.ERROR, None, '{"type":"ValueError"}')),
+        )
+    )
     assert sorted(written) == ["a", "b"]
     a, b = sysdb.task_get("a"), sysdb.task_get("b")
     assert a is not None and a.status is Status.SUCCESS and a.output == "3"

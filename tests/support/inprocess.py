@@ -15,7 +15,9 @@ from pgtasks.worker import Worker, WorkerOptions
 def running_worker(
     app: App, queues: tuple[str, ...] = ("default",), concurrency: int = 4, executor_id: str = "w-test"
 ) -> Iterator[Worker]:
-    worker = Worker(app.engine, WorkerOptions(queues=queues, concurrency=concurrency, executor_id=executor_id))
+    worker = Worker(
+        app.engine, WorkerOptions(queues=queues, concurrency=concurrency, executor_id=executor_id)
+    )
     worker.start()
     thread = threading.Thread(target=worker.run, name=f"run-{executor_id}", daemon=True)
     thread.start()

@@ -72,9 +72,20 @@ class PostgresServer:
             os.chmod(self.base, 0o700)
         if not self.data_dir.exists():
             subprocess.run(
-                self._as_owner([str(pg_bin / "initdb"), "-D", str(self.data_dir), "-U", "postgres",
-                                "--auth=trust", "--encoding=UTF8", "--no-sync"]),
-                check=True, capture_output=True,
+                self._as_owner(
+                    [
+                        str(pg_bin / "initdb"),
+                        "-D",
+                        str(self.data_dir),
+                        "-U",
+                        "postgres",
+                        "--auth=trust",
+                        "--encoding=UTF8",
+                        "--no-sync",
+                    ]
+                ),
+                check=True,
+                capture_output=True,
             )
         self.launch(pg_bin, timeout)
         return self
@@ -83,10 +94,23 @@ class PostgresServer:
         """Start (or restart) the server process on the existing data directory."""
         pg_bin = pg_bin or find_pg_bin()
         argv = [
-            str(pg_bin / "postgres"), "-D", str(self.data_dir), "-p", str(self.port),
-            "-c", "listen_addresses=127.0.0.1", "-c", f"unix_socket_directories={self.base}",
-            "-c", "max_connections=300", "-c", f"fsync={'on' if self.fsync else 'off'}",
-            "-c", "shared_buffers=128MB", "-c", "log_min_messages=warning",
+            str(pg_bin / "postgres"),
+            "-D",
+            str(self.data_dir),
+            "-p",
+            str(self.port),
+            "-c",
+            "listen_addresses=127.0.0.1",
+            "-c",
+            f"unix_socket_directories={self.base}",
+            "-c",
+            "max_connections=300",
+            "-c",
+            f"fsync={'on' if self.fsync else 'off'}",
+            "-c",
+            "shared_buffers=128MB",
+            "-c",
+            "log_min_messages=warning",
         ]
         log = open(self.base / "server.log", "ab")  # noqa: SIM115 - lives as long as the server
         self.process = subprocess.Popen(self._as_owner(argv), stdout=log, stderr=log)
@@ -108,8 +132,9 @@ class PostgresServer:
             return
         signal_for_mode = {"smart": 15, "fast": 2, "immediate": 3}[mode]
         # The server runs as another user: signal it through runuser's child via pg_ctl-style kill.
-        subprocess.run(self._as_owner(["kill", f"-{signal_for_mode}", str(self._postmaster_pid())]),
-                       check=False)
+        subprocess.run(
+            self._as_owner(["kill", f"-{signal_for_mode}", str(self._postmaster_pid())]), check=False
+        )
         try:
             self.process.wait(timeout=30)
         except subprocess.TimeoutExpired:

@@ -1,0 +1,132 @@
+-- The declared PostgreSQL schema: what applying every migration in migrations/postgres builds.
+-- tests/integration/test_migrations.py checks that the two agree; update both together.
+
+CREATE TABLE __schema__.workflow_status (
+    workflow_uuid TEXT PRIMARY KEY,
+    status TEXT NOT NULL,
+    name TEXT NOT NULL,
+    inputs TEXT NOT NULL,
+    output TEXT,
+    error TEXT,
+    serialization TEXT NOT NULL DEFAULT 'json',
+    queue_name TEXT NOT NULL,
+    priority INTEGER NOT NULL DEFAULT 0,
+    deduplication_id TEXT,
+    queue_partition_key TEXT,
+    delay_until_epoch_ms BIGINT,
+    executor_id TEXT,
+    application_version TEXT,
+    recovery_attempts BIGINT NOT NULL DEFAULT 0,
+    max_recovery_attempts INTEGER NOT NULL DEFAULT 100,
+    created_at BIGINT NOT NULL,
+    updated_at BIGINT NOT NULL,
+    started_at_epoch_ms BIGINT,
+    workflow_timeout_ms BIGINT,
+    workflow_deadline_epoch_ms BIGINT,
+    parent_workflow_id TEXT,
+    forked_from TEXT,
+    -- FIFO order within a priority, exact even for tasks created in the same millisecond.
+    enqueue_seq BIGINT GENERATED ALWAYS AS IDENTITY
+);
+
+-- The claim reads only ENQUEUED rows in (queue, priority, age) order: a partial index keeps
+-- that scan proportional to the backlog, not to the history of finished tasks.
+CREATE INDEX workflow_status_enqueued_idx
+    ON __schema__.workflow_status (queue_name, priority, enqueue_seq)
+    WHERE status = 'ENQUEUED';
+CREATE INDEX workflow_status_delayed_idx
+    ON __schema__.workflow_status (delay_until_epoch_ms)
+    WHERE status = 'DELAYED';
+CREATE INDEX workflow_status_pending_executor_idx
+    ON __schema__.workflow_status (executor_id)
+    WHERE status = 'PENDING';
+CREATE INDEX workflow_status_created_at_idx ON __schema__.workflow_status (created_at);
+CREATE INDEX workflow_status_name_created_at_idx ON __schema__.workflow_status (name, created_at);
+CREATE INDEX workflow_status_parent_idx
+    ON __schema__.workflow_status (parent_workflow_id)
+    WHERE parent_workflow_id IS NOT NULL;
+-- Deduplication: NULLs are distinct, and the id is cleared when the task finishes, so the
+-- pair is unique only among tasks that have not finished.
+CREATE UNIQUE INDEX workflow_status_dedup_idx
+    ON __schema__.workflow_status (queue_name, deduplication_id);
+
+CREATE TABLE __schema__.operation_outputs (
+    workflow_uuid TEXT NOT NULL
+        REFERENCES __schema__.workflow_status (workflow_uuid) ON DELETE CASCADE,
+    function_id INTEGER NOT NULL,
+    function_name TEXT NOT NULL,
+    output TEXT,
+    error TEXT,
+    child_workflow_id TEXT,
+    serialization TEXT NOT NULL DEFAULT 'json',
+    started_at_epoch_ms BIGINT,
+    completed_at_epoch_ms BIGINT,
+    executor_id TEXT,
+    PRIMARY KEY (workflow_uuid, function_id)
+);
+
+CREATE TABLE __schema__.workflow_events (
+    workflow_uuid TEXT NOT NULL
+        REFERENCES __schema__.workflow_status (workflow_uuid) ON DELETE CASCADE,
+    key TEXT NOT NULL,
+    value TEXT NOT NULL,
+    serialization TEXT NOT NULL DEFAULT 'json',
+    PRIMARY KEY (workflow_uuid, key)
+);
+
+CREATE TABLE __schema__.notifications (
+    message_uuid TEXT PRIMARY KEY,
+    destination_uuid TEXT NOT NULL
+        REFERENCES __schema__.workflow_status (workflow_uuid) ON DELETE CASCADE,
+    topic TEXT,
+    message TEXT NOT NULL,
+    created_at_epoch_ms BIGINT NOT NULL,
+    serialization TEXT NOT NULL DEFAULT 'json',
+    consumed BOOLEAN NOT NULL DEFAULT FALSE
+);
+CREATE INDEX notifications_destination_topic_idx
+    ON __schema__.notifications (destination_uuid, topic);
+
+CREATE TABLE __schema__.workflow_schedules (
+    schedule_id TEXT PRIMARY KEY,
+    schedule_name TEXT NOT NULL UNIQUE,
+    workflow_name TEXT NOT NULL,
+    schedule TEXT NOT NULL,
+    cron_timezone TEXT,
+    status TEXT NOT NULL DEFAULT 'ACTIVE',
+    context TEXT NOT NULL DEFAULT '{}',
+    queue_name TEXT,
+    last_fired_at TEXT,
+    automatic_backfill BOOLEAN NOT NULL DEFAULT FALSE
+);
+
+CREATE TABLE __schema__.application_versions (
+    version_id TEXT PRIMARY KEY,
+    version_name TEXT NOT NULL UNIQUE,
+    version_timestamp BIGINT NOT NULL,
+    created_at BIGINT NOT NULL
+);
+
+CREATE TABLE __schema__.queues (
+    queue_id TEXT PRIMARY KEY,
+    name TEXT NOT NULL UNIQUE,
+    concurrency INTEGER,
+    worker_concurrency INTEGER,
+    rate_limit_max INTEGER,
+    rate_limit_period_sec DOUBLE PRECISION,
+    priority_enabled BOOLEAN NOT NULL DEFAULT FALSE,
+    partition_queue BOOLEAN NOT NULL DEFAULT FALSE,
+    polling_interval_sec DOUBLE PRECISION NOT NULL DEFAULT 1.0,
+    created_at BIGINT NOT NULL,
+    updated_at BIGINT NOT NULL
+);
+
+CREATE TABLE __schema__.executors (
+    executor_id TEXT PRIMARY KEY,
+    hostname TEXT NOT NULL,
+    pid INTEGER NOT NULL,
+    application_version TEXT NOT NULL,
+    queues TEXT NOT NULL DEFAULT '',
+    started_at BIGINT NOT NULL,
+    last_heartbeat BIGINT NOT NULL
+);

@@ -1,0 +1,131 @@
+-- The declared SQLite schema: what applying every migration in migrations/sqlite builds.
+-- tests/integration/test_migrations.py checks that the two agree; update both together.
+
+CREATE TABLE workflow_status (
+    workflow_uuid TEXT PRIMARY KEY,
+    status TEXT NOT NULL,
+    name TEXT NOT NULL,
+    inputs TEXT NOT NULL,
+    output TEXT,
+    error TEXT,
+    serialization TEXT NOT NULL DEFAULT 'json',
+    queue_name TEXT NOT NULL,
+    priority INTEGER NOT NULL DEFAULT 0,
+    deduplication_id TEXT,
+    queue_partition_key TEXT,
+    delay_until_epoch_ms INTEGER,
+    executor_id TEXT,
+    application_version TEXT,
+    recovery_attempts INTEGER NOT NULL DEFAULT 0,
+    max_recovery_attempts INTEGER NOT NULL DEFAULT 100,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL,
+    started_at_epoch_ms INTEGER,
+    workflow_timeout_ms INTEGER,
+    workflow_deadline_epoch_ms INTEGER,
+    parent_workflow_id TEXT,
+    forked_from TEXT
+);
+
+-- SQLite appends the rowid to every index key, so (queue, priority) is also in FIFO order.
+-- The claim reads only ENQUEUED rows in (queue, priority, age) order: a partial index keeps
+-- that scan proportional to the backlog, not to the history of finished tasks.
+CREATE INDEX workflow_status_enqueued_idx
+    ON workflow_status (queue_name, priority)
+    WHERE status = 'ENQUEUED';
+CREATE INDEX workflow_status_delayed_idx
+    ON workflow_status (delay_until_epoch_ms)
+    WHERE status = 'DELAYED';
+CREATE INDEX workflow_status_pending_executor_idx
+    ON workflow_status (executor_id)
+    WHERE status = 'PENDING';
+CREATE INDEX workflow_status_created_at_idx ON workflow_status (created_at);
+CREATE INDEX workflow_status_name_created_at_idx ON workflow_status (name, created_at);
+CREATE INDEX workflow_status_parent_idx
+    ON workflow_status (parent_workflow_id)
+    WHERE parent_workflow_id IS NOT NULL;
+-- Deduplication: NULLs are distinct, and the id is cleared when the task finishes, so the
+-- pair is unique only among tasks that have not finished.
+CREATE UNIQUE INDEX workflow_status_dedup_idx
+    ON workflow_status (queue_name, deduplication_id);
+
+CREATE TABLE operation_outputs (
+    workflow_uuid TEXT NOT NULL
+        REFERENCES workflow_status (workflow_uuid) ON DELETE CASCADE,
+    function_id INTEGER NOT NULL,
+    function_name TEXT NOT NULL,
+    output TEXT,
+    error TEXT,
+    child_workflow_id TEXT,
+    serialization TEXT NOT NULL DEFAULT 'json',
+    started_at_epoch_ms INTEGER,
+    completed_at_epoch_ms INTEGER,
+    executor_id TEXT,
+    PRIMARY KEY (workflow_uuid, function_id)
+);
+
+CREATE TABLE workflow_events (
+    workflow_uuid TEXT NOT NULL
+        REFERENCES workflow_status (workflow_uuid) ON DELETE CASCADE,
+    key TEXT NOT NULL,
+    value TEXT NOT NULL,
+    serialization TEXT NOT NULL DEFAULT 'json',
+    PRIMARY KEY (workflow_uuid, key)
+);
+
+CREATE TABLE notifications (
+    message_uuid TEXT PRIMARY KEY,
+    destination_uuid TEXT NOT NULL
+        REFERENCES workflow_status (workflow_uuid) ON DELETE CASCADE,
+    topic TEXT,
+    message TEXT NOT NULL,
+    created_at_epoch_ms INTEGER NOT NULL,
+    serialization TEXT NOT NULL DEFAULT 'json',
+    consumed INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX notifications_destination_topic_idx
+    ON notifications (destination_uuid, topic);
+
+CREATE TABLE workflow_schedules (
+    schedule_id TEXT PRIMARY KEY,
+    schedule_name TEXT NOT NULL UNIQUE,
+    workflow_name TEXT NOT NULL,
+    schedule TEXT NOT NULL,
+    cron_timezone TEXT,
+    status TEXT NOT NULL DEFAULT 'ACTIVE',
+    context TEXT NOT NULL DEFAULT '{}',
+    queue_name TEXT,
+    last_fired_at TEXT,
+    automatic_backfill INTEGER NOT NULL DEFAULT 0
+);
+
+CREATE TABLE application_versions (
+    version_id TEXT PRIMARY KEY,
+    version_name TEXT NOT NULL UNIQUE,
+    version_timestamp INTEGER NOT NULL,
+    created_at INTEGER NOT NULL
+);
+
+CREATE TABLE queues (
+    queue_id TEXT PRIMARY KEY,
+    name TEXT NOT NULL UNIQUE,
+    concurrency INTEGER,
+    worker_concurrency INTEGER,
+    rate_limit_max INTEGER,
+    rate_limit_period_sec REAL,
+    priority_enabled INTEGER NOT NULL DEFAULT 0,
+    partition_queue INTEGER NOT NULL DEFAULT 0,
+    polling_interval_sec REAL NOT NULL DEFAULT 1.0,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL
+);
+
+CREATE TABLE executors (
+    executor_id TEXT PRIMARY KEY,
+    hostname TEXT NOT NULL,
+    pid INTEGER NOT NULL,
+    application_version TEXT NOT NULL,
+    queues TEXT NOT NULL DEFAULT '',
+    started_at INTEGER NOT NULL,
+    last_heartbeat INTEGER NOT NULL
+);

@@ -1,0 +1,67 @@
+"""An application run by real `pgtasks worker` subprocesses in the acceptance tests.
+
+Step bodies append a line to the effects ledger (a file named by PGTASKS_TEST_LEDGER) with
+O_APPEND, standing in for an external side effect: the line survives a SIGKILL of the
+process right after the write.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+from pgtasks import App, current_task
+
+app = App("durable", poll_interval=0.05)
+
+
+def effect(label: str) -> None:
+    ctx = current_task()
+    line = f"{ctx.task_id if ctx else '-'} {label}\n".encode()
+    fd = os.open(os.environ["PGTASKS_TEST_LEDGER"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, line)
+    finally:
+        os.close(fd)
+
+
+@app.step
+def step_one(x: int) -> int:
+    effect("step1")
+    return x + 1
+
+
+@app.step
+def step_two(x: int) -> int:
+    effect("step2")
+    return x * 2
+
+
+@app.step
+def step_three(x: int) -> int:
+    effect("step3")
+    return x - 3
+
+
+@app.task(name="durable.three_steps")
+def three_steps(x: int) -> int:
+    return step_three(step_two(step_one(x)))
+
+
+@app.task(name="durable.poison", max_recovery_attempts=2)
+def poison() -> None:
+    effect("poison")
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+@app.step
+def slow_step(i: int) -> int:
+    effect(f"slow{i}")
+    time.sleep(0.2)
+    return i
+
+
+@app.task(name="durable.slow")
+def slow(n: int) -> int:
+    return sum(slow_step(i) for i in range(n))

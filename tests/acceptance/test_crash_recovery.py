@@ -1,0 +1,133 @@
+"""Crash recovery with real worker processes killed by SIGKILL at named crash points."""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+
+import pytest
+
+from pgtasks import Client, MaxRecoveryAttemptsExceeded
+from tests.support.inprocess import wait_for
+from tests.support.processes import effects, stop, worker_process
+
+
+@pytest.fixture
+def ledger(tmp_path: Path) -> Path:
+    return tmp_path / "effects.log"
+
+
+def test_killed_inside_step_two_the_same_executor_resumes(database_url: str, ledger: Path) -> None:
+    client = Client(database_url)
+    handle = client.enqueue("durable.three_steps", [5])
+    crashing = worker_process(
+        database_url, ledger, "w1", crashpoint="after_step_body_before_checkpoint:function_id=2"
+    )
+    assert crashing.wait(timeout=60) == -signal.SIGKILL
+    record = client.engine.get_task(handle.id)
+    assert record is not None and record.status.value == "PENDING" and record.executor_id == "w1"
+    assert [s.function_id for s in client.engine.sysdb.steps_get(handle.id)] == [1]
+    # Restarted with the same executor id, the worker recovers its own task at start-up.
+    restarted = worker_process(database_url, ledger, "w1", lease_seconds=60)
+    try:
+        assert handle.get(timeout=60) == (5 + 1) * 2 - 3
+    finally:
+        stop(restarted)
+    seen = effects(ledger)
+    assert seen[(handle.id, "step1")] == 1
+    assert seen[(handle.id, "step2")] == 2  # ran, crashed before its checkpoint, ran again
+    assert seen[(handle.id, "step3")] == 1
+    steps = client.engine.sysdb.steps_get(handle.id)
+    assert [s.function_id for s in steps] == [1, 2, 3]
+    final = client.engine.get_task(handle.id)
+    assert final is not None and final.recovery_attempts == 2
+    client.close()
+
+
+def test_another_executor_takes_over_after_the_lease_expires(database_url: str, ledger: Path) -> None:
+    client = Client(database_url)
+    handle = client.enqueue("durable.three_steps", [10])
+    crashing = worker_process(database_url, ledger, "w1", crashpoint="after_checkpoint_commit:function_id=2")
+    assert crashing.wait(timeout=60) == -signal.SIGKILL
+    rescuer = worker_process(database_url, ledger, "w2", lease_seconds=1)
+    try:
+        assert handle.get(timeout=60) == (10 + 1) * 2 - 3
+    finally:
+        out = stop(rescuer)
+    assert "recovered 1 tasks of executors whose lease expired" in out
+    seen = effects(ledger)
+    # Step 2's checkpoint was committed before the crash: no step ran twice.
+    assert [seen[(handle.id, f"step{i}")] for i in (1, 2, 3)] == [1, 1, 1]
+    steps = client.engine.sysdb.steps_get(handle.id)
+    assert [(s.function_id, s.executor_id) for s in steps] == [(1, "w1"), (2, "w1"), (3, "w2")]
+    client.close()
+
+
+def test_a_task_that_kills_its_worker_is_dead_lettered(database_url: str, ledger: Path) -> None:
+    client = Client(database_url)
+    handle = client.enqueue("durable.poison", max_recovery_attempts=2)
+    other = client.enqueue("durable.three_steps", [1])
+
+    def status() -> str:
+        record = client.engine.get_task(handle.id)
+        assert record is not None
+        return record.status.value
+
+    worker = None
+    for _ in range(6):  # each start runs the poison task once, and it kills the worker
+        worker = worker_process(database_url, ledger, "w1", concurrency=1, lease_seconds=60)
+        wait_for(
+            lambda w=worker: w.poll() is not None or status() == "MAX_RECOVERY_ATTEMPTS_EXCEEDED",
+            timeout=60,
+            what="the worker to die or the task to be dead-lettered",
+        )
+        if worker.poll() is None:
+            break
+        assert worker.returncode == -signal.SIGKILL
+    assert worker is not None and worker.poll() is None, "the poison task was never dead-lettered"
+    try:
+        record = client.engine.get_task(handle.id)
+        assert record is not None and record.status.value == "MAX_RECOVERY_ATTEMPTS_EXCEEDED"
+        assert record.recovery_attempts == 3  # the first run and two recoveries
+        assert effects(ledger)[(handle.id, "poison")] == 3
+        with pytest.raises(MaxRecoveryAttemptsExceeded, match="max_recovery_attempts=2"):
+            handle.get(timeout=1)
+        # The worker that dead-lettered it goes on serving other work.
+        assert other.get(timeout=60) == 1
+    finally:
+        stop(worker)
+    client.close()
+
+
+def test_two_executors_recovering_at_once_finish_the_task_once(database_url: str, ledger: Path) -> None:
+    client = Client(database_url)
+    handle = client.enqueue("durable.slow", [6])
+    crashing = worker_process(database_url, ledger, "w0", crashpoint="after_checkpoint_commit:function_id=3")
+    assert crashing.wait(timeout=60) == -signal.SIGKILL
+    rescuers = [worker_process(database_url, ledger, name, lease_seconds=1) for name in ("w1", "w2")]
+    try:
+        assert handle.get(timeout=60) == sum(range(6))
+    finally:
+        for proc in rescuers:
+            stop(proc)
+    steps = client.engine.sysdb.steps_get(handle.id)
+    assert [s.function_id for s in steps] == [1, 2, 3, 4, 5, 6]
+    seen = effects(ledger)
+    assert all(seen[(handle.id, f"slow{i}")] == 1 for i in range(6)), seen
+    finishers = {s.executor_id for s in steps[3:]}
+    assert len(finishers) == 1 and finishers <= {"w1", "w2"}
+    client.close()
+
+
+def test_warm_shutdown_finishes_running_tasks(database_url: str, ledger: Path) -> None:
+    client = Client(database_url)
+    handle = client.enqueue("durable.slow", [5])
+    worker = worker_process(database_url, ledger, "w1", lease_seconds=60)
+    wait_for(lambda: effects(ledger)[(handle.id, "slow0")] == 1, what="the task to start")
+    out = stop(worker, signal.SIGTERM)
+    assert worker.returncode == 0, out
+    assert "warm shutdown" in out
+    record = client.engine.get_task(handle.id)
+    assert record is not None and record.status.value == "SUCCESS"
+    assert client.engine.sysdb.executors_list() == []
+    client.close()
