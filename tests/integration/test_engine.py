@@ -131,7 +131,7 @@ def test_errors_come_back_as_their_own_types(app: App) -> None:
 def test_unknown_task_name_and_bad_inputs_fail_with_a_clear_error(app: App) -> None:
     client = Client(app.settings.database_url)
     unknown = client.enqueue("nobody.defines.this", [1])
-    with running_worker(app), pytest.raises(pgtasks.TaskNotRegistered, match="nobody.defines.this"):
+    with running_worker(app), pytest.raises(pgtasks.TaskNotRegistered, match=r"nobody\.defines\.this"):
         unknown.get(timeout=20)
     client.close()
 
