@@ -1,0 +1,86 @@
+"""The `pgtasks` command line, run as real subprocesses."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from pgtasks import Client
+from tests.support.processes import REPO, stop, worker_process
+
+
+def pgtasks(
+    *args: str, env: dict[str, str] | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    import os
+
+    return subprocess.run(
+        [sys.executable, "-m", "pgtasks", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+        check=False,
+    )
+
+
+def test_demo_runs_on_sqlite_and_prints_the_results(tmp_path: Path) -> None:
+    done = pgtasks("demo", "--database-url", f"sqlite:///{tmp_path / 'demo.sqlite3'}", "--tasks", "8")
+    assert done.returncode == 0, done.stderr
+    assert "8/8 orders succeeded" in done.stdout
+    assert done.stdout.count("SUCCESS") == 8
+    # Orders 4 and 8 had a payment that failed once and was retried by the step.
+    rows = {line.split()[0]: line.split() for line in done.stdout.splitlines() if "SUCCESS" in line}
+    assert rows["4"][3] == "2" and rows["1"][3] == "1"
+
+
+def test_migrate_and_manage_tasks(database_url: str) -> None:
+    env = {"PGTASKS_DATABASE_URL": database_url}
+    first = pgtasks("migrate", env=env)
+    assert first.returncode == 0 and "applied [1]" in first.stdout
+    assert "up to date" in pgtasks("migrate", env=env).stdout
+    client = Client(database_url)
+    waiting = client.enqueue("durable.three_steps", [1])
+    listing = pgtasks("tasks", "list", "--status", "ENQUEUED", env=env)
+    assert waiting.id in listing.stdout and "durable.three_steps" in listing.stdout
+    got = json.loads(pgtasks("tasks", "get", waiting.id, env=env).stdout)
+    assert got["status"] == "ENQUEUED" and got["steps"] == []
+    assert pgtasks("tasks", "cancel", waiting.id, env=env).stdout.startswith("cancel: done")
+    again = pgtasks("tasks", "cancel", waiting.id, env=env)
+    assert again.returncode == 1 and "nothing to do" in again.stdout
+    assert pgtasks("tasks", "resume", waiting.id, env=env).returncode == 0
+    forked = pgtasks("tasks", "fork", waiting.id, "--start-step", "1", env=env).stdout.strip()
+    assert client.AsyncResult(forked).status == "ENQUEUED"
+    missing = pgtasks("tasks", "get", "no-such-id", env=env)
+    assert missing.returncode == 1 and "no task with id" in missing.stderr
+    client.close()
+
+
+def test_worker_reports_bad_configuration_clearly(tmp_path: Path, sqlite_url: str) -> None:
+    no_module = pgtasks("worker", "-A", "no_such_module_here", env={"PGTASKS_DATABASE_URL": sqlite_url})
+    assert no_module.returncode == 2 and "no module named 'no_such_module_here'" in no_module.stderr
+    redis = pgtasks(
+        "worker",
+        "-A",
+        "tests.acceptance.apps.durable_app",
+        env={"PGTASKS_DATABASE_URL": "redis://localhost:6379/0"},
+    )
+    assert redis.returncode != 0 and "pgtasks cannot use the Redis URL" in redis.stderr
+
+
+def test_two_live_workers_cannot_share_an_executor_id(database_url: str, tmp_path: Path) -> None:
+    first = worker_process(database_url, tmp_path / "ledger", "same-name", lease_seconds=60)
+    try:
+        client = Client(database_url)
+        handle = client.enqueue("durable.three_steps", [2])
+        assert handle.get(timeout=60) == 3  # the first worker is up
+        second = worker_process(database_url, tmp_path / "ledger", "same-name", lease_seconds=60)
+        out, _ = second.communicate(timeout=60)
+        assert second.returncode == 2
+        assert "executor id 'same-name' is in use by pid" in out
+        client.close()
+    finally:
+        stop(first)
