@@ -67,7 +67,7 @@ class Task:
             args=tuple(args or ()),
             kwargs=dict(kwargs or {}),
             task_id=task_id,
-            queue=queue or self.definition.queue,
+            queue=self.definition.queue if queue is None else queue,
             countdown=countdown,
             eta=eta,
             priority=priority,
@@ -84,7 +84,7 @@ class Task:
             EnqueueRequest(
                 name=self.name,
                 args=tuple(a),
-                queue=options.get("queue") or self.definition.queue,
+                queue=options.get("queue", self.definition.queue),
                 priority=options.get("priority", 0),
                 countdown=options.get("countdown"),
                 max_recovery_attempts=self.definition.max_recovery_attempts,

@@ -20,7 +20,7 @@ def load_app(spec: str) -> App:
     try:
         module = importlib.import_module(module_name)
     except ModuleNotFoundError as exc:
-        if exc.name and module_name.startswith(exc.name):
+        if exc.name and (exc.name == module_name or module_name.startswith(exc.name + ".")):
             raise ConfigurationError(f"-A {spec}: no module named {exc.name!r} (from {os.getcwd()})") from exc
         raise
     if attr:

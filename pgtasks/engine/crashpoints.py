@@ -12,6 +12,8 @@ import os
 import signal
 from typing import Any
 
+from pgtasks.sysdb.errors import DatabaseUnavailable
+
 ENV = "PGTASKS_CRASHPOINT"
 MODE_ENV = "PGTASKS_CRASHPOINT_MODE"
 
@@ -28,7 +30,7 @@ POINTS = frozenset(
 )
 
 
-class CrashPointReached(ConnectionError):
+class CrashPointReached(DatabaseUnavailable, ConnectionError):
     """Raised at a crash point in ``raise`` mode; looks like a lost connection."""
 
 

@@ -16,6 +16,7 @@ __all__ = [
     "TaskCancelled",
     "TaskError",
     "TaskNotRegistered",
+    "TaskReleased",
     "TaskTimeoutError",
 ]
 
@@ -73,3 +74,9 @@ class TaskAbandoned(BaseException):
     """Raised at a step boundary when this executor no longer owns the task (cancelled, or
     taken over by another executor). A BaseException so that ``except Exception`` in a task
     body cannot swallow it; the executor then writes nothing for the task."""
+
+
+class TaskReleased(BaseException):
+    """Raised at a step boundary when the database stayed unreachable for a whole lease:
+    the executor gives the task back (ENQUEUED) once it can, and it runs again from its
+    last checkpoint. A BaseException for the same reason as TaskAbandoned."""

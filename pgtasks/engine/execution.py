@@ -5,8 +5,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from pgtasks.engine import context
-from pgtasks.engine.errors import SerializationError, TaskAbandoned, TaskNotRegistered
+from pgtasks.engine.errors import (
+    SerializationError,
+    TaskAbandoned,
+    TaskNotRegistered,
+    TaskReleased,
+)
 from pgtasks.engine.failures import encode_exception
+from pgtasks.engine.retry import with_database_retry
 from pgtasks.sysdb.records import Outcome, Status, StepRecord, TaskRecord
 
 if TYPE_CHECKING:
@@ -19,22 +25,35 @@ def execute_task(
     """Run a task this executor has claimed and return its outcome, not yet written.
 
     Returns None when the task was abandoned (cancelled, or taken over by another executor):
-    then nothing must be written for it. A task whose name is unknown or whose inputs cannot
-    be read fails at once with a precise error instead of being retried forever.
+    then nothing must be written for it. Returns an ENQUEUED outcome (a release) when the
+    database stayed unreachable for a whole lease in the middle of the task. A task whose
+    name is unknown or whose inputs cannot be read fails at once with a precise error
+    instead of being retried forever.
     """
     try:
         definition = engine.registry.get(record.name)
         args, kwargs = engine.codec.loads_inputs(record.serialization, record.inputs, record.name)
     except (TaskNotRegistered, SerializationError) as exc:
         return Outcome(record.task_id, Status.ERROR, error=encode_exception(exc))
+    release = Outcome(record.task_id, Status.ENQUEUED)
     if steps is None:
-        steps = engine.sysdb.steps_get(record.task_id)
+        try:
+            steps = with_database_retry(
+                lambda: engine.sysdb.steps_get(record.task_id),
+                engine.settings.lease_seconds,
+                "loading steps",
+                record.task_id,
+            )
+        except TaskReleased:
+            return release
     ctx = context.TaskContext(record, executor_id, engine, {s.function_id: s for s in steps})
     token = context.enter(ctx)
     try:
         value = definition.fn(*args, **kwargs)
     except TaskAbandoned:
         return None
+    except TaskReleased:
+        return release
     except (Exception, SystemExit) as exc:  # a failing task never takes the worker down
         return Outcome(record.task_id, Status.ERROR, error=encode_exception(exc))
     finally:

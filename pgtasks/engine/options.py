@@ -15,6 +15,7 @@ from pgtasks.sysdb.records import NewTask
 
 _CHILD_NAMESPACE = uuid.UUID("6f1c1b9e-7d0a-4d8e-9a53-3c2f1f8e2a11")
 MAX_TASK_ID_LENGTH = 255
+MAX_DELAY_SECONDS = 100 * 366 * 24 * 3600  # a century: keeps epoch milliseconds far inside BIGINT
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,9 +51,9 @@ def build_new_task(
     """Check every option and serialize the arguments; raise with a precise message."""
     if not isinstance(request.name, str) or not request.name:
         raise ConfigurationError(f"task name must be a non-empty string, not {request.name!r}")
-    task_id = request.task_id or str(uuid.uuid4())
-    if not isinstance(task_id, str) or len(task_id) > MAX_TASK_ID_LENGTH:
-        raise ConfigurationError(f"task_id must be a string of at most {MAX_TASK_ID_LENGTH} characters")
+    task_id = str(uuid.uuid4()) if request.task_id is None else request.task_id
+    if not isinstance(task_id, str) or not 0 < len(task_id) <= MAX_TASK_ID_LENGTH:
+        raise ConfigurationError(f"task_id must be a string of 1 to {MAX_TASK_ID_LENGTH} characters")
     if not isinstance(request.args, (list, tuple)):
         raise ConfigurationError(f"args of task {request.name!r} must be a list or tuple")
     if not isinstance(request.kwargs, dict):
@@ -72,7 +73,7 @@ def build_new_task(
         name=request.name,
         inputs=inputs,
         serialization=tag,
-        queue_name=validate_queue_name(request.queue or default_queue),
+        queue_name=validate_queue_name(default_queue if request.queue is None else request.queue),
         priority=request.priority,
         deduplication_id=request.deduplication_id,
         partition_key=request.partition_key,
@@ -87,10 +88,14 @@ def build_new_task(
 def _countdown_ms(countdown: float | None) -> int | None:
     if countdown is None:
         return None
-    if isinstance(countdown, bool) or not isinstance(countdown, (int, float)) or not math.isfinite(countdown):
+    if isinstance(countdown, bool) or not isinstance(countdown, (int, float)):
+        raise ConfigurationError(f"countdown must be a number of seconds, not {countdown!r}")
+    if isinstance(countdown, float) and not math.isfinite(countdown):
         raise ConfigurationError(f"countdown must be a finite number of seconds, not {countdown!r}")
-    if countdown < 0:
-        raise ConfigurationError(f"countdown must be >= 0 seconds, not {countdown!r}")
+    if not 0 <= countdown <= MAX_DELAY_SECONDS:
+        raise ConfigurationError(
+            f"countdown must be between 0 and {MAX_DELAY_SECONDS} seconds, not {countdown!r}"
+        )
     return round(countdown * 1000)
 
 
@@ -101,4 +106,7 @@ def _eta_ms(eta: dt.datetime | None) -> int | None:
         raise ConfigurationError(f"eta must be a datetime, not {type(eta).__name__}")
     if eta.tzinfo is None:
         eta = eta.replace(tzinfo=dt.timezone.utc)  # naive means UTC (documented)
-    return round(eta.timestamp() * 1000)
+    try:
+        return round(eta.timestamp() * 1000)
+    except (OverflowError, ValueError) as exc:
+        raise ConfigurationError(f"eta {eta!r} is out of range: {exc}") from exc

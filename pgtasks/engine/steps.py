@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -11,6 +12,7 @@ from pgtasks.engine.context import TaskContext, current_task
 from pgtasks.engine.crashpoints import crashpoint
 from pgtasks.engine.errors import ConfigurationError, NonDeterminismError, TaskAbandoned
 from pgtasks.engine.failures import decode_exception, encode_exception
+from pgtasks.engine.retry import with_database_retry
 from pgtasks.sysdb.records import StepRecord, StepWrite
 
 
@@ -26,14 +28,21 @@ class StepOptions:
     max_backoff: float = 60.0
 
     def __post_init__(self) -> None:
-        if self.retries < 0:
-            raise ConfigurationError(f"step {self.name!r}: retries must be >= 0")
-        if self.backoff < 0 or self.backoff_rate < 1 or self.max_backoff < 0:
-            raise ConfigurationError(f"step {self.name!r}: backoff must be >= 0 and backoff_rate >= 1")
+        if isinstance(self.retries, bool) or not isinstance(self.retries, int) or self.retries < 0:
+            raise ConfigurationError(f"step {self.name!r}: retries must be an integer >= 0")
+        for field_name, low in (("backoff", 0.0), ("backoff_rate", 1.0), ("max_backoff", 0.0)):
+            value = getattr(self, field_name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+                raise ConfigurationError(f"step {self.name!r}: {field_name} must be a finite number")
+            if value < low:
+                raise ConfigurationError(f"step {self.name!r}: {field_name} must be >= {low}")
 
     def delay(self, attempt: int) -> float:
         """Seconds to wait before retry number ``attempt`` (1-based)."""
-        return float(min(self.max_backoff, self.backoff * self.backoff_rate ** (attempt - 1)))
+        try:
+            return float(min(self.max_backoff, self.backoff * self.backoff_rate ** (attempt - 1)))
+        except OverflowError:
+            return float(self.max_backoff)
 
 
 def run_step(
@@ -48,9 +57,20 @@ def run_step(
     if recorded is not None:
         return _replay(ctx, options, recorded)
     engine = ctx.engine
-    if not engine.sysdb.task_owned_by(ctx.task_id, ctx.executor_id):
+    owned = with_database_retry(
+        lambda: engine.sysdb.task_owned_by(ctx.task_id, ctx.executor_id),
+        engine.settings.lease_seconds,
+        "ownership check",
+        ctx.task_id,
+    )
+    if not owned:
         raise TaskAbandoned(ctx.task_id)  # cancelled, or another executor took it over
-    point = {"task_id": ctx.task_id, "function_id": function_id, "step": options.name}
+    point = {
+        "task_id": ctx.task_id,
+        "function_id": function_id,
+        "step": options.name,
+        "attempt": ctx.record.recovery_attempts,
+    }
     crashpoint("before_step_body", **point)
     started = int(time.time() * 1000)
     attempt = 0
@@ -81,7 +101,6 @@ def _checkpoint(
     point: dict[str, Any],
     tag: str = "json",
 ) -> None:
-    crashpoint("after_step_body_before_checkpoint", **point)
     record = StepRecord(
         task_id=ctx.task_id,
         function_id=function_id,
@@ -92,7 +111,14 @@ def _checkpoint(
         started_at_epoch_ms=started,
         executor_id=ctx.executor_id,
     )
-    if ctx.engine.sysdb.step_record(record) is not StepWrite.RECORDED:
+
+    def write() -> StepWrite:
+        crashpoint("after_step_body_before_checkpoint", **point)
+        return ctx.engine.sysdb.step_record(record)
+
+    # A retry after a lost COMMIT reply finds its own row and reports RECORDED.
+    written = with_database_retry(write, ctx.engine.settings.lease_seconds, "checkpoint", ctx.task_id)
+    if written is not StepWrite.RECORDED:
         raise TaskAbandoned(ctx.task_id)
     ctx.steps[function_id] = record
     crashpoint("after_checkpoint_commit", **point)

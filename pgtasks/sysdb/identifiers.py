@@ -10,13 +10,13 @@ import re
 
 from pgtasks.sysdb.errors import ConfigurationError
 
-_IDENTIFIER = re.compile(r"^[a-z_][a-z0-9_]*$")
+_IDENTIFIER = re.compile(r"[a-z_][a-z0-9_]*")
 _MAX_IDENTIFIER_BYTES = 63  # PostgreSQL's NAMEDATALEN - 1; longer names are truncated silently.
 
 
 def validate_identifier(name: str, what: str = "identifier") -> str:
     """Return ``name`` if it is a safe lower-case SQL identifier, else raise ConfigurationError."""
-    if not isinstance(name, str) or not _IDENTIFIER.match(name):
+    if not isinstance(name, str) or not _IDENTIFIER.fullmatch(name):
         raise ConfigurationError(
             f"invalid {what} {name!r}: use lower-case letters, digits and underscores, "
             "starting with a letter or underscore"

@@ -10,7 +10,7 @@ from typing import Any
 
 import psycopg
 from psycopg.rows import dict_row
-from psycopg_pool import ConnectionPool
+from psycopg_pool import ConnectionPool, PoolTimeout
 
 from pgtasks.sysdb.dedup import enqueue_columns, enqueue_results
 from pgtasks.sysdb.errors import DatabaseUnavailable
@@ -81,9 +81,18 @@ class PostgresSystemDatabase(SystemDatabase):
 
     @contextmanager
     def _tx(self) -> Iterator[psycopg.Connection[Any]]:
-        """A pooled connection inside one transaction (committed on success)."""
-        with self._open_pool().connection() as conn:
-            yield conn
+        """A pooled connection inside one transaction (committed on success).
+
+        A lost connection or an unreachable server surfaces as DatabaseUnavailable, which
+        callers retry; the pool replaces broken connections on the next checkout.
+        """
+        try:
+            with self._open_pool().connection() as conn:
+                yield conn
+        except (psycopg.OperationalError, PoolTimeout) as exc:
+            raise DatabaseUnavailable(
+                f"the pgtasks database {self.target.display_url} is unavailable: {exc}"
+            ) from exc
 
     def _all(self, name: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
         with self._tx() as conn:

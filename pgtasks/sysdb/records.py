@@ -128,7 +128,7 @@ class Outcome:
     """The final state of one task, written fenced on the executor that ran it."""
 
     task_id: str
-    status: Status  # SUCCESS or ERROR
+    status: Status  # SUCCESS or ERROR; ENQUEUED gives the task back unfinished (release)
     output: str | None = None
     error: str | None = None
 

@@ -93,16 +93,18 @@ class SqliteSystemDatabase(SystemDatabase):
         """A write transaction: BEGIN IMMEDIATE takes the write lock up front, so a
         read-then-write inside it never fails with SQLITE_BUSY half-way."""
         conn = self._conn()
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            yield conn
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        conn.execute("COMMIT")
+        with _unavailable_on_busy(self.path):
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
 
     def _read(self, name: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-        return self._conn().execute(self.sql[name], params or {}).fetchall()
+        with _unavailable_on_busy(self.path):
+            return self._conn().execute(self.sql[name], params or {}).fetchall()
 
     def _write_all(self, name: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
         with self._write() as conn:
@@ -322,6 +324,19 @@ class SqliteSystemDatabase(SystemDatabase):
                 conn.close()
             self._all_connections.clear()
         self._local = threading.local()
+
+
+@contextmanager
+def _unavailable_on_busy(path: Path) -> Iterator[None]:
+    """A database still locked after the busy timeout, or an I/O failure, is unavailable
+    (callers retry); SQL errors stay what they are."""
+    try:
+        yield
+    except sqlite3.OperationalError as exc:
+        text = str(exc).lower()
+        if "locked" in text or "busy" in text or "disk i/o" in text or "unable to open" in text:
+            raise DatabaseUnavailable(f"SQLite database {path} is unavailable: {exc}") from exc
+        raise
 
 
 def _insert_params(task: NewTask) -> dict[str, Any]:

@@ -88,8 +88,8 @@ def parse_database_url(url: str, schema: str = DEFAULT_SCHEMA) -> DatabaseTarget
         dsn = urlunsplit(("postgresql", parts.netloc, parts.path, urlencode(query), ""))
         return DatabaseTarget("postgres", url=url, dsn=dsn, schema=schema)
     if scheme == "sqlite":
-        rest = url[len("sqlite://") :]
-        if rest in ("", "/", "/:memory:", ":memory:"):
+        rest, _, query = url[len("sqlite://") :].partition("?")
+        if rest in ("", "/", "/:memory:", ":memory:") or "memory" in dict(parse_qsl(query)).get("mode", ""):
             raise ConfigurationError(
                 f"database URL {url!r}: an in-memory SQLite database cannot be shared by the "
                 "worker and its producers; name a file, e.g. 'sqlite:///pgtasks.sqlite3'"
@@ -99,6 +99,6 @@ def parse_database_url(url: str, schema: str = DEFAULT_SCHEMA) -> DatabaseTarget
                 f"database URL {url!r}: a SQLite URL is 'sqlite:///relative/path' or "
                 "'sqlite:////absolute/path'"
             )
-        path = rest[1:].split("?", 1)[0]
+        path = rest[1:]
         return DatabaseTarget("sqlite", url=url, sqlite_path=str(Path(path)), schema=schema)
     raise ConfigurationError(f"database URL {redact_url(url)!r} has unknown scheme {scheme!r}; {_HINT}")

@@ -15,7 +15,8 @@ log = logging.getLogger("pgtasks.worker")
 
 FLUSH_INTERVAL = 0.002  # seconds an outcome may wait for others to share its commit
 MAX_BATCH = 500
-RETRY_DELAYS = (0.05, 0.1, 0.2, 0.5, 1.0, 2.0)
+FIRST_RETRY_DELAY = 0.05
+MAX_RETRY_DELAY = 2.0
 
 
 class BatchCompleter:
@@ -23,8 +24,9 @@ class BatchCompleter:
 
     A thread that ends a task hands its outcome over and goes on; the writer thread commits
     whatever has gathered, waiting at most ``FLUSH_INTERVAL`` for company. A failed write is
-    retried (the fence makes a retry after an ambiguous commit harmless); outcomes that
-    still cannot be written are left to recovery, which re-runs those tasks.
+    retried until it succeeds (the fence makes a retry after an ambiguous commit harmless);
+    only at shutdown, after the drain timeout, are unwritten outcomes left to recovery,
+    which re-runs those tasks.
     """
 
     def __init__(
@@ -36,6 +38,7 @@ class BatchCompleter:
         self._pending: list[Outcome] = []
         self._cond = threading.Condition()
         self._stopping = False
+        self._give_up = threading.Event()
         self._inflight = 0
         self._thread = threading.Thread(target=self._run, name="pgtasks-completer", daemon=True)
 
@@ -66,16 +69,18 @@ class BatchCompleter:
     def _write(self, batch: list[Outcome]) -> None:
         for outcome in batch:
             crashpoint("before_outcome", task_id=outcome.task_id)
-        for delay in (*RETRY_DELAYS, None):
+        delay = FIRST_RETRY_DELAY
+        while True:
             try:
                 written = self._sysdb.tasks_complete(CompleteParams(self._executor_id, tuple(batch)))
                 break
             except Exception as exc:
-                if delay is None:
+                if self._give_up.is_set():
                     log.error("could not write %d outcomes (recovery will re-run them): %s", len(batch), exc)
                     return
                 log.warning("writing %d outcomes failed, retrying in %.2fs: %s", len(batch), delay, exc)
-                time.sleep(delay)
+                self._give_up.wait(delay)
+                delay = min(delay * 2, MAX_RETRY_DELAY)
         for outcome in batch:
             crashpoint("after_outcome_commit", task_id=outcome.task_id)
         lost = len(batch) - len(written)
@@ -96,7 +101,9 @@ class BatchCompleter:
         return True
 
     def stop(self, timeout: float | None = None) -> None:
-        self.drain(timeout)
+        """Write what is pending (for up to ``timeout`` seconds), then end the writer."""
+        if not self.drain(timeout):
+            self._give_up.set()
         with self._cond:
             self._stopping = True
             self._cond.notify_all()

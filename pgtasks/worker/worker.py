@@ -20,7 +20,7 @@ from pgtasks.engine.errors import ConfigurationError
 from pgtasks.engine.execution import execute_task
 from pgtasks.engine.failures import error_summary
 from pgtasks.engine.settings import validate_queue_name
-from pgtasks.sysdb.records import ClaimParams, ExecutorInfo, RecoverOwnParams, Status, TaskRecord
+from pgtasks.sysdb.records import ClaimParams, ExecutorInfo, Outcome, RecoverOwnParams, Status, TaskRecord
 from pgtasks.worker.completer import BatchCompleter
 from pgtasks.worker.lease import LeaseKeeper
 
@@ -153,23 +153,13 @@ class Worker:
             log.info("Task %s[%s] received", record.name, record.task_id)
         try:
             outcome = execute_task(self.engine, record, self.executor_id)
-            elapsed = time.monotonic() - started
-            if outcome is None:
-                log.warning("Task %s[%s] abandoned: cancelled or taken over", record.name, record.task_id)
-            elif outcome.status is Status.SUCCESS:
-                log.info("Task %s[%s] succeeded in %.3fs", record.name, record.task_id, elapsed)
-            else:
-                log.error(
-                    "Task %s[%s] failed in %.3fs: %s",
-                    record.name,
-                    record.task_id,
-                    elapsed,
-                    error_summary(outcome.error),
-                )
+        except Exception:  # never let one task take the worker down; give the task back
+            log.exception("internal error running task %s", record.task_id)
+            outcome = Outcome(record.task_id, Status.ENQUEUED)
+        try:
+            _log_outcome(record, outcome, time.monotonic() - started)
             if outcome is not None and self._completer is not None:
                 self._completer.submit(outcome)
-        except Exception:  # never let one task take the worker down
-            log.exception("internal error running task %s", record.task_id)
         finally:
             with self._running_lock:
                 self._running -= 1
@@ -204,6 +194,18 @@ class Worker:
             self.engine.sysdb.executor_unregister(self.executor_id)
             self._pool.shutdown(wait=False)
         return finished
+
+
+def _log_outcome(record: TaskRecord, outcome: Outcome | None, elapsed: float) -> None:
+    label = f"Task {record.name}[{record.task_id}]"
+    if outcome is None:
+        log.warning("%s abandoned: cancelled or taken over by another worker", label)
+    elif outcome.status is Status.SUCCESS:
+        log.info("%s succeeded in %.3fs", label, elapsed)
+    elif outcome.status is Status.ENQUEUED:
+        log.warning("%s released after %.3fs: it will run again from its last checkpoint", label, elapsed)
+    else:
+        log.error("%s failed in %.3fs: %s", label, elapsed, error_summary(outcome.error))
 
 
 def _pid_alive(pid: int) -> bool:

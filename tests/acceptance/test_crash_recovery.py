@@ -131,3 +131,30 @@ def test_warm_shutdown_finishes_running_tasks(database_url: str, ledger: Path) -
     assert record is not None and record.status.value == "SUCCESS"
     assert client.engine.sysdb.executors_list() == []
     client.close()
+
+
+def test_database_errors_at_a_checkpoint_release_the_task_without_killing_the_worker(
+    database_url: str, ledger: Path
+) -> None:
+    client = Client(database_url)
+    handle = client.enqueue("durable.three_steps", [4])
+    # On the first attempt every write of step 2's checkpoint fails like a lost connection.
+    worker = worker_process(
+        database_url,
+        ledger,
+        "w1",
+        lease_seconds=1,
+        crashpoint="after_step_body_before_checkpoint:function_id=2,attempt=1",
+        extra_env={"PGTASKS_CRASHPOINT_MODE": "raise"},
+    )
+    try:
+        assert handle.get(timeout=60) == (4 + 1) * 2 - 3
+        assert worker.poll() is None  # the worker survived
+    finally:
+        out = stop(worker)
+    assert "releasing it" in out
+    seen = effects(ledger)
+    assert [seen[(handle.id, f"step{i}")] for i in (1, 2, 3)] == [1, 2, 1]
+    record = client.engine.get_task(handle.id)
+    assert record is not None and record.recovery_attempts == 2
+    client.close()

@@ -218,3 +218,18 @@ def test_versions(sysdb: SystemDatabase) -> None:
     sysdb.version_register("v1")
     sysdb.version_register("v1")
     assert [name for name, _ in sysdb.versions_list()] == ["v1"]
+
+
+def test_release_gives_a_task_back_and_counts_toward_the_dead_letter(sysdb: SystemDatabase) -> None:
+    sysdb.tasks_enqueue([new("a", deduplication_id="k", max_recovery_attempts=1)])
+    claim(sysdb)
+    release = CompleteParams("w1", (Outcome("a", Status.ENQUEUED),))
+    assert sysdb.tasks_complete(CompleteParams("other", release.outcomes)) == []
+    assert sysdb.tasks_complete(release) == ["a"]
+    a = sysdb.task_get("a")
+    assert a is not None and a.status is Status.ENQUEUED and a.executor_id is None
+    assert a.deduplication_id == "k"  # still unfinished: the deduplication id stays held
+    claim(sysdb)
+    assert sysdb.tasks_complete(release) == ["a"]
+    a = sysdb.task_get("a")
+    assert a is not None and a.status is Status.MAX_RECOVERY_ATTEMPTS_EXCEEDED and a.recovery_attempts == 2

@@ -68,10 +68,14 @@ RETURNING ws.*
 
 -- name: tasks_complete
 -- Many outcomes, one statement and one commit. The fence (still PENDING on this executor)
--- makes a worker that lost its lease write nothing.
+-- makes a worker that lost its lease write nothing. ENQUEUED releases a task unfinished.
 UPDATE __schema__.workflow_status AS ws
-SET status = o.status, output = o.output, error = o.error,
-    deduplication_id = NULL, updated_at = __now_ms__
+SET status = CASE WHEN o.status = 'ENQUEUED' AND ws.recovery_attempts > ws.max_recovery_attempts
+                  THEN 'MAX_RECOVERY_ATTEMPTS_EXCEEDED' ELSE o.status END,
+    output = o.output, error = o.error,
+    executor_id = CASE WHEN o.status = 'ENQUEUED' THEN NULL ELSE ws.executor_id END,
+    deduplication_id = CASE WHEN o.status = 'ENQUEUED' THEN ws.deduplication_id END,
+    updated_at = __now_ms__
 FROM unnest(%(ids)s::text[], %(statuses)s::text[], %(outputs)s::text[], %(errors)s::text[])
      AS o(id, status, output, error)
 WHERE ws.workflow_uuid = o.id

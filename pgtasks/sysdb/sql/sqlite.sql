@@ -47,8 +47,12 @@ RETURNING *, rowid AS enqueue_seq
 
 -- name: task_complete
 UPDATE workflow_status
-SET status = :status, output = :output, error = :error,
-    deduplication_id = NULL, updated_at = __now_ms__
+SET status = CASE WHEN :status = 'ENQUEUED' AND recovery_attempts > max_recovery_attempts
+                  THEN 'MAX_RECOVERY_ATTEMPTS_EXCEEDED' ELSE :status END,
+    output = :output, error = :error,
+    executor_id = CASE WHEN :status = 'ENQUEUED' THEN NULL ELSE executor_id END,
+    deduplication_id = CASE WHEN :status = 'ENQUEUED' THEN deduplication_id END,
+    updated_at = __now_ms__
 WHERE workflow_uuid = :id AND executor_id = :executor_id AND status = 'PENDING'
 RETURNING workflow_uuid
 

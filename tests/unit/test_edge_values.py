@@ -1,0 +1,58 @@
+"""Edge values that once slipped through validation: each is now refused clearly."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from pgtasks.engine.errors import ConfigurationError
+from pgtasks.engine.options import EnqueueRequest, build_new_task
+from pgtasks.engine.serialization import Codec
+from pgtasks.engine.steps import StepOptions
+from pgtasks.sysdb.identifiers import quote_identifier
+from pgtasks.sysdb.urls import parse_database_url
+
+
+def build(**kw: object) -> object:
+    return build_new_task(EnqueueRequest("t", **kw), Codec(), "default", 3)  # type: ignore[arg-type]
+
+
+def test_identifier_with_trailing_newline_is_refused() -> None:
+    with pytest.raises(ConfigurationError):
+        quote_identifier("pgtasks\n")
+    with pytest.raises(ConfigurationError, match="schema name"):
+        parse_database_url("postgresql://u:p@h/db?schema=pgtasks%0A")
+
+
+@pytest.mark.parametrize(
+    "url", ["sqlite:///:memory:?cache=shared", "sqlite:///?mode=memory", "sqlite:///?x=1"]
+)
+def test_sqlite_memory_or_empty_paths_are_refused(url: str) -> None:
+    with pytest.raises(ConfigurationError, match="in-memory"):
+        parse_database_url(url)
+
+
+@pytest.mark.parametrize("countdown", [10**400, 1e300, -1, math.nan])
+def test_countdown_out_of_range_is_refused(countdown: float) -> None:
+    with pytest.raises(ConfigurationError, match="countdown"):
+        build(countdown=countdown)
+
+
+def test_empty_queue_and_task_id_are_refused_not_defaulted() -> None:
+    with pytest.raises(ConfigurationError, match="queue"):
+        build(queue="")
+    with pytest.raises(ConfigurationError, match="task_id"):
+        build(task_id="")
+
+
+def test_step_backoff_caps_instead_of_overflowing() -> None:
+    assert StepOptions("s").delay(2000) == 60.0
+
+
+@pytest.mark.parametrize(
+    "kw", [{"max_backoff": math.nan}, {"backoff": math.nan}, {"backoff_rate": math.inf}, {"retries": "a"}]
+)
+def test_step_options_refuse_non_finite_or_non_numbers(kw: dict[str, object]) -> None:
+    with pytest.raises(ConfigurationError):
+        StepOptions("s", **kw)  # type: ignore[arg-type]

@@ -1,0 +1,106 @@
+"""Registry: lookup errors, duplicate names and the derived application version."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from pgtasks.engine.errors import ConfigurationError, TaskNotRegistered
+from pgtasks.engine.registry import Registry, TaskDefinition
+
+
+def add(a: int, b: int) -> int:
+    return a + b
+
+
+def mul(a: int, b: int) -> int:
+    return a * b
+
+
+def other_add(a: int, b: int) -> int:
+    return b + a + 0
+
+
+def registry_of(*pairs: tuple[str, Callable[..., Any]]) -> Registry:
+    registry = Registry()
+    for name, fn in pairs:
+        registry.add(TaskDefinition(name, fn))
+    return registry
+
+
+def test_get_returns_definition() -> None:
+    registry = registry_of(("tasks.add", add))
+    assert registry.get("tasks.add").fn is add
+    assert "tasks.add" in registry
+    assert "tasks.mul" not in registry
+    assert len(registry) == 1
+    assert [d.name for d in registry] == ["tasks.add"]
+
+
+def test_get_unknown_names_task_and_lists_registered() -> None:
+    registry = registry_of(("tasks.mul", mul), ("tasks.add", add))
+    with pytest.raises(TaskNotRegistered) as info:
+        registry.get("tasks.sub")
+    message = str(info.value)
+    assert "'tasks.sub'" in message
+    assert "registered: tasks.add, tasks.mul" in message
+    assert isinstance(info.value, KeyError)
+
+
+def test_get_unknown_on_empty_registry() -> None:
+    with pytest.raises(TaskNotRegistered, match="registered: none"):
+        Registry().get("x")
+
+
+def test_version_is_stable_for_same_functions() -> None:
+    first = registry_of(("a", add), ("m", mul)).version()
+    second = registry_of(("m", mul), ("a", add)).version()
+    assert first == second
+    assert len(first) == 32
+
+
+def test_version_changes_when_a_task_is_added() -> None:
+    registry = registry_of(("a", add))
+    before = registry.version()
+    registry.add(TaskDefinition("m", mul))
+    assert registry.version() != before
+
+
+def test_version_depends_on_name_and_source() -> None:
+    assert registry_of(("a", add)).version() != registry_of(("b", add)).version()
+    assert registry_of(("a", add)).version() != registry_of(("a", mul)).version()
+
+
+def test_same_name_for_two_functions_is_refused() -> None:
+    registry = registry_of(("tasks.add", add))
+    with pytest.raises(ConfigurationError) as info:
+        registry.add(TaskDefinition("tasks.add", other_add))
+    assert "'tasks.add'" in str(info.value)
+    assert f"{__name__}.add" in str(info.value)
+    assert registry.get("tasks.add").fn is add
+
+
+def test_registering_same_function_again_is_allowed() -> None:
+    registry = registry_of(("tasks.add", add))
+    registry.add(TaskDefinition("tasks.add", add, queue="q2"))
+    assert registry.get("tasks.add").queue == "q2"
+    assert len(registry) == 1
+
+
+def test_wrapped_function_counts_as_same_source() -> None:
+    @functools.wraps(add)
+    def wrapper(*args: Any) -> Any:
+        return add(*args)
+
+    registry = registry_of(("tasks.add", add))
+    registry.add(TaskDefinition("tasks.add", wrapper))
+    assert registry.get("tasks.add").fn is wrapper
+
+
+def test_names_and_modules() -> None:
+    registry = registry_of(("z", add), ("a", mul), ("b", len))
+    assert registry.names() == ["a", "b", "z"]
+    assert registry.modules() == {__name__, "builtins"}
