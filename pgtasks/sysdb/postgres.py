@@ -38,6 +38,7 @@ from pgtasks.sysdb.urls import DatabaseTarget
 
 NOW_MS = "(extract(epoch from now()) * 1000)::bigint"
 MIGRATIONS_TABLE = "pgtasks_migrations"
+POOL_WAIT_SECONDS = 10.0  # how long a caller waits for a connection before DatabaseUnavailable
 
 
 def advisory_lock_key(schema: str) -> int:
@@ -74,6 +75,7 @@ class PostgresSystemDatabase(SystemDatabase):
                 max_size=self._pool_size,
                 kwargs=self._connect_kwargs(),
                 check=ConnectionPool.check_connection,
+                timeout=POOL_WAIT_SECONDS,
                 open=True,
                 name="pgtasks",
             )

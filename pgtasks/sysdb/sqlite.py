@@ -194,15 +194,21 @@ class SqliteSystemDatabase(SystemDatabase):
     def tasks_claim(self, params: ClaimParams) -> list[TaskRecord]:
         if params.limit <= 0:
             return []
-        rows = self._write_all(
-            "tasks_claim",
-            {
-                "queues": json.dumps(list(params.queues)),
-                "version": params.application_version,
-                "executor_id": params.executor_id,
-                "limit": params.limit,
-            },
-        )
+        args = {"version": params.application_version, "limit": params.limit}
+        with self._write() as db:
+            # One write transaction (the database's single writer lock) holds the picking and
+            # the update together; per-queue probes merge into one priority/FIFO order.
+            candidates = [
+                row
+                for queue in params.queues
+                for row in db.execute(self.sql["tasks_claim_candidates"], {**args, "queue": queue})
+            ]
+            candidates.sort(key=lambda r: (r["priority"], r["enqueue_seq"]))
+            ids = [r["workflow_uuid"] for r in candidates[: params.limit]]
+            rows = db.execute(
+                self.sql["tasks_claim"],
+                {**args, "ids": json.dumps(ids), "executor_id": params.executor_id},
+            ).fetchall()
         # RETURNING has no order; hand tasks out in the order they were picked.
         return sorted((task_from_row(r) for r in rows), key=lambda t: (t.priority, t.enqueue_seq))
 

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import logging
 import os
+import select
 import signal
 import sys
+import threading
 from importlib.metadata import version as package_version
-from types import FrameType
 
 from pgtasks.engine.core import Engine
 from pgtasks.sysdb.urls import redact_url
@@ -21,6 +22,7 @@ from pgtasks.worker.worker import Worker, WorkerOptions
 log = logging.getLogger("pgtasks.worker")
 
 LOG_FORMAT = "[%(asctime)s: %(levelname)s/%(processName)s] %(message)s"
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGQUIT)
 
 
 def banner(worker: Worker, app_name: str) -> str:
@@ -28,7 +30,7 @@ def banner(worker: Worker, app_name: str) -> str:
     lines = [
         f" -------------- {worker.executor_id} v{package_version('pgtasks')}",
         f"--- app:         {app_name}",
-        f"--- database:    {redact_url(settings.database_url)} (schema {settings.schema})",
+        f"--- database:    {redact_url(settings.database_url)} (schema {worker.engine.sysdb.target.schema})",
         f"--- queues:      {', '.join(worker.options.queues)}",
         f"--- concurrency: {worker.options.concurrency} (threads)",
         f"--- executor:    {worker.executor_id} pid {os.getpid()}",
@@ -39,32 +41,47 @@ def banner(worker: Worker, app_name: str) -> str:
 
 
 def run_worker(engine: Engine, options: WorkerOptions, app_name: str, loglevel: str = "INFO") -> int:
-    """Run a worker in this process until a signal stops it; return the exit code."""
+    """Run a worker in this process until a signal stops it; return the exit code.
+
+    Signal handlers do nothing but wake the main thread through ``signal.set_wakeup_fd``: a
+    handler that touched a lock could deadlock with the code it interrupted. The main thread
+    reads the signal numbers from the pipe and acts in ordinary context.
+    """
     logging.basicConfig(level=loglevel.upper(), format=LOG_FORMAT, stream=sys.stderr)
     worker = Worker(engine, options)
-    signals_seen = 0
-
-    def on_signal(signum: int, _frame: FrameType | None) -> None:
-        nonlocal signals_seen
-        signals_seen += 1
-        if signum == signal.SIGQUIT or signals_seen > 1:
-            log.warning("cold shutdown: exiting now; running tasks will be recovered")
-            logging.shutdown()
-            os._exit(1)
-        log.warning("warm shutdown: no new tasks; waiting for %d running tasks", worker.running())
-        worker.stop()
-
-    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGQUIT):
-        signal.signal(signum, on_signal)
+    wake_read, wake_write = os.pipe()
+    os.set_blocking(wake_write, False)
+    signal.set_wakeup_fd(wake_write)
+    for signum in STOP_SIGNALS:
+        signal.signal(signum, lambda _signum, _frame: None)
     worker.start()
     print(banner(worker, app_name), file=sys.stderr, flush=True)
     log.info("%s ready.", worker.executor_id)
-    worker.run()
-    finished = worker.shutdown()
-    if not finished:
+    runner = threading.Thread(target=worker.run, name="pgtasks-claim", daemon=True)
+    runner.start()
+    stopper: threading.Thread | None = None
+    finished = threading.Event()
+
+    def warm_shutdown() -> None:
+        if worker.shutdown():
+            finished.set()
+
+    while True:
+        ready, _, _ = select.select([wake_read], [], [], 0.5)
+        for signum in os.read(wake_read, 64) if ready else b"":
+            if signum == signal.SIGQUIT or stopper is not None:
+                log.warning("cold shutdown: exiting now; running tasks will be recovered")
+                logging.shutdown()
+                os._exit(1)
+            log.warning("warm shutdown: no new tasks; waiting for %d running tasks", worker.running())
+            stopper = threading.Thread(target=warm_shutdown, name="pgtasks-shutdown", daemon=True)
+            stopper.start()
+        if stopper is not None and not stopper.is_alive():
+            break
+    if not finished.is_set():
         log.warning("grace period over with tasks still running; they will be recovered")
     log.info("worker stopped")
     logging.shutdown()
-    if not finished:
+    if not finished.is_set():
         os._exit(0)  # threads still running tasks must not keep the process alive
     return 0

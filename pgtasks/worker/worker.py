@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from pgtasks.engine.core import Engine
 from pgtasks.engine.crashpoints import crashpoint
-from pgtasks.engine.errors import ConfigurationError
+from pgtasks.engine.errors import ConfigurationError, DatabaseUnavailable
 from pgtasks.engine.execution import execute_task
 from pgtasks.engine.failures import error_summary
 from pgtasks.engine.settings import validate_queue_name
@@ -191,7 +191,10 @@ class Worker:
         if self._lease is not None:
             self._lease.stop()
         if finished:
-            self.engine.sysdb.executor_unregister(self.executor_id)
+            try:
+                self.engine.sysdb.executor_unregister(self.executor_id)
+            except DatabaseUnavailable as exc:  # the row expires with its lease instead
+                log.warning("could not remove executor %s: %s", self.executor_id, exc)
             self._pool.shutdown(wait=False)
         return finished
 

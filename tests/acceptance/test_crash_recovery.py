@@ -9,6 +9,7 @@ import pytest
 
 from pgtasks import Client, MaxRecoveryAttemptsExceeded
 from tests.support.inprocess import wait_for
+from tests.support.pgserver import PostgresServer
 from tests.support.processes import effects, stop, worker_process
 
 
@@ -158,3 +159,18 @@ def test_database_errors_at_a_checkpoint_release_the_task_without_killing_the_wo
     record = client.engine.get_task(handle.id)
     assert record is not None and record.recovery_attempts == 2
     client.close()
+
+
+def test_sigterm_stops_a_worker_whose_database_is_gone(tmp_path: Path) -> None:
+    server = PostgresServer().start()
+    try:
+        worker = worker_process(server.url, tmp_path / "ledger", "w1", lease_seconds=60)
+        client = Client(server.url)
+        assert client.enqueue("durable.three_steps", [3]).get(timeout=60) == 5
+        client.close()
+        server.stop("immediate")
+        out = stop(worker, signal.SIGTERM, timeout=60)
+        assert worker.returncode == 0, out
+        assert "worker stopped" in out
+    finally:
+        server.destroy()

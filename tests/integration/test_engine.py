@@ -12,7 +12,7 @@ import pytest
 import pgtasks
 from pgtasks import App, Client, Status
 from pgtasks.engine.execution import execute_task
-from pgtasks.sysdb.records import ClaimParams, RecoverStaleParams
+from pgtasks.sysdb.records import ClaimParams, NewTask, RecoverStaleParams
 from tests.support.inprocess import running_worker, wait_for
 
 
@@ -134,6 +134,32 @@ def test_unknown_task_name_and_bad_inputs_fail_with_a_clear_error(app: App) -> N
     with running_worker(app), pytest.raises(pgtasks.TaskNotRegistered, match=r"nobody\.defines\.this"):
         unknown.get(timeout=20)
     client.close()
+
+
+@pytest.mark.parametrize(
+    ("inputs", "tag", "message"),
+    [
+        ("{not json", "json", "cannot be deserialized as json"),
+        ('{"args": 1}', "json", "malformed"),
+        ('{"args": [], "kwargs": {}}', "msgpack", "unknown serialization tag 'msgpack'"),
+        ("gASVAgAAAAAAAABLAS4=", "pickle", "does not accept"),
+    ],
+)
+def test_rows_whose_inputs_cannot_be_read_fail_with_a_reason(
+    app: App, inputs: str, tag: str, message: str
+) -> None:
+    @app.task
+    def fine() -> str:
+        return "fine"
+
+    poison = NewTask(task_id="poison", name=fine.name, inputs=inputs, serialization=tag, queue_name="default")
+    app.engine.sysdb.tasks_enqueue([poison])
+    healthy = fine.delay()
+    with running_worker(app):
+        assert healthy.get(timeout=20) == "fine"  # the worker keeps serving other tasks
+        with pytest.raises(pgtasks.SerializationError, match=message):
+            app.AsyncResult("poison").get(timeout=20)
+    assert app.AsyncResult("poison").status == "ERROR"
 
 
 def test_values_json_cannot_carry_fail_at_enqueue(app: App) -> None:

@@ -45,15 +45,24 @@ SELECT * FROM __schema__.workflow_status WHERE workflow_uuid = %(task_id)s
 -- One statement per claim. SKIP LOCKED lets concurrent workers take disjoint rows without
 -- waiting on each other; the attempt is counted here, before any body runs, so a task that
 -- kills its worker is dead-lettered by recovery instead of looping forever.
+-- One LATERAL probe per queue: "queue_name = ANY(...)" cannot walk the partial index in
+-- (priority, enqueue_seq) order and degrades to a sort of the whole backlog; with equality
+-- each probe is an ordered index scan that stops after LIMIT rows.
 WITH picked AS (
-    SELECT workflow_uuid
-    FROM __schema__.workflow_status
-    WHERE status = 'ENQUEUED'
-      AND queue_name = ANY(%(queues)s::text[])
-      AND (application_version IS NULL OR application_version = %(version)s)
-    ORDER BY priority, enqueue_seq
+    SELECT c.workflow_uuid
+    FROM unnest(%(queues)s::text[]) AS q(name)
+    CROSS JOIN LATERAL (
+        SELECT workflow_uuid, priority, enqueue_seq
+        FROM __schema__.workflow_status
+        WHERE status = 'ENQUEUED'
+          AND queue_name = q.name
+          AND (application_version IS NULL OR application_version = %(version)s)
+        ORDER BY priority, enqueue_seq
+        LIMIT %(limit)s
+        FOR UPDATE SKIP LOCKED
+    ) AS c
+    ORDER BY c.priority, c.enqueue_seq
     LIMIT %(limit)s
-    FOR UPDATE SKIP LOCKED
 )
 UPDATE __schema__.workflow_status AS ws
 SET status = 'PENDING',

@@ -28,6 +28,14 @@ WHERE queue_name = :queue AND deduplication_id = :dedup
 -- name: task_get
 SELECT * FROM workflow_status WHERE workflow_uuid = :task_id
 
+-- name: tasks_claim_candidates
+-- Per queue, so the (queue_name, priority) partial index is walked in order (see sqlite.py).
+SELECT workflow_uuid, priority, rowid AS enqueue_seq FROM workflow_status
+WHERE status = 'ENQUEUED' AND queue_name = :queue
+  AND (application_version IS NULL OR application_version = :version)
+ORDER BY priority, rowid
+LIMIT :limit
+
 -- name: tasks_claim
 UPDATE workflow_status
 SET status = 'PENDING',
@@ -36,13 +44,7 @@ SET status = 'PENDING',
     recovery_attempts = recovery_attempts + 1,
     started_at_epoch_ms = __now_ms__,
     updated_at = __now_ms__
-WHERE workflow_uuid IN (
-    SELECT workflow_uuid FROM workflow_status
-    WHERE status = 'ENQUEUED'
-      AND queue_name IN (SELECT value FROM json_each(:queues))
-      AND (application_version IS NULL OR application_version = :version)
-    ORDER BY priority, rowid
-    LIMIT :limit)
+WHERE workflow_uuid IN (SELECT value FROM json_each(:ids)) AND status = 'ENQUEUED'
 RETURNING *, rowid AS enqueue_seq
 
 -- name: task_complete
