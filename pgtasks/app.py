@@ -6,13 +6,13 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar, overload
 
-from pgtasks.client import send_by_name
 from pgtasks.engine.core import Engine
 from pgtasks.engine.registry import Registry, TaskDefinition
 from pgtasks.engine.settings import Settings
 from pgtasks.engine.steps import StepOptions, run_step
 from pgtasks.management import TaskManagement
 from pgtasks.result import AsyncResult
+from pgtasks.sending import send_by_name
 from pgtasks.sysdb.urls import DEFAULT_SCHEMA, resolve_database_url
 from pgtasks.task import Task, task_name_for
 
@@ -168,14 +168,6 @@ class App(TaskManagement):
         """Send a task by name (it need not be registered in this process)."""
         return send_by_name(self.engine, name, args, kwargs, **options)
 
-    def AsyncResult(self, task_id: str) -> AsyncResult:
-        """The handle of any task by id."""
-        return AsyncResult(task_id, self.engine)
-
     def version(self) -> str:
         """This application's version (configured, or a hash of the registered tasks)."""
         return self.engine.version()
-
-    def close(self) -> None:
-        """Close database connections."""
-        self.engine.close()

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from pgtasks.engine.failures import error_summary
+from pgtasks.result import AsyncResult
 from pgtasks.sysdb.records import ForkParams, ListTasksParams, Status, StepRecord, TaskRecord
 
 if TYPE_CHECKING:
@@ -35,7 +36,8 @@ def _epoch_ms(value: dt.datetime | None) -> int | None:
 
 
 class TaskManagement:
-    """Mixed into App and Client; needs ``self.engine``."""
+    """What App and Client share: results by id, task management, closing. Needs
+    ``self.engine``."""
 
     engine: Engine
 
@@ -78,6 +80,14 @@ class TaskManagement:
         """Re-enqueue a cancelled or dead-lettered task; it continues from its last recorded
         step with a fresh attempt count, on any worker version. False if not resumable."""
         return self.engine.sysdb.task_resume(task_id)
+
+    def AsyncResult(self, task_id: str) -> AsyncResult:
+        """The handle of any task by id."""
+        return AsyncResult(task_id, self.engine)
+
+    def close(self) -> None:
+        """Close database connections (they reopen on next use)."""
+        self.engine.close()
 
     def fork_task(
         self, task_id: str, start_step: int = 1, new_task_id: str | None = None, queue: str | None = None

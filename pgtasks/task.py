@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from pgtasks.engine.options import EnqueueRequest
 from pgtasks.engine.registry import TaskDefinition
 from pgtasks.result import AsyncResult
+from pgtasks.sending import send_by_name
 
 if TYPE_CHECKING:
     from pgtasks.engine.core import Engine
@@ -62,10 +63,11 @@ class Task:
         holder's handle is returned. ``conn``: a psycopg connection whose open transaction the
         insert joins.
         """
-        request = EnqueueRequest(
-            name=self.name,
-            args=tuple(args or ()),
-            kwargs=dict(kwargs or {}),
+        return send_by_name(
+            self._engine,
+            self.name,
+            args,
+            kwargs,
             task_id=task_id,
             queue=self.definition.queue if queue is None else queue,
             countdown=countdown,
@@ -74,9 +76,9 @@ class Task:
             deduplication_id=deduplication_id,
             partition_key=partition_key,
             max_recovery_attempts=self.definition.max_recovery_attempts,
+            on_duplicate=on_duplicate,
+            conn=conn,
         )
-        [sent] = self._engine.enqueue([request], conn=conn, on_duplicate=on_duplicate)
-        return AsyncResult(sent, self._engine)
 
     def map_enqueue(self, arg_lists: list[tuple[Any, ...] | list[Any]], **options: Any) -> list[AsyncResult]:
         """Send one task per argument tuple in a single INSERT (bulk enqueue)."""
