@@ -19,6 +19,7 @@ from pgtasks.engine.errors import (
     SerializationError,
     TaskCancelled,
     TaskError,
+    TaskExpired,
     TaskNotRegistered,
     TaskTimeoutError,
 )
@@ -44,6 +45,7 @@ __all__ = [
     "Task",
     "TaskCancelled",
     "TaskError",
+    "TaskExpired",
     "TaskInfo",
     "TaskNotRegistered",
     "TaskTimeoutError",

@@ -7,12 +7,14 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar, overload
 
 from pgtasks.engine.core import Engine
+from pgtasks.engine.flow import declare_queue
 from pgtasks.engine.registry import Registry, TaskDefinition
 from pgtasks.engine.settings import Settings
 from pgtasks.engine.steps import StepOptions, run_step
 from pgtasks.management import TaskManagement
 from pgtasks.result import AsyncResult
 from pgtasks.sending import send_by_name
+from pgtasks.sysdb.records import QueueSettings
 from pgtasks.sysdb.urls import DEFAULT_SCHEMA, resolve_database_url
 from pgtasks.task import Task, task_name_for
 
@@ -151,6 +153,31 @@ class App(TaskManagement):
             return durable_step  # type: ignore[return-value]
 
         return wrap(fn) if fn is not None else wrap
+
+    def queue(
+        self,
+        name: str,
+        *,
+        concurrency: int | None = None,
+        worker_concurrency: int | None = None,
+        rate_limit: str | tuple[int, float] | None = None,
+        priority_enabled: bool = False,
+        partitioned: bool = False,
+        polling_interval: float = 1.0,
+    ) -> QueueSettings:
+        """Declare a queue's flow control; workers write it to the ``queues`` table when they
+        start (later changes with ``pgtasks queue set`` last until the next deploy).
+
+        ``concurrency``: at most N tasks of the queue run at once across all workers (per
+        partition key when ``partitioned``). ``worker_concurrency``: at most N on one
+        worker. ``rate_limit``: ``"10/m"`` or ``(10, 60.0)``: at most 10 starts per minute
+        across all workers.
+        """
+        settings = declare_queue(
+            name, concurrency, worker_concurrency, rate_limit, priority_enabled, partitioned, polling_interval
+        )
+        self.engine.declared_queues[name] = settings
+        return settings
 
     @property
     def registered_tasks(self) -> dict[str, Task]:

@@ -25,6 +25,7 @@ def send_by_name(
     deduplication_id: str | None = None,
     partition_key: str | None = None,
     max_recovery_attempts: int | None = None,
+    expires: float | dt.datetime | None = None,
     on_duplicate: str = "raise",
     conn: Any = None,
 ) -> AsyncResult:
@@ -41,6 +42,7 @@ def send_by_name(
         deduplication_id=deduplication_id,
         partition_key=partition_key,
         max_recovery_attempts=max_recovery_attempts,
+        expires=expires,
     )
     [sent] = engine.enqueue([request], conn=conn, on_duplicate=on_duplicate)
     return AsyncResult(sent, engine)

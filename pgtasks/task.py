@@ -51,6 +51,7 @@ class Task:
         priority: int = 0,
         deduplication_id: str | None = None,
         partition_key: str | None = None,
+        expires: float | dt.datetime | None = None,
         on_duplicate: str = "raise",
         conn: Any = None,
     ) -> AsyncResult:
@@ -60,8 +61,10 @@ class Task:
         (seconds) or ``eta`` (datetime; naive means UTC) keep it DELAYED in the database.
         ``priority``: lower runs first. ``deduplication_id``: refused (DuplicateTaskError) while
         another unfinished task on the queue holds it, or with ``on_duplicate="return"`` the
-        holder's handle is returned. ``conn``: a psycopg connection whose open transaction the
-        insert joins.
+        holder's handle is returned. ``partition_key``: on a partitioned queue, the concurrency
+        limit applies per key. ``expires`` (seconds or datetime): not started by then, the
+        task is cancelled and never runs. ``conn``: a psycopg connection whose open
+        transaction the insert joins.
         """
         return send_by_name(
             self._engine,
@@ -76,6 +79,7 @@ class Task:
             deduplication_id=deduplication_id,
             partition_key=partition_key,
             max_recovery_attempts=self.definition.max_recovery_attempts,
+            expires=expires,
             on_duplicate=on_duplicate,
             conn=conn,
         )

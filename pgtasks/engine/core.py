@@ -13,6 +13,7 @@ from pgtasks.engine.errors import (
     DuplicateTaskError,
     MaxRecoveryAttemptsExceeded,
     TaskCancelled,
+    TaskExpired,
     TaskTimeoutError,
 )
 from pgtasks.engine.failures import decode_exception
@@ -21,7 +22,7 @@ from pgtasks.engine.registry import Registry
 from pgtasks.engine.serialization import Codec
 from pgtasks.engine.settings import Settings
 from pgtasks.sysdb import SystemDatabase, open_system_database
-from pgtasks.sysdb.records import HOLDER_FINISHED, Status, TaskRecord
+from pgtasks.sysdb.records import HOLDER_FINISHED, QueueSettings, Status, TaskRecord
 
 WAIT_FIRST_INTERVAL = 0.005
 WAIT_MAX_INTERVAL = 0.5
@@ -34,6 +35,7 @@ class Engine:
         self.settings = settings
         self.registry = registry if registry is not None else Registry()
         self.codec = Codec(settings.serializer, frozenset(settings.accept_content))
+        self.declared_queues: dict[str, QueueSettings] = {}
         self._sysdb: SystemDatabase | None = None
         self._lock = threading.Lock()
 
@@ -143,6 +145,8 @@ class Engine:
         if record.status is Status.ERROR:
             raise decode_exception(record.error or "{}", self.trusted_modules())
         if record.status is Status.CANCELLED:
+            if record.error and "TaskExpired" in record.error:
+                raise TaskExpired(f"task {record.task_id} ({record.name}) expired before it started")
             raise TaskCancelled(f"task {record.task_id} ({record.name}) was cancelled")
         if record.status is Status.MAX_RECOVERY_ATTEMPTS_EXCEEDED:
             raise MaxRecoveryAttemptsExceeded(

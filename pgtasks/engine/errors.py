@@ -15,6 +15,7 @@ __all__ = [
     "TaskAbandoned",
     "TaskCancelled",
     "TaskError",
+    "TaskExpired",
     "TaskNotRegistered",
     "TaskReleased",
     "TaskTimeoutError",
@@ -56,6 +57,10 @@ class TaskError(PgtasksError):
 
 class TaskCancelled(PgtasksError):
     """The task was cancelled before it finished."""
+
+
+class TaskExpired(TaskCancelled):
+    """The task was not started before its ``expires`` time, so it never ran."""
 
 
 class MaxRecoveryAttemptsExceeded(PgtasksError):

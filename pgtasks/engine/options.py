@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,6 +35,7 @@ class EnqueueRequest:
     partition_key: str | None = None
     max_recovery_attempts: int | None = None
     application_version: str | None = None
+    expires: float | dt.datetime | None = None  # seconds from now, or a datetime
 
 
 def child_task_id(parent_id: str, function_id: int) -> str:
@@ -82,6 +84,7 @@ def build_new_task(
         application_version=request.application_version,
         max_recovery_attempts=max_attempts,
         parent_task_id=parent_task_id,
+        expires_at_epoch_ms=_expires_ms(request.expires),
     )
 
 
@@ -89,7 +92,7 @@ def _countdown_ms(countdown: float | None) -> int | None:
     if countdown is None:
         return None
     if isinstance(countdown, bool) or not isinstance(countdown, (int, float)):
-        raise ConfigurationError(f"countdown must be a number of seconds, not {countdown!r}")
+        raise ConfigurationError(f"countdown/expires must be a number of seconds, not {countdown!r}")
     if isinstance(countdown, float) and not math.isfinite(countdown):
         raise ConfigurationError(f"countdown must be a finite number of seconds, not {countdown!r}")
     if not 0 <= countdown <= MAX_DELAY_SECONDS:
@@ -97,6 +100,15 @@ def _countdown_ms(countdown: float | None) -> int | None:
             f"countdown must be between 0 and {MAX_DELAY_SECONDS} seconds, not {countdown!r}"
         )
     return round(countdown * 1000)
+
+
+def _expires_ms(expires: float | dt.datetime | None) -> int | None:
+    if expires is None:
+        return None
+    if isinstance(expires, dt.datetime):
+        return _eta_ms(expires)
+    seconds = _countdown_ms(expires)  # same checks as a countdown
+    return None if seconds is None else round(time.time() * 1000) + seconds
 
 
 def _eta_ms(eta: dt.datetime | None) -> int | None:

@@ -54,4 +54,5 @@ def enqueue_columns(tasks: list[NewTask]) -> dict[str, list[Any]]:
         "versions": [t.application_version for t in tasks],
         "max_attempts": [t.max_recovery_attempts for t in tasks],
         "parents": [t.parent_task_id for t in tasks],
+        "expires": [t.expires_at_epoch_ms for t in tasks],
     }

@@ -19,6 +19,8 @@ from pgtasks.sysdb.records import (
     ListTasksParams,
     MigrationInfo,
     NewTask,
+    QueueSettings,
+    QueueUpsert,
     RecoverOwnParams,
     RecoverStaleParams,
     RecoveryReport,
@@ -70,6 +72,10 @@ class SystemDatabase(ABC):
     @abstractmethod
     def tasks_complete(self, params: CompleteParams) -> list[str]:
         """Write many outcomes in one statement, fenced on the executor; return ids written."""
+
+    @abstractmethod
+    def tasks_expire(self) -> int:
+        """Cancel waiting tasks whose expiry has passed; return how many."""
 
     @abstractmethod
     def tasks_promote_delayed(self) -> int:
@@ -128,6 +134,15 @@ class SystemDatabase(ABC):
     @abstractmethod
     def tasks_recover_stale(self, params: RecoverStaleParams) -> RecoveryReport:
         """Re-enqueue PENDING tasks of executors whose lease expired; drop those executors."""
+
+    # -- queues -------------------------------------------------------------------------
+    @abstractmethod
+    def queue_upsert(self, params: QueueUpsert) -> QueueSettings:
+        """Create or change a queue's settings; return what is stored."""
+
+    @abstractmethod
+    def queues_get(self, names: tuple[str, ...] = ()) -> list[QueueSettings]:
+        """Stored settings of the named queues (all queues when empty)."""
 
     # -- versions -----------------------------------------------------------------------
     @abstractmethod

@@ -16,6 +16,7 @@ from pgtasks.sysdb.dedup import enqueue_columns, enqueue_results
 from pgtasks.sysdb.errors import DatabaseUnavailable
 from pgtasks.sysdb.identifiers import quote_identifier, validate_identifier
 from pgtasks.sysdb.interface import SystemDatabase
+from pgtasks.sysdb.queues import SETTABLE, check_queue_settings, settings_params, upsert_sql
 from pgtasks.sysdb.records import (
     ClaimParams,
     CompleteParams,
@@ -25,6 +26,8 @@ from pgtasks.sysdb.records import (
     ListTasksParams,
     MigrationInfo,
     NewTask,
+    QueueSettings,
+    QueueUpsert,
     RecoverOwnParams,
     RecoverStaleParams,
     RecoveryReport,
@@ -32,7 +35,13 @@ from pgtasks.sysdb.records import (
     StepWrite,
     TaskRecord,
 )
-from pgtasks.sysdb.rows import executor_from_row, recovery_report, step_from_row, task_from_row
+from pgtasks.sysdb.rows import (
+    executor_from_row,
+    queue_from_row,
+    recovery_report,
+    step_from_row,
+    task_from_row,
+)
 from pgtasks.sysdb.sqlfiles import load_migrations, load_statements
 from pgtasks.sysdb.urls import DatabaseTarget
 
@@ -44,6 +53,12 @@ POOL_WAIT_SECONDS = 10.0  # how long a caller waits for a connection before Data
 def advisory_lock_key(schema: str) -> int:
     """A stable signed 64-bit advisory lock key for migrating ``schema``."""
     digest = hashlib.sha256(f"pgtasks-migrate:{schema}".encode()).digest()
+    return int.from_bytes(digest[:8], "big", signed=True)
+
+
+def queue_lock_key(schema: str, queue: str) -> int:
+    """The advisory lock key that serializes limited claims of one queue."""
+    digest = hashlib.sha256(f"pgtasks-queue:{schema}:{queue}".encode()).digest()
     return int.from_bytes(digest[:8], "big", signed=True)
 
 
@@ -221,17 +236,44 @@ class PostgresSystemDatabase(SystemDatabase):
             return [task_from_row(r) for r in conn.execute(sql, args).fetchall()]
 
     def tasks_claim(self, params: ClaimParams) -> list[TaskRecord]:
-        if params.limit <= 0:
+        claims = [c for c in params.claims() if c.limit]
+        if params.limit <= 0 or not claims:
             return []
-        rows = self._all(
-            "tasks_claim",
-            {
-                "queues": list(params.queues),
-                "version": params.application_version,
-                "executor_id": params.executor_id,
-                "limit": params.limit,
-            },
-        )
+        common = {"version": params.application_version, "executor_id": params.executor_id}
+        rows: list[dict[str, Any]] = []
+        with self._tx() as conn:
+            free = [c for c in claims if not c.is_limited]
+            if free:
+                rows += conn.execute(
+                    self.sql["tasks_claim"],
+                    {
+                        **common,
+                        "queues": [c.name for c in free],
+                        "limits": [c.limit for c in free],
+                        "limit": params.limit,
+                    },
+                ).fetchall()
+            for claim in (c for c in claims if c.is_limited):
+                room = min(claim.limit or 0, params.limit - len(rows))
+                if room <= 0:
+                    break
+                lock = conn.execute(
+                    self.sql["queue_try_lock"], {"lock_key": queue_lock_key(self.target.schema, claim.name)}
+                )
+                if not lock.fetchone()["ok"]:  # type: ignore[index]
+                    continue  # another worker is claiming from this queue right now
+                statement = "tasks_claim_partitioned" if claim.partitioned else "tasks_claim_limited"
+                rows += conn.execute(
+                    self.sql[statement],
+                    {
+                        **common,
+                        "queue": claim.name,
+                        "limit": room,
+                        "concurrency": claim.concurrency,
+                        "rate_max": claim.rate_limit_max,
+                        "period_ms": claim.rate_limit_period_ms or 0,
+                    },
+                ).fetchall()
         # RETURNING has no order; hand tasks out in the order they were picked.
         return sorted((task_from_row(r) for r in rows), key=lambda t: (t.priority, t.enqueue_seq))
 
@@ -252,6 +294,9 @@ class PostgresSystemDatabase(SystemDatabase):
 
     def tasks_promote_delayed(self) -> int:
         return self._count("tasks_promote_delayed")
+
+    def tasks_expire(self) -> int:
+        return self._count("tasks_expire")
 
     def task_cancel(self, task_id: str) -> bool:
         return self._count("task_cancel", {"task_id": task_id}) == 1
@@ -336,6 +381,21 @@ class PostgresSystemDatabase(SystemDatabase):
             conn.execute(self.sql["executors_delete_stale"], args)
             rows = conn.execute(self.sql["tasks_recover_stale"], args).fetchall()
         return recovery_report(rows)
+
+    # -- queues -------------------------------------------------------------------------
+    def queue_upsert(self, params: QueueUpsert) -> QueueSettings:
+        check_queue_settings(params.settings)
+        changed = frozenset(SETTABLE) if params.changed is None else params.changed
+        sql = upsert_sql(f"{self.schema}.queues", "%({})s", changed, NOW_MS) + " RETURNING *"
+        with self._tx() as conn:
+            row = conn.execute(sql, settings_params(params.settings, str(uuid.uuid4()))).fetchone()
+        assert row is not None
+        return queue_from_row(row)
+
+    def queues_get(self, names: tuple[str, ...] = ()) -> list[QueueSettings]:
+        if not names:
+            return [queue_from_row(r) for r in self._all("queue_get_all")]
+        return [queue_from_row(r) for r in self._all("queue_get_many", {"names": list(names)})]
 
     # -- versions -----------------------------------------------------------------------
     def version_register(self, version_name: str) -> None:

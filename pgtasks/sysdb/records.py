@@ -52,6 +52,7 @@ class NewTask:
     application_version: str | None = None
     max_recovery_attempts: int = 100
     parent_task_id: str | None = None
+    expires_at_epoch_ms: int | None = None  # not started by then: cancelled, never run
 
 
 # duplicate_of when the task holding the deduplication id finished while we looked it up.
@@ -96,6 +97,7 @@ class TaskRecord:
     parent_task_id: str | None = None
     forked_from: str | None = None
     enqueue_seq: int = 0  # FIFO position within a priority
+    expires_at_epoch_ms: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,13 +116,57 @@ class StepRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class QueueClaim:
+    """One queue to claim from, with the limits that apply to it.
+
+    ``limit``: at most this many for this worker now (its free slots for the queue).
+    ``concurrency``: at most this many PENDING across all workers (per partition key when
+    ``partitioned``). ``rate_limit_max`` per ``rate_limit_period_ms``: at most that many
+    started in any window of that length, across all workers.
+    """
+
+    name: str
+    limit: int | None = None
+    concurrency: int | None = None
+    rate_limit_max: int | None = None
+    rate_limit_period_ms: int | None = None
+    partitioned: bool = False
+
+    @property
+    def is_limited(self) -> bool:
+        """True when claiming must count other workers' tasks first."""
+        return self.concurrency is not None or self.rate_limit_max is not None or self.partitioned
+
+
+@dataclass(frozen=True, slots=True)
 class ClaimParams:
-    """Claim up to ``limit`` ENQUEUED tasks of ``queues`` for ``executor_id``."""
+    """Claim up to ``limit`` ENQUEUED tasks of ``queues`` for ``executor_id``.
+
+    ``queues`` may hold plain names (no limits) or :class:`QueueClaim` objects.
+    """
 
     executor_id: str
     application_version: str
-    queues: tuple[str, ...]
+    queues: tuple[QueueClaim | str, ...]
     limit: int
+
+    def claims(self) -> list[QueueClaim]:
+        """Each queue as a QueueClaim, with its own limit capped by the total."""
+        out = []
+        for queue in self.queues:
+            claim = QueueClaim(queue) if isinstance(queue, str) else queue
+            limit = self.limit if claim.limit is None else min(claim.limit, self.limit)
+            out.append(
+                QueueClaim(
+                    claim.name,
+                    limit,
+                    claim.concurrency,
+                    claim.rate_limit_max,
+                    claim.rate_limit_period_ms,
+                    claim.partitioned,
+                )
+            )
+        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,6 +245,29 @@ class RecoverOwnParams:
 
     executor_id: str
     application_version: str
+
+
+@dataclass(frozen=True, slots=True)
+class QueueSettings:
+    """A row of ``queues``: flow control shared by every worker of the queue."""
+
+    name: str
+    concurrency: int | None = None
+    worker_concurrency: int | None = None
+    rate_limit_max: int | None = None
+    rate_limit_period_sec: float | None = None
+    priority_enabled: bool = False  # stored for DBOS compatibility; priority is always honoured
+    partition_queue: bool = False
+    polling_interval_sec: float = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class QueueUpsert:
+    """Create the queue ``settings.name`` if missing; on an existing queue change only the
+    columns named in ``changed`` (all of them when None)."""
+
+    settings: QueueSettings
+    changed: frozenset[str] | None = None
 
 
 @dataclass(frozen=True, slots=True)

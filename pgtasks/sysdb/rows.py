@@ -5,7 +5,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pgtasks.sysdb.records import ExecutorInfo, RecoveryReport, Status, StepRecord, TaskRecord
+from pgtasks.sysdb.records import (
+    ExecutorInfo,
+    QueueSettings,
+    RecoveryReport,
+    Status,
+    StepRecord,
+    TaskRecord,
+)
 
 
 def task_from_row(row: Mapping[str, Any]) -> TaskRecord:
@@ -33,6 +40,21 @@ def task_from_row(row: Mapping[str, Any]) -> TaskRecord:
         parent_task_id=row["parent_workflow_id"],
         forked_from=row["forked_from"],
         enqueue_seq=row.get("enqueue_seq") or 0,
+        expires_at_epoch_ms=row.get("expires_at_epoch_ms"),
+    )
+
+
+def queue_from_row(row: Mapping[str, Any]) -> QueueSettings:
+    """Build QueueSettings from a ``queues`` row."""
+    return QueueSettings(
+        name=row["name"],
+        concurrency=row["concurrency"],
+        worker_concurrency=row["worker_concurrency"],
+        rate_limit_max=row["rate_limit_max"],
+        rate_limit_period_sec=row["rate_limit_period_sec"],
+        priority_enabled=bool(row["priority_enabled"]),
+        partition_queue=bool(row["partition_queue"]),
+        polling_interval_sec=row["polling_interval_sec"],
     )
 
 

@@ -20,6 +20,7 @@ from typing import Any
 from pgtasks.sysdb.dedup import enqueue_results
 from pgtasks.sysdb.errors import ConfigurationError, DatabaseUnavailable
 from pgtasks.sysdb.interface import SystemDatabase
+from pgtasks.sysdb.queues import SETTABLE, check_queue_settings, settings_params, upsert_sql
 from pgtasks.sysdb.records import (
     ClaimParams,
     CompleteParams,
@@ -29,6 +30,9 @@ from pgtasks.sysdb.records import (
     ListTasksParams,
     MigrationInfo,
     NewTask,
+    QueueClaim,
+    QueueSettings,
+    QueueUpsert,
     RecoverOwnParams,
     RecoverStaleParams,
     RecoveryReport,
@@ -36,7 +40,13 @@ from pgtasks.sysdb.records import (
     StepWrite,
     TaskRecord,
 )
-from pgtasks.sysdb.rows import executor_from_row, recovery_report, step_from_row, task_from_row
+from pgtasks.sysdb.rows import (
+    executor_from_row,
+    queue_from_row,
+    recovery_report,
+    step_from_row,
+    task_from_row,
+)
 from pgtasks.sysdb.sqlfiles import load_migrations, load_statements
 from pgtasks.sysdb.urls import DatabaseTarget
 
@@ -194,17 +204,28 @@ class SqliteSystemDatabase(SystemDatabase):
     def tasks_claim(self, params: ClaimParams) -> list[TaskRecord]:
         if params.limit <= 0:
             return []
-        args = {"version": params.application_version, "limit": params.limit}
+        version = params.application_version
         with self._write() as db:
-            # One write transaction (the database's single writer lock) holds the picking and
-            # the update together; per-queue probes merge into one priority/FIFO order.
-            candidates = [
-                row
-                for queue in params.queues
-                for row in db.execute(self.sql["tasks_claim_candidates"], {**args, "queue": queue})
-            ]
+            # One write transaction (the database's single writer lock) holds the counting,
+            # the picking and the update together, so the limits are exact; per-queue probes
+            # merge into one priority/FIFO order.
+            candidates = []
+            for claim in params.claims():
+                budget = self._claim_budget(db, claim)
+                if budget <= 0:
+                    continue
+                probe = {
+                    "version": version,
+                    "queue": claim.name,
+                    "limit": -1 if claim.partitioned else budget,
+                }
+                rows = db.execute(self.sql["tasks_claim_candidates"], probe).fetchall()
+                if claim.partitioned and claim.concurrency is not None:
+                    rows = _within_partition_limits(db, self.sql["queue_running"], claim, rows)
+                candidates += rows[:budget]
             candidates.sort(key=lambda r: (r["priority"], r["enqueue_seq"]))
             ids = [r["workflow_uuid"] for r in candidates[: params.limit]]
+            args = {"version": version}
             rows = db.execute(
                 self.sql["tasks_claim"],
                 {**args, "ids": json.dumps(ids), "executor_id": params.executor_id},
@@ -227,8 +248,22 @@ class SqliteSystemDatabase(SystemDatabase):
                     written.append(o.task_id)
         return written
 
+    def _claim_budget(self, db: sqlite3.Connection, claim: QueueClaim) -> int:
+        budget = claim.limit or 0
+        if claim.concurrency is not None and not claim.partitioned:
+            running = db.execute(self.sql["queue_running"], {"queue": claim.name}).fetchall()
+            budget = min(budget, claim.concurrency - sum(r["n"] for r in running))
+        if claim.rate_limit_max is not None:
+            args = {"queue": claim.name, "period_ms": claim.rate_limit_period_ms or 0}
+            started = db.execute(self.sql["queue_started_since"], args).fetchone()["n"]
+            budget = min(budget, claim.rate_limit_max - started)
+        return budget
+
     def tasks_promote_delayed(self) -> int:
         return self._write_count("tasks_promote_delayed")
+
+    def tasks_expire(self) -> int:
+        return self._write_count("tasks_expire")
 
     def task_cancel(self, task_id: str) -> bool:
         return self._write_count("task_cancel", {"task_id": task_id}) == 1
@@ -313,6 +348,20 @@ class SqliteSystemDatabase(SystemDatabase):
             rows = db.execute(self.sql["tasks_recover_stale"], args).fetchall()
         return recovery_report(rows)
 
+    # -- queues -------------------------------------------------------------------------
+    def queue_upsert(self, params: QueueUpsert) -> QueueSettings:
+        check_queue_settings(params.settings)
+        changed = frozenset(SETTABLE) if params.changed is None else params.changed
+        sql = upsert_sql("queues", ":{}", changed, NOW_MS)
+        with self._write() as db:
+            db.execute(sql, settings_params(params.settings, str(uuid.uuid4())))
+            row = db.execute(self.sql["queue_get"], {"name": params.settings.name}).fetchone()
+        return queue_from_row(row)
+
+    def queues_get(self, names: tuple[str, ...] = ()) -> list[QueueSettings]:
+        rows = self._read("queue_get_all")
+        return [queue_from_row(r) for r in rows if not names or r["name"] in names]
+
     # -- versions -----------------------------------------------------------------------
     def version_register(self, version_name: str) -> None:
         self._write_count("version_register", {"version_id": str(uuid.uuid4()), "version_name": version_name})
@@ -330,6 +379,20 @@ class SqliteSystemDatabase(SystemDatabase):
                 conn.close()
             self._all_connections.clear()
         self._local = threading.local()
+
+
+def _within_partition_limits(
+    db: sqlite3.Connection, running_sql: str, claim: QueueClaim, rows: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """Keep the candidates whose rank within their partition key, plus that key's running
+    tasks, stays within the queue's concurrency."""
+    taken = {r["k"]: r["n"] for r in db.execute(running_sql, {"queue": claim.name})}
+    kept = []
+    for row in rows:
+        if taken.get(row["k"], 0) < (claim.concurrency or 0):
+            taken[row["k"]] = taken.get(row["k"], 0) + 1
+            kept.append(row)
+    return kept
 
 
 @contextmanager
@@ -360,6 +423,7 @@ def _insert_params(task: NewTask) -> dict[str, Any]:
         "version": task.application_version,
         "max_attempts": task.max_recovery_attempts,
         "parent": task.parent_task_id,
+        "expires": task.expires_at_epoch_ms,
     }
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 
 from pgtasks.sysdb import SystemDatabase
 from pgtasks.sysdb.records import ExecutorInfo, RecoverStaleParams
@@ -14,10 +15,19 @@ log = logging.getLogger("pgtasks.worker")
 class LeaseKeeper:
     """A background thread that, every ``interval`` seconds: renews this executor's
     heartbeat, re-enqueues PENDING tasks of executors whose heartbeat is older than the lease
-    (or that have no executor row at all), and promotes DELAYED tasks that are due."""
+    (or that have no executor row at all), promotes DELAYED tasks that are due, and cancels
+    waiting tasks that expired; ``also`` runs in the same round (the worker re-reads its
+    queues' settings there)."""
 
-    def __init__(self, sysdb: SystemDatabase, info: ExecutorInfo, lease_seconds: float) -> None:
+    def __init__(
+        self,
+        sysdb: SystemDatabase,
+        info: ExecutorInfo,
+        lease_seconds: float,
+        also: Callable[[], None] | None = None,
+    ) -> None:
         self._sysdb = sysdb
+        self._also = also
         self._info = info
         self._lease_ms = int(lease_seconds * 1000)
         self.interval = max(0.05, lease_seconds / 4)
@@ -53,6 +63,11 @@ class LeaseKeeper:
                 ", ".join(report.dead_lettered[:10]),
             )
         self._sysdb.tasks_promote_delayed()
+        if self._also is not None:
+            self._also()
+        expired = self._sysdb.tasks_expire()
+        if expired:
+            log.info("cancelled %d tasks that expired before they started", expired)
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval):

@@ -23,6 +23,7 @@ from pgtasks.engine.settings import validate_queue_name
 from pgtasks.sysdb.records import ClaimParams, ExecutorInfo, Outcome, RecoverOwnParams, Status, TaskRecord
 from pgtasks.worker.completer import BatchCompleter
 from pgtasks.worker.lease import LeaseKeeper
+from pgtasks.worker.queues import QueueBook
 
 log = logging.getLogger("pgtasks.worker")
 
@@ -58,7 +59,6 @@ class Worker:
         self.options = options
         self.executor_id = options.executor_id or default_executor_id()
         self.version = engine.version()
-        self._slots = threading.Semaphore(options.concurrency)
         self._running = 0
         self._running_lock = threading.Lock()
         self._wake = threading.Event()
@@ -73,6 +73,7 @@ class Worker:
         )
         self._completer: BatchCompleter | None = None
         self._lease: LeaseKeeper | None = None
+        self.queues: QueueBook | None = None
 
     # -- lifecycle ----------------------------------------------------------------------
     def start(self) -> None:
@@ -81,6 +82,8 @@ class Worker:
         self._check_executor_id_free()
         sysdb.version_register(self.version)
         sysdb.executor_register(self.info)
+        self.queues = QueueBook(sysdb, self.options.queues)
+        self.queues.declare(self.engine.declared_queues)
         report = sysdb.tasks_recover_own(RecoverOwnParams(self.executor_id, self.version))
         if report.requeued:
             log.warning("resuming %d tasks this executor was running when it stopped", len(report.requeued))
@@ -88,7 +91,7 @@ class Worker:
             log.error("dead-lettered %d tasks that exceeded max_recovery_attempts", len(report.dead_lettered))
         self._completer = BatchCompleter(sysdb, self.executor_id)
         self._completer.start()
-        self._lease = LeaseKeeper(sysdb, self.info, self.engine.settings.lease_seconds)
+        self._lease = LeaseKeeper(sysdb, self.info, self.engine.settings.lease_seconds, self.queues.refresh)
         self._lease.start()
         self._lease.tick()
 
@@ -120,8 +123,9 @@ class Worker:
                 self._wake.clear()
                 continue
             try:
+                assert self.queues is not None, "start() first"
                 claimed = self.engine.sysdb.tasks_claim(
-                    ClaimParams(self.executor_id, self.version, self.options.queues, free)
+                    ClaimParams(self.executor_id, self.version, self.queues.claims(), free)
                 )
                 backoff = 0.1
             except Exception as exc:  # lost connection: back off and try again
@@ -143,6 +147,8 @@ class Worker:
     def _dispatch(self, record: TaskRecord) -> None:
         with self._running_lock:
             self._running += 1
+        if self.queues is not None:
+            self.queues.started(record.queue_name)
         self._pool.submit(self._execute, record)
 
     def _execute(self, record: TaskRecord) -> None:
@@ -161,6 +167,8 @@ class Worker:
             if outcome is not None and self._completer is not None:
                 self._completer.submit(outcome)
         finally:
+            if self.queues is not None:
+                self.queues.finished(record.queue_name)
             with self._running_lock:
                 self._running -= 1
             self._wake.set()

@@ -40,7 +40,7 @@ def test_demo_runs_on_sqlite_and_prints_the_results(tmp_path: Path) -> None:
 def test_migrate_and_manage_tasks(database_url: str) -> None:
     env = {"PGTASKS_DATABASE_URL": database_url}
     first = pgtasks("migrate", env=env)
-    assert first.returncode == 0 and "applied [1]" in first.stdout
+    assert first.returncode == 0 and "applied [1, 2]" in first.stdout
     assert "up to date" in pgtasks("migrate", env=env).stdout
     client = Client(database_url)
     waiting = client.enqueue("durable.three_steps", [1])

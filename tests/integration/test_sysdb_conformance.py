@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from pgtasks.sysdb import Status, SystemDatabase
+import pytest
+
+from pgtasks.sysdb import ConfigurationError, Status, SystemDatabase
 from pgtasks.sysdb.records import (
     ClaimParams,
     CompleteParams,
@@ -11,6 +13,9 @@ from pgtasks.sysdb.records import (
     ListTasksParams,
     NewTask,
     Outcome,
+    QueueClaim,
+    QueueSettings,
+    QueueUpsert,
     RecoverOwnParams,
     RecoverStaleParams,
     StepRecord,
@@ -41,7 +46,7 @@ def step(task_id: str, fid: int, executor: str = "w1", output: str = "1") -> Ste
 
 def test_migrate_is_idempotent(sysdb: SystemDatabase) -> None:
     assert sysdb.migrate() == []
-    assert [m.version for m in sysdb.migrations_applied()] == [1]
+    assert [m.version for m in sysdb.migrations_applied()] == [1, 2]
 
 
 def test_enqueue_inserts_and_keeps_existing_task_ids(sysdb: SystemDatabase) -> None:
@@ -233,3 +238,86 @@ def test_release_gives_a_task_back_and_counts_toward_the_dead_letter(sysdb: Syst
     assert sysdb.tasks_complete(release) == ["a"]
     a = sysdb.task_get("a")
     assert a is not None and a.status is Status.MAX_RECOVERY_ATTEMPTS_EXCEEDED and a.recovery_attempts == 2
+
+
+def test_global_concurrency_counts_running_tasks_of_every_worker(sysdb: SystemDatabase) -> None:
+    sysdb.tasks_enqueue([new(f"t{i}") for i in range(6)])
+    limited = QueueClaim("default", concurrency=2)
+    assert len(sysdb.tasks_claim(ClaimParams("w1", "v1", (limited,), 5))) == 2
+    assert sysdb.tasks_claim(ClaimParams("w2", "v1", (limited,), 5)) == []
+    sysdb.tasks_complete(CompleteParams("w1", (Outcome("t0", Status.SUCCESS, "1"),)))
+    assert [t.task_id for t in sysdb.tasks_claim(ClaimParams("w2", "v1", (limited,), 5))] == ["t2"]
+
+
+def test_rate_limit_counts_starts_within_the_period(sysdb: SystemDatabase) -> None:
+    sysdb.tasks_enqueue([new(f"t{i}") for i in range(5)])
+    limited = QueueClaim("default", rate_limit_max=3, rate_limit_period_ms=3_600_000)
+    assert len(sysdb.tasks_claim(ClaimParams("w1", "v1", (limited,), 2))) == 2
+    assert len(sysdb.tasks_claim(ClaimParams("w2", "v1", (limited,), 5))) == 1
+    assert sysdb.tasks_claim(ClaimParams("w3", "v1", (limited,), 5)) == []
+    # Finished tasks still count: the limit is on starts, not on running tasks.
+    sysdb.tasks_complete(CompleteParams("w1", (Outcome("t0", Status.SUCCESS, "1"),)))
+    assert sysdb.tasks_claim(ClaimParams("w3", "v1", (limited,), 5)) == []
+    tiny = QueueClaim("default", rate_limit_max=3, rate_limit_period_ms=1)
+    wait_for(
+        lambda: len(sysdb.tasks_claim(ClaimParams("w3", "v1", (tiny,), 5))) > 0, what="the window to pass"
+    )
+
+
+def test_partitioned_concurrency_applies_per_key(sysdb: SystemDatabase) -> None:
+    sysdb.tasks_enqueue(
+        [new(f"a{i}", partition_key="tenant-a") for i in range(4)]
+        + [new(f"b{i}", partition_key="tenant-b") for i in range(4)]
+    )
+    per_key = QueueClaim("default", concurrency=1, partitioned=True)
+    first = [t.task_id for t in sysdb.tasks_claim(ClaimParams("w1", "v1", (per_key,), 10))]
+    assert sorted(first) == ["a0", "b0"]
+    assert sysdb.tasks_claim(ClaimParams("w2", "v1", (per_key,), 10)) == []
+    sysdb.tasks_complete(CompleteParams("w1", (Outcome("a0", Status.SUCCESS, "1"),)))
+    assert [t.task_id for t in sysdb.tasks_claim(ClaimParams("w2", "v1", (per_key,), 10))] == ["a1"]
+
+
+def test_per_queue_limits_cap_what_one_claim_takes(sysdb: SystemDatabase) -> None:
+    sysdb.tasks_enqueue([new(f"d{i}") for i in range(3)] + [new(f"m{i}", queue="mail") for i in range(3)])
+    claimed = sysdb.tasks_claim(ClaimParams("w1", "v1", (QueueClaim("default", limit=1), "mail"), 10))
+    assert sorted(t.task_id for t in claimed) == ["d0", "m0", "m1", "m2"]
+
+
+def test_expired_tasks_are_never_claimed_and_get_cancelled(sysdb: SystemDatabase) -> None:
+    now = sysdb.now_ms()
+    sysdb.tasks_enqueue(
+        [new("stale", expires_at_epoch_ms=now - 1), new("fresh", expires_at_epoch_ms=now + 3_600_000)]
+    )
+    assert claim(sysdb) == ["fresh"]
+    assert sysdb.tasks_expire() == 1
+    stale = sysdb.task_get("stale")
+    assert stale is not None and stale.status is Status.CANCELLED and "expired" in (stale.error or "")
+
+
+def test_queue_settings_upsert_changes_only_what_is_named(sysdb: SystemDatabase) -> None:
+    created = sysdb.queue_upsert(
+        QueueUpsert(QueueSettings("mail", concurrency=5, rate_limit_max=10, rate_limit_period_sec=60.0))
+    )
+    assert created.concurrency == 5 and created.rate_limit_max == 10
+    changed = sysdb.queue_upsert(
+        QueueUpsert(QueueSettings("mail", concurrency=2), frozenset({"concurrency"}))
+    )
+    assert changed.concurrency == 2 and changed.rate_limit_max == 10 and changed.rate_limit_period_sec == 60.0
+    assert [q.name for q in sysdb.queues_get()] == ["mail"]
+    assert sysdb.queues_get(("other",)) == []
+
+
+@pytest.mark.parametrize(
+    ("settings", "field"),
+    [
+        (QueueSettings("q", concurrency=0), "concurrency"),
+        (QueueSettings("q", worker_concurrency=-1), "worker_concurrency"),
+        (QueueSettings("q", rate_limit_max=5), "rate limit"),
+        (QueueSettings("q", rate_limit_max=5, rate_limit_period_sec=float("nan")), "rate_limit_period_sec"),
+    ],
+)
+def test_bad_queue_settings_are_refused(sysdb: SystemDatabase, settings: QueueSettings, field: str) -> None:
+    with pytest.raises(ConfigurationError, match=field):
+        sysdb.queue_upsert(QueueUpsert(settings))
+    with pytest.raises(ConfigurationError, match="unknown queue settings"):
+        sysdb.queue_upsert(QueueUpsert(QueueSettings("q"), frozenset({"name; DROP TABLE queues"})))

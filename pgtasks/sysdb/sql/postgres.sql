@@ -7,22 +7,22 @@
 INSERT INTO __schema__.workflow_status AS ws (
     workflow_uuid, status, name, inputs, serialization, queue_name, priority,
     deduplication_id, queue_partition_key, delay_until_epoch_ms, application_version,
-    max_recovery_attempts, parent_workflow_id, created_at, updated_at)
+    max_recovery_attempts, parent_workflow_id, expires_at_epoch_ms, created_at, updated_at)
 SELECT t.id,
        CASE WHEN t.delay_until > __now_ms__ THEN 'DELAYED' ELSE 'ENQUEUED' END,
        t.name, t.inputs, t.serialization, t.queue, t.priority, t.dedup, t.partition_key,
        CASE WHEN t.delay_until > __now_ms__ THEN t.delay_until END,
-       t.version, t.max_attempts, t.parent, __now_ms__, __now_ms__
+       t.version, t.max_attempts, t.parent, t.expires, __now_ms__, __now_ms__
 FROM (
     SELECT u.*, COALESCE(u.delay_abs, __now_ms__ + u.delay_rel) AS delay_until
     FROM unnest(%(ids)s::text[], %(names)s::text[], %(inputs)s::text[],
                 %(serializations)s::text[], %(queues)s::text[], %(priorities)s::int[],
                 %(dedups)s::text[], %(partition_keys)s::text[], %(delays_abs)s::bigint[],
                 %(delays_rel)s::bigint[], %(versions)s::text[], %(max_attempts)s::int[],
-                %(parents)s::text[])
+                %(parents)s::text[], %(expires)s::bigint[])
          WITH ORDINALITY AS u(id, name, inputs, serialization, queue, priority, dedup,
                               partition_key, delay_abs, delay_rel, version, max_attempts,
-                              parent, ord)
+                              parent, expires, ord)
 ) t
 ORDER BY t.ord
 ON CONFLICT DO NOTHING
@@ -50,15 +50,16 @@ SELECT * FROM __schema__.workflow_status WHERE workflow_uuid = %(task_id)s
 -- each probe is an ordered index scan that stops after LIMIT rows.
 WITH picked AS (
     SELECT c.workflow_uuid
-    FROM unnest(%(queues)s::text[]) AS q(name)
+    FROM unnest(%(queues)s::text[], %(limits)s::int[]) AS q(name, lim)
     CROSS JOIN LATERAL (
         SELECT workflow_uuid, priority, enqueue_seq
         FROM __schema__.workflow_status
         WHERE status = 'ENQUEUED'
           AND queue_name = q.name
           AND (application_version IS NULL OR application_version = %(version)s)
+          AND (expires_at_epoch_ms IS NULL OR expires_at_epoch_ms > __now_ms__)
         ORDER BY priority, enqueue_seq
-        LIMIT %(limit)s
+        LIMIT q.lim
         FOR UPDATE SKIP LOCKED
     ) AS c
     ORDER BY c.priority, c.enqueue_seq
@@ -74,6 +75,111 @@ SET status = 'PENDING',
 FROM picked
 WHERE ws.workflow_uuid = picked.workflow_uuid
 RETURNING ws.*
+
+-- name: queue_try_lock
+-- Claims of a queue with global limits are serialized by a transaction-level advisory lock:
+-- the counts below are then exact. A worker that does not get the lock skips the queue this
+-- round instead of waiting (another worker is claiming from it right now).
+SELECT pg_try_advisory_xact_lock(%(lock_key)s) AS ok
+
+-- name: tasks_claim_limited
+-- Runs after queue_try_lock, in the same transaction but as its own statement, so its
+-- snapshot includes every claim committed by the previous lock holder.
+WITH budget AS (
+    SELECT GREATEST(0, LEAST(
+        %(limit)s::int,
+        CASE WHEN %(concurrency)s::int IS NULL THEN %(limit)s::int
+             ELSE %(concurrency)s::int - (
+                 SELECT count(*) FROM __schema__.workflow_status
+                 WHERE status = 'PENDING' AND queue_name = %(queue)s)::int END,
+        CASE WHEN %(rate_max)s::int IS NULL THEN %(limit)s::int
+             ELSE %(rate_max)s::int - (
+                 SELECT count(*) FROM __schema__.workflow_status
+                 WHERE queue_name = %(queue)s
+                   AND started_at_epoch_ms > __now_ms__ - %(period_ms)s::bigint)::int END
+    )) AS n
+),
+picked AS (
+    SELECT workflow_uuid
+    FROM __schema__.workflow_status
+    WHERE status = 'ENQUEUED'
+      AND queue_name = %(queue)s
+      AND (application_version IS NULL OR application_version = %(version)s)
+      AND (expires_at_epoch_ms IS NULL OR expires_at_epoch_ms > __now_ms__)
+    ORDER BY priority, enqueue_seq
+    LIMIT (SELECT n FROM budget)
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE __schema__.workflow_status AS ws
+SET status = 'PENDING',
+    executor_id = %(executor_id)s,
+    application_version = %(version)s,
+    recovery_attempts = ws.recovery_attempts + 1,
+    started_at_epoch_ms = __now_ms__,
+    updated_at = __now_ms__
+FROM picked
+WHERE ws.workflow_uuid = picked.workflow_uuid
+RETURNING ws.*
+
+-- name: tasks_claim_partitioned
+-- Concurrency per partition key: each waiting task's slot is its rank within its key plus
+-- the tasks of that key already running; only slots within the limit are taken.
+WITH running AS (
+    SELECT queue_partition_key AS k, count(*) AS n
+    FROM __schema__.workflow_status
+    WHERE status = 'PENDING' AND queue_name = %(queue)s
+    GROUP BY queue_partition_key
+),
+candidates AS (
+    SELECT w.workflow_uuid, w.priority, w.enqueue_seq,
+           row_number() OVER (PARTITION BY w.queue_partition_key ORDER BY w.priority, w.enqueue_seq)
+               + COALESCE(r.n, 0) AS slot
+    FROM __schema__.workflow_status AS w
+    LEFT JOIN running AS r ON r.k IS NOT DISTINCT FROM w.queue_partition_key
+    WHERE w.status = 'ENQUEUED'
+      AND w.queue_name = %(queue)s
+      AND (w.application_version IS NULL OR w.application_version = %(version)s)
+      AND (w.expires_at_epoch_ms IS NULL OR w.expires_at_epoch_ms > __now_ms__)
+),
+budget AS (
+    SELECT GREATEST(0, LEAST(
+        %(limit)s::int,
+        CASE WHEN %(rate_max)s::int IS NULL THEN %(limit)s::int
+             ELSE %(rate_max)s::int - (
+                 SELECT count(*) FROM __schema__.workflow_status
+                 WHERE queue_name = %(queue)s
+                   AND started_at_epoch_ms > __now_ms__ - %(period_ms)s::bigint)::int END
+    )) AS n
+),
+picked AS (
+    SELECT workflow_uuid FROM candidates
+    WHERE %(concurrency)s::int IS NULL OR slot <= %(concurrency)s::int
+    ORDER BY priority, enqueue_seq
+    LIMIT (SELECT n FROM budget)
+)
+UPDATE __schema__.workflow_status AS ws
+SET status = 'PENDING',
+    executor_id = %(executor_id)s,
+    application_version = %(version)s,
+    recovery_attempts = ws.recovery_attempts + 1,
+    started_at_epoch_ms = __now_ms__,
+    updated_at = __now_ms__
+FROM picked
+WHERE ws.workflow_uuid = picked.workflow_uuid AND ws.status = 'ENQUEUED'
+RETURNING ws.*
+
+-- name: tasks_expire
+-- Waiting tasks past their expiry are cancelled, never run (Celery's expires).
+UPDATE __schema__.workflow_status
+SET status = 'CANCELLED', deduplication_id = NULL, updated_at = __now_ms__,
+    error = '{"module": "pgtasks.engine.errors", "type": "TaskExpired", "message": "expired before it started", "args": null, "traceback": ""}'
+WHERE status IN ('ENQUEUED', 'DELAYED') AND expires_at_epoch_ms <= __now_ms__
+
+-- name: queue_get_all
+SELECT * FROM __schema__.queues ORDER BY name
+
+-- name: queue_get_many
+SELECT * FROM __schema__.queues WHERE name = ANY(%(names)s::text[])
 
 -- name: tasks_complete
 -- Many outcomes, one statement and one commit. The fence (still PENDING on this executor)

@@ -26,7 +26,8 @@ CREATE TABLE __schema__.workflow_status (
     parent_workflow_id TEXT,
     forked_from TEXT,
     -- FIFO order within a priority, exact even for tasks created in the same millisecond.
-    enqueue_seq BIGINT GENERATED ALWAYS AS IDENTITY
+    enqueue_seq BIGINT GENERATED ALWAYS AS IDENTITY,
+    expires_at_epoch_ms BIGINT
 );
 
 -- The claim reads only ENQUEUED rows in (queue, priority, age) order: a partial index keeps
@@ -49,6 +50,18 @@ CREATE INDEX workflow_status_parent_idx
 -- pair is unique only among tasks that have not finished.
 CREATE UNIQUE INDEX workflow_status_dedup_idx
     ON __schema__.workflow_status (queue_name, deduplication_id);
+-- Global concurrency counts the running tasks of one queue (per partition key).
+CREATE INDEX workflow_status_pending_queue_idx
+    ON __schema__.workflow_status (queue_name, queue_partition_key)
+    WHERE status = 'PENDING';
+-- Rate limits count the tasks of one queue started within the last period.
+CREATE INDEX workflow_status_queue_started_idx
+    ON __schema__.workflow_status (queue_name, started_at_epoch_ms)
+    WHERE started_at_epoch_ms IS NOT NULL;
+-- Expiry: waiting tasks with an expiry, by time.
+CREATE INDEX workflow_status_expiring_idx
+    ON __schema__.workflow_status (expires_at_epoch_ms)
+    WHERE expires_at_epoch_ms IS NOT NULL AND status IN ('ENQUEUED', 'DELAYED');
 
 CREATE TABLE __schema__.operation_outputs (
     workflow_uuid TEXT NOT NULL

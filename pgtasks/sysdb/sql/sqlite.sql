@@ -6,12 +6,12 @@
 INSERT INTO workflow_status (
     workflow_uuid, status, name, inputs, serialization, queue_name, priority,
     deduplication_id, queue_partition_key, delay_until_epoch_ms, application_version,
-    max_recovery_attempts, parent_workflow_id, created_at, updated_at)
+    max_recovery_attempts, parent_workflow_id, expires_at_epoch_ms, created_at, updated_at)
 SELECT :id,
        CASE WHEN t.delay_until > __now_ms__ THEN 'DELAYED' ELSE 'ENQUEUED' END,
        :name, :inputs, :serialization, :queue, :priority, :dedup, :partition_key,
        CASE WHEN t.delay_until > __now_ms__ THEN t.delay_until END,
-       :version, :max_attempts, :parent, __now_ms__, __now_ms__
+       :version, :max_attempts, :parent, :expires, __now_ms__, __now_ms__
 FROM (SELECT COALESCE(:delay_abs, __now_ms__ + :delay_rel) AS delay_until) AS t
 WHERE true
 ON CONFLICT DO NOTHING
@@ -30,11 +30,33 @@ SELECT * FROM workflow_status WHERE workflow_uuid = :task_id
 
 -- name: tasks_claim_candidates
 -- Per queue, so the (queue_name, priority) partial index is walked in order (see sqlite.py).
-SELECT workflow_uuid, priority, rowid AS enqueue_seq FROM workflow_status
+SELECT workflow_uuid, priority, rowid AS enqueue_seq, queue_partition_key AS k FROM workflow_status
 WHERE status = 'ENQUEUED' AND queue_name = :queue
   AND (application_version IS NULL OR application_version = :version)
+  AND (expires_at_epoch_ms IS NULL OR expires_at_epoch_ms > __now_ms__)
 ORDER BY priority, rowid
 LIMIT :limit
+
+-- name: queue_running
+SELECT queue_partition_key AS k, count(*) AS n FROM workflow_status
+WHERE status = 'PENDING' AND queue_name = :queue
+GROUP BY queue_partition_key
+
+-- name: queue_started_since
+SELECT count(*) AS n FROM workflow_status
+WHERE queue_name = :queue AND started_at_epoch_ms > __now_ms__ - :period_ms
+
+-- name: tasks_expire
+UPDATE workflow_status
+SET status = 'CANCELLED', deduplication_id = NULL, updated_at = __now_ms__,
+    error = '{"module": "pgtasks.engine.errors", "type": "TaskExpired", "message": "expired before it started", "args": null, "traceback": ""}'
+WHERE status IN ('ENQUEUED', 'DELAYED') AND expires_at_epoch_ms <= __now_ms__
+
+-- name: queue_get_all
+SELECT * FROM queues ORDER BY name
+
+-- name: queue_get
+SELECT * FROM queues WHERE name = :name
 
 -- name: tasks_claim
 UPDATE workflow_status

@@ -24,7 +24,8 @@ CREATE TABLE workflow_status (
     workflow_timeout_ms INTEGER,
     workflow_deadline_epoch_ms INTEGER,
     parent_workflow_id TEXT,
-    forked_from TEXT
+    forked_from TEXT,
+    expires_at_epoch_ms INTEGER
 );
 
 -- SQLite appends the rowid to every index key, so (queue, priority) is also in FIFO order.
@@ -48,6 +49,18 @@ CREATE INDEX workflow_status_parent_idx
 -- pair is unique only among tasks that have not finished.
 CREATE UNIQUE INDEX workflow_status_dedup_idx
     ON workflow_status (queue_name, deduplication_id);
+-- Global concurrency counts the running tasks of one queue (per partition key).
+CREATE INDEX workflow_status_pending_queue_idx
+    ON workflow_status (queue_name, queue_partition_key)
+    WHERE status = 'PENDING';
+-- Rate limits count the tasks of one queue started within the last period.
+CREATE INDEX workflow_status_queue_started_idx
+    ON workflow_status (queue_name, started_at_epoch_ms)
+    WHERE started_at_epoch_ms IS NOT NULL;
+-- Expiry: waiting tasks with an expiry, by time.
+CREATE INDEX workflow_status_expiring_idx
+    ON workflow_status (expires_at_epoch_ms)
+    WHERE expires_at_epoch_ms IS NOT NULL AND status IN ('ENQUEUED', 'DELAYED');
 
 CREATE TABLE operation_outputs (
     workflow_uuid TEXT NOT NULL

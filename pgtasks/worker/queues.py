@@ -1,0 +1,79 @@
+"""What one worker knows about its queues: their stored limits and its own running counts."""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+from pgtasks.sysdb import SystemDatabase
+from pgtasks.sysdb.records import QueueClaim, QueueSettings, QueueUpsert
+
+log = logging.getLogger("pgtasks.worker")
+
+
+class QueueBook:
+    """Settings of the consumed queues (refreshed from the ``queues`` table, so changes made
+    at runtime reach a running worker) and how many tasks of each this worker runs now."""
+
+    def __init__(self, sysdb: SystemDatabase, names: tuple[str, ...]) -> None:
+        self._sysdb = sysdb
+        self._names = names
+        self._settings: dict[str, QueueSettings] = {}
+        self._running = dict.fromkeys(names, 0)
+        self._lock = threading.Lock()
+
+    def declare(self, declared: dict[str, QueueSettings]) -> None:
+        """Write the app's declared queues, and create rows for consumed queues that have none."""
+        for settings in declared.values():
+            self._sysdb.queue_upsert(QueueUpsert(settings))
+        for name in self._names:
+            if name not in declared:
+                self._sysdb.queue_upsert(QueueUpsert(QueueSettings(name), changed=frozenset()))
+        self.refresh()
+
+    def refresh(self) -> None:
+        """Re-read the stored settings of the consumed queues."""
+        fresh = {q.name: q for q in self._sysdb.queues_get(self._names)}
+        with self._lock:
+            changed = [n for n in self._names if fresh.get(n) != self._settings.get(n)]
+            self._settings = fresh
+        if changed and self._running:
+            log.info(
+                "queue settings now in force: %s",
+                ", ".join(_describe(fresh[n]) for n in changed if n in fresh),
+            )
+
+    def claims(self) -> tuple[QueueClaim, ...]:
+        """One QueueClaim per consumed queue, with this worker's room under its own limit."""
+        out = []
+        with self._lock:
+            for name in self._names:
+                s = self._settings.get(name)
+                if s is None:
+                    out.append(QueueClaim(name))
+                    continue
+                room = (
+                    None
+                    if s.worker_concurrency is None
+                    else max(0, s.worker_concurrency - self._running[name])
+                )
+                period = None if s.rate_limit_period_sec is None else round(s.rate_limit_period_sec * 1000)
+                out.append(QueueClaim(name, room, s.concurrency, s.rate_limit_max, period, s.partition_queue))
+        return tuple(out)
+
+    def started(self, queue: str) -> None:
+        with self._lock:
+            self._running[queue] = self._running.get(queue, 0) + 1
+
+    def finished(self, queue: str) -> None:
+        with self._lock:
+            self._running[queue] -= 1
+
+
+def _describe(s: QueueSettings) -> str:
+    parts = [f"concurrency={s.concurrency}", f"worker_concurrency={s.worker_concurrency}"]
+    if s.rate_limit_max is not None:
+        parts.append(f"rate_limit={s.rate_limit_max}/{s.rate_limit_period_sec}s")
+    if s.partition_queue:
+        parts.append("partitioned")
+    return f"{s.name}({', '.join(parts)})"
