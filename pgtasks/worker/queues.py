@@ -35,13 +35,10 @@ class QueueBook:
         """Re-read the stored settings of the consumed queues."""
         fresh = {q.name: q for q in self._sysdb.queues_get(self._names)}
         with self._lock:
-            changed = [n for n in self._names if fresh.get(n) != self._settings.get(n)]
+            changed = [fresh[n] for n in self._names if n in fresh and fresh[n] != self._settings.get(n)]
             self._settings = fresh
-        if changed and self._running:
-            log.info(
-                "queue settings now in force: %s",
-                ", ".join(_describe(fresh[n]) for n in changed if n in fresh),
-            )
+        if changed:
+            log.info("queue settings in force: %s", ", ".join(_describe(s) for s in changed))
 
     def claims(self) -> tuple[QueueClaim, ...]:
         """One QueueClaim per consumed queue, with this worker's room under its own limit."""
@@ -52,11 +49,9 @@ class QueueBook:
                 if s is None:
                     out.append(QueueClaim(name))
                     continue
-                room = (
-                    None
-                    if s.worker_concurrency is None
-                    else max(0, s.worker_concurrency - self._running[name])
-                )
+                room = None
+                if s.worker_concurrency is not None:
+                    room = max(0, s.worker_concurrency - self._running[name])
                 period = None if s.rate_limit_period_sec is None else round(s.rate_limit_period_sec * 1000)
                 out.append(QueueClaim(name, room, s.concurrency, s.rate_limit_max, period, s.partition_queue))
         return tuple(out)
