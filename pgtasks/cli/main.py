@@ -12,10 +12,13 @@ from collections.abc import Sequence
 from pgtasks.app import App
 from pgtasks.cli.loader import load_app
 from pgtasks.client import Client
-from pgtasks.engine.errors import PgtasksError
+from pgtasks.engine.errors import ConfigurationError, PgtasksError
 from pgtasks.engine.failures import error_summary
+from pgtasks.engine.flow import parse_rate_limit
+from pgtasks.engine.settings import validate_queue_name
 from pgtasks.management import TaskManagement
 from pgtasks.sysdb import open_system_database
+from pgtasks.sysdb.records import QueueSettings, QueueUpsert
 from pgtasks.sysdb.urls import redact_url, resolve_database_url
 
 
@@ -55,6 +58,18 @@ def _parser() -> argparse.ArgumentParser:
     fork.add_argument("task_id")
     fork.add_argument("--start-step", type=int, default=1)
 
+    queue = sub.add_parser("queue", help="list queues or change their flow control at runtime")
+    queue.add_argument("--database-url")
+    queue.add_argument("--schema", default="pgtasks")
+    qsub = queue.add_subparsers(dest="action", required=True)
+    qsub.add_parser("list")
+    qset = qsub.add_parser("set", help="change settings; running workers pick them up")
+    qset.add_argument("name")
+    qset.add_argument("--concurrency", help="global limit across workers, or 'none'")
+    qset.add_argument("--worker-concurrency", help="limit per worker process, or 'none'")
+    qset.add_argument("--rate-limit", help="'10/m', '100/s', '5/30s', or 'none'")
+    qset.add_argument("--partitioned", action=argparse.BooleanOptionalAction, default=None)
+
     demo = sub.add_parser("demo", help="run a small durable workload on the embedded SQLite database")
     demo.add_argument("--database-url", help="default: sqlite:///pgtasks-demo.sqlite3")
     demo.add_argument("--tasks", type=int, default=12)
@@ -82,6 +97,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         return 0
     if args.command == "tasks":
         return _tasks(args)
+    if args.command == "queue":
+        return _queue(args)
     if args.command == "demo":
         from pgtasks.demo import run_demo
 
@@ -113,6 +130,48 @@ def _worker(args: argparse.Namespace) -> int:
         shutdown_grace=args.shutdown_grace,
     )
     return run_worker(app.engine, options, app.main or spec, args.loglevel)
+
+
+def _optional_int(value: str, flag: str) -> int | None:
+    if value.lower() == "none":
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        raise ConfigurationError(f"{flag} takes a whole number or 'none', not {value!r}") from None
+
+
+def _queue(args: argparse.Namespace) -> int:
+    db = open_system_database(resolve_database_url(args.database_url), args.schema)
+    db.migrate()
+    try:
+        if args.action == "set":
+            validate_queue_name(args.name)
+            changes: dict[str, object] = {}
+            if args.concurrency is not None:
+                changes["concurrency"] = _optional_int(args.concurrency, "--concurrency")
+            if args.worker_concurrency is not None:
+                changes["worker_concurrency"] = _optional_int(args.worker_concurrency, "--worker-concurrency")
+            if args.rate_limit is not None:
+                rate = None if args.rate_limit.lower() == "none" else args.rate_limit
+                changes["rate_limit_max"], changes["rate_limit_period_sec"] = parse_rate_limit(rate)
+            if args.partitioned is not None:
+                changes["partition_queue"] = args.partitioned
+            current = {q.name: q for q in db.queues_get((args.name,))}.get(
+                args.name, QueueSettings(args.name)
+            )
+            wanted = dataclasses.replace(current, **changes)  # type: ignore[arg-type]
+            db.queue_upsert(QueueUpsert(wanted, frozenset(changes)))
+        print(f"{'queue':20} {'concurrency':>11} {'per worker':>10} {'rate limit':>14} partitioned")
+        for q in db.queues_get():
+            rate = f"{q.rate_limit_max}/{q.rate_limit_period_sec:g}s" if q.rate_limit_max else "-"
+            print(
+                f"{q.name:20} {q.concurrency or '-':>11} {q.worker_concurrency or '-':>10} {rate:>14} "
+                f"{'yes' if q.partition_queue else 'no'}"
+            )
+    finally:
+        db.close()
+    return 0
 
 
 def _tasks(args: argparse.Namespace) -> int:

@@ -21,8 +21,11 @@ def worker_process(
     lease_seconds: float = 1.0,
     concurrency: int = 2,
     extra_env: dict[str, str] | None = None,
+    extra_args: tuple[str, ...] = (),
+    output: Path | None = None,
 ) -> subprocess.Popen[str]:
-    """Start `python -m pgtasks worker` for ``app`` with executor id ``name``."""
+    """Start `python -m pgtasks worker` for ``app`` with executor id ``name``; its output goes
+    to a pipe (read by :func:`stop`), or to the file ``output`` to be watched while it runs."""
     env = {
         **os.environ,
         "PGTASKS_DATABASE_URL": database_url,
@@ -50,10 +53,10 @@ def worker_process(
         "0.05",
         "-l",
         "INFO",
+        *extra_args,
     ]
-    return subprocess.Popen(
-        argv, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-    )
+    sink = output.open("a") if output is not None else subprocess.PIPE
+    return subprocess.Popen(argv, cwd=REPO, env=env, stdout=sink, stderr=subprocess.STDOUT, text=True)
 
 
 def stop(process: subprocess.Popen[str], sig: int = signal.SIGTERM, timeout: float = 30) -> str:

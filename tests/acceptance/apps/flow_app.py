@@ -1,0 +1,32 @@
+"""An application for the flow-control tests: each task writes its start and end time."""
+
+from __future__ import annotations
+
+import os
+import time
+
+from pgtasks import App, current_task
+
+app = App("flow", poll_interval=0.05)
+app.queue("limited", concurrency=2)
+app.queue("one_per_worker", worker_concurrency=1)
+app.queue("rated", rate_limit=(3, 1.0))
+app.queue("tenants", concurrency=1, partitioned=True)
+
+
+def record(event: str, label: str) -> None:
+    ctx = current_task()
+    line = f"{ctx.task_id if ctx else '-'} {event} {time.time():.6f} {label}\n".encode()
+    fd = os.open(os.environ["PGTASKS_TEST_LEDGER"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, line)
+    finally:
+        os.close(fd)
+
+
+@app.task(name="flow.work")
+def work(label: str = "", seconds: float = 0.2) -> str:
+    record("start", label)
+    time.sleep(seconds)
+    record("end", label)
+    return label

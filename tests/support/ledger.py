@@ -1,0 +1,37 @@
+"""Reading start/end times written by tasks, and checking limits from them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Interval:
+    task_id: str
+    label: str
+    start: float
+    end: float
+
+
+def intervals(ledger: Path) -> list[Interval]:
+    starts: dict[str, tuple[float, str]] = {}
+    found = []
+    for line in ledger.read_text().splitlines():
+        task_id, event, at, label = [*line.split(" ", 3), ""][:4]
+        if event == "start":
+            starts[task_id] = (float(at), label)
+        elif event == "end" and task_id in starts:
+            begin, label = starts.pop(task_id)
+            found.append(Interval(task_id, label, begin, float(at)))
+    return sorted(found, key=lambda i: i.start)
+
+
+def max_overlap(spans: list[Interval]) -> int:
+    """The most intervals running at one instant (an end before a start at the same instant)."""
+    events = sorted([(s.start, 1) for s in spans] + [(s.end, -1) for s in spans], key=lambda e: (e[0], e[1]))
+    running = peak = 0
+    for _, delta in events:
+        running += delta
+        peak = max(peak, running)
+    return peak
