@@ -31,6 +31,19 @@ from pgtasks.sysdb.records import (
 from pgtasks.sysdb.urls import DatabaseTarget
 
 
+class EnqueueListener(ABC):
+    """Receives the queue names announced by enqueuing transactions when they commit."""
+
+    @abstractmethod
+    def wait(self, timeout: float) -> set[str]:
+        """Queues announced since the last call, waiting up to ``timeout`` seconds for one.
+        Raises DatabaseUnavailable if the connection is lost (open a new listener)."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Stop listening."""
+
+
 class SystemDatabase(ABC):
     """Storage for tasks, steps, executors and versions. Callers never see SQL."""
 
@@ -152,6 +165,12 @@ class SystemDatabase(ABC):
     @abstractmethod
     def versions_list(self) -> list[tuple[str, int]]:
         """(version_name, version_timestamp) newest first."""
+
+    # -- wake-ups -----------------------------------------------------------------------
+    def open_listener(self) -> EnqueueListener | None:
+        """A listener for enqueue notifications, or None where the database has none
+        (SQLite: workers poll)."""
+        return None
 
     # -- misc ---------------------------------------------------------------------------
     @abstractmethod

@@ -15,7 +15,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from pgtasks.sysdb.dedup import enqueue_columns, enqueue_results
 from pgtasks.sysdb.errors import DatabaseUnavailable
 from pgtasks.sysdb.identifiers import quote_identifier, validate_identifier
-from pgtasks.sysdb.interface import SystemDatabase
+from pgtasks.sysdb.interface import EnqueueListener, SystemDatabase
 from pgtasks.sysdb.queues import SETTABLE, check_queue_settings, settings_params, upsert_sql
 from pgtasks.sysdb.records import (
     ClaimParams,
@@ -65,6 +65,28 @@ def queue_lock_key(schema: str, queue: str) -> int:
 def notify_channel(schema: str) -> str:
     """The LISTEN/NOTIFY channel on which enqueues of ``schema`` are announced."""
     return validate_identifier(f"pgtasks_{schema}", "channel name")
+
+
+class PostgresListener(EnqueueListener):
+    """LISTEN on the schema's channel over a dedicated autocommit connection."""
+
+    def __init__(self, target: DatabaseTarget, channel: str) -> None:
+        try:
+            self._conn = psycopg.connect(target.dsn, autocommit=True, connect_timeout=10)
+            self._conn.execute(f"LISTEN {quote_identifier(channel, 'channel name')}")
+        except psycopg.OperationalError as exc:
+            raise DatabaseUnavailable(f"cannot listen on {target.display_url}: {exc}") from exc
+
+    def wait(self, timeout: float) -> set[str]:
+        try:
+            return {n.payload for n in self._conn.notifies(timeout=timeout, stop_after=1)} | {
+                n.payload for n in self._conn.notifies(timeout=0)
+            }
+        except psycopg.OperationalError as exc:
+            raise DatabaseUnavailable(f"listener connection lost: {exc}") from exc
+
+    def close(self) -> None:
+        self._conn.close()
 
 
 class PostgresSystemDatabase(SystemDatabase):
@@ -403,6 +425,10 @@ class PostgresSystemDatabase(SystemDatabase):
 
     def versions_list(self) -> list[tuple[str, int]]:
         return [(r["version_name"], r["version_timestamp"]) for r in self._all("versions_list")]
+
+    # -- wake-ups -----------------------------------------------------------------------
+    def open_listener(self) -> EnqueueListener:
+        return PostgresListener(self.target, self.channel)
 
     # -- misc ---------------------------------------------------------------------------
     def now_ms(self) -> int:

@@ -33,6 +33,8 @@ def banner(worker: Worker, app_name: str) -> str:
         f"--- database:    {redact_url(settings.database_url)} (schema {worker.engine.sysdb.target.schema})",
         f"--- queues:      {', '.join(worker.options.queues)}",
         f"--- concurrency: {worker.options.concurrency} (threads)",
+        f"--- wake-ups:    {'LISTEN/NOTIFY, ' if worker.listening else ''}"
+        f"polling every {settings.poll_interval:g}s",
         f"--- executor:    {worker.executor_id} pid {os.getpid()}",
         f"--- version:     {worker.version}",
         f"--- tasks:       {', '.join(worker.engine.registry.names()) or '(none)'}",

@@ -24,6 +24,7 @@ from pgtasks.sysdb.records import ClaimParams, ExecutorInfo, Outcome, RecoverOwn
 from pgtasks.worker.completer import BatchCompleter
 from pgtasks.worker.lease import LeaseKeeper
 from pgtasks.worker.queues import QueueBook
+from pgtasks.worker.wakeups import WakeOnEnqueue
 
 log = logging.getLogger("pgtasks.worker")
 
@@ -73,6 +74,8 @@ class Worker:
         )
         self._completer: BatchCompleter | None = None
         self._lease: LeaseKeeper | None = None
+        self._wakeups: WakeOnEnqueue | None = None
+        self.listening = False
         self.queues: QueueBook | None = None
 
     # -- lifecycle ----------------------------------------------------------------------
@@ -94,6 +97,8 @@ class Worker:
         self._lease = LeaseKeeper(sysdb, self.info, self.engine.settings.lease_seconds, self.queues.refresh)
         self._lease.start()
         self._lease.tick()
+        self._wakeups = WakeOnEnqueue(sysdb, self.options.queues, self._wake)
+        self.listening = self._wakeups.start()
 
     def _check_executor_id_free(self) -> None:
         for other in self.engine.sysdb.executors_list():
@@ -198,6 +203,8 @@ class Worker:
             self._completer.stop(timeout=max(1.0, deadline - time.monotonic()))
         if self._lease is not None:
             self._lease.stop()
+        if self._wakeups is not None:
+            self._wakeups.stop()
         if finished:
             try:
                 self.engine.sysdb.executor_unregister(self.executor_id)
