@@ -17,11 +17,13 @@ from pgtasks.engine.errors import (
     NonDeterminismError,
     PgtasksError,
     SerializationError,
+    SoftTimeLimitExceeded,
     TaskCancelled,
     TaskError,
     TaskExpired,
     TaskNotRegistered,
     TaskTimeoutError,
+    TimeLimitExceeded,
 )
 from pgtasks.management import TaskInfo
 from pgtasks.result import AsyncResult
@@ -41,6 +43,7 @@ __all__ = [
     "NonDeterminismError",
     "PgtasksError",
     "SerializationError",
+    "SoftTimeLimitExceeded",
     "Status",
     "Task",
     "TaskCancelled",
@@ -49,5 +52,6 @@ __all__ = [
     "TaskInfo",
     "TaskNotRegistered",
     "TaskTimeoutError",
+    "TimeLimitExceeded",
     "current_task",
 ]

@@ -20,6 +20,7 @@ from pgtasks.management import TaskManagement
 from pgtasks.sysdb import open_system_database
 from pgtasks.sysdb.records import QueueSettings, QueueUpsert
 from pgtasks.sysdb.urls import redact_url, resolve_database_url
+from pgtasks.worker.pools import POOLS
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -32,7 +33,23 @@ def _parser() -> argparse.ArgumentParser:
     worker = sub.add_parser("worker", help="run tasks from queues")
     worker.add_argument("-A", "--app", dest="worker_app", help="application: module, module:attr")
     worker.add_argument("-Q", "--queues", help="comma-separated queues (default: the app's default queue)")
-    worker.add_argument("-c", "--concurrency", type=int, default=os.cpu_count() or 1)
+    worker.add_argument(
+        "-c",
+        "--concurrency",
+        type=int,
+        default=os.cpu_count() or 1,
+        help="tasks at once (default: one per CPU, as Celery)",
+    )
+    worker.add_argument(
+        "-P",
+        "--pool",
+        choices=POOLS,
+        default="prefork",
+        help="prefork (child processes, default), threads or solo",
+    )
+    worker.add_argument("--time-limit", type=float, help="hard limit per task in seconds (prefork)")
+    worker.add_argument("--soft-time-limit", type=float, help="raise SoftTimeLimitExceeded after S seconds")
+    worker.add_argument("--max-tasks-per-child", type=int, help="replace a child after N tasks (prefork)")
     worker.add_argument("-n", "--hostname", help="executor id (default pgtasks@<host>)")
     worker.add_argument("-l", "--loglevel", default="INFO")
     worker.add_argument("--lease-seconds", type=float, help="heartbeat lease (default 30)")
@@ -128,6 +145,10 @@ def _worker(args: argparse.Namespace) -> int:
         concurrency=args.concurrency,
         executor_id=args.hostname or "",
         shutdown_grace=args.shutdown_grace,
+        pool=args.pool,
+        time_limit=args.time_limit,
+        soft_time_limit=args.soft_time_limit,
+        max_tasks_per_child=args.max_tasks_per_child,
     )
     return run_worker(app.engine, options, app.main or spec, args.loglevel)
 

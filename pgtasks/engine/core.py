@@ -53,6 +53,12 @@ class Engine:
                     self._sysdb = db
         return self._sysdb
 
+    def forget_connections(self) -> None:
+        """In a forked child: drop the parent's connections without touching them (closing
+        would end the parent's sessions); the child opens its own on next use."""
+        self._sysdb = None
+        self._lock = threading.Lock()
+
     def close(self) -> None:
         """Close the database connections (they reopen on next use)."""
         with self._lock:

@@ -12,6 +12,7 @@ __all__ = [
     "NonDeterminismError",
     "PgtasksError",
     "SerializationError",
+    "SoftTimeLimitExceeded",
     "TaskAbandoned",
     "TaskCancelled",
     "TaskError",
@@ -19,6 +20,8 @@ __all__ = [
     "TaskNotRegistered",
     "TaskReleased",
     "TaskTimeoutError",
+    "TimeLimitExceeded",
+    "WorkerLostError",
 ]
 
 
@@ -61,6 +64,18 @@ class TaskCancelled(PgtasksError):
 
 class TaskExpired(TaskCancelled):
     """The task was not started before its ``expires`` time, so it never ran."""
+
+
+class SoftTimeLimitExceeded(PgtasksError):
+    """Raised inside a task when it runs past its soft time limit (prefork pool)."""
+
+
+class TimeLimitExceeded(PgtasksError):
+    """The task ran past its hard time limit; its worker process was killed and replaced."""
+
+
+class WorkerLostError(PgtasksError):
+    """The process running the task died (it will be run again, up to max_recovery_attempts)."""
 
 
 class MaxRecoveryAttemptsExceeded(PgtasksError):

@@ -32,7 +32,7 @@ def banner(worker: Worker, app_name: str) -> str:
         f"--- app:         {app_name}",
         f"--- database:    {redact_url(settings.database_url)} (schema {worker.engine.sysdb.target.schema})",
         f"--- queues:      {', '.join(worker.options.queues)}",
-        f"--- concurrency: {worker.options.concurrency} (threads)",
+        f"--- concurrency: {worker.options.concurrency} ({worker.options.pool})",
         f"--- wake-ups:    {'LISTEN/NOTIFY, ' if worker.listening else ''}"
         f"polling every {settings.poll_interval:g}s",
         f"--- executor:    {worker.executor_id} pid {os.getpid()}",
@@ -73,6 +73,7 @@ def run_worker(engine: Engine, options: WorkerOptions, app_name: str, loglevel: 
         for signum in os.read(wake_read, 64) if ready else b"":
             if signum == signal.SIGQUIT or stopper is not None:
                 log.warning("cold shutdown: exiting now; running tasks will be recovered")
+                worker.abort()
                 logging.shutdown()
                 os._exit(1)
             log.warning("warm shutdown: no new tasks; waiting for %d running tasks", worker.running())

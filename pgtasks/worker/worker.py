@@ -11,18 +11,17 @@ import os
 import socket
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from pgtasks.engine.core import Engine
 from pgtasks.engine.crashpoints import crashpoint
 from pgtasks.engine.errors import ConfigurationError, DatabaseUnavailable
-from pgtasks.engine.execution import execute_task
 from pgtasks.engine.failures import error_summary
 from pgtasks.engine.settings import validate_queue_name
 from pgtasks.sysdb.records import ClaimParams, ExecutorInfo, Outcome, RecoverOwnParams, Status, TaskRecord
 from pgtasks.worker.completer import BatchCompleter
 from pgtasks.worker.lease import LeaseKeeper
+from pgtasks.worker.pools import PoolOptions, make_pool
 from pgtasks.worker.queues import QueueBook
 from pgtasks.worker.wakeups import WakeOnEnqueue
 
@@ -42,10 +41,26 @@ class WorkerOptions:
     concurrency: int = 4
     executor_id: str = ""
     shutdown_grace: float = 30.0
+    pool: str = "threads"
+    time_limit: float | None = None
+    soft_time_limit: float | None = None
+    max_tasks_per_child: int | None = None
 
     def __post_init__(self) -> None:
         if self.concurrency < 1:
             raise ConfigurationError("concurrency must be >= 1")
+        if self.pool == "solo" and self.concurrency != 1:
+            object.__setattr__(self, "concurrency", 1)  # solo runs one task at a time, as in Celery
+        if self.pool != "prefork" and (self.time_limit or self.soft_time_limit or self.max_tasks_per_child):
+            raise ConfigurationError(
+                "time limits and max_tasks_per_child need the prefork pool (-P prefork): a thread "
+                "cannot be killed safely"
+            )
+
+    def pool_options(self) -> PoolOptions:
+        return PoolOptions(
+            self.pool, self.concurrency, self.time_limit, self.soft_time_limit, self.max_tasks_per_child
+        )
         if not self.queues:
             raise ConfigurationError("a worker needs at least one queue")
         for queue in self.queues:
@@ -62,9 +77,10 @@ class Worker:
         self.version = engine.version()
         self._running = 0
         self._running_lock = threading.Lock()
+        self._started: dict[str, float] = {}
         self._wake = threading.Event()
         self._stopping = threading.Event()
-        self._pool = ThreadPoolExecutor(options.concurrency, thread_name_prefix="pgtasks-task")
+        self._pool = make_pool(engine, self.executor_id, options.pool_options(), self._finish)
         self.info = ExecutorInfo(
             executor_id=self.executor_id,
             hostname=socket.gethostname(),
@@ -83,6 +99,7 @@ class Worker:
         """Register the executor, recover its own unfinished tasks, start the helpers."""
         sysdb = self.engine.sysdb
         self._check_executor_id_free()
+        self._pool.start()  # prefork: fork the children before this process starts threads
         sysdb.version_register(self.version)
         sysdb.executor_register(self.info)
         self.queues = QueueBook(sysdb, self.options.queues)
@@ -154,21 +171,19 @@ class Worker:
             self._running += 1
         if self.queues is not None:
             self.queues.started(record.queue_name)
-        self._pool.submit(self._execute, record)
-
-    def _execute(self, record: TaskRecord) -> None:
-        started = time.monotonic()
         if self.engine.settings.log_task_args:
             log.info("Task %s[%s] received: %s", record.name, record.task_id, record.inputs)
         else:
             log.info("Task %s[%s] received", record.name, record.task_id)
+        self._started[record.task_id] = time.monotonic()
+        self._pool.submit(record)
+
+    def _finish(self, record: TaskRecord, outcome: Outcome | None) -> None:
+        """Called by the pool when a task's body is done (on a pool thread)."""
         try:
-            outcome = execute_task(self.engine, record, self.executor_id)
-        except Exception:  # never let one task take the worker down; give the task back
-            log.exception("internal error running task %s", record.task_id)
-            outcome = Outcome(record.task_id, Status.ENQUEUED)
-        try:
-            _log_outcome(record, outcome, time.monotonic() - started)
+            _log_outcome(
+                record, outcome, time.monotonic() - self._started.pop(record.task_id, time.monotonic())
+            )
             if outcome is not None and self._completer is not None:
                 self._completer.submit(outcome)
         finally:
@@ -182,6 +197,10 @@ class Worker:
         """How many tasks are executing now."""
         with self._running_lock:
             return self._running
+
+    def abort(self) -> None:
+        """Cold shutdown: kill child processes now; running tasks are recovered later."""
+        self._pool.shutdown(wait=False)
 
     def stop(self) -> None:
         """Stop claiming (the run loop returns); running tasks go on."""
@@ -199,6 +218,7 @@ class Worker:
             self._wake.wait(0.05)
             self._wake.clear()
         finished = self.running() == 0
+        self._pool.shutdown(wait=finished)
         if self._completer is not None:
             self._completer.stop(timeout=max(1.0, deadline - time.monotonic()))
         if self._lease is not None:
@@ -210,7 +230,6 @@ class Worker:
                 self.engine.sysdb.executor_unregister(self.executor_id)
             except DatabaseUnavailable as exc:  # the row expires with its lease instead
                 log.warning("could not remove executor %s: %s", self.executor_id, exc)
-            self._pool.shutdown(wait=False)
         return finished
 
 

@@ -23,6 +23,7 @@ def worker_process(
     extra_env: dict[str, str] | None = None,
     extra_args: tuple[str, ...] = (),
     output: Path | None = None,
+    pool: str = "threads",
 ) -> subprocess.Popen[str]:
     """Start `python -m pgtasks worker` for ``app`` with executor id ``name``; its output goes
     to a pipe (read by :func:`stop`), or to the file ``output`` to be watched while it runs."""
@@ -53,6 +54,8 @@ def worker_process(
         "0.05",
         "-l",
         "INFO",
+        "-P",
+        pool,
         *extra_args,
     ]
     sink = output.open("a") if output is not None else subprocess.PIPE

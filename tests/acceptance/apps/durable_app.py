@@ -65,3 +65,25 @@ def slow_step(i: int) -> int:
 @app.task(name="durable.slow")
 def slow(n: int) -> int:
     return sum(slow_step(i) for i in range(n))
+
+
+@app.task(name="durable.pid")
+def pid() -> int:
+    return os.getpid()
+
+
+@app.task(name="durable.sleepy")
+def sleepy(seconds: float) -> str:
+    time.sleep(seconds)
+    return "woke up"
+
+
+@app.task(name="durable.soft")
+def soft(seconds: float) -> str:
+    from pgtasks import SoftTimeLimitExceeded
+
+    try:
+        time.sleep(seconds)
+    except SoftTimeLimitExceeded:
+        return "cleaned up after the soft limit"
+    return "finished in time"

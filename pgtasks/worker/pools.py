@@ -1,0 +1,318 @@
+"""Execution pools: where a claimed task's body runs.
+
+- ``threads``: a thread pool in the worker process.
+- ``solo``: one task at a time, inline in the claim loop.
+- ``prefork``: child processes, each with its own database connections; the parent kills a
+  child that passes the hard time limit (recording TimeLimitExceeded) and replaces it, and
+  replaces children after ``max_tasks_per_child`` tasks. The soft time limit raises
+  SoftTimeLimitExceeded inside the task (SIGALRM in the child).
+
+Every pool reports each finished task to ``finish(record, outcome)``; ``outcome`` None means
+the task was abandoned (cancelled or taken over), an ENQUEUED outcome gives it back.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import ctypes.util
+import logging
+import multiprocessing
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from multiprocessing.connection import Connection, wait
+from typing import Any, Protocol
+
+from pgtasks.engine.core import Engine
+from pgtasks.engine.errors import (
+    ConfigurationError,
+    SoftTimeLimitExceeded,
+    TimeLimitExceeded,
+    WorkerLostError,
+)
+from pgtasks.engine.execution import execute_task
+from pgtasks.engine.failures import encode_exception
+from pgtasks.sysdb.records import Outcome, Status, TaskRecord
+
+log = logging.getLogger("pgtasks.worker")
+
+Finish = Callable[[TaskRecord, "Outcome | None"], None]
+POOLS = ("prefork", "threads", "solo")
+PR_SET_PDEATHSIG = 1
+
+
+@dataclass(frozen=True, slots=True)
+class PoolOptions:
+    kind: str = "prefork"
+    size: int = 1
+    time_limit: float | None = None
+    soft_time_limit: float | None = None
+    max_tasks_per_child: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in POOLS:
+            raise ConfigurationError(f"unknown pool {self.kind!r}; choose one of {', '.join(POOLS)}")
+        for name in ("time_limit", "soft_time_limit"):
+            value = getattr(self, name)
+            if value is not None and not value > 0:
+                raise ConfigurationError(f"{name} must be a positive number of seconds")
+        if self.max_tasks_per_child is not None and self.max_tasks_per_child < 1:
+            raise ConfigurationError("max_tasks_per_child must be >= 1")
+
+
+class Pool(Protocol):
+    inline: bool  # True when submit() runs the task before returning (solo)
+
+    def start(self) -> None: ...
+
+    def submit(self, record: TaskRecord) -> None: ...
+
+    def shutdown(self, wait: bool) -> None: ...
+
+
+def run_guarded(engine: Engine, record: TaskRecord, executor_id: str) -> Outcome | None:
+    """execute_task, where an internal error gives the task back instead of losing it."""
+    try:
+        return execute_task(engine, record, executor_id)
+    except Exception:
+        log.exception("internal error running task %s", record.task_id)
+        return Outcome(record.task_id, Status.ENQUEUED)
+
+
+class ThreadPool:
+    inline = False
+
+    def __init__(self, engine: Engine, executor_id: str, options: PoolOptions, finish: Finish) -> None:
+        self._engine, self._executor_id, self._finish = engine, executor_id, finish
+        self._threads = ThreadPoolExecutor(options.size, thread_name_prefix="pgtasks-task")
+
+    def start(self) -> None:
+        pass
+
+    def submit(self, record: TaskRecord) -> None:
+        self._threads.submit(
+            lambda: self._finish(record, run_guarded(self._engine, record, self._executor_id))
+        )
+
+    def shutdown(self, wait: bool) -> None:
+        self._threads.shutdown(wait=wait)
+
+
+class SoloPool(ThreadPool):
+    inline = True
+
+    def __init__(self, engine: Engine, executor_id: str, options: PoolOptions, finish: Finish) -> None:
+        self._engine, self._executor_id, self._finish = engine, executor_id, finish
+
+    def submit(self, record: TaskRecord) -> None:
+        self._finish(record, run_guarded(self._engine, record, self._executor_id))
+
+    def shutdown(self, wait: bool) -> None:
+        pass
+
+
+def make_pool(engine: Engine, executor_id: str, options: PoolOptions, finish: Finish) -> Pool:
+    if options.kind == "threads":
+        return ThreadPool(engine, executor_id, options, finish)
+    if options.kind == "solo":
+        return SoloPool(engine, executor_id, options, finish)
+    return PreforkPool(engine, executor_id, options, finish)
+
+
+# -- prefork ----------------------------------------------------------------------------
+
+
+@dataclass
+class _Child:
+    process: Any
+    conn: Connection
+    task: TaskRecord | None = None
+    started: float = 0.0
+
+
+class PreforkPool:
+    inline = False
+
+    def __init__(self, engine: Engine, executor_id: str, options: PoolOptions, finish: Finish) -> None:
+        self._engine, self._executor_id, self._options, self._finish = engine, executor_id, options, finish
+        self._ctx = multiprocessing.get_context("fork")
+        self._children: list[_Child] = []
+        self._lock = threading.Lock()
+        self._stopping = False
+        self._wake_read, self._wake_write = self._ctx.Pipe(duplex=False)
+        self._monitor = threading.Thread(target=self._watch, name="pgtasks-prefork", daemon=True)
+
+    def start(self) -> None:
+        # Fork the first children before the worker starts its other threads.
+        with self._lock:
+            self._children = [self._spawn() for _ in range(self._options.size)]
+        self._monitor.start()
+
+    def _spawn(self) -> _Child:
+        parent_end, child_end = self._ctx.Pipe()
+        process = self._ctx.Process(
+            target=_child_main,
+            args=(child_end, self._engine, self._executor_id, self._options),
+            name="pgtasks-child",
+            daemon=True,
+        )
+        process.start()
+        child_end.close()
+        return _Child(process, parent_end)
+
+    def submit(self, record: TaskRecord) -> None:
+        with self._lock:
+            child = next((c for c in self._children if c.task is None), None)
+            if child is None:  # the worker claims only for free slots
+                raise RuntimeError("no idle child process")
+            child.task, child.started = record, time.monotonic()
+            child.conn.send(record)
+        self._wake_write.send(None)  # the monitor watches this child's time from now on
+
+    def _watch(self) -> None:
+        while True:
+            with self._lock:
+                if self._stopping and all(c.task is None for c in self._children):
+                    return
+                conns = [c.conn for c in self._children]
+                limit = self._options.time_limit
+                busy = [c for c in self._children if c.task is not None]
+            timeout = 0.5
+            if limit is not None and busy:
+                timeout = max(0.0, min(c.started + limit for c in busy) - time.monotonic())
+            ready = wait([*conns, self._wake_read], timeout)
+            if self._wake_read in ready:
+                while self._wake_read.poll():
+                    self._wake_read.recv()
+            for child in list(self._children):
+                if child.conn in ready:
+                    self._receive(child)
+            if limit is not None:
+                for child in list(self._children):
+                    if child.task is not None and time.monotonic() - child.started >= limit:
+                        self._kill_for_time_limit(child, limit)
+
+    def _receive(self, child: _Child) -> None:
+        try:
+            outcome = child.conn.recv()
+        except (EOFError, OSError):
+            self._child_died(child)
+            return
+        task = child.task
+        with self._lock:
+            child.task = None
+            if self._stopping:
+                child.conn.send(None)  # warm shutdown: this child is done
+        if task is not None:
+            self._finish(task, outcome)
+
+    def _child_died(self, child: _Child) -> None:
+        child.process.join(timeout=5)
+        task = child.task
+        code = child.process.exitcode
+        self._replace(child)
+        if task is not None:
+            log.error(
+                "the process running task %s died (exit code %s); it will run again", task.task_id, code
+            )
+            # Given back rather than failed: the death counts as an attempt, so a task that
+            # keeps killing its process ends in MAX_RECOVERY_ATTEMPTS_EXCEEDED.
+            self._finish(
+                task,
+                Outcome(
+                    task.task_id,
+                    Status.ENQUEUED,
+                    error=encode_exception(WorkerLostError(f"process exited with code {code}")),
+                ),
+            )
+
+    def _kill_for_time_limit(self, child: _Child, limit: float) -> None:
+        task = child.task
+        child.process.kill()
+        child.process.join(timeout=5)
+        self._replace(child)
+        if task is not None:
+            log.error(
+                "Task %s[%s] passed its hard time limit of %gs; its process was killed",
+                task.name,
+                task.task_id,
+                limit,
+            )
+            error = encode_exception(TimeLimitExceeded(f"task ran longer than its time limit of {limit:g}s"))
+            self._finish(task, Outcome(task.task_id, Status.ERROR, error=error))
+
+    def _replace(self, child: _Child) -> None:
+        with self._lock:
+            child.conn.close()
+            index = self._children.index(child)
+            if self._stopping:
+                self._children.pop(index)
+            else:
+                self._children[index] = self._spawn()
+
+    def shutdown(self, wait: bool) -> None:
+        with self._lock:
+            self._stopping = True
+            children = list(self._children)
+        for child in children:
+            if child.task is None or not wait:
+                with contextlib.suppress(OSError):
+                    child.conn.send(None)
+        self._wake_write.send(None)
+        if not wait:
+            for child in children:
+                child.process.kill()
+        for child in children:
+            child.process.join(timeout=10)
+
+
+def _child_main(conn: Connection, engine: Engine, executor_id: str, options: PoolOptions) -> None:
+    """A prefork child: run the tasks the parent sends, one at a time, and send back outcomes."""
+    _die_with_parent()
+    signal.set_wakeup_fd(-1)  # the parent's wake-up pipe is not ours
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent coordinates shutdown
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.signal(signal.SIGQUIT, signal.SIG_DFL)
+    engine.forget_connections()  # the parent's sockets must not be used (or closed) here
+    if options.soft_time_limit is not None:
+        signal.signal(signal.SIGALRM, _soft_limit_reached)
+    done = 0
+    while True:
+        try:
+            record = conn.recv()
+        except (EOFError, OSError):
+            os._exit(0)
+        if record is None:
+            os._exit(0)
+        if options.soft_time_limit is not None:
+            signal.setitimer(signal.ITIMER_REAL, options.soft_time_limit)
+        try:
+            outcome = run_guarded(engine, record, executor_id)
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+        conn.send(outcome)
+        done += 1
+        if options.max_tasks_per_child is not None and done >= options.max_tasks_per_child:
+            os._exit(0)
+
+
+def _die_with_parent() -> None:
+    """Linux: SIGKILL this child when the worker process dies (even by SIGKILL), so no orphan
+    goes on running a task that recovery hands to another worker."""
+    parent = os.getppid()
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:  # the parent died before prctl took effect
+        os._exit(1)
+
+
+def _soft_limit_reached(_signum: int, _frame: object) -> None:
+    raise SoftTimeLimitExceeded("task ran past its soft time limit")

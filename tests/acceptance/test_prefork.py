@@ -1,0 +1,138 @@
+"""The prefork pool: child processes, hard and soft time limits, max-tasks-per-child, and a
+child that dies mid-task."""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+
+import pytest
+
+from pgtasks import Client, MaxRecoveryAttemptsExceeded, TimeLimitExceeded
+from tests.support.inprocess import wait_for
+from tests.support.processes import effects, stop, worker_process
+
+
+@pytest.fixture
+def ledger(tmp_path: Path) -> Path:
+    return tmp_path / "effects.log"
+
+
+def test_children_run_tasks_and_are_replaced_after_max_tasks(database_url: str, ledger: Path) -> None:
+    client = Client(database_url)
+    worker = worker_process(
+        database_url, ledger, "pf", pool="prefork", concurrency=1, extra_args=("--max-tasks-per-child", "2")
+    )
+    try:
+        pids = [client.enqueue("durable.pid").get(timeout=60) for _ in range(6)]
+        assert client.enqueue("durable.three_steps", [2]).get(timeout=60) == 3
+    finally:
+        out = stop(worker)
+    assert worker.returncode == 0, out
+    assert "(prefork)" in out
+    assert worker.pid not in pids
+    assert [len(set(pids[i : i + 2])) for i in range(0, 6, 2)] == [1, 1, 1]
+    assert len(set(pids)) == 3
+    client.close()
+
+
+def test_hard_time_limit_kills_the_child_and_records_the_error(database_url: str, ledger: Path) -> None:
+    client = Client(database_url)
+    worker = worker_process(
+        database_url, ledger, "pf", pool="prefork", concurrency=1, extra_args=("--time-limit", "1")
+    )
+    try:
+        stuck = client.enqueue("durable.sleepy", [60])
+        with pytest.raises(TimeLimitExceeded, match="time limit of 1s"):
+            stuck.get(timeout=60)
+        assert client.enqueue("durable.sleepy", [0]).get(timeout=60) == "woke up"  # a new child serves
+    finally:
+        out = stop(worker)
+    assert worker.returncode == 0, out
+    client.close()
+
+
+def test_soft_time_limit_raises_inside_the_task(database_url: str, ledger: Path) -> None:
+    client = Client(database_url)
+    worker = worker_process(
+        database_url, ledger, "pf", pool="prefork", concurrency=2, extra_args=("--soft-time-limit", "0.5")
+    )
+    try:
+        assert client.enqueue("durable.soft", [30]).get(timeout=60) == "cleaned up after the soft limit"
+        assert client.enqueue("durable.soft", [0]).get(timeout=60) == "finished in time"
+    finally:
+        stop(worker)
+    client.close()
+
+
+def test_a_child_killed_inside_a_step_is_replaced_and_the_task_resumes(
+    database_url: str, ledger: Path
+) -> None:
+    client = Client(database_url)
+    handle = client.enqueue("durable.three_steps", [5])
+    worker = worker_process(
+        database_url,
+        ledger,
+        "pf",
+        pool="prefork",
+        concurrency=1,
+        crashpoint="after_step_body_before_checkpoint:function_id=2,attempt=1",
+    )
+    try:
+        assert handle.get(timeout=60) == (5 + 1) * 2 - 3
+        assert worker.poll() is None  # only the child died
+    finally:
+        out = stop(worker)
+    assert "died" in out
+    seen = effects(ledger)
+    assert [seen[(handle.id, f"step{i}")] for i in (1, 2, 3)] == [1, 2, 1]
+    client.close()
+
+
+def test_a_task_that_kills_its_child_every_time_is_dead_lettered(database_url: str, ledger: Path) -> None:
+    client = Client(database_url)
+    poison = client.enqueue("durable.poison", max_recovery_attempts=2)
+    worker = worker_process(database_url, ledger, "pf", pool="prefork", concurrency=1)
+    try:
+        with pytest.raises(MaxRecoveryAttemptsExceeded):
+            poison.get(timeout=60)
+        assert client.enqueue("durable.three_steps", [1]).get(timeout=60) == 1
+    finally:
+        stop(worker, signal.SIGTERM)
+    assert effects(ledger)[(poison.id, "poison")] == 3
+    client.close()
+
+
+def test_cold_shutdown_loses_nothing_and_leaves_no_orphan(database_url: str, ledger: Path) -> None:
+    client = Client(database_url)
+    handle = client.enqueue("durable.slow", [4])
+    log = ledger.with_name("worker.log")
+    worker = worker_process(database_url, ledger, "pf", pool="prefork", concurrency=1, output=log)
+    wait_for(lambda: effects(ledger)[(handle.id, "slow0")] == 1, what="the task to start")
+    worker.send_signal(signal.SIGTERM)
+    wait_for(lambda: "warm shutdown" in log.read_text(), what="the warm shutdown to begin")
+    worker.send_signal(signal.SIGTERM)
+    assert worker.wait(timeout=30) == 1
+    assert "cold shutdown" in log.read_text()
+    rescuer = worker_process(database_url, ledger, "rescuer", lease_seconds=1)
+    try:
+        assert handle.get(timeout=60) == sum(range(4))
+    finally:
+        stop(rescuer)
+    seen = effects(ledger)
+    assert seen[(handle.id, "slow0")] <= 2
+    # The killed worker's child did not go on: every later step ran exactly once.
+    assert [seen[(handle.id, f"slow{i}")] for i in (1, 2, 3)] == [1, 1, 1]
+    client.close()
+
+
+def test_warm_shutdown_lets_the_child_finish(database_url: str, ledger: Path) -> None:
+    client = Client(database_url)
+    handle = client.enqueue("durable.slow", [3])
+    worker = worker_process(database_url, ledger, "pf", pool="prefork", concurrency=1)
+    wait_for(lambda: effects(ledger)[(handle.id, "slow0")] == 1, what="the task to start")
+    out = stop(worker, signal.SIGTERM)
+    assert worker.returncode == 0, out
+    record = client.engine.get_task(handle.id)
+    assert record is not None and record.status.value == "SUCCESS"
+    client.close()
