@@ -18,6 +18,7 @@ from pgtasks.sysdb.urls import parse_database_url
 from pgtasks.worker.worker import Worker, WorkerOptions
 
 DEMO_QUEUE = "demo"
+DEMO_FILE = "pgtasks-demo.sqlite3"  # the only file the demo deletes before it starts
 
 
 def build_demo_app(database_url: str) -> tuple[App, Any, dict[str, int]]:
@@ -59,7 +60,7 @@ def run_demo(database_url: str, count: int = 12, out: Any = None) -> int:
     """Run the demo; 0 when every order succeeded."""
     out = out or sys.stdout
     target = parse_database_url(database_url)
-    if target.dialect == "sqlite":
+    if target.dialect == "sqlite" and Path(target.sqlite_path).name == DEMO_FILE:
         for suffix in ("", "-wal", "-shm"):  # start from an empty demo database each time
             Path(target.sqlite_path + suffix).unlink(missing_ok=True)
     app, process_order, payment_tries = build_demo_app(database_url)

@@ -7,6 +7,7 @@ import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from pgtasks.engine.errors import ConfigurationError
 from pgtasks.engine.failures import error_summary
 from pgtasks.result import AsyncResult
 from pgtasks.sysdb.records import ForkParams, ListTasksParams, Status, StepRecord, TaskRecord
@@ -25,6 +26,14 @@ class TaskInfo:
     @property
     def error_summary(self) -> str:
         return error_summary(self.task.error)
+
+
+def _status(value: str | Status) -> Status:
+    try:
+        return Status(str(value).upper())
+    except ValueError:
+        known = ", ".join(s.value for s in Status)
+        raise ConfigurationError(f"unknown status {value!r}; one of {known}") from None
 
 
 def _epoch_ms(value: dt.datetime | None) -> int | None:
@@ -53,8 +62,10 @@ class TaskManagement:
     ) -> list[TaskRecord]:
         """Tasks filtered by status, name, queue and creation time (naive datetimes are UTC)."""
         statuses = [] if status is None else [status] if isinstance(status, (str, Status)) else status
+        if not isinstance(limit, int) or limit < 1:
+            raise ConfigurationError(f"limit must be a positive integer, not {limit!r}")
         params = ListTasksParams(
-            status=tuple(Status(s) for s in statuses),
+            status=tuple(_status(s) for s in statuses),
             name=name,
             queue_name=queue,
             created_after_epoch_ms=_epoch_ms(created_after),
@@ -94,9 +105,13 @@ class TaskManagement:
     ) -> str:
         """Start a new task with the inputs of ``task_id`` that reuses its recorded steps
         before ``start_step`` (1-based) and runs the rest on the current code."""
-        if start_step < 1:
-            raise ValueError("start_step is 1-based and must be >= 1")
-        forked = self.engine.sysdb.task_fork(
-            ForkParams(task_id, new_task_id or str(uuid.uuid4()), start_step, queue)
-        )
+        if isinstance(start_step, bool) or not isinstance(start_step, int) or start_step < 1:
+            raise ConfigurationError(f"start_step is 1-based: an integer >= 1, not {start_step!r}")
+        new_id = new_task_id or str(uuid.uuid4())
+        if self.engine.sysdb.task_get(new_id) is not None:
+            raise ConfigurationError(f"a task with id {new_id!r} exists already")
+        try:
+            forked = self.engine.sysdb.task_fork(ForkParams(task_id, new_id, start_step, queue))
+        except KeyError:
+            raise ConfigurationError(f"no task with id {task_id!r} to fork") from None
         return forked.task_id

@@ -54,7 +54,7 @@ def execute_task(
         return None
     except TaskReleased:
         return release
-    except (Exception, SystemExit) as exc:  # a failing task never takes the worker down
+    except BaseException as exc:  # a failing task never takes the worker down (CancelledError too)
         return Outcome(record.task_id, Status.ERROR, error=encode_exception(exc))
     finally:
         context.leave(token)

@@ -142,7 +142,7 @@ class SystemDatabase(ABC):
 
     @abstractmethod
     def tasks_recover_own(self, params: RecoverOwnParams) -> RecoveryReport:
-        """Re-enqueue this executor's PENDING tasks of its version (start-up recovery)."""
+        """Re-enqueue this executor's PENDING tasks (start-up recovery)."""
 
     @abstractmethod
     def tasks_recover_stale(self, params: RecoverStaleParams) -> RecoveryReport:

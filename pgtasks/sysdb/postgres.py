@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import threading
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -63,8 +64,12 @@ def queue_lock_key(schema: str, queue: str) -> int:
 
 
 def notify_channel(schema: str) -> str:
-    """The LISTEN/NOTIFY channel on which enqueues of ``schema`` are announced."""
-    return validate_identifier(f"pgtasks_{schema}", "channel name")
+    """The LISTEN/NOTIFY channel on which enqueues of ``schema`` are announced (a long schema
+    name is shortened by a hash to stay within PostgreSQL's 63-byte identifiers)."""
+    channel = f"pgtasks_{schema}"
+    if len(channel) > 63:
+        channel = "pgtasks_" + hashlib.sha256(schema.encode()).hexdigest()[:32]
+    return validate_identifier(channel, "channel name")
 
 
 class PostgresListener(EnqueueListener):
@@ -99,24 +104,28 @@ class PostgresSystemDatabase(SystemDatabase):
         self.sql = load_statements("postgres", {"__schema__": self.schema, "__now_ms__": NOW_MS})
         self._pool_size = pool_size
         self._pool: ConnectionPool | None = None
+        self._pool_lock = threading.Lock()
 
     # -- connections --------------------------------------------------------------------
     def _connect_kwargs(self) -> dict[str, Any]:
         return {"row_factory": dict_row, "application_name": "pgtasks"}
 
     def _open_pool(self) -> ConnectionPool:
-        if self._pool is None:
-            self._pool = ConnectionPool(
-                self.target.dsn,
-                min_size=1,
-                max_size=self._pool_size,
-                kwargs=self._connect_kwargs(),
-                check=ConnectionPool.check_connection,
-                timeout=POOL_WAIT_SECONDS,
-                open=True,
-                name="pgtasks",
-            )
-        return self._pool
+        if self._pool is not None:
+            return self._pool
+        with self._pool_lock:
+            if self._pool is None:
+                self._pool = ConnectionPool(
+                    self.target.dsn,
+                    min_size=1,
+                    max_size=self._pool_size,
+                    kwargs=self._connect_kwargs(),
+                    check=ConnectionPool.check_connection,
+                    timeout=POOL_WAIT_SECONDS,
+                    open=True,
+                    name="pgtasks",
+                )
+            return self._pool
 
     @contextmanager
     def _tx(self) -> Iterator[psycopg.Connection[Any]]:

@@ -241,7 +241,8 @@ class RecoverStaleParams:
 
 @dataclass(frozen=True, slots=True)
 class RecoverOwnParams:
-    """Re-enqueue PENDING tasks of ``executor_id`` at ``application_version`` (at start-up)."""
+    """Re-enqueue the PENDING tasks of ``executor_id`` at start-up (whatever their version:
+    each stays pinned to its own, so a worker of that version picks it up)."""
 
     executor_id: str
     application_version: str

@@ -51,12 +51,19 @@ class DatabaseTarget:
 
 
 def redact_url(url: str) -> str:
-    """Hide the password of a URL so it can be logged or shown in a banner."""
+    """Hide the password of a URL (in the user part or a ``password=`` parameter) so it can be
+    logged or shown in a banner."""
     parts = urlsplit(url)
-    if parts.password is None:
+    if parts.password is None and "password" not in parts.query.lower():
         return url
-    netloc = parts.netloc.replace(":" + parts.password + "@", ":***@", 1)
-    return urlunsplit(parts._replace(netloc=netloc))
+    netloc = parts.netloc
+    if parts.password is not None:
+        netloc = netloc.replace(":" + parts.password + "@", ":***@", 1)
+    query = parts.query
+    if "password" in query.lower():
+        pairs = parse_qsl(query, keep_blank_values=True)
+        query = urlencode([(k, "***" if k.lower() == "password" else v) for k, v in pairs], safe="*")
+    return urlunsplit(parts._replace(netloc=netloc, query=query))
 
 
 def resolve_database_url(url: str | None) -> str:

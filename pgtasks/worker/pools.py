@@ -79,7 +79,7 @@ def run_guarded(engine: Engine, record: TaskRecord, executor_id: str) -> Outcome
     """execute_task, where an internal error gives the task back instead of losing it."""
     try:
         return execute_task(engine, record, executor_id)
-    except Exception:
+    except BaseException:
         log.exception("internal error running task %s", record.task_id)
         return Outcome(record.task_id, Status.ENQUEUED)
 
@@ -133,6 +133,7 @@ class _Child:
     conn: Connection
     task: TaskRecord | None = None
     started: float = 0.0
+    retiring: bool = False  # sent its last outcome (max_tasks_per_child) and is exiting
 
 
 class PreforkPool:
@@ -167,7 +168,7 @@ class PreforkPool:
 
     def submit(self, record: TaskRecord) -> None:
         with self._lock:
-            child = next((c for c in self._children if c.task is None), None)
+            child = next((c for c in self._children if c.task is None and not c.retiring), None)
             if child is None:  # the worker claims only for free slots
                 raise RuntimeError("no idle child process")
             child.task, child.started = record, time.monotonic()
@@ -199,14 +200,15 @@ class PreforkPool:
 
     def _receive(self, child: _Child) -> None:
         try:
-            outcome = child.conn.recv()
+            outcome, retiring = child.conn.recv()
         except (EOFError, OSError):
             self._child_died(child)
             return
         task = child.task
         with self._lock:
             child.task = None
-            if self._stopping:
+            child.retiring = retiring
+            if self._stopping and not retiring:
                 child.conn.send(None)  # warm shutdown: this child is done
         if task is not None:
             self._finish(task, outcome)
@@ -295,9 +297,10 @@ def _child_main(conn: Connection, engine: Engine, executor_id: str, options: Poo
             outcome = run_guarded(engine, record, executor_id)
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
-        conn.send(outcome)
         done += 1
-        if options.max_tasks_per_child is not None and done >= options.max_tasks_per_child:
+        retiring = options.max_tasks_per_child is not None and done >= options.max_tasks_per_child
+        conn.send((outcome, retiring))
+        if retiring:
             os._exit(0)
 
 

@@ -49,6 +49,10 @@ class WorkerOptions:
     def __post_init__(self) -> None:
         if self.concurrency < 1:
             raise ConfigurationError("concurrency must be >= 1")
+        if not self.queues:
+            raise ConfigurationError("a worker needs at least one queue")
+        for queue in self.queues:
+            validate_queue_name(queue)
         if self.pool == "solo" and self.concurrency != 1:
             object.__setattr__(self, "concurrency", 1)  # solo runs one task at a time, as in Celery
         if self.pool != "prefork" and (self.time_limit or self.soft_time_limit or self.max_tasks_per_child):
@@ -61,10 +65,6 @@ class WorkerOptions:
         return PoolOptions(
             self.pool, self.concurrency, self.time_limit, self.soft_time_limit, self.max_tasks_per_child
         )
-        if not self.queues:
-            raise ConfigurationError("a worker needs at least one queue")
-        for queue in self.queues:
-            validate_queue_name(queue)
 
 
 class Worker:

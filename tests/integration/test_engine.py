@@ -408,3 +408,40 @@ def test_list_tasks_filters(app: App) -> None:
     assert app.list_tasks(created_after=future) == []
     with running_worker(app, queues=("default", "mail")):
         wait_for(lambda: len(app.list_tasks(status="SUCCESS")) == 3, what="all three tasks")
+
+
+def test_a_base_exception_in_a_task_fails_it_without_leaking_the_slot(app: App) -> None:
+    import asyncio
+
+    @app.task
+    def cancelled() -> None:
+        raise asyncio.CancelledError("from a library")
+
+    @app.task
+    def after() -> str:
+        return "ran"
+
+    with running_worker(app, concurrency=1):
+        bad = cancelled.delay()
+        with pytest.raises(pgtasks.TaskError, match="CancelledError: from a library"):
+            bad.get(timeout=20)
+        assert after.delay().get(timeout=20) == "ran"
+
+
+def test_management_refuses_bad_input_clearly(app: App) -> None:
+    @app.task
+    def job() -> None:
+        return None
+
+    handle = job.delay()
+    with pytest.raises(pgtasks.ConfigurationError, match="no task with id 'nope' to fork"):
+        app.fork_task("nope")
+    with pytest.raises(pgtasks.ConfigurationError, match="exists already"):
+        app.fork_task(handle.id, new_task_id=handle.id)
+    with pytest.raises(pgtasks.ConfigurationError, match="start_step"):
+        app.fork_task(handle.id, start_step="2")  # type: ignore[arg-type]
+    with pytest.raises(pgtasks.ConfigurationError, match="unknown status 'running'; one of ENQUEUED"):
+        app.list_tasks(status="running")
+    with pytest.raises(pgtasks.ConfigurationError, match="limit"):
+        app.list_tasks(limit=-1)
+    assert [t.task_id for t in app.list_tasks(status="enqueued")] == [handle.id]

@@ -160,9 +160,12 @@ def test_recover_own_requeues_and_dead_letters(sysdb: SystemDatabase) -> None:
     assert report.requeued == ["b"] and report.dead_lettered == ["a"]
     a = sysdb.task_get("a")
     assert a is not None and a.status is Status.MAX_RECOVERY_ATTEMPTS_EXCEEDED and a.recovery_attempts == 2
-    # Other versions' tasks are not this executor's to recover.
-    claim(sysdb)
-    assert sysdb.tasks_recover_own(RecoverOwnParams("w1", "v2")).requeued == []
+    # After a deploy the restarted executor (now v2) gives back its v1 tasks; they stay pinned
+    # to v1, so only a v1 worker claims them.
+    [b] = claim(sysdb)
+    assert sysdb.tasks_recover_own(RecoverOwnParams("w1", "v2")).requeued == [b]
+    assert claim(sysdb, version="v2") == []
+    assert claim(sysdb, version="v1") == [b]
 
 
 def test_recover_stale_uses_the_lease(sysdb: SystemDatabase) -> None:
@@ -321,3 +324,19 @@ def test_bad_queue_settings_are_refused(sysdb: SystemDatabase, settings: QueueSe
         sysdb.queue_upsert(QueueUpsert(settings))
     with pytest.raises(ConfigurationError, match="unknown queue settings"):
         sysdb.queue_upsert(QueueUpsert(QueueSettings("q"), frozenset({"name; DROP TABLE queues"})))
+
+
+def test_dead_lettering_frees_the_deduplication_id(sysdb: SystemDatabase) -> None:
+    sysdb.tasks_enqueue([new("a", deduplication_id="k", max_recovery_attempts=0)])
+    claim(sysdb)
+    assert sysdb.tasks_recover_own(RecoverOwnParams("w1", "v1")).dead_lettered == ["a"]
+    assert sysdb.tasks_enqueue([new("b", deduplication_id="k")])[0].inserted
+
+
+def test_resume_clears_an_expiry_that_has_passed(sysdb: SystemDatabase) -> None:
+    sysdb.tasks_enqueue([new("a", expires_at_epoch_ms=sysdb.now_ms() - 1)])
+    assert sysdb.tasks_expire() == 1
+    assert sysdb.task_resume("a")
+    assert sysdb.tasks_expire() == 0
+    a = sysdb.task_get("a")
+    assert a is not None and a.status is Status.ENQUEUED and a.error is None and a.expires_at_epoch_ms is None

@@ -56,3 +56,18 @@ def test_step_backoff_caps_instead_of_overflowing() -> None:
 def test_step_options_refuse_non_finite_or_non_numbers(kw: dict[str, object]) -> None:
     with pytest.raises(ConfigurationError):
         StepOptions("s", **kw)  # type: ignore[arg-type]
+
+
+def test_password_in_a_query_parameter_is_redacted() -> None:
+    from pgtasks.sysdb.urls import redact_url
+
+    shown = redact_url("postgresql://u@h/db?sslmode=require&password=s3cret")
+    assert "s3cret" not in shown and "password=***" in shown and "sslmode=require" in shown
+
+
+def test_long_schema_names_get_a_valid_channel() -> None:
+    from pgtasks.sysdb.postgres import notify_channel
+
+    assert len(notify_channel("s" * 63)) <= 63
+    assert notify_channel("s" * 63) != notify_channel("s" * 62 + "t")
+    assert notify_channel("pgtasks") == "pgtasks_pgtasks"

@@ -189,7 +189,8 @@ SET status = CASE WHEN o.status = 'ENQUEUED' AND ws.recovery_attempts > ws.max_r
                   THEN 'MAX_RECOVERY_ATTEMPTS_EXCEEDED' ELSE o.status END,
     output = o.output, error = o.error,
     executor_id = CASE WHEN o.status = 'ENQUEUED' THEN NULL ELSE ws.executor_id END,
-    deduplication_id = CASE WHEN o.status = 'ENQUEUED' THEN ws.deduplication_id END,
+    deduplication_id = CASE WHEN o.status = 'ENQUEUED' AND ws.recovery_attempts <= ws.max_recovery_attempts
+                            THEN ws.deduplication_id END,
     updated_at = __now_ms__
 FROM unnest(%(ids)s::text[], %(statuses)s::text[], %(outputs)s::text[], %(errors)s::text[])
      AS o(id, status, output, error)
@@ -212,7 +213,8 @@ WHERE workflow_uuid = %(task_id)s
 -- name: task_resume
 UPDATE __schema__.workflow_status
 SET status = 'ENQUEUED', executor_id = NULL, application_version = NULL,
-    recovery_attempts = 0, delay_until_epoch_ms = NULL, updated_at = __now_ms__
+    recovery_attempts = 0, delay_until_epoch_ms = NULL, expires_at_epoch_ms = NULL,
+    error = NULL, updated_at = __now_ms__
 WHERE workflow_uuid = %(task_id)s
   AND status IN ('CANCELLED', 'MAX_RECOVERY_ATTEMPTS_EXCEEDED', 'ENQUEUED', 'DELAYED')
 
@@ -295,9 +297,10 @@ SET status = CASE WHEN recovery_attempts > max_recovery_attempts
                   THEN 'MAX_RECOVERY_ATTEMPTS_EXCEEDED' ELSE 'ENQUEUED' END,
     executor_id = CASE WHEN recovery_attempts > max_recovery_attempts
                        THEN executor_id END,
+    deduplication_id = CASE WHEN recovery_attempts > max_recovery_attempts THEN NULL
+                            ELSE deduplication_id END,
     updated_at = __now_ms__
 WHERE status = 'PENDING' AND executor_id = %(executor_id)s
-  AND application_version = %(version)s
 RETURNING workflow_uuid, status
 
 -- name: executors_delete_stale
@@ -313,6 +316,8 @@ SET status = CASE WHEN recovery_attempts > max_recovery_attempts
                   THEN 'MAX_RECOVERY_ATTEMPTS_EXCEEDED' ELSE 'ENQUEUED' END,
     executor_id = CASE WHEN recovery_attempts > max_recovery_attempts
                        THEN ws.executor_id END,
+    deduplication_id = CASE WHEN recovery_attempts > max_recovery_attempts THEN NULL
+                            ELSE ws.deduplication_id END,
     updated_at = __now_ms__
 WHERE ws.status = 'PENDING'
   AND ws.executor_id IS DISTINCT FROM %(exclude)s

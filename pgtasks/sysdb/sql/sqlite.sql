@@ -75,7 +75,8 @@ SET status = CASE WHEN :status = 'ENQUEUED' AND recovery_attempts > max_recovery
                   THEN 'MAX_RECOVERY_ATTEMPTS_EXCEEDED' ELSE :status END,
     output = :output, error = :error,
     executor_id = CASE WHEN :status = 'ENQUEUED' THEN NULL ELSE executor_id END,
-    deduplication_id = CASE WHEN :status = 'ENQUEUED' THEN deduplication_id END,
+    deduplication_id = CASE WHEN :status = 'ENQUEUED' AND recovery_attempts <= max_recovery_attempts
+                            THEN deduplication_id END,
     updated_at = __now_ms__
 WHERE workflow_uuid = :id AND executor_id = :executor_id AND status = 'PENDING'
 RETURNING workflow_uuid
@@ -93,7 +94,8 @@ WHERE workflow_uuid = :task_id AND status IN ('ENQUEUED', 'DELAYED', 'PENDING')
 -- name: task_resume
 UPDATE workflow_status
 SET status = 'ENQUEUED', executor_id = NULL, application_version = NULL,
-    recovery_attempts = 0, delay_until_epoch_ms = NULL, updated_at = __now_ms__
+    recovery_attempts = 0, delay_until_epoch_ms = NULL, expires_at_epoch_ms = NULL,
+    error = NULL, updated_at = __now_ms__
 WHERE workflow_uuid = :task_id
   AND status IN ('CANCELLED', 'MAX_RECOVERY_ATTEMPTS_EXCEEDED', 'ENQUEUED', 'DELAYED')
 
@@ -165,8 +167,10 @@ UPDATE workflow_status
 SET status = CASE WHEN recovery_attempts > max_recovery_attempts
                   THEN 'MAX_RECOVERY_ATTEMPTS_EXCEEDED' ELSE 'ENQUEUED' END,
     executor_id = CASE WHEN recovery_attempts > max_recovery_attempts THEN executor_id END,
+    deduplication_id = CASE WHEN recovery_attempts > max_recovery_attempts THEN NULL
+                            ELSE deduplication_id END,
     updated_at = __now_ms__
-WHERE status = 'PENDING' AND executor_id = :executor_id AND application_version = :version
+WHERE status = 'PENDING' AND executor_id = :executor_id
 RETURNING workflow_uuid, status
 
 -- name: executors_delete_stale
@@ -177,6 +181,8 @@ UPDATE workflow_status
 SET status = CASE WHEN recovery_attempts > max_recovery_attempts
                   THEN 'MAX_RECOVERY_ATTEMPTS_EXCEEDED' ELSE 'ENQUEUED' END,
     executor_id = CASE WHEN recovery_attempts > max_recovery_attempts THEN executor_id END,
+    deduplication_id = CASE WHEN recovery_attempts > max_recovery_attempts THEN NULL
+                            ELSE deduplication_id END,
     updated_at = __now_ms__
 WHERE status = 'PENDING'
   AND executor_id IS NOT :exclude
