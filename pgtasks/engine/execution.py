@@ -34,8 +34,10 @@ def execute_task(
         definition = engine.registry.get(record.name)
         args, kwargs = engine.codec.loads_inputs(record.serialization, record.inputs, record.name)
     except (TaskNotRegistered, SerializationError) as exc:
-        return Outcome(record.task_id, Status.ERROR, error=encode_exception(exc))
-    release = Outcome(record.task_id, Status.ENQUEUED)
+        return Outcome(
+            record.task_id, Status.ERROR, error=encode_exception(exc), claim_token=record.claim_token
+        )
+    release = Outcome(record.task_id, Status.ENQUEUED, claim_token=record.claim_token)
     if steps is None:
         try:
             steps = with_database_retry(
@@ -55,11 +57,15 @@ def execute_task(
     except TaskReleased:
         return release
     except BaseException as exc:  # a failing task never takes the worker down (CancelledError too)
-        return Outcome(record.task_id, Status.ERROR, error=encode_exception(exc))
+        return Outcome(
+            record.task_id, Status.ERROR, error=encode_exception(exc), claim_token=record.claim_token
+        )
     finally:
         context.leave(token)
     try:
         _, output = engine.codec.dumps(value, f"return value of task {record.name!r}", record.serialization)
     except SerializationError as exc:
-        return Outcome(record.task_id, Status.ERROR, error=encode_exception(exc))
-    return Outcome(record.task_id, Status.SUCCESS, output=output)
+        return Outcome(
+            record.task_id, Status.ERROR, error=encode_exception(exc), claim_token=record.claim_token
+        )
+    return Outcome(record.task_id, Status.SUCCESS, output=output, claim_token=record.claim_token)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
@@ -84,7 +83,8 @@ def build_new_task(
         application_version=request.application_version,
         max_recovery_attempts=max_attempts,
         parent_task_id=parent_task_id,
-        expires_at_epoch_ms=_expires_ms(request.expires),
+        expires_at_epoch_ms=_eta_ms(request.expires) if isinstance(request.expires, dt.datetime) else None,
+        expires_in_ms=None if isinstance(request.expires, dt.datetime) else _countdown_ms(request.expires),
     )
 
 
@@ -100,15 +100,6 @@ def _countdown_ms(countdown: float | None) -> int | None:
             f"countdown must be between 0 and {MAX_DELAY_SECONDS} seconds, not {countdown!r}"
         )
     return round(countdown * 1000)
-
-
-def _expires_ms(expires: float | dt.datetime | None) -> int | None:
-    if expires is None:
-        return None
-    if isinstance(expires, dt.datetime):
-        return _eta_ms(expires)
-    seconds = _countdown_ms(expires)  # same checks as a countdown
-    return None if seconds is None else round(time.time() * 1000) + seconds
 
 
 def _eta_ms(eta: dt.datetime | None) -> int | None:

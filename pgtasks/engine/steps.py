@@ -58,7 +58,7 @@ def run_step(
         return _replay(ctx, options, recorded)
     engine = ctx.engine
     owned = with_database_retry(
-        lambda: engine.sysdb.task_owned_by(ctx.task_id, ctx.executor_id),
+        lambda: engine.sysdb.task_owned_by(ctx.task_id, ctx.executor_id, ctx.record.claim_token),
         engine.settings.lease_seconds,
         "ownership check",
         ctx.task_id,
@@ -110,6 +110,7 @@ def _checkpoint(
         serialization=tag,
         started_at_epoch_ms=started,
         executor_id=ctx.executor_id,
+        claim_token=ctx.record.claim_token,
     )
 
     def write() -> StepWrite:

@@ -55,4 +55,5 @@ def enqueue_columns(tasks: list[NewTask]) -> dict[str, list[Any]]:
         "max_attempts": [t.max_recovery_attempts for t in tasks],
         "parents": [t.parent_task_id for t in tasks],
         "expires": [t.expires_at_epoch_ms for t in tasks],
+        "expires_rel": [t.expires_in_ms for t in tasks],
     }

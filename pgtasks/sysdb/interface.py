@@ -24,6 +24,7 @@ from pgtasks.sysdb.records import (
     RecoverOwnParams,
     RecoverStaleParams,
     RecoveryReport,
+    ReleaseStrayParams,
     StepRecord,
     StepWrite,
     TaskRecord,
@@ -120,8 +121,9 @@ class SystemDatabase(ABC):
         """
 
     @abstractmethod
-    def task_owned_by(self, task_id: str, executor_id: str) -> bool:
-        """True while the task is PENDING on ``executor_id`` (checked before each step)."""
+    def task_owned_by(self, task_id: str, executor_id: str, claim_token: str | None = None) -> bool:
+        """True while the task is PENDING on ``executor_id`` under ``claim_token`` (checked
+        before each step)."""
 
     # -- executors and recovery ---------------------------------------------------------
     @abstractmethod
@@ -147,6 +149,10 @@ class SystemDatabase(ABC):
     @abstractmethod
     def tasks_recover_stale(self, params: RecoverStaleParams) -> RecoveryReport:
         """Re-enqueue PENDING tasks of executors whose lease expired; drop those executors."""
+
+    @abstractmethod
+    def tasks_release_stray(self, params: ReleaseStrayParams) -> list[str]:
+        """Give back this executor's PENDING tasks it does not know it has; return their ids."""
 
     # -- queues -------------------------------------------------------------------------
     @abstractmethod

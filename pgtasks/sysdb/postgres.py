@@ -32,12 +32,14 @@ from pgtasks.sysdb.records import (
     RecoverOwnParams,
     RecoverStaleParams,
     RecoveryReport,
+    ReleaseStrayParams,
     StepRecord,
     StepWrite,
     TaskRecord,
 )
 from pgtasks.sysdb.rows import (
     executor_from_row,
+    own_step_row,
     queue_from_row,
     recovery_report,
     step_from_row,
@@ -270,7 +272,11 @@ class PostgresSystemDatabase(SystemDatabase):
         claims = [c for c in params.claims() if c.limit]
         if params.limit <= 0 or not claims:
             return []
-        common = {"version": params.application_version, "executor_id": params.executor_id}
+        common = {
+            "version": params.application_version,
+            "executor_id": params.executor_id,
+            "claim_token": params.claim_token,
+        }
         rows: list[dict[str, Any]] = []
         with self._tx() as conn:
             free = [c for c in claims if not c.is_limited]
@@ -319,6 +325,7 @@ class PostgresSystemDatabase(SystemDatabase):
                 "statuses": [str(o.status) for o in params.outcomes],
                 "outputs": [o.output for o in params.outcomes],
                 "errors": [o.error for o in params.outcomes],
+                "tokens": [o.claim_token for o in params.outcomes],
             },
         )
         return [r["workflow_uuid"] for r in rows]
@@ -363,6 +370,7 @@ class PostgresSystemDatabase(SystemDatabase):
             "serialization": step.serialization,
             "started_at": step.started_at_epoch_ms,
             "executor_id": step.executor_id,
+            "claim_token": step.claim_token,
         }
         with self._tx() as conn:
             if conn.execute(self.sql["step_record"], args).fetchone():
@@ -370,11 +378,12 @@ class PostgresSystemDatabase(SystemDatabase):
             owner = conn.execute(self.sql["step_owner"], args).fetchone()
         if owner is None:
             return StepWrite.NOT_OWNER
-        # The row may be this executor's own, from a try whose COMMIT reply was lost.
-        return StepWrite.RECORDED if owner["executor_id"] == step.executor_id else StepWrite.CONFLICT
+        # The row may be this run's own, from a try whose COMMIT reply was lost.
+        return StepWrite.RECORDED if own_step_row(owner, step) else StepWrite.CONFLICT
 
-    def task_owned_by(self, task_id: str, executor_id: str) -> bool:
-        return self._one("task_owned_by", {"task_id": task_id, "executor_id": executor_id}) is not None
+    def task_owned_by(self, task_id: str, executor_id: str, claim_token: str | None = None) -> bool:
+        args = {"task_id": task_id, "executor_id": executor_id, "claim_token": claim_token}
+        return self._one("task_owned_by", args) is not None
 
     # -- executors and recovery ---------------------------------------------------------
     def executor_register(self, info: ExecutorInfo) -> ExecutorInfo | None:
@@ -384,6 +393,7 @@ class PostgresSystemDatabase(SystemDatabase):
             "pid": info.pid,
             "version": info.application_version,
             "queues": ",".join(info.queues),
+            "lease_ms": info.lease_ms,
         }
         with self._tx() as conn:
             previous = conn.execute(self.sql["executor_get"], args).fetchone()
@@ -410,8 +420,19 @@ class PostgresSystemDatabase(SystemDatabase):
         args = {"lease_ms": params.lease_ms, "exclude": params.exclude_executor_id}
         with self._tx() as conn:
             conn.execute(self.sql["executors_delete_stale"], args)
-            rows = conn.execute(self.sql["tasks_recover_stale"], args).fetchall()
+            stale = [r["executor_id"] for r in conn.execute(self.sql["executors_without_lease"], args)]
+            if not stale:
+                return recovery_report([])
+            rows = conn.execute(self.sql["tasks_recover_executors"], {"executors": stale}).fetchall()
         return recovery_report(rows)
+
+    def tasks_release_stray(self, params: ReleaseStrayParams) -> list[str]:
+        args = {
+            "executor_id": params.executor_id,
+            "keep": list(params.keep),
+            "older_than_ms": params.older_than_ms,
+        }
+        return [r["workflow_uuid"] for r in self._all("tasks_release_stray", args)]
 
     # -- queues -------------------------------------------------------------------------
     def queue_upsert(self, params: QueueUpsert) -> QueueSettings:

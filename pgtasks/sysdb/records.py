@@ -6,6 +6,7 @@ parameter objects below and returns records; callers never see SQL or rows.
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass, field
 from enum import Enum
 
@@ -53,6 +54,7 @@ class NewTask:
     max_recovery_attempts: int = 100
     parent_task_id: str | None = None
     expires_at_epoch_ms: int | None = None  # not started by then: cancelled, never run
+    expires_in_ms: int | None = None  # relative to the database clock; the absolute value wins
 
 
 # duplicate_of when the task holding the deduplication id finished while we looked it up.
@@ -98,6 +100,7 @@ class TaskRecord:
     forked_from: str | None = None
     enqueue_seq: int = 0  # FIFO position within a priority
     expires_at_epoch_ms: int | None = None
+    claim_token: str | None = None  # set by each claim; fences every write of that run
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +116,7 @@ class StepRecord:
     started_at_epoch_ms: int | None = None
     completed_at_epoch_ms: int | None = None
     executor_id: str | None = None
+    claim_token: str | None = None  # None: fenced on the executor only (tools and tests)
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,6 +153,7 @@ class ClaimParams:
     application_version: str
     queues: tuple[QueueClaim | str, ...]
     limit: int
+    claim_token: str = field(default_factory=lambda: uuid.uuid4().hex)
 
     def claims(self) -> list[QueueClaim]:
         """Each queue as a QueueClaim, with its own limit capped by the total."""
@@ -177,6 +182,7 @@ class Outcome:
     status: Status  # SUCCESS or ERROR; ENQUEUED gives the task back unfinished (release)
     output: str | None = None
     error: str | None = None
+    claim_token: str | None = None  # the run's token; None fences on the executor only
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,14 +235,26 @@ class ExecutorInfo:
     queues: tuple[str, ...] = ()
     started_at: int = 0
     last_heartbeat: int = 0
+    lease_ms: int = 30_000
 
 
 @dataclass(frozen=True, slots=True)
 class RecoverStaleParams:
-    """Re-enqueue PENDING tasks whose executor's heartbeat is older than the lease."""
+    """Re-enqueue PENDING tasks whose executor's heartbeat is older than that executor's own
+    lease (or than ``lease_ms`` when given), or whose executor has no row at all."""
 
-    lease_ms: int
+    lease_ms: int | None = None
     exclude_executor_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ReleaseStrayParams:
+    """Give back PENDING tasks of ``executor_id`` that it is not running (a claim whose reply
+    was lost): those not in ``keep`` and started more than ``older_than_ms`` ago."""
+
+    executor_id: str
+    keep: tuple[str, ...]
+    older_than_ms: int
 
 
 @dataclass(frozen=True, slots=True)

@@ -41,6 +41,7 @@ def task_from_row(row: Mapping[str, Any]) -> TaskRecord:
         forked_from=row["forked_from"],
         enqueue_seq=row.get("enqueue_seq") or 0,
         expires_at_epoch_ms=row.get("expires_at_epoch_ms"),
+        claim_token=row.get("claim_token"),
     )
 
 
@@ -70,6 +71,7 @@ def step_from_row(row: Mapping[str, Any]) -> StepRecord:
         started_at_epoch_ms=row["started_at_epoch_ms"],
         completed_at_epoch_ms=row["completed_at_epoch_ms"],
         executor_id=row["executor_id"],
+        claim_token=row.get("claim_token"),
     )
 
 
@@ -83,7 +85,16 @@ def executor_from_row(row: Mapping[str, Any]) -> ExecutorInfo:
         queues=tuple(q for q in row["queues"].split(",") if q),
         started_at=row["started_at"],
         last_heartbeat=row["last_heartbeat"],
+        lease_ms=row["lease_ms"],
     )
+
+
+def own_step_row(owner: Mapping[str, Any], step: StepRecord) -> bool:
+    """Whether an existing checkpoint row was written by this very run (a retry whose COMMIT
+    reply was lost finds its own row): same claim token, or same executor without tokens."""
+    if step.claim_token is not None:
+        return bool(owner["claim_token"] == step.claim_token)
+    return bool(owner["executor_id"] == step.executor_id)
 
 
 def recovery_report(rows: list[Mapping[str, Any]]) -> RecoveryReport:

@@ -36,12 +36,14 @@ from pgtasks.sysdb.records import (
     RecoverOwnParams,
     RecoverStaleParams,
     RecoveryReport,
+    ReleaseStrayParams,
     StepRecord,
     StepWrite,
     TaskRecord,
 )
 from pgtasks.sysdb.rows import (
     executor_from_row,
+    own_step_row,
     queue_from_row,
     recovery_report,
     step_from_row,
@@ -228,7 +230,12 @@ class SqliteSystemDatabase(SystemDatabase):
             args = {"version": version}
             rows = db.execute(
                 self.sql["tasks_claim"],
-                {**args, "ids": json.dumps(ids), "executor_id": params.executor_id},
+                {
+                    **args,
+                    "ids": json.dumps(ids),
+                    "executor_id": params.executor_id,
+                    "claim_token": params.claim_token,
+                },
             ).fetchall()
         # RETURNING has no order; hand tasks out in the order they were picked.
         return sorted((task_from_row(r) for r in rows), key=lambda t: (t.priority, t.enqueue_seq))
@@ -243,6 +250,7 @@ class SqliteSystemDatabase(SystemDatabase):
                     "output": o.output,
                     "error": o.error,
                     "executor_id": params.executor_id,
+                    "token": o.claim_token,
                 }
                 if db.execute(self.sql["task_complete"], args).fetchone():
                     written.append(o.task_id)
@@ -299,6 +307,7 @@ class SqliteSystemDatabase(SystemDatabase):
             "serialization": step.serialization,
             "started_at": step.started_at_epoch_ms,
             "executor_id": step.executor_id,
+            "claim_token": step.claim_token,
         }
         with self._write() as db:
             if db.execute(self.sql["step_record"], args).fetchone():
@@ -306,10 +315,11 @@ class SqliteSystemDatabase(SystemDatabase):
             owner = db.execute(self.sql["step_owner"], args).fetchone()
         if owner is None:
             return StepWrite.NOT_OWNER
-        return StepWrite.RECORDED if owner["executor_id"] == step.executor_id else StepWrite.CONFLICT
+        return StepWrite.RECORDED if own_step_row(owner, step) else StepWrite.CONFLICT
 
-    def task_owned_by(self, task_id: str, executor_id: str) -> bool:
-        return bool(self._read("task_owned_by", {"task_id": task_id, "executor_id": executor_id}))
+    def task_owned_by(self, task_id: str, executor_id: str, claim_token: str | None = None) -> bool:
+        args = {"task_id": task_id, "executor_id": executor_id, "claim_token": claim_token}
+        return bool(self._read("task_owned_by", args))
 
     # -- executors and recovery ---------------------------------------------------------
     def executor_register(self, info: ExecutorInfo) -> ExecutorInfo | None:
@@ -319,6 +329,7 @@ class SqliteSystemDatabase(SystemDatabase):
             "pid": info.pid,
             "version": info.application_version,
             "queues": ",".join(info.queues),
+            "lease_ms": info.lease_ms,
         }
         with self._write() as db:
             previous = db.execute(self.sql["executor_get"], args).fetchone()
@@ -361,6 +372,14 @@ class SqliteSystemDatabase(SystemDatabase):
     def queues_get(self, names: tuple[str, ...] = ()) -> list[QueueSettings]:
         rows = self._read("queue_get_all")
         return [queue_from_row(r) for r in rows if not names or r["name"] in names]
+
+    def tasks_release_stray(self, params: ReleaseStrayParams) -> list[str]:
+        args = {
+            "executor_id": params.executor_id,
+            "keep": json.dumps(list(params.keep)),
+            "older_than_ms": params.older_than_ms,
+        }
+        return [r["workflow_uuid"] for r in self._write_all("tasks_release_stray", args)]
 
     # -- versions -----------------------------------------------------------------------
     def version_register(self, version_name: str) -> None:
@@ -424,6 +443,7 @@ def _insert_params(task: NewTask) -> dict[str, Any]:
         "max_attempts": task.max_recovery_attempts,
         "parent": task.parent_task_id,
         "expires": task.expires_at_epoch_ms,
+        "expires_rel": task.expires_in_ms,
     }
 
 

@@ -30,11 +30,14 @@ class BatchCompleter:
     """
 
     def __init__(
-        self, sysdb: SystemDatabase, executor_id: str, on_written: Callable[[list[str]], None] | None = None
+        self,
+        sysdb: SystemDatabase,
+        executor_id: str,
+        on_done: Callable[[list[str]], None] | None = None,
     ) -> None:
         self._sysdb = sysdb
         self._executor_id = executor_id
-        self._on_written = on_written
+        self._on_done = on_done
         self._pending: list[Outcome] = []
         self._cond = threading.Condition()
         self._stopping = False
@@ -61,7 +64,11 @@ class BatchCompleter:
             with self._cond:
                 batch, self._pending = self._pending[:MAX_BATCH], self._pending[MAX_BATCH:]
                 self._inflight = len(batch)
-            self._write(batch)
+            try:
+                self._write(batch)
+            finally:
+                if self._on_done is not None:
+                    self._on_done([o.task_id for o in batch])
             with self._cond:
                 self._inflight = 0
                 self._cond.notify_all()
@@ -86,8 +93,6 @@ class BatchCompleter:
         lost = len(batch) - len(written)
         if lost:
             log.warning("%d outcomes were not written: those tasks were cancelled or taken over", lost)
-        if self._on_written is not None:
-            self._on_written(written)
 
     def drain(self, timeout: float | None = None) -> bool:
         """Wait until every submitted outcome is written; False on timeout."""

@@ -29,7 +29,6 @@ class LeaseKeeper:
         self._sysdb = sysdb
         self._also = also
         self._info = info
-        self._lease_ms = int(lease_seconds * 1000)
         self.interval = max(0.05, lease_seconds / 4)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="pgtasks-lease", daemon=True)
@@ -51,8 +50,9 @@ class LeaseKeeper:
                 self._info.executor_id,
             )
             self._sysdb.executor_register(self._info)
+        # Each executor's lease is judged by its own length (stored with its heartbeat).
         report = self._sysdb.tasks_recover_stale(
-            RecoverStaleParams(lease_ms=self._lease_ms, exclude_executor_id=self._info.executor_id)
+            RecoverStaleParams(exclude_executor_id=self._info.executor_id)
         )
         if report.requeued:
             log.warning("recovered %d tasks of executors whose lease expired", len(report.requeued))

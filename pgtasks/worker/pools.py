@@ -81,7 +81,7 @@ def run_guarded(engine: Engine, record: TaskRecord, executor_id: str) -> Outcome
         return execute_task(engine, record, executor_id)
     except BaseException:
         log.exception("internal error running task %s", record.task_id)
-        return Outcome(record.task_id, Status.ENQUEUED)
+        return Outcome(record.task_id, Status.ENQUEUED, claim_token=record.claim_token)
 
 
 class ThreadPool:
@@ -224,13 +224,9 @@ class PreforkPool:
             )
             # Given back rather than failed: the death counts as an attempt, so a task that
             # keeps killing its process ends in MAX_RECOVERY_ATTEMPTS_EXCEEDED.
+            lost = encode_exception(WorkerLostError(f"process exited with code {code}"))
             self._finish(
-                task,
-                Outcome(
-                    task.task_id,
-                    Status.ENQUEUED,
-                    error=encode_exception(WorkerLostError(f"process exited with code {code}")),
-                ),
+                task, Outcome(task.task_id, Status.ENQUEUED, error=lost, claim_token=task.claim_token)
             )
 
     def _kill_for_time_limit(self, child: _Child, limit: float) -> None:
@@ -246,7 +242,7 @@ class PreforkPool:
                 limit,
             )
             error = encode_exception(TimeLimitExceeded(f"task ran longer than its time limit of {limit:g}s"))
-            self._finish(task, Outcome(task.task_id, Status.ERROR, error=error))
+            self._finish(task, Outcome(task.task_id, Status.ERROR, error=error, claim_token=task.claim_token))
 
     def _replace(self, child: _Child) -> None:
         with self._lock:

@@ -18,7 +18,15 @@ from pgtasks.engine.crashpoints import crashpoint
 from pgtasks.engine.errors import ConfigurationError, DatabaseUnavailable
 from pgtasks.engine.failures import error_summary
 from pgtasks.engine.settings import validate_queue_name
-from pgtasks.sysdb.records import ClaimParams, ExecutorInfo, Outcome, RecoverOwnParams, Status, TaskRecord
+from pgtasks.sysdb.records import (
+    ClaimParams,
+    ExecutorInfo,
+    Outcome,
+    RecoverOwnParams,
+    ReleaseStrayParams,
+    Status,
+    TaskRecord,
+)
 from pgtasks.worker.completer import BatchCompleter
 from pgtasks.worker.lease import LeaseKeeper
 from pgtasks.worker.pools import PoolOptions, make_pool
@@ -26,6 +34,8 @@ from pgtasks.worker.queues import QueueBook
 from pgtasks.worker.wakeups import WakeOnEnqueue
 
 log = logging.getLogger("pgtasks.worker")
+
+STRAY_GRACE_SECONDS = 10.0  # a claim this young may still be on its way to the pool
 
 
 def default_executor_id() -> str:
@@ -78,8 +88,12 @@ class Worker:
         self._running = 0
         self._running_lock = threading.Lock()
         self._started: dict[str, float] = {}
+        # Tasks this worker holds: dispatched, and not yet written by the completer.
+        self._owned: set[str] = set()
         self._wake = threading.Event()
         self._stopping = threading.Event()
+        self._claim_loop_started = False
+        self._claim_loop_exited = threading.Event()
         self._pool = make_pool(engine, self.executor_id, options.pool_options(), self._finish)
         self.info = ExecutorInfo(
             executor_id=self.executor_id,
@@ -87,6 +101,7 @@ class Worker:
             pid=os.getpid(),
             application_version=self.version,
             queues=options.queues,
+            lease_ms=round(engine.settings.lease_seconds * 1000),
         )
         self._completer: BatchCompleter | None = None
         self._lease: LeaseKeeper | None = None
@@ -109,13 +124,29 @@ class Worker:
             log.warning("resuming %d tasks this executor was running when it stopped", len(report.requeued))
         if report.dead_lettered:
             log.error("dead-lettered %d tasks that exceeded max_recovery_attempts", len(report.dead_lettered))
-        self._completer = BatchCompleter(sysdb, self.executor_id)
+        self._completer = BatchCompleter(sysdb, self.executor_id, on_done=self._disown)
         self._completer.start()
-        self._lease = LeaseKeeper(sysdb, self.info, self.engine.settings.lease_seconds, self.queues.refresh)
+        self._lease = LeaseKeeper(sysdb, self.info, self.engine.settings.lease_seconds, self._lease_round)
         self._lease.start()
         self._lease.tick()
         self._wakeups = WakeOnEnqueue(sysdb, self.options.queues, self._wake)
         self.listening = self._wakeups.start()
+
+    def _lease_round(self) -> None:
+        """Runs with every heartbeat: re-read queue settings, and give back any PENDING task of
+        this executor that it is not running (a claim whose COMMIT reply was lost)."""
+        assert self.queues is not None
+        self.queues.refresh()
+        with self._running_lock:
+            keep = tuple(self._owned)
+        grace = round(max(STRAY_GRACE_SECONDS, self.engine.settings.lease_seconds) * 1000)
+        stray = self.engine.sysdb.tasks_release_stray(ReleaseStrayParams(self.executor_id, keep, grace))
+        if stray:
+            log.warning("gave back %d tasks this worker had claimed without knowing it", len(stray))
+
+    def _disown(self, task_ids: list[str]) -> None:
+        with self._running_lock:
+            self._owned.difference_update(task_ids)
 
     def _check_executor_id_free(self) -> None:
         for other in self.engine.sysdb.executors_list():
@@ -136,6 +167,13 @@ class Worker:
 
     def run(self) -> None:
         """Claim and run tasks until :meth:`stop` is called."""
+        self._claim_loop_started = True
+        try:
+            self._claim_loop()
+        finally:
+            self._claim_loop_exited.set()
+
+    def _claim_loop(self) -> None:
         poll = self.engine.settings.poll_interval
         backoff = 0.1
         while not self._stopping.is_set():
@@ -169,6 +207,7 @@ class Worker:
     def _dispatch(self, record: TaskRecord) -> None:
         with self._running_lock:
             self._running += 1
+            self._owned.add(record.task_id)
         if self.queues is not None:
             self.queues.started(record.queue_name)
         if self.engine.settings.log_task_args:
@@ -186,6 +225,8 @@ class Worker:
             )
             if outcome is not None and self._completer is not None:
                 self._completer.submit(outcome)
+            else:
+                self._disown([record.task_id])
         finally:
             if self.queues is not None:
                 self.queues.finished(record.queue_name)
@@ -214,6 +255,8 @@ class Worker:
         self.stop()
         grace = self.options.shutdown_grace if grace is None else grace
         deadline = time.monotonic() + grace
+        if self._claim_loop_started:  # a claim in flight dispatches before we count what runs
+            self._claim_loop_exited.wait(grace)
         while self.running() and time.monotonic() < deadline:
             self._wake.wait(0.05)
             self._wake.clear()

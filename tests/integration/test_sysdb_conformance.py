@@ -18,6 +18,7 @@ from pgtasks.sysdb.records import (
     QueueUpsert,
     RecoverOwnParams,
     RecoverStaleParams,
+    ReleaseStrayParams,
     StepRecord,
     StepWrite,
 )
@@ -340,3 +341,61 @@ def test_resume_clears_an_expiry_that_has_passed(sysdb: SystemDatabase) -> None:
     assert sysdb.tasks_expire() == 0
     a = sysdb.task_get("a")
     assert a is not None and a.status is Status.ENQUEUED and a.error is None and a.expires_at_epoch_ms is None
+
+
+def test_every_write_of_an_older_run_is_fenced_by_the_claim_token(sysdb: SystemDatabase) -> None:
+    sysdb.tasks_enqueue([new("a")])
+    [old] = sysdb.tasks_claim(ClaimParams("w1", "v1", ("default",), 1))
+    assert sysdb.task_cancel("a") and sysdb.task_resume("a")
+    [run] = sysdb.tasks_claim(ClaimParams("w1", "v1", ("default",), 1))  # same executor, new run
+    assert old.claim_token and run.claim_token and old.claim_token != run.claim_token
+
+    def step_of(record: object, fid: int) -> StepRecord:
+        return StepRecord(
+            "a", fid, f"step{fid}", '"x"', None, executor_id="w1", claim_token=record.claim_token
+        )  # type: ignore[attr-defined]
+
+    assert not sysdb.task_owned_by("a", "w1", old.claim_token)
+    assert sysdb.task_owned_by("a", "w1", run.claim_token)
+    assert sysdb.step_record(step_of(run, 1)) is StepWrite.RECORDED
+    assert sysdb.step_record(step_of(run, 1)) is StepWrite.RECORDED  # own retry after a lost reply
+    assert sysdb.step_record(step_of(old, 1)) is StepWrite.CONFLICT
+    assert sysdb.step_record(step_of(old, 2)) is StepWrite.NOT_OWNER
+    stale = Outcome("a", Status.SUCCESS, '"old"', claim_token=old.claim_token)
+    assert sysdb.tasks_complete(CompleteParams("w1", (stale,))) == []
+    fresh = Outcome("a", Status.SUCCESS, '"new"', claim_token=run.claim_token)
+    assert sysdb.tasks_complete(CompleteParams("w1", (fresh,))) == ["a"]
+    done = sysdb.task_get("a")
+    assert done is not None and done.output == '"new"'
+
+
+def test_each_executor_is_judged_by_its_own_lease(sysdb: SystemDatabase) -> None:
+    sysdb.executor_register(ExecutorInfo("patient", "host", 1, "v1", ("default",), lease_ms=3_600_000))
+    sysdb.executor_register(ExecutorInfo("hasty", "host", 2, "v1", ("default",), lease_ms=1))
+    sysdb.tasks_enqueue([new("p"), new("h")])
+    claim(sysdb, executor="patient", limit=1)
+    claim(sysdb, executor="hasty", limit=1)
+    wait_for(
+        lambda: sysdb.now_ms() > max(e.last_heartbeat for e in sysdb.executors_list()) + 1,
+        what="the short lease to pass",
+    )
+    assert sysdb.tasks_recover_stale(RecoverStaleParams()).requeued == ["h"]
+    assert [e.executor_id for e in sysdb.executors_list()] == ["patient"]
+
+
+def test_stray_claims_are_given_back(sysdb: SystemDatabase) -> None:
+    sysdb.tasks_enqueue([new("known"), new("stray")])
+    claim(sysdb)
+    assert sysdb.tasks_release_stray(ReleaseStrayParams("w1", ("known", "stray"), 0)) == []
+    assert sysdb.tasks_release_stray(ReleaseStrayParams("w1", ("known",), 3_600_000)) == []  # too young
+    wait_for(lambda: sysdb.now_ms() > (sysdb.task_get("stray").started_at_epoch_ms or 0), what="a tick")
+    assert sysdb.tasks_release_stray(ReleaseStrayParams("w1", ("known",), 0)) == ["stray"]
+    assert claim(sysdb, executor="w2") == ["stray"]
+
+
+def test_relative_expiry_uses_the_database_clock(sysdb: SystemDatabase) -> None:
+    before = sysdb.now_ms()
+    sysdb.tasks_enqueue([new("a", expires_in_ms=3_600_000)])
+    a = sysdb.task_get("a")
+    assert a is not None and a.expires_at_epoch_ms is not None
+    assert before + 3_600_000 <= a.expires_at_epoch_ms <= sysdb.now_ms() + 3_600_000

@@ -12,17 +12,18 @@ SELECT t.id,
        CASE WHEN t.delay_until > __now_ms__ THEN 'DELAYED' ELSE 'ENQUEUED' END,
        t.name, t.inputs, t.serialization, t.queue, t.priority, t.dedup, t.partition_key,
        CASE WHEN t.delay_until > __now_ms__ THEN t.delay_until END,
-       t.version, t.max_attempts, t.parent, t.expires, __now_ms__, __now_ms__
+       t.version, t.max_attempts, t.parent, COALESCE(t.expires, __now_ms__ + t.expires_rel),
+       __now_ms__, __now_ms__
 FROM (
     SELECT u.*, COALESCE(u.delay_abs, __now_ms__ + u.delay_rel) AS delay_until
     FROM unnest(%(ids)s::text[], %(names)s::text[], %(inputs)s::text[],
                 %(serializations)s::text[], %(queues)s::text[], %(priorities)s::int[],
                 %(dedups)s::text[], %(partition_keys)s::text[], %(delays_abs)s::bigint[],
                 %(delays_rel)s::bigint[], %(versions)s::text[], %(max_attempts)s::int[],
-                %(parents)s::text[], %(expires)s::bigint[])
+                %(parents)s::text[], %(expires)s::bigint[], %(expires_rel)s::bigint[])
          WITH ORDINALITY AS u(id, name, inputs, serialization, queue, priority, dedup,
                               partition_key, delay_abs, delay_rel, version, max_attempts,
-                              parent, expires, ord)
+                              parent, expires, expires_rel, ord)
 ) t
 ORDER BY t.ord
 ON CONFLICT DO NOTHING
@@ -68,6 +69,7 @@ WITH picked AS (
 UPDATE __schema__.workflow_status AS ws
 SET status = 'PENDING',
     executor_id = %(executor_id)s,
+    claim_token = %(claim_token)s,
     application_version = %(version)s,
     recovery_attempts = ws.recovery_attempts + 1,
     started_at_epoch_ms = __now_ms__,
@@ -113,6 +115,7 @@ picked AS (
 UPDATE __schema__.workflow_status AS ws
 SET status = 'PENDING',
     executor_id = %(executor_id)s,
+    claim_token = %(claim_token)s,
     application_version = %(version)s,
     recovery_attempts = ws.recovery_attempts + 1,
     started_at_epoch_ms = __now_ms__,
@@ -160,6 +163,7 @@ picked AS (
 UPDATE __schema__.workflow_status AS ws
 SET status = 'PENDING',
     executor_id = %(executor_id)s,
+    claim_token = %(claim_token)s,
     application_version = %(version)s,
     recovery_attempts = ws.recovery_attempts + 1,
     started_at_epoch_ms = __now_ms__,
@@ -192,10 +196,12 @@ SET status = CASE WHEN o.status = 'ENQUEUED' AND ws.recovery_attempts > ws.max_r
     deduplication_id = CASE WHEN o.status = 'ENQUEUED' AND ws.recovery_attempts <= ws.max_recovery_attempts
                             THEN ws.deduplication_id END,
     updated_at = __now_ms__
-FROM unnest(%(ids)s::text[], %(statuses)s::text[], %(outputs)s::text[], %(errors)s::text[])
-     AS o(id, status, output, error)
+FROM unnest(%(ids)s::text[], %(statuses)s::text[], %(outputs)s::text[], %(errors)s::text[],
+            %(tokens)s::text[])
+     AS o(id, status, output, error, token)
 WHERE ws.workflow_uuid = o.id
   AND ws.executor_id = %(executor_id)s
+  AND (o.token IS NULL OR ws.claim_token = o.token)
   AND ws.status = 'PENDING'
 RETURNING ws.workflow_uuid
 
@@ -249,37 +255,40 @@ WHERE workflow_uuid = %(task_id)s ORDER BY function_id
 -- task stops before its next step.
 INSERT INTO __schema__.operation_outputs (
     workflow_uuid, function_id, function_name, output, error, serialization,
-    started_at_epoch_ms, completed_at_epoch_ms, executor_id)
+    started_at_epoch_ms, completed_at_epoch_ms, executor_id, claim_token)
 SELECT %(task_id)s, %(function_id)s, %(function_name)s, %(output)s, %(error)s,
-       %(serialization)s, %(started_at)s, __now_ms__, %(executor_id)s
+       %(serialization)s, %(started_at)s, __now_ms__, %(executor_id)s, %(claim_token)s
 WHERE EXISTS (
     SELECT 1 FROM __schema__.workflow_status
     WHERE workflow_uuid = %(task_id)s AND executor_id = %(executor_id)s
+      AND (%(claim_token)s::text IS NULL OR claim_token = %(claim_token)s)
       AND status IN ('PENDING', 'CANCELLED')
     FOR SHARE)
 ON CONFLICT (workflow_uuid, function_id) DO NOTHING
 RETURNING function_id
 
 -- name: step_owner
-SELECT executor_id FROM __schema__.operation_outputs
+SELECT executor_id, claim_token FROM __schema__.operation_outputs
 WHERE workflow_uuid = %(task_id)s AND function_id = %(function_id)s
 
 -- name: task_owned_by
 SELECT 1 FROM __schema__.workflow_status
 WHERE workflow_uuid = %(task_id)s AND status = 'PENDING' AND executor_id = %(executor_id)s
+  AND (%(claim_token)s::text IS NULL OR claim_token = %(claim_token)s)
 
 -- name: executor_get
 SELECT * FROM __schema__.executors WHERE executor_id = %(executor_id)s
 
 -- name: executor_upsert
 INSERT INTO __schema__.executors (
-    executor_id, hostname, pid, application_version, queues, started_at, last_heartbeat)
+    executor_id, hostname, pid, application_version, queues, started_at, last_heartbeat, lease_ms)
 VALUES (%(executor_id)s, %(hostname)s, %(pid)s, %(version)s, %(queues)s,
-        __now_ms__, __now_ms__)
+        __now_ms__, __now_ms__, %(lease_ms)s)
 ON CONFLICT (executor_id) DO UPDATE
 SET hostname = EXCLUDED.hostname, pid = EXCLUDED.pid,
     application_version = EXCLUDED.application_version, queues = EXCLUDED.queues,
-    started_at = EXCLUDED.started_at, last_heartbeat = EXCLUDED.last_heartbeat
+    started_at = EXCLUDED.started_at, last_heartbeat = EXCLUDED.last_heartbeat,
+    lease_ms = EXCLUDED.lease_ms
 
 -- name: executor_heartbeat
 UPDATE __schema__.executors SET last_heartbeat = __now_ms__
@@ -305,12 +314,23 @@ RETURNING workflow_uuid, status
 
 -- name: executors_delete_stale
 DELETE FROM __schema__.executors
-WHERE last_heartbeat < __now_ms__ - %(lease_ms)s
+WHERE last_heartbeat < __now_ms__ - COALESCE(%(lease_ms)s::bigint, lease_ms)
 RETURNING executor_id
 
--- name: tasks_recover_stale
--- PENDING tasks whose executor has no live lease: its row is stale or gone. The partial
--- index on PENDING keeps this proportional to the running tasks.
+-- name: executors_without_lease
+-- Executors that hold PENDING tasks but have no live lease (their row is stale or gone).
+-- A statement of its own: the UPDATE below is then fenced on these ids, so a task re-claimed
+-- meanwhile by an executor this snapshot did not see is left alone.
+SELECT DISTINCT ws.executor_id
+FROM __schema__.workflow_status AS ws
+WHERE ws.status = 'PENDING'
+  AND ws.executor_id IS DISTINCT FROM %(exclude)s
+  AND NOT EXISTS (
+      SELECT 1 FROM __schema__.executors e
+      WHERE e.executor_id = ws.executor_id
+        AND e.last_heartbeat >= __now_ms__ - COALESCE(%(lease_ms)s::bigint, e.lease_ms))
+
+-- name: tasks_recover_executors
 UPDATE __schema__.workflow_status AS ws
 SET status = CASE WHEN recovery_attempts > max_recovery_attempts
                   THEN 'MAX_RECOVERY_ATTEMPTS_EXCEEDED' ELSE 'ENQUEUED' END,
@@ -319,12 +339,16 @@ SET status = CASE WHEN recovery_attempts > max_recovery_attempts
     deduplication_id = CASE WHEN recovery_attempts > max_recovery_attempts THEN NULL
                             ELSE ws.deduplication_id END,
     updated_at = __now_ms__
-WHERE ws.status = 'PENDING'
-  AND ws.executor_id IS DISTINCT FROM %(exclude)s
-  AND NOT EXISTS (
-      SELECT 1 FROM __schema__.executors e
-      WHERE e.executor_id = ws.executor_id AND e.last_heartbeat >= __now_ms__ - %(lease_ms)s)
+WHERE ws.status = 'PENDING' AND ws.executor_id = ANY(%(executors)s::text[])
 RETURNING ws.workflow_uuid, ws.status
+
+-- name: tasks_release_stray
+UPDATE __schema__.workflow_status
+SET status = 'ENQUEUED', executor_id = NULL, updated_at = __now_ms__
+WHERE status = 'PENDING' AND executor_id = %(executor_id)s
+  AND started_at_epoch_ms < __now_ms__ - %(older_than_ms)s
+  AND NOT (workflow_uuid = ANY(%(keep)s::text[]))
+RETURNING workflow_uuid
 
 -- name: version_register
 INSERT INTO __schema__.application_versions (version_id, version_name, version_timestamp, created_at)

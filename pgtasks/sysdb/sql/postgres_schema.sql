@@ -27,7 +27,8 @@ CREATE TABLE __schema__.workflow_status (
     forked_from TEXT,
     -- FIFO order within a priority, exact even for tasks created in the same millisecond.
     enqueue_seq BIGINT GENERATED ALWAYS AS IDENTITY,
-    expires_at_epoch_ms BIGINT
+    expires_at_epoch_ms BIGINT,
+    claim_token TEXT
 );
 
 -- The claim reads only ENQUEUED rows in (queue, priority, age) order: a partial index keeps
@@ -75,6 +76,7 @@ CREATE TABLE __schema__.operation_outputs (
     started_at_epoch_ms BIGINT,
     completed_at_epoch_ms BIGINT,
     executor_id TEXT,
+    claim_token TEXT,
     PRIMARY KEY (workflow_uuid, function_id)
 );
 
@@ -141,5 +143,6 @@ CREATE TABLE __schema__.executors (
     application_version TEXT NOT NULL,
     queues TEXT NOT NULL DEFAULT '',
     started_at BIGINT NOT NULL,
-    last_heartbeat BIGINT NOT NULL
+    last_heartbeat BIGINT NOT NULL,
+    lease_ms BIGINT NOT NULL DEFAULT 30000
 );

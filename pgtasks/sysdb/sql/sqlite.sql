@@ -11,7 +11,8 @@ SELECT :id,
        CASE WHEN t.delay_until > __now_ms__ THEN 'DELAYED' ELSE 'ENQUEUED' END,
        :name, :inputs, :serialization, :queue, :priority, :dedup, :partition_key,
        CASE WHEN t.delay_until > __now_ms__ THEN t.delay_until END,
-       :version, :max_attempts, :parent, :expires, __now_ms__, __now_ms__
+       :version, :max_attempts, :parent, COALESCE(:expires, __now_ms__ + :expires_rel),
+       __now_ms__, __now_ms__
 FROM (SELECT COALESCE(:delay_abs, __now_ms__ + :delay_rel) AS delay_until) AS t
 WHERE true
 ON CONFLICT DO NOTHING
@@ -62,6 +63,7 @@ SELECT * FROM queues WHERE name = :name
 UPDATE workflow_status
 SET status = 'PENDING',
     executor_id = :executor_id,
+    claim_token = :claim_token,
     application_version = :version,
     recovery_attempts = recovery_attempts + 1,
     started_at_epoch_ms = __now_ms__,
@@ -79,6 +81,7 @@ SET status = CASE WHEN :status = 'ENQUEUED' AND recovery_attempts > max_recovery
                             THEN deduplication_id END,
     updated_at = __now_ms__
 WHERE workflow_uuid = :id AND executor_id = :executor_id AND status = 'PENDING'
+  AND (:token IS NULL OR claim_token = :token)
 RETURNING workflow_uuid
 
 -- name: tasks_promote_delayed
@@ -123,35 +126,38 @@ SELECT * FROM operation_outputs WHERE workflow_uuid = :task_id ORDER BY function
 -- name: step_record
 INSERT INTO operation_outputs (
     workflow_uuid, function_id, function_name, output, error, serialization,
-    started_at_epoch_ms, completed_at_epoch_ms, executor_id)
+    started_at_epoch_ms, completed_at_epoch_ms, executor_id, claim_token)
 SELECT :task_id, :function_id, :function_name, :output, :error, :serialization,
-       :started_at, __now_ms__, :executor_id
+       :started_at, __now_ms__, :executor_id, :claim_token
 WHERE EXISTS (
     SELECT 1 FROM workflow_status
     WHERE workflow_uuid = :task_id AND executor_id = :executor_id
+      AND (:claim_token IS NULL OR claim_token = :claim_token)
       AND status IN ('PENDING', 'CANCELLED'))
 ON CONFLICT (workflow_uuid, function_id) DO NOTHING
 RETURNING function_id
 
 -- name: step_owner
-SELECT executor_id FROM operation_outputs
+SELECT executor_id, claim_token FROM operation_outputs
 WHERE workflow_uuid = :task_id AND function_id = :function_id
 
 -- name: task_owned_by
 SELECT 1 FROM workflow_status
 WHERE workflow_uuid = :task_id AND status = 'PENDING' AND executor_id = :executor_id
+  AND (:claim_token IS NULL OR claim_token = :claim_token)
 
 -- name: executor_get
 SELECT * FROM executors WHERE executor_id = :executor_id
 
 -- name: executor_upsert
 INSERT INTO executors (
-    executor_id, hostname, pid, application_version, queues, started_at, last_heartbeat)
-VALUES (:executor_id, :hostname, :pid, :version, :queues, __now_ms__, __now_ms__)
+    executor_id, hostname, pid, application_version, queues, started_at, last_heartbeat, lease_ms)
+VALUES (:executor_id, :hostname, :pid, :version, :queues, __now_ms__, __now_ms__, :lease_ms)
 ON CONFLICT (executor_id) DO UPDATE
 SET hostname = excluded.hostname, pid = excluded.pid,
     application_version = excluded.application_version, queues = excluded.queues,
-    started_at = excluded.started_at, last_heartbeat = excluded.last_heartbeat
+    started_at = excluded.started_at, last_heartbeat = excluded.last_heartbeat,
+    lease_ms = excluded.lease_ms
 
 -- name: executor_heartbeat
 UPDATE executors SET last_heartbeat = __now_ms__ WHERE executor_id = :executor_id
@@ -174,7 +180,7 @@ WHERE status = 'PENDING' AND executor_id = :executor_id
 RETURNING workflow_uuid, status
 
 -- name: executors_delete_stale
-DELETE FROM executors WHERE last_heartbeat < __now_ms__ - :lease_ms
+DELETE FROM executors WHERE last_heartbeat < __now_ms__ - COALESCE(:lease_ms, lease_ms)
 
 -- name: tasks_recover_stale
 UPDATE workflow_status
@@ -189,8 +195,16 @@ WHERE status = 'PENDING'
   AND NOT EXISTS (
       SELECT 1 FROM executors e
       WHERE e.executor_id = workflow_status.executor_id
-        AND e.last_heartbeat >= __now_ms__ - :lease_ms)
+        AND e.last_heartbeat >= __now_ms__ - COALESCE(:lease_ms, e.lease_ms))
 RETURNING workflow_uuid, status
+
+-- name: tasks_release_stray
+UPDATE workflow_status
+SET status = 'ENQUEUED', executor_id = NULL, updated_at = __now_ms__
+WHERE status = 'PENDING' AND executor_id = :executor_id
+  AND started_at_epoch_ms < __now_ms__ - :older_than_ms
+  AND workflow_uuid NOT IN (SELECT value FROM json_each(:keep))
+RETURNING workflow_uuid
 
 -- name: version_register
 INSERT INTO application_versions (version_id, version_name, version_timestamp, created_at)

@@ -25,7 +25,8 @@ CREATE TABLE workflow_status (
     workflow_deadline_epoch_ms INTEGER,
     parent_workflow_id TEXT,
     forked_from TEXT,
-    expires_at_epoch_ms INTEGER
+    expires_at_epoch_ms INTEGER,
+    claim_token TEXT
 );
 
 -- SQLite appends the rowid to every index key, so (queue, priority) is also in FIFO order.
@@ -74,6 +75,7 @@ CREATE TABLE operation_outputs (
     started_at_epoch_ms INTEGER,
     completed_at_epoch_ms INTEGER,
     executor_id TEXT,
+    claim_token TEXT,
     PRIMARY KEY (workflow_uuid, function_id)
 );
 
@@ -140,5 +142,6 @@ CREATE TABLE executors (
     application_version TEXT NOT NULL,
     queues TEXT NOT NULL DEFAULT '',
     started_at INTEGER NOT NULL,
-    last_heartbeat INTEGER NOT NULL
+    last_heartbeat INTEGER NOT NULL,
+    lease_ms INTEGER NOT NULL DEFAULT 30000
 );

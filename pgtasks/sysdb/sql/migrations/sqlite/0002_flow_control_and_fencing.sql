@@ -1,4 +1,5 @@
--- Flow control: task expiry, and the indexes that make the limits cheap to count.
+-- Flow control (task expiry, indexes that make the limits cheap to count) and fencing
+-- (a token per claim, and each executor's own lease length).
 
 ALTER TABLE workflow_status ADD COLUMN expires_at_epoch_ms INTEGER;
 
@@ -14,3 +15,10 @@ CREATE INDEX workflow_status_queue_started_idx
 CREATE INDEX workflow_status_expiring_idx
     ON workflow_status (expires_at_epoch_ms)
     WHERE expires_at_epoch_ms IS NOT NULL AND status IN ('ENQUEUED', 'DELAYED');
+
+-- A fresh token per claim: every write of a run is fenced on it, so an older run of the same
+-- task on the same executor (cancelled and resumed, or recovered and re-claimed) writes nothing.
+ALTER TABLE workflow_status ADD COLUMN claim_token TEXT;
+ALTER TABLE operation_outputs ADD COLUMN claim_token TEXT;
+-- Each executor's lease is judged by its own length, not by the sweeping worker's.
+ALTER TABLE executors ADD COLUMN lease_ms INTEGER NOT NULL DEFAULT 30000;
