@@ -23,7 +23,7 @@ from tests.support.pgserver import PostgresServer
 REPO = Path(__file__).resolve().parents[1]
 
 
-def drain(url: str, name: str, count: int, concurrency: int) -> float:
+def drain(url: str, name: str, count: int, concurrency: int, pool: str = "threads") -> float:
     """Queue ``count`` tasks, start one worker, wait for all; return tasks/s measured from the
     database's own timestamps (first start to last completion)."""
     client = Client(url)
@@ -41,6 +41,8 @@ def drain(url: str, name: str, count: int, concurrency: int) -> float:
             "bench",
             "-c",
             str(concurrency),
+            "-P",
+            pool,
             "-n",
             f"bench-{time.time_ns()}",
             "-l",

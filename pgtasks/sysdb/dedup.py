@@ -57,3 +57,24 @@ def enqueue_columns(tasks: list[NewTask]) -> dict[str, list[Any]]:
         "expires": [t.expires_at_epoch_ms for t in tasks],
         "expires_rel": [t.expires_in_ms for t in tasks],
     }
+
+
+def single_task_params(task: NewTask) -> dict[str, Any]:
+    """One task as named parameters, the shape of a single-row INSERT."""
+    return {
+        "id": task.task_id,
+        "name": task.name,
+        "inputs": task.inputs,
+        "serialization": task.serialization,
+        "queue": task.queue_name,
+        "priority": task.priority,
+        "dedup": task.deduplication_id,
+        "partition_key": task.partition_key,
+        "delay_abs": task.delay_until_epoch_ms,
+        "delay_rel": task.delay_ms or 0,
+        "version": task.application_version,
+        "max_attempts": task.max_recovery_attempts,
+        "parent": task.parent_task_id,
+        "expires": task.expires_at_epoch_ms,
+        "expires_rel": task.expires_in_ms,
+    }

@@ -113,6 +113,10 @@ class SystemDatabase(ABC):
         """The recorded steps of a task, by function id."""
 
     @abstractmethod
+    def steps_get_many(self, task_ids: list[str]) -> dict[str, list[StepRecord]]:
+        """The recorded steps of several tasks in one query (every id is a key)."""
+
+    @abstractmethod
     def step_record(self, step: StepRecord) -> StepWrite:
         """Record a step checkpoint if ``step.executor_id`` still owns the task.
 

@@ -5,15 +5,15 @@ from __future__ import annotations
 import hashlib
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 import psycopg
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from pgtasks.sysdb.dedup import enqueue_columns, enqueue_results
+from pgtasks.sysdb.dedup import enqueue_columns, enqueue_results, single_task_params
 from pgtasks.sysdb.errors import DatabaseUnavailable
 from pgtasks.sysdb.identifiers import quote_identifier, validate_identifier
 from pgtasks.sysdb.interface import EnqueueListener, SystemDatabase
@@ -48,8 +48,22 @@ from pgtasks.sysdb.rows import (
 from pgtasks.sysdb.sqlfiles import load_migrations, load_statements
 from pgtasks.sysdb.urls import DatabaseTarget
 
+T = TypeVar("T")
 NOW_MS = "(extract(epoch from now()) * 1000)::bigint"
 MIGRATIONS_TABLE = "pgtasks_migrations"
+# The rows tasks_enqueue inserts: column arrays for many tasks (one statement, any count), or
+# plain parameters for one task (much cheaper to send than fifteen one-element arrays).
+ENQUEUE_MANY = """unnest(%(ids)s::text[], %(names)s::text[], %(inputs)s::text[],
+                %(serializations)s::text[], %(queues)s::text[], %(priorities)s::int[],
+                %(dedups)s::text[], %(partition_keys)s::text[], %(delays_abs)s::bigint[],
+                %(delays_rel)s::bigint[], %(versions)s::text[], %(max_attempts)s::int[],
+                %(parents)s::text[], %(expires)s::bigint[], %(expires_rel)s::bigint[])
+         WITH ORDINALITY"""
+ENQUEUE_ONE = """(VALUES (%(id)s::text, %(name)s::text, %(inputs)s::text, %(serialization)s::text,
+                %(queue)s::text, %(priority)s::int, %(dedup)s::text, %(partition_key)s::text,
+                %(delay_abs)s::bigint, %(delay_rel)s::bigint, %(version)s::text,
+                %(max_attempts)s::int, %(parent)s::text, %(expires)s::bigint,
+                %(expires_rel)s::bigint, 1::bigint))"""
 POOL_WAIT_SECONDS = 10.0  # how long a caller waits for a connection before DatabaseUnavailable
 
 
@@ -104,6 +118,9 @@ class PostgresSystemDatabase(SystemDatabase):
         self.schema = quote_identifier(target.schema, "schema name")
         self.channel = notify_channel(target.schema)
         self.sql = load_statements("postgres", {"__schema__": self.schema, "__now_ms__": NOW_MS})
+        enqueue = self.sql.pop("tasks_enqueue")
+        self.sql["tasks_enqueue"] = enqueue.replace("__enqueue_source__", ENQUEUE_MANY)
+        self.sql["tasks_enqueue_one"] = enqueue.replace("__enqueue_source__", ENQUEUE_ONE)
         self._pool_size = pool_size
         self._pool: ConnectionPool | None = None
         self._pool_lock = threading.Lock()
@@ -111,6 +128,11 @@ class PostgresSystemDatabase(SystemDatabase):
     # -- connections --------------------------------------------------------------------
     def _connect_kwargs(self) -> dict[str, Any]:
         return {"row_factory": dict_row, "application_name": "pgtasks"}
+
+    def _pool_kwargs(self) -> dict[str, Any]:
+        # Autocommit: a single-statement operation is one round trip (no BEGIN, no COMMIT);
+        # operations of several statements open a transaction explicitly (_tx).
+        return {**self._connect_kwargs(), "autocommit": True}
 
     def _open_pool(self) -> ConnectionPool:
         if self._pool is not None:
@@ -121,8 +143,7 @@ class PostgresSystemDatabase(SystemDatabase):
                     self.target.dsn,
                     min_size=1,
                     max_size=self._pool_size,
-                    kwargs=self._connect_kwargs(),
-                    check=ConnectionPool.check_connection,
+                    kwargs=self._pool_kwargs(),
                     timeout=POOL_WAIT_SECONDS,
                     open=True,
                     name="pgtasks",
@@ -130,12 +151,9 @@ class PostgresSystemDatabase(SystemDatabase):
             return self._pool
 
     @contextmanager
-    def _tx(self) -> Iterator[psycopg.Connection[Any]]:
-        """A pooled connection inside one transaction (committed on success).
-
-        A lost connection or an unreachable server surfaces as DatabaseUnavailable, which
-        callers retry; the pool replaces broken connections on the next checkout.
-        """
+    def _conn(self) -> Iterator[psycopg.Connection[Any]]:
+        """A pooled autocommit connection. A lost connection or an unreachable server
+        surfaces as DatabaseUnavailable; the pool drops broken connections when they return."""
         try:
             with self._open_pool().connection() as conn:
                 yield conn
@@ -144,17 +162,39 @@ class PostgresSystemDatabase(SystemDatabase):
                 f"the pgtasks database {self.target.display_url} is unavailable: {exc}"
             ) from exc
 
+    @contextmanager
+    def _tx(self) -> Iterator[psycopg.Connection[Any]]:
+        """A pooled connection inside one transaction (committed on success)."""
+        with self._conn() as conn, conn.transaction():
+            yield conn
+
+    def _run(self, name: str, params: dict[str, Any] | None, fetch: Callable[[psycopg.Cursor[Any]], T]) -> T:
+        """One statement in autocommit. A connection that broke while idle in the pool (a
+        server restart, an idle timeout) is retried once on a fresh one: every statement run
+        here is safe to repeat (reads, and writes that are idempotent or fenced)."""
+        for attempt in (1, 2):
+            try:
+                with self._open_pool().connection() as conn:
+                    return fetch(conn.execute(self.sql[name], params or {}))
+            except psycopg.OperationalError as exc:
+                if attempt == 2 or not conn.broken:
+                    raise DatabaseUnavailable(
+                        f"the pgtasks database {self.target.display_url} is unavailable: {exc}"
+                    ) from exc
+            except PoolTimeout as exc:
+                raise DatabaseUnavailable(
+                    f"the pgtasks database {self.target.display_url} is unavailable: {exc}"
+                ) from exc
+        raise AssertionError("unreachable")
+
     def _all(self, name: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-        with self._tx() as conn:
-            return conn.execute(self.sql[name], params or {}).fetchall()
+        return self._run(name, params, lambda cur: cur.fetchall())
 
     def _one(self, name: str, params: dict[str, Any] | None = None) -> dict[str, Any] | None:
-        with self._tx() as conn:
-            return conn.execute(self.sql[name], params or {}).fetchone()
+        return self._run(name, params, lambda cur: cur.fetchone())
 
     def _count(self, name: str, params: dict[str, Any] | None = None) -> int:
-        with self._tx() as conn:
-            return conn.execute(self.sql[name], params or {}).rowcount
+        return self._run(name, params, lambda cur: cur.rowcount)
 
     # -- schema -------------------------------------------------------------------------
     def migrate(self) -> list[MigrationInfo]:
@@ -209,13 +249,20 @@ class PostgresSystemDatabase(SystemDatabase):
             return []
         if conn is not None:
             return self._enqueue_on(conn, tasks)
-        with self._tx() as own:
+        with self._conn() as own:
             return self._enqueue_on(own, tasks)
 
     def _enqueue_on(self, conn: psycopg.Connection[Any], tasks: list[NewTask]) -> list[EnqueueResult]:
-        columns = enqueue_columns(tasks)
+        columns = enqueue_columns(tasks) if len(tasks) > 1 else {}
         with conn.cursor(row_factory=dict_row) as cur:
-            cur.execute(self.sql["tasks_enqueue"], columns)
+            # One statement inserts and notifies (autocommit: one round trip; in a caller's
+            # transaction the notification is delivered only if that transaction commits).
+            if len(tasks) == 1:
+                cur.execute(
+                    self.sql["tasks_enqueue_one"], {**single_task_params(tasks[0]), "channel": self.channel}
+                )
+            else:
+                cur.execute(self.sql["tasks_enqueue"], {**columns, "channel": self.channel})
             inserted = {row["workflow_uuid"] for row in cur.fetchall()}
             existing: list[dict[str, Any]] = []
             if len(inserted) < len(tasks):
@@ -229,11 +276,6 @@ class PostgresSystemDatabase(SystemDatabase):
                     },
                 )
                 existing = cur.fetchall()
-            if inserted:
-                # Sent inside the enqueuing transaction: delivered only if it commits, and
-                # PostgreSQL folds identical notifications of one transaction into one.
-                for queue in sorted({t.queue_name for t in tasks}):
-                    cur.execute(self.sql["notify_enqueued"], {"channel": self.channel, "payload": queue})
         return enqueue_results(tasks, inserted, existing)
 
     def task_get(self, task_id: str) -> TaskRecord | None:
@@ -359,6 +401,13 @@ class PostgresSystemDatabase(SystemDatabase):
     # -- steps --------------------------------------------------------------------------
     def steps_get(self, task_id: str) -> list[StepRecord]:
         return [step_from_row(r) for r in self._all("steps_get", {"task_id": task_id})]
+
+    def steps_get_many(self, task_ids: list[str]) -> dict[str, list[StepRecord]]:
+        found: dict[str, list[StepRecord]] = {task_id: [] for task_id in task_ids}
+        if task_ids:
+            for row in self._all("steps_get_many", {"task_ids": task_ids}):
+                found[row["workflow_uuid"]].append(step_from_row(row))
+        return found
 
     def step_record(self, step: StepRecord) -> StepWrite:
         args = {

@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from pgtasks.sysdb.dedup import enqueue_results
+from pgtasks.sysdb.dedup import enqueue_results, single_task_params
 from pgtasks.sysdb.errors import ConfigurationError, DatabaseUnavailable
 from pgtasks.sysdb.interface import SystemDatabase
 from pgtasks.sysdb.queues import SETTABLE, check_queue_settings, settings_params, upsert_sql
@@ -164,7 +164,7 @@ class SqliteSystemDatabase(SystemDatabase):
         existing: list[dict[str, Any]] = []
         with self._write() as db:
             for task in tasks:
-                params = _insert_params(task)
+                params = single_task_params(task)
                 if db.execute(self.sql["task_insert"], params).fetchone():
                     inserted.add(task.task_id)
                     continue
@@ -297,6 +297,13 @@ class SqliteSystemDatabase(SystemDatabase):
     def steps_get(self, task_id: str) -> list[StepRecord]:
         return [step_from_row(r) for r in self._read("steps_get", {"task_id": task_id})]
 
+    def steps_get_many(self, task_ids: list[str]) -> dict[str, list[StepRecord]]:
+        found: dict[str, list[StepRecord]] = {task_id: [] for task_id in task_ids}
+        if task_ids:
+            for row in self._read("steps_get_many", {"task_ids": json.dumps(task_ids)}):
+                found[row["workflow_uuid"]].append(step_from_row(row))
+        return found
+
     def step_record(self, step: StepRecord) -> StepWrite:
         args = {
             "task_id": step.task_id,
@@ -425,26 +432,6 @@ def _unavailable_on_busy(path: Path) -> Iterator[None]:
         if "locked" in text or "busy" in text or "disk i/o" in text or "unable to open" in text:
             raise DatabaseUnavailable(f"SQLite database {path} is unavailable: {exc}") from exc
         raise
-
-
-def _insert_params(task: NewTask) -> dict[str, Any]:
-    return {
-        "id": task.task_id,
-        "name": task.name,
-        "inputs": task.inputs,
-        "serialization": task.serialization,
-        "queue": task.queue_name,
-        "priority": task.priority,
-        "dedup": task.deduplication_id,
-        "partition_key": task.partition_key,
-        "delay_abs": task.delay_until_epoch_ms,
-        "delay_rel": task.delay_ms or 0,
-        "version": task.application_version,
-        "max_attempts": task.max_recovery_attempts,
-        "parent": task.parent_task_id,
-        "expires": task.expires_at_epoch_ms,
-        "expires_rel": task.expires_in_ms,
-    }
 
 
 def _split_statements(script: str) -> list[str]:

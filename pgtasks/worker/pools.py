@@ -37,7 +37,7 @@ from pgtasks.engine.errors import (
 )
 from pgtasks.engine.execution import execute_task
 from pgtasks.engine.failures import encode_exception
-from pgtasks.sysdb.records import Outcome, Status, TaskRecord
+from pgtasks.sysdb.records import Outcome, Status, StepRecord, TaskRecord
 
 log = logging.getLogger("pgtasks.worker")
 
@@ -70,15 +70,17 @@ class Pool(Protocol):
 
     def start(self) -> None: ...
 
-    def submit(self, record: TaskRecord) -> None: ...
+    def submit(self, record: TaskRecord, steps: list[StepRecord] | None = None) -> None: ...
 
     def shutdown(self, wait: bool) -> None: ...
 
 
-def run_guarded(engine: Engine, record: TaskRecord, executor_id: str) -> Outcome | None:
+def run_guarded(
+    engine: Engine, record: TaskRecord, executor_id: str, steps: list[StepRecord] | None = None
+) -> Outcome | None:
     """execute_task, where an internal error gives the task back instead of losing it."""
     try:
-        return execute_task(engine, record, executor_id)
+        return execute_task(engine, record, executor_id, steps)
     except BaseException:
         log.exception("internal error running task %s", record.task_id)
         return Outcome(record.task_id, Status.ENQUEUED, claim_token=record.claim_token)
@@ -94,9 +96,9 @@ class ThreadPool:
     def start(self) -> None:
         pass
 
-    def submit(self, record: TaskRecord) -> None:
+    def submit(self, record: TaskRecord, steps: list[StepRecord] | None = None) -> None:
         self._threads.submit(
-            lambda: self._finish(record, run_guarded(self._engine, record, self._executor_id))
+            lambda: self._finish(record, run_guarded(self._engine, record, self._executor_id, steps))
         )
 
     def shutdown(self, wait: bool) -> None:
@@ -109,8 +111,8 @@ class SoloPool(ThreadPool):
     def __init__(self, engine: Engine, executor_id: str, options: PoolOptions, finish: Finish) -> None:
         self._engine, self._executor_id, self._finish = engine, executor_id, finish
 
-    def submit(self, record: TaskRecord) -> None:
-        self._finish(record, run_guarded(self._engine, record, self._executor_id))
+    def submit(self, record: TaskRecord, steps: list[StepRecord] | None = None) -> None:
+        self._finish(record, run_guarded(self._engine, record, self._executor_id, steps))
 
     def shutdown(self, wait: bool) -> None:
         pass
@@ -166,13 +168,13 @@ class PreforkPool:
         child_end.close()
         return _Child(process, parent_end)
 
-    def submit(self, record: TaskRecord) -> None:
+    def submit(self, record: TaskRecord, steps: list[StepRecord] | None = None) -> None:
         with self._lock:
             child = next((c for c in self._children if c.task is None and not c.retiring), None)
             if child is None:  # the worker claims only for free slots
                 raise RuntimeError("no idle child process")
             child.task, child.started = record, time.monotonic()
-            child.conn.send(record)
+            child.conn.send((record, steps))
         self._wake_write.send(None)  # the monitor watches this child's time from now on
 
     def _watch(self) -> None:
@@ -282,15 +284,16 @@ def _child_main(conn: Connection, engine: Engine, executor_id: str, options: Poo
     done = 0
     while True:
         try:
-            record = conn.recv()
+            message = conn.recv()
         except (EOFError, OSError):
             os._exit(0)
-        if record is None:
+        if message is None:
             os._exit(0)
+        record, steps = message
         if options.soft_time_limit is not None:
             signal.setitimer(signal.ITIMER_REAL, options.soft_time_limit)
         try:
-            outcome = run_guarded(engine, record, executor_id)
+            outcome = run_guarded(engine, record, executor_id, steps)
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
         done += 1

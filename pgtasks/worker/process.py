@@ -62,6 +62,7 @@ def run_worker(engine: Engine, options: WorkerOptions, app_name: str, loglevel: 
     runner = threading.Thread(target=worker.run, name="pgtasks-claim", daemon=True)
     runner.start()
     stopper: threading.Thread | None = None
+    exit_code = 0
     finished = threading.Event()
 
     def warm_shutdown() -> None:
@@ -79,6 +80,13 @@ def run_worker(engine: Engine, options: WorkerOptions, app_name: str, loglevel: 
             log.warning("warm shutdown: no new tasks; waiting for %d running tasks", worker.running())
             stopper = threading.Thread(target=warm_shutdown, name="pgtasks-shutdown", daemon=True)
             stopper.start()
+        if stopper is None and not runner.is_alive():
+            # The claim loop ended on its own (a bug): stop cleanly and exit non-zero, so a
+            # supervisor restarts the worker instead of leaving a process that claims nothing.
+            log.critical("the claim loop stopped unexpectedly; shutting down")
+            exit_code = 1
+            stopper = threading.Thread(target=warm_shutdown, name="pgtasks-shutdown", daemon=True)
+            stopper.start()
         if stopper is not None and not stopper.is_alive():
             break
     if not finished.is_set():
@@ -86,5 +94,5 @@ def run_worker(engine: Engine, options: WorkerOptions, app_name: str, loglevel: 
     log.info("worker stopped")
     logging.shutdown()
     if not finished.is_set():
-        os._exit(0)  # threads still running tasks must not keep the process alive
-    return 0
+        os._exit(exit_code)  # threads still running tasks must not keep the process alive
+    return exit_code

@@ -25,6 +25,7 @@ from pgtasks.sysdb.records import (
     RecoverOwnParams,
     ReleaseStrayParams,
     Status,
+    StepRecord,
     TaskRecord,
 )
 from pgtasks.worker.completer import BatchCompleter
@@ -193,9 +194,10 @@ class Worker:
                 self._stopping.wait(backoff)
                 backoff = min(backoff * 2, 5.0)
                 continue
+            steps = self._recorded_steps(claimed)
             for record in claimed:
                 crashpoint("after_claim_commit", task_id=record.task_id)
-                self._dispatch(record)
+                self._dispatch(record, steps.get(record.task_id))
             if len(claimed) < free:
                 self._wake.wait(poll)
                 self._wake.clear()
@@ -204,7 +206,18 @@ class Worker:
         with self._running_lock:
             return self.options.concurrency - self._running
 
-    def _dispatch(self, record: TaskRecord) -> None:
+    def _recorded_steps(self, claimed: list[TaskRecord]) -> dict[str, list[StepRecord]]:
+        """Checkpoints of the claimed tasks, in one query for the whole batch (a task with a
+        history is one being resumed, forked or recovered). On a database error each task
+        loads its own, with retries, when it starts."""
+        if not claimed:
+            return {}
+        try:
+            return self.engine.sysdb.steps_get_many([r.task_id for r in claimed])
+        except DatabaseUnavailable:
+            return {}
+
+    def _dispatch(self, record: TaskRecord, steps: list[StepRecord] | None = None) -> None:
         with self._running_lock:
             self._running += 1
             self._owned.add(record.task_id)
@@ -215,7 +228,11 @@ class Worker:
         else:
             log.info("Task %s[%s] received", record.name, record.task_id)
         self._started[record.task_id] = time.monotonic()
-        self._pool.submit(record)
+        try:
+            self._pool.submit(record, steps)
+        except Exception:  # the pool could not take it: give the task back, keep claiming
+            log.exception("could not start task %s; releasing it", record.task_id)
+            self._finish(record, Outcome(record.task_id, Status.ENQUEUED, claim_token=record.claim_token))
 
     def _finish(self, record: TaskRecord, outcome: Outcome | None) -> None:
         """Called by the pool when a task's body is done (on a pool thread)."""

@@ -112,8 +112,8 @@ class PostgresServer:
             "-c",
             "log_min_messages=warning",
         ]
-        log = open(self.base / "server.log", "ab")  # noqa: SIM115 - lives as long as the server
-        self.process = subprocess.Popen(self._as_owner(argv), stdout=log, stderr=log)
+        with open(self.base / "server.log", "ab") as log:  # the child keeps its own copy
+            self.process = subprocess.Popen(self._as_owner(argv), stdout=log, stderr=log)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:

@@ -4,6 +4,9 @@
 -- name: tasks_enqueue
 -- One INSERT for any number of tasks. ON CONFLICT DO NOTHING covers both the primary key
 -- (re-sent task id) and the deduplication index; the caller sorts out which one it was.
+-- The same statement sends one NOTIFY per queue that got a task; PostgreSQL delivers it when
+-- the transaction commits and folds identical notifications of one transaction into one.
+WITH inserted AS (
 INSERT INTO __schema__.workflow_status AS ws (
     workflow_uuid, status, name, inputs, serialization, queue_name, priority,
     deduplication_id, queue_partition_key, delay_until_epoch_ms, application_version,
@@ -16,18 +19,19 @@ SELECT t.id,
        __now_ms__, __now_ms__
 FROM (
     SELECT u.*, COALESCE(u.delay_abs, __now_ms__ + u.delay_rel) AS delay_until
-    FROM unnest(%(ids)s::text[], %(names)s::text[], %(inputs)s::text[],
-                %(serializations)s::text[], %(queues)s::text[], %(priorities)s::int[],
-                %(dedups)s::text[], %(partition_keys)s::text[], %(delays_abs)s::bigint[],
-                %(delays_rel)s::bigint[], %(versions)s::text[], %(max_attempts)s::int[],
-                %(parents)s::text[], %(expires)s::bigint[], %(expires_rel)s::bigint[])
-         WITH ORDINALITY AS u(id, name, inputs, serialization, queue, priority, dedup,
-                              partition_key, delay_abs, delay_rel, version, max_attempts,
-                              parent, expires, expires_rel, ord)
+    FROM __enqueue_source__ AS u(id, name, inputs, serialization, queue, priority, dedup,
+                                 partition_key, delay_abs, delay_rel, version, max_attempts,
+                                 parent, expires, expires_rel, ord)
 ) t
 ORDER BY t.ord
 ON CONFLICT DO NOTHING
-RETURNING ws.workflow_uuid
+RETURNING ws.workflow_uuid, ws.queue_name
+),
+notified AS (
+    SELECT count(pg_notify(%(channel)s, q.queue_name)) AS n
+    FROM (SELECT DISTINCT queue_name FROM inserted) AS q
+)
+SELECT workflow_uuid FROM inserted, notified
 
 -- name: tasks_find_duplicates
 SELECT workflow_uuid, queue_name, deduplication_id
@@ -35,9 +39,6 @@ FROM __schema__.workflow_status
 WHERE workflow_uuid = ANY(%(ids)s::text[])
    OR (queue_name, deduplication_id) IN (
         SELECT * FROM unnest(%(queues)s::text[], %(dedups)s::text[]))
-
--- name: notify_enqueued
-SELECT pg_notify(%(channel)s, %(payload)s)
 
 -- name: task_get
 SELECT * FROM __schema__.workflow_status WHERE workflow_uuid = %(task_id)s
@@ -247,6 +248,10 @@ WHERE workflow_uuid = %(source_id)s AND function_id < %(start_step)s
 -- name: steps_get
 SELECT * FROM __schema__.operation_outputs
 WHERE workflow_uuid = %(task_id)s ORDER BY function_id
+
+-- name: steps_get_many
+SELECT * FROM __schema__.operation_outputs
+WHERE workflow_uuid = ANY(%(task_ids)s::text[]) ORDER BY workflow_uuid, function_id
 
 -- name: step_record
 -- FOR SHARE on the task row: a concurrent recovery (UPDATE of that row) waits for this insert

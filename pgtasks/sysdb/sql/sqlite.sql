@@ -123,6 +123,10 @@ FROM operation_outputs WHERE workflow_uuid = :source_id AND function_id < :start
 -- name: steps_get
 SELECT * FROM operation_outputs WHERE workflow_uuid = :task_id ORDER BY function_id
 
+-- name: steps_get_many
+SELECT * FROM operation_outputs
+WHERE workflow_uuid IN (SELECT value FROM json_each(:task_ids)) ORDER BY workflow_uuid, function_id
+
 -- name: step_record
 INSERT INTO operation_outputs (
     workflow_uuid, function_id, function_name, output, error, serialization,
