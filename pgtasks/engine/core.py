@@ -3,6 +3,7 @@ owns the connection to the system database (opened and migrated on first use).""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import threading
 import time
@@ -10,6 +11,7 @@ from typing import Any
 
 from pgtasks.engine.context import current_task
 from pgtasks.engine.errors import (
+    DatabaseUnavailable,
     DuplicateTaskError,
     MaxRecoveryAttemptsExceeded,
     TaskCancelled,
@@ -130,8 +132,10 @@ class Engine:
         """Poll until the task reaches a terminal status; raise TaskTimeoutError after ``timeout``."""
         deadline = None if timeout is None else time.monotonic() + timeout
         interval = WAIT_FIRST_INTERVAL
+        record = None
         while True:
-            record = self.sysdb.task_get(task_id)
+            with contextlib.suppress(DatabaseUnavailable):  # a restart or a blip: keep waiting
+                record = self.sysdb.task_get(task_id)
             if record is not None and record.status.is_terminal:
                 return record
             remaining = None if deadline is None else deadline - time.monotonic()

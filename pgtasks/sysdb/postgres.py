@@ -170,8 +170,9 @@ class PostgresSystemDatabase(SystemDatabase):
 
     def _run(self, name: str, params: dict[str, Any] | None, fetch: Callable[[psycopg.Cursor[Any]], T]) -> T:
         """One statement in autocommit. A connection that broke while idle in the pool (a
-        server restart, an idle timeout) is retried once on a fresh one: every statement run
-        here is safe to repeat (reads, and writes that are idempotent or fenced)."""
+        server restart, an idle timeout) is retried once on a fresh one, after the pool has
+        replaced every broken idle connection: every statement run here is safe to repeat
+        (reads, and writes that are idempotent or fenced)."""
         for attempt in (1, 2):
             try:
                 with self._open_pool().connection() as conn:
@@ -181,6 +182,7 @@ class PostgresSystemDatabase(SystemDatabase):
                     raise DatabaseUnavailable(
                         f"the pgtasks database {self.target.display_url} is unavailable: {exc}"
                     ) from exc
+                self._open_pool().check()
             except PoolTimeout as exc:
                 raise DatabaseUnavailable(
                     f"the pgtasks database {self.target.display_url} is unavailable: {exc}"

@@ -174,3 +174,31 @@ def test_sigterm_stops_a_worker_whose_database_is_gone(tmp_path: Path) -> None:
         assert "worker stopped" in out
     finally:
         server.destroy()
+
+
+@pytest.mark.parametrize("mode", ["fast", "immediate"])
+def test_workers_survive_a_postgres_restart_and_finish_every_task(tmp_path: Path, mode: str) -> None:
+    server = PostgresServer().start()
+    ledger = tmp_path / "effects.log"
+    try:
+        client = Client(server.url)
+        handles = [client.enqueue("durable.slow", [2]) for _ in range(12)]
+        workers = [
+            worker_process(server.url, ledger, f"w{i}", lease_seconds=3, concurrency=3) for i in range(2)
+        ]
+        wait_for(lambda: len(effects(ledger)) >= 4, what="tasks to be running")
+        server.stop(mode)
+        server.launch()
+        try:
+            assert [h.get(timeout=120) for h in handles] == [1] * 12
+            assert all(w.poll() is None for w in workers)  # no worker died with the database
+        finally:
+            for worker in workers:
+                stop(worker)
+        seen = effects(ledger)
+        for handle in handles:
+            assert 1 <= seen[(handle.id, "slow0")] <= 2 and 1 <= seen[(handle.id, "slow1")] <= 2
+            assert [s.function_id for s in client.engine.sysdb.steps_get(handle.id)] == [1, 2]
+        client.close()
+    finally:
+        server.destroy()
