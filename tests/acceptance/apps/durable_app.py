@@ -11,19 +11,14 @@ import os
 import signal
 import time
 
-from pgtasks import App, current_task
+from pgtasks import App
+from tests.support.ledger import append
 
 app = App("durable", poll_interval=0.05)
 
 
 def effect(label: str) -> None:
-    ctx = current_task()
-    line = f"{ctx.task_id if ctx else '-'} {label}\n".encode()
-    fd = os.open(os.environ["PGTASKS_TEST_LEDGER"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        os.write(fd, line)
-    finally:
-        os.close(fd)
+    append(label)
 
 
 @app.step

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import os
 import time
 
-from pgtasks import App, current_task
+from pgtasks import App
+from tests.support.ledger import append
 
 app = App("flow", poll_interval=0.05)
 app.queue("limited", concurrency=2)
@@ -15,13 +15,7 @@ app.queue("tenants", concurrency=1, partitioned=True)
 
 
 def record(event: str, label: str) -> None:
-    ctx = current_task()
-    line = f"{ctx.task_id if ctx else '-'} {event} {time.time():.6f} {label}\n".encode()
-    fd = os.open(os.environ["PGTASKS_TEST_LEDGER"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        os.write(fd, line)
-    finally:
-        os.close(fd)
+    append(event, f"{time.time():.6f}", label)
 
 
 @app.task(name="flow.work")
