@@ -9,6 +9,7 @@ import threading
 import time
 from typing import Any
 
+from pgtasks.engine.checkpoints import CheckpointWriter
 from pgtasks.engine.context import current_task
 from pgtasks.engine.errors import (
     DatabaseUnavailable,
@@ -24,7 +25,7 @@ from pgtasks.engine.registry import Registry
 from pgtasks.engine.serialization import Codec
 from pgtasks.engine.settings import Settings
 from pgtasks.sysdb import SystemDatabase, open_system_database
-from pgtasks.sysdb.records import HOLDER_FINISHED, QueueSettings, Status, TaskRecord
+from pgtasks.sysdb.records import HOLDER_FINISHED, QueueSettings, Status, StepRecord, StepWrite, TaskRecord
 
 WAIT_FIRST_INTERVAL = 0.005
 WAIT_MAX_INTERVAL = 0.5
@@ -39,6 +40,7 @@ class Engine:
         self.codec = Codec(settings.serializer, frozenset(settings.accept_content))
         self.declared_queues: dict[str, QueueSettings] = {}
         self._sysdb: SystemDatabase | None = None
+        self._checkpoints: CheckpointWriter | None = None
         self._lock = threading.Lock()
 
     # -- database ------------------------------------------------------------------------
@@ -59,11 +61,25 @@ class Engine:
         """In a forked child: drop the parent's connections without touching them (closing
         would end the parent's sessions); the child opens its own on next use."""
         self._sysdb = None
+        self._checkpoints = None
         self._lock = threading.Lock()
+
+    def record_step(self, step: StepRecord) -> StepWrite:
+        """Record a step checkpoint, sharing the commit with other tasks of this process."""
+        writer = self._checkpoints
+        if writer is None:
+            with self._lock:
+                if self._checkpoints is None:
+                    self._checkpoints = CheckpointWriter(self.sysdb)
+                writer = self._checkpoints
+        return writer.record(step)
 
     def close(self) -> None:
         """Close the database connections (they reopen on next use)."""
         with self._lock:
+            if self._checkpoints is not None:
+                self._checkpoints.stop()
+                self._checkpoints = None
             if self._sysdb is not None:
                 self._sysdb.close()
                 self._sysdb = None

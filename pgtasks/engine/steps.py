@@ -115,7 +115,7 @@ def _checkpoint(
 
     def write() -> StepWrite:
         crashpoint("after_step_body_before_checkpoint", **point)
-        return ctx.engine.sysdb.step_record(record)
+        return ctx.engine.record_step(record)
 
     # A retry after a lost COMMIT reply finds its own row and reports RECORDED.
     written = with_database_retry(write, ctx.engine.settings.lease_seconds, "checkpoint", ctx.task_id)

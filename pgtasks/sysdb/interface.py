@@ -124,6 +124,11 @@ class SystemDatabase(ABC):
         same step: the second gets CONFLICT and must stop executing the task.
         """
 
+    def steps_record_many(self, steps: list[StepRecord]) -> list[StepWrite]:
+        """Record several checkpoints in one statement and one commit (group commit); one
+        result per step, in order, with the meaning of :meth:`step_record`."""
+        return [self.step_record(step) for step in steps]
+
     @abstractmethod
     def task_owned_by(self, task_id: str, executor_id: str, claim_token: str | None = None) -> bool:
         """True while the task is PENDING on ``executor_id`` under ``claim_token`` (checked

@@ -432,6 +432,35 @@ class PostgresSystemDatabase(SystemDatabase):
         # The row may be this run's own, from a try whose COMMIT reply was lost.
         return StepWrite.RECORDED if own_step_row(owner, step) else StepWrite.CONFLICT
 
+    def steps_record_many(self, steps: list[StepRecord]) -> list[StepWrite]:
+        if len(steps) == 1:
+            return [self.step_record(steps[0])]
+        keys = {"task_ids": [s.task_id for s in steps], "function_ids": [s.function_id for s in steps]}
+        args = {
+            **keys,
+            "names": [s.function_name for s in steps],
+            "outputs": [s.output for s in steps],
+            "errors": [s.error for s in steps],
+            "serializations": [s.serialization for s in steps],
+            "started": [s.started_at_epoch_ms for s in steps],
+            "executors": [s.executor_id for s in steps],
+            "tokens": [s.claim_token for s in steps],
+        }
+        written = {(r["workflow_uuid"], r["function_id"]) for r in self._all("steps_record_many", args)}
+        owners = {}
+        if len(written) < len(steps):
+            owners = {(r["workflow_uuid"], r["function_id"]): r for r in self._all("step_owners", keys)}
+        results = []
+        for step in steps:
+            key = (step.task_id, step.function_id)
+            if key in written:
+                results.append(StepWrite.RECORDED)
+            elif key not in owners:
+                results.append(StepWrite.NOT_OWNER)
+            else:
+                results.append(StepWrite.RECORDED if own_step_row(owners[key], step) else StepWrite.CONFLICT)
+        return results
+
     def task_owned_by(self, task_id: str, executor_id: str, claim_token: str | None = None) -> bool:
         args = {"task_id": task_id, "executor_id": executor_id, "claim_token": claim_token}
         return self._one("task_owned_by", args) is not None

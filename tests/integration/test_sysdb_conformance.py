@@ -399,3 +399,28 @@ def test_relative_expiry_uses_the_database_clock(sysdb: SystemDatabase) -> None:
     a = sysdb.task_get("a")
     assert a is not None and a.expires_at_epoch_ms is not None
     assert before + 3_600_000 <= a.expires_at_epoch_ms <= sysdb.now_ms() + 3_600_000
+
+
+def test_group_commit_of_checkpoints_reports_each_step(sysdb: SystemDatabase) -> None:
+    sysdb.tasks_enqueue([new("a"), new("b"), new("c")])
+    sysdb.tasks_claim(ClaimParams("w1", "v1", ("default",), 3))
+    sysdb.tasks_recover_stale(RecoverStaleParams(lease_ms=0))  # w1 is gone: w2 takes all three
+    sysdb.tasks_claim(ClaimParams("w2", "v1", ("default",), 3))
+    for task_id in ("a", "b"):
+        sysdb.task_cancel(task_id)
+
+    def step_for(task_id: str, fid: int, executor: str, token: str | None) -> StepRecord:
+        return StepRecord(task_id, fid, f"s{fid}", '"x"', None, executor_id=executor, claim_token=token)
+
+    # a: cancelled while w2 ran it (a step that finished still counts); b: a stale claim
+    # token; c: w2's, running.
+    results = sysdb.steps_record_many(
+        [
+            step_for("a", 1, "w2", None),
+            step_for("b", 1, "w2", "not-the-token"),
+            step_for("c", 1, "w2", None),
+        ]
+    )
+    assert results == [StepWrite.RECORDED, StepWrite.NOT_OWNER, StepWrite.RECORDED]
+    again = sysdb.steps_record_many([step_for("a", 1, "w2", None), step_for("c", 1, "w9", None)])
+    assert again == [StepWrite.RECORDED, StepWrite.CONFLICT]  # w2's own retry; w9 lost the race

@@ -272,6 +272,40 @@ WHERE EXISTS (
 ON CONFLICT (workflow_uuid, function_id) DO NOTHING
 RETURNING function_id
 
+-- name: steps_record_many
+-- Group commit: the checkpoints of many concurrent tasks in one INSERT. Each row carries its
+-- own fence; the task rows are locked FOR SHARE in id order, as one step_record would.
+WITH s AS (
+    SELECT * FROM unnest(%(task_ids)s::text[], %(function_ids)s::int[], %(names)s::text[],
+                         %(outputs)s::text[], %(errors)s::text[], %(serializations)s::text[],
+                         %(started)s::bigint[], %(executors)s::text[], %(tokens)s::text[])
+        AS s(task_id, function_id, function_name, output, error, serialization, started_at,
+             executor_id, claim_token)
+),
+owned AS (
+    SELECT s.* FROM s
+    JOIN __schema__.workflow_status AS ws
+      ON ws.workflow_uuid = s.task_id AND ws.executor_id = s.executor_id
+     AND (s.claim_token IS NULL OR ws.claim_token = s.claim_token)
+     AND ws.status IN ('PENDING', 'CANCELLED')
+    ORDER BY s.task_id
+    FOR SHARE OF ws
+)
+INSERT INTO __schema__.operation_outputs (
+    workflow_uuid, function_id, function_name, output, error, serialization,
+    started_at_epoch_ms, completed_at_epoch_ms, executor_id, claim_token)
+SELECT task_id, function_id, function_name, output, error, serialization, started_at,
+       __now_ms__, executor_id, claim_token
+FROM owned
+ON CONFLICT (workflow_uuid, function_id) DO NOTHING
+RETURNING workflow_uuid, function_id
+
+-- name: step_owners
+SELECT o.workflow_uuid, o.function_id, o.executor_id, o.claim_token
+FROM __schema__.operation_outputs AS o
+JOIN unnest(%(task_ids)s::text[], %(function_ids)s::int[]) AS k(task_id, function_id)
+  ON o.workflow_uuid = k.task_id AND o.function_id = k.function_id
+
 -- name: step_owner
 SELECT executor_id, claim_token FROM __schema__.operation_outputs
 WHERE workflow_uuid = %(task_id)s AND function_id = %(function_id)s
