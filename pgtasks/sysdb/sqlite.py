@@ -11,6 +11,7 @@ import json
 import os
 import sqlite3
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -92,7 +93,7 @@ class SqliteSystemDatabase(SystemDatabase):
                 raise DatabaseUnavailable(f"cannot open SQLite database {self.path}: {exc}") from exc
             conn.row_factory = _dict_row
             conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-            conn.execute("PRAGMA journal_mode = WAL")
+            _use_wal(conn)
             conn.execute("PRAGMA synchronous = NORMAL")
             conn.execute("PRAGMA foreign_keys = ON")
             self._local.conn, self._local.pid = conn, os.getpid()
@@ -405,6 +406,20 @@ class SqliteSystemDatabase(SystemDatabase):
                 conn.close()
             self._all_connections.clear()
         self._local = threading.local()
+
+
+def _use_wal(conn: sqlite3.Connection) -> None:
+    """Switch the file to WAL (once: the mode is stored in the file). Switching needs the file
+    to itself, which the busy timeout does not always wait for when many processes open a new
+    database at once, so a refused switch is retried."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    while conn.execute("PRAGMA journal_mode").fetchone()["journal_mode"] != "wal":
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc).lower() or time.monotonic() > deadline:
+                raise DatabaseUnavailable(f"cannot switch {conn} to WAL: {exc}") from exc
+            time.sleep(0.01)
 
 
 def _within_partition_limits(

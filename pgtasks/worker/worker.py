@@ -153,9 +153,7 @@ class Worker:
         for other in self.engine.sysdb.executors_list():
             if other.executor_id != self.executor_id:
                 continue
-            fresh = (
-                self.engine.sysdb.now_ms() - other.last_heartbeat < self.engine.settings.lease_seconds * 1000
-            )
+            fresh = self.engine.sysdb.now_ms() - other.last_heartbeat < other.lease_ms
             if (
                 fresh
                 and (other.hostname != self.info.hostname or _pid_alive(other.pid))
@@ -178,10 +176,12 @@ class Worker:
         poll = self.engine.settings.poll_interval
         backoff = 0.1
         while not self._stopping.is_set():
+            # Cleared before claiming: a wake-up (NOTIFY, a freed slot) that arrives while the
+            # claim runs is kept and ends the wait below at once.
+            self._wake.clear()
             free = self._free_slots()
             if free == 0:
                 self._wake.wait(poll)
-                self._wake.clear()
                 continue
             try:
                 assert self.queues is not None, "start() first"
@@ -200,7 +200,6 @@ class Worker:
                 self._dispatch(record, steps.get(record.task_id))
             if len(claimed) < free:
                 self._wake.wait(poll)
-                self._wake.clear()
 
     def _free_slots(self) -> int:
         with self._running_lock:
