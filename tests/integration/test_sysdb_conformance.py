@@ -177,6 +177,8 @@ def test_recover_stale_uses_the_lease(sysdb: SystemDatabase) -> None:
     claim(sysdb, executor="dead", limit=1)
     claim(sysdb, executor="never-registered", limit=1)
     assert sysdb.tasks_recover_stale(RecoverStaleParams(lease_ms=60_000)).requeued == ["orphan"]
+    beat = max(e.last_heartbeat for e in sysdb.executors_list())
+    wait_for(lambda: sysdb.now_ms() > beat, what="the database clock to move past the heartbeats")
     report = sysdb.tasks_recover_stale(RecoverStaleParams(lease_ms=0, exclude_executor_id="live"))
     assert report.requeued == ["y"]
     x = sysdb.task_get("x")
