@@ -101,7 +101,7 @@ def test_countdown_keeps_the_task_delayed_in_the_database(app: App) -> None:
         return "done"
 
     handle = later.apply_async(countdown=3600)
-    soon = later.apply_async(eta=dt.datetime.now(dt.timezone.utc) + dt.timedelta(milliseconds=200))
+    soon = later.apply_async(eta=dt.datetime.now(dt.timezone.utc) + dt.timedelta(seconds=1))
     assert handle.status == "DELAYED" and soon.status == "DELAYED"
     with running_worker(app):
         assert soon.get(timeout=20) == "done"
