@@ -25,35 +25,36 @@ from tests.support.pgserver import PostgresServer
 REPO = Path(__file__).resolve().parents[1]
 
 
+def start_worker(url: str, concurrency: int, pool: str) -> subprocess.Popen[bytes]:
+    """One `pgtasks worker` process for the bench app's queue."""
+    argv = [
+        sys.executable,
+        "-m",
+        "pgtasks",
+        "worker",
+        "-A",
+        "bench.noop_app",
+        "-Q",
+        "bench",
+        "-c",
+        str(concurrency),
+        "-P",
+        pool,
+        "-n",
+        f"bench-{time.time_ns()}",
+        "-l",
+        "WARNING",
+    ]
+    env = {**os.environ, "PGTASKS_DATABASE_URL": url}
+    return subprocess.Popen(argv, cwd=REPO, env=env, stderr=subprocess.DEVNULL)
+
+
 def drain(url: str, name: str, count: int, concurrency: int, pool: str = "threads") -> float:
     """Queue ``count`` tasks, start one worker, wait for all; return tasks/s measured from the
     database's own timestamps (first start to last completion)."""
     client = Client(url)
     handles = client.engine.enqueue([EnqueueRequest(name=name, queue="bench") for _ in range(count)])
-    env = {**os.environ, "PGTASKS_DATABASE_URL": url}
-    worker = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "pgtasks",
-            "worker",
-            "-A",
-            "bench.noop_app",
-            "-Q",
-            "bench",
-            "-c",
-            str(concurrency),
-            "-P",
-            pool,
-            "-n",
-            f"bench-{time.time_ns()}",
-            "-l",
-            "WARNING",
-        ],
-        cwd=REPO,
-        env=env,
-        stderr=subprocess.DEVNULL,
-    )
+    worker = start_worker(url, concurrency, pool)
     try:
         for task_id in (handles[-1], *handles):
             client.AsyncResult(task_id).get(timeout=600)
@@ -71,30 +72,7 @@ def start_latency(url: str, rate: float, seconds: float, concurrency: int) -> tu
     """Offer ``rate`` single delay() calls per second for ``seconds`` to one idle worker; return
     p50 and p99 of enqueue-to-start in ms, from the database's own timestamps."""
     client = Client(url)
-    env = {**os.environ, "PGTASKS_DATABASE_URL": url}
-    worker = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "pgtasks",
-            "worker",
-            "-A",
-            "bench.noop_app",
-            "-Q",
-            "bench",
-            "-c",
-            str(concurrency),
-            "-P",
-            "threads",
-            "-n",
-            f"bench-{time.time_ns()}",
-            "-l",
-            "WARNING",
-        ],
-        cwd=REPO,
-        env=env,
-        stderr=subprocess.DEVNULL,
-    )
+    worker = start_worker(url, concurrency, "threads")
     try:
         client.AsyncResult(client.enqueue("bench.noop", queue="bench").id).get(timeout=60)  # warm
         ids = []

@@ -118,6 +118,9 @@ class PostgresSystemDatabase(SystemDatabase):
         self.schema = quote_identifier(target.schema, "schema name")
         self.channel = notify_channel(target.schema)
         self.sql = load_statements("postgres", {"__schema__": self.schema, "__now_ms__": NOW_MS})
+        tail = self.sql.pop("claim_picked")
+        for name in ("tasks_claim", "tasks_claim_limited", "tasks_claim_partitioned"):
+            self.sql[name] = self.sql[name].replace("__claim_picked__", tail)
         enqueue = self.sql.pop("tasks_enqueue")
         self.sql["tasks_enqueue"] = enqueue.replace("__enqueue_source__", ENQUEUE_MANY)
         self.sql["tasks_enqueue_one"] = enqueue.replace("__enqueue_source__", ENQUEUE_ONE)

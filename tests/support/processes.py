@@ -58,8 +58,12 @@ def worker_process(
         pool,
         *extra_args,
     ]
-    sink = output.open("a") if output is not None else subprocess.PIPE
-    return subprocess.Popen(argv, cwd=REPO, env=env, stdout=sink, stderr=subprocess.STDOUT, text=True)
+    if output is None:
+        return subprocess.Popen(
+            argv, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        )
+    with output.open("a") as sink:  # the child keeps its own descriptor
+        return subprocess.Popen(argv, cwd=REPO, env=env, stdout=sink, stderr=subprocess.STDOUT, text=True)
 
 
 def stop(process: subprocess.Popen[str], sig: int = signal.SIGTERM, timeout: float = 30) -> str:

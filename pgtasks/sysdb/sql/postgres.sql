@@ -43,6 +43,23 @@ WHERE workflow_uuid = ANY(%(ids)s::text[])
 -- name: task_get
 SELECT * FROM __schema__.workflow_status WHERE workflow_uuid = %(task_id)s
 
+-- name: claim_picked
+-- The end of every claim statement: the rows chosen in "picked" become PENDING on this
+-- executor under a fresh claim token, and the attempt is counted. Spliced into the three
+-- claim statements below; the status re-check matters for the partitioned claim, which
+-- cannot lock its candidates.
+UPDATE __schema__.workflow_status AS ws
+SET status = 'PENDING',
+    executor_id = %(executor_id)s,
+    claim_token = %(claim_token)s,
+    application_version = %(version)s,
+    recovery_attempts = ws.recovery_attempts + 1,
+    started_at_epoch_ms = __now_ms__,
+    updated_at = __now_ms__
+FROM picked
+WHERE ws.workflow_uuid = picked.workflow_uuid AND ws.status = 'ENQUEUED'
+RETURNING ws.*
+
 -- name: tasks_claim
 -- One statement per claim. SKIP LOCKED lets concurrent workers take disjoint rows without
 -- waiting on each other; the attempt is counted here, before any body runs, so a task that
@@ -67,17 +84,7 @@ WITH picked AS (
     ORDER BY c.priority, c.enqueue_seq
     LIMIT %(limit)s
 )
-UPDATE __schema__.workflow_status AS ws
-SET status = 'PENDING',
-    executor_id = %(executor_id)s,
-    claim_token = %(claim_token)s,
-    application_version = %(version)s,
-    recovery_attempts = ws.recovery_attempts + 1,
-    started_at_epoch_ms = __now_ms__,
-    updated_at = __now_ms__
-FROM picked
-WHERE ws.workflow_uuid = picked.workflow_uuid
-RETURNING ws.*
+__claim_picked__
 
 -- name: queue_try_lock
 -- Claims of a queue with global limits are serialized by a transaction-level advisory lock:
@@ -113,17 +120,7 @@ picked AS (
     LIMIT (SELECT n FROM budget)
     FOR UPDATE SKIP LOCKED
 )
-UPDATE __schema__.workflow_status AS ws
-SET status = 'PENDING',
-    executor_id = %(executor_id)s,
-    claim_token = %(claim_token)s,
-    application_version = %(version)s,
-    recovery_attempts = ws.recovery_attempts + 1,
-    started_at_epoch_ms = __now_ms__,
-    updated_at = __now_ms__
-FROM picked
-WHERE ws.workflow_uuid = picked.workflow_uuid
-RETURNING ws.*
+__claim_picked__
 
 -- name: tasks_claim_partitioned
 -- Concurrency per partition key: each waiting task's slot is its rank within its key plus
@@ -161,17 +158,7 @@ picked AS (
     ORDER BY priority, enqueue_seq
     LIMIT (SELECT n FROM budget)
 )
-UPDATE __schema__.workflow_status AS ws
-SET status = 'PENDING',
-    executor_id = %(executor_id)s,
-    claim_token = %(claim_token)s,
-    application_version = %(version)s,
-    recovery_attempts = ws.recovery_attempts + 1,
-    started_at_epoch_ms = __now_ms__,
-    updated_at = __now_ms__
-FROM picked
-WHERE ws.workflow_uuid = picked.workflow_uuid AND ws.status = 'ENQUEUED'
-RETURNING ws.*
+__claim_picked__
 
 -- name: tasks_expire
 -- Waiting tasks past their expiry are cancelled, never run (Celery's expires).
