@@ -40,6 +40,7 @@ def test_enqueue_joins_the_callers_transaction(pg_url: str) -> None:
         assert committed.get(timeout=20) == "confirmed 2"
     assert [t.task_id for t in client.list_tasks()] == [committed.id]
     client.close()
+    app.close()
 
 
 def test_sqlite_cannot_join_a_callers_connection(sqlite_url: str) -> None:
@@ -78,3 +79,4 @@ def test_unreachable_server_reports_the_url_without_password() -> None:
     with pytest.raises(pgtasks.DatabaseUnavailable) as info:
         app.list_tasks()
     assert "***" in str(info.value) and "secret" not in str(info.value)
+    app.close()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import threading
 import uuid
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -36,8 +37,22 @@ class Recorder:
             self.calls[key] = self.calls.get(key, 0) + 1
 
 
+_open_apps: list[App] = []
+
+
 def make_app(url: str, **kw: Any) -> App:
-    return App("engine", database_url=url, poll_interval=0.02, lease_seconds=2, **kw)
+    app = App("engine", database_url=url, poll_interval=0.02, lease_seconds=2, **kw)
+    _open_apps.append(app)
+    return app
+
+
+@pytest.fixture(autouse=True)
+def _close_apps() -> Iterator[None]:
+    """Close every App a test made: an unclosed connection pool is collected on some other
+    thread later, where it cannot shut down cleanly."""
+    yield
+    while _open_apps:
+        _open_apps.pop().close()
 
 
 @pytest.fixture

@@ -23,6 +23,7 @@ def test_notify_wakes_an_idle_worker_long_before_its_poll(pg_url: str) -> None:
         started = time.monotonic()
         assert ping.delay().get(timeout=30) == "pong"
         assert time.monotonic() - started < 30  # a poll would have taken 60 s
+    app.close()
 
 
 def test_a_task_enqueued_in_a_rolled_back_transaction_wakes_nobody(pg_url: str) -> None:
@@ -43,6 +44,7 @@ def test_a_task_enqueued_in_a_rolled_back_transaction_wakes_nobody(pg_url: str) 
         assert kept.get(timeout=30) == 1
         assert gone.status is None
     client.close()
+    app.close()
 
 
 def test_sqlite_workers_poll(sqlite_url: str) -> None:
@@ -55,3 +57,4 @@ def test_sqlite_workers_poll(sqlite_url: str) -> None:
     with running_worker(app) as worker:
         assert not worker.listening
         assert ping.delay().get(timeout=30) == "pong"
+    app.close()
