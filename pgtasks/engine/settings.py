@@ -7,7 +7,6 @@ import os
 from dataclasses import dataclass, field
 
 from pgtasks.engine.errors import ConfigurationError
-from pgtasks.sysdb.identifiers import validate_identifier
 from pgtasks.sysdb.urls import DEFAULT_SCHEMA, parse_database_url, resolve_database_url
 
 VERSION_ENV = "PGTASKS_APPLICATION_VERSION"
@@ -50,6 +49,3 @@ def validate_queue_name(name: str) -> str:
     if not set(name) <= allowed:
         raise ConfigurationError(f"invalid queue name {name!r}: use letters, digits and _ - . : @")
     return name
-
-
-__all__ = ["Settings", "validate_identifier", "validate_queue_name"]

@@ -325,39 +325,42 @@ class PostgresSystemDatabase(SystemDatabase):
             "claim_token": params.claim_token,
         }
         rows: list[dict[str, Any]] = []
-        with self._tx() as conn:
-            free = [c for c in claims if not c.is_limited]
-            if free:
-                rows += conn.execute(
-                    self.sql["tasks_claim"],
-                    {
-                        **common,
-                        "queues": [c.name for c in free],
-                        "limits": [c.limit for c in free],
-                        "limit": params.limit,
-                    },
-                ).fetchall()
-            for claim in (c for c in claims if c.is_limited):
-                room = min(claim.limit or 0, params.limit - len(rows))
-                if room <= 0:
-                    break
-                lock = conn.execute(
-                    self.sql["queue_try_lock"], {"lock_key": queue_lock_key(self.target.schema, claim.name)}
-                )
-                if not lock.fetchone()["ok"]:  # type: ignore[index]
-                    continue  # another worker is claiming from this queue right now
-                statement = "tasks_claim_partitioned" if claim.partitioned else "tasks_claim_limited"
-                rows += conn.execute(
-                    self.sql[statement],
-                    {
-                        **common,
-                        "queue": claim.name,
-                        "limit": room,
-                        "concurrency": claim.concurrency,
-                        "rate_max": claim.rate_limit_max,
-                        "period_ms": claim.rate_limit_period_ms or 0,
-                    },
-                ).fetchall()
+        free = [c for c in claims if not c.is_limited]
+        if free:  # one statement in autocommit: one round trip
+            rows += self._all(
+                "tasks_claim",
+                {
+                    **common,
+                    "queues": [c.name for c in free],
+                    "limits": [c.limit for c in free],
+                    "limit": params.limit,
+                },
+            )
+        limited = [c for c in claims if c.is_limited]
+        if limited and len(rows) < params.limit:
+            with self._tx() as conn:  # the advisory lock lives until this transaction ends
+                for claim in limited:
+                    room = min(claim.limit or 0, params.limit - len(rows))
+                    if room <= 0:
+                        break
+                    lock = conn.execute(
+                        self.sql["queue_try_lock"],
+                        {"lock_key": queue_lock_key(self.target.schema, claim.name)},
+                    )
+                    if not lock.fetchone()["ok"]:  # type: ignore[index]
+                        continue  # another worker is claiming from this queue right now
+                    statement = "tasks_claim_partitioned" if claim.partitioned else "tasks_claim_limited"
+                    rows += conn.execute(
+                        self.sql[statement],
+                        {
+                            **common,
+                            "queue": claim.name,
+                            "limit": room,
+                            "concurrency": claim.concurrency,
+                            "rate_max": claim.rate_limit_max,
+                            "period_ms": claim.rate_limit_period_ms or 0,
+                        },
+                    ).fetchall()
         # RETURNING has no order; hand tasks out in the order they were picked.
         return sorted((task_from_row(r) for r in rows), key=lambda t: (t.priority, t.enqueue_seq))
 
@@ -495,7 +498,7 @@ class PostgresSystemDatabase(SystemDatabase):
     def tasks_recover_own(self, params: RecoverOwnParams) -> RecoveryReport:
         rows = self._all(
             "tasks_recover_own",
-            {"executor_id": params.executor_id, "version": params.application_version},
+            {"executor_id": params.executor_id},
         )
         return recovery_report(rows)
 

@@ -263,7 +263,6 @@ class RecoverOwnParams:
     each stays pinned to its own, so a worker of that version picks it up)."""
 
     executor_id: str
-    application_version: str
 
 
 @dataclass(frozen=True, slots=True)

@@ -356,7 +356,7 @@ class SqliteSystemDatabase(SystemDatabase):
     def tasks_recover_own(self, params: RecoverOwnParams) -> RecoveryReport:
         rows = self._write_all(
             "tasks_recover_own",
-            {"executor_id": params.executor_id, "version": params.application_version},
+            {"executor_id": params.executor_id},
         )
         return recovery_report(rows)
 

@@ -120,7 +120,7 @@ class Worker:
         sysdb.executor_register(self.info)
         self.queues = QueueBook(sysdb, self.options.queues)
         self.queues.declare(self.engine.declared_queues)
-        report = sysdb.tasks_recover_own(RecoverOwnParams(self.executor_id, self.version))
+        report = sysdb.tasks_recover_own(RecoverOwnParams(self.executor_id))
         if report.requeued:
             log.warning("resuming %d tasks this executor was running when it stopped", len(report.requeued))
         if report.dead_lettered:

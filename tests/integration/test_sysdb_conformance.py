@@ -154,17 +154,17 @@ def test_step_written_by_another_executor_is_a_conflict(sysdb: SystemDatabase) -
 def test_recover_own_requeues_and_dead_letters(sysdb: SystemDatabase) -> None:
     sysdb.tasks_enqueue([new("a", max_recovery_attempts=1), new("b", max_recovery_attempts=5)])
     claim(sysdb)
-    report = sysdb.tasks_recover_own(RecoverOwnParams("w1", "v1"))
+    report = sysdb.tasks_recover_own(RecoverOwnParams("w1"))
     assert sorted(report.requeued) == ["a", "b"] and report.dead_lettered == []
     claim(sysdb)  # second start of each: a has now used its one recovery
-    report = sysdb.tasks_recover_own(RecoverOwnParams("w1", "v1"))
+    report = sysdb.tasks_recover_own(RecoverOwnParams("w1"))
     assert report.requeued == ["b"] and report.dead_lettered == ["a"]
     a = sysdb.task_get("a")
     assert a is not None and a.status is Status.MAX_RECOVERY_ATTEMPTS_EXCEEDED and a.recovery_attempts == 2
-    # After a deploy the restarted executor (now v2) gives back its v1 tasks; they stay pinned
-    # to v1, so only a v1 worker claims them.
+    # After a deploy the restarted executor (now v2) gives back its v1 tasks too; they stay
+    # pinned to v1, so only a v1 worker claims them.
     [b] = claim(sysdb)
-    assert sysdb.tasks_recover_own(RecoverOwnParams("w1", "v2")).requeued == [b]
+    assert sysdb.tasks_recover_own(RecoverOwnParams("w1")).requeued == [b]
     assert claim(sysdb, version="v2") == []
     assert claim(sysdb, version="v1") == [b]
 
@@ -332,7 +332,7 @@ def test_bad_queue_settings_are_refused(sysdb: SystemDatabase, settings: QueueSe
 def test_dead_lettering_frees_the_deduplication_id(sysdb: SystemDatabase) -> None:
     sysdb.tasks_enqueue([new("a", deduplication_id="k", max_recovery_attempts=0)])
     claim(sysdb)
-    assert sysdb.tasks_recover_own(RecoverOwnParams("w1", "v1")).dead_lettered == ["a"]
+    assert sysdb.tasks_recover_own(RecoverOwnParams("w1")).dead_lettered == ["a"]
     assert sysdb.tasks_enqueue([new("b", deduplication_id="k")])[0].inserted
 
 
