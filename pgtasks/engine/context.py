@@ -21,6 +21,8 @@ class TaskContext:
     engine: Engine
     steps: dict[int, StepRecord] = field(default_factory=dict)
     next_function_id: int = 1
+    # time.monotonic() of the last write that proved the task still runs here, or None.
+    confirmed_at: float | None = None
 
     @property
     def task_id(self) -> str:

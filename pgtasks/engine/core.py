@@ -25,9 +25,18 @@ from pgtasks.engine.registry import Registry
 from pgtasks.engine.serialization import Codec
 from pgtasks.engine.settings import Settings
 from pgtasks.sysdb import SystemDatabase, open_system_database
-from pgtasks.sysdb.records import HOLDER_FINISHED, QueueSettings, Status, StepRecord, StepWrite, TaskRecord
+from pgtasks.sysdb.records import (
+    HOLDER_FINISHED,
+    NewTask,
+    QueueSettings,
+    Status,
+    StepRecord,
+    StepWrite,
+    TaskRecord,
+)
 
 WAIT_FIRST_INTERVAL = 0.005
+ENQUEUE_CHUNK = 1000  # tasks per statement in a large enqueue (see sysdb.overlapped)
 WAIT_MAX_INTERVAL = 0.5
 
 
@@ -108,26 +117,37 @@ class Engine:
         if on_duplicate not in ("raise", "return"):
             raise ValueError("on_duplicate must be 'raise' or 'return'")
         parent = current_task()
-        rows = []
-        for request in requests:
-            parent_id = None
-            if parent is not None and parent.engine.settings.database_url == self.settings.database_url:
-                parent_id = parent.task_id
-                if request.task_id is None:
-                    request = dataclasses.replace(
-                        request, task_id=child_task_id(parent_id, parent.take_function_id())
+        rows: list[NewTask] = []
+
+        def build(part: list[EnqueueRequest]) -> list[NewTask]:
+            built = []
+            for request in part:
+                parent_id = None
+                if parent is not None and parent.engine.settings.database_url == self.settings.database_url:
+                    parent_id = parent.task_id
+                    if request.task_id is None:
+                        request = dataclasses.replace(
+                            request, task_id=child_task_id(parent_id, parent.take_function_id())
+                        )
+                built.append(
+                    build_new_task(
+                        request,
+                        self.codec,
+                        self.settings.default_queue,
+                        self.settings.max_recovery_attempts,
+                        parent_id,
                     )
-            rows.append(
-                build_new_task(
-                    request,
-                    self.codec,
-                    self.settings.default_queue,
-                    self.settings.max_recovery_attempts,
-                    parent_id,
                 )
-            )
+            rows.extend(built)
+            return built
+
+        if len(requests) <= ENQUEUE_CHUNK:
+            results = self.sysdb.tasks_enqueue(build(requests), conn=conn)
+        else:  # the database writes one chunk while the next is being serialized
+            chunks = (build(requests[i : i + ENQUEUE_CHUNK]) for i in range(0, len(requests), ENQUEUE_CHUNK))
+            results = self.sysdb.tasks_enqueue_chunks(chunks, conn=conn)
         ids = []
-        for row, result in zip(rows, self.sysdb.tasks_enqueue(rows, conn=conn), strict=True):
+        for row, result in zip(rows, results, strict=True):
             if result.duplicate_of is None:
                 ids.append(result.task_id)  # inserted, or that task id existed already
             elif on_duplicate == "return" and result.duplicate_of != HOLDER_FINISHED:

@@ -67,8 +67,10 @@ def build_new_task(
     max_attempts = request.max_recovery_attempts
     if max_attempts is None:
         max_attempts = default_max_recovery_attempts
-    if isinstance(max_attempts, bool) or not isinstance(max_attempts, int) or max_attempts < 0:
-        raise ConfigurationError(f"max_recovery_attempts must be an integer >= 0, not {max_attempts!r}")
+    if isinstance(max_attempts, bool) or not isinstance(max_attempts, int) or not 0 <= max_attempts < 2**31:
+        raise ConfigurationError(
+            f"max_recovery_attempts must be an integer from 0 to {2**31 - 1}, not {max_attempts!r}"
+        )
     return NewTask(
         task_id=task_id,
         name=request.name,

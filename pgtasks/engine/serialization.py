@@ -71,8 +71,12 @@ class JsonSerializer:
 
     tag = "json"
 
+    def __init__(self) -> None:
+        # One encoder for every call: json.dumps with options builds a new one each time.
+        self._encoder = json.JSONEncoder(default=_encode_default, allow_nan=False, separators=(",", ":"))
+
     def dumps(self, value: Any) -> str:
-        return json.dumps(value, default=_encode_default, allow_nan=False, separators=(",", ":"))
+        return self._encoder.encode(value)
 
     def loads(self, text: str) -> Any:
         return json.loads(text, object_hook=_decode_hook)
@@ -91,6 +95,7 @@ class PickleSerializer:
 
 
 SERIALIZERS: dict[str, Serializer] = {"json": JsonSerializer(), "pickle": PickleSerializer()}
+_NO_ARGUMENTS = SERIALIZERS["json"].dumps({"args": [], "kwargs": {}})
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,6 +142,8 @@ class Codec:
 
     def dumps_inputs(self, task_name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[str, str]:
         """Serialize a task's arguments; the error names the argument that failed."""
+        if not args and not kwargs and self.serializer == "json":
+            return "json", _NO_ARGUMENTS
         try:
             return self.dumps({"args": list(args), "kwargs": kwargs})
         except SerializationError:

@@ -41,11 +41,13 @@ class Settings:
             raise ConfigurationError("pool_size must be >= 1")
 
 
+_QUEUE_NAME_CHARACTERS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.:@")
+
+
 def validate_queue_name(name: str) -> str:
     """Queue names become NOTIFY payloads and labels; keep them to a safe alphabet."""
     if not isinstance(name, str) or not name or len(name) > 200:
         raise ConfigurationError(f"invalid queue name {name!r}: 1 to 200 characters")
-    allowed = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.:@")
-    if not set(name) <= allowed:
+    if not _QUEUE_NAME_CHARACTERS.issuperset(name):
         raise ConfigurationError(f"invalid queue name {name!r}: use letters, digits and _ - . : @")
     return name

@@ -15,6 +15,10 @@ from pgtasks.engine.failures import decode_exception, encode_exception
 from pgtasks.engine.retry import with_database_retry
 from pgtasks.sysdb.records import StepRecord, StepWrite
 
+# A checkpoint committed this recently proves the task still runs here as well as a fresh
+# ownership read would, so the next step starts without one (a step then costs one commit).
+OWNERSHIP_FRESH_SECONDS = 0.1
+
 
 @dataclass(frozen=True, slots=True)
 class StepOptions:
@@ -57,14 +61,15 @@ def run_step(
     if recorded is not None:
         return _replay(ctx, options, recorded)
     engine = ctx.engine
-    owned = with_database_retry(
-        lambda: engine.sysdb.task_owned_by(ctx.task_id, ctx.executor_id, ctx.record.claim_token),
-        engine.settings.lease_seconds,
-        "ownership check",
-        ctx.task_id,
-    )
-    if not owned:
-        raise TaskAbandoned(ctx.task_id)  # cancelled, or another executor took it over
+    if ctx.confirmed_at is None or time.monotonic() - ctx.confirmed_at > OWNERSHIP_FRESH_SECONDS:
+        owned = with_database_retry(
+            lambda: engine.sysdb.task_owned_by(ctx.task_id, ctx.executor_id, ctx.record.claim_token),
+            engine.settings.lease_seconds,
+            "ownership check",
+            ctx.task_id,
+        )
+        if not owned:
+            raise TaskAbandoned(ctx.task_id)  # cancelled, or another executor took it over
     point = {
         "task_id": ctx.task_id,
         "function_id": function_id,
@@ -120,8 +125,9 @@ def _checkpoint(
     # A retry after a lost COMMIT reply finds its own row and reports RECORDED.
     written = with_database_retry(write, ctx.engine.settings.lease_seconds, "checkpoint", ctx.task_id)
     if written is not StepWrite.RECORDED:
-        raise TaskAbandoned(ctx.task_id)
+        raise TaskAbandoned(ctx.task_id)  # cancelled meanwhile, or no longer ours
     ctx.steps[function_id] = record
+    ctx.confirmed_at = time.monotonic()
     crashpoint("after_checkpoint_commit", **point)
 
 

@@ -8,6 +8,7 @@ Two dialects implement it: :mod:`pgtasks.sysdb.postgres` (psycopg 3 with a pool)
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Iterable
 from typing import Any
 
 from pgtasks.sysdb.records import (
@@ -67,6 +68,12 @@ class SystemDatabase(ABC):
         With ``conn`` (a psycopg connection, PostgreSQL only) the insert joins the caller's
         open transaction and is committed or rolled back with it.
         """
+
+    def tasks_enqueue_chunks(self, chunks: Iterable[list[NewTask]], conn: Any = None) -> list[EnqueueResult]:
+        """Insert tasks that arrive in chunks, all in one transaction (all or nothing), with the
+        results of :meth:`tasks_enqueue` in order. A dialect may write one chunk while the
+        caller prepares the next."""
+        return self.tasks_enqueue([task for chunk in chunks for task in chunk], conn=conn)
 
     @abstractmethod
     def task_get(self, task_id: str) -> TaskRecord | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import threading
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
@@ -17,6 +17,7 @@ from pgtasks.sysdb.dedup import enqueue_columns, enqueue_results, single_task_pa
 from pgtasks.sysdb.errors import DatabaseUnavailable
 from pgtasks.sysdb.identifiers import quote_identifier, validate_identifier
 from pgtasks.sysdb.interface import EnqueueListener, SystemDatabase
+from pgtasks.sysdb.overlapped import enqueue_overlapped
 from pgtasks.sysdb.queues import SETTABLE, check_queue_settings, settings_params, upsert_sql
 from pgtasks.sysdb.records import (
     ClaimParams,
@@ -39,11 +40,12 @@ from pgtasks.sysdb.records import (
 )
 from pgtasks.sysdb.rows import (
     executor_from_row,
-    own_step_row,
+    existing_step,
     queue_from_row,
     recovery_report,
     step_from_row,
     task_from_row,
+    written_step,
 )
 from pgtasks.sysdb.sqlfiles import load_migrations, load_statements
 from pgtasks.sysdb.urls import DatabaseTarget
@@ -53,11 +55,11 @@ NOW_MS = "(extract(epoch from now()) * 1000)::bigint"
 MIGRATIONS_TABLE = "pgtasks_migrations"
 # The rows tasks_enqueue inserts: column arrays for many tasks (one statement, any count), or
 # plain parameters for one task (much cheaper to send than fifteen one-element arrays).
-ENQUEUE_MANY = """unnest(%(ids)s::text[], %(names)s::text[], %(inputs)s::text[],
-                %(serializations)s::text[], %(queues)s::text[], %(priorities)s::int[],
-                %(dedups)s::text[], %(partition_keys)s::text[], %(delays_abs)s::bigint[],
-                %(delays_rel)s::bigint[], %(versions)s::text[], %(max_attempts)s::int[],
-                %(parents)s::text[], %(expires)s::bigint[], %(expires_rel)s::bigint[])
+ENQUEUE_MANY = """unnest(%(ids)b::text[], %(names)b::text[], %(inputs)b::text[],
+                %(serializations)b::text[], %(queues)b::text[], %(priorities)b::int[],
+                %(dedups)b::text[], %(partition_keys)b::text[], %(delays_abs)b::bigint[],
+                %(delays_rel)b::bigint[], %(versions)b::text[], %(max_attempts)b::int[],
+                %(parents)b::text[], %(expires)b::bigint[], %(expires_rel)b::bigint[])
          WITH ORDINALITY"""
 ENQUEUE_ONE = """(VALUES (%(id)s::text, %(name)s::text, %(inputs)s::text, %(serialization)s::text,
                 %(queue)s::text, %(priority)s::int, %(dedup)s::text, %(partition_key)s::text,
@@ -108,6 +110,17 @@ class PostgresListener(EnqueueListener):
 
     def close(self) -> None:
         self._conn.close()
+
+
+@contextmanager
+def _callers_transaction(conn: psycopg.Connection[Any]) -> Iterator[psycopg.Connection[Any]]:
+    """The caller's connection inside a transaction: its own open one, or (in autocommit) a
+    new one, so that statements on it commit or roll back together."""
+    if conn.autocommit:
+        with conn.transaction():
+            yield conn
+    else:
+        yield conn
 
 
 class PostgresSystemDatabase(SystemDatabase):
@@ -257,6 +270,11 @@ class PostgresSystemDatabase(SystemDatabase):
         with self._conn() as own:
             return self._enqueue_on(own, tasks)
 
+    def tasks_enqueue_chunks(self, chunks: Iterable[list[NewTask]], conn: Any = None) -> list[EnqueueResult]:
+        if conn is not None:
+            return enqueue_overlapped(chunks, lambda: _callers_transaction(conn), self._enqueue_on)
+        return enqueue_overlapped(chunks, self._tx, self._enqueue_on)
+
     def _enqueue_on(self, conn: psycopg.Connection[Any], tasks: list[NewTask]) -> list[EnqueueResult]:
         columns = enqueue_columns(tasks) if len(tasks) > 1 else {}
         with conn.cursor(row_factory=dict_row) as cur:
@@ -290,7 +308,7 @@ class PostgresSystemDatabase(SystemDatabase):
     def tasks_list(self, params: ListTasksParams) -> list[TaskRecord]:
         where, args = [], {}
         if params.status:
-            where.append("status = ANY(%(status)s::text[])")
+            where.append("status = ANY(%(status)b::text[])")
             args["status"] = [str(s) for s in params.status]
         for column, key, value in (
             ("name", "name", params.name),
@@ -430,13 +448,11 @@ class PostgresSystemDatabase(SystemDatabase):
             "claim_token": step.claim_token,
         }
         with self._tx() as conn:
-            if conn.execute(self.sql["step_record"], args).fetchone():
-                return StepWrite.RECORDED
+            row = conn.execute(self.sql["step_record"], args).fetchone()
+            if row is not None:
+                return written_step(row["task_status"])
             owner = conn.execute(self.sql["step_owner"], args).fetchone()
-        if owner is None:
-            return StepWrite.NOT_OWNER
-        # The row may be this run's own, from a try whose COMMIT reply was lost.
-        return StepWrite.RECORDED if own_step_row(owner, step) else StepWrite.CONFLICT
+        return existing_step(owner, step)
 
     def steps_record_many(self, steps: list[StepRecord]) -> list[StepWrite]:
         if len(steps) == 1:
@@ -452,7 +468,10 @@ class PostgresSystemDatabase(SystemDatabase):
             "executors": [s.executor_id for s in steps],
             "tokens": [s.claim_token for s in steps],
         }
-        written = {(r["workflow_uuid"], r["function_id"]) for r in self._all("steps_record_many", args)}
+        written = {
+            (r["workflow_uuid"], r["function_id"]): r["task_status"]
+            for r in self._all("steps_record_many", args)
+        }
         owners = {}
         if len(written) < len(steps):
             owners = {(r["workflow_uuid"], r["function_id"]): r for r in self._all("step_owners", keys)}
@@ -460,11 +479,9 @@ class PostgresSystemDatabase(SystemDatabase):
         for step in steps:
             key = (step.task_id, step.function_id)
             if key in written:
-                results.append(StepWrite.RECORDED)
-            elif key not in owners:
-                results.append(StepWrite.NOT_OWNER)
+                results.append(written_step(written[key]))
             else:
-                results.append(StepWrite.RECORDED if own_step_row(owners[key], step) else StepWrite.CONFLICT)
+                results.append(existing_step(owners.get(key), step))
         return results
 
     def task_owned_by(self, task_id: str, executor_id: str, claim_token: str | None = None) -> bool:

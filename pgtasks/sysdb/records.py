@@ -101,6 +101,7 @@ class TaskRecord:
     enqueue_seq: int = 0  # FIFO position within a priority
     expires_at_epoch_ms: int | None = None
     claim_token: str | None = None  # set by each claim; fences every write of that run
+    has_steps: bool | None = None  # from a claim: whether any checkpoint exists (None: unknown)
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,7 +197,9 @@ class CompleteParams:
 class StepWrite(str, Enum):
     """The result of recording a step checkpoint."""
 
-    RECORDED = "RECORDED"  # this call wrote the row (or an earlier try of this executor did)
+    RECORDED = "RECORDED"  # this call wrote the row (or an earlier try of this run did)
+    # Recorded, but the task no longer runs here (cancelled meanwhile): stop before the next step.
+    RECORDED_STOPPED = "RECORDED_STOPPED"
     CONFLICT = "CONFLICT"  # another executor recorded this step first
     NOT_OWNER = "NOT_OWNER"  # the task is no longer PENDING on this executor
 

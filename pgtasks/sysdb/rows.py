@@ -11,6 +11,7 @@ from pgtasks.sysdb.records import (
     RecoveryReport,
     Status,
     StepRecord,
+    StepWrite,
     TaskRecord,
 )
 
@@ -42,6 +43,7 @@ def task_from_row(row: Mapping[str, Any]) -> TaskRecord:
         enqueue_seq=row.get("enqueue_seq") or 0,
         expires_at_epoch_ms=row.get("expires_at_epoch_ms"),
         claim_token=row.get("claim_token"),
+        has_steps=row.get("has_steps"),
     )
 
 
@@ -95,6 +97,26 @@ def own_step_row(owner: Mapping[str, Any], step: StepRecord) -> bool:
     if step.claim_token is not None:
         return bool(owner["claim_token"] == step.claim_token)
     return bool(owner["executor_id"] == step.executor_id)
+
+
+def written_step(task_status: str) -> StepWrite:
+    """The result of a checkpoint this call inserted, given the task's status at the insert."""
+    return StepWrite.RECORDED if task_status == Status.PENDING else StepWrite.RECORDED_STOPPED
+
+
+def existing_step(owner: Mapping[str, Any] | None, step: StepRecord) -> StepWrite:
+    """The result of a checkpoint whose insert wrote nothing, from the ``step_owner`` row."""
+    if owner is None:
+        return StepWrite.NOT_OWNER
+    if not own_step_row(owner, step):
+        return StepWrite.CONFLICT
+    # Our own row, from a try whose COMMIT reply was lost: go on only if the task still runs here.
+    running_here = (
+        owner["task_status"] == Status.PENDING
+        and owner["task_executor"] == step.executor_id
+        and (step.claim_token is None or owner["task_token"] == step.claim_token)
+    )
+    return StepWrite.RECORDED if running_here else StepWrite.RECORDED_STOPPED
 
 
 def recovery_report(rows: list[Mapping[str, Any]]) -> RecoveryReport:

@@ -44,11 +44,12 @@ from pgtasks.sysdb.records import (
 )
 from pgtasks.sysdb.rows import (
     executor_from_row,
-    own_step_row,
+    existing_step,
     queue_from_row,
     recovery_report,
     step_from_row,
     task_from_row,
+    written_step,
 )
 from pgtasks.sysdb.sqlfiles import load_migrations, load_statements
 from pgtasks.sysdb.urls import DatabaseTarget
@@ -319,11 +320,10 @@ class SqliteSystemDatabase(SystemDatabase):
         }
         with self._write() as db:
             if db.execute(self.sql["step_record"], args).fetchone():
-                return StepWrite.RECORDED
+                status = db.execute(self.sql["task_status"], args).fetchone()
+                return written_step(status["status"])
             owner = db.execute(self.sql["step_owner"], args).fetchone()
-        if owner is None:
-            return StepWrite.NOT_OWNER
-        return StepWrite.RECORDED if own_step_row(owner, step) else StepWrite.CONFLICT
+        return existing_step(owner, step)
 
     def task_owned_by(self, task_id: str, executor_id: str, claim_token: str | None = None) -> bool:
         args = {"task_id": task_id, "executor_id": executor_id, "claim_token": claim_token}

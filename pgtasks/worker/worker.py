@@ -206,15 +206,17 @@ class Worker:
             return self.options.concurrency - self._running
 
     def _recorded_steps(self, claimed: list[TaskRecord]) -> dict[str, list[StepRecord]]:
-        """Checkpoints of the claimed tasks, in one query for the whole batch (a task with a
-        history is one being resumed, forked or recovered). On a database error each task
+        """Checkpoints of the claimed tasks, in one query for those that have any (a task with
+        a history is one being resumed, forked or recovered). On a database error each task
         loads its own, with retries, when it starts."""
-        if not claimed:
-            return {}
+        steps: dict[str, list[StepRecord]] = {r.task_id: [] for r in claimed if r.has_steps is False}
+        unknown = [r.task_id for r in claimed if r.has_steps is not False]
+        if not unknown:
+            return steps
         try:
-            return self.engine.sysdb.steps_get_many([r.task_id for r in claimed])
+            return {**steps, **self.engine.sysdb.steps_get_many(unknown)}
         except DatabaseUnavailable:
-            return {}
+            return steps
 
     def _dispatch(self, record: TaskRecord, steps: list[StepRecord] | None = None) -> None:
         with self._running_lock:

@@ -414,8 +414,8 @@ def test_group_commit_of_checkpoints_reports_each_step(sysdb: SystemDatabase) ->
     def step_for(task_id: str, fid: int, executor: str, token: str | None) -> StepRecord:
         return StepRecord(task_id, fid, f"s{fid}", '"x"', None, executor_id=executor, claim_token=token)
 
-    # a: cancelled while w2 ran it (a step that finished still counts); b: a stale claim
-    # token; c: w2's, running.
+    # a: cancelled while w2 ran it (a step that finished still counts, and says stop); b: a
+    # stale claim token; c: w2's, running.
     results = sysdb.steps_record_many(
         [
             step_for("a", 1, "w2", None),
@@ -423,6 +423,22 @@ def test_group_commit_of_checkpoints_reports_each_step(sysdb: SystemDatabase) ->
             step_for("c", 1, "w2", None),
         ]
     )
-    assert results == [StepWrite.RECORDED, StepWrite.NOT_OWNER, StepWrite.RECORDED]
-    again = sysdb.steps_record_many([step_for("a", 1, "w2", None), step_for("c", 1, "w9", None)])
-    assert again == [StepWrite.RECORDED, StepWrite.CONFLICT]  # w2's own retry; w9 lost the race
+    assert results == [StepWrite.RECORDED_STOPPED, StepWrite.NOT_OWNER, StepWrite.RECORDED]
+    again = sysdb.steps_record_many(
+        [step_for("a", 1, "w2", None), step_for("c", 1, "w9", None), step_for("c", 1, "w2", None)]
+    )
+    # w2's own retries (a cancelled: stop; c still running: go on); w9 lost the race
+    assert again == [StepWrite.RECORDED_STOPPED, StepWrite.CONFLICT, StepWrite.RECORDED]
+
+
+def test_a_checkpoint_after_cancel_is_kept_and_says_stop(sysdb: SystemDatabase) -> None:
+    sysdb.tasks_enqueue([new("a")])
+    run = sysdb.tasks_claim(ClaimParams("w1", "v1", ("default",), 1))[0]
+    step = StepRecord("a", 1, "s1", '"x"', None, executor_id="w1", claim_token=run.claim_token)
+    assert sysdb.step_record(step) is StepWrite.RECORDED
+    sysdb.task_cancel("a")
+    later = StepRecord("a", 2, "s2", '"y"', None, executor_id="w1", claim_token=run.claim_token)
+    assert sysdb.step_record(later) is StepWrite.RECORDED_STOPPED
+    assert sysdb.step_record(later) is StepWrite.RECORDED_STOPPED  # a retry after a lost reply
+    assert sysdb.step_record(step) is StepWrite.RECORDED_STOPPED
+    assert [s.function_id for s in sysdb.steps_get("a")] == [1, 2]

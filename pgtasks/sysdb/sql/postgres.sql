@@ -36,9 +36,9 @@ SELECT workflow_uuid FROM inserted, notified
 -- name: tasks_find_duplicates
 SELECT workflow_uuid, queue_name, deduplication_id
 FROM __schema__.workflow_status
-WHERE workflow_uuid = ANY(%(ids)s::text[])
+WHERE workflow_uuid = ANY(%(ids)b::text[])
    OR (queue_name, deduplication_id) IN (
-        SELECT * FROM unnest(%(queues)s::text[], %(dedups)s::text[]))
+        SELECT * FROM unnest(%(queues)b::text[], %(dedups)b::text[]))
 
 -- name: task_get
 SELECT * FROM __schema__.workflow_status WHERE workflow_uuid = %(task_id)s
@@ -58,7 +58,10 @@ SET status = 'PENDING',
     updated_at = __now_ms__
 FROM picked
 WHERE ws.workflow_uuid = picked.workflow_uuid AND ws.status = 'ENQUEUED'
-RETURNING ws.*
+-- has_steps spares the worker a read of checkpoints for the many tasks that have none.
+RETURNING ws.*, EXISTS (
+    SELECT 1 FROM __schema__.operation_outputs AS o WHERE o.workflow_uuid = ws.workflow_uuid
+) AS has_steps
 
 -- name: tasks_claim
 -- One statement per claim. SKIP LOCKED lets concurrent workers take disjoint rows without
@@ -69,7 +72,7 @@ RETURNING ws.*
 -- each probe is an ordered index scan that stops after LIMIT rows.
 WITH picked AS (
     SELECT c.workflow_uuid
-    FROM unnest(%(queues)s::text[], %(limits)s::int[]) AS q(name, lim)
+    FROM unnest(%(queues)b::text[], %(limits)b::int[]) AS q(name, lim)
     CROSS JOIN LATERAL (
         SELECT workflow_uuid, priority, enqueue_seq
         FROM __schema__.workflow_status
@@ -171,7 +174,7 @@ WHERE status IN ('ENQUEUED', 'DELAYED') AND expires_at_epoch_ms <= __now_ms__
 SELECT * FROM __schema__.queues ORDER BY name
 
 -- name: queue_get_many
-SELECT * FROM __schema__.queues WHERE name = ANY(%(names)s::text[])
+SELECT * FROM __schema__.queues WHERE name = ANY(%(names)b::text[])
 
 -- name: tasks_complete
 -- Many outcomes, one statement and one commit. The fence (still PENDING on this executor)
@@ -184,8 +187,8 @@ SET status = CASE WHEN o.status = 'ENQUEUED' AND ws.recovery_attempts > ws.max_r
     deduplication_id = CASE WHEN o.status = 'ENQUEUED' AND ws.recovery_attempts <= ws.max_recovery_attempts
                             THEN ws.deduplication_id END,
     updated_at = __now_ms__
-FROM unnest(%(ids)s::text[], %(statuses)s::text[], %(outputs)s::text[], %(errors)s::text[],
-            %(tokens)s::text[])
+FROM unnest(%(ids)b::text[], %(statuses)b::text[], %(outputs)b::text[], %(errors)b::text[],
+            %(tokens)b::text[])
      AS o(id, status, output, error, token)
 WHERE ws.workflow_uuid = o.id
   AND ws.executor_id = %(executor_id)s
@@ -238,64 +241,78 @@ WHERE workflow_uuid = %(task_id)s ORDER BY function_id
 
 -- name: steps_get_many
 SELECT * FROM __schema__.operation_outputs
-WHERE workflow_uuid = ANY(%(task_ids)s::text[]) ORDER BY workflow_uuid, function_id
+WHERE workflow_uuid = ANY(%(task_ids)b::text[]) ORDER BY workflow_uuid, function_id
 
 -- name: step_record
 -- FOR SHARE on the task row: a concurrent recovery (UPDATE of that row) waits for this insert
 -- or makes it fail the fence, so a step is never recorded by an executor that lost the task.
--- A step that finished after its task was cancelled is still recorded (it did run), and the
--- task stops before its next step.
-INSERT INTO __schema__.operation_outputs (
-    workflow_uuid, function_id, function_name, output, error, serialization,
-    started_at_epoch_ms, completed_at_epoch_ms, executor_id, claim_token)
-SELECT %(task_id)s, %(function_id)s, %(function_name)s, %(output)s, %(error)s,
-       %(serialization)s, %(started_at)s, __now_ms__, %(executor_id)s, %(claim_token)s
-WHERE EXISTS (
-    SELECT 1 FROM __schema__.workflow_status
+-- A step that finished after its task was cancelled is still recorded (it did run); the
+-- task status returned tells the caller to stop before its next step.
+WITH task AS (
+    SELECT status FROM __schema__.workflow_status
     WHERE workflow_uuid = %(task_id)s AND executor_id = %(executor_id)s
       AND (%(claim_token)s::text IS NULL OR claim_token = %(claim_token)s)
       AND status IN ('PENDING', 'CANCELLED')
-    FOR SHARE)
-ON CONFLICT (workflow_uuid, function_id) DO NOTHING
-RETURNING function_id
+    FOR SHARE
+), written AS (
+    INSERT INTO __schema__.operation_outputs (
+        workflow_uuid, function_id, function_name, output, error, serialization,
+        started_at_epoch_ms, completed_at_epoch_ms, executor_id, claim_token)
+    SELECT %(task_id)s, %(function_id)s, %(function_name)s, %(output)s, %(error)s,
+           %(serialization)s, %(started_at)s, __now_ms__, %(executor_id)s, %(claim_token)s
+    FROM task
+    ON CONFLICT (workflow_uuid, function_id) DO NOTHING
+    RETURNING function_id
+)
+SELECT written.function_id, task.status AS task_status FROM written, task
 
 -- name: steps_record_many
 -- Group commit: the checkpoints of many concurrent tasks in one INSERT. Each row carries its
 -- own fence; the task rows are locked FOR SHARE in id order, as one step_record would.
 WITH s AS (
-    SELECT * FROM unnest(%(task_ids)s::text[], %(function_ids)s::int[], %(names)s::text[],
-                         %(outputs)s::text[], %(errors)s::text[], %(serializations)s::text[],
-                         %(started)s::bigint[], %(executors)s::text[], %(tokens)s::text[])
+    SELECT * FROM unnest(%(task_ids)b::text[], %(function_ids)b::int[], %(names)b::text[],
+                         %(outputs)b::text[], %(errors)b::text[], %(serializations)b::text[],
+                         %(started)b::bigint[], %(executors)b::text[], %(tokens)b::text[])
         AS s(task_id, function_id, function_name, output, error, serialization, started_at,
              executor_id, claim_token)
 ),
 owned AS (
-    SELECT s.* FROM s
+    SELECT s.*, ws.status AS task_status FROM s
     JOIN __schema__.workflow_status AS ws
       ON ws.workflow_uuid = s.task_id AND ws.executor_id = s.executor_id
      AND (s.claim_token IS NULL OR ws.claim_token = s.claim_token)
      AND ws.status IN ('PENDING', 'CANCELLED')
     ORDER BY s.task_id
     FOR SHARE OF ws
+),
+written AS (
+    INSERT INTO __schema__.operation_outputs (
+        workflow_uuid, function_id, function_name, output, error, serialization,
+        started_at_epoch_ms, completed_at_epoch_ms, executor_id, claim_token)
+    SELECT task_id, function_id, function_name, output, error, serialization, started_at,
+           __now_ms__, executor_id, claim_token
+    FROM owned
+    ON CONFLICT (workflow_uuid, function_id) DO NOTHING
+    RETURNING workflow_uuid, function_id
 )
-INSERT INTO __schema__.operation_outputs (
-    workflow_uuid, function_id, function_name, output, error, serialization,
-    started_at_epoch_ms, completed_at_epoch_ms, executor_id, claim_token)
-SELECT task_id, function_id, function_name, output, error, serialization, started_at,
-       __now_ms__, executor_id, claim_token
-FROM owned
-ON CONFLICT (workflow_uuid, function_id) DO NOTHING
-RETURNING workflow_uuid, function_id
+SELECT written.workflow_uuid, written.function_id, owned.task_status
+FROM written JOIN owned ON owned.task_id = written.workflow_uuid AND owned.function_id = written.function_id
 
 -- name: step_owners
-SELECT o.workflow_uuid, o.function_id, o.executor_id, o.claim_token
+-- Who holds existing checkpoint rows, and who runs their tasks now.
+SELECT o.workflow_uuid, o.function_id, o.executor_id, o.claim_token,
+       ws.status AS task_status, ws.executor_id AS task_executor, ws.claim_token AS task_token
 FROM __schema__.operation_outputs AS o
-JOIN unnest(%(task_ids)s::text[], %(function_ids)s::int[]) AS k(task_id, function_id)
+JOIN unnest(%(task_ids)b::text[], %(function_ids)b::int[]) AS k(task_id, function_id)
   ON o.workflow_uuid = k.task_id AND o.function_id = k.function_id
+JOIN __schema__.workflow_status AS ws ON ws.workflow_uuid = o.workflow_uuid
 
 -- name: step_owner
-SELECT executor_id, claim_token FROM __schema__.operation_outputs
-WHERE workflow_uuid = %(task_id)s AND function_id = %(function_id)s
+SELECT o.executor_id, o.claim_token,
+       ws.status AS task_status, ws.executor_id AS task_executor, ws.claim_token AS task_token
+FROM __schema__.operation_outputs AS o
+JOIN __schema__.workflow_status AS ws ON ws.workflow_uuid = o.workflow_uuid
+WHERE o.workflow_uuid = %(task_id)s AND o.function_id = %(function_id)s
 
 -- name: task_owned_by
 SELECT 1 FROM __schema__.workflow_status
@@ -365,7 +382,7 @@ SET status = CASE WHEN recovery_attempts > max_recovery_attempts
     deduplication_id = CASE WHEN recovery_attempts > max_recovery_attempts THEN NULL
                             ELSE ws.deduplication_id END,
     updated_at = __now_ms__
-WHERE ws.status = 'PENDING' AND ws.executor_id = ANY(%(executors)s::text[])
+WHERE ws.status = 'PENDING' AND ws.executor_id = ANY(%(executors)b::text[])
 RETURNING ws.workflow_uuid, ws.status
 
 -- name: tasks_release_stray
@@ -373,7 +390,7 @@ UPDATE __schema__.workflow_status
 SET status = 'ENQUEUED', executor_id = NULL, updated_at = __now_ms__
 WHERE status = 'PENDING' AND executor_id = %(executor_id)s
   AND started_at_epoch_ms < __now_ms__ - %(older_than_ms)s
-  AND NOT (workflow_uuid = ANY(%(keep)s::text[]))
+  AND NOT (workflow_uuid = ANY(%(keep)b::text[]))
 RETURNING workflow_uuid
 
 -- name: version_register

@@ -142,8 +142,14 @@ ON CONFLICT (workflow_uuid, function_id) DO NOTHING
 RETURNING function_id
 
 -- name: step_owner
-SELECT executor_id, claim_token FROM operation_outputs
-WHERE workflow_uuid = :task_id AND function_id = :function_id
+SELECT o.executor_id, o.claim_token,
+       ws.status AS task_status, ws.executor_id AS task_executor, ws.claim_token AS task_token
+FROM operation_outputs AS o
+JOIN workflow_status AS ws ON ws.workflow_uuid = o.workflow_uuid
+WHERE o.workflow_uuid = :task_id AND o.function_id = :function_id
+
+-- name: task_status
+SELECT status FROM workflow_status WHERE workflow_uuid = :task_id
 
 -- name: task_owned_by
 SELECT 1 FROM workflow_status
