@@ -47,7 +47,9 @@ SELECT * FROM __schema__.workflow_status WHERE workflow_uuid = %(task_id)s
 -- The end of every claim statement: the rows chosen in "picked" become PENDING on this
 -- executor under a fresh claim token, and the attempt is counted. Spliced into the three
 -- claim statements below; the status re-check matters for the partitioned claim, which
--- cannot lock its candidates.
+-- cannot lock its candidates. Every "picked" ends in LIMIT %(limit)s (besides any computed
+-- limit) so the planner knows it is small and probes the primary key for each row, instead of
+-- hash-joining it against a scan of every task.
 UPDATE __schema__.workflow_status AS ws
 SET status = 'PENDING',
     executor_id = %(executor_id)s,
@@ -112,7 +114,7 @@ WITH budget AS (
                    AND started_at_epoch_ms > __now_ms__ - %(period_ms)s::bigint)::int END
     )) AS n
 ),
-picked AS (
+locked AS (
     SELECT workflow_uuid
     FROM __schema__.workflow_status
     WHERE status = 'ENQUEUED'
@@ -122,28 +124,56 @@ picked AS (
     ORDER BY priority, enqueue_seq
     LIMIT (SELECT n FROM budget)
     FOR UPDATE SKIP LOCKED
-)
+),
+picked AS (SELECT workflow_uuid FROM locked LIMIT %(limit)s)
 __claim_picked__
 
 -- name: tasks_claim_partitioned
--- Concurrency per partition key: each waiting task's slot is its rank within its key plus
--- the tasks of that key already running; only slots within the limit are taken.
-WITH running AS (
+-- Concurrency per partition key. The keys that have waiting tasks are found with a loose
+-- index scan (one probe of workflow_status_partition_idx per key), and each key is probed for
+-- at most its free slots in (priority, enqueue_seq) order: the cost grows with the number of
+-- keys and the tasks taken, never with the backlog. Tasks without a key form one more group.
+WITH RECURSIVE keys AS (
+    (SELECT queue_partition_key AS k FROM __schema__.workflow_status
+     WHERE status = 'ENQUEUED' AND queue_name = %(queue)s AND queue_partition_key IS NOT NULL
+     ORDER BY queue_partition_key LIMIT 1)
+    UNION ALL
+    SELECT (SELECT w.queue_partition_key FROM __schema__.workflow_status AS w
+            WHERE w.status = 'ENQUEUED' AND w.queue_name = %(queue)s
+              AND w.queue_partition_key > keys.k
+            ORDER BY w.queue_partition_key LIMIT 1)
+    FROM keys WHERE keys.k IS NOT NULL
+),
+running AS (
     SELECT queue_partition_key AS k, count(*) AS n
     FROM __schema__.workflow_status
     WHERE status = 'PENDING' AND queue_name = %(queue)s
     GROUP BY queue_partition_key
 ),
 candidates AS (
-    SELECT w.workflow_uuid, w.priority, w.enqueue_seq,
-           row_number() OVER (PARTITION BY w.queue_partition_key ORDER BY w.priority, w.enqueue_seq)
-               + COALESCE(r.n, 0) AS slot
-    FROM __schema__.workflow_status AS w
-    LEFT JOIN running AS r ON r.k IS NOT DISTINCT FROM w.queue_partition_key
-    WHERE w.status = 'ENQUEUED'
-      AND w.queue_name = %(queue)s
-      AND (w.application_version IS NULL OR w.application_version = %(version)s)
-      AND (w.expires_at_epoch_ms IS NULL OR w.expires_at_epoch_ms > __now_ms__)
+    SELECT c.* FROM keys
+    LEFT JOIN running AS r ON r.k = keys.k
+    CROSS JOIN LATERAL (
+        SELECT w.workflow_uuid, w.priority, w.enqueue_seq
+        FROM __schema__.workflow_status AS w
+        WHERE w.status = 'ENQUEUED' AND w.queue_name = %(queue)s AND w.queue_partition_key = keys.k
+          AND (w.application_version IS NULL OR w.application_version = %(version)s)
+          AND (w.expires_at_epoch_ms IS NULL OR w.expires_at_epoch_ms > __now_ms__)
+        ORDER BY w.priority, w.enqueue_seq
+        LIMIT GREATEST(0, LEAST(%(limit)s::int, COALESCE(%(concurrency)s::int - COALESCE(r.n, 0), %(limit)s::int)))
+    ) AS c
+    WHERE keys.k IS NOT NULL
+    UNION ALL
+    SELECT c.* FROM (SELECT COALESCE((SELECT n FROM running WHERE k IS NULL), 0) AS n) AS r
+    CROSS JOIN LATERAL (
+        SELECT w.workflow_uuid, w.priority, w.enqueue_seq
+        FROM __schema__.workflow_status AS w
+        WHERE w.status = 'ENQUEUED' AND w.queue_name = %(queue)s AND w.queue_partition_key IS NULL
+          AND (w.application_version IS NULL OR w.application_version = %(version)s)
+          AND (w.expires_at_epoch_ms IS NULL OR w.expires_at_epoch_ms > __now_ms__)
+        ORDER BY w.priority, w.enqueue_seq
+        LIMIT GREATEST(0, LEAST(%(limit)s::int, COALESCE(%(concurrency)s::int - r.n, %(limit)s::int)))
+    ) AS c
 ),
 budget AS (
     SELECT GREATEST(0, LEAST(
@@ -155,12 +185,12 @@ budget AS (
                    AND started_at_epoch_ms > __now_ms__ - %(period_ms)s::bigint)::int END
     )) AS n
 ),
-picked AS (
+chosen AS (
     SELECT workflow_uuid FROM candidates
-    WHERE %(concurrency)s::int IS NULL OR slot <= %(concurrency)s::int
     ORDER BY priority, enqueue_seq
     LIMIT (SELECT n FROM budget)
-)
+),
+picked AS (SELECT workflow_uuid FROM chosen LIMIT %(limit)s)
 __claim_picked__
 
 -- name: tasks_expire

@@ -63,6 +63,9 @@ CREATE INDEX workflow_status_queue_started_idx
 CREATE INDEX workflow_status_expiring_idx
     ON __schema__.workflow_status (expires_at_epoch_ms)
     WHERE expires_at_epoch_ms IS NOT NULL AND status IN ('ENQUEUED', 'DELAYED');
+CREATE INDEX workflow_status_partition_idx
+    ON __schema__.workflow_status (queue_name, queue_partition_key, priority, enqueue_seq)
+    WHERE status = 'ENQUEUED';
 
 CREATE TABLE __schema__.operation_outputs (
     workflow_uuid TEXT NOT NULL
