@@ -175,7 +175,8 @@ class PreforkPool:
                 raise RuntimeError("no idle child process")
             child.task, child.started = record, time.monotonic()
             child.conn.send((record, steps))
-        self._wake_write.send(None)  # the monitor watches this child's time from now on
+        if self._options.time_limit is not None:
+            self._wake_write.send(None)  # the monitor watches this child's time from now on
 
     def _watch(self) -> None:
         while True:

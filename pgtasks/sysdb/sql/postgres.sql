@@ -47,9 +47,10 @@ SELECT * FROM __schema__.workflow_status WHERE workflow_uuid = %(task_id)s
 -- The end of every claim statement: the rows chosen in "picked" become PENDING on this
 -- executor under a fresh claim token, and the attempt is counted. Spliced into the three
 -- claim statements below; the status re-check matters for the partitioned claim, which
--- cannot lock its candidates. Every "picked" ends in LIMIT %(limit)s (besides any computed
--- limit) so the planner knows it is small and probes the primary key for each row, instead of
--- hash-joining it against a scan of every task.
+-- cannot lock its candidates. The picked ids go through unnest(ARRAY(...)), which the planner
+-- always takes for a handful of rows, so each is a probe of the primary key: joined to
+-- "picked" directly, a LIMIT it cannot read (a generic plan, a computed budget) makes it
+-- hash-join against a scan of every task.
 UPDATE __schema__.workflow_status AS ws
 SET status = 'PENDING',
     executor_id = %(executor_id)s,
@@ -58,8 +59,8 @@ SET status = 'PENDING',
     recovery_attempts = ws.recovery_attempts + 1,
     started_at_epoch_ms = __now_ms__,
     updated_at = __now_ms__
-FROM picked
-WHERE ws.workflow_uuid = picked.workflow_uuid AND ws.status = 'ENQUEUED'
+FROM unnest(ARRAY(SELECT workflow_uuid FROM picked)) AS p(workflow_uuid)
+WHERE ws.workflow_uuid = p.workflow_uuid AND ws.status = 'ENQUEUED'
 -- has_steps spares the worker a read of checkpoints for the many tasks that have none.
 RETURNING ws.*, EXISTS (
     SELECT 1 FROM __schema__.operation_outputs AS o WHERE o.workflow_uuid = ws.workflow_uuid
