@@ -13,6 +13,7 @@ from pgtasks.engine.settings import Settings
 from pgtasks.engine.steps import StepOptions, run_step
 from pgtasks.management import TaskManagement
 from pgtasks.result import AsyncResult
+from pgtasks.scheduling import Scheduling
 from pgtasks.sending import send_by_name
 from pgtasks.sysdb.records import QueueSettings
 from pgtasks.sysdb.urls import DEFAULT_SCHEMA, resolve_database_url
@@ -21,7 +22,7 @@ from pgtasks.task import Task, task_name_for
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-class App(TaskManagement):
+class App(Scheduling, TaskManagement):
     """A pgtasks application.
 
     ``App("proj", database_url="postgresql://...")``; without a URL, ``PGTASKS_DATABASE_URL``

@@ -1,4 +1,4 @@
-"""``pgtasks``: worker, migrate, tasks (list, get, cancel, resume, fork), demo."""
+"""``pgtasks``: worker, beat, migrate, tasks (list, get, cancel, resume, fork), schedule, queue, demo."""
 
 from __future__ import annotations
 
@@ -10,6 +10,8 @@ import sys
 from collections.abc import Sequence
 
 from pgtasks.app import App
+from pgtasks.cli.beat import add_commands as add_beat_commands
+from pgtasks.cli.beat import run_command as run_beat_command
 from pgtasks.cli.loader import load_app
 from pgtasks.client import Client
 from pgtasks.engine.errors import ConfigurationError, PgtasksError
@@ -55,6 +57,7 @@ def _parser() -> argparse.ArgumentParser:
     worker.add_argument("--lease-seconds", type=float, help="heartbeat lease (default 30)")
     worker.add_argument("--poll-interval", type=float, help="seconds between polls when idle (default 1)")
     worker.add_argument("--shutdown-grace", type=float, default=30.0, help="warm shutdown wait (default 30)")
+    worker.add_argument("-B", "--beat", action="store_true", help="also run the scheduler in this worker")
 
     migrate = sub.add_parser("migrate", help="create or upgrade the pgtasks schema")
     migrate.add_argument("--database-url", help="default: PGTASKS_DATABASE_URL or the SQLite default")
@@ -87,6 +90,8 @@ def _parser() -> argparse.ArgumentParser:
     qset.add_argument("--rate-limit", help="'10/m', '100/s', '5/30s', or 'none'")
     qset.add_argument("--partitioned", action=argparse.BooleanOptionalAction, default=None)
 
+    add_beat_commands(sub)
+
     demo = sub.add_parser("demo", help="run a small durable workload on the embedded SQLite database")
     demo.add_argument("--database-url", help="default: sqlite:///pgtasks-demo.sqlite3")
     demo.add_argument("--tasks", type=int, default=12)
@@ -116,6 +121,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         return _tasks(args)
     if args.command == "queue":
         return _queue(args)
+    if args.command in ("beat", "schedule"):
+        return run_beat_command(args)
     if args.command == "demo":
         from pgtasks.demo import run_demo
 
@@ -150,7 +157,15 @@ def _worker(args: argparse.Namespace) -> int:
         soft_time_limit=args.soft_time_limit,
         max_tasks_per_child=args.max_tasks_per_child,
     )
-    return run_worker(app.engine, options, app.main or spec, args.loglevel)
+    definitions = app.beat_definitions() if args.beat else []  # checked before the worker starts
+
+    def start_beat() -> None:
+        from pgtasks.scheduler.beat import start_beat_thread
+
+        start_beat_thread(app.engine, definitions)
+
+    after_start = start_beat if args.beat else None
+    return run_worker(app.engine, options, app.main or spec, args.loglevel, after_start=after_start)
 
 
 def _optional_int(value: str, flag: str) -> int | None:

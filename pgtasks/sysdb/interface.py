@@ -30,6 +30,14 @@ from pgtasks.sysdb.records import (
     StepWrite,
     TaskRecord,
 )
+from pgtasks.sysdb.schedule_records import (
+    FireResult,
+    ListSchedulesParams,
+    ScheduleFire,
+    ScheduleRecord,
+    ScheduleStatusChange,
+    SchedulesUpsert,
+)
 from pgtasks.sysdb.urls import DatabaseTarget
 
 
@@ -187,6 +195,32 @@ class SystemDatabase(ABC):
     @abstractmethod
     def versions_list(self) -> list[tuple[str, int]]:
         """(version_name, version_timestamp) newest first."""
+
+    # -- schedules (records in schedule_records.py) ------------------------------------
+    @abstractmethod
+    def schedules_upsert(self, params: SchedulesUpsert) -> list[ScheduleRecord]:
+        """Create or change schedules in one transaction (see SchedulesUpsert); return them."""
+
+    @abstractmethod
+    def schedules_list(self, params: ListSchedulesParams) -> list[ScheduleRecord]:
+        """Schedules matching the filters, by name."""
+
+    @abstractmethod
+    def schedule_set_status(self, params: ScheduleStatusChange) -> ScheduleRecord | None:
+        """Pause or resume a schedule; None if there is no schedule of that name."""
+
+    @abstractmethod
+    def schedule_delete(self, name: str) -> bool:
+        """Delete a schedule (its fired tasks stay); False if there was none."""
+
+    @abstractmethod
+    def schedule_fire(self, params: ScheduleFire) -> FireResult:
+        """In one transaction: compare-and-set the schedule's ``last_fired_at`` (when
+        ``params.cursor`` is given) and insert the fired tasks with the semantics of
+        :meth:`tasks_enqueue` (an existing task id is kept, not an error). Two schedulers
+        racing on the same cursor: one fires, the other gets ``fired=False`` and inserts
+        nothing. Tasks are pinned to the newest registered application version that has a
+        registered executor (else the newest registered; none registered: unpinned)."""
 
     # -- wake-ups -----------------------------------------------------------------------
     def open_listener(self) -> EnqueueListener | None:

@@ -51,6 +51,7 @@ from pgtasks.sysdb.rows import (
     task_from_row,
     written_step,
 )
+from pgtasks.sysdb.schedules_sqlite import SqliteSchedules
 from pgtasks.sysdb.sqlfiles import load_migrations, load_statements
 from pgtasks.sysdb.urls import DatabaseTarget
 
@@ -63,7 +64,7 @@ def _dict_row(cursor: sqlite3.Cursor, row: tuple[Any, ...]) -> dict[str, Any]:
     return {col[0]: value for col, value in zip(cursor.description, row, strict=True)}
 
 
-class SqliteSystemDatabase(SystemDatabase):
+class SqliteSystemDatabase(SqliteSchedules, SystemDatabase):
     """System database in one SQLite file."""
 
     def __init__(self, target: DatabaseTarget) -> None:

@@ -13,6 +13,7 @@ import select
 import signal
 import sys
 import threading
+from collections.abc import Callable
 from importlib.metadata import version as package_version
 
 from pgtasks.engine.core import Engine
@@ -42,7 +43,13 @@ def banner(worker: Worker, app_name: str) -> str:
     return "\n".join(lines)
 
 
-def run_worker(engine: Engine, options: WorkerOptions, app_name: str, loglevel: str = "INFO") -> int:
+def run_worker(
+    engine: Engine,
+    options: WorkerOptions,
+    app_name: str,
+    loglevel: str = "INFO",
+    after_start: Callable[[], object] | None = None,
+) -> int:
     """Run a worker in this process until a signal stops it; return the exit code.
 
     Signal handlers do nothing but wake the main thread through ``signal.set_wakeup_fd``: a
@@ -57,6 +64,8 @@ def run_worker(engine: Engine, options: WorkerOptions, app_name: str, loglevel: 
     for signum in STOP_SIGNALS:
         signal.signal(signum, lambda _signum, _frame: None)
     worker.start()
+    if after_start is not None:  # e.g. the -B scheduler: started after prefork children fork
+        after_start()
     print(banner(worker, app_name), file=sys.stderr, flush=True)
     log.info("%s ready.", worker.executor_id)
     runner = threading.Thread(target=worker.run, name="pgtasks-claim", daemon=True)

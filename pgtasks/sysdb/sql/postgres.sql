@@ -435,3 +435,86 @@ ORDER BY version_timestamp DESC, created_at DESC
 
 -- name: now_ms
 SELECT __now_ms__
+
+-- =============================================================================================
+-- Schedules (workflow_schedules; Python in schedules_postgres.py). last_fired_at and
+-- active_since hold canonical UTC text (YYYY-MM-DDTHH:MM:SSZ), which sorts as time does.
+-- =============================================================================================
+
+-- name: schedule_upsert
+-- A new schedule starts ACTIVE. A changed timing, or an INACTIVE schedule coming back, restarts
+-- at active_since (nothing before it is backfilled); a PAUSED schedule stays paused. The SET
+-- expressions read the row as it was before this update.
+INSERT INTO __schema__.workflow_schedules AS s (
+    schedule_id, schedule_name, workflow_name, schedule, cron_timezone, status, context,
+    queue_name, last_fired_at, automatic_backfill, interval_seconds, cron_day_and, options,
+    backfill_window_seconds, source, active_since, created_at, updated_at)
+VALUES (%(schedule_id)s, %(name)s, %(task_name)s, %(schedule)s, %(timezone)s, 'ACTIVE', %(context)s,
+        %(queue_name)s, NULL, %(automatic_backfill)s, %(interval_seconds)s, %(day_and)s, %(options)s,
+        %(backfill_window_seconds)s, %(source)s, %(active_since)s, __now_ms__, __now_ms__)
+ON CONFLICT (schedule_name) DO UPDATE SET
+    workflow_name = excluded.workflow_name,
+    schedule = excluded.schedule,
+    cron_timezone = excluded.cron_timezone,
+    interval_seconds = excluded.interval_seconds,
+    cron_day_and = excluded.cron_day_and,
+    context = excluded.context,
+    options = excluded.options,
+    queue_name = excluded.queue_name,
+    automatic_backfill = excluded.automatic_backfill,
+    backfill_window_seconds = excluded.backfill_window_seconds,
+    source = excluded.source,
+    active_since = CASE
+        WHEN s.status = 'INACTIVE'
+          OR s.schedule IS DISTINCT FROM excluded.schedule
+          OR s.cron_timezone IS DISTINCT FROM excluded.cron_timezone
+          OR s.interval_seconds IS DISTINCT FROM excluded.interval_seconds
+          OR s.cron_day_and IS DISTINCT FROM excluded.cron_day_and
+        THEN excluded.active_since ELSE s.active_since END,
+    status = CASE WHEN s.status = 'INACTIVE' THEN 'ACTIVE' ELSE s.status END,
+    updated_at = __now_ms__
+RETURNING *
+
+-- name: schedules_deactivate_missing
+UPDATE __schema__.workflow_schedules
+SET status = 'INACTIVE', updated_at = __now_ms__
+WHERE source = %(source)s AND status <> 'INACTIVE' AND NOT (schedule_name = ANY(%(names)s::text[]))
+
+-- name: schedules_list
+SELECT * FROM __schema__.workflow_schedules
+WHERE (%(name)s::text IS NULL OR schedule_name = %(name)s::text)
+  AND (cardinality(%(statuses)s::text[]) = 0 OR status = ANY(%(statuses)s::text[]))
+ORDER BY schedule_name
+
+-- name: schedule_set_status
+-- Resuming restarts the cursor at active_since: the paused time is not backfilled.
+UPDATE __schema__.workflow_schedules
+SET active_since = CASE WHEN %(status)s::text = 'ACTIVE' AND status <> 'ACTIVE'
+                        THEN %(active_since)s::text ELSE active_since END,
+    status = %(status)s::text,
+    updated_at = __now_ms__
+WHERE schedule_name = %(name)s
+RETURNING *
+
+-- name: schedule_delete
+DELETE FROM __schema__.workflow_schedules WHERE schedule_name = %(name)s
+
+-- name: schedule_advance
+-- The compare-and-set of a fire. A second scheduler racing on the same row waits for the
+-- first one's transaction on the row lock, then re-reads the row: last_fired_at has moved, so
+-- it updates nothing and inserts nothing.
+UPDATE __schema__.workflow_schedules
+SET last_fired_at = %(new_last_fired_at)s, updated_at = __now_ms__
+WHERE schedule_name = %(name)s AND status = 'ACTIVE'
+  AND last_fired_at IS NOT DISTINCT FROM %(expected_last_fired_at)s::text
+  AND active_since IS NOT DISTINCT FROM %(expected_active_since)s::text
+RETURNING schedule_name
+
+-- name: schedule_latest_version
+-- Scheduled tasks go to the newest registered version that has a worker registered in
+-- executors (a rolled-back version no longer has one), else to the newest registered.
+SELECT v.version_name FROM __schema__.application_versions AS v
+ORDER BY EXISTS (SELECT 1 FROM __schema__.executors AS e
+                 WHERE e.application_version = v.version_name) DESC,
+         v.version_timestamp DESC, v.created_at DESC
+LIMIT 1

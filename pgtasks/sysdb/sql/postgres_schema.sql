@@ -115,7 +115,15 @@ CREATE TABLE __schema__.workflow_schedules (
     context TEXT NOT NULL DEFAULT '{}',
     queue_name TEXT,
     last_fired_at TEXT,
-    automatic_backfill BOOLEAN NOT NULL DEFAULT FALSE
+    automatic_backfill BOOLEAN NOT NULL DEFAULT FALSE,
+    interval_seconds BIGINT,
+    cron_day_and BOOLEAN NOT NULL DEFAULT FALSE,
+    options TEXT NOT NULL DEFAULT '{}',
+    backfill_window_seconds BIGINT NOT NULL DEFAULT 86400,
+    source TEXT NOT NULL DEFAULT 'api',
+    active_since TEXT,
+    created_at BIGINT NOT NULL DEFAULT 0,
+    updated_at BIGINT NOT NULL DEFAULT 0
 );
 
 CREATE TABLE __schema__.application_versions (

@@ -227,3 +227,84 @@ ORDER BY version_timestamp DESC, created_at DESC
 
 -- name: now_ms
 SELECT __now_ms__ AS now_ms
+
+-- =============================================================================================
+-- Schedules (workflow_schedules; Python in schedules_sqlite.py). last_fired_at and
+-- active_since hold canonical UTC text (YYYY-MM-DDTHH:MM:SSZ), which sorts as time does.
+-- =============================================================================================
+
+-- name: schedule_upsert
+-- A new schedule starts ACTIVE. A changed timing, or an INACTIVE schedule coming back, restarts
+-- at active_since (nothing before it is backfilled); a PAUSED schedule stays paused. The SET
+-- expressions read the row as it was before this update.
+INSERT INTO workflow_schedules AS s (
+    schedule_id, schedule_name, workflow_name, schedule, cron_timezone, status, context,
+    queue_name, last_fired_at, automatic_backfill, interval_seconds, cron_day_and, options,
+    backfill_window_seconds, source, active_since, created_at, updated_at)
+VALUES (:schedule_id, :name, :task_name, :schedule, :timezone, 'ACTIVE', :context,
+        :queue_name, NULL, :automatic_backfill, :interval_seconds, :day_and, :options,
+        :backfill_window_seconds, :source, :active_since, __now_ms__, __now_ms__)
+ON CONFLICT (schedule_name) DO UPDATE SET
+    workflow_name = excluded.workflow_name,
+    schedule = excluded.schedule,
+    cron_timezone = excluded.cron_timezone,
+    interval_seconds = excluded.interval_seconds,
+    cron_day_and = excluded.cron_day_and,
+    context = excluded.context,
+    options = excluded.options,
+    queue_name = excluded.queue_name,
+    automatic_backfill = excluded.automatic_backfill,
+    backfill_window_seconds = excluded.backfill_window_seconds,
+    source = excluded.source,
+    active_since = CASE
+        WHEN s.status = 'INACTIVE'
+          OR s.schedule IS NOT excluded.schedule
+          OR s.cron_timezone IS NOT excluded.cron_timezone
+          OR s.interval_seconds IS NOT excluded.interval_seconds
+          OR s.cron_day_and IS NOT excluded.cron_day_and
+        THEN excluded.active_since ELSE s.active_since END,
+    status = CASE WHEN s.status = 'INACTIVE' THEN 'ACTIVE' ELSE s.status END,
+    updated_at = __now_ms__
+RETURNING *
+
+-- name: schedules_deactivate_missing
+UPDATE workflow_schedules
+SET status = 'INACTIVE', updated_at = __now_ms__
+WHERE source = :source AND status <> 'INACTIVE'
+  AND schedule_name NOT IN (SELECT value FROM json_each(:names))
+
+-- name: schedules_list
+SELECT * FROM workflow_schedules
+WHERE (:name IS NULL OR schedule_name = :name)
+  AND (json_array_length(:statuses) = 0 OR status IN (SELECT value FROM json_each(:statuses)))
+ORDER BY schedule_name
+
+-- name: schedule_set_status
+-- Resuming restarts the cursor at active_since: the paused time is not backfilled.
+UPDATE workflow_schedules
+SET active_since = CASE WHEN :status = 'ACTIVE' AND status <> 'ACTIVE'
+                        THEN :active_since ELSE active_since END,
+    status = :status,
+    updated_at = __now_ms__
+WHERE schedule_name = :name
+RETURNING *
+
+-- name: schedule_delete
+DELETE FROM workflow_schedules WHERE schedule_name = :name
+
+-- name: schedule_advance
+-- The compare-and-set of a fire (inside BEGIN IMMEDIATE: one writer at a time).
+UPDATE workflow_schedules
+SET last_fired_at = :new_last_fired_at, updated_at = __now_ms__
+WHERE schedule_name = :name AND status = 'ACTIVE'
+  AND last_fired_at IS :expected_last_fired_at
+  AND active_since IS :expected_active_since
+RETURNING schedule_name
+
+-- name: schedule_latest_version
+-- Scheduled tasks go to the newest registered version that has a worker registered in
+-- executors (a rolled-back version no longer has one), else to the newest registered.
+SELECT v.version_name FROM application_versions AS v
+ORDER BY EXISTS (SELECT 1 FROM executors AS e WHERE e.application_version = v.version_name) DESC,
+         v.version_timestamp DESC, v.created_at DESC
+LIMIT 1

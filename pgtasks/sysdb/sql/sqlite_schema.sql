@@ -111,7 +111,15 @@ CREATE TABLE workflow_schedules (
     context TEXT NOT NULL DEFAULT '{}',
     queue_name TEXT,
     last_fired_at TEXT,
-    automatic_backfill INTEGER NOT NULL DEFAULT 0
+    automatic_backfill INTEGER NOT NULL DEFAULT 0,
+    interval_seconds INTEGER,
+    cron_day_and INTEGER NOT NULL DEFAULT 0,
+    options TEXT NOT NULL DEFAULT '{}',
+    backfill_window_seconds INTEGER NOT NULL DEFAULT 86400,
+    source TEXT NOT NULL DEFAULT 'api',
+    active_since TEXT,
+    created_at INTEGER NOT NULL DEFAULT 0,
+    updated_at INTEGER NOT NULL DEFAULT 0
 );
 
 CREATE TABLE application_versions (

@@ -1,0 +1,175 @@
+"""``pgtasks beat`` (the scheduler process) and ``pgtasks schedule list|pause|resume|delete|
+trigger|backfill``."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import logging
+import os
+import select
+import signal
+import sys
+import threading
+
+from pgtasks.cli.loader import load_app
+from pgtasks.client import Client
+from pgtasks.engine.core import Engine
+from pgtasks.engine.errors import ConfigurationError
+from pgtasks.scheduler import admin
+from pgtasks.scheduler.beat import Beat, BeatSettings
+from pgtasks.scheduler.clock import SystemClock
+from pgtasks.sysdb.schedule_records import ScheduleRecord, ScheduleStatus
+from pgtasks.sysdb.urls import redact_url, resolve_database_url
+
+log = logging.getLogger("pgtasks.beat")
+LOG_FORMAT = "[%(asctime)s: %(levelname)s/beat] %(message)s"
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGQUIT)
+
+
+def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register ``beat`` and ``schedule`` on the main parser's subcommands."""
+    beat = sub.add_parser("beat", help="fire periodic tasks (run any number: each due time fires once)")
+    beat.add_argument("-A", "--app", dest="beat_app", help="application: module, module:attr")
+    beat.add_argument("-l", "--loglevel", default="INFO")
+    beat.add_argument(
+        "--max-interval", type=float, default=1.0, help="longest sleep between reads of the schedules (1s)"
+    )
+    beat.add_argument(
+        "--grace", type=float, default=5.0, help="seconds a due time may be late and still be on time (5)"
+    )
+
+    schedule = sub.add_parser("schedule", help="list and manage schedules at runtime")
+    schedule.add_argument("--database-url", help="default: PGTASKS_DATABASE_URL or the SQLite default")
+    schedule.add_argument("--schema", default="pgtasks")
+    actions = schedule.add_subparsers(dest="action", required=True)
+    listing = actions.add_parser("list", help="schedules with their next fire time")
+    listing.add_argument("--status", help="ACTIVE, PAUSED or INACTIVE")
+    for action, text in (
+        ("pause", "stop firing until resumed"),
+        ("resume", "fire again from now on"),
+        ("delete", "delete the schedule (its fired tasks stay)"),
+        ("trigger", "fire once now"),
+    ):
+        actions.add_parser(action, help=text).add_argument("name")
+    backfill = actions.add_parser("backfill", help="fire every due time in a range that has not fired")
+    backfill.add_argument("name")
+    backfill.add_argument("--since", required=True, help="ISO time, e.g. 2026-11-22T08:00:00Z (naive: UTC)")
+    backfill.add_argument("--until", help="ISO time (default: now)")
+
+
+def run_command(args: argparse.Namespace) -> int:
+    if args.command == "beat":
+        return _beat(args)
+    return _schedule(args)
+
+
+def _beat(args: argparse.Namespace) -> int:
+    spec = args.beat_app or args.app
+    if not spec:
+        print("pgtasks beat: -A/--app is required", file=sys.stderr)
+        return 2
+    app = load_app(spec)
+    logging.basicConfig(level=args.loglevel.upper(), format=LOG_FORMAT, stream=sys.stderr)
+    beat = Beat(app.engine, settings=BeatSettings(max_interval=args.max_interval, grace=args.grace))
+    configured = app.beat_definitions()
+    beat.sync(configured)
+    print(banner(app.engine, app.main or spec, len(configured)), file=sys.stderr, flush=True)
+    return _run_until_signal(beat)
+
+
+def banner(engine: Engine, app_name: str, configured: int) -> str:
+    """What the beat loaded: every stored schedule with its next fire time."""
+    records = admin.listing(engine)
+    lines = [
+        f"pgtasks beat: app {app_name}, database {redact_url(engine.settings.database_url)} "
+        f"(schema {engine.sysdb.target.schema}), pid {os.getpid()}",
+        f"{configured} schedules from beat_schedule; {len(records)} stored:",
+        *(_schedule_line(r) for r in records),
+    ]
+    return "\n".join(lines)
+
+
+def _schedule_line(record: ScheduleRecord) -> str:
+    upcoming = admin.next_fire_of(record)
+    when = upcoming.strftime("%Y-%m-%dT%H:%M:%SZ") if upcoming else "-"
+    timing = (
+        record.schedule if record.interval_seconds is not None else f"{record.schedule} ({record.timezone})"
+    )
+    return f"  {record.name:30} {record.status.value:8} {timing:34} next {when:20} -> {record.task_name}"
+
+
+def _run_until_signal(beat: Beat) -> int:
+    """Beat on a thread; the main thread waits for SIGTERM/SIGINT (through the wakeup fd, so
+    no handler touches a lock) and then stops the loop between two ticks."""
+    stop = threading.Event()
+    wake_read, wake_write = os.pipe()
+    os.set_blocking(wake_write, False)
+    signal.set_wakeup_fd(wake_write)
+    for signum in STOP_SIGNALS:
+        signal.signal(signum, lambda _signum, _frame: None)
+    runner = threading.Thread(target=beat.run, args=(stop,), name="pgtasks-beat", daemon=True)
+    runner.start()
+    log.info("beat ready")
+    while runner.is_alive():
+        ready, _, _ = select.select([wake_read], [], [], 0.5)
+        if ready and os.read(wake_read, 64):
+            log.info("stopping")
+            stop.set()
+            runner.join(10)
+            break
+    else:
+        log.critical("the beat loop stopped unexpectedly")
+        return 1
+    logging.shutdown()
+    return 0
+
+
+def _engine(args: argparse.Namespace) -> Engine:
+    if args.app:
+        return load_app(args.app).engine
+    return Client(resolve_database_url(args.database_url), schema=args.schema).engine
+
+
+def _when(text: str | None, flag: str) -> dt.datetime | None:
+    if text is None:
+        return None
+    try:
+        return dt.datetime.fromisoformat(text)
+    except ValueError:
+        raise ConfigurationError(
+            f"{flag} takes an ISO time such as 2026-11-22T08:00:00Z, not {text!r}"
+        ) from None
+
+
+def _schedule(args: argparse.Namespace) -> int:
+    engine = _engine(args)
+    try:
+        if args.action == "list":
+            records = admin.listing(engine, args.status)
+            print(f"  {'name':30} {'status':8} {'timing':34} {'next fire (UTC)':25} -> task")
+            for record in records:
+                print(_schedule_line(record))
+            return 0
+        if args.action in ("pause", "resume"):
+            status = ScheduleStatus.PAUSED if args.action == "pause" else ScheduleStatus.ACTIVE
+            print(_schedule_line(admin.set_status(engine, args.name, status)))
+            return 0
+        if args.action == "delete":
+            if admin.delete(engine, args.name):
+                print(f"deleted {args.name}")
+                return 0
+            print(f"no schedule named {args.name!r}", file=sys.stderr)
+            return 1
+        if args.action == "trigger":
+            print(admin.trigger(engine, args.name))
+            return 0
+        since = _when(args.since, "--since")
+        assert since is not None
+        report = admin.backfill(engine, args.name, since, _when(args.until, "--until"), SystemClock())
+        for task_id in report.fired:
+            print(f"fired {task_id}")
+        print(f"backfill {args.name}: {len(report.fired)} fired, {len(report.existing)} had fired before")
+        return 0
+    finally:
+        engine.close()

@@ -1,0 +1,26 @@
+"""Cron schedules stored in the database, fired exactly once per due time by any number of
+beats (``pgtasks beat``, or ``pgtasks worker -B``). See docs/scheduling.md."""
+
+from __future__ import annotations
+
+from pgtasks.scheduler.beat import Beat, BeatSettings, TickReport
+from pgtasks.scheduler.celery_schedules import NotSupported, crontab, schedule, solar
+from pgtasks.scheduler.clock import Clock, ManualClock, SystemClock
+from pgtasks.scheduler.definitions import ScheduleDefinition, define_schedule, fire_task_id, format_due
+
+__all__ = [
+    "Beat",
+    "BeatSettings",
+    "Clock",
+    "ManualClock",
+    "NotSupported",
+    "ScheduleDefinition",
+    "SystemClock",
+    "TickReport",
+    "crontab",
+    "define_schedule",
+    "fire_task_id",
+    "format_due",
+    "schedule",
+    "solar",
+]

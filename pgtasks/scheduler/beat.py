@@ -1,0 +1,191 @@
+"""The beat loop: read the ACTIVE schedules, fire what is due, sleep until the next due time.
+
+Any number of beats may run against one database (``pgtasks beat`` processes, or workers
+started with ``-B``). They do not coordinate: each fire is a compare-and-set on the
+schedule's cursor in the transaction that inserts the fired tasks, and each task id is
+derived from its due time, so every due time fires exactly once whichever beat gets there
+first, and a beat killed in the middle of a fire leaves nothing behind (its transaction
+rolls back; another beat fires that due time).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import threading
+from dataclasses import dataclass, field
+
+from pgtasks.engine.core import Engine
+from pgtasks.engine.errors import ConfigurationError, DatabaseUnavailable
+from pgtasks.scheduler import admin
+from pgtasks.scheduler.clock import Clock, SystemClock
+from pgtasks.scheduler.definitions import (
+    ScheduleDefinition,
+    StoredSchedule,
+    decode_schedule,
+    fire_task_id,
+    format_due,
+)
+from pgtasks.scheduler.firing import fire_due
+from pgtasks.scheduler.planner import DEFAULT_GRACE_SECONDS, next_fire, plan_fires
+from pgtasks.scheduler.timing import floor_second, next_due
+from pgtasks.sysdb.schedule_records import ListSchedulesParams, ScheduleRecord, ScheduleStatus
+
+log = logging.getLogger("pgtasks.beat")
+
+MIN_SLEEP = 0.005
+DECODED_CACHE_SIZE = 10_000  # decoded timings kept between ticks
+
+
+@dataclass(frozen=True, slots=True)
+class BeatSettings:
+    """``max_interval``: the longest sleep between two reads of the table (how soon a change
+    made elsewhere is seen). ``grace``: how late a due time may be and still count as on
+    time rather than missed (see the planner). ``batch``: most due times per transaction."""
+
+    max_interval: float = 1.0
+    grace: float = DEFAULT_GRACE_SECONDS
+    batch: int = 500
+
+    def __post_init__(self) -> None:
+        if not 0 < self.max_interval <= 3600:
+            raise ConfigurationError(f"max_interval must be in (0, 3600] seconds, not {self.max_interval!r}")
+        if not 0 <= self.grace <= 3600:
+            raise ConfigurationError(f"grace must be in [0, 3600] seconds, not {self.grace!r}")
+        if self.batch < 1:
+            raise ConfigurationError("batch must be >= 1")
+
+
+@dataclass(slots=True)
+class TickReport:
+    """What one tick did: the task ids it inserted, and when the next due time is."""
+
+    fired: list[str] = field(default_factory=list)
+    next_due: dt.datetime | None = None
+    more_pending: bool = False  # a backfill larger than one batch continues at once
+
+
+class Beat:
+    """One scheduler. ``tick()`` does one pass (tests drive it with a ManualClock);
+    ``run(stop)`` loops until ``stop`` is set."""
+
+    def __init__(
+        self, engine: Engine, clock: Clock | None = None, settings: BeatSettings | None = None
+    ) -> None:
+        self.engine = engine
+        self.clock = clock or SystemClock()
+        self.settings = settings or BeatSettings()
+        self._decoded: dict[tuple[object, ...], StoredSchedule] = {}
+        self._broken: set[str] = set()  # schedules already reported as undecodable
+
+    def sync(self, definitions: list[ScheduleDefinition]) -> list[ScheduleRecord]:
+        """Store the configured schedules (``beat_schedule``); configured schedules that are
+        no longer configured become INACTIVE."""
+        stored = admin.store(self.engine, definitions, self.clock, deactivate_missing_from="config")
+        return stored
+
+    def tick(self) -> TickReport:
+        """Fire everything due now; one transaction per schedule (per batch of due times)."""
+        report = TickReport()
+        now = self.clock.now()
+        active = ListSchedulesParams(statuses=(ScheduleStatus.ACTIVE,))
+        for record in self.engine.sysdb.schedules_list(active):
+            schedule = self._decode(record)
+            if schedule is None:
+                continue
+            try:
+                upcoming = self._fire_due(schedule, now, report)
+            except ConfigurationError as exc:  # one bad row must not stop the others
+                self._report_broken(record.name, exc)
+                continue
+            if upcoming is not None and (report.next_due is None or upcoming < report.next_due):
+                report.next_due = upcoming
+        return report
+
+    def _fire_due(self, schedule: StoredSchedule, now: dt.datetime, report: TickReport) -> dt.datetime | None:
+        """Fire what is due for one schedule; return its next due time (None: re-read first)."""
+        due = plan_fires(schedule, now, self.settings.grace, self.settings.batch)
+        if not due:
+            return next_fire(schedule, now, self.settings.grace)
+        name = schedule.record.name
+        result = fire_due(self.engine, schedule, due)
+        if not result.fired:
+            log.debug("schedule %s was fired by another scheduler", name)
+            report.more_pending = True  # re-read the moved cursor at once
+            return None
+        inserted = set(result.inserted)
+        for instant in due:
+            task_id = fire_task_id(name, instant)
+            if task_id in inserted:
+                report.fired.append(task_id)
+                log.info(
+                    "fired %s due %s as task %s (version %s)",
+                    name,
+                    format_due(instant),
+                    task_id,
+                    result.application_version or "any",
+                )
+        report.more_pending = report.more_pending or len(due) >= self.settings.batch
+        return next_due(schedule.timing, max(due[-1], floor_second(now)))
+
+    def run(self, stop: threading.Event) -> None:
+        """Tick until ``stop`` is set. A failed tick (a lost database, say) is retried with a
+        growing pause; the loop never dies of it."""
+        failures = 0
+        while not stop.is_set():
+            try:
+                report = self.tick()
+                failures = 0
+            except Exception as exc:  # a scheduler inside a worker (-B) must not die silently
+                failures += 1
+                if isinstance(exc, DatabaseUnavailable):
+                    log.warning("database unavailable (%s); retrying", exc)
+                else:
+                    log.exception("beat tick failed; retrying")
+                self.clock.sleep(min(self.settings.max_interval * failures, 10.0), stop)
+                continue
+            if report.more_pending:
+                continue
+            self.clock.sleep(self._sleep_seconds(report), stop)
+
+    def _sleep_seconds(self, report: TickReport) -> float:
+        wait = self.settings.max_interval
+        if report.next_due is not None:
+            wait = min(wait, (report.next_due - self.clock.now()).total_seconds())
+        return max(MIN_SLEEP, wait)
+
+    def _report_broken(self, name: str, exc: Exception) -> None:
+        if name not in self._broken:  # once per schedule and process, not once per tick
+            self._broken.add(name)
+            log.error("schedule %s cannot fire: %s", name, exc)
+
+    def _decode(self, record: ScheduleRecord) -> StoredSchedule | None:
+        key = (record.schedule, record.timezone, record.day_and, record.interval_seconds)
+        key += (record.context, record.options)
+        cached = self._decoded.get(key)
+        if cached is None:
+            try:
+                cached = decode_schedule(record)
+            except ConfigurationError as exc:
+                self._report_broken(record.name, exc)
+                return None
+            if len(self._decoded) > DECODED_CACHE_SIZE:
+                self._decoded.clear()
+            self._decoded[key] = cached
+        # The timing and arguments are shared; the row (cursor, queue, status) is this one.
+        return StoredSchedule(
+            record, cached.timing, cached.args, cached.kwargs, cached.priority, cached.expires
+        )
+
+
+def start_beat_thread(
+    engine: Engine, definitions: list[ScheduleDefinition]
+) -> tuple[threading.Thread, threading.Event]:
+    """Sync ``definitions`` and run a beat on a daemon thread (``pgtasks worker -B``)."""
+    beat = Beat(engine)
+    beat.sync(definitions)
+    stop = threading.Event()
+    thread = threading.Thread(target=beat.run, args=(stop,), name="pgtasks-beat", daemon=True)
+    thread.start()
+    log.info("beat started in this worker with %d configured schedules", len(definitions))
+    return thread, stop

@@ -1,0 +1,207 @@
+"""Schedule definitions: validated when defined, stored as rows, decoded by the scheduler.
+
+Due times are written in one canonical UTC form, ``YYYY-MM-DDTHH:MM:SSZ`` (for example
+``2026-11-22T10:15:00Z``); the task fired for a due time has the id
+``sched-<schedule name>-<due time>``, so firing the same due time twice inserts nothing.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from pgtasks.engine.errors import ConfigurationError
+from pgtasks.engine.settings import validate_queue_name
+from pgtasks.scheduler.timing import CronTiming, IntervalTiming, Timing, check_interval
+from pgtasks.sysdb.schedule_records import ScheduleRecord, ScheduleWrite
+
+DUE_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
+UTC = dt.timezone.utc
+MAX_NAME_LENGTH = 200
+DEFAULT_BACKFILL_WINDOW = 86_400
+MAX_BACKFILL_WINDOW = 366 * 86_400
+SOURCES = ("api", "config")
+
+
+def format_due(instant: dt.datetime) -> str:
+    """The canonical UTC text of a due time (whole seconds)."""
+    if instant.tzinfo is None:
+        raise ValueError("due times are aware datetimes")
+    return instant.astimezone(UTC).strftime(DUE_FORMAT)
+
+
+def parse_due(text: str) -> dt.datetime:
+    """The instant of a canonical due-time text."""
+    return dt.datetime.strptime(text, DUE_FORMAT).replace(tzinfo=UTC)
+
+
+def fire_task_id(schedule_name: str, due: dt.datetime) -> str:
+    """The deterministic id of the task fired for ``due``: ``sched-<name>-<due time>``."""
+    return f"sched-{schedule_name}-{format_due(due)}"
+
+
+def check_schedule_name(name: object) -> str:
+    if not isinstance(name, str) or not name.strip():
+        raise ConfigurationError(f"schedule name must be a non-empty string, not {name!r}")
+    if len(name) > MAX_NAME_LENGTH:
+        raise ConfigurationError(
+            f"schedule name {name[:40]!r}... is longer than {MAX_NAME_LENGTH} characters"
+        )
+    if any(ord(c) < 32 or ord(c) == 127 for c in name):
+        raise ConfigurationError(f"schedule name {name!r} contains control characters")
+    return name  # "sched-" + 200 characters + "-" + 20 stays within MAX_TASK_ID_LENGTH
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleDefinition:
+    """One periodic task, validated: what ``app.schedule`` and ``beat_schedule`` produce."""
+
+    name: str
+    task_name: str
+    timing: CronTiming | IntervalTiming
+    args: tuple[Any, ...] = ()
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    queue: str | None = None
+    priority: int = 0
+    expires: float | None = None  # seconds after the fire; then the task is cancelled unrun
+    automatic_backfill: bool = False
+    backfill_window: int = DEFAULT_BACKFILL_WINDOW  # seconds: how far back a backfill reaches
+    source: str = "api"
+
+    def to_write(self) -> ScheduleWrite:
+        """The row to store."""
+        timing = self.timing
+        options: dict[str, Any] = {}
+        if self.priority:
+            options["priority"] = self.priority
+        if self.expires is not None:
+            options["expires"] = self.expires
+        return ScheduleWrite(
+            name=self.name,
+            task_name=self.task_name,
+            schedule=timing.expression.text if isinstance(timing, CronTiming) else timing.describe(),
+            timezone=timing.timezone if isinstance(timing, CronTiming) else "UTC",
+            interval_seconds=timing.seconds if isinstance(timing, IntervalTiming) else None,
+            day_and=timing.expression.day_and if isinstance(timing, CronTiming) else False,
+            context=json.dumps({"args": list(self.args), "kwargs": self.kwargs}, sort_keys=True),
+            options=json.dumps(options, sort_keys=True),
+            queue_name=self.queue,
+            automatic_backfill=self.automatic_backfill,
+            backfill_window_seconds=self.backfill_window,
+            source=self.source,
+        )
+
+
+def define_schedule(
+    name: str,
+    task_name: str,
+    *,
+    cron: str | None = None,
+    every: float | dt.timedelta | None = None,
+    timezone: str = "UTC",
+    day_and: bool = False,
+    args: Any = (),
+    kwargs: Any = None,
+    queue: str | None = None,
+    priority: int = 0,
+    expires: float | dt.timedelta | None = None,
+    automatic_backfill: bool = False,
+    backfill_window: float | dt.timedelta = DEFAULT_BACKFILL_WINDOW,
+    source: str = "api",
+) -> ScheduleDefinition:
+    """Check every part of a schedule; raise ConfigurationError naming the bad one."""
+    check_schedule_name(name)
+    if not isinstance(task_name, str) or not task_name:
+        raise ConfigurationError(f"schedule {name!r}: task must be a task or a task name, not {task_name!r}")
+    if (cron is None) == (every is None):
+        raise ConfigurationError(f"schedule {name!r}: give exactly one of cron= and every=")
+    try:
+        timing: CronTiming | IntervalTiming = (
+            CronTiming.parse(cron, timezone, day_and)
+            if cron is not None
+            else IntervalTiming(check_interval(every))
+        )
+    except ConfigurationError as exc:
+        raise ConfigurationError(f"schedule {name!r}: {exc}") from None
+    kwargs = {} if kwargs is None else kwargs
+    if not isinstance(args, (list, tuple)):
+        raise ConfigurationError(
+            f"schedule {name!r}: args must be a list or tuple, not {type(args).__name__}"
+        )
+    if not isinstance(kwargs, dict):
+        raise ConfigurationError(f"schedule {name!r}: kwargs must be a dict, not {type(kwargs).__name__}")
+    try:
+        json.dumps({"args": list(args), "kwargs": kwargs})
+    except (TypeError, ValueError) as exc:
+        raise ConfigurationError(f"schedule {name!r}: args and kwargs must be JSON values: {exc}") from None
+    if queue is not None:
+        validate_queue_name(queue)
+    if isinstance(priority, bool) or not isinstance(priority, int) or not -(2**31) <= priority < 2**31:
+        raise ConfigurationError(f"schedule {name!r}: priority must be a 32-bit integer, not {priority!r}")
+    if not isinstance(automatic_backfill, bool):
+        raise ConfigurationError(f"schedule {name!r}: automatic_backfill must be True or False")
+    if source not in SOURCES:
+        raise ConfigurationError(f"schedule {name!r}: source must be one of {SOURCES}")
+    return ScheduleDefinition(
+        name=name,
+        task_name=task_name,
+        timing=timing,
+        args=tuple(args),
+        kwargs=dict(kwargs),
+        queue=queue,
+        priority=priority,
+        expires=_seconds(expires, f"schedule {name!r}: expires", 1e-3, 100 * 366 * 86_400),
+        automatic_backfill=automatic_backfill,
+        backfill_window=int(
+            _seconds(backfill_window, f"schedule {name!r}: backfill_window", 1, MAX_BACKFILL_WINDOW) or 0
+        ),
+        source=source,
+    )
+
+
+def _seconds(value: float | dt.timedelta | None, what: str, low: float, high: float) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, dt.timedelta):
+        value = value.total_seconds()
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ConfigurationError(f"{what} must be a number of seconds or a timedelta, not {value!r}")
+    if not low <= value <= high:
+        raise ConfigurationError(f"{what} must be between {low:g} and {high:g} seconds, not {value!r}")
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class StoredSchedule:
+    """A stored schedule decoded for firing."""
+
+    record: ScheduleRecord
+    timing: Timing
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+    priority: int
+    expires: float | None
+
+
+def decode_schedule(record: ScheduleRecord) -> StoredSchedule:
+    """Read a row back; ConfigurationError if it cannot be fired (written by hand, say)."""
+    if record.interval_seconds is not None:
+        timing: Timing = IntervalTiming(check_interval(record.interval_seconds))
+    else:
+        timing = CronTiming.parse(record.schedule, record.timezone, record.day_and)
+    try:
+        context = json.loads(record.context or "{}")
+        options = json.loads(record.options or "{}")
+    except ValueError as exc:
+        raise ConfigurationError(f"schedule {record.name!r}: stored arguments are not JSON: {exc}") from None
+    return StoredSchedule(
+        record=record,
+        timing=timing,
+        args=tuple(context.get("args", ())),
+        kwargs=dict(context.get("kwargs", {})),
+        priority=int(options.get("priority", 0)),
+        expires=options.get("expires"),
+    )

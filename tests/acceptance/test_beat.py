@@ -1,0 +1,209 @@
+"""Real `pgtasks beat` processes (and workers with -B) racing on a six-field, every-second
+schedule: every due time fires exactly once, however many run and whichever is killed."""
+
+from __future__ import annotations
+
+import collections
+import datetime as dt
+import itertools
+import os
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pgtasks import Client
+from pgtasks.sysdb import open_system_database
+from pgtasks.sysdb.records import ListTasksParams
+from pgtasks.sysdb.schedule_records import ListSchedulesParams
+from tests.support.inprocess import wait_for
+from tests.support.processes import REPO, effects, stop, worker_process
+
+APP = "tests.acceptance.apps.beat_app"
+FIRED = re.compile(r"fired tick due (\S+) as task (\S+)")
+WINDOW = 5  # due times fired while every process races, beyond those fired before
+
+
+def beat_process(database_url: str, log: Path, crashpoint: str | None = None) -> subprocess.Popen[str]:
+    env = {**os.environ, "PGTASKS_DATABASE_URL": database_url, "PYTHONUNBUFFERED": "1"}
+    env.pop("PGTASKS_CRASHPOINT", None)
+    if crashpoint:
+        env["PGTASKS_CRASHPOINT"] = crashpoint
+    argv = [sys.executable, "-m", "pgtasks", "beat", "-A", APP, "-l", "INFO"]
+    with log.open("a") as sink:
+        return subprocess.Popen(argv, cwd=REPO, env=env, stdout=sink, stderr=subprocess.STDOUT, text=True)
+
+
+def fired_due_times(logs: list[Path]) -> collections.Counter[str]:
+    """How many times each due time was fired, by what the processes logged."""
+    counts: collections.Counter[str] = collections.Counter()
+    for log in logs:
+        if log.exists():
+            counts.update(m.group(1) for m in FIRED.finditer(log.read_text()))
+    return counts
+
+
+def ready(log: Path) -> bool:
+    return log.exists() and "beat ready" in log.read_text()
+
+
+def fired_in_db(database_url: str) -> list[str]:
+    db = open_system_database(database_url)
+    try:
+        tasks = db.tasks_list(ListTasksParams(name="beatapp.tick", limit=10_000, newest_first=False))
+        return sorted(t.task_id for t in tasks)
+    finally:
+        db.close()
+
+
+def assert_exactly_once_and_contiguous(counts: collections.Counter[str], database_url: str) -> list[str]:
+    due = sorted(counts)
+    assert due and max(counts.values()) == 1, [d for d, n in counts.items() if n > 1]
+    instants = [dt.datetime.strptime(d, "%Y-%m-%dT%H:%M:%SZ") for d in due]
+    gaps = [(a, b) for a, b in itertools.pairwise(instants) if b - a != dt.timedelta(seconds=1)]
+    assert gaps == []
+    assert fired_in_db(database_url) == sorted(f"sched-tick-{d}" for d in due)
+    return due
+
+
+def race(database_url: str, tmp_path: Path, processes: int) -> list[str]:
+    Client(database_url).engine.sysdb.migrate()  # one migration up front; the beats race on fires only
+    logs = [tmp_path / f"beat-{n}.log" for n in range(processes)]
+    beats = [beat_process(database_url, log) for log in logs]
+    try:
+        wait_for(lambda: all(ready(log) for log in logs), timeout=60, what="every beat to start")
+        before = len(fired_due_times(logs))
+        wait_for(lambda: len(fired_due_times(logs)) >= before + WINDOW, timeout=60, what="fires")
+    finally:
+        outputs = [stop(b) for b in beats]
+    assert [b.returncode for b in beats] == [0] * processes, outputs
+    return assert_exactly_once_and_contiguous(fired_due_times(logs), database_url)
+
+
+@pytest.mark.parametrize("processes", [2, 5])
+def test_many_beat_processes_fire_each_due_time_once(pg_url: str, tmp_path: Path, processes: int) -> None:
+    due = race(pg_url, tmp_path, processes)
+    assert len(due) >= WINDOW
+
+
+def test_two_beat_processes_on_sqlite_fire_each_due_time_once(sqlite_url: str, tmp_path: Path) -> None:
+    assert len(race(sqlite_url, tmp_path, 2)) >= WINDOW
+
+
+def test_a_beat_killed_mid_fire_leaves_the_due_time_to_the_others(database_url: str, tmp_path: Path) -> None:
+    """The first beat dies (SIGKILL at the crash point, between the insert and the commit) on
+    its first fire; the survivors fire that due time, once. Then one survivor is killed from
+    outside while firing every second; the last one carries on, still exactly once."""
+    crashed_log = tmp_path / "crashed.log"
+    crashed = beat_process(database_url, crashed_log, crashpoint="after_fire_before_commit")
+    assert crashed.wait(timeout=60) == -signal.SIGKILL
+    assert "fired tick" not in crashed_log.read_text()
+    db = open_system_database(database_url)
+    [row] = db.schedules_list(ListSchedulesParams(name="tick"))
+    db.close()
+    assert row.last_fired_at is None and row.active_since is not None  # the fire rolled back
+    first_due = dt.datetime.strptime(row.active_since, "%Y-%m-%dT%H:%M:%SZ") + dt.timedelta(seconds=1)
+    logs = [tmp_path / "a.log", tmp_path / "b.log"]
+    survivors = [beat_process(database_url, log) for log in logs]
+    try:
+        wait_for(lambda: all(ready(log) for log in logs), timeout=60, what="both beats to start")
+        before = len(fired_due_times(logs))
+        wait_for(lambda: len(fired_due_times(logs)) >= before + 2, timeout=60, what="fires")
+        survivors[0].kill()
+        survivors[0].wait(30)
+        after_kill = len(fired_due_times(logs))
+        wait_for(
+            lambda: len(fired_due_times(logs)) >= after_kill + 3, timeout=60, what="fires after the kill"
+        )
+    finally:
+        for process in survivors:
+            stop(process)
+    due = assert_exactly_once_and_contiguous(fired_due_times(logs), database_url)
+    assert due[0] == first_due.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def test_workers_with_embedded_beat_run_each_due_time_once(pg_url: str, tmp_path: Path) -> None:
+    """Two `pgtasks worker -B`: each fires and runs the schedule; every due time's task runs
+    once, on the version the workers registered."""
+    ledger = tmp_path / "ledger"
+    logs = [tmp_path / "w1.log", tmp_path / "w2.log"]
+    workers = [
+        worker_process(pg_url, ledger, f"bw{n}", app=APP, extra_args=("-B",), output=log)
+        for n, log in enumerate(logs, 1)
+    ]
+    try:
+        wait_for(lambda: all(ready_worker(log) for log in logs), timeout=60, what="both workers")
+        wait_for(lambda: len(effects(ledger)) >= WINDOW + 1, timeout=60, what="scheduled tasks to run")
+    finally:
+        for process in workers:
+            stop(process)
+    ran = effects(ledger)
+    assert ran and max(ran.values()) == 1
+    counts = fired_due_times(logs)
+    assert_exactly_once_and_contiguous(counts, pg_url)
+    assert {task_id for task_id, _ in ran} <= {f"sched-tick-{d}" for d in counts}
+    db = open_system_database(pg_url)
+    [version] = {v for v, _ in db.versions_list()}
+    task = db.task_get(next(iter(ran))[0])
+    db.close()
+    assert task is not None and task.application_version == version
+
+
+def ready_worker(log: Path) -> bool:
+    return log.exists() and "beat started in this worker" in log.read_text() and " ready." in log.read_text()
+
+
+def pgtasks(database_url: str, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PGTASKS_DATABASE_URL": database_url}
+    return subprocess.run(
+        [sys.executable, "-m", "pgtasks", *args],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_schedule_commands(sqlite_url: str) -> None:
+    client = Client(sqlite_url)
+    from pgtasks.scheduler import admin, define_schedule
+
+    admin.store(client.engine, [define_schedule("nightly", "beatapp.tick", cron="0 2 * * *", timezone="UTC")])
+    client.close()
+    listing = pgtasks(sqlite_url, "schedule", "list")
+    assert listing.returncode == 0 and re.search(
+        r"nightly\s+ACTIVE\s+0 2 \* \* \* \(UTC\)\s+next \S+Z", listing.stdout
+    )
+    paused = pgtasks(sqlite_url, "schedule", "pause", "nightly")
+    assert paused.returncode == 0 and "PAUSED" in paused.stdout and "next -" in paused.stdout
+    assert "ACTIVE" in pgtasks(sqlite_url, "schedule", "resume", "nightly").stdout
+    triggered = pgtasks(sqlite_url, "schedule", "trigger", "nightly")
+    assert triggered.returncode == 0 and triggered.stdout.startswith("sched-nightly-manual-")
+    since = (dt.datetime.now(dt.timezone.utc) - dt.timedelta(days=2)).strftime("%Y-%m-%dT00:00:00Z")
+    backfilled = pgtasks(sqlite_url, "schedule", "backfill", "nightly", "--since", since)
+    assert backfilled.returncode == 0 and "fired sched-nightly-" in backfilled.stdout
+    assert re.search(r"backfill nightly: [23] fired, 0 had fired before", backfilled.stdout)
+    bad = pgtasks(sqlite_url, "schedule", "backfill", "nightly", "--since", "yesterday")
+    assert bad.returncode == 2 and "--since takes an ISO time" in bad.stderr
+    missing = pgtasks(sqlite_url, "schedule", "pause", "nope")
+    assert missing.returncode == 2 and "no schedule named 'nope'" in missing.stderr
+    assert pgtasks(sqlite_url, "schedule", "delete", "nightly").stdout.strip() == "deleted nightly"
+    assert pgtasks(sqlite_url, "schedule", "delete", "nightly").returncode == 1
+
+
+def test_beat_rejects_a_bad_schedule_at_start(sqlite_url: str) -> None:
+    env_cron = {"BEAT_TEST_CRON": "0 0 30 2 *"}
+    done = subprocess.run(
+        [sys.executable, "-m", "pgtasks", "beat", "-A", APP],
+        cwd=REPO,
+        env={**os.environ, "PGTASKS_DATABASE_URL": sqlite_url, **env_cron},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert "beat_schedule['tick']: schedule 'tick': cron expression '0 0 30 2 *' never matches" in done.stderr
