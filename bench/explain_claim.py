@@ -16,7 +16,7 @@ import uuid
 
 import psycopg
 
-from pgtasks.sysdb.postgres import PostgresSystemDatabase
+from pgtasks.sysdb.postgres import PostgresSystemDatabase, session_options
 from pgtasks.sysdb.urls import parse_database_url
 from tests.support.pgserver import PostgresServer
 
@@ -60,7 +60,8 @@ def main() -> int:
     db.migrate()
     bad = False
     try:
-        with psycopg.connect(db.target.dsn, autocommit=True) as conn:
+        options = session_options(db.target.dsn)  # as the worker's sessions (JIT off)
+        with psycopg.connect(db.target.dsn, autocommit=True, options=options) as conn:
             started = time.perf_counter()
             fill(db, conn, args.rows)
             took = time.perf_counter() - started
