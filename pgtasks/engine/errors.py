@@ -11,6 +11,7 @@ __all__ = [
     "MaxRecoveryAttemptsExceeded",
     "NonDeterminismError",
     "PgtasksError",
+    "RetryRequested",
     "SerializationError",
     "SoftTimeLimitExceeded",
     "TaskAbandoned",
@@ -88,6 +89,25 @@ class NonDeterminismError(PgtasksError):
 
 class TaskTimeoutError(PgtasksError, TimeoutError):
     """Waiting for a task's result took longer than the timeout."""
+
+
+class RetryRequested(PgtasksError):
+    """Raised by a task body to run the task again, under the same id and from scratch, after
+    ``countdown`` seconds (0: at once). ``reason`` (an exception) is stored meanwhile as the
+    task's error, and ``retries`` grows by one. Celery's ``self.retry()`` raises a subclass."""
+
+    def __init__(
+        self, message: str = "", *, countdown: float = 0.0, reason: BaseException | None = None
+    ) -> None:
+        if (
+            isinstance(countdown, bool)
+            or not isinstance(countdown, (int, float))
+            or not 0 <= countdown < 10**9
+        ):
+            raise ConfigurationError(f"retry countdown must be a number of seconds >= 0, not {countdown!r}")
+        super().__init__(message or f"Retry in {countdown:g}s" + (f": {reason!r}" if reason else ""))
+        self.countdown = float(countdown)
+        self.reason = reason
 
 
 class TaskAbandoned(BaseException):

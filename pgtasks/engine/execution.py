@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 from pgtasks.engine import context
 from pgtasks.engine.errors import (
+    RetryRequested,
     SerializationError,
     TaskAbandoned,
     TaskNotRegistered,
@@ -56,6 +57,14 @@ def execute_task(
         return None
     except TaskReleased:
         return release
+    except RetryRequested as retry:
+        return Outcome(
+            record.task_id,
+            Status.ENQUEUED,
+            error=encode_exception(retry.reason or retry),
+            claim_token=record.claim_token,
+            retry_in_ms=round(retry.countdown * 1000),
+        )
     except BaseException as exc:  # a failing task never takes the worker down (CancelledError too)
         return Outcome(
             record.task_id, Status.ERROR, error=encode_exception(exc), claim_token=record.claim_token

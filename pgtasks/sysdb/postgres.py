@@ -409,6 +409,8 @@ class PostgresSystemDatabase(PostgresSchedules, SystemDatabase):
                 "outputs": [o.output for o in params.outcomes],
                 "errors": [o.error for o in params.outcomes],
                 "tokens": [o.claim_token for o in params.outcomes],
+                "retry_in": [o.retry_in_ms for o in params.outcomes],
+                "channel": self.channel,
             },
         )
         return [r["workflow_uuid"] for r in rows]

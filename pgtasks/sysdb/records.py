@@ -102,6 +102,7 @@ class TaskRecord:
     expires_at_epoch_ms: int | None = None
     claim_token: str | None = None  # set by each claim; fences every write of that run
     has_steps: bool | None = None  # from a claim: whether any checkpoint exists (None: unknown)
+    retries: int = 0  # how many times the task asked to run again (Celery's request.retries)
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,6 +185,9 @@ class Outcome:
     output: str | None = None
     error: str | None = None
     claim_token: str | None = None  # the run's token; None fences on the executor only
+    # A retry: run the task again from scratch after this many ms (0: at once), counting it in
+    # ``retries``; ``error`` says why. Its checkpoints are dropped and its attempts reset.
+    retry_in_ms: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

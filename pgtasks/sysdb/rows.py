@@ -44,6 +44,7 @@ def task_from_row(row: Mapping[str, Any]) -> TaskRecord:
         expires_at_epoch_ms=row.get("expires_at_epoch_ms"),
         claim_token=row.get("claim_token"),
         has_steps=row.get("has_steps"),
+        retries=row.get("retries") or 0,
     )
 
 

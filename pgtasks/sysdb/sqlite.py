@@ -254,9 +254,12 @@ class SqliteSystemDatabase(SqliteSchedules, SystemDatabase):
                     "error": o.error,
                     "executor_id": params.executor_id,
                     "token": o.claim_token,
+                    "retry_in": o.retry_in_ms,
                 }
                 if db.execute(self.sql["task_complete"], args).fetchone():
                     written.append(o.task_id)
+                    if o.retry_in_ms is not None:
+                        db.execute(self.sql["steps_clear"], args)
         return written
 
     def _claim_budget(self, db: sqlite3.Connection, claim: QueueClaim) -> int:

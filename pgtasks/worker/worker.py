@@ -300,6 +300,8 @@ def _log_outcome(record: TaskRecord, outcome: Outcome | None, elapsed: float) ->
         log.warning("%s abandoned: cancelled or taken over by another worker", label)
     elif outcome.status is Status.SUCCESS:
         log.info("%s succeeded in %.3fs", label, elapsed)
+    elif outcome.retry_in_ms is not None:
+        log.info("%s retry in %gs: %s", label, outcome.retry_in_ms / 1000, error_summary(outcome.error))
     elif outcome.status is Status.ENQUEUED:
         log.warning("%s released after %.3fs: it will run again from its last checkpoint", label, elapsed)
     else:

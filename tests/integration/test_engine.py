@@ -460,3 +460,42 @@ def test_management_refuses_bad_input_clearly(app: App) -> None:
     with pytest.raises(pgtasks.ConfigurationError, match="limit"):
         app.list_tasks(limit=-1)
     assert [t.task_id for t in app.list_tasks(status="enqueued")] == [handle.id]
+
+
+def test_a_task_that_asks_to_retry_runs_again_under_its_id_from_scratch(app: App) -> None:
+    seen = Recorder()
+
+    @app.step
+    def charge() -> str:
+        seen.hit("charge")
+        return "charged"
+
+    @app.task
+    def flaky() -> tuple[str, int]:
+        ctx = pgtasks.current_task()
+        assert ctx is not None
+        charged = charge()
+        if ctx.record.retries < 2:
+            raise pgtasks.RetryRequested(countdown=0, reason=ConnectionError("gateway down"))
+        return charged, ctx.record.retries
+
+    with running_worker(app):
+        handle = flaky.delay()
+        assert handle.get(timeout=20) == ["charged", 2]
+    assert seen.calls == {"charge": 3}  # a retry starts over: its checkpoints are dropped
+    record = app.engine.get_task(handle.id)
+    assert record is not None and record.retries == 2 and record.error is None
+
+
+def test_a_retry_with_a_countdown_waits_delayed_with_its_reason(app: App) -> None:
+    @app.task
+    def later() -> None:
+        raise pgtasks.RetryRequested(countdown=3600, reason=ValueError("not yet"))
+
+    with running_worker(app):
+        handle = later.delay()
+        wait_for(lambda: handle.status == "DELAYED", what="the retry to be scheduled")
+    record = app.engine.get_task(handle.id)
+    assert record is not None and record.retries == 1 and "not yet" in (record.error or "")
+    with pytest.raises(pgtasks.ConfigurationError, match="countdown"):
+        pgtasks.RetryRequested(countdown=-1)

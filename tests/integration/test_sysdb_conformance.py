@@ -460,3 +460,25 @@ def test_a_checkpoint_after_cancel_is_kept_and_says_stop(sysdb: SystemDatabase) 
     assert sysdb.step_record(later) is StepWrite.RECORDED_STOPPED  # a retry after a lost reply
     assert sysdb.step_record(step) is StepWrite.RECORDED_STOPPED
     assert [s.function_id for s in sysdb.steps_get("a")] == [1, 2]
+
+
+def test_a_retry_sends_the_task_back_from_scratch_under_the_same_id(sysdb: SystemDatabase) -> None:
+    sysdb.tasks_enqueue([new("r", deduplication_id="once")])
+    run = sysdb.tasks_claim(ClaimParams("w1", "v1", ("default",), 1))[0]
+    assert sysdb.step_record(step("r", 1)) is StepWrite.RECORDED
+    retry = Outcome("r", Status.ENQUEUED, error='{"why": 1}', claim_token=run.claim_token, retry_in_ms=0)
+    assert sysdb.tasks_complete(CompleteParams("w1", (retry,))) == ["r"]
+    back = sysdb.task_get("r")
+    assert back is not None and back.status is Status.ENQUEUED and back.retries == 1
+    assert back.recovery_attempts == 0 and back.executor_id is None and back.error == '{"why": 1}'
+    assert back.deduplication_id == "once"  # still the same logical task
+    assert sysdb.steps_get("r") == []  # it runs again from scratch
+    assert sysdb.tasks_complete(CompleteParams("w1", (retry,))) == []  # fenced: not PENDING any more
+    again = sysdb.tasks_claim(ClaimParams("w2", "v1", ("default",), 1))[0]
+    later = Outcome("r", Status.ENQUEUED, claim_token=again.claim_token, retry_in_ms=60_000)
+    before = sysdb.now_ms()
+    assert sysdb.tasks_complete(CompleteParams("w2", (later,))) == ["r"]
+    delayed = sysdb.task_get("r")
+    assert delayed is not None and delayed.status is Status.DELAYED and delayed.retries == 2
+    assert delayed.delay_until_epoch_ms is not None and delayed.delay_until_epoch_ms >= before + 60_000
+    assert sysdb.tasks_claim(ClaimParams("w2", "v1", ("default",), 1)) == []

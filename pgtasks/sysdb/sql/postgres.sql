@@ -209,23 +209,45 @@ SELECT * FROM __schema__.queues WHERE name = ANY(%(names)b::text[])
 
 -- name: tasks_complete
 -- Many outcomes, one statement and one commit. The fence (still PENDING on this executor)
--- makes a worker that lost its lease write nothing. ENQUEUED releases a task unfinished.
-UPDATE __schema__.workflow_status AS ws
-SET status = CASE WHEN o.status = 'ENQUEUED' AND ws.recovery_attempts > ws.max_recovery_attempts
-                  THEN 'MAX_RECOVERY_ATTEMPTS_EXCEEDED' ELSE o.status END,
-    output = o.output, error = o.error,
-    executor_id = CASE WHEN o.status = 'ENQUEUED' THEN NULL ELSE ws.executor_id END,
-    deduplication_id = CASE WHEN o.status = 'ENQUEUED' AND ws.recovery_attempts <= ws.max_recovery_attempts
-                            THEN ws.deduplication_id END,
-    updated_at = __now_ms__
-FROM unnest(%(ids)b::text[], %(statuses)b::text[], %(outputs)b::text[], %(errors)b::text[],
-            %(tokens)b::text[])
-     AS o(id, status, output, error, token)
-WHERE ws.workflow_uuid = o.id
-  AND ws.executor_id = %(executor_id)s
-  AND (o.token IS NULL OR ws.claim_token = o.token)
-  AND ws.status = 'PENDING'
-RETURNING ws.workflow_uuid
+-- makes a worker that lost its lease write nothing. ENQUEUED releases a task unfinished. A
+-- retry (retry_in not NULL) sends the task back under the same id, DELAYED or ENQUEUED, with
+-- one more retry, fresh attempts and no checkpoints (it runs again from scratch), and
+-- announces the tasks it makes ENQUEUED at once.
+WITH done AS (
+    UPDATE __schema__.workflow_status AS ws
+    SET status = CASE WHEN o.retry_in > 0 THEN 'DELAYED'
+                      WHEN o.retry_in IS NOT NULL THEN 'ENQUEUED'
+                      WHEN o.status = 'ENQUEUED' AND ws.recovery_attempts > ws.max_recovery_attempts
+                      THEN 'MAX_RECOVERY_ATTEMPTS_EXCEEDED' ELSE o.status END,
+        output = o.output, error = o.error,
+        executor_id = CASE WHEN o.status = 'ENQUEUED' OR o.retry_in IS NOT NULL THEN NULL
+                           ELSE ws.executor_id END,
+        deduplication_id = CASE WHEN o.retry_in IS NOT NULL THEN ws.deduplication_id
+                                WHEN o.status = 'ENQUEUED' AND ws.recovery_attempts <= ws.max_recovery_attempts
+                                THEN ws.deduplication_id END,
+        delay_until_epoch_ms = CASE WHEN o.retry_in > 0 THEN __now_ms__ + o.retry_in
+                                    ELSE ws.delay_until_epoch_ms END,
+        retries = ws.retries + CASE WHEN o.retry_in IS NOT NULL THEN 1 ELSE 0 END,
+        recovery_attempts = CASE WHEN o.retry_in IS NOT NULL THEN 0 ELSE ws.recovery_attempts END,
+        updated_at = __now_ms__
+    FROM unnest(%(ids)b::text[], %(statuses)b::text[], %(outputs)b::text[], %(errors)b::text[],
+                %(tokens)b::text[], %(retry_in)b::bigint[])
+         AS o(id, status, output, error, token, retry_in)
+    WHERE ws.workflow_uuid = o.id
+      AND ws.executor_id = %(executor_id)s
+      AND (o.token IS NULL OR ws.claim_token = o.token)
+      AND ws.status = 'PENDING'
+    RETURNING ws.workflow_uuid, ws.queue_name, ws.status, o.retry_in IS NOT NULL AS retried
+),
+cleared AS (
+    DELETE FROM __schema__.operation_outputs
+    WHERE workflow_uuid IN (SELECT workflow_uuid FROM done WHERE retried)
+),
+notified AS (
+    SELECT count(pg_notify(%(channel)s, q.queue_name)) AS n
+    FROM (SELECT DISTINCT queue_name FROM done WHERE retried AND status = 'ENQUEUED') AS q
+)
+SELECT workflow_uuid FROM done, notified
 
 -- name: tasks_promote_delayed
 UPDATE __schema__.workflow_status

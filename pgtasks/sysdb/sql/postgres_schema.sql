@@ -28,7 +28,8 @@ CREATE TABLE __schema__.workflow_status (
     -- FIFO order within a priority, exact even for tasks created in the same millisecond.
     enqueue_seq BIGINT GENERATED ALWAYS AS IDENTITY,
     expires_at_epoch_ms BIGINT,
-    claim_token TEXT
+    claim_token TEXT,
+    retries INTEGER NOT NULL DEFAULT 0
 );
 
 -- The claim reads only ENQUEUED rows in (queue, priority, age) order: a partial index keeps

@@ -72,17 +72,29 @@ WHERE workflow_uuid IN (SELECT value FROM json_each(:ids)) AND status = 'ENQUEUE
 RETURNING *, rowid AS enqueue_seq
 
 -- name: task_complete
+-- A retry (:retry_in not NULL) sends the task back under the same id with one more retry and
+-- fresh attempts; its checkpoints are dropped by steps_clear in the same transaction.
 UPDATE workflow_status
-SET status = CASE WHEN :status = 'ENQUEUED' AND recovery_attempts > max_recovery_attempts
+SET status = CASE WHEN :retry_in > 0 THEN 'DELAYED'
+                  WHEN :retry_in IS NOT NULL THEN 'ENQUEUED'
+                  WHEN :status = 'ENQUEUED' AND recovery_attempts > max_recovery_attempts
                   THEN 'MAX_RECOVERY_ATTEMPTS_EXCEEDED' ELSE :status END,
     output = :output, error = :error,
-    executor_id = CASE WHEN :status = 'ENQUEUED' THEN NULL ELSE executor_id END,
-    deduplication_id = CASE WHEN :status = 'ENQUEUED' AND recovery_attempts <= max_recovery_attempts
+    executor_id = CASE WHEN :status = 'ENQUEUED' OR :retry_in IS NOT NULL THEN NULL ELSE executor_id END,
+    deduplication_id = CASE WHEN :retry_in IS NOT NULL THEN deduplication_id
+                            WHEN :status = 'ENQUEUED' AND recovery_attempts <= max_recovery_attempts
                             THEN deduplication_id END,
+    delay_until_epoch_ms = CASE WHEN :retry_in > 0 THEN __now_ms__ + :retry_in
+                                ELSE delay_until_epoch_ms END,
+    retries = retries + CASE WHEN :retry_in IS NOT NULL THEN 1 ELSE 0 END,
+    recovery_attempts = CASE WHEN :retry_in IS NOT NULL THEN 0 ELSE recovery_attempts END,
     updated_at = __now_ms__
 WHERE workflow_uuid = :id AND executor_id = :executor_id AND status = 'PENDING'
   AND (:token IS NULL OR claim_token = :token)
 RETURNING workflow_uuid
+
+-- name: steps_clear
+DELETE FROM operation_outputs WHERE workflow_uuid = :id
 
 -- name: tasks_promote_delayed
 UPDATE workflow_status

@@ -26,7 +26,8 @@ CREATE TABLE workflow_status (
     parent_workflow_id TEXT,
     forked_from TEXT,
     expires_at_epoch_ms INTEGER,
-    claim_token TEXT
+    claim_token TEXT,
+    retries INTEGER NOT NULL DEFAULT 0
 );
 
 -- SQLite appends the rowid to every index key, so (queue, priority) is also in FIFO order.
