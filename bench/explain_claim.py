@@ -1,5 +1,6 @@
 """EXPLAIN ANALYZE of the three claim statements with a large backlog (default 1,000,000
-queued tasks over three queues), each inside a transaction that is rolled back.
+queued tasks over three queues), each inside a transaction that is rolled back, both as a
+custom plan and as the generic plan the worker's claim sessions use.
 
     python -m bench.explain_claim [--rows 1000000]
 
@@ -10,13 +11,16 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import time
 import uuid
 
 import psycopg
+from psycopg import sql as sql_
 
-from pgtasks.sysdb.postgres import PostgresSystemDatabase, session_options
+from pgtasks.sysdb.pg_sessions import session_options
+from pgtasks.sysdb.postgres import PostgresSystemDatabase
 from pgtasks.sysdb.urls import parse_database_url
 from tests.support.pgserver import PostgresServer
 
@@ -42,8 +46,34 @@ def fill(db: PostgresSystemDatabase, conn: psycopg.Connection, rows: int) -> Non
 
 
 def explain(conn: psycopg.Connection, sql: str, params: dict[str, object]) -> str:
+    """The plan PostgreSQL makes for these parameter values (a custom plan)."""
     with conn.transaction(force_rollback=True):
         plan = conn.execute("EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) " + sql, params).fetchall()
+    return "\n".join(row[0] for row in plan)
+
+
+def explain_generic(conn: psycopg.Connection, sql: str, params: dict[str, object]) -> str:
+    """The generic plan, made without the parameter values: what the worker's claim sessions
+    use (plan_cache_mode = force_generic_plan)."""
+    names: list[str] = []
+
+    def placeholder(match: re.Match[str]) -> str:
+        if match.group(1) not in names:
+            names.append(match.group(1))
+        return f"${names.index(match.group(1)) + 1}"
+
+    conn.execute("SET plan_cache_mode = force_generic_plan")
+    conn.execute("PREPARE claim_plan AS " + re.sub(r"%\((\w+)\)[sb]", placeholder, sql))
+    try:
+        values = sql_.SQL(", ").join(sql_.Literal(params[name]) for name in names)
+        with conn.transaction(force_rollback=True):
+            statement = sql_.SQL("EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) EXECUTE claim_plan ({})").format(
+                values
+            )
+            plan = conn.execute(statement).fetchall()
+    finally:
+        conn.execute("DEALLOCATE claim_plan")
+        conn.execute("RESET plan_cache_mode")
     return "\n".join(row[0] for row in plan)
 
 
@@ -93,12 +123,13 @@ def main() -> int:
                 ),
             ]
             for name, params in cases:
-                plan = explain(conn, db.sql[name], params)
-                print(f"\n-- {name}\n{plan}")
-                took = float(plan.rsplit("Execution Time: ", 1)[1].split(" ms")[0])
-                if "Seq Scan on workflow_status" in plan or took > SLOW_MS:
-                    bad = True
-                    print(f"!! {name}: a sequential scan of the tasks, or slower than {SLOW_MS} ms")
+                for kind, make_plan in (("custom", explain), ("generic", explain_generic)):
+                    plan = make_plan(conn, db.sql[name], params)
+                    print(f"\n-- {name} ({kind} plan)\n{plan}")
+                    took = float(plan.rsplit("Execution Time: ", 1)[1].split(" ms")[0])
+                    if "Seq Scan on workflow_status" in plan or took > SLOW_MS:
+                        bad = True
+                        print(f"!! {name}: a sequential scan of the tasks, or slower than {SLOW_MS} ms")
     finally:
         db.close()
         if server:

@@ -3,22 +3,20 @@
 from __future__ import annotations
 
 import hashlib
-import threading
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
 import psycopg
-from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import dict_row
-from psycopg_pool import ConnectionPool, PoolTimeout
 
 from pgtasks.sysdb.dedup import enqueue_columns, enqueue_results, single_task_params
 from pgtasks.sysdb.errors import DatabaseUnavailable
 from pgtasks.sysdb.identifiers import quote_identifier, validate_identifier
 from pgtasks.sysdb.interface import EnqueueListener, SystemDatabase
 from pgtasks.sysdb.overlapped import enqueue_overlapped
+from pgtasks.sysdb.pg_sessions import PostgresListener, PostgresSessions
 from pgtasks.sysdb.queues import SETTABLE, check_queue_settings, settings_params, upsert_sql
 from pgtasks.sysdb.records import (
     ClaimParams,
@@ -68,16 +66,6 @@ ENQUEUE_ONE = """(VALUES (%(id)s::text, %(name)s::text, %(inputs)s::text, %(seri
                 %(delay_abs)s::bigint, %(delay_rel)s::bigint, %(version)s::text,
                 %(max_attempts)s::int, %(parent)s::text, %(expires)s::bigint,
                 %(expires_rel)s::bigint, 1::bigint))"""
-POOL_WAIT_SECONDS = 10.0  # how long a caller waits for a connection before DatabaseUnavailable
-
-
-def session_options(dsn: str) -> str:
-    """Server options for pgtasks' sessions, after any the URL sets: JIT off, because every
-    statement here is a short OLTP one, and a claim whose estimated cost passes
-    jit_above_cost (the partitioned claim on a big backlog) would spend 50 to 200 ms compiling
-    code it then runs for 2 ms."""
-    own = conninfo_to_dict(dsn).get("options") or ""
-    return f"{own} -c jit=off".strip()
 
 
 def advisory_lock_key(schema: str) -> int:
@@ -101,28 +89,6 @@ def notify_channel(schema: str) -> str:
     return validate_identifier(channel, "channel name")
 
 
-class PostgresListener(EnqueueListener):
-    """LISTEN on the schema's channel over a dedicated autocommit connection."""
-
-    def __init__(self, target: DatabaseTarget, channel: str) -> None:
-        try:
-            self._conn = psycopg.connect(target.dsn, autocommit=True, connect_timeout=10)
-            self._conn.execute(f"LISTEN {quote_identifier(channel, 'channel name')}")
-        except psycopg.OperationalError as exc:
-            raise DatabaseUnavailable(f"cannot listen on {target.display_url}: {exc}") from exc
-
-    def wait(self, timeout: float) -> set[str]:
-        try:
-            return {n.payload for n in self._conn.notifies(timeout=timeout, stop_after=1)} | {
-                n.payload for n in self._conn.notifies(timeout=0)
-            }
-        except psycopg.OperationalError as exc:
-            raise DatabaseUnavailable(f"listener connection lost: {exc}") from exc
-
-    def close(self) -> None:
-        self._conn.close()
-
-
 @contextmanager
 def _callers_transaction(conn: psycopg.Connection[Any]) -> Iterator[psycopg.Connection[Any]]:
     """The caller's connection inside a transaction: its own open one, or (in autocommit) a
@@ -134,7 +100,7 @@ def _callers_transaction(conn: psycopg.Connection[Any]) -> Iterator[psycopg.Conn
         yield conn
 
 
-class PostgresSystemDatabase(PostgresSchedules, SystemDatabase):
+class PostgresSystemDatabase(PostgresSchedules, PostgresSessions, SystemDatabase):
     """System database in a PostgreSQL schema."""
 
     def __init__(self, target: DatabaseTarget, pool_size: int = 10) -> None:
@@ -148,86 +114,7 @@ class PostgresSystemDatabase(PostgresSchedules, SystemDatabase):
         enqueue = self.sql.pop("tasks_enqueue")
         self.sql["tasks_enqueue"] = enqueue.replace("__enqueue_source__", ENQUEUE_MANY)
         self.sql["tasks_enqueue_one"] = enqueue.replace("__enqueue_source__", ENQUEUE_ONE)
-        self._pool_size = pool_size
-        self._pool: ConnectionPool | None = None
-        self._pool_lock = threading.Lock()
-
-    # -- connections --------------------------------------------------------------------
-    def _connect_kwargs(self) -> dict[str, Any]:
-        return {
-            "row_factory": dict_row,
-            "application_name": "pgtasks",
-            "options": session_options(self.target.dsn),
-        }
-
-    def _pool_kwargs(self) -> dict[str, Any]:
-        # Autocommit: a single-statement operation is one round trip (no BEGIN, no COMMIT);
-        # operations of several statements open a transaction explicitly (_tx).
-        return {**self._connect_kwargs(), "autocommit": True}
-
-    def _open_pool(self) -> ConnectionPool:
-        if self._pool is not None:
-            return self._pool
-        with self._pool_lock:
-            if self._pool is None:
-                self._pool = ConnectionPool(
-                    self.target.dsn,
-                    min_size=1,
-                    max_size=self._pool_size,
-                    kwargs=self._pool_kwargs(),
-                    timeout=POOL_WAIT_SECONDS,
-                    open=True,
-                    name="pgtasks",
-                )
-            return self._pool
-
-    @contextmanager
-    def _conn(self) -> Iterator[psycopg.Connection[Any]]:
-        """A pooled autocommit connection. A lost connection or an unreachable server
-        surfaces as DatabaseUnavailable; the pool drops broken connections when they return."""
-        try:
-            with self._open_pool().connection() as conn:
-                yield conn
-        except (psycopg.OperationalError, PoolTimeout) as exc:
-            raise DatabaseUnavailable(
-                f"the pgtasks database {self.target.display_url} is unavailable: {exc}"
-            ) from exc
-
-    @contextmanager
-    def _tx(self) -> Iterator[psycopg.Connection[Any]]:
-        """A pooled connection inside one transaction (committed on success)."""
-        with self._conn() as conn, conn.transaction():
-            yield conn
-
-    def _run(self, name: str, params: dict[str, Any] | None, fetch: Callable[[psycopg.Cursor[Any]], T]) -> T:
-        """One statement in autocommit. A connection that broke while idle in the pool (a
-        server restart, an idle timeout) is retried once on a fresh one, after the pool has
-        replaced every broken idle connection: every statement run here is safe to repeat
-        (reads, and writes that are idempotent or fenced)."""
-        for attempt in (1, 2):
-            try:
-                with self._open_pool().connection() as conn:
-                    return fetch(conn.execute(self.sql[name], params or {}))
-            except psycopg.OperationalError as exc:
-                if attempt == 2 or not conn.broken:
-                    raise DatabaseUnavailable(
-                        f"the pgtasks database {self.target.display_url} is unavailable: {exc}"
-                    ) from exc
-                self._open_pool().check()
-            except PoolTimeout as exc:
-                raise DatabaseUnavailable(
-                    f"the pgtasks database {self.target.display_url} is unavailable: {exc}"
-                ) from exc
-        raise AssertionError("unreachable")
-
-    def _all(self, name: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-        return self._run(name, params, lambda cur: cur.fetchall())
-
-    def _one(self, name: str, params: dict[str, Any] | None = None) -> dict[str, Any] | None:
-        return self._run(name, params, lambda cur: cur.fetchone())
-
-    def _count(self, name: str, params: dict[str, Any] | None = None) -> int:
-        return self._run(name, params, lambda cur: cur.rowcount)
+        self._open_sessions(pool_size)
 
     # -- schema -------------------------------------------------------------------------
     def migrate(self) -> list[MigrationInfo]:
@@ -368,10 +255,11 @@ class PostgresSystemDatabase(PostgresSchedules, SystemDatabase):
                     "limits": [c.limit for c in free],
                     "limit": params.limit,
                 },
+                generic=True,
             )
         limited = [c for c in claims if c.is_limited]
         if limited and len(rows) < params.limit:
-            with self._tx() as conn:  # the advisory lock lives until this transaction ends
+            with self._tx(generic=True) as conn:  # the advisory lock lives until this transaction ends
                 for claim in limited:
                     room = min(claim.limit or 0, params.limit - len(rows))
                     if room <= 0:
@@ -487,7 +375,7 @@ class PostgresSystemDatabase(PostgresSchedules, SystemDatabase):
         }
         written = {
             (r["workflow_uuid"], r["function_id"]): r["task_status"]
-            for r in self._all("steps_record_many", args)
+            for r in self._all("steps_record_many", args, generic=True)
         }
         owners = {}
         if len(written) < len(steps):
@@ -587,6 +475,4 @@ class PostgresSystemDatabase(PostgresSchedules, SystemDatabase):
         return int(next(iter(row.values())))
 
     def close(self) -> None:
-        if self._pool is not None:
-            self._pool.close()
-            self._pool = None
+        self._close_sessions()

@@ -46,11 +46,14 @@ SELECT * FROM __schema__.workflow_status WHERE workflow_uuid = %(task_id)s
 -- name: claim_picked
 -- The end of every claim statement: the rows chosen in "picked" become PENDING on this
 -- executor under a fresh claim token, and the attempt is counted. Spliced into the three
--- claim statements below; the status re-check matters for the partitioned claim, which
--- cannot lock its candidates. The picked ids go through unnest(ARRAY(...)), which the planner
--- always takes for a handful of rows, so each is a probe of the primary key: joined to
--- "picked" directly, a LIMIT it cannot read (a generic plan, a computed budget) makes it
--- hash-join against a scan of every task.
+-- claim statements below, each of which locks what it picks (FOR UPDATE SKIP LOCKED), so
+-- the rows are still ENQUEUED here. No status test on purpose: it would let the planner
+-- reach the rows through a partial index of every waiting task. The ids go through
+-- unnest(ARRAY(...)), which the planner takes for a handful of rows, so each is a probe of
+-- the primary key even where it cannot read the LIMIT (a generic plan, a computed budget).
+-- has_steps (the task ran or was forked before this claim) spares the worker a read of
+-- checkpoints for the many tasks that cannot have any; it is read from the row as picked,
+-- never from operation_outputs, so no plan depends on that table's statistics.
 UPDATE __schema__.workflow_status AS ws
 SET status = 'PENDING',
     executor_id = %(executor_id)s,
@@ -59,12 +62,10 @@ SET status = 'PENDING',
     recovery_attempts = ws.recovery_attempts + 1,
     started_at_epoch_ms = __now_ms__,
     updated_at = __now_ms__
-FROM unnest(ARRAY(SELECT workflow_uuid FROM picked)) AS p(workflow_uuid)
-WHERE ws.workflow_uuid = p.workflow_uuid AND ws.status = 'ENQUEUED'
--- has_steps spares the worker a read of checkpoints for the many tasks that have none.
-RETURNING ws.*, EXISTS (
-    SELECT 1 FROM __schema__.operation_outputs AS o WHERE o.workflow_uuid = ws.workflow_uuid
-) AS has_steps
+FROM unnest(ARRAY(SELECT workflow_uuid FROM picked ORDER BY workflow_uuid),
+            ARRAY(SELECT seen_before FROM picked ORDER BY workflow_uuid)) AS p(workflow_uuid, seen_before)
+WHERE ws.workflow_uuid = p.workflow_uuid
+RETURNING ws.*, p.seen_before AS has_steps
 
 -- name: tasks_claim
 -- One statement per claim. SKIP LOCKED lets concurrent workers take disjoint rows without
@@ -74,10 +75,10 @@ RETURNING ws.*, EXISTS (
 -- (priority, enqueue_seq) order and degrades to a sort of the whole backlog; with equality
 -- each probe is an ordered index scan that stops after LIMIT rows.
 WITH picked AS (
-    SELECT c.workflow_uuid
+    SELECT c.workflow_uuid, c.seen_before
     FROM unnest(%(queues)b::text[], %(limits)b::int[]) AS q(name, lim)
     CROSS JOIN LATERAL (
-        SELECT workflow_uuid, priority, enqueue_seq
+        SELECT workflow_uuid, priority, enqueue_seq, started_at_epoch_ms IS NOT NULL OR forked_from IS NOT NULL AS seen_before
         FROM __schema__.workflow_status
         WHERE status = 'ENQUEUED'
           AND queue_name = q.name
@@ -116,7 +117,7 @@ WITH budget AS (
     )) AS n
 ),
 locked AS (
-    SELECT workflow_uuid
+    SELECT workflow_uuid, started_at_epoch_ms IS NOT NULL OR forked_from IS NOT NULL AS seen_before
     FROM __schema__.workflow_status
     WHERE status = 'ENQUEUED'
       AND queue_name = %(queue)s
@@ -126,7 +127,7 @@ locked AS (
     LIMIT (SELECT n FROM budget)
     FOR UPDATE SKIP LOCKED
 ),
-picked AS (SELECT workflow_uuid FROM locked LIMIT %(limit)s)
+picked AS (SELECT workflow_uuid, seen_before FROM locked LIMIT %(limit)s)
 __claim_picked__
 
 -- name: tasks_claim_partitioned
@@ -155,25 +156,29 @@ candidates AS (
     SELECT c.* FROM keys
     LEFT JOIN running AS r ON r.k = keys.k
     CROSS JOIN LATERAL (
-        SELECT w.workflow_uuid, w.priority, w.enqueue_seq
+        SELECT w.workflow_uuid, w.priority, w.enqueue_seq,
+               w.started_at_epoch_ms IS NOT NULL OR w.forked_from IS NOT NULL AS seen_before
         FROM __schema__.workflow_status AS w
         WHERE w.status = 'ENQUEUED' AND w.queue_name = %(queue)s AND w.queue_partition_key = keys.k
           AND (w.application_version IS NULL OR w.application_version = %(version)s)
           AND (w.expires_at_epoch_ms IS NULL OR w.expires_at_epoch_ms > __now_ms__)
         ORDER BY w.priority, w.enqueue_seq
         LIMIT GREATEST(0, LEAST(%(limit)s::int, COALESCE(%(concurrency)s::int - COALESCE(r.n, 0), %(limit)s::int)))
+        FOR UPDATE SKIP LOCKED
     ) AS c
     WHERE keys.k IS NOT NULL
     UNION ALL
     SELECT c.* FROM (SELECT COALESCE((SELECT n FROM running WHERE k IS NULL), 0) AS n) AS r
     CROSS JOIN LATERAL (
-        SELECT w.workflow_uuid, w.priority, w.enqueue_seq
+        SELECT w.workflow_uuid, w.priority, w.enqueue_seq,
+               w.started_at_epoch_ms IS NOT NULL OR w.forked_from IS NOT NULL AS seen_before
         FROM __schema__.workflow_status AS w
         WHERE w.status = 'ENQUEUED' AND w.queue_name = %(queue)s AND w.queue_partition_key IS NULL
           AND (w.application_version IS NULL OR w.application_version = %(version)s)
           AND (w.expires_at_epoch_ms IS NULL OR w.expires_at_epoch_ms > __now_ms__)
         ORDER BY w.priority, w.enqueue_seq
         LIMIT GREATEST(0, LEAST(%(limit)s::int, COALESCE(%(concurrency)s::int - r.n, %(limit)s::int)))
+        FOR UPDATE SKIP LOCKED
     ) AS c
 ),
 budget AS (
@@ -187,11 +192,11 @@ budget AS (
     )) AS n
 ),
 chosen AS (
-    SELECT workflow_uuid FROM candidates
+    SELECT workflow_uuid, seen_before FROM candidates
     ORDER BY priority, enqueue_seq
     LIMIT (SELECT n FROM budget)
 ),
-picked AS (SELECT workflow_uuid FROM chosen LIMIT %(limit)s)
+picked AS (SELECT workflow_uuid, seen_before FROM chosen LIMIT %(limit)s)
 __claim_picked__
 
 -- name: tasks_expire
