@@ -37,6 +37,7 @@ from pgtasks.worker.wakeups import WakeOnEnqueue
 log = logging.getLogger("pgtasks.worker")
 
 STRAY_GRACE_SECONDS = 10.0  # a claim this young may still be on its way to the pool
+GATHER_SECONDS = 0.002  # with a backlog, how long a claim waits for more slots to free up
 
 
 def default_executor_id() -> str:
@@ -175,6 +176,8 @@ class Worker:
     def _claim_loop(self) -> None:
         poll = self.engine.settings.poll_interval
         backoff = 0.1
+        backlog = False  # the last claim took all it asked for: more tasks are probably waiting
+        gather = self.options.concurrency // 2
         while not self._stopping.is_set():
             # Cleared before claiming: a wake-up (NOTIFY, a freed slot) that arrives while the
             # claim runs is kept and ends the wait below at once.
@@ -183,6 +186,13 @@ class Worker:
             if free == 0:
                 self._wake.wait(poll)
                 continue
+            deadline = time.monotonic() + GATHER_SECONDS
+            while backlog and free < gather and time.monotonic() < deadline:
+                # With a backlog, a slot freed now is worth a claim of its own only if no
+                # other frees up within a moment: one claim for several slots costs less.
+                self._wake.clear()
+                self._wake.wait(max(0.0, deadline - time.monotonic()))
+                free = self._free_slots()
             try:
                 assert self.queues is not None, "start() first"
                 claimed = self.engine.sysdb.tasks_claim(
@@ -194,6 +204,7 @@ class Worker:
                 self._stopping.wait(backoff)
                 backoff = min(backoff * 2, 5.0)
                 continue
+            backlog = len(claimed) == free
             steps = self._recorded_steps(claimed)
             for record in claimed:
                 crashpoint("after_claim_commit", task_id=record.task_id)
