@@ -99,6 +99,16 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from pgtasks.cli.compat_commands import prepare_argv, run_compat_command
+
+    argv = prepare_argv(list(sys.argv[1:] if argv is None else argv))  # Celery's names and flags
+    try:
+        compat = run_compat_command(argv)
+    except PgtasksError as exc:
+        print(f"pgtasks: error: {exc}", file=sys.stderr)
+        return 2
+    if compat is not None:
+        return compat
     args = _parser().parse_args(argv)
     try:
         return _dispatch(args)
@@ -139,6 +149,9 @@ def _worker(args: argparse.Namespace) -> int:
         print("pgtasks worker: -A/--app is required", file=sys.stderr)
         return 2
     app: App = load_app(spec)
+    from pgtasks.cli.compat_commands import worker_hooks
+
+    hooks = worker_hooks(app, args)  # a Celery app: its settings, include, signals
     overrides = {}
     if args.lease_seconds is not None:
         overrides["lease_seconds"] = args.lease_seconds
@@ -164,8 +177,11 @@ def _worker(args: argparse.Namespace) -> int:
 
         start_beat_thread(app.engine, definitions)
 
-    after_start = start_beat if args.beat else None
-    return run_worker(app.engine, options, app.main or spec, args.loglevel, after_start=after_start)
+    after_start = hooks.after_start(start_beat if args.beat else None)
+    try:
+        return run_worker(app.engine, options, app.main or spec, args.loglevel, after_start=after_start)
+    finally:
+        hooks.stopped()
 
 
 def _optional_int(value: str, flag: str) -> int | None:

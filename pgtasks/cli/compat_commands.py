@@ -1,0 +1,309 @@
+"""The Celery side of the ``pgtasks`` command.
+
+- :func:`prepare_argv` installs the import hook and accepts Celery's command line: Celery's
+  flags that pgtasks has no use for are dropped with one warning each, ``-b/--broker`` and
+  ``--workdir`` are honoured, ``-n`` expands ``%h``/``%n``/``%d``.
+- :func:`run_compat_command` runs Celery's commands: ``celery-check``, ``inspect``, ``purge``,
+  ``status``, ``result``, ``call`` (``worker`` and ``beat`` are pgtasks' own).
+- :func:`worker_hooks` gives a worker of a Celery app Celery's start-up: Django set-up,
+  ``include`` and autodiscovered modules, default queues and limits from the settings, the
+  logging and worker signals.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import socket
+import sys
+import types
+from collections.abc import Callable
+from typing import Any
+
+from pgtasks.compat.install import install
+
+# Celery flags with no effect on pgtasks: name -> takes a value.
+IGNORED_FLAGS: dict[str, bool] = {
+    "-E": False,
+    "--task-events": False,
+    "--events": False,
+    "--without-gossip": False,
+    "--without-mingle": False,
+    "--without-heartbeat": False,
+    "-D": False,
+    "--detach": False,
+    "--purge": False,
+    "--discard": False,
+    "--no-color": False,
+    "-q": False,
+    "--quiet": False,
+    "-C": False,
+    "--pool-restarts": False,
+    "--enable-soft-shutdown-on-idle": False,
+    "--prefetch-multiplier": True,
+    "--autoscale": True,
+    "--pidfile": True,
+    "--logfile": True,
+    "-f": True,
+    "-O": True,
+    "--statedb": True,
+    "-S": True,
+    "--heartbeat-interval": True,
+    "--max-memory-per-child": True,
+    "--uid": True,
+    "--gid": True,
+    "--umask": True,
+    "--executable": True,
+    "-s": True,
+    "--schedule": True,
+    "--scheduler": True,
+    "-X": True,
+    "--exclude-queues": True,
+    "--result-backend": True,
+    "--config": True,
+    "--loader": True,
+    "--soft-shutdown-timeout": True,
+    "--scheduler-cls": True,
+    "--max-interval": True,
+}
+GIVEN_FLAGS = {"-c": "concurrency", "--concurrency": "concurrency"}
+COMPAT_COMMANDS = ("celery-check", "inspect", "purge", "status", "result", "call")
+_given: set[str] = set()
+_warned: set[str] = set()
+
+
+def _warn_once(flag: str, why: str = "pgtasks has no use for it") -> None:
+    if flag not in _warned:
+        _warned.add(flag)
+        print(f"pgtasks: warning: ignoring Celery option {flag} ({why})", file=sys.stderr)
+
+
+def expand_hostname(name: str) -> str:
+    """Celery's node name expansion: %h host name, %n its first label, %d the domain, %% a %."""
+    host = socket.gethostname()
+    short, _, domain = host.partition(".")
+    out, i = [], 0
+    while i < len(name):
+        if name[i] == "%" and i + 1 < len(name):
+            out.append({"h": host, "n": short, "d": domain, "%": "%"}.get(name[i + 1], name[i : i + 2]))
+            i += 2
+        else:
+            out.append(name[i])
+            i += 1
+    return "".join(out)
+
+
+def prepare_argv(argv: list[str]) -> list[str]:
+    """Install the import hook and turn Celery's command line into pgtasks'."""
+    install()
+    own_flags = _command_of(argv) in COMPAT_COMMANDS  # their flags (purge -f) are their own
+    out: list[str] = []
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        flag, has_value, value = arg.partition("=")
+        if own_flags and flag not in ("-b", "--broker", "--workdir"):
+            out.append(arg)
+            i += 1
+            continue
+        if flag in IGNORED_FLAGS or (
+            flag[:2] in IGNORED_FLAGS and not flag.startswith("--") and len(flag) > 2
+        ):
+            name = flag if flag in IGNORED_FLAGS else flag[:2]
+            _warn_once(name)
+            attached = bool(has_value) or name != flag
+            i += 2 if IGNORED_FLAGS[name] and not attached else 1
+            continue
+        if flag in ("-b", "--broker"):
+            os.environ["CELERY_BROKER_URL"] = value if has_value else argv[i + 1]
+            i += 1 if has_value else 2
+            continue
+        if flag == "--workdir":
+            os.chdir(value if has_value else argv[i + 1])
+            i += 1 if has_value else 2
+            continue
+        if flag in ("-P", "--pool"):
+            pool = value if has_value else (argv[i + 1] if i + 1 < len(argv) else "")
+            if pool in ("eventlet", "gevent"):
+                _warn_once(f"{flag} {pool}", "green threads are not supported; using -P threads")
+                out += [flag, "threads"]
+                i += 1 if has_value else 2
+                continue
+        if flag in ("-n", "--hostname"):
+            out += [flag, expand_hostname(value if has_value else argv[i + 1])]
+            _given.add("hostname")
+            i += 1 if has_value else 2
+            continue
+        if flag in GIVEN_FLAGS:
+            _given.add(GIVEN_FLAGS[flag])
+        if flag in ("-l", "--loglevel") and has_value:
+            out += [flag, value]
+            i += 1
+            continue
+        out.append(arg)
+        i += 1
+    return out
+
+
+# -- worker start-up ----------------------------------------------------------------------
+class WorkerHooks:
+    """What a worker of a Celery app does around pgtasks' own start-up (no-op for an App)."""
+
+    def __init__(self, app: Any = None, hostname: str = "") -> None:
+        self.app = app
+        self.hostname = hostname
+        self.sender = types.SimpleNamespace(app=app, hostname=hostname)
+
+    def after_start(self, then: Callable[[], object] | None) -> Callable[[], object] | None:
+        if self.app is None:
+            return then
+
+        def started() -> None:
+            if then is not None:
+                then()
+            from pgtasks.compat import signals
+
+            signals.worker_ready.send(sender=self.sender)
+
+        return started
+
+    def stopped(self) -> None:
+        if self.app is None:
+            return
+        from pgtasks.compat import signals
+
+        signals.worker_shutting_down.send(sender=self.hostname, sig="SIGTERM", how="Warm", exitcode=0)
+        signals.worker_shutdown.send(sender=self.sender)
+
+
+def _setup_logging(loglevel: str) -> None:
+    from pgtasks.compat import signals
+    from pgtasks.worker.process import LOG_FORMAT
+
+    level = loglevel.upper()
+    if signals.setup_logging.receivers:
+        signals.setup_logging.send(
+            sender=None, loglevel=level, logfile=None, format=LOG_FORMAT, colorize=False
+        )
+    else:
+        logging.basicConfig(level=level, format=LOG_FORMAT, stream=sys.stderr)
+    for signal, logger in (
+        (signals.after_setup_logger, logging.getLogger()),
+        (signals.after_setup_task_logger, logging.getLogger("celery.task")),
+    ):
+        signal.send(
+            sender=None, logger=logger, loglevel=level, logfile=None, format=LOG_FORMAT, colorize=False
+        )
+
+
+def worker_hooks(app: Any, args: argparse.Namespace) -> WorkerHooks:
+    """Prepare ``pgtasks worker`` for a Celery app (settings into ``args``); send the start-up
+    signals; return the hooks for the rest of its life."""
+    from pgtasks.compat.app import Celery
+
+    if not isinstance(app, Celery):
+        return WorkerHooks()
+    from pgtasks.compat import django_support, signals
+
+    django_support.setup_django()
+    app.finalize()
+    conf = app.conf
+    if not args.queues:
+        declared = [getattr(q, "name", q) for q in (conf.task_queues or ())]
+        args.queues = ",".join(declared) if declared else conf.task_default_queue
+    if "concurrency" not in _given and conf.worker_concurrency:
+        args.concurrency = int(conf.worker_concurrency)
+    for name, setting in (
+        ("time_limit", "task_time_limit"),
+        ("soft_time_limit", "task_soft_time_limit"),
+        ("max_tasks_per_child", "worker_max_tasks_per_child"),
+    ):
+        if getattr(args, name) is None and conf.get(setting) is not None and args.pool == "prefork":
+            setattr(args, name, conf.get(setting))
+    hostname = args.hostname or ""
+    hooks = WorkerHooks(app, hostname)
+    _setup_logging(args.loglevel)
+    signals.celeryd_init.send(sender=hostname, instance=hooks.sender, conf=conf, options=vars(args))
+    signals.worker_init.send(sender=hooks.sender)
+    signals.celeryd_after_setup.send(sender=hostname, instance=hooks.sender, conf=conf)
+    if args.pool == "prefork":
+        os.register_at_fork(after_in_child=lambda: _child_started(app))
+    elif args.pool == "solo":
+        signals.worker_process_init.send(sender=None)
+    return hooks
+
+
+def _child_started(app: Any) -> None:
+    from pgtasks.compat import django_support, signals
+
+    django_support.close_connections_after_fork()
+    signals.worker_process_init.send(sender=None)
+    app.on_after_fork.send(sender=app)
+
+
+def run_for_app(app: Any, argv: list[str] | None) -> int:
+    """``app.start(argv)`` / ``app.worker_main(argv)``: the command line with this app."""
+    from pgtasks.cli.main import main
+
+    module = types.ModuleType("_pgtasks_started_app")
+    module.app = app  # type: ignore[attr-defined]
+    sys.modules[module.__name__] = module
+    args = list(sys.argv[1:] if argv is None else argv)
+    return main(["-A", module.__name__, *args])
+
+
+# -- Celery's other commands ----------------------------------------------------------------
+def _compat_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="pgtasks", description="Celery's commands on pgtasks.")
+    parser.add_argument("-A", "--app")
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("celery-check", help="list the Celery settings and features pgtasks ignores or lacks")
+    inspect = sub.add_parser("inspect", help="ping, active, scheduled, reserved, registered, stats, ...")
+    inspect.add_argument("method")
+    inspect.add_argument("ids", nargs="*")
+    inspect.add_argument("-d", "--destination")
+    inspect.add_argument("-t", "--timeout", type=float, default=1.0)
+    inspect.add_argument("-j", "--json", action="store_true")
+    purge = sub.add_parser("purge", help="discard every waiting task")
+    purge.add_argument("-f", "--force", action="store_true")
+    purge.add_argument("-Q", "--queues")
+    sub.add_parser("status", help="list the live workers")
+    result = sub.add_parser("result", help="print a task's result")
+    result.add_argument("task_id")
+    result.add_argument("--traceback", action="store_true")
+    result.add_argument("-t", "--task")
+    call = sub.add_parser("call", help="send a task by name")
+    call.add_argument("name")
+    call.add_argument("-a", "--args", default="[]")
+    call.add_argument("-k", "--kwargs", default="{}")
+    call.add_argument("--queue")
+    call.add_argument("--countdown", type=float)
+    call.add_argument("--eta")
+    call.add_argument("--expires")
+    for sp in sub.choices.values():
+        sp.add_argument("-A", "--app", dest="sub_app")
+    return parser
+
+
+def _command_of(argv: list[str]) -> str | None:
+    """The command word of a command line (skipping options and the value of -A/-b)."""
+    i = 0
+    while i < len(argv):
+        if argv[i] in ("-A", "--app", "-b", "--broker", "--workdir"):
+            i += 2
+            continue
+        if not argv[i].startswith("-"):
+            return argv[i]
+        i += 1
+    return None
+
+
+def run_compat_command(argv: list[str]) -> int | None:
+    """Run one of Celery's commands if ``argv`` names one; None otherwise."""
+    if _command_of(argv) not in COMPAT_COMMANDS:
+        return None
+    from pgtasks.cli.compat_run import run
+
+    args = _compat_parser().parse_args(argv)
+    return run(args)

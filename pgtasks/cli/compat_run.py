@@ -1,0 +1,168 @@
+"""Celery's commands on pgtasks: ``celery-check``, ``inspect``, ``purge``, ``status``,
+``result`` and ``call``, answered from the database (see :mod:`pgtasks.compat.control`)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from pgtasks.cli.loader import load_app
+from pgtasks.engine.errors import ConfigurationError
+
+INSPECT_METHODS = (
+    "ping",
+    "active",
+    "scheduled",
+    "reserved",
+    "registered",
+    "stats",
+    "revoked",
+    "active_queues",
+    "query_task",
+    "report",
+    "conf",
+    "clock",
+)
+
+
+def _load(args: argparse.Namespace) -> Any:
+    from pgtasks.compat.app import Celery
+
+    spec = getattr(args, "sub_app", None) or args.app
+    if not spec:
+        raise ConfigurationError(f"pgtasks {args.command}: -A/--app is required")
+    app = load_app(spec)
+    if not isinstance(app, Celery):
+        raise ConfigurationError(f"pgtasks {args.command}: -A {spec} is a pgtasks App, not a Celery app")
+    return app
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the parsed command; 0 on success."""
+    from pgtasks.compat.exceptions import ImproperlyConfigured
+
+    try:
+        app = _load(args)
+    except ImproperlyConfigured as exc:
+        print(f"pgtasks {args.command}: {exc}", file=sys.stderr)
+        return 2
+    command = args.command.replace("-", "_")
+    handler = globals()[f"_{command}"]
+    return int(handler(app, args))
+
+
+def _celery_check(app: Any, args: argparse.Namespace) -> int:
+    from pgtasks.compat.check import UNSUPPORTED, check_app, report
+
+    findings = check_app(app)
+    print(report(findings))
+    return 1 if any(f.status == UNSUPPORTED for f in findings) else 0
+
+
+def _print_replies(replies: dict[str, Any] | None, as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(replies or {}, default=str))
+        return
+    if not replies:
+        print("Error: No nodes replied within time constraint", file=sys.stderr)
+        return
+    for node, reply in replies.items():
+        print(f"->  {node}: OK")
+        if isinstance(reply, dict) and reply.get("ok") == "pong":
+            print("        pong")
+        elif isinstance(reply, list) and not reply:
+            print("    - empty -")
+        else:
+            for line in json.dumps(reply, indent=4, default=str).splitlines():
+                print(f"    {line}")
+    count = len(replies)
+    print(f"\n{count} node{'s' if count != 1 else ''} online.")
+
+
+def _inspect(app: Any, args: argparse.Namespace) -> int:
+    if args.method not in INSPECT_METHODS:
+        print(
+            f"pgtasks inspect: unknown method {args.method!r}; one of {', '.join(INSPECT_METHODS)}",
+            file=sys.stderr,
+        )
+        return 2
+    inspector = app.control.inspect(destination=args.destination.split(",") if args.destination else None)
+    method = getattr(inspector, args.method)
+    replies = method(*args.ids) if args.method == "query_task" else method()
+    _print_replies(replies, args.json)
+    return 0 if replies else 1
+
+
+def _status(app: Any, args: argparse.Namespace) -> int:
+    nodes = app.control.inspect().nodes()
+    if not nodes:
+        print("Error: No nodes replied within time constraint", file=sys.stderr)
+        return 1
+    for node in nodes:
+        print(f"{node}: OK")
+    print(f"\n{len(nodes)} node{'s' if len(nodes) != 1 else ''} online.")
+    return 0
+
+
+def _purge(app: Any, args: argparse.Namespace) -> int:
+    if args.queues:
+        print("pgtasks purge: -Q is not supported yet; every queue is purged", file=sys.stderr)
+        return 2
+    if not args.force:
+        answer = (
+            input(
+                "WARNING: This will remove all waiting tasks. There is no undo for this operation!\n"
+                "Are you sure you want to delete all tasks (yes/NO)? "
+            )
+            if sys.stdin.isatty()
+            else ""
+        )
+        if answer.strip().lower() not in ("y", "yes"):
+            print("purge: aborted (to skip this prompt use the -f option)")
+            return 1
+    count = app.control.purge()
+    print(f"Purged {count} message{'s' if count != 1 else ''} from all known task queues.")
+    return 0
+
+
+def _result(app: Any, args: argparse.Namespace) -> int:
+    result = app.AsyncResult(args.task_id)
+    if not result.exists:
+        print(f"no task with id {args.task_id!r}", file=sys.stderr)
+        return 1
+    state = result.state
+    if args.traceback:
+        print(result.traceback or "")
+    elif state == "SUCCESS":
+        print(result.result)
+    else:
+        value = result.result
+        print(repr(value) if isinstance(value, BaseException) else (state if value is None else value))
+    return 0
+
+
+def _call(app: Any, args: argparse.Namespace) -> int:
+    import datetime as dt
+
+    try:
+        call_args, call_kwargs = json.loads(args.args), json.loads(args.kwargs)
+    except ValueError as exc:
+        raise ConfigurationError(f"pgtasks call: --args/--kwargs must be JSON: {exc}") from None
+    if not isinstance(call_args, list) or not isinstance(call_kwargs, dict):
+        raise ConfigurationError("pgtasks call: --args takes a JSON list and --kwargs a JSON object")
+    options: dict[str, Any] = {}
+    if args.queue:
+        options["queue"] = args.queue
+    if args.countdown is not None:
+        options["countdown"] = args.countdown
+    if args.eta:
+        options["eta"] = dt.datetime.fromisoformat(args.eta)
+    if args.expires:
+        try:
+            options["expires"] = float(args.expires)
+        except ValueError:
+            options["expires"] = dt.datetime.fromisoformat(args.expires)
+    print(app.send_task(args.name, call_args, call_kwargs, **options).id)
+    return 0

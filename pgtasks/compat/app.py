@@ -1,0 +1,383 @@
+"""``celery.Celery``: the application object, a :class:`pgtasks.App` configured the Celery way.
+
+``broker_url`` (or the ``CELERY_BROKER_URL`` environment variable, which wins as in Celery)
+names the pgtasks database: ``postgresql://``, ``postgres://`` or ``sqlite:///``. Without
+one, ``PGTASKS_DATABASE_URL`` or the SQLite default is used. ``result_backend`` is accepted
+and ignored: results live in the same database.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import logging
+import os
+from collections.abc import Callable
+from typing import Any
+
+from pgtasks.app import App
+from pgtasks.compat import django_support, registration
+from pgtasks.compat.conf import CeleryConf, attributes_of, import_object
+from pgtasks.compat.exceptions import ImproperlyConfigured
+from pgtasks.compat.routing import RouterFunction, prepare_routers
+from pgtasks.compat.signals import Signal
+from pgtasks.compat.task import Task
+from pgtasks.engine.errors import ConfigurationError
+from pgtasks.engine.registry import TaskDefinition
+from pgtasks.engine.serialization import Codec
+from pgtasks.scheduler.definitions import ScheduleDefinition
+from pgtasks.sysdb.urls import DATABASE_URL_ENV, DEFAULT_DATABASE_URL, redact_url
+
+log = logging.getLogger("pgtasks.compat")
+
+DATABASE_SCHEMES = ("postgresql", "postgres", "postgresql+psycopg", "postgresql+psycopg2", "sqlite")
+ENGINE_SETTINGS = frozenset({"broker_url", "task_default_queue", "task_serializer", "accept_content"})
+_MIME = {"application/json": "json", "application/x-python-serialize": "pickle"}
+
+
+class BrokerNotSupported(ConfigurationError, ImproperlyConfigured):
+    """The broker URL names a message broker: pgtasks needs its database instead."""
+
+
+def check_broker_url(url: str) -> str:
+    """``url`` if pgtasks can use it as its database; else a precise BrokerNotSupported."""
+    first = url.split(";")[0].strip()
+    scheme = first.split("://", 1)[0].lower() if "://" in first else ""
+    if scheme not in DATABASE_SCHEMES:
+        raise BrokerNotSupported(
+            f"broker_url {redact_url(first)!r}: pgtasks does not use a message broker; it keeps tasks, "
+            "results and schedules in PostgreSQL. Set broker_url (or the CELERY_BROKER_URL environment "
+            "variable) to 'postgresql://user:password@host:5432/dbname' (or 'sqlite:///path/file.sqlite3'); "
+            "result_backend can stay as it is (it is ignored)."
+        )
+    return first
+
+
+class Celery(App):
+    """A Celery application running on pgtasks (see the module docstring)."""
+
+    def __init__(
+        self,
+        main: str | None = None,
+        loader: Any = None,
+        backend: Any = None,
+        amqp: Any = None,
+        events: Any = None,
+        log: Any = None,
+        control: Any = None,
+        set_as_current: bool = True,
+        tasks: Any = None,
+        broker: str | None = None,
+        include: Any = None,
+        changes: dict[str, Any] | None = None,
+        config_source: Any = None,
+        fixups: Any = None,
+        task_cls: type[Task] | str | None = None,
+        autofinalize: bool = True,
+        namespace: str | None = None,
+        strict_typing: bool = True,
+        **kwargs: Any,
+    ) -> None:
+        self._ready = False
+        self.conf = CeleryConf(on_change=self._conf_changed)
+        self.namespace = namespace
+        self.autofinalize = autofinalize
+        self.strict_typing = strict_typing
+        self.task_cls: type[Task] = (
+            import_object(task_cls) if isinstance(task_cls, str) else (task_cls or Task)
+        )
+        self._registry = registration.TaskRegistry()
+        self._autodiscover: list[tuple[Any, str]] = []
+        self._finalized = False
+        self._routers: tuple[Any, list[RouterFunction]] | None = None
+        self.on_configure = Signal("app.on_configure")
+        self.on_after_configure = Signal("app.on_after_configure")
+        self.on_after_finalize = Signal("app.on_after_finalize")
+        self.on_after_fork = Signal("app.on_after_fork")
+        preconf = dict(changes or {})
+        for key, value in (("broker_url", broker), ("result_backend", backend), ("include", include)):
+            if value is not None:
+                preconf[key] = value
+        preconf.update(kwargs)
+        self.conf.load(preconf)
+        super().__init__(main, database_url=self._database_url(), default_queue=self.conf.task_default_queue)
+        self._ready = True
+        self._conf_changed(set(ENGINE_SETTINGS) | {"timezone"})
+        if config_source is not None:
+            self.config_from_object(config_source)
+        from pgtasks.compat.control import Control
+
+        self.control = Control(self)
+        registration.app_created(self, set_as_current)
+
+    def __repr__(self) -> str:
+        return f"<Celery {self.main or '__main__'} on pgtasks>"
+
+    # -- configuration -------------------------------------------------------------------
+    def _database_url(self) -> str:
+        broker = os.environ.get("CELERY_BROKER_URL") or self.conf.get("broker_url")
+        if isinstance(broker, (list, tuple)):
+            broker = broker[0] if broker else None
+        if broker:
+            return check_broker_url(str(broker))
+        return os.environ.get(DATABASE_URL_ENV) or DEFAULT_DATABASE_URL
+
+    def _conf_changed(self, names: set[str]) -> None:
+        if not self._ready:
+            return
+        if names & ENGINE_SETTINGS:
+            accept = tuple(_MIME.get(c, c) for c in self.conf.accept_content or ("json",))
+            serializer = _MIME.get(self.conf.task_serializer, self.conf.task_serializer)
+            settings = dataclasses.replace(
+                self.engine.settings,
+                database_url=self._database_url(),
+                default_queue=self.conf.task_default_queue or "celery",
+                serializer=serializer,
+                accept_content=accept,
+            )
+            if settings.database_url != self.engine.settings.database_url:
+                self.engine.close()  # reopens on next use, on the new database
+            self.engine.settings = settings
+            self.engine.codec = Codec(settings.serializer, frozenset(settings.accept_content))
+        if "timezone" in names:
+            self.timezone = str(self.conf.timezone or "UTC")
+        if "task_routes" in names:
+            self._routers = None
+
+    def config_from_object(
+        self, obj: Any, silent: bool = False, force: bool = False, namespace: str | None = None
+    ) -> None:
+        """Read settings from an object, a module or an import path (``'proj.settings'``,
+        ``'django.conf:settings'``); with ``namespace='CELERY'`` only ``CELERY_`` names."""
+        if isinstance(obj, str):
+            try:
+                obj = import_object(obj)
+            except (ImportError, AttributeError):
+                if silent:
+                    return
+                raise
+        self.conf.load(attributes_of(obj), namespace if namespace is not None else self.namespace)
+
+    def config_from_envvar(self, variable_name: str, silent: bool = False, force: bool = False) -> None:
+        """``config_from_object`` of the module named by an environment variable."""
+        module_name = os.environ.get(variable_name)
+        if not module_name:
+            if silent:
+                return
+            raise ImproperlyConfigured(f"The environment variable {variable_name!r} is not set.")
+        self.config_from_object(module_name, silent=silent, force=force)
+
+    def add_defaults(self, fun: Any) -> None:
+        values = fun() if callable(fun) else fun
+        for key, value in attributes_of(values).items():
+            if key not in self.conf:
+                self.conf[key] = value
+
+    @property
+    def routers(self) -> list[RouterFunction]:
+        """``task_routes`` prepared (recomputed when the setting changes)."""
+        routes = self.conf.task_routes
+        if self._routers is None or self._routers[0] is not routes:
+            self._routers = (routes, prepare_routers(routes))
+        return self._routers[1]
+
+    @property
+    def beat_schedule(self) -> dict[str, dict[str, Any]]:  # type: ignore[override]
+        """``conf.beat_schedule`` itself, so changes in place are seen."""
+        schedule = self.conf.beat_schedule
+        if schedule is None:
+            self.conf["beat_schedule"] = schedule = {}
+        return schedule  # type: ignore[no-any-return]
+
+    @beat_schedule.setter
+    def beat_schedule(self, value: dict[str, dict[str, Any]]) -> None:
+        self.conf["beat_schedule"] = dict(value)
+
+    def beat_definitions(self) -> list[ScheduleDefinition]:
+        """Celery's entries, each routed by ``task_routes`` when its options name no queue."""
+        from pgtasks.compat.routing import route
+        from pgtasks.scheduler.config import task_name_of
+
+        self.finalize()
+        for entry in self.beat_schedule.values():
+            if isinstance(entry, dict) and "task" in entry:
+                options = dict(entry.get("options") or {})
+                if options.get("queue") is None:
+                    name = task_name_of(entry["task"])
+                    task = self._registry.get(name)
+                    base = {
+                        "queue": getattr(task, "queue", None),
+                        "priority": getattr(task, "priority", None),
+                    }
+                    options["queue"] = route(
+                        self.routers,
+                        name,
+                        tuple(entry.get("args") or ()),
+                        dict(entry.get("kwargs") or {}),
+                        {**base, **options},
+                        self.conf.task_default_queue,
+                        task,
+                    )["queue"]
+                    entry["options"] = options
+        return super().beat_definitions()
+
+    # -- tasks ---------------------------------------------------------------------------
+    @property
+    def Task(self) -> type[Task]:
+        return self.task_cls
+
+    @property
+    def tasks(self) -> registration.TaskRegistry:
+        """Tasks by name (importing ``include`` and autodiscovered modules first)."""
+        if self.autofinalize:
+            self.finalize()
+        return self._registry
+
+    def task(self, *args: Any, **opts: Any) -> Any:  # type: ignore[override]
+        """``@app.task`` or ``@app.task(name=, bind=, base=, max_retries=, ...)``."""
+
+        def create(fun: Callable[..., Any]) -> Task:
+            options = dict(opts)
+            base = options.pop("base", None) or self.task_cls
+            bind = options.pop("bind", False)
+            for ignored in ("shared", "lazy", "filter"):
+                options.pop(ignored, None)
+            name = options.pop("name", None) or self.gen_task_name(fun.__name__, fun.__module__)
+            existing = self._registry.get(name)
+            if existing is not None and getattr(existing, "__wrapped__", None) is fun:
+                return existing  # type: ignore[no-any-return]
+            task = registration.make_task(fun, self, base, name, bind, **options)
+            self.register_task(task)
+            return task
+
+        if len(args) == 1 and callable(args[0]) and not opts:
+            return create(args[0])
+        if args:
+            raise TypeError("@task() takes exactly 1 argument")
+        return create
+
+    def gen_task_name(self, name: str, module: str) -> str:
+        return registration.gen_task_name(self.main, name, module)
+
+    def register_task(self, task: Any, **options: Any) -> Any:
+        """Register a Task instance (or class) with this app and with the engine."""
+        if isinstance(task, type):
+            task = task()
+        if not task.name:
+            task.name = self.gen_task_name(type(task).__name__, type(task).__module__)  # type: ignore[misc]
+        self._registry[task.name] = task
+        definition = TaskDefinition(
+            name=task.name,
+            fn=registration.engine_entry(task),
+            queue=task.queue,
+            max_recovery_attempts=self.settings.max_recovery_attempts,
+            options={
+                "time_limit": task.time_limit,
+                "soft_time_limit": task.soft_time_limit,
+                "rate_limit": task.rate_limit,
+                "celery": True,
+            },
+        )
+        self.engine.registry.add(definition)
+        return task
+
+    def finalize(self, auto: bool = False) -> None:
+        """Import ``include``/``imports`` and autodiscovered modules, once; then send
+        ``on_after_configure`` and ``on_after_finalize``."""
+        if self._finalized:
+            return
+        self._finalized = True
+        self.on_configure.send(sender=self)
+        for module in [*(self.conf.include or ()), *(self.conf.imports or ())]:
+            importlib.import_module(module)
+        self._import_autodiscovered()
+        self.on_after_configure.send(sender=self, source=self.conf)
+        self.on_after_finalize.send(sender=self)
+
+    def autodiscover_tasks(
+        self, packages: Any = None, related_name: str = "tasks", force: bool = False
+    ) -> None:
+        """Import ``<package>.<related_name>`` for each package (Django: INSTALLED_APPS when
+        none are given), at finalize or now with ``force``."""
+        self._autodiscover.append((packages, related_name))
+        if force or self._finalized:
+            self._import_autodiscovered()
+
+    def _import_autodiscovered(self) -> None:
+        pending, self._autodiscover = self._autodiscover, []
+        for packages, related_name in pending:
+            if callable(packages):
+                packages = packages()
+            if packages is None:
+                packages = django_support.installed_apps()
+            for package in packages:
+                target = f"{package}.{related_name}" if related_name else package
+                try:
+                    importlib.import_module(target)
+                except ModuleNotFoundError as exc:
+                    if exc.name not in (target, package):
+                        raise
+
+    # -- sending and results -------------------------------------------------------------
+    def send_task(self, name: str, args: Any = None, kwargs: Any = None, **options: Any) -> Any:  # type: ignore[override]
+        """Send a task by name (Celery ignores ``task_always_eager`` here, and so does pgtasks)."""
+        from pgtasks.compat.sending import send_task
+
+        for key in (
+            "producer",
+            "connection",
+            "router",
+            "result_cls",
+            "publisher",
+            "add_to_parent",
+            "route_name",
+            "replaced_task_nesting",
+            "retries",
+        ):
+            options.pop(key, None)
+        options = {k: v for k, v in options.items() if v is not None or k in ("link", "link_error")}
+        return send_task(self, name, args, kwargs, task=self._registry.get(name), **options)
+
+    def AsyncResult(self, task_id: str, **kwargs: Any) -> Any:  # type: ignore[override]
+        from pgtasks.compat.result import AsyncResult
+
+        kwargs.pop("app", None)
+        return AsyncResult(task_id, app=self, **kwargs)
+
+    def signature(self, *args: Any, **kwargs: Any) -> Any:
+        from pgtasks.compat.canvas import signature
+
+        kwargs["app"] = self
+        return signature(*args, **kwargs)
+
+    def set_current(self) -> None:
+        registration.set_current(self)
+
+    def set_default(self) -> None:
+        registration.set_current(self)
+
+    def now(self) -> Any:
+        import datetime as dt
+
+        return dt.datetime.now(dt.timezone.utc)
+
+    def uuid(self) -> str:
+        import uuid
+
+        return str(uuid.uuid4())
+
+    def start(self, argv: list[str] | None = None) -> int:
+        """``app.start()``: the pgtasks command line with this app."""
+        from pgtasks.cli.compat_commands import run_for_app
+
+        return run_for_app(self, argv)
+
+    def worker_main(self, argv: list[str] | None = None) -> int:
+        from pgtasks.cli.compat_commands import run_for_app
+
+        return run_for_app(self, ["worker", *(argv or [])[1 if argv and argv[0] == "worker" else 0 :]])
+
+
+def current_app() -> Celery:
+    """The current Celery app (a default one if none was created)."""
+    return registration.current_app()

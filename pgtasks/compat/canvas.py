@@ -1,0 +1,257 @@
+"""``celery.canvas``: task signatures.
+
+A :class:`Signature` is a dict (as in Celery: ``task``, ``args``, ``kwargs``, ``options``,
+``subtask_type``, ``immutable``) that names one task call: ``.s`` / ``.si`` / ``.set`` /
+``.clone`` / ``.delay`` / ``.apply_async`` / ``.apply`` / calling it. Workflows built from
+signatures (``chain`` / ``|``, ``group``, ``chord``, ``chunks``, ``xmap``, ``xstarmap``) are
+planned for phase 2: their names import, and using them raises NotImplementedError.
+"""
+
+from __future__ import annotations
+
+import copy
+import uuid
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pgtasks.compat.app import Celery
+    from pgtasks.compat.result import AsyncResult
+
+__all__ = [
+    "Signature",
+    "chain",
+    "chord",
+    "chunks",
+    "group",
+    "maybe_signature",
+    "signature",
+    "xmap",
+    "xstarmap",
+]
+
+PHASE_TWO = "is planned for pgtasks.compat phase 2 (canvas: chain, group, chord)"
+
+
+class Signature(dict):  # type: ignore[type-arg]
+    """One task call, to be sent later: ``add.s(2, 2)``, ``signature('tasks.add', (2, 2))``."""
+
+    def __init__(
+        self,
+        task: Any = None,
+        args: Any = None,
+        kwargs: Any = None,
+        options: Any = None,
+        type: Any = None,
+        subtask_type: str | None = None,
+        immutable: bool = False,
+        app: Celery | None = None,
+        **ex: Any,
+    ) -> None:
+        self._type = type
+        self._app = app
+        if isinstance(task, dict):
+            super().__init__(task)
+            return
+        name = task if isinstance(task, str) else getattr(task, "name", None)
+        if not isinstance(name, str):
+            raise TypeError(f"a signature needs a task or a task name, not {task!r}")
+        if not isinstance(task, str):
+            self._type = task
+        super().__init__(
+            task=name,
+            args=tuple(args or ()),
+            kwargs=dict(kwargs or {}),
+            options={**dict(options or {}), **ex},
+            subtask_type=subtask_type,
+            immutable=immutable,
+            chord_size=None,
+        )
+
+    # -- fields --------------------------------------------------------------------------
+    @property
+    def name(self) -> str:
+        return str(self["task"])
+
+    task = name
+
+    @property
+    def args(self) -> tuple[Any, ...]:
+        return tuple(self.get("args") or ())
+
+    @property
+    def kwargs(self) -> dict[str, Any]:
+        return dict(self.get("kwargs") or {})
+
+    @property
+    def options(self) -> dict[str, Any]:
+        return self.setdefault("options", {})
+
+    @property
+    def immutable(self) -> bool:
+        return bool(self.get("immutable"))
+
+    @property
+    def id(self) -> str | None:
+        return self.options.get("task_id")
+
+    @property
+    def app(self) -> Celery:
+        if self._app is not None:
+            return self._app
+        task = self._type
+        if task is not None:
+            return task.app
+        from pgtasks.compat.app import current_app
+
+        return current_app()
+
+    @property
+    def type(self) -> Any:
+        """The task object (looked up by name in the app when the signature was built from one)."""
+        if self._type is None:
+            self._type = self.app.tasks[self.name]
+        return self._type
+
+    def __repr__(self) -> str:
+        args = ", ".join([*(repr(a) for a in self.args), *(f"{k}={v!r}" for k, v in self.kwargs.items())])
+        return f"{self.name}({args}){'!' if self.immutable else ''}"
+
+    # -- building ------------------------------------------------------------------------
+    def _merge(self, args: Any = None, kwargs: Any = None, options: Any = None) -> tuple[Any, ...]:
+        """Celery's partial application: new args go first; immutable signatures keep theirs."""
+        options = dict(options or {})
+        if self.immutable:
+            return self.args, self.kwargs, {**self.options, **options}
+        merged_args = tuple(args) + self.args if args else self.args
+        merged_kwargs = {**self.kwargs, **kwargs} if kwargs else self.kwargs
+        return merged_args, merged_kwargs, {**self.options, **options}
+
+    def clone(self, args: Any = None, kwargs: Any = None, **opts: Any) -> Signature:
+        """A copy, with ``args`` prepended and ``kwargs``/options merged (unless immutable)."""
+        merged_args, merged_kwargs, options = self._merge(args, kwargs, opts)
+        sig = Signature(
+            self.name,
+            merged_args,
+            merged_kwargs,
+            copy.deepcopy(options),
+            type=self._type,
+            subtask_type=self.get("subtask_type"),
+            immutable=self.immutable,
+            app=self._app,
+        )
+        return sig
+
+    partial = clone
+
+    def set(self, immutable: bool | None = None, **options: Any) -> Signature:
+        """Set options (queue, countdown, ...) on this signature; returns it."""
+        if immutable is not None:
+            self["immutable"] = immutable
+        self.options.update(options)
+        return self
+
+    def set_immutable(self, immutable: bool) -> None:
+        self["immutable"] = immutable
+
+    def freeze(self, _id: str | None = None, **kwargs: Any) -> AsyncResult:
+        """Fix the task id now and return its AsyncResult."""
+        task_id = _id or self.options.get("task_id") or str(uuid.uuid4())
+        self.options["task_id"] = task_id
+        return self.app.AsyncResult(task_id, task_name=self.name)
+
+    # -- calling -------------------------------------------------------------------------
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Call the task here, directly."""
+        merged_args, merged_kwargs, _ = self._merge(args, kwargs)
+        return self.type(*merged_args, **merged_kwargs)
+
+    def delay(self, *args: Any, **kwargs: Any) -> AsyncResult:
+        return self.apply_async(args, kwargs)
+
+    def apply_async(
+        self, args: Any = None, kwargs: Any = None, route_name: Any = None, **options: Any
+    ) -> Any:
+        """Send the task with the signature's arguments and options (arguments given here are
+        prepended, options override)."""
+        merged_args, merged_kwargs, merged_options = self._merge(args, kwargs, options)
+        task = self._type
+        if task is None and self.name in self.app.tasks:
+            task = self.app.tasks[self.name]
+        if task is not None:
+            return task.apply_async(merged_args, merged_kwargs, **merged_options)
+        return self.app.send_task(self.name, merged_args, merged_kwargs, **merged_options)
+
+    def apply(self, args: Any = None, kwargs: Any = None, **options: Any) -> Any:
+        """Run the task here (an EagerResult)."""
+        merged_args, merged_kwargs, merged_options = self._merge(args, kwargs, options)
+        return self.type.apply(merged_args, merged_kwargs, **merged_options)
+
+    # -- workflows (phase 2) -------------------------------------------------------------
+    def __or__(self, other: Any) -> Any:
+        raise NotImplementedError(f"chaining signatures with | {PHASE_TWO}")
+
+    def link(self, callback: Any) -> Any:
+        raise NotImplementedError(f"Signature.link {PHASE_TWO}")
+
+    def link_error(self, errback: Any) -> Any:
+        raise NotImplementedError(f"Signature.link_error {PHASE_TWO}")
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Signature:
+        return Signature(dict(copy.deepcopy(dict(self), memo)), type=self._type, app=self._app)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return signature, (dict(self),)
+
+
+def signature(varies: Any, *args: Any, **kwargs: Any) -> Signature:
+    """A Signature from a task, a task name or a signature dict."""
+    app = kwargs.get("app")
+    if isinstance(varies, dict):
+        if isinstance(varies, Signature):
+            return varies.clone()
+        return Signature(varies, app=app)
+    return Signature(varies, *args, **kwargs)
+
+
+subtask = signature
+
+
+def maybe_signature(d: Any, app: Celery | None = None, clone: bool = False) -> Signature | None:
+    if d is None:
+        return None
+    if isinstance(d, Signature):
+        return d.clone() if clone else d
+    if isinstance(d, dict):
+        return Signature(d, app=app)
+    return d  # type: ignore[no-any-return]
+
+
+class _PlannedWorkflow:
+    """A canvas primitive of phase 2: importable, not usable yet."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        raise NotImplementedError(f"{type(self).__name__} {PHASE_TWO}")
+
+
+class chain(_PlannedWorkflow):
+    pass
+
+
+class group(_PlannedWorkflow):
+    pass
+
+
+class chord(_PlannedWorkflow):
+    pass
+
+
+class chunks(_PlannedWorkflow):
+    pass
+
+
+class xmap(_PlannedWorkflow):
+    pass
+
+
+class xstarmap(_PlannedWorkflow):
+    pass

@@ -1,0 +1,58 @@
+"""The ``celery`` module as pgtasks provides it (``pgtasks.compat.install()`` makes
+``import celery`` return this module)."""
+
+from __future__ import annotations
+
+import uuid as _uuid
+
+from pgtasks.compat.app import Celery
+from pgtasks.compat.canvas import (
+    Signature,
+    chain,
+    chord,
+    chunks,
+    group,
+    maybe_signature,
+    signature,
+    subtask,
+    xmap,
+    xstarmap,
+)
+from pgtasks.compat.local import Proxy
+from pgtasks.compat.registration import current_app as _current_app
+from pgtasks.compat.registration import shared_task
+from pgtasks.compat.request import current_task_object
+from pgtasks.compat.task import Task
+
+VERSION = (5, 4, 0)
+__version__ = "5.4.0"
+version_info = VERSION
+SERIES = "pgtasks"
+
+current_app = Proxy(_current_app)
+current_task = Proxy(current_task_object)
+
+
+def uuid() -> str:
+    """A new task id."""
+    return str(_uuid.uuid4())
+
+
+__all__ = [
+    "Celery",
+    "Signature",
+    "Task",
+    "chain",
+    "chord",
+    "chunks",
+    "current_app",
+    "current_task",
+    "group",
+    "maybe_signature",
+    "shared_task",
+    "signature",
+    "subtask",
+    "uuid",
+    "xmap",
+    "xstarmap",
+]

@@ -1,0 +1,213 @@
+"""``app.conf``: Celery's settings object, with Celery's old and new setting names.
+
+Reading goes by the current (lowercase) name; an old (uppercase) name reads the same value.
+Loading from an object or module follows Celery: with ``namespace='CELERY'`` only names
+starting with ``CELERY_`` are settings (``CELERY_BROKER_URL`` -> ``broker_url``,
+``CELERY_ALWAYS_EAGER`` -> ``task_always_eager``); without a namespace old and new names
+may not be mixed (ImproperlyConfigured names the ones to rename).
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime as dt
+import importlib
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from pgtasks.compat.exceptions import ImproperlyConfigured
+from pgtasks.compat.setting_names import CURRENT_NAMES, NEW_TO_OLD, OLD_TO_NEW
+
+# Celery's defaults for the settings pgtasks reads (every other known setting defaults to None).
+DEFAULTS: dict[str, Any] = {
+    "accept_content": ("json",),
+    "beat_schedule": {},
+    "enable_utc": True,
+    "imports": (),
+    "include": (),
+    "result_expires": dt.timedelta(days=1),
+    "result_serializer": "json",
+    "task_acks_late": False,
+    "task_always_eager": False,
+    "task_create_missing_queues": True,
+    "task_default_queue": "celery",
+    "task_eager_propagates": False,
+    "task_ignore_result": False,
+    "task_protocol": 2,
+    "task_publish_retry": True,
+    "task_serializer": "json",
+    "task_store_eager_result": False,
+    "task_track_started": False,
+    "worker_hijack_root_logger": True,
+    "worker_prefetch_multiplier": 4,
+}
+
+
+def current_name(key: str) -> str:
+    """The current name of a setting given by its old or current name (unknown names as given)."""
+    return OLD_TO_NEW.get(key, key)
+
+
+def _namespaced(key: str, prefix: str) -> str | None:
+    """The setting a key stands for under ``namespace`` (None: not a setting of that namespace)."""
+    if not key.startswith(prefix):
+        return None
+    if key in OLD_TO_NEW:  # CELERY_ALWAYS_EAGER, CELERY_TIMEZONE: old names keep working
+        return OLD_TO_NEW[key]
+    return key[len(prefix) :].lower()
+
+
+def settings_from_mapping(values: Mapping[str, Any], namespace: str | None = None) -> dict[str, Any]:
+    """The settings found in ``values`` (an object's or a module's attributes), by current name.
+
+    Names that are not settings (Django's own, helpers) are kept as given so that
+    ``app.conf.get(name)`` still finds them, as in Celery.
+    """
+    found: dict[str, Any] = {}
+    if namespace:
+        prefix = namespace.rstrip("_") + "_"
+        for key, value in values.items():
+            name = _namespaced(key, prefix)
+            found[name if name is not None else key] = value
+        return found
+    old = sorted(k for k in values if k in OLD_TO_NEW)
+    new = sorted(k for k in values if k in CURRENT_NAMES and k not in OLD_TO_NEW)
+    if old and new:
+        renames = "\n".join(f"{k:<36} -> {OLD_TO_NEW[k]}" for k in old)
+        raise ImproperlyConfigured(
+            "Cannot mix new and old setting keys, please rename the following settings to the "
+            f"new format:\n\n{renames}"
+        )
+    for key, value in values.items():
+        found[current_name(key)] = value
+    return found
+
+
+def attributes_of(obj: Any) -> dict[str, Any]:
+    """The public attributes of a module, class or object (or the items of a mapping)."""
+    if isinstance(obj, Mapping):
+        return dict(obj)
+    return {k: getattr(obj, k) for k in dir(obj) if not k.startswith("_")}
+
+
+def import_object(path: str) -> Any:
+    """``'pkg.module'``, ``'pkg.module:attr'`` or ``'pkg.module.attr'`` (Celery's forms)."""
+    module_name, _, attr = path.partition(":")
+    try:
+        target: Any = importlib.import_module(module_name)
+    except ModuleNotFoundError as missing:
+        if attr or "." not in module_name or missing.name != module_name:
+            raise
+        module_name, _, attr = module_name.rpartition(".")
+        target = importlib.import_module(module_name)
+        if not hasattr(target, attr):
+            raise missing from None
+    for part in attr.split(".") if attr else ():
+        target = getattr(target, part)
+    return target
+
+
+class CeleryConf(dict):  # type: ignore[type-arg]
+    """Settings by current name; attribute access, old names and change notification.
+
+    ``on_change(names)`` is called after every change with the current names changed.
+    """
+
+    def __init__(self, on_change: Callable[[set[str]], None] | None = None) -> None:
+        super().__init__()
+        object.__setattr__(self, "_on_change", on_change)
+
+    # -- reading -------------------------------------------------------------------------
+    def __getitem__(self, key: str) -> Any:
+        name = current_name(key)
+        if dict.__contains__(self, name):
+            return dict.__getitem__(self, name)
+        if name in DEFAULTS:
+            value = DEFAULTS[name]
+            if isinstance(value, (dict, list)):  # a mutable default is this app's own, as in Celery
+                value = copy.deepcopy(value)
+                dict.__setitem__(self, name, value)
+            return value
+        if name in CURRENT_NAMES:
+            return None
+        raise KeyError(key)
+
+    def __getattr__(self, key: str) -> Any:
+        if key.startswith("__"):
+            raise AttributeError(key)
+        try:
+            return self[key]
+        except KeyError:
+            raise AttributeError(f"no setting {key!r}") from None
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and dict.__contains__(self, current_name(key))
+
+    def get(self, key: str, default: Any = None) -> Any:  # type: ignore[override]
+        try:
+            value = self[key]
+        except KeyError:
+            return default
+        return default if value is None and not dict.__contains__(self, current_name(key)) else value
+
+    def first(self, *keys: str) -> Any:
+        """The first of ``keys`` that has a value."""
+        for key in keys:
+            value = self.get(key)
+            if value is not None:
+                return value
+        return None
+
+    def changes(self) -> dict[str, Any]:
+        """The settings given explicitly (by current name)."""
+        return dict(self.items())
+
+    def humanize(self, with_defaults: bool = False) -> str:
+        """The settings as ``name: value`` lines."""
+        values = {**DEFAULTS, **self} if with_defaults else dict(self)
+        return "\n".join(f"{k}: {v!r}" for k, v in sorted(values.items()))
+
+    def table(self, with_defaults: bool = False) -> dict[str, Any]:
+        return {**DEFAULTS, **self} if with_defaults else dict(self)
+
+    def old_name(self, key: str) -> str | None:
+        """The old (uppercase) name of a current setting, if it had one."""
+        return NEW_TO_OLD.get(key)
+
+    # -- writing -------------------------------------------------------------------------
+    def __setitem__(self, key: str, value: Any) -> None:
+        name = current_name(key)
+        dict.__setitem__(self, name, value)
+        self._notify({name})
+
+    def __setattr__(self, key: str, value: Any) -> None:
+        self[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        name = current_name(key)
+        dict.__delitem__(self, name)
+        self._notify({name})
+
+    def update(self, other: Mapping[str, Any] | Iterable[tuple[str, Any]] = (), **kwargs: Any) -> None:  # type: ignore[override]
+        values = dict(other, **kwargs)
+        names = {current_name(k) for k in values}
+        for key, value in values.items():
+            dict.__setitem__(self, current_name(key), value)
+        self._notify(names)
+
+    def setdefault(self, key: str, default: Any = None) -> Any:  # type: ignore[override]
+        if key not in self:
+            self[key] = default
+        return self[key]
+
+    def load(self, values: Mapping[str, Any], namespace: str | None = None) -> None:
+        """Set everything ``settings_from_mapping`` finds in ``values``."""
+        found = settings_from_mapping(values, namespace)
+        for key, value in found.items():
+            dict.__setitem__(self, key, value)
+        self._notify(set(found))
+
+    def _notify(self, names: set[str]) -> None:
+        callback = object.__getattribute__(self, "_on_change")
+        if callback is not None:
+            callback(names)

@@ -1,0 +1,240 @@
+"""``app.control``: revoke, purge, ping and ``inspect()``, answered from the database.
+
+There are no broadcast messages: a worker's row in ``executors`` (with a recent heartbeat)
+answers ``ping``, and what it runs is what the ``workflow_status`` rows say. Replies have
+Celery's shape: ``{node name: reply}``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import logging
+import os
+from typing import TYPE_CHECKING, Any
+
+from pgtasks.sysdb.records import ExecutorInfo, ListTasksParams, Status, TaskRecord
+
+if TYPE_CHECKING:
+    from pgtasks.compat.app import Celery
+
+log = logging.getLogger("pgtasks.compat")
+LIST_LIMIT = 1000
+_warned_terminate = False
+
+
+class Control:
+    """Celery's ``app.control`` on pgtasks."""
+
+    def __init__(self, app: Celery) -> None:
+        self.app = app
+
+    def revoke(
+        self,
+        task_id: str | list[str],
+        destination: Any = None,
+        terminate: bool = False,
+        signal: Any = None,
+        **kwargs: Any,
+    ) -> None:
+        """Revoke tasks durably: one that has not started never will, on any worker (even one
+        started later). A running task stops at its next ``@app.step``; ``terminate=True`` to
+        stop any running task at once needs an engine hook (planned) and is logged."""
+        global _warned_terminate
+        ids = [task_id] if isinstance(task_id, str) else list(task_id)
+        for one in ids:
+            self.app.engine.sysdb.task_cancel(one)
+        if terminate and not _warned_terminate:
+            _warned_terminate = True
+            log.warning(
+                "revoke(terminate=True): running tasks stop at their next step; killing them at "
+                "once is not supported by pgtasks yet"
+            )
+
+    def revoke_by_stamped_headers(self, *args: Any, **kwargs: Any) -> None:
+        raise NotImplementedError("revoke_by_stamped_headers is not supported by pgtasks")
+
+    def terminate(
+        self, task_id: str | list[str], destination: Any = None, signal: str = "SIGTERM", **kwargs: Any
+    ) -> None:
+        self.revoke(task_id, destination=destination, terminate=True, signal=signal)
+
+    def purge(self, connection: Any = None) -> int:
+        """Discard every task waiting in the queues (ENQUEUED or DELAYED); return how many.
+        They end REVOKED (cancelled), so they are never run."""
+        count = 0
+        sysdb = self.app.engine.sysdb
+        while True:
+            waiting = sysdb.tasks_list(
+                ListTasksParams(status=(Status.ENQUEUED, Status.DELAYED), limit=LIST_LIMIT)
+            )
+            cancelled = sum(1 for record in waiting if sysdb.task_cancel(record.task_id))
+            count += cancelled
+            if len(waiting) < LIST_LIMIT or cancelled == 0:
+                return count
+
+    discard_all = purge
+
+    def ping(self, destination: Any = None, timeout: float = 1.0, **kwargs: Any) -> list[dict[str, Any]]:
+        """``[{node: {'ok': 'pong'}}]`` for every live worker."""
+        return [{node: {"ok": "pong"}} for node in self.inspect(destination=destination).nodes()]
+
+    def inspect(self, destination: Any = None, timeout: float = 1.0, **kwargs: Any) -> Inspect:
+        return Inspect(self.app, destination)
+
+    def _unsupported(self, *args: Any, **kwargs: Any) -> None:
+        raise NotImplementedError(
+            "remote control commands (rate_limit, time_limit, pool_grow, add_consumer, "
+            "...) are not supported by pgtasks; use `pgtasks queue set`"
+        )
+
+    rate_limit = time_limit = pool_grow = pool_shrink = autoscale = _unsupported
+    add_consumer = cancel_consumer = enable_events = disable_events = broadcast = _unsupported
+    shutdown = pool_restart = heartbeat = election = _unsupported
+
+
+def _lease_alive(executor: ExecutorInfo, now_ms: int) -> bool:
+    return now_ms - executor.last_heartbeat <= executor.lease_ms
+
+
+def _iso(epoch_ms: int | None) -> str | None:
+    if epoch_ms is None:
+        return None
+    return dt.datetime.fromtimestamp(epoch_ms / 1000, dt.timezone.utc).isoformat()
+
+
+class Inspect:
+    """``app.control.inspect()``: ping, active, scheduled, reserved, registered, stats,
+    revoked, active_queues, query_task. ``destination`` limits the nodes."""
+
+    def __init__(self, app: Celery, destination: Any = None) -> None:
+        self.app = app
+        self.destination = [destination] if isinstance(destination, str) else destination
+
+    def _executors(self) -> list[ExecutorInfo]:
+        sysdb = self.app.engine.sysdb
+        now = sysdb.now_ms()
+        live = [e for e in sysdb.executors_list() if _lease_alive(e, now)]
+        if self.destination:
+            live = [e for e in live if e.executor_id in self.destination]
+        return sorted(live, key=lambda e: e.executor_id)
+
+    def nodes(self) -> list[str]:
+        return [e.executor_id for e in self._executors()]
+
+    def _reply(self, answer: dict[str, Any]) -> dict[str, Any] | None:
+        return answer or None  # Celery returns None when no worker replied
+
+    def _task_info(self, record: TaskRecord) -> dict[str, Any]:
+        args, kwargs = [], {}
+        with contextlib.suppress(Exception):  # unreadable inputs: shown empty
+            args, kwargs = self.app.engine.codec.loads_inputs(
+                record.serialization, record.inputs, record.name
+            )
+        return {
+            "id": record.task_id,
+            "name": record.name,
+            "args": list(args),
+            "kwargs": kwargs,
+            "type": record.name,
+            "hostname": record.executor_id,
+            "time_start": (record.started_at_epoch_ms or 0) / 1000 or None,
+            "acknowledged": True,
+            "worker_pid": None,
+            "delivery_info": {
+                "exchange": "",
+                "routing_key": record.queue_name,
+                "priority": record.priority,
+                "redelivered": record.recovery_attempts > 1,
+            },
+        }
+
+    def ping(self) -> dict[str, Any] | None:
+        return self._reply({node: {"ok": "pong"} for node in self.nodes()})
+
+    def active(self, safe: Any = None) -> dict[str, Any] | None:
+        """The tasks each worker is running (PENDING rows it holds)."""
+        running = self.app.engine.sysdb.tasks_list(
+            ListTasksParams(status=(Status.PENDING,), limit=LIST_LIMIT)
+        )
+        nodes = self.nodes()
+        return self._reply(
+            {node: [self._task_info(r) for r in running if r.executor_id == node] for node in nodes}
+        )
+
+    def scheduled(self, safe: Any = None) -> dict[str, Any] | None:
+        """Celery lists ETA tasks a worker holds in memory; pgtasks workers hold none (DELAYED
+        tasks wait in the database), so every node answers an empty list."""
+        return self._reply({node: [] for node in self.nodes()})
+
+    def reserved(self, safe: Any = None) -> dict[str, Any] | None:
+        """Workers claim only free slots, so nothing is reserved beyond what is active."""
+        return self._reply({node: [] for node in self.nodes()})
+
+    def registered(self, *taskinfoitems: Any) -> dict[str, Any] | None:
+        """Task names registered in this application (every worker of its version runs them)."""
+        names = sorted(self.app.tasks)
+        return self._reply({node: names for node in self.nodes()})
+
+    registered_tasks = registered
+
+    def stats(self) -> dict[str, Any] | None:
+        sysdb = self.app.engine.sysdb
+        now = sysdb.now_ms()
+        return self._reply(
+            {
+                e.executor_id: {
+                    "pid": e.pid,
+                    "hostname": e.hostname,
+                    "clock": str(now),
+                    "uptime": max(0, (now - e.started_at) // 1000),
+                    "pool": {"implementation": "pgtasks"},
+                    "broker": {"transport": sysdb.target.dialect},
+                    "application_version": e.application_version,
+                    "queues": list(e.queues),
+                    "last_heartbeat": _iso(e.last_heartbeat),
+                }
+                for e in self._executors()
+            }
+        )
+
+    def revoked(self) -> dict[str, Any] | None:
+        """Ids of revoked (cancelled) tasks, newest first, the same for every node (revokes are
+        stored in the database, not in each worker)."""
+        rows = self.app.engine.sysdb.tasks_list(ListTasksParams(status=(Status.CANCELLED,), limit=LIST_LIMIT))
+        ids = [r.task_id for r in rows]
+        return self._reply({node: ids for node in self.nodes()})
+
+    def active_queues(self) -> dict[str, Any] | None:
+        return self._reply(
+            {
+                e.executor_id: [
+                    {"name": q, "exchange": {"name": q}, "routing_key": q, "durable": True} for q in e.queues
+                ]
+                for e in self._executors()
+            }
+        )
+
+    def query_task(self, *ids: Any) -> dict[str, Any] | None:
+        """``{node: {id: [state, info]}}`` for the given ids held by each node."""
+        wanted = [i for group in ids for i in ([group] if isinstance(group, str) else group)]
+        records = [r for r in (self.app.engine.get_task(i) for i in wanted) if r is not None]
+        answer: dict[str, Any] = {}
+        for node in self.nodes():
+            held = {
+                r.task_id: ["active", self._task_info(r)]
+                for r in records
+                if r.executor_id == node and r.status is Status.PENDING
+            }
+            answer[node] = held
+        return self._reply(answer)
+
+    def report(self) -> dict[str, Any] | None:
+        return self._reply({node: {"ok": f"pgtasks pid {os.getpid()}"} for node in self.nodes()})
+
+    def conf(self, with_defaults: bool = False) -> dict[str, Any] | None:
+        return self._reply({node: self.app.conf.table(with_defaults) for node in self.nodes()})
+
+    def clock(self) -> dict[str, Any] | None:
+        now = self.app.engine.sysdb.now_ms()
+        return self._reply({node: {"clock": now} for node in self.nodes()})

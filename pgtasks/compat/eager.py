@@ -1,0 +1,65 @@
+"""``Task.apply()`` and ``task_always_eager``: run a task in this process, now.
+
+Retries run at once with ``retries + 1`` until the task succeeds, fails or reaches
+``max_retries`` (then MaxRetriesExceededError, or the retry's own exception), as in Celery.
+With ``throw`` (default: ``task_eager_propagates``) a failure raises here; otherwise the
+EagerResult holds it.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from pgtasks.compat import states
+from pgtasks.compat.exceptions import Retry
+from pgtasks.compat.execution import trace
+from pgtasks.compat.request import eager_request
+from pgtasks.compat.result import EagerResult
+
+if TYPE_CHECKING:
+    from pgtasks.compat.task import Task
+
+
+def apply_eagerly(
+    task: Task,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    *,
+    task_id: str | None = None,
+    retries: int = 0,
+    throw: bool | None = None,
+    headers: dict[str, Any] | None = None,
+    options: dict[str, Any] | None = None,
+) -> EagerResult:
+    """Run ``task`` here with an eager request; return its EagerResult."""
+    task_id = task_id or str(uuid.uuid4())
+    options = dict(options or {})
+    if headers:
+        options["headers"] = headers
+    if throw is None:
+        throw = bool(task.app.conf.task_eager_propagates)
+    while True:
+        request = eager_request(task_id, task.name or "", args, kwargs, retries, options)
+        attempt = trace(task, request, args, kwargs)
+        retval = attempt.retval
+        if attempt.state == states.RETRY and isinstance(retval, Retry) and retval.sig is not None:
+            new_args, new_kwargs, _ = retval.sig
+            args, kwargs, retries = tuple(new_args), dict(new_kwargs), retries + 1
+            continue
+        break
+    if throw and attempt.state == states.FAILURE and isinstance(retval, BaseException):
+        raise retval
+    if attempt.state == states.IGNORED:
+        retval = None
+    return EagerResult(
+        task_id,
+        retval,
+        attempt.state,
+        traceback=attempt.einfo.traceback if attempt.einfo else None,
+        name=task.name,
+        app=task.app,
+        args=args,
+        kwargs=kwargs,
+        retries=retries,
+    )

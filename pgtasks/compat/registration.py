@@ -1,0 +1,160 @@
+"""Making Celery tasks from functions: names as Celery makes them, the per-function Task
+subclass, shared tasks, and which app is current."""
+
+from __future__ import annotations
+
+import sys
+import threading
+import weakref
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from pgtasks.compat.exceptions import NotRegistered
+from pgtasks.compat.execution import worker_entry
+from pgtasks.compat.retrying import with_autoretry
+from pgtasks.compat.task import Task
+
+if TYPE_CHECKING:
+    from pgtasks.compat.app import Celery
+
+_lock = threading.Lock()
+_apps: list[weakref.ref[Celery]] = []
+_current: list[Celery] = []  # the current app (at most one): Celery's "current_app"
+_shared: list[tuple[Callable[..., Any], dict[str, Any], list[Task]]] = []
+
+
+def gen_task_name(main: str | None, name: str, module_name: str | None) -> str:
+    """Celery's task name: ``module.function``; a task defined in the script being run
+    (``__main__``) is named after the app's ``main`` instead."""
+    module_name = module_name or "__main__"
+    module = sys.modules.get(module_name)
+    if module is not None:
+        module_name = module.__name__
+    if module_name == "__main__" and main:
+        return f"{main}.{name}"
+    return ".".join(part for part in (module_name, name) if part)
+
+
+class TaskRegistry(dict):  # type: ignore[type-arg]
+    """``app.tasks``: tasks by name; a missing name raises NotRegistered (a KeyError)."""
+
+    def __missing__(self, key: str) -> Task:
+        raise NotRegistered(key)
+
+    def register(self, task: Task) -> None:
+        self[task.name] = task
+
+    def unregister(self, name: str | Task) -> None:
+        key = name if isinstance(name, str) else str(name.name)
+        try:
+            self.pop(key)
+        except KeyError:
+            raise NotRegistered(key) from None
+
+    def regular(self) -> dict[str, Task]:
+        return dict(self)
+
+    def periodic(self) -> dict[str, Task]:
+        return {}
+
+
+def make_task(
+    fun: Callable[..., Any],
+    app: Celery | None,
+    base: type[Task],
+    name: str,
+    bind: bool = False,
+    **options: Any,
+) -> Task:
+    """A Task subclass named after ``fun`` whose ``run`` is ``fun`` (taking ``self`` when
+    ``bind``), with ``options`` as class attributes; returns its instance."""
+    for key in ("autoretry_for", "dont_autoretry_for"):
+        if key in options and options[key] is not None:
+            options[key] = tuple(options[key])
+    run = fun if bind else staticmethod(fun)
+    attrs: dict[str, Any] = {
+        "name": name,
+        "run": run,
+        "_decorated": True,
+        "__doc__": fun.__doc__,
+        "__module__": fun.__module__,
+        "__qualname__": getattr(fun, "__qualname__", fun.__name__),
+        "__wrapped__": fun,
+        "_app": app,
+        **options,
+    }
+    cls = type(fun.__name__, (base,), attrs)
+    task = cls()
+    autoretrying = with_autoretry(task, task.run)
+    if autoretrying is not task.run:
+        task.run = autoretrying  # type: ignore[method-assign]
+    task._pgtasks_entry = worker_entry(task, fun)  # type: ignore[attr-defined]
+    return task
+
+
+def engine_entry(task: Task) -> Callable[..., Any]:
+    """The function the engine registers for ``task`` (made once per task)."""
+    entry = getattr(task, "_pgtasks_entry", None)
+    if entry is None:
+        entry = worker_entry(task, task.run)
+        task._pgtasks_entry = entry  # type: ignore[attr-defined]
+    return entry  # type: ignore[no-any-return]
+
+
+# -- apps and shared tasks ---------------------------------------------------------------------
+def app_created(app: Celery, set_as_current: bool) -> None:
+    """Remember ``app``; give it every shared task declared so far."""
+    with _lock:
+        _apps.append(weakref.ref(app))
+        if set_as_current or not _current:
+            _current[:] = [app]
+        shared = list(_shared)
+    for _fun, _options, made in shared:
+        if made:
+            app.register_task(made[0])
+
+
+def set_current(app: Celery) -> None:
+    with _lock:
+        _current[:] = [app]
+
+
+def current_app() -> Celery:
+    """The current app: the last one created (or set current); a default app if none."""
+    with _lock:
+        if _current:
+            return _current[0]
+    from pgtasks.compat.app import Celery
+
+    return Celery("default")
+
+
+def live_apps() -> list[Celery]:
+    with _lock:
+        return [app for ref in _apps if (app := ref()) is not None]
+
+
+def shared_task(*args: Any, **kwargs: Any) -> Any:
+    """``@shared_task``: a task usable with whatever app is current, registered in every app
+    (those that exist and those created later)."""
+
+    def create(fun: Callable[..., Any]) -> Task:
+        options = dict(kwargs)
+        base = options.pop("base", None) or Task
+        bind = options.pop("bind", False)
+        for ignored in ("shared", "lazy", "filter"):
+            options.pop(ignored, None)
+        main = _current[0].main if _current else None
+        name = options.pop("name", None) or gen_task_name(main, fun.__name__, fun.__module__)
+        task = make_task(fun, None, base, name, bind, **options)
+        with _lock:
+            _shared.append((fun, kwargs, [task]))
+        for app in live_apps():
+            app.register_task(task)
+        return task
+
+    if len(args) == 1 and callable(args[0]) and not kwargs:
+        return create(args[0])
+    if args:
+        raise TypeError("shared_task() takes a function, or only keyword arguments")
+    return create

@@ -1,0 +1,170 @@
+"""``self.request``: the context of the task being executed, as Celery describes it, and the
+stack of tasks running on this thread (``current_task``)."""
+
+from __future__ import annotations
+
+import contextvars
+import datetime as dt
+import socket
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from pgtasks.sysdb.records import TaskRecord
+
+
+class Context:
+    """Celery's task request: every attribute Celery documents, None or empty by default."""
+
+    id: str | None = None
+    args: tuple[Any, ...] = ()
+    kwargs: dict[str, Any] = {}
+    retries: int = 0
+    is_eager: bool = False
+    called_directly: bool = True
+    hostname: str | None = None
+    eta: str | None = None
+    expires: str | None = None
+    root_id: str | None = None
+    parent_id: str | None = None
+    group: str | None = None
+    group_index: int | None = None
+    chord: Any = None
+    chain: Any = None
+    callbacks: Any = None
+    errbacks: Any = None
+    headers: dict[str, Any] | None = None
+    delivery_info: dict[str, Any] | None = None
+    reply_to: str | None = None
+    correlation_id: str | None = None
+    origin: str | None = None
+    utc: bool = True
+    timelimit: tuple[float | None, float | None] | None = None
+    ignore_result: bool = False
+    task: str | None = None
+    shadow: str | None = None
+    taskset: str | None = None
+    properties: dict[str, Any] | None = None
+    stamps: dict[str, Any] | None = None
+
+    def __init__(self, **fields: Any) -> None:
+        self.kwargs = {}
+        self.__dict__.update(fields)
+
+    def update(self, **fields: Any) -> None:
+        self.__dict__.update(fields)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return getattr(self, key, default)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            k: getattr(self, k) for k in dir(self) if not k.startswith("_") and not callable(getattr(self, k))
+        }
+
+    def __repr__(self) -> str:
+        return f"<Context: {self.as_dict()!r}>"
+
+
+def _iso(epoch_ms: int | None) -> str | None:
+    if epoch_ms is None:
+        return None
+    return dt.datetime.fromtimestamp(epoch_ms / 1000, dt.timezone.utc).isoformat()
+
+
+def request_from_record(
+    record: TaskRecord, executor_id: str, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Context:
+    """The request of a task claimed by a worker, from its row."""
+    return Context(
+        id=record.task_id,
+        task=record.name,
+        args=tuple(args),
+        kwargs=dict(kwargs),
+        retries=record.retries,
+        is_eager=False,
+        called_directly=False,
+        hostname=executor_id,
+        eta=_iso(record.delay_until_epoch_ms) if record.retries == 0 else None,
+        expires=_iso(record.expires_at_epoch_ms),
+        parent_id=record.parent_task_id,
+        root_id=record.parent_task_id or record.task_id,  # the whole chain needs the engine (phase 2)
+        headers={},
+        delivery_info={
+            "exchange": "",
+            "routing_key": record.queue_name,
+            "priority": record.priority,
+            "redelivered": record.recovery_attempts > 1,
+        },
+        origin=None,
+    )
+
+
+def eager_request(
+    task_id: str,
+    name: str,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    retries: int,
+    options: dict[str, Any],
+) -> Context:
+    """The request of a task run in this process by ``apply()`` / eager mode."""
+    parent = current_request()
+    return Context(
+        id=task_id,
+        task=name,
+        args=tuple(args),
+        kwargs=dict(kwargs),
+        retries=retries,
+        is_eager=True,
+        called_directly=False,
+        hostname=socket.gethostname(),
+        parent_id=parent.id if parent is not None else None,
+        root_id=(parent.root_id or parent.id) if parent is not None else task_id,
+        headers=dict(options.get("headers") or {}),
+        delivery_info={
+            "is_eager": True,
+            "exchange": None,
+            "routing_key": options.get("queue"),
+            "priority": options.get("priority"),
+        },
+    )
+
+
+_stack: contextvars.ContextVar[tuple[tuple[Any, Context], ...]] = contextvars.ContextVar(
+    "pgtasks_compat_requests", default=()
+)
+
+
+@contextmanager
+def executing(task: Any, request: Context) -> Iterator[Context]:
+    """Make ``request`` the request of ``task`` (and the current task) while inside."""
+    token = _stack.set((*_stack.get(), (task, request)))
+    try:
+        yield request
+    finally:
+        _stack.reset(token)
+
+
+def request_of(task: Any) -> Context | None:
+    """The innermost request of ``task`` on this thread, or None."""
+    for owner, request in reversed(_stack.get()):
+        if owner is task:
+            return request
+    return None
+
+
+def current_task_object() -> Any:
+    """The task executing on this thread (Celery's ``current_task``), or None."""
+    stack = _stack.get()
+    return stack[-1][0] if stack else None
+
+
+def current_request() -> Context | None:
+    stack = _stack.get()
+    return stack[-1][1] if stack else None
+
+
+def inside_worker_task() -> bool:
+    """True while a task executed by a worker (not eagerly or directly) runs on this thread."""
+    return any(not r.is_eager and not r.called_directly for _, r in _stack.get())

@@ -1,0 +1,393 @@
+"""``celery.result``: AsyncResult (a task in the database, by id) and EagerResult (a task run
+in this process). States are Celery's, mapped from pgtasks statuses by
+:func:`pgtasks.compat.states.celery_state`.
+
+Unlike Celery, an id that no task has is distinguishable from a waiting task: both read
+PENDING (as in Celery), but ``exists`` is False for the unknown id and ``get(timeout=...)``
+says no such task exists.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import time
+from typing import TYPE_CHECKING, Any
+
+from pgtasks.compat import states
+from pgtasks.compat.exceptions import TaskRevokedError, TimeoutError
+from pgtasks.compat.request import inside_worker_task
+from pgtasks.engine.errors import DatabaseUnavailable, MaxRecoveryAttemptsExceeded
+from pgtasks.engine.failures import decode_exception
+from pgtasks.sysdb.records import Status, TaskRecord
+
+if TYPE_CHECKING:
+    from pgtasks.compat.app import Celery
+
+__all__ = ["AsyncResult", "EagerResult", "GroupResult", "ResultBase", "ResultSet", "result_from_tuple"]
+
+FIRST_POLL = 0.005
+SYNC_SUBTASK_MESSAGE = (
+    "Never call result.get() within a task!\n"
+    "See https://docs.celeryq.dev/en/latest/userguide/tasks.html#avoid-launching-synchronous-subtasks"
+)
+
+
+class ResultBase:
+    """Base class for results."""
+
+    parent: Any = None
+
+
+class AsyncResult(ResultBase):
+    """The state and result of the task ``id``; every read goes to the database."""
+
+    def __init__(
+        self,
+        id: str,
+        backend: Any = None,
+        task_name: str | None = None,
+        app: Celery | None = None,
+        parent: Any = None,
+    ) -> None:
+        if id is None:
+            raise ValueError(f"AsyncResult expects a task id, not {id!r}")
+        from pgtasks.compat.app import current_app
+
+        self.id = str(id)
+        self.app = app if app is not None else current_app()
+        self.backend = backend
+        self._name = task_name
+        self._parent = parent
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__}: {self.id}>"
+
+    def __str__(self) -> str:
+        return self.id
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, AsyncResult):
+            return other.id == self.id
+        if isinstance(other, str):
+            return other == self.id
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self.id)
+
+    @property
+    def task_id(self) -> str:
+        return self.id
+
+    def record(self) -> TaskRecord | None:
+        """The task's row, or None when no task has this id."""
+        return self.app.engine.get_task(self.id)
+
+    @property
+    def exists(self) -> bool:
+        """False when no task has this id (Celery cannot tell; pgtasks can)."""
+        return self.record() is not None
+
+    # -- state ---------------------------------------------------------------------------
+    def _track_started(self, name: str | None) -> bool:
+        task = self.app.tasks.get(name) if name else None
+        if task is not None and task.track_started:
+            return True
+        return bool(self.app.conf.task_track_started)
+
+    def _state_of(self, record: TaskRecord | None) -> str:
+        if record is None:
+            return states.PENDING
+        return states.celery_state(record.status, record.retries, self._track_started(record.name))
+
+    @property
+    def state(self) -> str:
+        """PENDING, STARTED, RETRY, SUCCESS, FAILURE or REVOKED."""
+        return self._state_of(self.record())
+
+    status = state
+
+    def _value_of(self, record: TaskRecord | None) -> Any:
+        if record is None:
+            return None
+        state = self._state_of(record)
+        if state == states.SUCCESS:
+            return self.app.engine.result_of(record)
+        if state == states.REVOKED:
+            expired = bool(record.error and "TaskExpired" in record.error)
+            return TaskRevokedError("expired" if expired else "revoked")
+        if record.status is Status.MAX_RECOVERY_ATTEMPTS_EXCEEDED:
+            try:
+                self.app.engine.result_of(record)
+            except MaxRecoveryAttemptsExceeded as exc:
+                return exc
+        if record.error and state in (states.FAILURE, states.RETRY):
+            return decode_exception(record.error, self.app.engine.trusted_modules())
+        return None
+
+    @property
+    def result(self) -> Any:
+        """The return value, or the exception when the task failed (or is waiting to retry)."""
+        return self._value_of(self.record())
+
+    info = result
+
+    @property
+    def traceback(self) -> str | None:
+        """The formatted traceback of a failed task."""
+        record = self.record()
+        if record is None or not record.error or self._state_of(record) not in states.EXCEPTION_STATES:
+            return None
+        try:
+            return str(json.loads(record.error).get("traceback") or "") or None
+        except (ValueError, AttributeError):
+            return None
+
+    def ready(self) -> bool:
+        """True once the task succeeded, failed or was revoked."""
+        return self.state in states.READY_STATES
+
+    def successful(self) -> bool:
+        return self.state == states.SUCCESS
+
+    def failed(self) -> bool:
+        return self.state == states.FAILURE
+
+    # -- waiting -------------------------------------------------------------------------
+    def get(
+        self,
+        timeout: float | None = None,
+        propagate: bool = True,
+        interval: float = 0.5,
+        no_ack: bool = True,
+        follow_parents: bool = True,
+        callback: Any = None,
+        on_message: Any = None,
+        on_interval: Any = None,
+        disable_sync_subtasks: bool = True,
+        **kwargs: Any,
+    ) -> Any:
+        """Wait for the task; return its value, or raise its exception (``propagate``).
+
+        Raises :class:`~pgtasks.compat.exceptions.TimeoutError` after ``timeout`` seconds and
+        RuntimeError when called inside a task run by a worker (as Celery does).
+        """
+        if disable_sync_subtasks and inside_worker_task():
+            raise RuntimeError(SYNC_SUBTASK_MESSAGE)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        pause = min(FIRST_POLL, interval)
+        while True:
+            try:
+                record = self.record()
+            except DatabaseUnavailable:
+                record = None
+            if record is not None and self._state_of(record) in states.READY_STATES:
+                value = self._value_of(record)
+                if callback is not None:
+                    callback(self.id, value)
+                if propagate and self._state_of(record) in states.PROPAGATE_STATES:
+                    raise value
+                return value
+            if on_interval is not None:
+                on_interval()
+            remaining = None if deadline is None else deadline - time.monotonic()
+            if remaining is not None and remaining <= 0:
+                if record is None:
+                    raise TimeoutError(f"The operation timed out (no task with id {self.id!r} exists).")
+                raise TimeoutError("The operation timed out.")
+            time.sleep(pause if remaining is None else min(pause, remaining))
+            pause = min(pause * 2, interval)
+
+    wait = get
+
+    # -- details -------------------------------------------------------------------------
+    @property
+    def name(self) -> str | None:
+        record = self.record()
+        return record.name if record is not None else self._name
+
+    @property
+    def args(self) -> tuple[Any, ...] | None:
+        record = self.record()
+        if record is None:
+            return None
+        args, _ = self.app.engine.codec.loads_inputs(record.serialization, record.inputs, record.name)
+        return tuple(args)
+
+    @property
+    def kwargs(self) -> dict[str, Any] | None:
+        record = self.record()
+        if record is None:
+            return None
+        _, kwargs = self.app.engine.codec.loads_inputs(record.serialization, record.inputs, record.name)
+        return kwargs
+
+    @property
+    def retries(self) -> int | None:
+        record = self.record()
+        return record.retries if record is not None else None
+
+    @property
+    def queue(self) -> str | None:
+        record = self.record()
+        return record.queue_name if record is not None else None
+
+    @property
+    def worker(self) -> str | None:
+        record = self.record()
+        return record.executor_id if record is not None else None
+
+    @property
+    def date_done(self) -> dt.datetime | None:
+        """When the task finished (UTC), or None while it has not."""
+        record = self.record()
+        if record is None or not record.status.is_terminal:
+            return None
+        return dt.datetime.fromtimestamp(record.updated_at / 1000, dt.timezone.utc)
+
+    @property
+    def parent(self) -> AsyncResult | None:  # type: ignore[override]
+        if self._parent is not None:
+            return self._parent
+        record = self.record()
+        if record is None or record.parent_task_id is None:
+            return None
+        return AsyncResult(record.parent_task_id, app=self.app)
+
+    @parent.setter
+    def parent(self, value: Any) -> None:
+        self._parent = value
+
+    @property
+    def children(self) -> list[AsyncResult] | None:
+        """Celery reports children only when recorded; pgtasks will with the canvas (phase 2)."""
+        return None
+
+    # -- actions -------------------------------------------------------------------------
+    def revoke(
+        self,
+        connection: Any = None,
+        terminate: bool = False,
+        signal: Any = None,
+        wait: bool = False,
+        timeout: float | None = None,
+    ) -> None:
+        """Revoke the task: if it has not started it never will, on any worker."""
+        self.app.control.revoke(self.id, terminate=terminate, signal=signal)
+
+    def forget(self) -> None:
+        """Celery deletes the stored result; pgtasks keeps task rows (they are the history) and
+        does nothing here."""
+
+    def as_tuple(self) -> tuple[Any, ...]:
+        parent = self._parent
+        return (self.id, parent.as_tuple() if parent is not None else None), None
+
+    def then(self, callback: Any, on_error: Any = None, weak: bool = False) -> Any:
+        raise NotImplementedError("AsyncResult.then is not supported by pgtasks.compat")
+
+
+class EagerResult(AsyncResult):
+    """The result of a task run in this process by ``apply()`` or eager mode."""
+
+    def __init__(
+        self,
+        id: str,
+        ret_value: Any,
+        state: str,
+        traceback: str | None = None,
+        name: str | None = None,
+        app: Celery | None = None,
+        args: Any = None,
+        kwargs: Any = None,
+        retries: int = 0,
+    ) -> None:
+        self.id = id
+        self._result = ret_value
+        self._state = state
+        self._traceback = traceback
+        self._name = name
+        self._parent = None
+        self.app = app  # type: ignore[assignment]
+        self._args, self._kwargs, self._retries = args, kwargs, retries
+
+    def record(self) -> TaskRecord | None:
+        return None
+
+    @property
+    def exists(self) -> bool:
+        return True
+
+    @property
+    def state(self) -> str:  # type: ignore[override]
+        return self._state
+
+    status = state  # type: ignore[assignment]
+
+    @property
+    def result(self) -> Any:  # type: ignore[override]
+        return self._result
+
+    info = result  # type: ignore[assignment]
+
+    @property
+    def traceback(self) -> str | None:  # type: ignore[override]
+        return self._traceback
+
+    @property
+    def name(self) -> str | None:  # type: ignore[override]
+        return self._name
+
+    @property
+    def args(self) -> Any:  # type: ignore[override]
+        return self._args
+
+    @property
+    def kwargs(self) -> Any:  # type: ignore[override]
+        return self._kwargs
+
+    @property
+    def retries(self) -> int:  # type: ignore[override]
+        return self._retries
+
+    def ready(self) -> bool:
+        return True
+
+    def get(
+        self,
+        timeout: float | None = None,
+        propagate: bool = True,
+        disable_sync_subtasks: bool = True,
+        **kwargs: Any,
+    ) -> Any:
+        if self._state == states.SUCCESS:
+            return self._result
+        if self._state in states.PROPAGATE_STATES and propagate:
+            raise self._result if isinstance(self._result, BaseException) else TaskRevokedError(self.id)
+        return self._result
+
+    wait = get
+
+    def revoke(self, *args: Any, **kwargs: Any) -> None:
+        self._state = states.REVOKED
+
+    def forget(self) -> None:
+        pass
+
+
+class ResultSet(ResultBase):
+    """Planned for phase 2 (canvas): constructing one raises NotImplementedError."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        raise NotImplementedError(f"{type(self).__name__} is planned for pgtasks.compat phase 2 (canvas)")
+
+
+class GroupResult(ResultSet):
+    """Planned for phase 2 (canvas)."""
+
+
+def result_from_tuple(r: Any, app: Celery | None = None) -> AsyncResult:
+    """An AsyncResult from ``as_tuple()``'s form."""
+    (task_id, parent), _ = r
+    return AsyncResult(task_id, app=app, parent=result_from_tuple(parent, app) if parent else None)

@@ -1,0 +1,281 @@
+"""``celery.app.task.Task``: the base class of every Celery task, with Celery's attributes,
+defaults and methods. ``@app.task`` makes a subclass per function, as Celery does, so a
+``base=`` class with hooks (``on_failure``, ``after_return``, ...) works unchanged."""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import uuid
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from pgtasks.compat import django_support, exceptions, retrying
+from pgtasks.compat.request import Context, executing, request_of
+
+if TYPE_CHECKING:
+    from pgtasks.compat.app import Celery
+    from pgtasks.compat.canvas import Signature
+    from pgtasks.compat.result import AsyncResult, EagerResult
+
+log = logging.getLogger("pgtasks.compat")
+_warned_update_state = False
+
+
+class Task:
+    """A Celery task. Class attributes are the defaults Celery documents."""
+
+    name: ClassVar[str | None] = None
+    typing: ClassVar[bool] = True
+    max_retries: ClassVar[int | None] = 3
+    default_retry_delay: ClassVar[float] = 180
+    rate_limit: ClassVar[str | None] = None
+    ignore_result: ClassVar[bool] = False
+    trail: ClassVar[bool] = True
+    send_events: ClassVar[bool] = True
+    store_errors_even_if_ignored: ClassVar[bool] = False
+    serializer: ClassVar[str] = "json"
+    time_limit: ClassVar[float | None] = None
+    soft_time_limit: ClassVar[float | None] = None
+    autoregister: ClassVar[bool] = True
+    track_started: ClassVar[bool] = False
+    acks_late: ClassVar[bool] = False
+    acks_on_failure_or_timeout: ClassVar[bool] = True
+    reject_on_worker_lost: ClassVar[bool | None] = None
+    priority: ClassVar[int | None] = None
+    expires: ClassVar[Any] = None
+    queue: ClassVar[str | None] = None
+    resultrepr_maxsize: ClassVar[int] = 1024
+    abstract: ClassVar[bool] = True
+    autoretry_for: ClassVar[tuple[type[BaseException], ...]] = ()
+    dont_autoretry_for: ClassVar[tuple[type[BaseException], ...]] = ()
+    retry_kwargs: ClassVar[dict[str, Any]] = {}
+    retry_backoff: ClassVar[bool | float] = False
+    retry_backoff_max: ClassVar[float] = 600
+    retry_jitter: ClassVar[bool] = True
+    MaxRetriesExceededError = exceptions.MaxRetriesExceededError
+    OperationalError = exceptions.OperationalError
+
+    _app: Celery | None = None
+
+    # -- identity ------------------------------------------------------------------------
+    @property
+    def app(self) -> Celery:
+        """The app this task belongs to (a shared task: the current app)."""
+        if self._app is not None:
+            return self._app
+        from pgtasks.compat.app import current_app
+
+        return current_app()
+
+    def bind(self, app: Celery) -> Task:
+        self._app = app
+        return self
+
+    def __repr__(self) -> str:
+        return f"<@task: {self.name} of {self.app.main}>"
+
+    def run(self, *args: Any, **kwargs: Any) -> Any:
+        """The body of the task (the decorated function)."""
+        raise NotImplementedError("Tasks must define the run method.")
+
+    @property
+    def request(self) -> Context:
+        """The current request (``self.request.id``, ``.retries``, ...)."""
+        found = request_of(self)
+        return found if found is not None else Context()
+
+    # -- calling -------------------------------------------------------------------------
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Run the body here, as a plain call (``request.called_directly`` is True)."""
+        current = request_of(self)
+        if current is not None and not current.called_directly:
+            return self.run(*args, **kwargs)  # a custom __call__ reached from the worker
+        with executing(self, Context(args=args, kwargs=kwargs, called_directly=True)):
+            return self.run(*args, **kwargs)
+
+    def check_arguments(self, *args: Any, **kwargs: Any) -> None:
+        """With ``typing`` (default): a TypeError now if the body cannot take these arguments."""
+        if not self.typing:
+            return
+        try:
+            inspect.signature(self.run).bind(*args, **kwargs)
+        except TypeError as exc:
+            raise TypeError(f"{getattr(self.run, '__name__', self.name)}() {exc}") from None
+        except ValueError:
+            return  # no signature to check (a builtin)
+
+    def delay(self, *args: Any, **kwargs: Any) -> AsyncResult:
+        """``apply_async(args, kwargs)``."""
+        return self.apply_async(args, kwargs)
+
+    def apply_async(
+        self,
+        args: Any = None,
+        kwargs: Any = None,
+        task_id: str | None = None,
+        producer: Any = None,
+        link: Any = None,
+        link_error: Any = None,
+        shadow: str | None = None,
+        **options: Any,
+    ) -> AsyncResult:
+        """Send the task (or, with ``task_always_eager``, run it here and return an EagerResult)."""
+        self.check_arguments(*(args or ()), **(kwargs or {}))
+        app = self.app
+        if app.conf.task_always_eager:
+            return self.apply(
+                args,
+                kwargs,
+                task_id=task_id or str(uuid.uuid4()),
+                link=link,
+                link_error=link_error,
+                **options,
+            )
+        defaults = {"queue": self.queue, "priority": self.priority, "expires": self.expires}
+        merged = {**{k: v for k, v in defaults.items() if v is not None}, **options}
+        from pgtasks.compat.sending import send_task
+
+        return send_task(
+            app,
+            self.name or "",
+            args,
+            kwargs,
+            task=self,
+            task_id=task_id,
+            link=link,
+            link_error=link_error,
+            **merged,
+        )
+
+    def apply(
+        self,
+        args: Any = None,
+        kwargs: Any = None,
+        link: Any = None,
+        link_error: Any = None,
+        task_id: str | None = None,
+        retries: int | None = None,
+        throw: bool | None = None,
+        logfile: Any = None,
+        loglevel: Any = None,
+        headers: dict[str, Any] | None = None,
+        **options: Any,
+    ) -> EagerResult:
+        """Run the task here, now, and return an EagerResult (retries run at once)."""
+        from pgtasks.compat.eager import apply_eagerly
+
+        if link is not None or link_error is not None:
+            raise NotImplementedError(
+                "apply(link=..., link_error=...) is not supported by pgtasks.compat yet"
+            )
+        return apply_eagerly(
+            self,
+            tuple(args or ()),
+            dict(kwargs or {}),
+            task_id=task_id,
+            retries=retries or 0,
+            throw=throw,
+            headers=headers,
+            options=options,
+        )
+
+    def delay_on_commit(self, *args: Any, **kwargs: Any) -> None:
+        """Django: send the task when the current transaction commits (at once without Django)."""
+        self.apply_async_on_commit(args, kwargs)
+
+    def apply_async_on_commit(self, args: Any = None, kwargs: Any = None, **options: Any) -> None:
+        if not django_support.on_commit(lambda: self.apply_async(args, kwargs, **options)):
+            self.apply_async(args, kwargs, **options)
+
+    def retry(
+        self,
+        args: Any = None,
+        kwargs: Any = None,
+        exc: BaseException | None = None,
+        throw: bool = True,
+        eta: Any = None,
+        countdown: float | None = None,
+        max_retries: int | None = None,
+        **options: Any,
+    ) -> exceptions.Retry:
+        """Retry the task (see :mod:`pgtasks.compat.retrying`): raises Retry."""
+        return retrying.retry(self, args, kwargs, exc, throw, eta, countdown, max_retries, **options)
+
+    def AsyncResult(self, task_id: str, **kwargs: Any) -> AsyncResult:
+        return self.app.AsyncResult(task_id, task_name=self.name, **kwargs)
+
+    def update_state(
+        self, task_id: str | None = None, state: str | None = None, meta: Any = None, **kwargs: Any
+    ) -> None:
+        """Record a custom state. Eagerly: kept on the request. In a worker: needs an engine
+        hook (planned), until then logged once and ignored."""
+        global _warned_update_state
+        request = self.request
+        if request.is_eager or request.called_directly:
+            request.update(custom_state=state, custom_meta=meta)
+            return
+        record = getattr(self.app.engine, "record_task_state", None)  # the engine hook, when it exists
+        if record is not None:
+            record(task_id or request.id, state, meta)
+        elif not _warned_update_state:
+            _warned_update_state = True
+            log.warning("update_state() needs engine support that pgtasks does not have yet; ignored")
+
+    # -- canvas --------------------------------------------------------------------------
+    def signature(self, args: Any = None, *starargs: Any, **starkwargs: Any) -> Signature:
+        from pgtasks.compat.canvas import Signature
+
+        return Signature(self, args, *starargs, **starkwargs)
+
+    subtask = signature
+
+    def s(self, *args: Any, **kwargs: Any) -> Signature:
+        """A signature of this task with these arguments (partial: more may be prepended)."""
+        return self.signature(args, kwargs)
+
+    def si(self, *args: Any, **kwargs: Any) -> Signature:
+        """An immutable signature: a chain passes no result into it."""
+        return self.signature(args, kwargs, immutable=True)
+
+    def map(self, it: Any) -> Any:
+        raise NotImplementedError("Task.map is planned for pgtasks.compat phase 2 (canvas)")
+
+    def starmap(self, it: Any) -> Any:
+        raise NotImplementedError("Task.starmap is planned for pgtasks.compat phase 2 (canvas)")
+
+    def chunks(self, it: Any, n: int) -> Any:
+        raise NotImplementedError("Task.chunks is planned for pgtasks.compat phase 2 (canvas)")
+
+    def replace(self, sig: Any) -> Any:
+        raise NotImplementedError("Task.replace is planned for pgtasks.compat phase 2 (canvas)")
+
+    def send_event(self, type_: str, retry: bool = True, retry_policy: Any = None, **fields: Any) -> None:
+        """Celery events are not emitted by pgtasks: accepted and ignored."""
+
+    # -- hooks (override in a base class) -------------------------------------------------
+    def before_start(self, task_id: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        """Called in the worker before the body runs."""
+
+    def on_success(self, retval: Any, task_id: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        """Called after the body returned."""
+
+    def on_failure(
+        self, exc: BaseException, task_id: str, args: tuple[Any, ...], kwargs: dict[str, Any], einfo: Any
+    ) -> None:
+        """Called after the body raised (not for a retry)."""
+
+    def on_retry(
+        self, exc: Any, task_id: str, args: tuple[Any, ...], kwargs: dict[str, Any], einfo: Any
+    ) -> None:
+        """Called when the task is to be retried."""
+
+    def after_return(
+        self,
+        status: str,
+        retval: Any,
+        task_id: str,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        einfo: Any,
+    ) -> None:
+        """Called after every attempt, whatever its state."""

@@ -1,0 +1,122 @@
+"""Results, retries, routing and revoke: written only against Celery's public API."""
+
+from __future__ import annotations
+
+import os
+
+from celery import Celery, shared_task
+from celery.exceptions import Ignore
+from celery.utils.log import get_task_logger
+
+from tests.compat.apps.ledger import note
+
+app = Celery("results", broker=os.environ.get("PGTASKS_DATABASE_URL"))
+app.conf.update(
+    task_routes=[
+        {"tests.compat.apps.results_app.routed_by_name": {"queue": "named"}},
+        {"tests.compat.apps.results_app.glob_*": "globbed"},
+        lambda name, args, kwargs, options, task=None, **kw: (
+            {"queue": "by_function"} if name.endswith("by_function") else None
+        ),
+    ],
+    task_track_started=False,
+)
+logger = get_task_logger(__name__)
+
+
+class AppError(Exception):
+    """An exception type of the application's own."""
+
+
+@app.task
+def add(x, y):
+    return x + y
+
+
+@app.task
+def fail(message):
+    raise AppError(message)
+
+
+@app.task(bind=True)
+def whoami(self, *args, **kwargs):
+    r = self.request
+    logger.info("whoami %s", r.id)
+    return {
+        "id": r.id,
+        "retries": r.retries,
+        "hostname": r.hostname,
+        "is_eager": r.is_eager,
+        "called_directly": r.called_directly,
+        "args": list(r.args),
+        "kwargs": r.kwargs,
+        "routing_key": (r.delivery_info or {}).get("routing_key"),
+    }
+
+
+@app.task(bind=True, max_retries=3, default_retry_delay=0)
+def flaky(self, succeed_on):
+    note(self.request.id, "attempt", self.request.retries)
+    if self.request.retries < succeed_on:
+        raise self.retry(exc=ConnectionError(f"attempt {self.request.retries}"))
+    return self.request.retries
+
+
+@app.task(bind=True, max_retries=1)
+def exhausts(self):
+    raise self.retry(countdown=0)
+
+
+@app.task(
+    autoretry_for=(LookupError,),
+    dont_autoretry_for=(IndexError,),
+    retry_kwargs={"max_retries": 2},
+    retry_backoff=False,
+    default_retry_delay=0,
+)
+def autoretried(key):
+    note("autoretried", key)
+    if key == "index":
+        raise IndexError(key)
+    raise KeyError(key)
+
+
+@app.task
+def ignored():
+    raise Ignore()
+
+
+@app.task
+def waits_on_another():
+    return add.delay(1, 1).get(timeout=5)
+
+
+@app.task
+def routed_by_name():
+    return "named"
+
+
+@app.task
+def glob_match():
+    return "globbed"
+
+
+@app.task
+def routed_by_function():
+    return "by_function"
+
+
+@app.task(queue="own")
+def own_queue():
+    return "own"
+
+
+@shared_task
+def shared_double(x):
+    return 2 * x
+
+
+@app.task
+def record(label):
+    note("ran", label)
+    return label

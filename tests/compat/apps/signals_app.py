@@ -1,0 +1,119 @@
+"""Signals and task hooks, written only against Celery's public API."""
+
+from __future__ import annotations
+
+import os
+
+from celery import Celery, Task
+from celery.signals import (
+    after_setup_logger,
+    after_task_publish,
+    before_task_publish,
+    task_failure,
+    task_postrun,
+    task_prerun,
+    task_retry,
+    task_success,
+    worker_init,
+    worker_process_init,
+    worker_ready,
+    worker_shutdown,
+)
+
+from tests.compat.apps.ledger import note
+
+app = Celery("signals", broker=os.environ.get("PGTASKS_DATABASE_URL"))
+
+
+class Hooked(Task):
+    def before_start(self, task_id, args, kwargs):
+        note("hook before_start", task_id)
+
+    def on_success(self, retval, task_id, args, kwargs):
+        note("hook on_success", task_id, retval)
+
+    def on_failure(self, exc, task_id, args, kwargs, einfo):
+        note("hook on_failure", task_id, type(exc).__name__, "einfo" if "Traceback" in str(einfo) else "-")
+
+    def on_retry(self, exc, task_id, args, kwargs, einfo):
+        note("hook on_retry", task_id, type(exc).__name__)
+
+    def after_return(self, status, retval, task_id, args, kwargs, einfo):
+        note("hook after_return", task_id, status)
+
+
+@app.task(base=Hooked)
+def double(x):
+    return 2 * x
+
+
+@app.task(base=Hooked)
+def broken():
+    raise ValueError("broken")
+
+
+@app.task(base=Hooked, bind=True, default_retry_delay=0, max_retries=1)
+def retried(self):
+    if self.request.retries == 0:
+        raise self.retry(exc=OSError("again"))
+    return "done"
+
+
+@worker_init.connect
+def on_worker_init(sender=None, **kwargs):
+    note("signal worker_init", sender.app.main)
+
+
+@worker_ready.connect
+def on_worker_ready(sender=None, **kwargs):
+    note("signal worker_ready")
+
+
+@worker_process_init.connect
+def on_worker_process_init(**kwargs):
+    note("signal worker_process_init", os.getpid())
+
+
+@worker_shutdown.connect
+def on_worker_shutdown(sender=None, **kwargs):
+    note("signal worker_shutdown")
+
+
+@after_setup_logger.connect
+def on_after_setup_logger(logger=None, loglevel=None, **kwargs):
+    note("signal after_setup_logger", loglevel)
+
+
+@task_prerun.connect
+def on_prerun(sender=None, task_id=None, task=None, args=None, kwargs=None, **extra):
+    note("signal task_prerun", task_id, sender.name, task is sender, list(args))
+
+
+@task_postrun.connect
+def on_postrun(sender=None, task_id=None, retval=None, state=None, **extra):
+    note("signal task_postrun", task_id, state)
+
+
+@task_success.connect(sender=double)
+def on_double_success(sender=None, result=None, **kwargs):
+    note("signal task_success", sender.request.id, result)
+
+
+@task_failure.connect
+def on_failure(sender=None, task_id=None, exception=None, einfo=None, **kwargs):
+    note("signal task_failure", task_id, type(exception).__name__)
+
+
+@task_retry.connect
+def on_retry(sender=None, request=None, reason=None, **kwargs):
+    note("signal task_retry", request.id, type(reason).__name__)
+
+
+@before_task_publish.connect
+def on_before_publish(sender=None, headers=None, routing_key=None, body=None, **kwargs):
+    note("signal before_task_publish", sender, headers["id"], routing_key, list(body[0]))
+
+
+@after_task_publish.connect
+def on_after_publish(sender=None, headers=None, routing_key=None, **kwargs):
+    note("signal after_task_publish", sender, headers["id"], routing_key)

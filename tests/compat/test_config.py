@@ -1,0 +1,100 @@
+"""Celery's configuration: old and new setting names, namespaces, config_from_object with
+objects, modules and Django-style settings, the CELERY_BROKER_URL override and broker URL
+errors."""
+
+from __future__ import annotations
+
+import types
+from pathlib import Path
+
+import pytest
+
+from pgtasks.compat.app import BrokerNotSupported, Celery
+from pgtasks.compat.exceptions import ImproperlyConfigured
+
+
+@pytest.fixture
+def url(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'db.sqlite3'}"
+
+
+def test_defaults_are_celerys(url: str) -> None:
+    app = Celery("cfg", broker=url)
+    assert app.conf.task_default_queue == "celery" and app.settings.default_queue == "celery"
+    assert app.conf.task_serializer == "json" and app.conf.accept_content == ("json",)
+    assert app.conf.task_always_eager is False and app.conf.result_backend is None
+    assert app.conf.get("not_a_setting", "fallback") == "fallback"
+    with pytest.raises(AttributeError):
+        _ = app.conf.not_a_setting
+
+
+def test_old_and_new_names_read_the_same_value(url: str) -> None:
+    app = Celery("cfg", broker=url)
+    app.conf.update(CELERY_DEFAULT_QUEUE="old_style", CELERY_ALWAYS_EAGER=True)
+    assert app.conf.task_default_queue == "old_style" and app.conf["CELERY_DEFAULT_QUEUE"] == "old_style"
+    assert app.settings.default_queue == "old_style" and app.conf.task_always_eager is True
+    app.conf.task_default_queue = "new_style"
+    assert app.conf.CELERY_DEFAULT_QUEUE == "new_style"
+    app.conf.beat_schedule["in-place"] = {"task": "t", "schedule": 5.0}
+    assert "in-place" in app.beat_schedule
+
+
+def test_config_from_object_with_and_without_namespace(url: str) -> None:
+    app = Celery("cfg")
+    app.config_from_object(
+        types.SimpleNamespace(
+            CELERY_BROKER_URL=url,
+            CELERY_TASK_ROUTES={"a": "b"},
+            CELERY_ALWAYS_EAGER=True,
+            CELERY_TIMEZONE="Europe/Paris",
+            DEBUG=True,
+            task_default_queue="not-namespaced",
+        ),
+        namespace="CELERY",
+    )
+    assert app.settings.database_url == url and app.conf.task_routes == {"a": "b"}
+    assert app.conf.task_always_eager is True and app.timezone == "Europe/Paris"
+    assert app.conf.task_default_queue == "not-namespaced"  # as in Celery: current names still count
+    assert app.conf.get("DEBUG") is True
+    old = Celery("cfg", broker=url)
+    old.config_from_object({"CELERY_ALWAYS_EAGER": True, "BROKER_URL": url, "CELERYD_CONCURRENCY": 3})
+    assert old.conf.task_always_eager is True and old.conf.worker_concurrency == 3
+    with pytest.raises(ImproperlyConfigured, match=r"CELERY_ALWAYS_EAGER .*-> task_always_eager"):
+        Celery("cfg", broker=url).config_from_object({"CELERY_ALWAYS_EAGER": True, "task_default_queue": "x"})
+
+
+def test_config_from_module_path_and_django_settings(monkeypatch: pytest.MonkeyPatch, url: str) -> None:
+    monkeypatch.setenv("PGTASKS_DATABASE_URL", url)
+    monkeypatch.setenv("DJANGO_SETTINGS_MODULE", "tests.compat.apps.django_proj.settings")
+    from tests.compat.apps.django_proj.celery import app
+
+    assert app.settings.default_queue == "django_default"
+    assert app.conf.result_backend == "django-db" and app.conf.task_track_started is True
+    assert app.conf.timezone == "Europe/Paris" and app.conf.get("INSTALLED_APPS")
+    assert "tests.compat.apps.django_proj.orders.tasks.total" in app.tasks  # autodiscovered
+    with pytest.raises(ModuleNotFoundError):
+        Celery("cfg", broker=url).config_from_object("tests.compat.apps.no_such_settings")
+    Celery("cfg", broker=url).config_from_object("tests.compat.apps.no_such_settings", silent=True)
+
+
+def test_celery_broker_url_environment_variable_wins(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    env_url = f"sqlite:///{tmp_path / 'env.sqlite3'}"
+    monkeypatch.setenv("CELERY_BROKER_URL", env_url)
+    assert Celery("cfg", broker=f"sqlite:///{tmp_path / 'arg.sqlite3'}").settings.database_url == env_url
+
+
+@pytest.mark.parametrize("broker", ["redis://localhost:6379/0", "amqp://guest@localhost//", "sqs://"])
+def test_message_broker_urls_fail_saying_what_to_set(broker: str) -> None:
+    with pytest.raises(BrokerNotSupported, match=r"Set broker_url .*postgresql://") as caught:
+        Celery("cfg", broker=broker)
+    assert isinstance(caught.value, ImproperlyConfigured)
+    app = Celery("cfg", broker="sqlite:///x.sqlite3")
+    with pytest.raises(BrokerNotSupported):
+        app.conf.broker_url = broker
+
+
+def test_result_backend_is_accepted_and_postgres_urls_are_the_database(pg_url: str) -> None:
+    app = Celery("cfg", broker=pg_url.replace("postgresql://", "postgres://", 1), backend="redis://x/1")
+    assert app.settings.database_url.startswith("postgres://") and app.conf.result_backend == "redis://x/1"
+    assert app.send_task("cfg.anything").state == "PENDING"
+    app.close()

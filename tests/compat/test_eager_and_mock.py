@@ -1,0 +1,88 @@
+"""task_always_eager / task_eager_propagates / apply(), and patching ``.delay`` with
+unittest.mock, as Celery users test their code."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from unittest import mock
+
+import pytest
+
+from tests.compat.apps import results_app as proj
+
+
+@pytest.fixture
+def eager() -> Iterator[None]:
+    proj.app.conf.update(task_always_eager=True, task_eager_propagates=False)
+    yield
+    proj.app.conf.update(task_always_eager=False, task_eager_propagates=False)
+
+
+def test_eager_mode_runs_in_process_with_an_eager_request(eager: None) -> None:
+    from celery.result import EagerResult
+
+    result = proj.add.delay(2, 3)
+    assert isinstance(result, EagerResult) and result.get() == 5 and result.state == "SUCCESS"
+    seen = proj.whoami.apply_async((1,), task_id="eager-1").get()
+    assert seen["id"] == "eager-1" and seen["is_eager"] is True and seen["called_directly"] is False
+
+
+def test_eager_failures_propagate_only_when_asked(eager: None) -> None:
+    failed = proj.fail.delay("x")
+    assert (
+        failed.state == "FAILURE"
+        and isinstance(failed.result, proj.AppError)
+        and "AppError" in failed.traceback
+    )
+    with pytest.raises(proj.AppError):
+        failed.get()
+    assert isinstance(failed.get(propagate=False), proj.AppError)
+    proj.app.conf.task_eager_propagates = True
+    with pytest.raises(proj.AppError, match="y"):
+        proj.fail.delay("y")
+
+
+def test_eager_retries_run_at_once_up_to_max_retries(eager: None) -> None:
+    from celery.exceptions import MaxRetriesExceededError
+
+    assert proj.flaky.delay(2).get() == 2
+    over = proj.flaky.apply((10,))
+    assert over.state == "FAILURE" and isinstance(over.result, ConnectionError) and over.retries == 3
+    assert isinstance(proj.exhausts.apply().result, MaxRetriesExceededError)
+    auto = proj.autoretried.apply(("k",))
+    assert isinstance(auto.result, KeyError) and auto.retries == 2
+
+
+def test_direct_call_and_typing() -> None:
+    assert proj.add(1, 2) == 3
+    assert proj.whoami()["called_directly"] is True
+    with pytest.raises(TypeError, match="add"):
+        proj.add.delay(1)
+    with pytest.raises(TypeError):
+        proj.add.apply_async((1, 2, 3))
+
+
+def test_delay_is_patchable_with_mock() -> None:
+    with mock.patch.object(proj.add, "delay") as delay:
+        delay.return_value.id = "fake"
+        assert proj.add.delay(1, 2).id == "fake"
+    delay.assert_called_once_with(1, 2)
+    with mock.patch("tests.compat.apps.results_app.add.apply_async") as apply_async:
+        proj.add.apply_async((1, 2), countdown=5)
+    apply_async.assert_called_once_with((1, 2), countdown=5)
+
+
+def test_signatures_of_one_task(eager: None) -> None:
+    from celery import signature
+
+    sig = proj.add.s(1)
+    assert sig.name == "tests.compat.apps.results_app.add" and sig.args == (1,)
+    assert sig.delay(2).get() == 3  # partial: arguments given later go first
+    assert sig.clone(args=(10,)).args == (10, 1)
+    immutable = proj.add.si(2, 2).set(queue="q1", countdown=1)
+    assert immutable.clone(args=(5,)).args == (2, 2) and immutable.options == {"queue": "q1", "countdown": 1}
+    proj.app.set_current()  # a signature by name belongs to the current app
+    assert signature("tests.compat.apps.results_app.add", args=(4, 4)).apply().get() == 8
+    assert sig(5) == 6
+    with pytest.raises(NotImplementedError, match="phase 2"):
+        sig | proj.add.s(1)

@@ -1,0 +1,118 @@
+"""Unit tests of the compatibility layer: the import hook, task names, routing, states."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import sys
+import types
+
+import pytest
+
+from pgtasks.compat import install, installed
+from pgtasks.compat.registration import gen_task_name
+from pgtasks.compat.routing import prepare_routers, route
+from pgtasks.compat.states import celery_state, state
+from pgtasks.sysdb.records import Status
+
+
+def test_import_hook_provides_celerys_and_kombus_names_and_is_idempotent() -> None:
+    install()
+    first = sys.modules["celery"]
+    install()
+    assert sys.modules["celery"] is first and installed()
+    import celery
+    import celery.app.task
+    import celery.utils.log
+    import kombu.serialization
+    from celery import Celery, Task, shared_task  # noqa: F401
+    from celery.canvas import Signature  # noqa: F401
+    from celery.exceptions import MaxRetriesExceededError, Retry, SoftTimeLimitExceeded  # noqa: F401
+    from celery.result import AsyncResult, EagerResult  # noqa: F401
+    from celery.schedules import crontab, schedule  # noqa: F401
+    from celery.signals import task_prerun  # noqa: F401
+    from celery.states import SUCCESS  # noqa: F401
+    from kombu import Exchange, Queue  # noqa: F401
+
+    import pgtasks.compat.celery_api
+    import pgtasks.engine.errors
+
+    assert celery is pgtasks.compat.celery_api and celery.app.task.Task is Task
+    assert celery.utils.log.get_task_logger("x").parent.name == "celery.task"
+    assert callable(kombu.serialization.register)
+    assert SoftTimeLimitExceeded is pgtasks.engine.errors.SoftTimeLimitExceeded
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module("celery.contrib.abortable")
+
+
+def test_real_celery_is_not_installed_here() -> None:
+    # The shim depends on neither celery nor kombu; uninstall() gives the names back.
+    from pgtasks.compat import uninstall
+
+    uninstall()
+    try:
+        assert "celery" not in sys.modules and not installed()
+        assert importlib.util.find_spec("celery") is None and importlib.util.find_spec("kombu") is None
+    finally:
+        install()
+    assert installed() and not any(m.startswith("billiard") for m in sys.modules)
+
+
+def test_task_names_follow_celery() -> None:
+    main = types.ModuleType("__main__")
+    assert gen_task_name("proj", "add", "__main__") == "proj.add"
+    assert gen_task_name(None, "add", "__main__") == "__main__.add"
+    assert gen_task_name("proj", "add", "proj.tasks") == "proj.tasks.add"
+    assert main.__name__ == "__main__"
+
+
+def test_routing_precedence_and_router_kinds() -> None:
+    routers = prepare_routers(
+        [
+            {
+                "a.exact": {"queue": "exact", "priority": 3},
+                "a.*": "glob",
+                re.compile(r"^b\..*x$"): {"queue": "regex"},
+            },
+            lambda name, args, kwargs, options, task=None, **kw: "fn" if name == "c.fn" else None,
+            "tests.compat.test_units.path_router",
+        ]
+    )
+
+    def queue(name: str, **options: object) -> object:
+        return route(routers, name, (), {}, options, "celery")["queue"]
+
+    assert route(routers, "a.exact", (), {}, {}, "celery") == {"queue": "exact", "priority": 3}
+    assert queue("a.other") == "glob" and queue("b.yx") == "regex" and queue("c.fn") == "fn"
+    assert queue("d.path") == "from-path" and queue("zzz") == "celery"
+    assert queue("a.exact", queue="explicit") == "explicit"
+    assert route(routers, "a.exact", (), {}, {"priority": 1}, "celery")["priority"] == 1
+    from pgtasks.engine.errors import ConfigurationError
+
+    with pytest.raises(ConfigurationError, match="task_routes entries"):
+        prepare_routers([42])
+
+
+def path_router(name: str, args: object, kwargs: object, options: object, task: object = None, **kw: object):
+    return {"queue": "from-path"} if name == "d.path" else None
+
+
+def test_states_map_pgtasks_statuses() -> None:
+    assert celery_state(None) == "PENDING"
+    assert celery_state(Status.ENQUEUED) == "PENDING" and celery_state(Status.DELAYED, retries=1) == "RETRY"
+    assert (
+        celery_state(Status.PENDING) == "PENDING"
+        and celery_state(Status.PENDING, track_started=True) == "STARTED"
+    )
+    assert celery_state(Status.ERROR) == "FAILURE" and celery_state(Status.CANCELLED) == "REVOKED"
+    assert celery_state(Status.MAX_RECOVERY_ATTEMPTS_EXCEEDED) == "FAILURE"
+    assert state("SUCCESS") > state("PENDING") and state("PENDING") < state("STARTED")
+    assert not state("CUSTOM") < state("PENDING")
+
+
+def test_setting_names_cover_celerys_table() -> None:
+    from pgtasks.compat.conf import current_name
+
+    assert current_name("CELERYD_TASK_TIME_LIMIT") == "task_time_limit"
+    assert current_name("CELERY_RESULT_DBURI") == "database_url"
+    assert current_name("BROKER_URL") == "broker_url" and current_name("task_routes") == "task_routes"

@@ -1,0 +1,139 @@
+"""A Celery app (tests/compat/apps/results_app.py) run by a real `pgtasks worker`: results,
+exceptions, retries, routing and revoke as Celery documents them."""
+
+from __future__ import annotations
+
+import collections
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.compat.apps import results_app as proj
+from tests.support.inprocess import wait_for
+from tests.support.processes import stop, worker_process
+
+QUEUES = "celery,named,globbed,by_function,own"
+
+
+@pytest.fixture
+def worker(database_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A worker of results_app on every routed queue; the test's app object points at the same
+    database (its broker is read from the environment at import time, so it is set here)."""
+    monkeypatch.setenv("PGTASKS_TEST_LEDGER", str(tmp_path / "ledger"))
+    proj.app.conf.broker_url = database_url
+    proj.app.set_current()  # shared tasks use the current app (other tests create apps too)
+    process = worker_process(
+        database_url,
+        tmp_path / "ledger",
+        "celery-w1",
+        app="tests.compat.apps.results_app",
+        extra_args=("-Q", QUEUES),
+    )
+    try:
+        yield tmp_path / "ledger"
+    finally:
+        output = stop(process)
+        proj.app.close()
+        assert "Traceback" not in output.split("ready.", 1)[0], output
+
+
+def test_values_states_and_the_original_exception_type(worker: Path) -> None:
+    result = proj.add.delay(2, 3)
+    assert result.get(timeout=30) == 5
+    assert result.state == "SUCCESS" and result.successful() and result.ready()
+    assert result.date_done is not None and result.name == "tests.compat.apps.results_app.add"
+
+    failed = proj.fail.apply_async(("boom",))
+    with pytest.raises(proj.AppError, match="boom"):
+        failed.get(timeout=30)
+    assert failed.state == "FAILURE" and failed.failed()
+    assert isinstance(failed.result, proj.AppError) and "AppError: boom" in (failed.traceback or "")
+    assert isinstance(failed.get(timeout=5, propagate=False), proj.AppError)
+
+
+def test_request_inside_the_worker(worker: Path) -> None:
+    seen = proj.whoami.apply_async((1, 2), {"k": "v"}, task_id="my-own-id").get(timeout=30)
+    assert seen == {
+        "id": "my-own-id",
+        "retries": 0,
+        "hostname": "celery-w1",
+        "is_eager": False,
+        "called_directly": False,
+        "args": [1, 2],
+        "kwargs": {"k": "v"},
+        "routing_key": "celery",
+    }
+
+
+def test_retry_keeps_the_task_id_and_counts_retries(worker: Path) -> None:
+    result = proj.flaky.delay(2)
+    assert result.get(timeout=30) == 2
+    assert result.retries == 2
+    attempts = [line.split() for line in worker.read_text().splitlines() if " attempt " in line]
+    assert attempts == [[result.id, "attempt", "0"], [result.id, "attempt", "1"], [result.id, "attempt", "2"]]
+
+
+def test_retry_limits(worker: Path) -> None:
+    from celery.exceptions import MaxRetriesExceededError
+
+    over = proj.flaky.delay(10)  # max_retries=3: the retry's own exception at the limit
+    with pytest.raises(ConnectionError, match="attempt 3"):
+        over.get(timeout=30)
+    assert over.retries == 3
+    exhausted = proj.exhausts.delay()
+    with pytest.raises(MaxRetriesExceededError, match="Can't retry"):
+        exhausted.get(timeout=30)
+    auto = proj.autoretried.delay("missing")
+    with pytest.raises(KeyError):
+        auto.get(timeout=30)
+    assert auto.retries == 2
+    not_retried = proj.autoretried.delay("index")  # dont_autoretry_for wins over autoretry_for
+    with pytest.raises(IndexError):
+        not_retried.get(timeout=30)
+    assert not_retried.retries == 0
+    runs = collections.Counter(worker.read_text().split("\n"))
+    assert runs["autoretried missing"] == 3 and runs["autoretried index"] == 1
+
+
+def test_routing(worker: Path) -> None:
+    expected = {
+        proj.routed_by_name: "named",
+        proj.glob_match: "globbed",
+        proj.routed_by_function: "by_function",
+        proj.own_queue: "own",
+        proj.add: "celery",
+    }
+    for task, queue in expected.items():
+        result = task.apply_async((1, 2) if task is proj.add else ())
+        assert result.queue == queue
+        result.get(timeout=30)
+    explicit = proj.routed_by_name.apply_async(queue="celery")
+    assert explicit.queue == "celery" and explicit.get(timeout=30) == "named"
+    assert proj.shared_double.delay(21).get(timeout=30) == 42
+
+
+def test_get_inside_a_task_is_refused(worker: Path) -> None:
+    with pytest.raises(RuntimeError, match=r"Never call result.get"):
+        proj.waits_on_another.delay().get(timeout=30)
+
+
+def test_revoke_is_durable_and_unknown_ids_are_distinguishable(worker: Path) -> None:
+    waiting = proj.record.apply_async(("revoked",), countdown=0.5)
+    waiting.revoke()
+    assert waiting.state == "REVOKED"
+    later = proj.record.apply_async(("after",))
+    assert later.get(timeout=30) == "after"
+    from celery.exceptions import TaskRevokedError
+
+    with pytest.raises(TaskRevokedError):
+        waiting.get(timeout=5)
+    assert "ran revoked" not in worker.read_text()
+    unknown = proj.app.AsyncResult("no-such-task")
+    assert unknown.state == "PENDING" and not unknown.exists and waiting.exists
+
+
+def test_ignore_records_no_failure(worker: Path) -> None:
+    result = proj.ignored.delay()
+    wait_for(lambda: result.ready(), what="ignored task finished")
+    assert result.state == "SUCCESS" and result.result is None
