@@ -8,8 +8,9 @@ from typing import Any, TypeVar, overload
 
 from pgtasks.engine.core import Engine
 from pgtasks.engine.flow import declare_queue
+from pgtasks.engine.redaction import SECRET_ARGS_OPTION, SecretArgs
 from pgtasks.engine.registry import Registry, TaskDefinition
-from pgtasks.engine.settings import Settings
+from pgtasks.engine.settings import DEFAULT_MAX_PAYLOAD_BYTES, Settings
 from pgtasks.engine.steps import StepOptions, run_step
 from pgtasks.management import TaskManagement
 from pgtasks.result import AsyncResult
@@ -45,6 +46,7 @@ class App(Scheduling, TaskManagement):
         poll_interval: float = 1.0,
         pool_size: int = 10,
         log_task_args: bool = False,
+        max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
     ) -> None:
         self.main = main
         overrides: dict[str, Any] = {}
@@ -61,6 +63,7 @@ class App(Scheduling, TaskManagement):
             poll_interval=poll_interval,
             pool_size=pool_size,
             log_task_args=log_task_args,
+            max_payload_bytes=max_payload_bytes,
             **overrides,
         )
         self.engine = Engine(settings, Registry())
@@ -78,7 +81,12 @@ class App(Scheduling, TaskManagement):
     def task(self, fn: Callable[..., Any], /) -> Task: ...
     @overload
     def task(
-        self, *, name: str | None = None, queue: str | None = None, max_recovery_attempts: int | None = None
+        self,
+        *,
+        name: str | None = None,
+        queue: str | None = None,
+        max_recovery_attempts: int | None = None,
+        secret_args: Sequence[str | int] | str | int = (),
     ) -> Callable[[Callable[..., Any]], Task]: ...
 
     def task(
@@ -89,10 +97,17 @@ class App(Scheduling, TaskManagement):
         name: str | None = None,
         queue: str | None = None,
         max_recovery_attempts: int | None = None,
+        secret_args: Sequence[str | int] | str | int = (),
     ) -> Task | Callable[[Callable[..., Any]], Task]:
-        """Register a durable task: ``@app.task`` or ``@app.task(name=, queue=, ...)``."""
+        """Register a durable task: ``@app.task`` or ``@app.task(name=, queue=, ...)``.
+
+        ``secret_args``: parameter names and/or 0-based positions whose values the worker
+        never logs: shown as ``'***'`` when ``log_task_args`` is on, and scrubbed from the
+        logged error message if the task fails. The arguments are still stored (in the
+        database) as given."""
 
         def register(func: Callable[..., Any]) -> Task:
+            secrets = SecretArgs.for_function(func, secret_args)
             definition = TaskDefinition(
                 name=name or task_name_for(func, self.main),
                 fn=func,
@@ -102,6 +117,7 @@ class App(Scheduling, TaskManagement):
                     if max_recovery_attempts is None
                     else max_recovery_attempts
                 ),
+                options={SECRET_ARGS_OPTION: secrets} if secrets else {},
             )
             self.engine.registry.add(definition)
             task = Task(self.engine, definition)

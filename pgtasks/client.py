@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from pgtasks.engine.core import Engine
-from pgtasks.engine.settings import Settings
+from pgtasks.engine.settings import DEFAULT_MAX_PAYLOAD_BYTES, Settings
 from pgtasks.management import TaskManagement
 from pgtasks.result import AsyncResult
 from pgtasks.sending import send_by_name
@@ -29,6 +29,7 @@ class Client(TaskManagement):
         serializer: str = "json",
         accept_content: Sequence[str] = ("json",),
         pool_size: int = 5,
+        max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
     ) -> None:
         self.engine = Engine(
             Settings(
@@ -38,6 +39,7 @@ class Client(TaskManagement):
                 serializer=serializer,
                 accept_content=tuple(accept_content),
                 pool_size=pool_size,
+                max_payload_bytes=max_payload_bytes,
             )
         )
 

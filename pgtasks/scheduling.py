@@ -9,7 +9,12 @@ from typing import TYPE_CHECKING, Any
 from pgtasks.result import AsyncResult
 from pgtasks.scheduler import admin
 from pgtasks.scheduler.config import definitions_from_config, task_name_of
-from pgtasks.scheduler.definitions import DEFAULT_BACKFILL_WINDOW, ScheduleDefinition, define_schedule
+from pgtasks.scheduler.definitions import (
+    DEFAULT_BACKFILL_WINDOW,
+    ScheduleDefinition,
+    config_source,
+    define_schedule,
+)
 from pgtasks.scheduler.zones import load_zone
 from pgtasks.sysdb.schedule_records import ScheduleRecord, ScheduleStatus
 
@@ -22,6 +27,7 @@ class Scheduling:
     and the default zone of ``app.schedule``; ``beat_schedule`` is Celery's mapping."""
 
     engine: Engine
+    main: str | None
     timezone: str = "UTC"
 
     @property
@@ -58,7 +64,7 @@ class Scheduling:
             task_name_of(task),
             cron=cron,
             every=every,
-            timezone=timezone or self.timezone,
+            timezone=self.timezone if timezone is None else timezone,
             args=args,
             kwargs=kwargs,
             queue=queue if queue is not None else _task_queue(task),
@@ -85,16 +91,22 @@ class Scheduling:
         self.beat_schedule[key] = entry
         return key
 
+    @property
+    def beat_source(self) -> str:
+        """The source of this app's ``beat_schedule`` rows (``config:<main>``)."""
+        return config_source(self.main)
+
     def beat_definitions(self) -> list[ScheduleDefinition]:
         """The configured schedules (``beat_schedule``), validated."""
         load_zone(self.timezone)
-        return definitions_from_config(self.beat_schedule, self.timezone)
+        return definitions_from_config(self.beat_schedule, self.timezone, self.beat_source)
 
     def schedules_list(self, status: str | None = None) -> list[ScheduleRecord]:
         """Stored schedules by name, optionally only ACTIVE, PAUSED or INACTIVE ones."""
         return admin.listing(self.engine, status)
 
     def get_schedule(self, name: str) -> ScheduleRecord:
+        """The stored schedule ``name`` (ConfigurationError if there is none)."""
         return admin.get(self.engine, name)
 
     def pause_schedule(self, name: str) -> ScheduleRecord:

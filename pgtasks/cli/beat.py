@@ -12,13 +12,14 @@ import signal
 import sys
 import threading
 
+from pgtasks.cli.compat_commands import beat_started
 from pgtasks.cli.loader import load_app
 from pgtasks.client import Client
 from pgtasks.engine.core import Engine
 from pgtasks.engine.errors import ConfigurationError
 from pgtasks.scheduler import admin
 from pgtasks.scheduler.beat import Beat, BeatSettings
-from pgtasks.scheduler.clock import SystemClock
+from pgtasks.scheduler.clock import DatabaseClock
 from pgtasks.sysdb.schedule_records import ScheduleRecord, ScheduleStatus
 from pgtasks.sysdb.urls import redact_url, resolve_database_url
 
@@ -73,7 +74,8 @@ def _beat(args: argparse.Namespace) -> int:
     logging.basicConfig(level=args.loglevel.upper(), format=LOG_FORMAT, stream=sys.stderr)
     beat = Beat(app.engine, settings=BeatSettings(max_interval=args.max_interval, grace=args.grace))
     configured = app.beat_definitions()
-    beat.sync(configured)
+    beat.sync(configured, app.beat_source)
+    beat_started(app, beat, embedded=False)
     print(banner(app.engine, app.main or spec, len(configured)), file=sys.stderr, flush=True)
     return _run_until_signal(beat)
 
@@ -81,17 +83,18 @@ def _beat(args: argparse.Namespace) -> int:
 def banner(engine: Engine, app_name: str, configured: int) -> str:
     """What the beat loaded: every stored schedule with its next fire time."""
     records = admin.listing(engine)
+    now = DatabaseClock(engine.sysdb).now()
     lines = [
         f"pgtasks beat: app {app_name}, database {redact_url(engine.settings.database_url)} "
         f"(schema {engine.sysdb.target.schema}), pid {os.getpid()}",
         f"{configured} schedules from beat_schedule; {len(records)} stored:",
-        *(_schedule_line(r) for r in records),
+        *(_schedule_line(r, now) for r in records),
     ]
     return "\n".join(lines)
 
 
-def _schedule_line(record: ScheduleRecord) -> str:
-    upcoming = admin.next_fire_of(record)
+def _schedule_line(record: ScheduleRecord, now: dt.datetime) -> str:
+    upcoming = admin.next_fire_of(record, now)
     when = upcoming.strftime("%Y-%m-%dT%H:%M:%SZ") if upcoming else "-"
     timing = (
         record.schedule if record.interval_seconds is not None else f"{record.schedule} ({record.timezone})"
@@ -134,8 +137,10 @@ def _engine(args: argparse.Namespace) -> Engine:
 def _when(text: str | None, flag: str) -> dt.datetime | None:
     if text is None:
         return None
+    # Python 3.10's fromisoformat does not read a trailing "Z".
+    iso = text[:-1] + "+00:00" if text.endswith(("Z", "z")) else text
     try:
-        return dt.datetime.fromisoformat(text)
+        return dt.datetime.fromisoformat(iso)
     except ValueError:
         raise ConfigurationError(
             f"{flag} takes an ISO time such as 2026-11-22T08:00:00Z, not {text!r}"
@@ -145,15 +150,16 @@ def _when(text: str | None, flag: str) -> dt.datetime | None:
 def _schedule(args: argparse.Namespace) -> int:
     engine = _engine(args)
     try:
+        now = DatabaseClock(engine.sysdb).now()
         if args.action == "list":
             records = admin.listing(engine, args.status)
             print(f"  {'name':30} {'status':8} {'timing':34} {'next fire (UTC)':25} -> task")
             for record in records:
-                print(_schedule_line(record))
+                print(_schedule_line(record, now))
             return 0
         if args.action in ("pause", "resume"):
             status = ScheduleStatus.PAUSED if args.action == "pause" else ScheduleStatus.ACTIVE
-            print(_schedule_line(admin.set_status(engine, args.name, status)))
+            print(_schedule_line(admin.set_status(engine, args.name, status), now))
             return 0
         if args.action == "delete":
             if admin.delete(engine, args.name):
@@ -166,7 +172,7 @@ def _schedule(args: argparse.Namespace) -> int:
             return 0
         since = _when(args.since, "--since")
         assert since is not None
-        report = admin.backfill(engine, args.name, since, _when(args.until, "--until"), SystemClock())
+        report = admin.backfill(engine, args.name, since, _when(args.until, "--until"))
         for task_id in report.fired:
             print(f"fired {task_id}")
         print(f"backfill {args.name}: {len(report.fired)} fired, {len(report.existing)} had fired before")

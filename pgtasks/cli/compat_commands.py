@@ -197,6 +197,17 @@ def _setup_logging(loglevel: str) -> None:
         )
 
 
+def beat_started(app: Any, beat: Any, embedded: bool) -> None:
+    """Celery's ``beat_init`` (``pgtasks beat``) or ``beat_embedded_init`` (``worker -B``), sent
+    with the beat as sender once it has synced its schedules; nothing for a pgtasks App."""
+    from pgtasks.compat.app import Celery
+
+    if isinstance(app, Celery):
+        from pgtasks.compat import signals
+
+        (signals.beat_embedded_init if embedded else signals.beat_init).send(sender=beat)
+
+
 def worker_hooks(app: Any, args: argparse.Namespace) -> WorkerHooks:
     """Prepare ``pgtasks worker`` for a Celery app (settings into ``args``); send the start-up
     signals; return the hooks for the rest of its life."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import logging
 import os
 import sys
 from collections.abc import Sequence
@@ -19,10 +20,13 @@ from pgtasks.engine.failures import error_summary
 from pgtasks.engine.flow import parse_rate_limit
 from pgtasks.engine.settings import validate_queue_name
 from pgtasks.management import TaskManagement
+from pgtasks.scheduler.beat import BeatThread, start_beat_thread
 from pgtasks.sysdb import open_system_database
 from pgtasks.sysdb.records import QueueSettings, QueueUpsert
 from pgtasks.sysdb.urls import redact_url, resolve_database_url
 from pgtasks.worker.pools import POOLS
+
+log = logging.getLogger("pgtasks.worker")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -149,7 +153,7 @@ def _worker(args: argparse.Namespace) -> int:
         print("pgtasks worker: -A/--app is required", file=sys.stderr)
         return 2
     app: App = load_app(spec)
-    from pgtasks.cli.compat_commands import worker_hooks
+    from pgtasks.cli.compat_commands import beat_started, worker_hooks
 
     hooks = worker_hooks(app, args)  # a Celery app: its settings, include, signals
     overrides = {}
@@ -171,15 +175,23 @@ def _worker(args: argparse.Namespace) -> int:
         max_tasks_per_child=args.max_tasks_per_child,
     )
     definitions = app.beat_definitions() if args.beat else []  # checked before the worker starts
+    beats: list[BeatThread] = []
 
     def start_beat() -> None:
-        from pgtasks.scheduler.beat import start_beat_thread
+        beats.append(start_beat_thread(app.engine, definitions, app.beat_source))
+        beat_started(app, beats[-1], embedded=True)
 
-        start_beat_thread(app.engine, definitions)
+    def stop_beat() -> None:
+        for beat in beats:
+            if not beat.stop():
+                log.warning("the beat thread did not stop within 10 s")
 
     after_start = hooks.after_start(start_beat if args.beat else None)
     try:
-        return run_worker(app.engine, options, app.main or spec, args.loglevel, after_start=after_start)
+        name = app.main or spec
+        return run_worker(
+            app.engine, options, name, args.loglevel, after_start=after_start, before_stop=stop_beat
+        )
     finally:
         hooks.stopped()
 

@@ -287,6 +287,11 @@ class Celery(App):
         if self._finalized:
             return
         self._finalized = True
+        from pgtasks.compat.exceptions import ChordError
+        from pgtasks.compat.workflows import register_builtins
+
+        register_builtins(self)
+        self.engine.chord_error = ChordError  # what a chord body whose header failed raises
         self.on_configure.send(sender=self)
         for module in [*(self.conf.include or ()), *(self.conf.imports or ())]:
             importlib.import_module(module)

@@ -3,8 +3,8 @@
 A :class:`Signature` is a dict (as in Celery: ``task``, ``args``, ``kwargs``, ``options``,
 ``subtask_type``, ``immutable``) that names one task call: ``.s`` / ``.si`` / ``.set`` /
 ``.clone`` / ``.delay`` / ``.apply_async`` / ``.apply`` / calling it. Workflows built from
-signatures (``chain`` / ``|``, ``group``, ``chord``, ``chunks``, ``xmap``, ``xstarmap``) are
-planned for phase 2: their names import, and using them raises NotImplementedError.
+signatures (``chain`` / ``|``, ``group``, ``chord``, ``chunks``, ``xmap``, ``xstarmap``) live
+in workflows.py and are importable from here, as in Celery.
 """
 
 from __future__ import annotations
@@ -19,17 +19,11 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Signature",
-    "chain",
-    "chord",
-    "chunks",
-    "group",
     "maybe_signature",
     "signature",
-    "xmap",
-    "xstarmap",
 ]
 
-PHASE_TWO = "is planned for pgtasks.compat phase 2 (canvas: chain, group, chord)"
+WORKFLOWS = ("chain", "chord", "chunks", "group", "xmap", "xstarmap")
 
 
 class Signature(dict):  # type: ignore[type-arg]
@@ -186,15 +180,21 @@ class Signature(dict):  # type: ignore[type-arg]
         merged_args, merged_kwargs, merged_options = self._merge(args, kwargs, options)
         return self.type.apply(merged_args, merged_kwargs, **merged_options)
 
-    # -- workflows (phase 2) -------------------------------------------------------------
+    # -- workflows --------------------------------------------------------------------
     def __or__(self, other: Any) -> Any:
-        raise NotImplementedError(f"chaining signatures with | {PHASE_TWO}")
+        from pgtasks.compat.workflows import chain
+
+        return chain(self, other)
 
     def link(self, callback: Any) -> Any:
-        raise NotImplementedError(f"Signature.link {PHASE_TWO}")
+        """Run ``callback`` with this task's result when it succeeds; returns ``callback``."""
+        self.options.setdefault("link", []).append(callback)
+        return callback
 
     def link_error(self, errback: Any) -> Any:
-        raise NotImplementedError(f"Signature.link_error {PHASE_TWO}")
+        """Run ``errback`` with this task's id when it fails; returns ``errback``."""
+        self.options.setdefault("link_error", []).append(errback)
+        return errback
 
     def __deepcopy__(self, memo: dict[int, Any]) -> Signature:
         return Signature(dict(copy.deepcopy(dict(self), memo)), type=self._type, app=self._app)
@@ -226,32 +226,10 @@ def maybe_signature(d: Any, app: Celery | None = None, clone: bool = False) -> S
     return d  # type: ignore[no-any-return]
 
 
-class _PlannedWorkflow:
-    """A canvas primitive of phase 2: importable, not usable yet."""
+def __getattr__(name: str) -> Any:
+    """``chain``, ``group``, ``chord``, ... from workflows.py (which imports this module)."""
+    if name in WORKFLOWS:
+        from pgtasks.compat import workflows
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        raise NotImplementedError(f"{type(self).__name__} {PHASE_TWO}")
-
-
-class chain(_PlannedWorkflow):
-    pass
-
-
-class group(_PlannedWorkflow):
-    pass
-
-
-class chord(_PlannedWorkflow):
-    pass
-
-
-class chunks(_PlannedWorkflow):
-    pass
-
-
-class xmap(_PlannedWorkflow):
-    pass
-
-
-class xstarmap(_PlannedWorkflow):
-    pass
+        return getattr(workflows, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -129,7 +129,6 @@ SILENT_SIGNALS = (
     signals.heartbeat_sent,
     signals.worker_before_create_process,
     signals.worker_process_shutdown,
-    signals.beat_embedded_init,
     signals.import_modules,
     signals.task_sent,
     signals.eventlet_pool_started,
@@ -137,12 +136,9 @@ SILENT_SIGNALS = (
     signals.eventlet_pool_postshutdown,
     signals.eventlet_pool_apply,
     signals.user_preload_options,
-    signals.beat_init,
 )
 TASK_OPTIONS: dict[str, tuple[str, str]] = {
     "rate_limit": (UNSUPPORTED, "rate limits are per queue and global: app.queue(name, rate_limit=...)"),
-    "time_limit": (UNSUPPORTED, "per-task limits are planned; use worker --time-limit (prefork)"),
-    "soft_time_limit": (UNSUPPORTED, "per-task limits are planned; use worker --soft-time-limit (prefork)"),
     "ignore_result": (IGNORED, "results are always stored"),
     "acks_late": (IGNORED, "a task is re-run after a crash whatever this says"),
     "reject_on_worker_lost": (IGNORED, "a task whose worker died is recovered"),

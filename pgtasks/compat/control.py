@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import json
 import logging
 import os
 from typing import TYPE_CHECKING, Any
@@ -20,7 +21,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("pgtasks.compat")
 LIST_LIMIT = 1000
-_warned_terminate = False
 
 
 class Control:
@@ -38,18 +38,14 @@ class Control:
         **kwargs: Any,
     ) -> None:
         """Revoke tasks durably: one that has not started never will, on any worker (even one
-        started later). A running task stops at its next ``@app.step``; ``terminate=True`` to
-        stop any running task at once needs an engine hook (planned) and is logged."""
-        global _warned_terminate
+        started later). A running task stops at its next ``@app.step``; with ``terminate=True``
+        a prefork worker also kills the process running it, at its next heartbeat."""
         ids = [task_id] if isinstance(task_id, str) else list(task_id)
+        sysdb = self.app.engine.sysdb
         for one in ids:
-            self.app.engine.sysdb.task_cancel(one)
-        if terminate and not _warned_terminate:
-            _warned_terminate = True
-            log.warning(
-                "revoke(terminate=True): running tasks stop at their next step; killing them at "
-                "once is not supported by pgtasks yet"
-            )
+            sysdb.task_cancel(one)
+            if terminate:
+                sysdb.task_event_set(one, "terminate", json.dumps(str(signal or "SIGTERM")), "json")
 
     def revoke_by_stamped_headers(self, *args: Any, **kwargs: Any) -> None:
         raise NotImplementedError("revoke_by_stamped_headers is not supported by pgtasks")

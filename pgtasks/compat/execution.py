@@ -158,6 +158,14 @@ def worker_entry(task: Task, run: Callable[..., Any]) -> Callable[..., Any]:
     return run_in_worker
 
 
+def _new_arguments(retry: Retry) -> tuple[Any, Any]:
+    """The arguments ``self.retry(args=, kwargs=)`` gave (the old ones when not given)."""
+    sig = retry.sig
+    if isinstance(sig, tuple) and len(sig) >= 2:
+        return tuple(sig[0]), dict(sig[1])
+    return None, None
+
+
 def outcome_of(attempt: Attempt) -> Any:
     """Return the value, or raise what makes the engine record the Celery outcome."""
     if attempt.state == states.SUCCESS:
@@ -165,7 +173,10 @@ def outcome_of(attempt: Attempt) -> Any:
     if attempt.state == states.RETRY:
         retry: Retry = attempt.retval
         reason = retry.exc if isinstance(retry.exc, BaseException) else None
-        raise RetryRequested(str(retry), countdown=retry_countdown(retry), reason=reason) from retry
+        new_args, new_kwargs = _new_arguments(retry)
+        raise RetryRequested(
+            str(retry), countdown=retry_countdown(retry), reason=reason, args=new_args, kwargs=new_kwargs
+        ) from retry
     if attempt.state == states.IGNORED:
         # Celery records nothing for an ignored task; the engine must record an outcome, so
         # the task ends SUCCESS with None (an engine hook for "no outcome" is phase 2).

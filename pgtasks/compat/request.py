@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextvars
 import datetime as dt
+import json
 import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -72,10 +73,20 @@ def _iso(epoch_ms: int | None) -> str | None:
     return dt.datetime.fromtimestamp(epoch_ms / 1000, dt.timezone.utc).isoformat()
 
 
+def _meta(text: str | None) -> dict[str, Any]:
+    try:
+        meta = json.loads(text) if text else {}
+    except ValueError:
+        return {}
+    return meta if isinstance(meta, dict) else {}
+
+
 def request_from_record(
     record: TaskRecord, executor_id: str, args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> Context:
-    """The request of a task claimed by a worker, from its row."""
+    """The request of a task claimed by a worker, from its row (``meta`` holds what Celery
+    sends in message headers: ``root_id`` and the caller's ``headers``)."""
+    meta = _meta(record.meta)
     return Context(
         id=record.task_id,
         task=record.name,
@@ -88,8 +99,8 @@ def request_from_record(
         eta=_iso(record.delay_until_epoch_ms) if record.retries == 0 else None,
         expires=_iso(record.expires_at_epoch_ms),
         parent_id=record.parent_task_id,
-        root_id=record.parent_task_id or record.task_id,  # the whole chain needs the engine (phase 2)
-        headers={},
+        root_id=meta.get("root_id") or record.parent_task_id or record.task_id,
+        headers=dict(meta.get("headers") or {}),
         delivery_info={
             "exchange": "",
             "routing_key": record.queue_name,

@@ -18,6 +18,7 @@ from pgtasks.compat import states
 from pgtasks.compat.exceptions import TaskRevokedError, TimeoutError
 from pgtasks.compat.request import inside_worker_task
 from pgtasks.engine.errors import DatabaseUnavailable, MaxRecoveryAttemptsExceeded
+from pgtasks.engine.events import task_state
 from pgtasks.engine.failures import decode_exception
 from pgtasks.sysdb.records import Status, TaskRecord
 
@@ -99,7 +100,16 @@ class AsyncResult(ResultBase):
     def _state_of(self, record: TaskRecord | None) -> str:
         if record is None:
             return states.PENDING
+        custom = self._custom(record)
+        if custom is not None:
+            return custom[0]
         return states.celery_state(record.status, record.retries, self._track_started(record.name))
+
+    def _custom(self, record: TaskRecord) -> tuple[str, Any] | None:
+        """The state a running task set with ``update_state`` (read only while it runs)."""
+        if record.status is not Status.PENDING:
+            return None
+        return task_state(self.app.engine, record.task_id)
 
     @property
     def state(self) -> str:
@@ -111,6 +121,9 @@ class AsyncResult(ResultBase):
     def _value_of(self, record: TaskRecord | None) -> Any:
         if record is None:
             return None
+        custom = self._custom(record)
+        if custom is not None:
+            return custom[1]
         state = self._state_of(record)
         if state == states.SUCCESS:
             return self.app.engine.result_of(record)
@@ -261,8 +274,10 @@ class AsyncResult(ResultBase):
 
     @property
     def children(self) -> list[AsyncResult] | None:
-        """Celery reports children only when recorded; pgtasks will with the canvas (phase 2)."""
-        return None
+        """The tasks this one sent and those waiting for its result (None when there are none,
+        as Celery reports a task with nothing recorded)."""
+        found = self.app.engine.sysdb.task_children(self.id)
+        return [AsyncResult(child, app=self.app) for child in found] or None
 
     # -- actions -------------------------------------------------------------------------
     def revoke(
@@ -377,14 +392,104 @@ class EagerResult(AsyncResult):
 
 
 class ResultSet(ResultBase):
-    """Planned for phase 2 (canvas): constructing one raises NotImplementedError."""
+    """Several results handled together: ``ready``, ``completed_count``, ``join``."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        raise NotImplementedError(f"{type(self).__name__} is planned for pgtasks.compat phase 2 (canvas)")
+    def __init__(self, results: Any, app: Celery | None = None, **kwargs: Any) -> None:
+        self.results: list[AsyncResult] = list(results or [])
+        self.app = app  # type: ignore[assignment]
+
+    def __iter__(self) -> Any:
+        return iter(self.results)
+
+    def __len__(self) -> int:
+        return len(self.results)
+
+    def __getitem__(self, index: int) -> AsyncResult:
+        return self.results[index]
+
+    def add(self, result: AsyncResult) -> None:
+        if result not in self.results:
+            self.results.append(result)
+
+    def ready(self) -> bool:
+        return all(r.ready() for r in self.results)
+
+    def successful(self) -> bool:
+        return all(r.successful() for r in self.results)
+
+    def failed(self) -> bool:
+        return any(r.failed() for r in self.results)
+
+    def waiting(self) -> bool:
+        return not self.ready()
+
+    def completed_count(self) -> int:
+        return sum(1 for r in self.results if r.successful())
+
+    def join(
+        self,
+        timeout: float | None = None,
+        propagate: bool = True,
+        interval: float = 0.5,
+        callback: Any = None,
+        disable_sync_subtasks: bool = True,
+        **kwargs: Any,
+    ) -> list[Any]:
+        """Every result, in order; ``timeout`` is for the whole set, as in Celery."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        values = []
+        for result in self.results:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            value = result.get(timeout=left, propagate=propagate, interval=interval)
+            if callback is not None:
+                callback(result.id, value)
+            values.append(value)
+        return values
+
+    get = join
+
+    def revoke(self, connection: Any = None, terminate: bool = False, **kwargs: Any) -> None:
+        for result in self.results:
+            result.revoke(terminate=terminate)
+
+    @property
+    def children(self) -> list[AsyncResult]:
+        return self.results
 
 
 class GroupResult(ResultSet):
-    """Planned for phase 2 (canvas)."""
+    """The result of a ``group``: its ``id`` and its members. ``save()`` is a no-op (a sent
+    group is stored with its tasks); ``GroupResult.restore(id)`` reads it back."""
+
+    def __init__(self, id: str | None = None, results: Any = None, parent: Any = None, **kwargs: Any) -> None:
+        super().__init__(results, **kwargs)
+        self.id = id
+        self.parent = parent
+
+    def save(self, backend: Any = None) -> GroupResult:
+        """Celery stores the group in its result backend; a group sent through pgtasks is
+        stored in the same transaction as its tasks, so there is nothing left to do."""
+        return self
+
+    def delete(self, backend: Any = None) -> None:
+        """Task rows are the history; nothing is deleted."""
+
+    @classmethod
+    def restore(cls, id: str, backend: Any = None, app: Celery | None = None) -> GroupResult | None:
+        """The group sent with id ``id``, or None if there is none."""
+        from pgtasks.compat.app import current_app
+
+        app = app or current_app()
+        members = app.engine.sysdb.group_members(id)
+        if not members:
+            return None
+        return cls(id, [app.AsyncResult(m) for m in members], app=app)
+
+    def as_tuple(self) -> tuple[Any, ...]:
+        return (self.id, None), [r.as_tuple() for r in self.results]
+
+    def __repr__(self) -> str:
+        return f"<GroupResult: {self.id} [{', '.join(r.id for r in self.results)}]>"
 
 
 def result_from_tuple(r: Any, app: Celery | None = None) -> AsyncResult:

@@ -61,13 +61,6 @@ def retry(
         )
     new_args = tuple(request.args if args is None else args)
     new_kwargs = dict(request.kwargs if kwargs is None else kwargs)
-    if not request.is_eager and (new_args != tuple(request.args) or new_kwargs != dict(request.kwargs)):
-        log.warning(
-            "task %s[%s]: retry with new args/kwargs is not supported by workers yet; it is "
-            "retried with its original arguments",
-            task.name,
-            request.id,
-        )
     ret = Retry(
         exc=exc,
         when=eta if eta is not None else countdown,

@@ -6,13 +6,14 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import uuid
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pgtasks.compat import signals
 from pgtasks.compat.routing import route
 from pgtasks.engine.errors import ConfigurationError
+from pgtasks.engine.options import EnqueueRequest
 from pgtasks.scheduler.zones import load_zone
-from pgtasks.sending import send_by_name
 
 if TYPE_CHECKING:
     from pgtasks.compat.app import Celery
@@ -53,15 +54,9 @@ BROKER_OPTIONS = frozenset(
 # apply_async options pgtasks does not carry out yet (warned once, then ignored).
 PHASE_TWO_OPTIONS = frozenset(
     {
-        "time_limit",
-        "soft_time_limit",
-        "group_id",
-        "group_index",
-        "chord",
-        "root_id",
-        "parent_id",
-        "chain",
         "rate_limit",
+        "chord",
+        "chain",
     }
 )
 _warned: set[str] = set()
@@ -76,6 +71,35 @@ def _aware(value: dt.datetime, app: Celery) -> dt.datetime:
     return value.replace(tzinfo=load_zone(str(app.conf.timezone)))
 
 
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """One routed task, ready to insert: the engine request and what the publish signals get."""
+
+    request: EnqueueRequest
+    headers: dict[str, Any]
+    body: tuple[Any, ...]
+    properties: dict[str, Any]
+
+    def publish(self, after: bool) -> None:
+        """Send ``before_task_publish`` (or, ``after``, ``after_task_publish``)."""
+        name, queue = self.request.name, self.request.queue
+        if after:
+            signals.after_task_publish.send(
+                sender=name, body=self.body, exchange="", routing_key=queue, headers=self.headers
+            )
+            return
+        signals.before_task_publish.send(
+            sender=name,
+            body=self.body,
+            exchange="",
+            routing_key=queue,
+            headers=self.headers,
+            properties=self.properties,
+            declare=[],
+            retry_policy=None,
+        )
+
+
 def send_task(
     app: Celery,
     name: str,
@@ -88,12 +112,54 @@ def send_task(
     link_error: Any = None,
     **options: Any,
 ) -> AsyncResult:
-    """Route and insert one task; return its AsyncResult."""
-    if link is not None or link_error is not None:
-        raise NotImplementedError(
-            f"apply_async(link=..., link_error=...) for {name!r}: callbacks are not supported by "
-            "pgtasks.compat yet (planned: recorded in the same transaction as the outcome)"
-        )
+    """Route and insert one task; return its AsyncResult. With ``link`` or ``link_error`` the
+    task and its callbacks are one canvas (see workflows.py); so is a task with ``headers``,
+    ``time_limit`` or ``soft_time_limit``, which are stored with it (its ``meta``)."""
+    on_duplicate, conn = options.pop("on_duplicate", "raise"), options.pop("conn", None)
+    if link is not None or link_error is not None or _needs_meta(options):
+        if conn is not None:
+            raise ConfigurationError(
+                f"apply_async(conn=...) of {name!r} cannot carry link, link_error or headers"
+            )
+        from pgtasks.compat.canvas import Signature
+        from pgtasks.compat.workflows import send_canvas
+
+        sig = Signature(task if task is not None else name, args, kwargs, dict(options), app=app)
+        sig.options["task_id"] = task_id or str(uuid.uuid4())
+        for callback in _as_list(link):
+            sig.link(callback)
+        for errback in _as_list(link_error):
+            sig.link_error(errback)
+        return send_canvas(app, sig)  # type: ignore[no-any-return]
+    prepared = prepare(app, name, args, kwargs, task=task, task_id=task_id, **options)
+    prepared.publish(after=False)
+    request = prepared.request
+    [sent] = app.engine.enqueue([request], conn=conn, on_duplicate=on_duplicate)
+    prepared.publish(after=True)
+    return app.AsyncResult(sent, task_name=name)
+
+
+def _needs_meta(options: dict[str, Any]) -> bool:
+    return any(options.get(key) for key in ("headers", "time_limit", "soft_time_limit"))
+
+
+def _as_list(value: Any) -> list[Any]:
+    if value is None:
+        return []
+    return list(value) if isinstance(value, (list, tuple)) else [value]
+
+
+def prepare(
+    app: Celery,
+    name: str,
+    args: Any = None,
+    kwargs: Any = None,
+    *,
+    task: Any = None,
+    task_id: str | None = None,
+    **options: Any,
+) -> Prepared:
+    """Check Celery's ``apply_async`` options, route the task and build its request."""
     if args is not None and not isinstance(args, (list, tuple)):
         raise TypeError(f"args of task {name!r} must be a list or tuple, not {type(args).__name__}")
     if kwargs is not None and not isinstance(kwargs, dict):
@@ -107,18 +173,8 @@ def send_task(
         set(options)
         - BROKER_OPTIONS
         - PHASE_TWO_OPTIONS
-        - {
-            "countdown",
-            "eta",
-            "expires",
-            "queue",
-            "priority",
-            "headers",
-            "deduplication_id",
-            "partition_key",
-            "conn",
-            "on_duplicate",
-        }
+        - {"countdown", "eta", "expires", "queue", "priority", "headers", "deduplication_id", "partition_key"}
+        - {"group_id", "group_index", "root_id", "parent_id", "time_limit", "soft_time_limit"}
     )
     if unknown:
         raise TypeError(f"apply_async() got unexpected options {sorted(unknown)}")
@@ -149,35 +205,22 @@ def send_task(
         "shadow": None,
         "eta": eta.isoformat() if isinstance(eta, dt.datetime) else None,
         "expires": expires.isoformat() if isinstance(expires, dt.datetime) else expires,
-        "group": None,
-        "group_index": None,
+        "group": options.get("group_id"),
+        "group_index": options.get("group_index"),
         "retries": 0,
-        "timelimit": [None, None],
-        "root_id": task_id,
-        "parent_id": None,
+        "timelimit": [options.get("time_limit"), options.get("soft_time_limit")],
+        "root_id": options.get("root_id") or task_id,
+        "parent_id": options.get("parent_id"),
         "argsrepr": repr(args),
         "kwargsrepr": repr(kwargs),
         "origin": None,
         "ignore_result": bool(options.get("ignore_result", False)),
         **dict(options.get("headers") or {}),
     }
-    body = (args, kwargs, {"callbacks": None, "errbacks": None, "chain": None, "chord": None})
-    properties = {"correlation_id": task_id, "priority": priority}
-    signals.before_task_publish.send(
-        sender=name,
-        body=body,
-        exchange="",
-        routing_key=queue,
-        headers=headers,
-        properties=properties,
-        declare=[],
-        retry_policy=None,
-    )
-    sent = send_by_name(
-        app.engine,
-        name,
-        args,
-        kwargs,
+    request = EnqueueRequest(
+        name=name,
+        args=args,
+        kwargs=kwargs,
         task_id=task_id,
         queue=queue,
         countdown=countdown,
@@ -186,8 +229,6 @@ def send_task(
         deduplication_id=options.get("deduplication_id"),
         partition_key=options.get("partition_key"),
         expires=expires,
-        on_duplicate=options.get("on_duplicate", "raise"),
-        conn=options.get("conn"),
     )
-    signals.after_task_publish.send(sender=name, body=body, exchange="", routing_key=queue, headers=headers)
-    return app.AsyncResult(sent.id, task_name=name)
+    body = (args, kwargs, {"callbacks": None, "errbacks": None, "chain": None, "chord": None})
+    return Prepared(request, headers, body, {"correlation_id": task_id, "priority": priority})

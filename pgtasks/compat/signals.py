@@ -7,7 +7,8 @@ logged and its exception returned as its response, so one faulty receiver cannot
 
 Where they fire in pgtasks: the publish signals in ``apply_async``/``send_task`` (the caller's
 process); the task signals in the process running the task; the worker and logging signals
-in ``pgtasks worker`` of a Celery app; ``beat_init`` in ``pgtasks beat`` of a Celery app.
+in ``pgtasks worker`` of a Celery app; ``beat_init`` in ``pgtasks beat`` and
+``beat_embedded_init`` in ``pgtasks worker -B`` of a Celery app.
 """
 
 from __future__ import annotations

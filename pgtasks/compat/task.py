@@ -9,8 +9,9 @@ import logging
 import uuid
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from pgtasks.compat import django_support, exceptions, retrying
+from pgtasks.compat import django_support, exceptions, retrying, states
 from pgtasks.compat.request import Context, executing, request_of
+from pgtasks.engine.events import record_task_state
 
 if TYPE_CHECKING:
     from pgtasks.compat.app import Celery
@@ -18,7 +19,6 @@ if TYPE_CHECKING:
     from pgtasks.compat.result import AsyncResult, EagerResult
 
 log = logging.getLogger("pgtasks.compat")
-_warned_update_state = False
 
 
 class Task:
@@ -207,19 +207,14 @@ class Task:
     def update_state(
         self, task_id: str | None = None, state: str | None = None, meta: Any = None, **kwargs: Any
     ) -> None:
-        """Record a custom state. Eagerly: kept on the request. In a worker: needs an engine
-        hook (planned), until then logged once and ignored."""
-        global _warned_update_state
+        """Record a custom state (``PROGRESS`` with ``meta={...}``): readers of the task's
+        AsyncResult see it, and its meta as ``info``, until the task ends. Eagerly: kept on
+        the request."""
         request = self.request
         if request.is_eager or request.called_directly:
             request.update(custom_state=state, custom_meta=meta)
             return
-        record = getattr(self.app.engine, "record_task_state", None)  # the engine hook, when it exists
-        if record is not None:
-            record(task_id or request.id, state, meta)
-        elif not _warned_update_state:
-            _warned_update_state = True
-            log.warning("update_state() needs engine support that pgtasks does not have yet; ignored")
+        record_task_state(self.app.engine, task_id or request.id, state or states.PENDING, meta)
 
     # -- canvas --------------------------------------------------------------------------
     def signature(self, args: Any = None, *starargs: Any, **starkwargs: Any) -> Signature:
@@ -238,13 +233,22 @@ class Task:
         return self.signature(args, kwargs, immutable=True)
 
     def map(self, it: Any) -> Any:
-        raise NotImplementedError("Task.map is planned for pgtasks.compat phase 2 (canvas)")
+        """One task calling this one on each item (``celery.map``)."""
+        from pgtasks.compat.workflows import xmap
+
+        return xmap(self.s(), it, app=self.app)
 
     def starmap(self, it: Any) -> Any:
-        raise NotImplementedError("Task.starmap is planned for pgtasks.compat phase 2 (canvas)")
+        """One task calling this one with each item unpacked (``celery.starmap``)."""
+        from pgtasks.compat.workflows import xstarmap
+
+        return xstarmap(self.s(), it, app=self.app)
 
     def chunks(self, it: Any, n: int) -> Any:
-        raise NotImplementedError("Task.chunks is planned for pgtasks.compat phase 2 (canvas)")
+        """``it`` split into chunks of ``n`` argument tuples, one ``starmap`` task per chunk."""
+        from pgtasks.compat.workflows import chunks
+
+        return chunks(self.s(), it, n, app=self.app)
 
     def replace(self, sig: Any) -> Any:
         raise NotImplementedError("Task.replace is planned for pgtasks.compat phase 2 (canvas)")

@@ -12,6 +12,7 @@ from typing import Any
 from pgtasks.engine.checkpoints import CheckpointWriter
 from pgtasks.engine.context import current_task
 from pgtasks.engine.errors import (
+    ChordError,
     DatabaseUnavailable,
     DuplicateTaskError,
     MaxRecoveryAttemptsExceeded,
@@ -48,6 +49,7 @@ class Engine:
         self.registry = registry if registry is not None else Registry()
         self.codec = Codec(settings.serializer, frozenset(settings.accept_content))
         self.declared_queues: dict[str, QueueSettings] = {}
+        self.chord_error: type[BaseException] = ChordError  # stored when a chord's header fails
         self._sysdb: SystemDatabase | None = None
         self._checkpoints: CheckpointWriter | None = None
         self._lock = threading.Lock()
@@ -136,6 +138,7 @@ class Engine:
                         self.settings.default_queue,
                         self.settings.max_recovery_attempts,
                         parent_id,
+                        max_payload_bytes=self.settings.max_payload_bytes,
                     )
                 )
             rows.extend(built)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from pgtasks.sysdb.errors import ConfigurationError, DatabaseUnavailable, PgtasksError
 
 __all__ = [
@@ -10,6 +12,7 @@ __all__ = [
     "DuplicateTaskError",
     "MaxRecoveryAttemptsExceeded",
     "NonDeterminismError",
+    "PayloadTooLarge",
     "PgtasksError",
     "RetryRequested",
     "SerializationError",
@@ -28,6 +31,17 @@ __all__ = [
 
 class SerializationError(PgtasksError, TypeError):
     """A value cannot be serialized, or a stored value cannot be read back."""
+
+
+class PayloadTooLarge(SerializationError):
+    """A task's serialized arguments are larger than the ``max_payload_bytes`` setting.
+
+    ``size`` and ``limit`` are in bytes (UTF-8 of the stored text)."""
+
+    def __init__(self, message: str, size: int = 0, limit: int = 0) -> None:
+        super().__init__(message)
+        self.size = size
+        self.limit = limit
 
 
 class TaskNotRegistered(PgtasksError, KeyError):
@@ -94,10 +108,17 @@ class TaskTimeoutError(PgtasksError, TimeoutError):
 class RetryRequested(PgtasksError):
     """Raised by a task body to run the task again, under the same id and from scratch, after
     ``countdown`` seconds (0: at once). ``reason`` (an exception) is stored meanwhile as the
-    task's error, and ``retries`` grows by one. Celery's ``self.retry()`` raises a subclass."""
+    task's error, and ``retries`` grows by one. ``args``/``kwargs`` replace the task's
+    arguments for the next run. Celery's ``self.retry()`` raises it."""
 
     def __init__(
-        self, message: str = "", *, countdown: float = 0.0, reason: BaseException | None = None
+        self,
+        message: str = "",
+        *,
+        countdown: float = 0.0,
+        reason: BaseException | None = None,
+        args: tuple[Any, ...] | None = None,
+        kwargs: dict[str, Any] | None = None,
     ) -> None:
         if (
             isinstance(countdown, bool)
@@ -108,6 +129,9 @@ class RetryRequested(PgtasksError):
         super().__init__(message or f"Retry in {countdown:g}s" + (f": {reason!r}" if reason else ""))
         self.countdown = float(countdown)
         self.reason = reason
+        # New arguments for the next run (None: keep them), as Celery's retry(args=, kwargs=).
+        self.new_args = None if args is None else tuple(args)
+        self.new_kwargs = None if kwargs is None else dict(kwargs)
 
 
 class TaskAbandoned(BaseException):
@@ -120,3 +144,7 @@ class TaskReleased(BaseException):
     """Raised at a step boundary when the database stayed unreachable for a whole lease:
     the executor gives the task back (ENQUEUED) once it can, and it runs again from its
     last checkpoint. A BaseException for the same reason as TaskAbandoned."""
+
+
+class ChordError(PgtasksError):
+    """A chord's body did not run: one of its header tasks failed."""

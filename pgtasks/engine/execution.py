@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pgtasks.engine import context
 from pgtasks.engine.errors import (
@@ -58,13 +58,7 @@ def execute_task(
     except TaskReleased:
         return release
     except RetryRequested as retry:
-        return Outcome(
-            record.task_id,
-            Status.ENQUEUED,
-            error=encode_exception(retry.reason or retry),
-            claim_token=record.claim_token,
-            retry_in_ms=round(retry.countdown * 1000),
-        )
+        return _retry_outcome(engine, record, retry, args, kwargs)
     except BaseException as exc:  # a failing task never takes the worker down (CancelledError too)
         return Outcome(
             record.task_id, Status.ERROR, error=encode_exception(exc), claim_token=record.claim_token
@@ -78,3 +72,30 @@ def execute_task(
             record.task_id, Status.ERROR, error=encode_exception(exc), claim_token=record.claim_token
         )
     return Outcome(record.task_id, Status.SUCCESS, output=output, claim_token=record.claim_token)
+
+
+def _retry_outcome(
+    engine: Engine, record: TaskRecord, retry: RetryRequested, args: list[Any], kwargs: dict[str, Any]
+) -> Outcome:
+    """The outcome of a task that asked to run again, with new arguments if it gave any."""
+    inputs = None
+    if retry.new_args is not None or retry.new_kwargs is not None:
+        new = {
+            "args": list(args if retry.new_args is None else retry.new_args),
+            "kwargs": dict(kwargs if retry.new_kwargs is None else retry.new_kwargs),
+        }
+        try:
+            what = f"retry arguments of task {record.name!r}"
+            _, inputs = engine.codec.dumps(new, what, record.serialization)
+        except SerializationError as exc:
+            return Outcome(
+                record.task_id, Status.ERROR, error=encode_exception(exc), claim_token=record.claim_token
+            )
+    return Outcome(
+        record.task_id,
+        Status.ENQUEUED,
+        error=encode_exception(retry.reason or retry),
+        claim_token=record.claim_token,
+        retry_in_ms=round(retry.countdown * 1000),
+        inputs=inputs,
+    )

@@ -48,13 +48,29 @@ def build_new_task(
     default_queue: str,
     default_max_recovery_attempts: int,
     parent_task_id: str | None = None,
+    *,
+    max_payload_bytes: int | None = None,
 ) -> NewTask:
-    """Check every option and serialize the arguments; raise with a precise message."""
+    """Check every option and serialize the arguments; raise with a precise message.
+
+    ``max_payload_bytes``: refuse arguments larger than this once serialized
+    (:class:`~pgtasks.engine.errors.PayloadTooLarge`)."""
     if not isinstance(request.name, str) or not request.name:
         raise ConfigurationError(f"task name must be a non-empty string, not {request.name!r}")
+    _check_text(request.name, "task name")
     task_id = str(uuid.uuid4()) if request.task_id is None else request.task_id
     if not isinstance(task_id, str) or not 0 < len(task_id) <= MAX_TASK_ID_LENGTH:
         raise ConfigurationError(f"task_id must be a string of 1 to {MAX_TASK_ID_LENGTH} characters")
+    _check_text(task_id, "task_id")
+    for what, value in (
+        ("deduplication_id", request.deduplication_id),
+        ("partition_key", request.partition_key),
+        ("application_version", request.application_version),
+    ):
+        if value is not None:
+            if not isinstance(value, str):
+                raise ConfigurationError(f"{what} must be a string, not {type(value).__name__}")
+            _check_text(value, what)
     if not isinstance(request.args, (list, tuple)):
         raise ConfigurationError(f"args of task {request.name!r} must be a list or tuple")
     if not isinstance(request.kwargs, dict):
@@ -63,7 +79,7 @@ def build_new_task(
         raise ConfigurationError(f"priority must be an integer, not {request.priority!r}")
     if not -(2**31) <= request.priority < 2**31:
         raise ConfigurationError(f"priority {request.priority} is out of range")
-    tag, inputs = codec.dumps_inputs(request.name, tuple(request.args), request.kwargs)
+    tag, inputs = codec.dumps_inputs(request.name, tuple(request.args), request.kwargs, max_payload_bytes)
     max_attempts = request.max_recovery_attempts
     if max_attempts is None:
         max_attempts = default_max_recovery_attempts
@@ -85,33 +101,48 @@ def build_new_task(
         application_version=request.application_version,
         max_recovery_attempts=max_attempts,
         parent_task_id=parent_task_id,
-        expires_at_epoch_ms=_eta_ms(request.expires) if isinstance(request.expires, dt.datetime) else None,
-        expires_in_ms=None if isinstance(request.expires, dt.datetime) else _countdown_ms(request.expires),
+        expires_at_epoch_ms=(
+            _eta_ms(request.expires, "expires") if isinstance(request.expires, dt.datetime) else None
+        ),
+        expires_in_ms=(
+            None if isinstance(request.expires, dt.datetime) else _countdown_ms(request.expires, "expires")
+        ),
     )
 
 
-def _countdown_ms(countdown: float | None) -> int | None:
+def _check_text(value: str, what: str) -> None:
+    """Refuse what no database column can hold the same way: PostgreSQL rejects NUL in text
+    (SQLite would store it), and a lone surrogate cannot be encoded as UTF-8 at all."""
+    if "\x00" in value:
+        raise ConfigurationError(f"{what} {value!r} contains a NUL character")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ConfigurationError(f"{what} {value!r} is not valid Unicode (a lone surrogate)") from None
+
+
+def _countdown_ms(countdown: float | None, what: str = "countdown") -> int | None:
     if countdown is None:
         return None
     if isinstance(countdown, bool) or not isinstance(countdown, (int, float)):
-        raise ConfigurationError(f"countdown/expires must be a number of seconds, not {countdown!r}")
+        raise ConfigurationError(f"{what} must be a number of seconds, not {countdown!r}")
     if isinstance(countdown, float) and not math.isfinite(countdown):
-        raise ConfigurationError(f"countdown must be a finite number of seconds, not {countdown!r}")
+        raise ConfigurationError(f"{what} must be a finite number of seconds, not {countdown!r}")
     if not 0 <= countdown <= MAX_DELAY_SECONDS:
         raise ConfigurationError(
-            f"countdown must be between 0 and {MAX_DELAY_SECONDS} seconds, not {countdown!r}"
+            f"{what} must be between 0 and {MAX_DELAY_SECONDS} seconds, not {countdown!r}"
         )
     return round(countdown * 1000)
 
 
-def _eta_ms(eta: dt.datetime | None) -> int | None:
+def _eta_ms(eta: dt.datetime | None, what: str = "eta") -> int | None:
     if eta is None:
         return None
     if not isinstance(eta, dt.datetime):
-        raise ConfigurationError(f"eta must be a datetime, not {type(eta).__name__}")
+        raise ConfigurationError(f"{what} must be a datetime, not {type(eta).__name__}")
     if eta.tzinfo is None:
         eta = eta.replace(tzinfo=dt.timezone.utc)  # naive means UTC (documented)
     try:
         return round(eta.timestamp() * 1000)
     except (OverflowError, ValueError) as exc:
-        raise ConfigurationError(f"eta {eta!r} is out of range: {exc}") from exc
+        raise ConfigurationError(f"{what} {eta!r} is out of range: {exc}") from exc

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from pgtasks.engine.errors import SerializationError
+from pgtasks.engine.errors import PayloadTooLarge, SerializationError
 
 _TYPE, _VALUE = "__type__", "__value__"
 
@@ -140,14 +140,31 @@ class Codec:
         except Exception as exc:
             raise SerializationError(f"{what} cannot be deserialized as {tag}: {exc}") from exc
 
-    def dumps_inputs(self, task_name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[str, str]:
-        """Serialize a task's arguments; the error names the argument that failed."""
+    def dumps_inputs(
+        self,
+        task_name: str,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        max_bytes: int | None = None,
+    ) -> tuple[str, str]:
+        """Serialize a task's arguments; the error names the argument that failed.
+
+        With ``max_bytes``, arguments whose stored text is longer than that many bytes
+        (UTF-8) raise :class:`PayloadTooLarge`, naming the task and the size."""
         if not args and not kwargs and self.serializer == "json":
             return "json", _NO_ARGUMENTS
         try:
-            return self.dumps({"args": list(args), "kwargs": kwargs})
+            tag, text = self.dumps({"args": list(args), "kwargs": kwargs})
         except SerializationError:
-            pass
+            tag, text = self._dumps_each_input(task_name, args, kwargs)
+        if max_bytes is not None:
+            check_payload_size(task_name, text, max_bytes)
+        return tag, text
+
+    def _dumps_each_input(
+        self, task_name: str, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> tuple[str, str]:
+        """Serialize the arguments one by one, so that the error names the one that fails."""
         for index, arg in enumerate(args):
             self.dumps(arg, f"argument {index} of task {task_name!r}")
         for key, arg in kwargs.items():
@@ -169,3 +186,18 @@ class Codec:
                 "(a list) and 'kwargs' (an object)"
             )
         return value["args"], value["kwargs"]
+
+
+def check_payload_size(task_name: str, text: str, max_bytes: int) -> None:
+    """Raise :class:`PayloadTooLarge` if ``text`` is longer than ``max_bytes`` in UTF-8."""
+    if len(text) * 4 <= max_bytes:  # no character takes more than 4 bytes: no need to encode
+        return
+    size = len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+    if size > max_bytes:
+        raise PayloadTooLarge(
+            f"arguments of task {task_name!r} are {size} bytes once serialized, over the limit of "
+            f"{max_bytes} bytes (max_payload_bytes): pass a reference to the data (a key, a URL) "
+            "instead of the data itself, or raise the limit",
+            size=size,
+            limit=max_bytes,
+        )

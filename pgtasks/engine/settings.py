@@ -7,9 +7,11 @@ import os
 from dataclasses import dataclass, field
 
 from pgtasks.engine.errors import ConfigurationError
+from pgtasks.sysdb.identifiers import validate_identifier
 from pgtasks.sysdb.urls import DEFAULT_SCHEMA, parse_database_url, resolve_database_url
 
 VERSION_ENV = "PGTASKS_APPLICATION_VERSION"
+DEFAULT_MAX_PAYLOAD_BYTES = 16 * 1024 * 1024  # serialized arguments of one task
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,8 +29,12 @@ class Settings:
     poll_interval: float = 1.0
     pool_size: int = 10
     log_task_args: bool = False
+    max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES
 
     def __post_init__(self) -> None:
+        # The schema is checked whatever the dialect, so a bad name never waits for the day
+        # the application moves from SQLite to PostgreSQL.
+        validate_identifier(self.schema, "schema name")
         parse_database_url(self.database_url, self.schema)  # fails at once on a bad URL
         validate_queue_name(self.default_queue)
         if self.max_recovery_attempts < 0:
@@ -39,6 +45,9 @@ class Settings:
                 raise ConfigurationError(f"{name} must be a positive number of seconds, not {value!r}")
         if self.pool_size < 1:
             raise ConfigurationError("pool_size must be >= 1")
+        cap = self.max_payload_bytes
+        if isinstance(cap, bool) or not isinstance(cap, int) or cap < 1:
+            raise ConfigurationError(f"max_payload_bytes must be a positive number of bytes, not {cap!r}")
 
 
 _QUEUE_NAME_CHARACTERS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.:@")

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from pgtasks.scheduler.beat import Beat, BeatSettings, TickReport
 from pgtasks.scheduler.celery_schedules import NotSupported, crontab, schedule, solar
-from pgtasks.scheduler.clock import Clock, ManualClock, SystemClock
+from pgtasks.scheduler.clock import Clock, DatabaseClock, ManualClock, SystemClock
 from pgtasks.scheduler.definitions import ScheduleDefinition, define_schedule, fire_task_id, format_due
 
 __all__ = [
     "Beat",
     "BeatSettings",
     "Clock",
+    "DatabaseClock",
     "ManualClock",
     "NotSupported",
     "ScheduleDefinition",

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pgtasks.engine.core import Engine
 from pgtasks.engine.errors import ConfigurationError, DatabaseUnavailable
 from pgtasks.scheduler import admin
-from pgtasks.scheduler.clock import Clock, SystemClock
+from pgtasks.scheduler.clock import Clock, DatabaseClock
 from pgtasks.scheduler.definitions import (
     ScheduleDefinition,
     StoredSchedule,
@@ -58,44 +58,50 @@ class BeatSettings:
 
 @dataclass(slots=True)
 class TickReport:
-    """What one tick did: the task ids it inserted, and when the next due time is."""
+    """What one tick did: the task ids it inserted, the schedules whose fire another scheduler
+    made first (the compare-and-set lost), and when the next due time is."""
 
     fired: list[str] = field(default_factory=list)
+    lost: list[str] = field(default_factory=list)
     next_due: dt.datetime | None = None
     more_pending: bool = False  # a backfill larger than one batch continues at once
 
 
 class Beat:
     """One scheduler. ``tick()`` does one pass (tests drive it with a ManualClock);
-    ``run(stop)`` loops until ``stop`` is set."""
+    ``run(stop)`` loops until ``stop`` is set. The default clock is the database server's,
+    so beats on machines whose clocks disagree still agree on what is due."""
 
     def __init__(
         self, engine: Engine, clock: Clock | None = None, settings: BeatSettings | None = None
     ) -> None:
         self.engine = engine
-        self.clock = clock or SystemClock()
+        self.clock = clock or DatabaseClock(engine.sysdb)
         self.settings = settings or BeatSettings()
         self._decoded: dict[tuple[object, ...], StoredSchedule] = {}
-        self._broken: set[str] = set()  # schedules already reported as undecodable
+        self._broken: set[tuple[str, str]] = set()  # (schedule, error) already logged
 
-    def sync(self, definitions: list[ScheduleDefinition]) -> list[ScheduleRecord]:
-        """Store the configured schedules (``beat_schedule``); configured schedules that are
-        no longer configured become INACTIVE."""
-        stored = admin.store(self.engine, definitions, self.clock, deactivate_missing_from="config")
-        return stored
+    def sync(self, definitions: list[ScheduleDefinition], source: str) -> list[ScheduleRecord]:
+        """Store an app's configured schedules (``beat_schedule``, all of ``source``, which is
+        ``config:<app>``); the schedules of that source no longer configured become INACTIVE."""
+        return admin.store(self.engine, definitions, self.clock, deactivate_missing_from=source)
 
     def tick(self) -> TickReport:
-        """Fire everything due now; one transaction per schedule (per batch of due times)."""
+        """Fire everything due now; one transaction per schedule (per batch of due times).
+
+        A schedule that cannot fire (a row edited by hand into something undecodable, a task
+        that cannot be built, a statement that fails on that row) is logged and skipped: the
+        other schedules still fire. Only a lost database fails the whole tick."""
         report = TickReport()
         now = self.clock.now()
         active = ListSchedulesParams(statuses=(ScheduleStatus.ACTIVE,))
         for record in self.engine.sysdb.schedules_list(active):
-            schedule = self._decode(record)
-            if schedule is None:
-                continue
             try:
+                schedule = self._decode(record)
                 upcoming = self._fire_due(schedule, now, report)
-            except ConfigurationError as exc:  # one bad row must not stop the others
+            except DatabaseUnavailable:
+                raise
+            except Exception as exc:  # one bad row must not stop the others
                 self._report_broken(record.name, exc)
                 continue
             if upcoming is not None and (report.next_due is None or upcoming < report.next_due):
@@ -111,6 +117,7 @@ class Beat:
         result = fire_due(self.engine, schedule, due)
         if not result.fired:
             log.debug("schedule %s was fired by another scheduler", name)
+            report.lost.append(name)
             report.more_pending = True  # re-read the moved cursor at once
             return None
         inserted = set(result.inserted)
@@ -147,6 +154,7 @@ class Beat:
             if report.more_pending:
                 continue
             self.clock.sleep(self._sleep_seconds(report), stop)
+        log.info("beat stopped")
 
     def _sleep_seconds(self, report: TickReport) -> float:
         wait = self.settings.max_interval
@@ -155,20 +163,19 @@ class Beat:
         return max(MIN_SLEEP, wait)
 
     def _report_broken(self, name: str, exc: Exception) -> None:
-        if name not in self._broken:  # once per schedule and process, not once per tick
-            self._broken.add(name)
-            log.error("schedule %s cannot fire: %s", name, exc)
+        key = (name, f"{type(exc).__name__}: {exc}")
+        if key not in self._broken:  # once per schedule, error and process, not once per tick
+            if len(self._broken) > DECODED_CACHE_SIZE:
+                self._broken.clear()
+            self._broken.add(key)
+            log.error("schedule %s cannot fire: %s", name, key[1])
 
-    def _decode(self, record: ScheduleRecord) -> StoredSchedule | None:
+    def _decode(self, record: ScheduleRecord) -> StoredSchedule:
         key = (record.schedule, record.timezone, record.day_and, record.interval_seconds)
         key += (record.context, record.options)
         cached = self._decoded.get(key)
         if cached is None:
-            try:
-                cached = decode_schedule(record)
-            except ConfigurationError as exc:
-                self._report_broken(record.name, exc)
-                return None
+            cached = decode_schedule(record)
             if len(self._decoded) > DECODED_CACHE_SIZE:
                 self._decoded.clear()
             self._decoded[key] = cached
@@ -178,14 +185,27 @@ class Beat:
         )
 
 
-def start_beat_thread(
-    engine: Engine, definitions: list[ScheduleDefinition]
-) -> tuple[threading.Thread, threading.Event]:
-    """Sync ``definitions`` and run a beat on a daemon thread (``pgtasks worker -B``)."""
+@dataclass(slots=True)
+class BeatThread:
+    """A beat running on a thread of a worker (``pgtasks worker -B``)."""
+
+    thread: threading.Thread
+    stop_event: threading.Event
+
+    def stop(self, timeout: float = 10.0) -> bool:
+        """Stop the loop between two ticks and wait for it; False if it is still running."""
+        self.stop_event.set()
+        self.thread.join(timeout)
+        return not self.thread.is_alive()
+
+
+def start_beat_thread(engine: Engine, definitions: list[ScheduleDefinition], source: str) -> BeatThread:
+    """Sync ``definitions`` (an app's ``beat_schedule``, of ``source``) and run a beat on a
+    daemon thread; stop it with ``BeatThread.stop`` when the worker shuts down."""
     beat = Beat(engine)
-    beat.sync(definitions)
+    beat.sync(definitions, source)
     stop = threading.Event()
     thread = threading.Thread(target=beat.run, args=(stop,), name="pgtasks-beat", daemon=True)
     thread.start()
     log.info("beat started in this worker with %d configured schedules", len(definitions))
-    return thread, stop
+    return BeatThread(thread, stop)

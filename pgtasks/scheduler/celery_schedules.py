@@ -113,6 +113,7 @@ class schedule:
         self.relative = relative
 
     def timing(self, timezone: str = "UTC") -> IntervalTiming:
+        """The due instants (an interval ignores the zone)."""
         return IntervalTiming(self.seconds)
 
     def __repr__(self) -> str:

@@ -41,15 +41,15 @@ def timing_arguments(value: Any, timezone: str) -> dict[str, Any]:
         return {"every": value}
     if isinstance(value, str):
         return {"cron": value, "timezone": timezone}
-    if type(value).__name__ == "solar":
-        raise ConfigurationError("solar schedules are not supported by pgtasks")
     raise ConfigurationError(
         f"unsupported schedule {value!r}: use crontab(...), schedule(...), a timedelta, "
         "a number of seconds or a cron string"
     )
 
 
-def definition_from_entry(key: str, entry: Mapping[str, Any], timezone: str) -> ScheduleDefinition:
+def definition_from_entry(
+    key: str, entry: Mapping[str, Any], timezone: str, source: str
+) -> ScheduleDefinition:
     """One ``beat_schedule`` entry; ConfigurationError names the entry and the problem."""
     if not isinstance(entry, Mapping):
         raise ConfigurationError(f"beat_schedule[{key!r}] must be a dict, not {type(entry).__name__}")
@@ -72,7 +72,7 @@ def definition_from_entry(key: str, entry: Mapping[str, Any], timezone: str) -> 
             expires=options.get("expires"),
             automatic_backfill=_setting(entry, options, "automatic_backfill", False),
             backfill_window=_setting(entry, options, "backfill_window", DEFAULT_BACKFILL_WINDOW),
-            source="config",
+            source=source,
         )
     except ConfigurationError as exc:
         raise ConfigurationError(f"beat_schedule[{key!r}]: {exc}") from None
@@ -82,8 +82,10 @@ def _setting(entry: Mapping[str, Any], options: Mapping[str, Any], key: str, def
     return entry.get(key, options.get(key, default))
 
 
-def definitions_from_config(beat_schedule: Mapping[str, Any], timezone: str) -> list[ScheduleDefinition]:
-    """Every entry of a ``beat_schedule`` mapping."""
+def definitions_from_config(
+    beat_schedule: Mapping[str, Any], timezone: str, source: str
+) -> list[ScheduleDefinition]:
+    """Every entry of a ``beat_schedule`` mapping, owned by ``source`` (``config:<app>``)."""
     if not isinstance(beat_schedule, Mapping):
         raise ConfigurationError(f"beat_schedule must be a dict, not {type(beat_schedule).__name__}")
-    return [definition_from_entry(str(key), entry, timezone) for key, entry in beat_schedule.items()]
+    return [definition_from_entry(str(key), entry, timezone, source) for key, entry in beat_schedule.items()]

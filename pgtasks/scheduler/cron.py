@@ -52,17 +52,20 @@ class CronExpression:
     text: str
     has_seconds: bool
     day_and: bool = False  # both day fields must match (Celery's crontab), not either (cron's)
+    every_hour: bool = False  # the hour field matches all 24 hours (``*``, ``0-23``, ``*/1``, ...)
 
     @property
     def fields(self) -> dict[str, str]:
+        """The fields by name (``second`` only in the six-field form)."""
         names = SIX_FIELDS if self.has_seconds else FIVE_FIELDS
         return dict(zip(names, self.text.split(), strict=True))
 
     @property
     def hour_is_wildcard(self) -> bool:
-        """True for ``*`` in the hour field: the schedule follows elapsed time through a
-        repeated (fall-back) hour instead of firing each local time once."""
-        return self.fields["hour"] == "*"
+        """True when the hour field matches every hour (``*``, ``0-23``, ``*/1``, a list of all
+        24): the schedule follows elapsed time through a repeated (fall-back) hour instead of
+        firing each local time once."""
+        return self.every_hour
 
     def iterator(self, start_local_naive: datetime.datetime) -> croniter:
         """A croniter over local wall-clock times strictly after ``start_local_naive``."""
@@ -94,7 +97,11 @@ def parse_cron(text: str, day_and: bool = False) -> CronExpression:
         _check_field(text, names, name, value)
     if not croniter.is_valid(normalized, second_at_beginning=len(parts) == 6):
         raise ConfigurationError(f"cron expression {text!r} is not valid")
-    return CronExpression(normalized, has_seconds=len(parts) == 6, day_and=day_and)
+    expanded, _ = croniter.expand(normalized, second_at_beginning=len(parts) == 6)
+    # croniter's expansion writes a field that covers its whole range as "*"; the hour is the
+    # second entry in both layouts (a leading seconds field is moved to the end).
+    every_hour = expanded[1] == ["*"]
+    return CronExpression(normalized, has_seconds=len(parts) == 6, day_and=day_and, every_hour=every_hour)
 
 
 def _check_field(text: str, names: tuple[str, ...], name: str, value: str) -> None:

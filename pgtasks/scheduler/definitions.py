@@ -16,14 +16,14 @@ from typing import Any
 from pgtasks.engine.errors import ConfigurationError
 from pgtasks.engine.settings import validate_queue_name
 from pgtasks.scheduler.timing import CronTiming, IntervalTiming, Timing, check_interval
+from pgtasks.scheduler.zones import UTC
 from pgtasks.sysdb.schedule_records import ScheduleRecord, ScheduleWrite
 
 DUE_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
-UTC = dt.timezone.utc
 MAX_NAME_LENGTH = 200
 DEFAULT_BACKFILL_WINDOW = 86_400
 MAX_BACKFILL_WINDOW = 366 * 86_400
-SOURCES = ("api", "config")
+API_SOURCE = "api"
 
 
 def format_due(instant: dt.datetime) -> str:
@@ -43,7 +43,15 @@ def fire_task_id(schedule_name: str, due: dt.datetime) -> str:
     return f"sched-{schedule_name}-{format_due(due)}"
 
 
+def config_source(app_name: str | None) -> str:
+    """The source of the schedules synced from an app's ``beat_schedule``: ``config:<app>``.
+    Each app owns its own entries, so two apps sharing a database never deactivate or
+    overwrite each other's."""
+    return f"config:{app_name or '__main__'}"
+
+
 def check_schedule_name(name: object) -> str:
+    """``name`` if it can name a schedule (and the ids of its fires); else ConfigurationError."""
     if not isinstance(name, str) or not name.strip():
         raise ConfigurationError(f"schedule name must be a non-empty string, not {name!r}")
     if len(name) > MAX_NAME_LENGTH:
@@ -52,6 +60,10 @@ def check_schedule_name(name: object) -> str:
         )
     if any(ord(c) < 32 or ord(c) == 127 for c in name):
         raise ConfigurationError(f"schedule name {name!r} contains control characters")
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ConfigurationError(f"schedule name {name!r} is not valid Unicode (a lone surrogate)") from None
     return name  # "sched-" + 200 characters + "-" + 20 stays within MAX_TASK_ID_LENGTH
 
 
@@ -69,7 +81,7 @@ class ScheduleDefinition:
     expires: float | None = None  # seconds after the fire; then the task is cancelled unrun
     automatic_backfill: bool = False
     backfill_window: int = DEFAULT_BACKFILL_WINDOW  # seconds: how far back a backfill reaches
-    source: str = "api"
+    source: str = API_SOURCE
 
     def to_write(self) -> ScheduleWrite:
         """The row to store."""
@@ -110,7 +122,7 @@ def define_schedule(
     expires: float | dt.timedelta | None = None,
     automatic_backfill: bool = False,
     backfill_window: float | dt.timedelta = DEFAULT_BACKFILL_WINDOW,
-    source: str = "api",
+    source: str = API_SOURCE,
 ) -> ScheduleDefinition:
     """Check every part of a schedule; raise ConfigurationError naming the bad one."""
     check_schedule_name(name)
@@ -143,8 +155,8 @@ def define_schedule(
         raise ConfigurationError(f"schedule {name!r}: priority must be a 32-bit integer, not {priority!r}")
     if not isinstance(automatic_backfill, bool):
         raise ConfigurationError(f"schedule {name!r}: automatic_backfill must be True or False")
-    if source not in SOURCES:
-        raise ConfigurationError(f"schedule {name!r}: source must be one of {SOURCES}")
+    if source != API_SOURCE and not (isinstance(source, str) and source.startswith("config:")):
+        raise ConfigurationError(f"schedule {name!r}: source must be 'api' or 'config:<app>', not {source!r}")
     return ScheduleDefinition(
         name=name,
         task_name=task_name,
@@ -197,11 +209,17 @@ def decode_schedule(record: ScheduleRecord) -> StoredSchedule:
         options = json.loads(record.options or "{}")
     except ValueError as exc:
         raise ConfigurationError(f"schedule {record.name!r}: stored arguments are not JSON: {exc}") from None
-    return StoredSchedule(
-        record=record,
-        timing=timing,
-        args=tuple(context.get("args", ())),
-        kwargs=dict(context.get("kwargs", {})),
-        priority=int(options.get("priority", 0)),
-        expires=options.get("expires"),
-    )
+    if not isinstance(context, dict) or not isinstance(options, dict):
+        raise ConfigurationError(f"schedule {record.name!r}: stored context and options must be JSON objects")
+    args, kwargs = context.get("args", []), context.get("kwargs", {})
+    priority, expires = options.get("priority", 0), options.get("expires")
+    if not isinstance(args, list) or not isinstance(kwargs, dict):
+        raise ConfigurationError(
+            f"schedule {record.name!r}: stored args must be a JSON array and kwargs an object, "
+            f"not {type(args).__name__} and {type(kwargs).__name__}"
+        )
+    if isinstance(priority, bool) or not isinstance(priority, int):
+        raise ConfigurationError(f"schedule {record.name!r}: stored priority {priority!r} is not an integer")
+    if expires is not None and (isinstance(expires, bool) or not isinstance(expires, (int, float))):
+        raise ConfigurationError(f"schedule {record.name!r}: stored expires {expires!r} is not a number")
+    return StoredSchedule(record, timing, tuple(args), kwargs, priority, expires)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import datetime as dt
 
+from pgtasks.engine.errors import ConfigurationError
 from pgtasks.scheduler.definitions import StoredSchedule, parse_due
 from pgtasks.scheduler.timing import due_between, floor_second, latest_due, next_due
 
@@ -30,7 +31,13 @@ def cursor_of(schedule: StoredSchedule, now: dt.datetime, grace: float) -> dt.da
     cursor = schedule.record.cursor
     if cursor is None:
         return floor_second(now - dt.timedelta(seconds=grace))
-    return parse_due(cursor)
+    try:
+        return parse_due(cursor)
+    except ValueError:
+        raise ConfigurationError(
+            f"schedule {schedule.record.name!r}: stored last_fired_at/active_since {cursor!r} is not "
+            "a due time such as 2026-11-22T10:15:00Z"
+        ) from None
 
 
 def plan_fires(

@@ -173,6 +173,7 @@ def latest_due(timing: Timing, after: dt.datetime, until: dt.datetime) -> dt.dat
 
 
 def latest_in_full(timing: Timing, after: dt.datetime, until: dt.datetime) -> dt.datetime | None:
+    """The latest due instant in ``(after, until]`` by enumerating all of them."""
     latest = None
     for instant in timing.instants_after(after):
         if instant > until:

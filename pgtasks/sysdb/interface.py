@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from pgtasks.sysdb.records import (
+    CanvasEnqueue,
     ClaimParams,
     CompleteParams,
     EnqueueResult,
@@ -35,6 +36,7 @@ from pgtasks.sysdb.schedule_records import (
     ListSchedulesParams,
     ScheduleFire,
     ScheduleRecord,
+    SchedulesStored,
     ScheduleStatusChange,
     SchedulesUpsert,
 )
@@ -100,7 +102,36 @@ class SystemDatabase(ABC):
 
     @abstractmethod
     def tasks_complete(self, params: CompleteParams) -> list[str]:
-        """Write many outcomes in one statement, fenced on the executor; return ids written."""
+        """Write many outcomes in one statement, fenced on the executor; return ids written.
+        Outcomes with ``has_links`` also resolve their links (``params.links``) in the same
+        transaction (see links.py)."""
+
+    @abstractmethod
+    def tasks_enqueue_canvas(self, params: CanvasEnqueue) -> list[EnqueueResult]:
+        """Insert a canvas (tasks, WAITING ones, links, meta) in one transaction. Tasks whose
+        id exists already are kept as they are (their marks are not applied)."""
+
+    @abstractmethod
+    def group_members(self, group_id: str) -> list[str]:
+        """The task ids of a saved group, in order ([] if none)."""
+
+    @abstractmethod
+    def task_children(self, task_id: str) -> list[str]:
+        """The tasks ``task_id`` sent, and those waiting for its result."""
+
+    @abstractmethod
+    def task_event_set(self, task_id: str, key: str, value: str, serialization: str) -> bool:
+        """Publish ``value`` under ``key`` for a task (replacing the last one); False if no
+        task has that id."""
+
+    @abstractmethod
+    def tasks_to_terminate(self, task_ids: list[str]) -> list[str]:
+        """Those of ``task_ids`` that were cancelled with a ``terminate`` event (Celery's
+        ``revoke(terminate=True)``): their worker should stop them at once."""
+
+    @abstractmethod
+    def task_event_get(self, task_id: str, key: str) -> tuple[str, str] | None:
+        """The last (serialization, value) published under ``key``, or None."""
 
     @abstractmethod
     def tasks_expire(self) -> int:
@@ -198,8 +229,8 @@ class SystemDatabase(ABC):
 
     # -- schedules (records in schedule_records.py) ------------------------------------
     @abstractmethod
-    def schedules_upsert(self, params: SchedulesUpsert) -> list[ScheduleRecord]:
-        """Create or change schedules in one transaction (see SchedulesUpsert); return them."""
+    def schedules_upsert(self, params: SchedulesUpsert) -> SchedulesStored:
+        """Create or change schedules in one transaction (see SchedulesUpsert)."""
 
     @abstractmethod
     def schedules_list(self, params: ListSchedulesParams) -> list[ScheduleRecord]:

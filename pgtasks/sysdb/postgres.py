@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import uuid
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any, TypeVar
 
 import psycopg
@@ -15,6 +15,7 @@ from pgtasks.sysdb.dedup import enqueue_columns, enqueue_results, single_task_pa
 from pgtasks.sysdb.errors import DatabaseUnavailable
 from pgtasks.sysdb.identifiers import quote_identifier, validate_identifier
 from pgtasks.sysdb.interface import EnqueueListener, SystemDatabase
+from pgtasks.sysdb.links import LinkStore
 from pgtasks.sysdb.overlapped import enqueue_overlapped
 from pgtasks.sysdb.pg_sessions import PostgresListener, PostgresSessions
 from pgtasks.sysdb.queues import SETTABLE, check_queue_settings, settings_params, upsert_sql
@@ -46,7 +47,7 @@ from pgtasks.sysdb.rows import (
     task_from_row,
     written_step,
 )
-from pgtasks.sysdb.schedules_postgres import PostgresSchedules
+from pgtasks.sysdb.schedules import ScheduleStore
 from pgtasks.sysdb.sqlfiles import load_migrations, load_statements
 from pgtasks.sysdb.urls import DatabaseTarget
 
@@ -100,7 +101,7 @@ def _callers_transaction(conn: psycopg.Connection[Any]) -> Iterator[psycopg.Conn
         yield conn
 
 
-class PostgresSystemDatabase(PostgresSchedules, PostgresSessions, SystemDatabase):
+class PostgresSystemDatabase(LinkStore, ScheduleStore, PostgresSessions, SystemDatabase):
     """System database in a PostgreSQL schema."""
 
     def __init__(self, target: DatabaseTarget, pool_size: int = 10) -> None:
@@ -176,6 +177,15 @@ class PostgresSystemDatabase(PostgresSchedules, PostgresSessions, SystemDatabase
         if conn is not None:
             return enqueue_overlapped(chunks, lambda: _callers_transaction(conn), self._enqueue_on)
         return enqueue_overlapped(chunks, self._tx, self._enqueue_on)
+
+    def _write_tx(self) -> AbstractContextManager[psycopg.Connection[Any]]:
+        return self._tx()
+
+    def _read_rows(self, name: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+        return self._all(name, params)
+
+    def _text_list(self, values: list[str]) -> list[str]:
+        return values
 
     def _enqueue_on(self, conn: psycopg.Connection[Any], tasks: list[NewTask]) -> list[EnqueueResult]:
         columns = enqueue_columns(tasks) if len(tasks) > 1 else {}
@@ -285,23 +295,30 @@ class PostgresSystemDatabase(PostgresSchedules, PostgresSessions, SystemDatabase
         # RETURNING has no order; hand tasks out in the order they were picked.
         return sorted((task_from_row(r) for r in rows), key=lambda t: (t.priority, t.enqueue_seq))
 
-    def tasks_complete(self, params: CompleteParams) -> list[str]:
+    def _complete_plain(self, params: CompleteParams) -> list[str]:
         if not params.outcomes:
             return []
-        rows = self._all(
-            "tasks_complete",
-            {
-                "executor_id": params.executor_id,
-                "ids": [o.task_id for o in params.outcomes],
-                "statuses": [str(o.status) for o in params.outcomes],
-                "outputs": [o.output for o in params.outcomes],
-                "errors": [o.error for o in params.outcomes],
-                "tokens": [o.claim_token for o in params.outcomes],
-                "retry_in": [o.retry_in_ms for o in params.outcomes],
-                "channel": self.channel,
-            },
-        )
+        return [r["workflow_uuid"] for r in self._all("tasks_complete", self._complete_args(params))]
+
+    def _complete_on(self, conn: psycopg.Connection[Any], params: CompleteParams) -> list[str]:
+        rows = conn.execute(self.sql["tasks_complete"], self._complete_args(params)).fetchall()
         return [r["workflow_uuid"] for r in rows]
+
+    def _complete_args(self, params: CompleteParams) -> dict[str, Any]:
+        return {
+            "executor_id": params.executor_id,
+            "ids": [o.task_id for o in params.outcomes],
+            "statuses": [str(o.status) for o in params.outcomes],
+            "outputs": [o.output for o in params.outcomes],
+            "errors": [o.error for o in params.outcomes],
+            "tokens": [o.claim_token for o in params.outcomes],
+            "retry_in": [o.retry_in_ms for o in params.outcomes],
+            "inputs": [o.inputs for o in params.outcomes],
+            "channel": self.channel,
+        }
+
+    def _announce_on(self, conn: psycopg.Connection[Any], queue: str) -> None:
+        conn.execute(self.sql["task_announce"], {"channel": self.channel, "queue": queue})
 
     def tasks_promote_delayed(self) -> int:
         return self._count("tasks_promote_delayed")

@@ -7,8 +7,10 @@ parameter objects below and returns records; callers never see SQL or rows.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import Protocol
 
 
 class Status(str, Enum):
@@ -17,6 +19,7 @@ class Status(str, Enum):
     ENQUEUED = "ENQUEUED"
     DELAYED = "DELAYED"
     PENDING = "PENDING"
+    WAITING = "WAITING"  # a canvas task waiting for its predecessors (never claimed)
     SUCCESS = "SUCCESS"
     ERROR = "ERROR"
     CANCELLED = "CANCELLED"
@@ -103,6 +106,8 @@ class TaskRecord:
     claim_token: str | None = None  # set by each claim; fences every write of that run
     has_steps: bool | None = None  # from a claim: whether any checkpoint exists (None: unknown)
     retries: int = 0  # how many times the task asked to run again (Celery's request.retries)
+    has_links: bool = False  # other tasks wait for this one's outcome (task_links)
+    meta: str | None = None  # JSON: Celery request extras (headers, root_id, group)
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,6 +193,8 @@ class Outcome:
     # A retry: run the task again from scratch after this many ms (0: at once), counting it in
     # ``retries``; ``error`` says why. Its checkpoints are dropped and its attempts reset.
     retry_in_ms: int | None = None
+    has_links: bool = False  # the task's row has links: resolve them in the same transaction
+    inputs: str | None = None  # a retry's new arguments (serialized like the row's), or None
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,6 +203,7 @@ class CompleteParams:
 
     executor_id: str
     outcomes: tuple[Outcome, ...]
+    links: LinkResolver | None = None  # resolves the links of outcomes with ``has_links``
 
 
 class StepWrite(str, Enum):
@@ -309,3 +317,65 @@ class RecoveryReport:
 
     requeued: list[str] = field(default_factory=list)
     dead_lettered: list[str] = field(default_factory=list)
+
+
+class LinkKind(str, Enum):
+    """What a link from a parent to a child means (see ``task_links``)."""
+
+    CHAIN = "chain"  # the child runs after the parent succeeded, with its result first
+    CHORD = "chord"  # the child runs after every chord parent succeeded, with their results
+    ERRBACK = "errback"  # the child runs after the parent failed, with the parent's id first
+    GROUP = "group"  # membership of a saved group (the parent is the group id, not a task)
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True, slots=True)
+class TaskLink:
+    """One row of ``task_links``. ``position`` orders a chord's results and a group's members;
+    ``prepend`` False is an immutable signature: the child's arguments are kept as they are."""
+
+    parent_id: str
+    child_id: str
+    kind: LinkKind
+    position: int = 0
+    prepend: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class CanvasEnqueue:
+    """Insert a canvas in one transaction: ``tasks`` (those in ``waiting`` wait, WAITING, for
+    their links), the ``links`` between them, and each task's ``meta`` (JSON)."""
+
+    tasks: tuple[NewTask, ...]
+    waiting: frozenset[str] = frozenset()
+    links: tuple[TaskLink, ...] = ()
+    meta: Mapping[str, str] = field(default_factory=dict)
+
+
+class LinkResolver(Protocol):
+    """What the system database needs from the engine to resolve links: new arguments for a
+    child, and the error of a child that will not run. Values stay serialized: (tag, text)."""
+
+    def with_result(self, child: tuple[str, str], result: tuple[str, str | None]) -> tuple[str, str]:
+        """The child's inputs with the parent's result as first argument."""
+        ...
+
+    def with_results(
+        self, child: tuple[str, str], results: list[tuple[str, str | None]]
+    ) -> tuple[str, str]:
+        """The child's inputs with the list of the chord parents' results as first argument."""
+        ...
+
+    def with_task_id(self, child: tuple[str, str], task_id: str) -> tuple[str, str]:
+        """The child's inputs with the failed parent's id as first argument (an errback)."""
+        ...
+
+    def dependency_error(self, parent_id: str, parent_error: str | None, kind: LinkKind) -> str:
+        """The error stored on a child that will never run because ``parent_id`` failed."""
+        ...
+
+    def failure(self, exc: BaseException) -> str:
+        """The error stored on a child whose arguments could not be built (``exc``)."""
+        ...

@@ -45,6 +45,8 @@ def task_from_row(row: Mapping[str, Any]) -> TaskRecord:
         claim_token=row.get("claim_token"),
         has_steps=row.get("has_steps"),
         retries=row.get("retries") or 0,
+        has_links=bool(row.get("has_links")),
+        meta=row.get("meta"),
     )
 
 

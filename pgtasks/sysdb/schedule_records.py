@@ -43,7 +43,7 @@ class ScheduleWrite:
     queue_name: str | None = None
     automatic_backfill: bool = False
     backfill_window_seconds: int = 86_400
-    source: str = "api"  # "api" (app.schedule, the CLI) or "config" (beat_schedule)
+    source: str = "api"  # "api" (app.schedule) or "config:<app>" (an app's beat_schedule)
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,14 +83,26 @@ class SchedulesUpsert:
 
     A new schedule, one whose timing (expression, interval, zone, day rule) changed, and an
     INACTIVE one that comes back start firing after ``active_since`` (no backfill of the time
-    before). A PAUSED schedule stays paused. With ``deactivate_missing_from`` (a source, such
-    as "config"), the ACTIVE or PAUSED schedules of that source not in ``schedules`` become
+    before). A PAUSED schedule stays paused. A schedule belongs to its source: a write whose
+    name is held by an ACTIVE or PAUSED schedule of another source changes nothing and is
+    reported as refused. With ``deactivate_missing_from`` (a source, such as
+    "config:proj"), the ACTIVE or PAUSED schedules of that source not in ``schedules`` become
     INACTIVE.
     """
 
     schedules: tuple[ScheduleWrite, ...]
     active_since: str
     deactivate_missing_from: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SchedulesStored:
+    """What an upsert did: the rows ``stored``, the names ``refused`` (held by another source)
+    and the names ``deactivated`` (their source no longer defines them), both sorted."""
+
+    stored: list[ScheduleRecord]
+    refused: list[str]
+    deactivated: list[str]
 
 
 @dataclass(frozen=True, slots=True)

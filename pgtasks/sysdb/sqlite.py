@@ -14,13 +14,14 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
 from pgtasks.sysdb.dedup import enqueue_results, single_task_params
 from pgtasks.sysdb.errors import ConfigurationError, DatabaseUnavailable
 from pgtasks.sysdb.interface import SystemDatabase
+from pgtasks.sysdb.links import LinkStore
 from pgtasks.sysdb.queues import SETTABLE, check_queue_settings, settings_params, upsert_sql
 from pgtasks.sysdb.records import (
     ClaimParams,
@@ -51,7 +52,7 @@ from pgtasks.sysdb.rows import (
     task_from_row,
     written_step,
 )
-from pgtasks.sysdb.schedules_sqlite import SqliteSchedules
+from pgtasks.sysdb.schedules import ScheduleStore
 from pgtasks.sysdb.sqlfiles import load_migrations, load_statements
 from pgtasks.sysdb.urls import DatabaseTarget
 
@@ -64,7 +65,7 @@ def _dict_row(cursor: sqlite3.Cursor, row: tuple[Any, ...]) -> dict[str, Any]:
     return {col[0]: value for col, value in zip(cursor.description, row, strict=True)}
 
 
-class SqliteSystemDatabase(SqliteSchedules, SystemDatabase):
+class SqliteSystemDatabase(LinkStore, ScheduleStore, SystemDatabase):
     """System database in one SQLite file."""
 
     def __init__(self, target: DatabaseTarget) -> None:
@@ -163,18 +164,30 @@ class SqliteSystemDatabase(SqliteSchedules, SystemDatabase):
             )
         if not tasks:
             return []
+        with self._write() as db:
+            return self._enqueue_on(db, tasks)
+
+    def _enqueue_on(self, db: sqlite3.Connection, tasks: list[NewTask]) -> list[EnqueueResult]:
         inserted: set[str] = set()
         existing: list[dict[str, Any]] = []
-        with self._write() as db:
-            for task in tasks:
-                params = single_task_params(task)
-                if db.execute(self.sql["task_insert"], params).fetchone():
-                    inserted.add(task.task_id)
-                    continue
-                existing += db.execute(self.sql["task_find_by_id"], params).fetchall()
-                if task.deduplication_id is not None:
-                    existing += db.execute(self.sql["task_find_by_dedup"], params).fetchall()
+        for task in tasks:
+            params = single_task_params(task)
+            if db.execute(self.sql["task_insert"], params).fetchone():
+                inserted.add(task.task_id)
+                continue
+            existing += db.execute(self.sql["task_find_by_id"], params).fetchall()
+            if task.deduplication_id is not None:
+                existing += db.execute(self.sql["task_find_by_dedup"], params).fetchall()
         return enqueue_results(tasks, inserted, existing)
+
+    def _write_tx(self) -> AbstractContextManager[sqlite3.Connection]:
+        return self._write()
+
+    def _read_rows(self, name: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+        return self._read(name, params)
+
+    def _text_list(self, values: list[str]) -> str:
+        return json.dumps(values)
 
     def task_get(self, task_id: str) -> TaskRecord | None:
         rows = self._read("task_get", {"task_id": task_id})
@@ -243,23 +256,27 @@ class SqliteSystemDatabase(SqliteSchedules, SystemDatabase):
         # RETURNING has no order; hand tasks out in the order they were picked.
         return sorted((task_from_row(r) for r in rows), key=lambda t: (t.priority, t.enqueue_seq))
 
-    def tasks_complete(self, params: CompleteParams) -> list[str]:
-        written = []
+    def _complete_plain(self, params: CompleteParams) -> list[str]:
         with self._write() as db:
-            for o in params.outcomes:
-                args = {
-                    "id": o.task_id,
-                    "status": str(o.status),
-                    "output": o.output,
-                    "error": o.error,
-                    "executor_id": params.executor_id,
-                    "token": o.claim_token,
-                    "retry_in": o.retry_in_ms,
-                }
-                if db.execute(self.sql["task_complete"], args).fetchone():
-                    written.append(o.task_id)
-                    if o.retry_in_ms is not None:
-                        db.execute(self.sql["steps_clear"], args)
+            return self._complete_on(db, params)
+
+    def _complete_on(self, db: sqlite3.Connection, params: CompleteParams) -> list[str]:
+        written = []
+        for o in params.outcomes:
+            args = {
+                "id": o.task_id,
+                "status": str(o.status),
+                "output": o.output,
+                "error": o.error,
+                "executor_id": params.executor_id,
+                "token": o.claim_token,
+                "retry_in": o.retry_in_ms,
+                "inputs": o.inputs,
+            }
+            if db.execute(self.sql["task_complete"], args).fetchone():
+                written.append(o.task_id)
+                if o.retry_in_ms is not None:
+                    db.execute(self.sql["steps_clear"], args)
         return written
 
     def _claim_budget(self, db: sqlite3.Connection, claim: QueueClaim) -> int:

@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 from pgtasks.engine.crashpoints import crashpoint
 from pgtasks.sysdb import SystemDatabase
-from pgtasks.sysdb.records import CompleteParams, Outcome
+from pgtasks.sysdb.records import CompleteParams, LinkResolver, Outcome
 
 log = logging.getLogger("pgtasks.worker")
 
@@ -34,8 +34,10 @@ class BatchCompleter:
         sysdb: SystemDatabase,
         executor_id: str,
         on_done: Callable[[list[str]], None] | None = None,
+        links: LinkResolver | None = None,
     ) -> None:
         self._sysdb = sysdb
+        self._links = links
         self._executor_id = executor_id
         self._on_done = on_done
         self._pending: list[Outcome] = []
@@ -77,9 +79,10 @@ class BatchCompleter:
         for outcome in batch:
             crashpoint("before_outcome", task_id=outcome.task_id)
         delay = FIRST_RETRY_DELAY
+        params = CompleteParams(self._executor_id, tuple(batch), self._links)
         while True:
             try:
-                written = self._sysdb.tasks_complete(CompleteParams(self._executor_id, tuple(batch)))
+                written = self._sysdb.tasks_complete(params)
                 break
             except Exception as exc:
                 if self._give_up.is_set():

@@ -38,6 +38,7 @@ from pgtasks.engine.errors import (
 from pgtasks.engine.execution import execute_task
 from pgtasks.engine.failures import encode_exception
 from pgtasks.sysdb.records import Outcome, Status, StepRecord, TaskRecord
+from pgtasks.worker.limits import time_limits
 
 log = logging.getLogger("pgtasks.worker")
 
@@ -72,6 +73,10 @@ class Pool(Protocol):
 
     def submit(self, record: TaskRecord, steps: list[StepRecord] | None = None) -> None: ...
 
+    def terminate(self, task_id: str) -> bool:
+        """Stop a running task at once (revoke with terminate=True); False if this pool cannot."""
+        ...
+
     def shutdown(self, wait: bool) -> None: ...
 
 
@@ -95,6 +100,9 @@ class ThreadPool:
 
     def start(self) -> None:
         pass
+
+    def terminate(self, task_id: str) -> bool:
+        return False  # a thread cannot be stopped safely: the task stops at its next step
 
     def submit(self, record: TaskRecord, steps: list[StepRecord] | None = None) -> None:
         self._threads.submit(
@@ -136,6 +144,7 @@ class _Child:
     task: TaskRecord | None = None
     started: float = 0.0
     retiring: bool = False  # sent its last outcome (max_tasks_per_child) and is exiting
+    limit: float | None = None  # the hard time limit of its task, in seconds
 
 
 class PreforkPool:
@@ -147,6 +156,7 @@ class PreforkPool:
         self._children: list[_Child] = []
         self._lock = threading.Lock()
         self._stopping = False
+        self._terminating: set[str] = set()  # task ids to kill (revoked with terminate=True)
         self._wake_read, self._wake_write = self._ctx.Pipe(duplex=False)
         self._monitor = threading.Thread(target=self._watch, name="pgtasks-prefork", daemon=True)
 
@@ -173,9 +183,12 @@ class PreforkPool:
             child = next((c for c in self._children if c.task is None and not c.retiring), None)
             if child is None:  # the worker claims only for free slots
                 raise RuntimeError("no idle child process")
-            child.task, child.started = record, time.monotonic()
-            child.conn.send((record, steps))
-        if self._options.time_limit is not None:
+            hard, soft = time_limits(
+                self._engine, record, self._options.time_limit, self._options.soft_time_limit
+            )
+            child.task, child.started, child.limit = record, time.monotonic(), hard
+            child.conn.send((record, steps, soft))
+        if hard is not None:
             self._wake_write.send(None)  # the monitor watches this child's time from now on
 
     def _watch(self) -> None:
@@ -184,11 +197,11 @@ class PreforkPool:
                 if self._stopping and all(c.task is None for c in self._children):
                     return
                 conns = [c.conn for c in self._children]
-                limit = self._options.time_limit
-                busy = [c for c in self._children if c.task is not None]
+                limited = [c for c in self._children if c.task is not None and c.limit is not None]
             timeout = 0.5
-            if limit is not None and busy:
-                timeout = max(0.0, min(c.started + limit for c in busy) - time.monotonic())
+            if limited:
+                deadline = min(c.started + (c.limit or 0.0) for c in limited)
+                timeout = min(timeout, max(0.0, deadline - time.monotonic()))
             ready = wait([*conns, self._wake_read], timeout)
             if self._wake_read in ready:
                 while self._wake_read.poll():
@@ -196,10 +209,12 @@ class PreforkPool:
             for child in list(self._children):
                 if child.conn in ready:
                     self._receive(child)
-            if limit is not None:
-                for child in list(self._children):
-                    if child.task is not None and time.monotonic() - child.started >= limit:
-                        self._kill_for_time_limit(child, limit)
+            if self._terminating:
+                self._terminate_requested()
+            for child in list(self._children):
+                limit = child.limit
+                if child.task is not None and limit is not None and time.monotonic() - child.started >= limit:
+                    self._kill_for_time_limit(child, limit)
 
     def _receive(self, child: _Child) -> None:
         try:
@@ -231,6 +246,29 @@ class PreforkPool:
             self._finish(
                 task, Outcome(task.task_id, Status.ENQUEUED, error=lost, claim_token=task.claim_token)
             )
+
+    def terminate(self, task_id: str) -> bool:
+        # The monitor thread kills the child: it is the only one that replaces children, so
+        # a kill cannot race with it noticing the same child's death.
+        with self._lock:
+            if not any(c.task is not None and c.task.task_id == task_id for c in self._children):
+                return False
+            self._terminating.add(task_id)
+        self._wake_write.send(None)
+        return True
+
+    def _terminate_requested(self) -> None:
+        with self._lock:
+            wanted, self._terminating = self._terminating, set()
+            doomed = [c for c in self._children if c.task is not None and c.task.task_id in wanted]
+        for child in doomed:
+            task = child.task
+            child.process.kill()
+            child.process.join(timeout=5)
+            self._replace(child)
+            if task is not None:
+                log.warning("Task %s[%s] terminated (revoked with terminate=True)", task.name, task.task_id)
+                self._finish(task, None)  # the row is CANCELLED already: nothing to write
 
     def _kill_for_time_limit(self, child: _Child, limit: float) -> None:
         task = child.task
@@ -280,8 +318,7 @@ def _child_main(conn: Connection, engine: Engine, executor_id: str, options: Poo
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     signal.signal(signal.SIGQUIT, signal.SIG_DFL)
     engine.forget_connections()  # the parent's sockets must not be used (or closed) here
-    if options.soft_time_limit is not None:
-        signal.signal(signal.SIGALRM, _soft_limit_reached)
+    signal.signal(signal.SIGALRM, _soft_limit_reached)
     done = 0
     while True:
         try:
@@ -290,9 +327,9 @@ def _child_main(conn: Connection, engine: Engine, executor_id: str, options: Poo
             os._exit(0)
         if message is None:
             os._exit(0)
-        record, steps = message
-        if options.soft_time_limit is not None:
-            signal.setitimer(signal.ITIMER_REAL, options.soft_time_limit)
+        record, steps, soft_limit = message
+        if soft_limit is not None:
+            signal.setitimer(signal.ITIMER_REAL, soft_limit)
         try:
             outcome = run_guarded(engine, record, executor_id, steps)
         finally:

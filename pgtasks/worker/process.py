@@ -49,8 +49,12 @@ def run_worker(
     app_name: str,
     loglevel: str = "INFO",
     after_start: Callable[[], object] | None = None,
+    before_stop: Callable[[], object] | None = None,
 ) -> int:
     """Run a worker in this process until a signal stops it; return the exit code.
+
+    ``after_start`` runs once the worker serves (and its prefork children exist);
+    ``before_stop`` runs first thing in a warm shutdown, before the worker drains.
 
     Signal handlers do nothing but wake the main thread through ``signal.set_wakeup_fd``: a
     handler that touched a lock could deadlock with the code it interrupted. The main thread
@@ -75,6 +79,8 @@ def run_worker(
     finished = threading.Event()
 
     def warm_shutdown() -> None:
+        if before_stop is not None:  # e.g. the -B scheduler: no fire after the stop signal
+            before_stop()
         if worker.shutdown():
             finished.set()
 

@@ -6,6 +6,7 @@ banner) live in :mod:`pgtasks.worker.process`.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import socket
@@ -13,10 +14,12 @@ import threading
 import time
 from dataclasses import dataclass
 
+from pgtasks.engine.canvas import CanvasLinks
 from pgtasks.engine.core import Engine
 from pgtasks.engine.crashpoints import crashpoint
 from pgtasks.engine.errors import ConfigurationError, DatabaseUnavailable
 from pgtasks.engine.failures import error_summary
+from pgtasks.engine.redaction import masked_inputs, scrub, secret_args_of
 from pgtasks.engine.settings import validate_queue_name
 from pgtasks.sysdb.records import (
     ClaimParams,
@@ -90,6 +93,7 @@ class Worker:
         self._running = 0
         self._running_lock = threading.Lock()
         self._started: dict[str, float] = {}
+        self._hidden: dict[str, tuple[str, ...]] = {}  # secret argument values, by task id
         # Tasks this worker holds: dispatched, and not yet written by the completer.
         self._owned: set[str] = set()
         self._wake = threading.Event()
@@ -126,7 +130,8 @@ class Worker:
             log.warning("resuming %d tasks this executor was running when it stopped", len(report.requeued))
         if report.dead_lettered:
             log.error("dead-lettered %d tasks that exceeded max_recovery_attempts", len(report.dead_lettered))
-        self._completer = BatchCompleter(sysdb, self.executor_id, on_done=self._disown)
+        links = CanvasLinks(self.engine.codec, self.engine.chord_error)
+        self._completer = BatchCompleter(sysdb, self.executor_id, on_done=self._disown, links=links)
         self._completer.start()
         self._lease = LeaseKeeper(sysdb, self.info, self.engine.settings.lease_seconds, self._lease_round)
         self._lease.start()
@@ -135,8 +140,9 @@ class Worker:
         self.listening = self._wakeups.start()
 
     def _lease_round(self) -> None:
-        """Runs with every heartbeat: re-read queue settings, and give back any PENDING task of
-        this executor that it is not running (a claim whose COMMIT reply was lost)."""
+        """Runs with every heartbeat: re-read queue settings, give back any PENDING task of this
+        executor that it is not running (a claim whose COMMIT reply was lost), and stop the
+        running tasks revoked with terminate=True (prefork)."""
         assert self.queues is not None
         self.queues.refresh()
         with self._running_lock:
@@ -145,6 +151,9 @@ class Worker:
         stray = self.engine.sysdb.tasks_release_stray(ReleaseStrayParams(self.executor_id, keep, grace))
         if stray:
             log.warning("gave back %d tasks this worker had claimed without knowing it", len(stray))
+        if keep and self.options.pool == "prefork":  # only processes can be stopped at once
+            for task_id in self.engine.sysdb.tasks_to_terminate(list(keep)):
+                self._pool.terminate(task_id)
 
     def _disown(self, task_ids: list[str]) -> None:
         with self._running_lock:
@@ -235,8 +244,16 @@ class Worker:
             self._owned.add(record.task_id)
         if self.queues is not None:
             self.queues.started(record.queue_name)
+        shown = record.inputs
+        secrets = secret_args_of(self.engine.registry, record.name)
+        if secrets is not None:  # read only for tasks that declare secret_args
+            shown, hidden = masked_inputs(
+                self.engine.codec, secrets, record.serialization, record.inputs, record.name
+            )
+            if hidden:
+                self._hidden[record.task_id] = hidden
         if self.engine.settings.log_task_args:
-            log.info("Task %s[%s] received: %s", record.name, record.task_id, record.inputs)
+            log.info("Task %s[%s] received: %s", record.name, record.task_id, shown)
         else:
             log.info("Task %s[%s] received", record.name, record.task_id)
         self._started[record.task_id] = time.monotonic()
@@ -250,9 +267,14 @@ class Worker:
         """Called by the pool when a task's body is done (on a pool thread)."""
         try:
             _log_outcome(
-                record, outcome, time.monotonic() - self._started.pop(record.task_id, time.monotonic())
+                record,
+                outcome,
+                time.monotonic() - self._started.pop(record.task_id, time.monotonic()),
+                self._hidden.pop(record.task_id, ()),
             )
             if outcome is not None and self._completer is not None:
+                if record.has_links:  # its links are resolved in the outcome's transaction
+                    outcome = dataclasses.replace(outcome, has_links=True)
                 self._completer.submit(outcome)
             else:
                 self._disown([record.task_id])
@@ -305,18 +327,23 @@ class Worker:
         return finished
 
 
-def _log_outcome(record: TaskRecord, outcome: Outcome | None, elapsed: float) -> None:
+def _log_outcome(
+    record: TaskRecord, outcome: Outcome | None, elapsed: float, hidden: tuple[str, ...] = ()
+) -> None:
+    """One line per finished task. The error shown is its ``Type: message`` (never a
+    traceback or local variables), with the values of secret arguments scrubbed out."""
     label = f"Task {record.name}[{record.task_id}]"
     if outcome is None:
         log.warning("%s abandoned: cancelled or taken over by another worker", label)
     elif outcome.status is Status.SUCCESS:
         log.info("%s succeeded in %.3fs", label, elapsed)
     elif outcome.retry_in_ms is not None:
-        log.info("%s retry in %gs: %s", label, outcome.retry_in_ms / 1000, error_summary(outcome.error))
+        summary = scrub(error_summary(outcome.error), hidden)
+        log.info("%s retry in %gs: %s", label, outcome.retry_in_ms / 1000, summary)
     elif outcome.status is Status.ENQUEUED:
         log.warning("%s released after %.3fs: it will run again from its last checkpoint", label, elapsed)
     else:
-        log.error("%s failed in %.3fs: %s", label, elapsed, error_summary(outcome.error))
+        log.error("%s failed in %.3fs: %s", label, elapsed, scrub(error_summary(outcome.error), hidden))
 
 
 def _pid_alive(pid: int) -> bool:

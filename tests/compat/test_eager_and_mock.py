@@ -84,5 +84,4 @@ def test_signatures_of_one_task(eager: None) -> None:
     proj.app.set_current()  # a signature by name belongs to the current app
     assert signature("tests.compat.apps.results_app.add", args=(4, 4)).apply().get() == 8
     assert sig(5) == 6
-    with pytest.raises(NotImplementedError, match="phase 2"):
-        sig | proj.add.s(1)
+    assert (sig | proj.add.s(1)).apply((2,)).get() == 4  # eager: (2 + 1) + 1

@@ -3,14 +3,17 @@ fires in each child) and in the sending process."""
 
 from __future__ import annotations
 
+import os
 import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from tests.compat.apps import signals_app as proj
 from tests.support.inprocess import wait_for
-from tests.support.processes import stop, worker_process
+from tests.support.processes import REPO, stop, worker_process
 
 
 def lines(ledger: Path) -> list[str]:
@@ -24,7 +27,13 @@ def test_worker_task_and_publish_signals(
     monkeypatch.setenv("PGTASKS_TEST_LEDGER", str(ledger))
     proj.app.conf.broker_url = pg_url
     process = worker_process(
-        pg_url, ledger, "signals-w", app="tests.compat.apps.signals_app", pool="prefork", concurrency=1
+        pg_url,
+        ledger,
+        "signals-w",
+        app="tests.compat.apps.signals_app",
+        pool="prefork",
+        concurrency=1,
+        extra_args=("-B",),
     )
     try:
         wait_for(lambda: "signal worker_ready" in lines(ledger), timeout=60, what="worker_ready")
@@ -42,6 +51,7 @@ def test_worker_task_and_publish_signals(
     assert "signal worker_init signals" in events
     assert any(e.startswith("signal worker_process_init") for e in events)
     assert events.index("signal worker_init signals") < events.index("signal worker_ready")
+    assert events.index("signal beat_embedded_init BeatThread") < events.index("signal worker_ready")
     assert events[-1] == "signal worker_shutdown", output
     name = "tests.compat.apps.signals_app.double"
     # publish signals in this process: sender is the task name, routing key the queue
@@ -99,3 +109,17 @@ def test_signal_receivers_connect_disconnect_and_survive_errors() -> None:
     )
     task_success.send(sender="x", result=7)
     assert len(heard) == 2
+
+
+def test_pgtasks_beat_sends_beat_init(sqlite_url: str, tmp_path: Path) -> None:
+    ledger = tmp_path / "ledger"
+    env = {**os.environ, "PGTASKS_DATABASE_URL": sqlite_url, "PGTASKS_TEST_LEDGER": str(ledger)}
+    argv = [sys.executable, "-m", "pgtasks", "beat", "-A", "tests.compat.apps.signals_app"]
+    process = subprocess.Popen(
+        argv, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    try:
+        wait_for(lambda: "signal beat_init Beat" in lines(ledger), timeout=60, what="beat_init")
+    finally:
+        output = stop(process, signal.SIGTERM)
+    assert process.returncode == 0, output

@@ -13,9 +13,26 @@ import pytest
 
 from pgtasks import App
 from pgtasks.engine.errors import ConfigurationError
-from pgtasks.scheduler import Beat, ManualClock, admin, crontab, define_schedule, fire_task_id
+from pgtasks.scheduler import (
+    Beat,
+    BeatSettings,
+    DatabaseClock,
+    ManualClock,
+    admin,
+    crontab,
+    define_schedule,
+    fire_task_id,
+)
 from pgtasks.sysdb.records import ExecutorInfo, ListTasksParams
-from pgtasks.sysdb.schedule_records import ScheduleStatus
+from pgtasks.sysdb.schedule_records import (
+    FireCursor,
+    ListSchedulesParams,
+    ScheduleFire,
+    ScheduleStatus,
+    SchedulesUpsert,
+    ScheduleWrite,
+)
+from tests.support.inprocess import wait_for
 
 UTC = dt.timezone.utc
 T0 = dt.datetime(2026, 11, 22, 10, 0, tzinfo=UTC)
@@ -69,25 +86,100 @@ def test_two_beats_backfilling_at_once_fire_each_due_time_once(database_url: str
     clock.set(minutes(90))
     apps = [App("sched", database_url=database_url) for _ in range(2)]
     beats = [Beat(a.engine, clock) for a in apps]
-    barrier = threading.Barrier(2)
+    barrier = threading.Barrier(3)
     fired: list[list[str]] = [[], []]
+    lost: list[str] = []
+    cursors: list[str | None] = []
+    racing = threading.Event()
 
     def run(n: int) -> None:
         barrier.wait()
         for _ in range(5):  # a few passes each: the loser of a race re-reads and continues
-            fired[n] += beats[n].tick().fired
+            report = beats[n].tick()
+            fired[n] += report.fired
+            lost.extend(report.lost)
+
+    def watch() -> None:  # the cursor as a third process sees it, while the beats race
+        barrier.wait()
+        while racing.is_set():
+            cursors.append(app.get_schedule("m").last_fired_at)
 
     threads = [threading.Thread(target=run, args=(n,)) for n in range(2)]
-    for t in threads:
+    watcher = threading.Thread(target=watch)
+    racing.set()
+    for t in [*threads, watcher]:
         t.start()
     for t in threads:
         t.join(60)
+    racing.clear()
+    watcher.join(60)
     for a in apps:
         a.close()
     everything = fired[0] + fired[1]
     assert sorted(everything) == ids("m", *range(1, 91))
     assert max(collections.Counter(everything).values()) == 1
     assert fired_ids(app) == ids("m", *range(1, 91))
+    # The compare-and-set: the cursor only moves forward, and ends at the last due time.
+    seen = [c for c in cursors if c is not None]
+    assert seen == sorted(seen)
+    assert app.get_schedule("m").last_fired_at == "2026-11-22T11:30:00Z"
+    assert set(lost) <= {"m"}
+
+
+def test_a_lost_compare_and_set_inserts_nothing_and_the_loser_catches_up(app: App) -> None:
+    """Two beats read the same cursor; the second to fire loses, inserts nothing, and its next
+    tick starts from the cursor the winner wrote."""
+    clock = ManualClock(T0)
+    define_every_minute(app, clock, backfill=True)
+    first, second = Beat(app.engine, clock), Beat(app.engine, clock)
+    clock.set(minutes(3))
+    stale = app.engine.sysdb.schedules_list(ListSchedulesParams(name="m"))[0]
+    assert first.tick().fired == ids("m", 1, 2, 3)
+    from pgtasks.scheduler.definitions import decode_schedule
+    from pgtasks.scheduler.firing import fire_due
+
+    late = fire_due(app.engine, decode_schedule(stale), [minutes(1), minutes(2), minutes(3)])
+    assert not late.fired and late.results == ()
+    clock.set(minutes(4))
+    report = second.tick()
+    assert (report.fired, report.lost) == (ids("m", 4), [])
+    assert fired_ids(app) == ids("m", 1, 2, 3, 4)
+
+
+def test_a_backfill_larger_than_one_batch_fires_in_order_across_transactions(database_url: str) -> None:
+    application = App("sched", database_url=database_url)
+    try:
+        clock = ManualClock(T0)
+        define_every_minute(application, clock, backfill=True)
+        beat = Beat(application.engine, clock, BeatSettings(batch=7))
+        clock.set(minutes(60))
+        fired: list[str] = []
+        cursors = []
+        for _ in range(20):
+            report = beat.tick()
+            fired += report.fired
+            cursors.append(application.get_schedule("m").last_fired_at)
+            if not report.more_pending:
+                break
+        assert fired == [fire_task_id("m", minutes(n)) for n in range(1, 61)]  # oldest first
+        assert len(cursors) == 9 and cursors == sorted(cursors)  # 60 due times, 7 per transaction
+        assert beat.tick().fired == []
+    finally:
+        application.close()
+
+
+def test_a_manual_backfill_larger_than_one_chunk_and_one_over_the_cap(app: App) -> None:
+    clock = ManualClock(T0)
+    admin.store(app.engine, [define_schedule("s", "sched.tick", every=1)], clock)
+    clock.set(minutes(30))
+    report = admin.backfill(app.engine, "s", minutes(10), minutes(20), clock)
+    expected = [fire_task_id("s", minutes(10) + dt.timedelta(seconds=n)) for n in range(601)]
+    assert report.fired == expected and len(expected) > admin.BACKFILL_CHUNK
+    clock.set(T0 + dt.timedelta(days=3))
+    too_many = f"more than {admin.MAX_BACKFILL_FIRES} due times .* nothing fired"
+    with pytest.raises(ConfigurationError, match=too_many):
+        admin.backfill(app.engine, "s", T0 + dt.timedelta(hours=1), T0 + dt.timedelta(days=2), clock)
+    assert fired_ids(app) == sorted(expected)  # refused before the first chunk, not after
 
 
 def test_two_manual_backfills_at_once_fire_each_due_time_once(database_url: str, app: App) -> None:
@@ -167,7 +259,7 @@ def test_beat_schedule_and_add_periodic_task_are_synced_and_removed_entries_deac
     key = app.add_periodic_task(300.0, "sched.other", args=(2,), name="five")
     assert key == "five"
     beat = Beat(app.engine, clock)
-    beat.sync(app.beat_definitions())
+    beat.sync(app.beat_definitions(), app.beat_source)
     stored = {s.name: s for s in app.schedules_list()}
     assert set(stored) == {"paris-9am", "every-2m", "five"}
     assert stored["paris-9am"].timezone == "Europe/Paris" and stored["every-2m"].interval_seconds == 120
@@ -180,7 +272,7 @@ def test_beat_schedule_and_add_periodic_task_are_synced_and_removed_entries_deac
     ]
     # A later deploy drops two entries: they are deactivated, not deleted.
     del app.beat_schedule["every-2m"], app.beat_schedule["five"]
-    Beat(app.engine, clock).sync(app.beat_definitions())
+    Beat(app.engine, clock).sync(app.beat_definitions(), app.beat_source)
     status = {s.name: s.status for s in app.schedules_list()}
     assert status == {"paris-9am": "ACTIVE", "every-2m": "INACTIVE", "five": "INACTIVE"}
     clock.set(minutes(10))
@@ -193,12 +285,12 @@ def test_scheduled_tasks_go_to_the_latest_version(app: App) -> None:
     clock = ManualClock(T0)
     define_every_minute(app, clock, backfill=False)
     sysdb = app.engine.sysdb
+    queues = (app.settings.default_queue,)
     for version, executor in (("v1", "w-old"), ("v2", "w-new")):
-        start = sysdb.now_ms()
-        while sysdb.now_ms() <= start:  # versions are ordered by the database clock (ms)
-            pass
+        start = sysdb.now_ms()  # versions are ordered by the database clock (ms)
+        wait_for(lambda: sysdb.now_ms() > start, timeout=5, what="the database clock to move")  # noqa: B023
         sysdb.version_register(version)
-        sysdb.executor_register(ExecutorInfo(executor, "host", 1, version))
+        sysdb.executor_register(ExecutorInfo(executor, "host", 1, version, queues=queues))
     clock.set(minutes(1))
     [task_id] = Beat(app.engine, clock).tick().fired
     task = sysdb.task_get(task_id)
@@ -232,12 +324,20 @@ def test_app_api_trigger_backfill_pause_and_errors(app: App) -> None:
     assert [s.name for s in app.schedules_list("active")] == ["api"]
 
 
-def test_a_row_that_cannot_fire_does_not_stop_the_others(app: App, caplog: pytest.LogCaptureFixture) -> None:
-    from pgtasks.sysdb.schedule_records import SchedulesUpsert, ScheduleWrite
-
+def test_rows_that_cannot_fire_do_not_stop_the_others(app: App, caplog: pytest.LogCaptureFixture) -> None:
+    """Rows edited by hand into something unreadable are logged once each and skipped."""
     clock = ManualClock(T0)
-    broken = ScheduleWrite(name="broken", task_name="sched.tick", schedule="every day at noon")
-    app.engine.sysdb.schedules_upsert(SchedulesUpsert((broken,), "2026-11-22T10:00:00Z"))
+    sysdb = app.engine.sysdb
+    broken = (
+        ScheduleWrite(name="bad-cron", task_name="sched.tick", schedule="every day at noon"),
+        ScheduleWrite(name="bad-args", task_name="sched.tick", schedule="* * * * *", context='{"args": 5}'),
+        ScheduleWrite(name="bad-json", task_name="sched.tick", schedule="* * * * *", options="[1"),
+        ScheduleWrite(name="bad-cursor", task_name="sched.tick", schedule="* * * * *"),
+        ScheduleWrite(name="bad-zone", task_name="sched.tick", schedule="* * * * *", timezone="Mars/Base"),
+    )
+    sysdb.schedules_upsert(SchedulesUpsert(broken, "2026-11-22T10:00:00Z"))
+    no_task = ScheduleFire("bad-cursor", (), FireCursor(None, "2026-11-22T10:00:00Z", "yesterday"))
+    assert sysdb.schedule_fire(no_task).fired  # a cursor that is not a due time
     define_every_minute(app, clock, backfill=False)
     beat = Beat(app.engine, clock)
     clock.set(minutes(1))
@@ -245,5 +345,51 @@ def test_a_row_that_cannot_fire_does_not_stop_the_others(app: App, caplog: pytes
         assert beat.tick().fired == ids("m", 1)
         clock.set(minutes(2))
         assert beat.tick().fired == ids("m", 2)
-    errors = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
-    assert len(errors) == 1 and errors[0].startswith("schedule broken cannot fire: cron expression")
+    errors = sorted(r.getMessage() for r in caplog.records if r.levelname == "ERROR")
+    names = ("bad-args", "bad-cron", "bad-cursor", "bad-json", "bad-zone")
+    assert [e.split(":")[0] for e in errors] == [f"schedule {name} cannot fire" for name in names]
+    assert "args must be a JSON array" in errors[0] and "'yesterday' is not a due time" in errors[2]
+    assert "unknown timezone 'Mars/Base'" in errors[4]
+    assert fired_ids(app) == ids("m", 1, 2)
+
+
+def test_the_default_clock_is_the_database_servers(app: App) -> None:
+    sysdb = app.engine.sysdb
+    before = sysdb.now_ms()
+    now = DatabaseClock(sysdb).now()
+    after = sysdb.now_ms()
+    assert before <= now.timestamp() * 1000 <= after + 1
+    assert isinstance(Beat(app.engine).clock, DatabaseClock)
+    stored = app.schedule("c", "sched.tick", "0 3 * * *")
+    since = dt.datetime.strptime(stored.active_since or "", "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+    assert before // 1000 - 1 <= since.timestamp() <= sysdb.now_ms() / 1000
+
+
+def test_api_and_beat_schedule_do_not_take_over_each_others_schedules(
+    app: App, caplog: pytest.LogCaptureFixture
+) -> None:
+    app.schedule("shared", "sched.tick", "0 3 * * *")
+    app.beat_schedule = {
+        "shared": {"task": "sched.other", "schedule": 60},
+        "mine": {"task": "sched.tick", "schedule": 60},
+    }
+    beat = Beat(app.engine, ManualClock(T0))
+    with caplog.at_level("WARNING", logger="pgtasks.beat"):
+        stored = beat.sync(app.beat_definitions(), app.beat_source)
+    assert [r.name for r in stored] == ["mine"]
+    assert "beat_schedule entries skipped: names already taken by 'shared' (defined by api)" in caplog.text
+    assert app.get_schedule("shared").task_name == "sched.tick"
+    with pytest.raises(ConfigurationError, match=r"'mine' \(defined by config:sched\)"):
+        app.schedule("mine", "sched.tick", "0 4 * * *")
+    # Another app on the same database syncing its own beat_schedule leaves this one's alone.
+    other = App("other", database_url=app.engine.settings.database_url)
+    try:
+        other.beat_schedule = {}
+        Beat(other.engine, ManualClock(T0)).sync(other.beat_definitions(), other.beat_source)
+    finally:
+        other.close()
+    assert app.get_schedule("mine").status is ScheduleStatus.ACTIVE
+    app.beat_schedule = {}
+    with caplog.at_level("WARNING", logger="pgtasks.beat"):
+        beat.sync(app.beat_definitions(), app.beat_source)
+    assert "schedule mine is no longer configured (config:sched): now INACTIVE" in caplog.text

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import datetime as dt
 import itertools
+from zoneinfo import ZoneInfo
 
 import pytest
+from croniter import croniter
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -136,6 +138,25 @@ def test_fire_instants_strictly_increase_and_match_the_expression(
     got = due_between(timing, begin, begin + dt.timedelta(days=3), 2000)
     assert got and got[0] > begin
     assert all(a < b for a, b in itertools.pairwise(got))
+    # Each fire is a local time the expression matches, except the fires of skipped local
+    # times, which happen at the transition itself (the offset changes at that instant).
+    tz = ZoneInfo(zone)
+    six = len(cron.split()) == 6
+    for instant in got:
+        local = instant.astimezone(tz)
+        if not croniter.match(cron, local.replace(tzinfo=None), second_at_beginning=six):
+            before = (instant - dt.timedelta(seconds=1)).astimezone(tz).utcoffset()
+            assert before != local.utcoffset(), (zone, cron, instant)
     # Resuming from any fire gives the same continuation (no state beyond the cursor).
     middle = got[len(got) // 2]
     assert due_between(timing, middle, got[-1], 2000) == [g for g in got if g > middle]
+
+
+@pytest.mark.parametrize("hours", ["*", "0-23", "*/1", "0-11,12-23"])
+def test_an_hour_field_covering_every_hour_follows_elapsed_time_through_a_fold(hours: str) -> None:
+    """New York falls back on 2026-11-01: 01:00-02:00 local happens twice. Whatever spelling
+    of 'every hour' is used, :30 fires in both passes; a partial hour field fires once."""
+    both = fires(f"30 {hours} * * *", "America/New_York", "2026-11-01T05:00", "2026-11-01T07:00")
+    assert both == ["2026-11-01T05:30:00Z", "2026-11-01T06:30:00Z"]
+    once = fires("30 1-23 * * *", "America/New_York", "2026-11-01T05:00", "2026-11-01T07:00")
+    assert once == ["2026-11-01T05:30:00Z"]

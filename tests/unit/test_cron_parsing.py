@@ -158,7 +158,7 @@ def test_beat_schedule_entries_become_configured_definitions() -> None:
         "every-5m": {"task": "proj.ping", "schedule": dt.timedelta(minutes=5), "automatic_backfill": True},
         "cron-text": {"task": "proj.ping", "schedule": "*/2 * * * * *"},
     }
-    found = {d.name: d for d in definitions_from_config(config, "Europe/Paris")}
+    found = {d.name: d for d in definitions_from_config(config, "Europe/Paris", "config:proj")}
     report = found["weekday-report"]
     assert isinstance(report.timing, CronTiming) and report.timing.timezone == "Europe/Paris"
     assert (report.args, report.kwargs, report.queue, report.priority, report.expires) == (
@@ -168,16 +168,16 @@ def test_beat_schedule_entries_become_configured_definitions() -> None:
         5,
         600,
     )
-    assert report.source == "config"
+    assert report.source == "config:proj"
     assert found["every-10s"].timing == IntervalTiming(10)
     assert found["every-5m"].automatic_backfill and found["every-5m"].timing == IntervalTiming(300)
     assert found["cron-text"].timing.describe() == "cron '*/2 * * * * *' Europe/Paris"
     with pytest.raises(ConfigurationError, match=r"beat_schedule\['bad'\] has no schedule"):
-        definitions_from_config({"bad": {"task": "x"}}, "UTC")
+        definitions_from_config({"bad": {"task": "x"}}, "UTC", "config:proj")
     with pytest.raises(ConfigurationError, match=r"beat_schedule\['bad'\]: unknown keys \['shedule'\]"):
-        definitions_from_config({"bad": {"task": "x", "schedule": 5, "shedule": 5}}, "UTC")
+        definitions_from_config({"bad": {"task": "x", "schedule": 5, "shedule": 5}}, "UTC", "config:proj")
     with pytest.raises(ConfigurationError, match=r"beat_schedule\['bad'\]: .*field hour"):
-        definitions_from_config({"bad": {"task": "x", "schedule": "0 25 * * *"}}, "UTC")
+        definitions_from_config({"bad": {"task": "x", "schedule": "0 25 * * *"}}, "UTC", "config:proj")
 
 
 def test_a_definition_round_trips_through_its_row() -> None:
@@ -208,3 +208,10 @@ def test_a_definition_round_trips_through_its_row() -> None:
     decoded = decode_schedule(record)
     assert decoded.timing == definition.timing
     assert (decoded.args, decoded.kwargs, decoded.priority, decoded.expires) == ((1,), {"k": 2}, 4, None)
+
+
+def test_schedule_names_and_zones_that_cannot_be_stored_are_refused() -> None:
+    with pytest.raises(ConfigurationError, match="lone surrogate"):
+        define_schedule("bad\udc80", "t", cron="* * * * *")
+    with pytest.raises(ConfigurationError, match="timezone must be an IANA zone name"):
+        define_schedule("empty-zone", "t", cron="* * * * *", timezone="")

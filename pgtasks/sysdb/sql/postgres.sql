@@ -217,7 +217,7 @@ SELECT * FROM __schema__.queues WHERE name = ANY(%(names)b::text[])
 -- makes a worker that lost its lease write nothing. ENQUEUED releases a task unfinished. A
 -- retry (retry_in not NULL) sends the task back under the same id, DELAYED or ENQUEUED, with
 -- one more retry, fresh attempts and no checkpoints (it runs again from scratch), and
--- announces the tasks it makes ENQUEUED at once.
+-- announces the tasks it makes ENQUEUED at once. A retry may bring new arguments (inputs).
 WITH done AS (
     UPDATE __schema__.workflow_status AS ws
     SET status = CASE WHEN o.retry_in > 0 THEN 'DELAYED'
@@ -233,11 +233,13 @@ WITH done AS (
         delay_until_epoch_ms = CASE WHEN o.retry_in > 0 THEN __now_ms__ + o.retry_in
                                     ELSE ws.delay_until_epoch_ms END,
         retries = ws.retries + CASE WHEN o.retry_in IS NOT NULL THEN 1 ELSE 0 END,
+        inputs = CASE WHEN o.retry_in IS NOT NULL AND o.inputs IS NOT NULL THEN o.inputs
+                      ELSE ws.inputs END,
         recovery_attempts = CASE WHEN o.retry_in IS NOT NULL THEN 0 ELSE ws.recovery_attempts END,
         updated_at = __now_ms__
     FROM unnest(%(ids)b::text[], %(statuses)b::text[], %(outputs)b::text[], %(errors)b::text[],
-                %(tokens)b::text[], %(retry_in)b::bigint[])
-         AS o(id, status, output, error, token, retry_in)
+                %(tokens)b::text[], %(retry_in)b::bigint[], %(inputs)b::text[])
+         AS o(id, status, output, error, token, retry_in, inputs)
     WHERE ws.workflow_uuid = o.id
       AND ws.executor_id = %(executor_id)s
       AND (o.token IS NULL OR ws.claim_token = o.token)
@@ -263,7 +265,7 @@ WHERE status = 'DELAYED' AND delay_until_epoch_ms <= __now_ms__
 UPDATE __schema__.workflow_status
 SET status = 'CANCELLED', deduplication_id = NULL, updated_at = __now_ms__
 WHERE workflow_uuid = %(task_id)s
-  AND status IN ('ENQUEUED', 'DELAYED', 'PENDING')
+  AND status IN ('ENQUEUED', 'DELAYED', 'PENDING', 'WAITING')
 
 -- name: task_resume
 UPDATE __schema__.workflow_status
@@ -471,7 +473,8 @@ SELECT __now_ms__
 -- name: schedule_upsert
 -- A new schedule starts ACTIVE. A changed timing, or an INACTIVE schedule coming back, restarts
 -- at active_since (nothing before it is backfilled); a PAUSED schedule stays paused. The SET
--- expressions read the row as it was before this update.
+-- expressions read the row as it was before this update. A schedule belongs to its source:
+-- a live row of another source is left alone (no row is returned, the caller reports it).
 INSERT INTO __schema__.workflow_schedules AS s (
     schedule_id, schedule_name, workflow_name, schedule, cron_timezone, status, context,
     queue_name, last_fired_at, automatic_backfill, interval_seconds, cron_day_and, options,
@@ -500,12 +503,14 @@ ON CONFLICT (schedule_name) DO UPDATE SET
         THEN excluded.active_since ELSE s.active_since END,
     status = CASE WHEN s.status = 'INACTIVE' THEN 'ACTIVE' ELSE s.status END,
     updated_at = __now_ms__
+WHERE s.source = excluded.source OR s.status = 'INACTIVE'
 RETURNING *
 
 -- name: schedules_deactivate_missing
 UPDATE __schema__.workflow_schedules
 SET status = 'INACTIVE', updated_at = __now_ms__
 WHERE source = %(source)s AND status <> 'INACTIVE' AND NOT (schedule_name = ANY(%(names)s::text[]))
+RETURNING schedule_name
 
 -- name: schedules_list
 SELECT * FROM __schema__.workflow_schedules
@@ -538,10 +543,108 @@ WHERE schedule_name = %(name)s AND status = 'ACTIVE'
 RETURNING schedule_name
 
 -- name: schedule_latest_version
--- Scheduled tasks go to the newest registered version that has a worker registered in
--- executors (a rolled-back version no longer has one), else to the newest registered.
+-- Scheduled tasks go to the newest registered version that has a live worker (a heartbeat
+-- within its lease) serving the task's queue: a version being rolled out gets the fires as
+-- soon as one of its workers serves the queue, and a rolled-back version, whose workers are
+-- gone, gets none. With no such worker, the newest registered version.
 SELECT v.version_name FROM __schema__.application_versions AS v
 ORDER BY EXISTS (SELECT 1 FROM __schema__.executors AS e
-                 WHERE e.application_version = v.version_name) DESC,
+                 WHERE e.application_version = v.version_name
+                   AND e.last_heartbeat >= __now_ms__ - e.lease_ms
+                   AND %(queue)s::text = ANY(string_to_array(e.queues, ','))) DESC,
          v.version_timestamp DESC, v.created_at DESC
 LIMIT 1
+
+-- =============================================================================================
+-- Canvas links (task_links; Python in links.py). Every statement runs inside the transaction
+-- of a canvas insert or of a parent's outcome.
+-- =============================================================================================
+
+-- name: task_set_waiting
+UPDATE __schema__.workflow_status SET status = 'WAITING'
+WHERE workflow_uuid = %(id)s AND status IN ('ENQUEUED', 'DELAYED')
+
+-- name: task_set_meta
+UPDATE __schema__.workflow_status SET meta = %(meta)s WHERE workflow_uuid = %(id)s
+
+-- name: task_set_has_links
+UPDATE __schema__.workflow_status SET has_links = TRUE WHERE workflow_uuid = %(id)s
+
+-- name: link_insert
+INSERT INTO __schema__.task_links (parent_uuid, child_uuid, kind, position, prepend)
+VALUES (%(parent)s, %(child)s, %(kind)s, %(position)s, %(prepend)s)
+ON CONFLICT DO NOTHING
+
+-- name: links_of_parent
+-- Children in id order: two parents resolving links to the same children lock them in the
+-- same order.
+SELECT child_uuid, kind, prepend FROM __schema__.task_links
+WHERE parent_uuid = %(id)s AND kind <> 'group'
+ORDER BY child_uuid, kind
+
+-- name: task_serialization
+SELECT serialization FROM __schema__.workflow_status WHERE workflow_uuid = %(id)s
+
+-- name: task_lock
+-- A chord's parents serialise here: the second waits for the first's commit, then counts it.
+SELECT status, inputs, serialization FROM __schema__.workflow_status
+WHERE workflow_uuid = %(id)s FOR UPDATE
+
+-- name: link_done
+UPDATE __schema__.task_links SET done = TRUE, result = %(result)s, result_serialization = %(tag)s
+WHERE parent_uuid = %(parent)s AND child_uuid = %(child)s AND kind = %(kind)s
+
+-- name: chord_waiting
+SELECT count(*) AS n FROM __schema__.task_links
+WHERE child_uuid = %(child)s AND kind = 'chord' AND NOT done
+
+-- name: chord_results
+SELECT result, result_serialization FROM __schema__.task_links
+WHERE child_uuid = %(child)s AND kind = 'chord'
+ORDER BY position
+
+-- name: task_activate
+UPDATE __schema__.workflow_status
+SET inputs = %(inputs)s, serialization = %(tag)s, updated_at = __now_ms__,
+    status = CASE WHEN delay_until_epoch_ms > __now_ms__ THEN 'DELAYED' ELSE 'ENQUEUED' END
+WHERE workflow_uuid = %(id)s AND status = 'WAITING'
+RETURNING queue_name, status
+
+-- name: task_end_waiting
+UPDATE __schema__.workflow_status
+SET status = %(status)s, error = %(error)s, deduplication_id = NULL, updated_at = __now_ms__
+WHERE workflow_uuid = %(id)s AND status = 'WAITING'
+RETURNING has_links
+
+-- name: task_announce
+SELECT pg_notify(%(channel)s, %(queue)s)
+
+-- name: group_members
+SELECT child_uuid FROM __schema__.task_links
+WHERE parent_uuid = %(group)s AND kind = 'group'
+ORDER BY position
+
+-- name: task_children
+-- The tasks a task sent (parent_workflow_id) and those it hands its result to (links).
+SELECT workflow_uuid AS child_uuid FROM __schema__.workflow_status WHERE parent_workflow_id = %(id)s
+UNION
+SELECT child_uuid FROM __schema__.task_links WHERE parent_uuid = %(id)s AND kind IN ('chain', 'chord')
+ORDER BY child_uuid
+
+-- name: task_event_set
+-- A value published by a running task under a key (Celery's update_state uses 'state').
+INSERT INTO __schema__.workflow_events (workflow_uuid, key, value, serialization)
+SELECT %(id)s, %(key)s, %(value)s, %(tag)s
+WHERE EXISTS (SELECT 1 FROM __schema__.workflow_status WHERE workflow_uuid = %(id)s)
+ON CONFLICT (workflow_uuid, key) DO UPDATE SET value = excluded.value, serialization = excluded.serialization
+RETURNING workflow_uuid
+
+-- name: task_event_get
+SELECT value, serialization FROM __schema__.workflow_events
+WHERE workflow_uuid = %(id)s AND key = %(key)s
+
+-- name: tasks_to_terminate
+-- Tasks this executor runs that were revoked with terminate=True since.
+SELECT s.workflow_uuid FROM __schema__.workflow_status AS s
+JOIN __schema__.workflow_events AS e ON e.workflow_uuid = s.workflow_uuid AND e.key = 'terminate'
+WHERE s.workflow_uuid = ANY(%(ids)s::text[]) AND s.status = 'CANCELLED'

@@ -29,7 +29,9 @@ CREATE TABLE __schema__.workflow_status (
     enqueue_seq BIGINT GENERATED ALWAYS AS IDENTITY,
     expires_at_epoch_ms BIGINT,
     claim_token TEXT,
-    retries INTEGER NOT NULL DEFAULT 0
+    retries INTEGER NOT NULL DEFAULT 0,
+    has_links BOOLEAN NOT NULL DEFAULT FALSE,
+    meta TEXT
 );
 
 -- The claim reads only ENQUEUED rows in (queue, priority, age) order: a partial index keeps
@@ -158,3 +160,16 @@ CREATE TABLE __schema__.executors (
     last_heartbeat BIGINT NOT NULL,
     lease_ms BIGINT NOT NULL DEFAULT 30000
 );
+
+CREATE TABLE __schema__.task_links (
+    parent_uuid TEXT NOT NULL,
+    child_uuid TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    position INTEGER NOT NULL DEFAULT 0,
+    prepend BOOLEAN NOT NULL DEFAULT TRUE,
+    done BOOLEAN NOT NULL DEFAULT FALSE,
+    result TEXT,
+    result_serialization TEXT,
+    PRIMARY KEY (parent_uuid, child_uuid, kind)
+);
+CREATE INDEX task_links_child_idx ON __schema__.task_links (child_uuid, kind, position);

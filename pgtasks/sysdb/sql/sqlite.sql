@@ -87,6 +87,7 @@ SET status = CASE WHEN :retry_in > 0 THEN 'DELAYED'
     delay_until_epoch_ms = CASE WHEN :retry_in > 0 THEN __now_ms__ + :retry_in
                                 ELSE delay_until_epoch_ms END,
     retries = retries + CASE WHEN :retry_in IS NOT NULL THEN 1 ELSE 0 END,
+    inputs = CASE WHEN :retry_in IS NOT NULL AND :inputs IS NOT NULL THEN :inputs ELSE inputs END,
     recovery_attempts = CASE WHEN :retry_in IS NOT NULL THEN 0 ELSE recovery_attempts END,
     updated_at = __now_ms__
 WHERE workflow_uuid = :id AND executor_id = :executor_id AND status = 'PENDING'
@@ -104,7 +105,7 @@ WHERE status = 'DELAYED' AND delay_until_epoch_ms <= __now_ms__
 -- name: task_cancel
 UPDATE workflow_status
 SET status = 'CANCELLED', deduplication_id = NULL, updated_at = __now_ms__
-WHERE workflow_uuid = :task_id AND status IN ('ENQUEUED', 'DELAYED', 'PENDING')
+WHERE workflow_uuid = :task_id AND status IN ('ENQUEUED', 'DELAYED', 'PENDING', 'WAITING')
 
 -- name: task_resume
 UPDATE workflow_status
@@ -248,7 +249,8 @@ SELECT __now_ms__ AS now_ms
 -- name: schedule_upsert
 -- A new schedule starts ACTIVE. A changed timing, or an INACTIVE schedule coming back, restarts
 -- at active_since (nothing before it is backfilled); a PAUSED schedule stays paused. The SET
--- expressions read the row as it was before this update.
+-- expressions read the row as it was before this update. A schedule belongs to its source:
+-- a live row of another source is left alone (no row is returned, the caller reports it).
 INSERT INTO workflow_schedules AS s (
     schedule_id, schedule_name, workflow_name, schedule, cron_timezone, status, context,
     queue_name, last_fired_at, automatic_backfill, interval_seconds, cron_day_and, options,
@@ -277,6 +279,7 @@ ON CONFLICT (schedule_name) DO UPDATE SET
         THEN excluded.active_since ELSE s.active_since END,
     status = CASE WHEN s.status = 'INACTIVE' THEN 'ACTIVE' ELSE s.status END,
     updated_at = __now_ms__
+WHERE s.source = excluded.source OR s.status = 'INACTIVE'
 RETURNING *
 
 -- name: schedules_deactivate_missing
@@ -284,6 +287,7 @@ UPDATE workflow_schedules
 SET status = 'INACTIVE', updated_at = __now_ms__
 WHERE source = :source AND status <> 'INACTIVE'
   AND schedule_name NOT IN (SELECT value FROM json_each(:names))
+RETURNING schedule_name
 
 -- name: schedules_list
 SELECT * FROM workflow_schedules
@@ -314,9 +318,106 @@ WHERE schedule_name = :name AND status = 'ACTIVE'
 RETURNING schedule_name
 
 -- name: schedule_latest_version
--- Scheduled tasks go to the newest registered version that has a worker registered in
--- executors (a rolled-back version no longer has one), else to the newest registered.
+-- Scheduled tasks go to the newest registered version that has a live worker (a heartbeat
+-- within its lease) serving the task's queue: a version being rolled out gets the fires as
+-- soon as one of its workers serves the queue, and a rolled-back version, whose workers are
+-- gone, gets none. With no such worker, the newest registered version.
 SELECT v.version_name FROM application_versions AS v
-ORDER BY EXISTS (SELECT 1 FROM executors AS e WHERE e.application_version = v.version_name) DESC,
+ORDER BY EXISTS (SELECT 1 FROM executors AS e
+                 WHERE e.application_version = v.version_name
+                   AND e.last_heartbeat >= __now_ms__ - e.lease_ms
+                   AND instr(',' || e.queues || ',', ',' || :queue || ',') > 0) DESC,
          v.version_timestamp DESC, v.created_at DESC
 LIMIT 1
+
+-- =============================================================================================
+-- Canvas links (task_links; Python in links.py). Every statement runs inside the transaction
+-- of a canvas insert or of a parent's outcome.
+-- =============================================================================================
+
+-- name: task_set_waiting
+UPDATE workflow_status SET status = 'WAITING'
+WHERE workflow_uuid = :id AND status IN ('ENQUEUED', 'DELAYED')
+
+-- name: task_set_meta
+UPDATE workflow_status SET meta = :meta WHERE workflow_uuid = :id
+
+-- name: task_set_has_links
+UPDATE workflow_status SET has_links = 1 WHERE workflow_uuid = :id
+
+-- name: link_insert
+INSERT INTO task_links (parent_uuid, child_uuid, kind, position, prepend)
+VALUES (:parent, :child, :kind, :position, :prepend)
+ON CONFLICT DO NOTHING
+
+-- name: links_of_parent
+-- Children in id order: two parents resolving links to the same children lock them in the
+-- same order.
+SELECT child_uuid, kind, prepend FROM task_links
+WHERE parent_uuid = :id AND kind <> 'group'
+ORDER BY child_uuid, kind
+
+-- name: task_serialization
+SELECT serialization FROM workflow_status WHERE workflow_uuid = :id
+
+-- name: task_lock
+-- (Inside BEGIN IMMEDIATE: one writer at a time, so chord parents cannot interleave.)
+SELECT status, inputs, serialization FROM workflow_status
+WHERE workflow_uuid = :id
+
+-- name: link_done
+UPDATE task_links SET done = 1, result = :result, result_serialization = :tag
+WHERE parent_uuid = :parent AND child_uuid = :child AND kind = :kind
+
+-- name: chord_waiting
+SELECT count(*) AS n FROM task_links
+WHERE child_uuid = :child AND kind = 'chord' AND done = 0
+
+-- name: chord_results
+SELECT result, result_serialization FROM task_links
+WHERE child_uuid = :child AND kind = 'chord'
+ORDER BY position
+
+-- name: task_activate
+UPDATE workflow_status
+SET inputs = :inputs, serialization = :tag, updated_at = __now_ms__,
+    status = CASE WHEN delay_until_epoch_ms > __now_ms__ THEN 'DELAYED' ELSE 'ENQUEUED' END
+WHERE workflow_uuid = :id AND status = 'WAITING'
+RETURNING queue_name, status
+
+-- name: task_end_waiting
+UPDATE workflow_status
+SET status = :status, error = :error, deduplication_id = NULL, updated_at = __now_ms__
+WHERE workflow_uuid = :id AND status = 'WAITING'
+RETURNING has_links
+
+-- name: group_members
+SELECT child_uuid FROM task_links
+WHERE parent_uuid = :group AND kind = 'group'
+ORDER BY position
+
+-- name: task_children
+-- The tasks a task sent (parent_workflow_id) and those it hands its result to (links).
+SELECT workflow_uuid AS child_uuid FROM workflow_status WHERE parent_workflow_id = :id
+UNION
+SELECT child_uuid FROM task_links WHERE parent_uuid = :id AND kind IN ('chain', 'chord')
+ORDER BY child_uuid
+
+-- name: task_event_set
+-- A value published by a running task under a key (Celery's update_state uses 'state').
+-- (The WHERE also keeps SQLite from reading ON CONFLICT as part of the SELECT.)
+INSERT INTO workflow_events (workflow_uuid, key, value, serialization)
+SELECT :id, :key, :value, :tag
+WHERE EXISTS (SELECT 1 FROM workflow_status WHERE workflow_uuid = :id)
+ON CONFLICT (workflow_uuid, key) DO UPDATE SET value = excluded.value, serialization = excluded.serialization
+RETURNING workflow_uuid
+
+-- name: task_event_get
+SELECT value, serialization FROM workflow_events
+WHERE workflow_uuid = :id AND key = :key
+
+-- name: tasks_to_terminate
+-- Tasks this executor runs that were revoked with terminate=True since.
+SELECT s.workflow_uuid FROM workflow_status AS s
+JOIN workflow_events AS e ON e.workflow_uuid = s.workflow_uuid AND e.key = 'terminate'
+WHERE s.workflow_uuid IN (SELECT value FROM json_each(:ids)) AND s.status = 'CANCELLED'

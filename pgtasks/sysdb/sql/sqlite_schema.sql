@@ -27,7 +27,9 @@ CREATE TABLE workflow_status (
     forked_from TEXT,
     expires_at_epoch_ms INTEGER,
     claim_token TEXT,
-    retries INTEGER NOT NULL DEFAULT 0
+    retries INTEGER NOT NULL DEFAULT 0,
+    has_links INTEGER NOT NULL DEFAULT 0,
+    meta TEXT
 );
 
 -- SQLite appends the rowid to every index key, so (queue, priority) is also in FIFO order.
@@ -154,3 +156,16 @@ CREATE TABLE executors (
     last_heartbeat INTEGER NOT NULL,
     lease_ms INTEGER NOT NULL DEFAULT 30000
 );
+
+CREATE TABLE task_links (
+    parent_uuid TEXT NOT NULL,
+    child_uuid TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    position INTEGER NOT NULL DEFAULT 0,
+    prepend INTEGER NOT NULL DEFAULT 1,
+    done INTEGER NOT NULL DEFAULT 0,
+    result TEXT,
+    result_serialization TEXT,
+    PRIMARY KEY (parent_uuid, child_uuid, kind)
+);
+CREATE INDEX task_links_child_idx ON task_links (child_uuid, kind, position);

@@ -8,6 +8,8 @@ from celery import Celery, Task
 from celery.signals import (
     after_setup_logger,
     after_task_publish,
+    beat_embedded_init,
+    beat_init,
     before_task_publish,
     task_failure,
     task_postrun,
@@ -77,6 +79,16 @@ def on_worker_process_init(**kwargs):
 @worker_shutdown.connect
 def on_worker_shutdown(sender=None, **kwargs):
     note("signal worker_shutdown")
+
+
+@beat_init.connect
+def on_beat_init(sender=None, **kwargs):
+    note("signal beat_init", type(sender).__name__)
+
+
+@beat_embedded_init.connect
+def on_beat_embedded_init(sender=None, **kwargs):
+    note("signal beat_embedded_init", type(sender).__name__)
 
 
 @after_setup_logger.connect

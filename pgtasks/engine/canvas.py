@@ -1,0 +1,96 @@
+"""Workflows of tasks in the engine: a canvas inserted in one transaction, and the resolver that
+turns a parent's outcome into its children's arguments (see ``pgtasks/sysdb/links.py``).
+
+A canvas is a list of task requests, the ids among them that wait (they run when their
+parents allow), and the links between them. The compatibility layer builds canvases from
+Celery's chain, group and chord; the engine only knows links.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from pgtasks.engine.errors import ChordError, ConfigurationError, TaskError
+from pgtasks.engine.failures import encode_exception, error_summary
+from pgtasks.engine.options import EnqueueRequest, build_new_task
+from pgtasks.engine.serialization import Codec
+from pgtasks.sysdb.records import CanvasEnqueue, LinkKind, TaskLink
+
+if TYPE_CHECKING:
+    from pgtasks.engine.core import Engine
+
+
+class CanvasLinks:
+    """The engine's :class:`~pgtasks.sysdb.records.LinkResolver`: deserializes a child's
+    arguments, puts the parent's result (or results, or id) first, and serializes them back
+    in the child's own serialization. ``chord_error`` is the exception type stored on a chord
+    body whose header failed (the Celery layer sets Celery's ChordError)."""
+
+    def __init__(self, codec: Codec, chord_error: type[BaseException] = ChordError) -> None:
+        self.codec = codec
+        self.chord_error = chord_error
+
+    def with_result(self, child: tuple[str, str], result: tuple[str, str | None]) -> tuple[str, str]:
+        return self._prepend(child, self._value(result))
+
+    def with_results(
+        self, child: tuple[str, str], results: list[tuple[str, str | None]]
+    ) -> tuple[str, str]:
+        return self._prepend(child, [self._value(r) for r in results])
+
+    def with_task_id(self, child: tuple[str, str], task_id: str) -> tuple[str, str]:
+        return self._prepend(child, task_id)
+
+    def dependency_error(self, parent_id: str, parent_error: str | None, kind: LinkKind) -> str:
+        if kind is LinkKind.CHORD:
+            reason = error_summary(parent_error) or "failed"
+            return encode_exception(self.chord_error(f"Dependency {parent_id} raised {reason}"))
+        # A chain: the following tasks carry the failure of the task that stopped it, so that
+        # waiting on the chain's last result raises what went wrong.
+        return parent_error or encode_exception(TaskError("ChainError", f"task {parent_id} failed"))
+
+    def failure(self, exc: BaseException) -> str:
+        return encode_exception(exc)
+
+    def _value(self, result: tuple[str, str | None]) -> Any:
+        tag, text = result
+        return None if text is None else self.codec.loads(tag, text, "the result passed on")
+
+    def _prepend(self, child: tuple[str, str], value: Any) -> tuple[str, str]:
+        tag, text = child
+        args, kwargs = self.codec.loads_inputs(tag, text, "linked task")
+        return self.codec.dumps({"args": [value, *args], "kwargs": kwargs}, "linked task's arguments", tag)
+
+
+def enqueue_canvas(
+    engine: Engine,
+    requests: list[EnqueueRequest],
+    waiting: frozenset[str] = frozenset(),
+    links: tuple[TaskLink, ...] = (),
+    meta: Mapping[str, str] | None = None,
+) -> list[str]:
+    """Insert every task of a canvas in one transaction; return their ids in order.
+
+    Every request needs its ``task_id`` (links name them). Tasks in ``waiting`` are not run
+    until their links release them; the others are queued as usual."""
+    ids = [r.task_id for r in requests]
+    if any(i is None for i in ids) or len(set(ids)) != len(ids):
+        raise ConfigurationError("every task of a canvas needs its own task_id")
+    known = set(ids)
+    for link in links:
+        if link.child_id not in known or (link.kind is not LinkKind.GROUP and link.parent_id not in known):
+            raise ConfigurationError(f"a link names a task outside the canvas: {link}")
+    settings = engine.settings
+    tasks = tuple(
+        build_new_task(
+            request,
+            engine.codec,
+            settings.default_queue,
+            settings.max_recovery_attempts,
+            max_payload_bytes=settings.max_payload_bytes,
+        )
+        for request in requests
+    )
+    params = CanvasEnqueue(tasks, frozenset(waiting), tuple(links), dict(meta or {}))
+    return [r.task_id for r in engine.sysdb.tasks_enqueue_canvas(params)]

@@ -1,0 +1,21 @@
+-- Canvas: chains, chords and callbacks resolved in the transaction of each task's outcome.
+-- A task that waits for others is inserted WAITING (never claimed); task_links says whom it
+-- waits for and what it receives. has_links marks the parents, so that only their outcomes
+-- take the slower completion path. meta holds the Celery request extras (headers, root_id,
+-- group) as JSON.
+
+ALTER TABLE __schema__.workflow_status ADD COLUMN has_links BOOLEAN NOT NULL DEFAULT FALSE;
+ALTER TABLE __schema__.workflow_status ADD COLUMN meta TEXT;
+
+CREATE TABLE __schema__.task_links (
+    parent_uuid TEXT NOT NULL,  -- a task, or a group id (kind 'group')
+    child_uuid TEXT NOT NULL,
+    kind TEXT NOT NULL,         -- 'chain', 'chord', 'errback' or 'group'
+    position INTEGER NOT NULL DEFAULT 0,
+    prepend BOOLEAN NOT NULL DEFAULT TRUE,
+    done BOOLEAN NOT NULL DEFAULT FALSE,
+    result TEXT,
+    result_serialization TEXT,
+    PRIMARY KEY (parent_uuid, child_uuid, kind)
+);
+CREATE INDEX task_links_child_idx ON __schema__.task_links (child_uuid, kind, position);

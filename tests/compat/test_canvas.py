@@ -1,0 +1,159 @@
+"""Celery's canvas run by a real `pgtasks worker`: chains pass results on and stop at the first
+failure, groups join, chords run their body once with every result, callbacks and errbacks,
+map/starmap/chunks; and the same workflows in eager mode."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from celery import chain, chord, group
+from celery.exceptions import ChordError
+from celery.result import GroupResult
+
+from pgtasks.sysdb.records import Status
+from tests.compat.apps import canvas_app as proj
+from tests.support.inprocess import wait_for
+from tests.support.processes import stop, worker_process
+
+
+def lines(ledger: Path) -> list[str]:
+    return ledger.read_text().splitlines() if ledger.exists() else []
+
+
+@pytest.fixture
+def ledger(database_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    monkeypatch.setenv("PGTASKS_TEST_LEDGER", str(tmp_path / "ledger"))
+    proj.app.conf.broker_url = database_url
+    proj.app.conf.task_always_eager = False
+    proj.app.set_current()
+    process = worker_process(
+        database_url, tmp_path / "ledger", "canvas-w1", app="tests.compat.apps.canvas_app", concurrency=4
+    )
+    try:
+        yield tmp_path / "ledger"
+    finally:
+        output = stop(process)
+        proj.app.close()
+        assert "Traceback" not in output.split("ready.", 1)[0], output
+
+
+def test_chains_groups_and_chords(ledger: Path) -> None:
+    flow = proj.add.s(2, 2) | proj.mul.s(10) | proj.add.si(1, 1)
+    result = flow.delay()
+    assert result.get(timeout=60) == 2
+    assert result.parent.get(timeout=10) == 40 and result.parent.parent.get(timeout=10) == 4
+    assert [c.id for c in result.parent.parent.children] == [result.parent.id]
+
+    same = chain(proj.add.s(1), proj.mul.s(3)).apply_async((4,))  # partial: 4 goes first
+    assert same.get(timeout=60) == 15
+
+    members = group(proj.add.s(i, i) for i in range(5)).apply_async()
+    assert isinstance(members, GroupResult) and len(members) == 5
+    assert members.get(timeout=60) == [0, 2, 4, 6, 8] and members.completed_count() == 5
+    restored = GroupResult.restore(members.id, app=proj.app)
+    assert restored is not None and [r.id for r in restored.results] == [r.id for r in members.results]
+
+    total = chord((proj.add.s(i, i) for i in range(10)), proj.tsum.s()).apply_async()
+    assert total.get(timeout=60) == 90
+    assert chord([proj.mul.s(2, 3), proj.mul.s(4, 5)])(proj.tsum.s()).get(timeout=60) == 26
+    implicit = (group(proj.add.s(1, 1), proj.add.s(2, 2)) | proj.tsum.s()).delay()
+    assert implicit.get(timeout=60) == 6
+
+
+def test_failures_stop_chains_fail_chords_and_run_errbacks(ledger: Path) -> None:
+    stopped = (proj.add.s(1, 1) | proj.fail.s() | proj.add.s(5)).delay()
+    with pytest.raises(proj.Broken, match=r"failed with \[2\]"):
+        stopped.get(timeout=60)
+    assert stopped.state == "FAILURE"  # Celery would leave it PENDING forever
+
+    body = chord([proj.add.s(1, 1), proj.fail.s("h")], proj.tsum.s()).apply_async()
+    with pytest.raises(ChordError, match=r"Dependency .* raised Broken"):
+        body.get(timeout=60)
+
+    failing = proj.fail.apply_async(("x",), link_error=proj.on_error.s("oops"))
+    with pytest.raises(proj.Broken):
+        failing.get(timeout=60)
+    fine = proj.add.apply_async((1, 2), link=proj.record.s("ok"), link_error=proj.on_error.s("never"))
+    assert fine.get(timeout=60) == 3
+    wait_for(lambda: f"errback {failing.id} oops" in lines(ledger), timeout=60, what="the errback")
+    wait_for(lambda: "callback ok 3" in lines(ledger), timeout=60, what="the callback")
+    assert not any(line.startswith("errback") and "never" in line for line in lines(ledger))
+
+
+def test_headers_and_root_id_reach_the_request(ledger: Path) -> None:
+    alone = proj.whoami.apply_async((1,), headers={"tenant": "acme"})
+    assert alone.get(timeout=60) == {"root_id": alone.id, "headers": {"tenant": "acme"}, "args": [1]}
+    flow = (proj.add.s(1, 1) | proj.whoami.s()).delay()
+    assert flow.get(timeout=60) == {"root_id": flow.parent.id, "headers": {}, "args": [2]}
+
+
+def test_a_custom_state_is_seen_while_the_task_runs(ledger: Path, tmp_path: Path) -> None:
+    release = tmp_path / "release"
+    running = proj.progress.delay(str(release))
+    wait_for(lambda: running.state == "PROGRESS", timeout=60, what="the PROGRESS state")
+    assert running.info == {"done": 1, "of": 2} and not running.ready()
+    release.touch()
+    assert running.get(timeout=60) == "released"
+    assert running.state == "SUCCESS" and running.info == "released"
+
+
+def test_a_retry_with_new_arguments_runs_with_them(ledger: Path) -> None:
+    result = proj.countdown_to.delay(2)
+    assert result.get(timeout=60) == [2, 1, 0] and result.retries == 2
+    assert tuple(result.args) == (0,) and result.kwargs == {"seen": [2, 1]}
+
+
+def test_map_starmap_and_chunks(ledger: Path) -> None:
+    assert proj.tsum.map([[1, 2], [3]]).delay().get(timeout=60) == [3, 3]
+    assert proj.add.starmap([(1, 2), (3, 4)]).apply_async().get(timeout=60) == [3, 7]
+    parts = proj.add.chunks([(i, i) for i in range(7)], 3).apply_async()
+    assert parts.get(timeout=60) == [[0, 2, 4], [6, 8, 10], [12]]
+
+
+def test_workflows_in_eager_mode(sqlite_url: str) -> None:
+    proj.app.conf.broker_url = sqlite_url
+    proj.app.conf.task_always_eager = True
+    try:
+        assert (proj.add.s(2, 2) | proj.mul.s(10)).delay().get() == 40
+        assert chord([proj.add.s(1, 1), proj.add.s(2, 2)], proj.tsum.s()).apply_async().get() == 6
+        assert group(proj.add.s(1, 1), proj.mul.s(2, 3)).apply_async().get() == [2, 6]
+    finally:
+        proj.app.conf.task_always_eager = False
+        proj.app.close()
+
+
+def test_time_limits_of_a_task_and_of_a_call(database_url: str, tmp_path: Path) -> None:
+    """Per-task and per-call limits, enforced by the prefork pool of a real worker."""
+    from celery.exceptions import TimeLimitExceeded
+
+    proj.app.conf.broker_url = database_url
+    proj.app.set_current()
+    log = tmp_path / "worker.log"
+    process = worker_process(
+        database_url,
+        tmp_path / "ledger",
+        "canvas-pf",
+        app="tests.compat.apps.canvas_app",
+        pool="prefork",
+        output=log,
+    )
+    try:
+        assert proj.soft_limited.delay().get(timeout=60) == "soft limit reached"
+        killed = proj.sleepy.apply_async((60,), time_limit=1)
+        with pytest.raises(TimeLimitExceeded, match="time limit of 1s"):
+            killed.get(timeout=60)
+        assert proj.sleepy.apply_async((0,)).get(timeout=60) == 0  # no limit of its own
+        # revoke(terminate=True) kills the process running the task at the next heartbeat.
+        running = proj.sleepy.apply_async((60,))
+        wait_for(lambda: running.record().status is Status.PENDING, timeout=60, what="the task to start")
+        running.revoke(terminate=True)
+        assert running.state == "REVOKED"
+        terminated = f"Task tests.compat.apps.canvas_app.sleepy[{running.id}] terminated"
+        wait_for(lambda: terminated in log.read_text(), timeout=30, what="the termination")
+        assert proj.sleepy.apply_async((0,)).get(timeout=60) == 0
+    finally:
+        stop(process)
+        proj.app.close()
+    assert process.returncode == 0  # nothing left running: the warm shutdown was immediate
