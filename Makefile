@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEV_STAMP := $(VENV)/.installed-dev
 
-.PHONY: demo test lint bench bench-explain celery-env clean
+.PHONY: demo test lint bench bench-explain celery-env loadtest clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -22,15 +22,21 @@ $(DEV_STAMP): pyproject.toml | $(BIN)/python
 demo: $(STAMP)
 	$(BIN)/pgtasks demo
 
+WORKER_ROLE_SUITES := tests/integration/test_sysdb_conformance.py tests/integration/test_canvas_links.py \
+	tests/integration/test_schedules_store.py tests/integration/test_schedules_beat.py \
+	tests/integration/test_engine.py
+
 # Starts its own throwaway PostgreSQL (initdb in a temporary folder) unless
 # PGTASKS_TEST_DATABASE_URL names a server; SQLite needs nothing.
 test: $(DEV_STAMP)
-	$(BIN)/ruff check pgtasks tests bench
+	$(BIN)/ruff check pgtasks tests bench loadtest
 	$(BIN)/python -m pytest -q
+	@echo "The system database suites again, connected as the least-privilege worker role:"
+	PGTASKS_TEST_AS_ROLE=worker $(BIN)/python -m pytest -q -p no:cacheprovider -k postgres $(WORKER_ROLE_SUITES)
 
 lint: $(DEV_STAMP)
-	$(BIN)/ruff check pgtasks tests bench
-	$(BIN)/ruff format --check pgtasks tests bench
+	$(BIN)/ruff check pgtasks tests bench loadtest
+	$(BIN)/ruff format --check pgtasks tests bench loadtest
 
 # The median of 3 runs of 20,000 tasks per figure; Celery on Redis too once `make celery-env`
 # has been run and redis-server is installed (apt-get install redis-server).
@@ -41,10 +47,15 @@ bench: $(DEV_STAMP)
 bench-explain: $(DEV_STAMP)
 	$(BIN)/python -m bench.explain_claim
 
-# A separate venv with Celery 5 and the redis client, for the reference figures only.
+# Locust producers against W workers for T seconds, a drain, one summary with the invariant
+# check (see loadtest/run.py): make loadtest ARGS="--workers 2 --time 30 --users 20 --fault kill"
+loadtest: $(DEV_STAMP)
+	$(BIN)/python -m loadtest.run $(ARGS)
+
+# A separate venv with Celery 5, the redis client and locust, for the reference figures only.
 celery-env:
 	$(PYTHON) -m venv .venv-celery
-	.venv-celery/bin/python -m pip install --quiet 'celery[redis]>=5.3,<6'
+	.venv-celery/bin/python -m pip install --quiet 'celery[redis]>=5.3,<6' 'locust>=2.20'
 
 clean:
 	rm -rf $(VENV) build *.egg-info pgtasks-demo.sqlite3*

@@ -84,18 +84,29 @@ class Task:
             conn=conn,
         )
 
-    def map_enqueue(self, arg_lists: list[tuple[Any, ...] | list[Any]], **options: Any) -> list[AsyncResult]:
-        """Send one task per argument tuple in a single INSERT (bulk enqueue)."""
+    def map_enqueue(
+        self,
+        arg_lists: list[tuple[Any, ...] | list[Any]],
+        task_ids: list[str] | None = None,
+        **options: Any,
+    ) -> list[AsyncResult]:
+        """Send one task per argument tuple in a single INSERT (bulk enqueue). ``task_ids``,
+        one per task, lets the caller know the ids before the insert (a retry after an
+        ambiguous error then returns the tasks it made instead of sending them again)."""
+        if task_ids is not None and len(task_ids) != len(arg_lists):
+            raise ValueError(f"map_enqueue got {len(task_ids)} task_ids for {len(arg_lists)} tasks")
+        ids: list[str | None] = list(task_ids) if task_ids is not None else [None] * len(arg_lists)
         requests = [
             EnqueueRequest(
                 name=self.name,
                 args=tuple(a),
+                task_id=task_id,
                 queue=options.get("queue", self.definition.queue),
                 priority=options.get("priority", 0),
                 countdown=options.get("countdown"),
                 max_recovery_attempts=self.definition.max_recovery_attempts,
             )
-            for a in arg_lists
+            for a, task_id in zip(arg_lists, ids, strict=True)
         ]
         return [
             AsyncResult(i, self._engine) for i in self._engine.enqueue(requests, conn=options.get("conn"))

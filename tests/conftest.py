@@ -40,11 +40,42 @@ def _with_schema(url: str, schema: str) -> str:
 
 @pytest.fixture
 def pg_url(pg_server_url: str) -> Iterator[str]:
-    """A PostgreSQL URL whose ``?schema=`` is fresh for this test (dropped afterwards)."""
+    """A PostgreSQL URL whose ``?schema=`` is fresh for this test (dropped afterwards).
+
+    With ``PGTASKS_TEST_AS_ROLE=worker`` the schema is migrated here, by the server's
+    superuser, and the URL connects as the least-privilege worker role of `pgtasks roles`
+    (rows only, no DDL): the tests then prove that role is enough."""
     schema = "t_" + uuid.uuid4().hex[:12]
-    yield _with_schema(pg_server_url, schema)
+    url = _with_schema(pg_server_url, schema)
+    if os.environ.get(AS_ROLE_ENV) == "worker":
+        url = _as_worker(pg_server_url, schema)
+    yield url
     with psycopg.connect(pg_server_url, autocommit=True) as conn:
         conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+AS_ROLE_ENV = "PGTASKS_TEST_AS_ROLE"
+WORKER_ROLE = "pgtasks_test_worker"
+
+
+def _as_worker(server_url: str, schema: str) -> str:
+    from urllib.parse import urlsplit, urlunsplit
+
+    from pgtasks.sysdb.provisioning import RoleNames, roles_script
+
+    owner = urlsplit(server_url).username or "postgres"
+    db = open_system_database(_with_schema(server_url, schema))
+    db.migrate()
+    db.close()
+    with psycopg.connect(server_url, autocommit=True) as conn:
+        exists = conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", [WORKER_ROLE]).fetchone()
+        script = roles_script(schema, RoleNames(owner, WORKER_ROLE, WORKER_ROLE), create_roles=False)
+        if not exists:
+            conn.execute(f"CREATE ROLE {WORKER_ROLE} LOGIN")
+        conn.execute(script)
+    parts = urlsplit(_with_schema(server_url, schema))
+    netloc = WORKER_ROLE + "@" + parts.netloc.rsplit("@", 1)[-1]
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
 
 
 @pytest.fixture

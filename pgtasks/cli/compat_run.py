@@ -107,9 +107,8 @@ def _status(app: Any, args: argparse.Namespace) -> int:
 
 
 def _purge(app: Any, args: argparse.Namespace) -> int:
-    if args.queues:
-        print("pgtasks purge: -Q is not supported yet; every queue is purged", file=sys.stderr)
-        return 2
+    queues = [q.strip() for q in (args.queues or "").split(",") if q.strip()]
+    where = f"the queues {', '.join(queues)}" if queues else "all known task queues"
     if not args.force:
         answer = (
             input(
@@ -122,8 +121,8 @@ def _purge(app: Any, args: argparse.Namespace) -> int:
         if answer.strip().lower() not in ("y", "yes"):
             print("purge: aborted (to skip this prompt use the -f option)")
             return 1
-    count = app.control.purge()
-    print(f"Purged {count} message{'s' if count != 1 else ''} from all known task queues.")
+    count = app.control.purge(queues=queues or None)
+    print(f"Purged {count} message{'s' if count != 1 else ''} from {where}.")
     return 0
 
 

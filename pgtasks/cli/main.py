@@ -1,4 +1,5 @@
-"""``pgtasks``: worker, beat, migrate, tasks (list, get, cancel, resume, fork), schedule, queue, demo."""
+"""``pgtasks``: worker, beat, migrate, tasks (list, get, cancel, resume, fork), schedule, queue,
+roles, demo."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ from pgtasks.app import App
 from pgtasks.cli.beat import add_commands as add_beat_commands
 from pgtasks.cli.beat import run_command as run_beat_command
 from pgtasks.cli.loader import load_app
+from pgtasks.cli.provisioning import add_commands as add_provisioning_commands
+from pgtasks.cli.provisioning import print_migrations, print_roles
 from pgtasks.client import Client
 from pgtasks.engine.errors import ConfigurationError, PgtasksError
 from pgtasks.engine.failures import error_summary
@@ -66,6 +69,9 @@ def _parser() -> argparse.ArgumentParser:
     migrate = sub.add_parser("migrate", help="create or upgrade the pgtasks schema")
     migrate.add_argument("--database-url", help="default: PGTASKS_DATABASE_URL or the SQLite default")
     migrate.add_argument("--schema", default="pgtasks")
+    migrate.add_argument(
+        "--print-sql", action="store_true", help="print the pending migrations as SQL instead of running them"
+    )
 
     tasks = sub.add_parser("tasks", help="list and manage tasks")
     tasks.add_argument("--database-url")
@@ -95,6 +101,7 @@ def _parser() -> argparse.ArgumentParser:
     qset.add_argument("--partitioned", action=argparse.BooleanOptionalAction, default=None)
 
     add_beat_commands(sub)
+    add_provisioning_commands(sub)
 
     demo = sub.add_parser("demo", help="run a small durable workload on the embedded SQLite database")
     demo.add_argument("--database-url", help="default: sqlite:///pgtasks-demo.sqlite3")
@@ -124,6 +131,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "worker":
         return _worker(args)
+    if args.command == "roles":
+        return print_roles(args)
+    if args.command == "migrate" and args.print_sql:
+        return print_migrations(args.database_url, args.schema)
     if args.command == "migrate":
         db = open_system_database(resolve_database_url(args.database_url), args.schema)
         applied = db.migrate()

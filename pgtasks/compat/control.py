@@ -55,15 +55,19 @@ class Control:
     ) -> None:
         self.revoke(task_id, destination=destination, terminate=True, signal=signal)
 
-    def purge(self, connection: Any = None) -> int:
-        """Discard every task waiting in the queues (ENQUEUED or DELAYED); return how many.
-        They end REVOKED (cancelled), so they are never run."""
+    def purge(self, connection: Any = None, queues: Any = None) -> int:
+        """Discard every task waiting in the queues (ENQUEUED or DELAYED), or only in
+        ``queues``; return how many. They end REVOKED (cancelled), so they are never run."""
+        names: list[str | None] = [None] if not queues else sorted(set(queues))
+        return sum(self._purge_queue(name) for name in names)
+
+    def _purge_queue(self, queue: str | None) -> int:
         count = 0
         sysdb = self.app.engine.sysdb
+        waiting_states = (Status.ENQUEUED, Status.DELAYED)
         while True:
-            waiting = sysdb.tasks_list(
-                ListTasksParams(status=(Status.ENQUEUED, Status.DELAYED), limit=LIST_LIMIT)
-            )
+            listing = ListTasksParams(status=waiting_states, queue_name=queue, limit=LIST_LIMIT)
+            waiting = sysdb.tasks_list(listing)
             cancelled = sum(1 for record in waiting if sysdb.task_cancel(record.task_id))
             count += cancelled
             if len(waiting) < LIST_LIMIT or cancelled == 0:

@@ -189,7 +189,7 @@ class LinkStore:
     ) -> None:
         args = {"parent": parent, "child": child, "kind": "chord", "result": result[1], "tag": result[0]}
         conn.execute(self.sql["link_done"], args)
-        if conn.execute(self.sql["chord_waiting"], {"child": child}).fetchone()["n"] > 0:
+        if conn.execute(self.sql["chord_waiting"], {"child": child}).fetchone()["waiting"]:
             return
         rows = conn.execute(self.sql["chord_results"], {"child": child}).fetchall()
         results = [(r["result_serialization"] or "json", r["result"]) for r in rows]

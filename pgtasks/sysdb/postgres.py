@@ -12,7 +12,7 @@ import psycopg
 from psycopg.rows import dict_row
 
 from pgtasks.sysdb.dedup import enqueue_columns, enqueue_results, single_task_params
-from pgtasks.sysdb.errors import DatabaseUnavailable
+from pgtasks.sysdb.errors import ConfigurationError, DatabaseUnavailable
 from pgtasks.sysdb.identifiers import quote_identifier, validate_identifier
 from pgtasks.sysdb.interface import EnqueueListener, SystemDatabase
 from pgtasks.sysdb.links import LinkStore
@@ -48,7 +48,7 @@ from pgtasks.sysdb.rows import (
     written_step,
 )
 from pgtasks.sysdb.schedules import ScheduleStore
-from pgtasks.sysdb.sqlfiles import load_migrations, load_statements
+from pgtasks.sysdb.sqlfiles import Migration, load_migrations, load_statements
 from pgtasks.sysdb.urls import DatabaseTarget
 
 T = TypeVar("T")
@@ -130,25 +130,38 @@ class PostgresSystemDatabase(LinkStore, ScheduleStore, PostgresSessions, SystemD
             if self._applied_versions(conn) == len(migrations):
                 return []  # fast path: no lock when the schema is current
             conn.rollback()
-            with conn.transaction():
-                # One migrator at a time per schema: the others wait here, then find
-                # nothing left to do. CREATE SCHEMA IF NOT EXISTS is not safe to race.
-                conn.execute("SELECT pg_advisory_xact_lock(%s)", [advisory_lock_key(self.target.schema)])
+            try:
+                return self._apply(conn, migrations)
+            except psycopg.errors.InsufficientPrivilege as exc:
+                raise ConfigurationError(
+                    f"the schema {self.target.schema!r} needs migrations that this database role "
+                    f"cannot run ({exc.diag.message_primary}); run `pgtasks migrate` as the role "
+                    "that owns the schema (see `pgtasks roles`)"
+                ) from None
+
+    def _apply(self, conn: psycopg.Connection[Any], migrations: list[Migration]) -> list[MigrationInfo]:
+        with conn.transaction():
+            # One migrator at a time per schema: the others wait here, then find nothing left
+            # to do. CREATE SCHEMA IF NOT EXISTS is not safe to race.
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", [advisory_lock_key(self.target.schema)])
+            # A schema made by an administrator (`pgtasks roles`) is used as it is: its owner
+            # may not be allowed to create schemas in the database.
+            if conn.execute("SELECT to_regnamespace(%s) AS s", [self.schema]).fetchone()["s"] is None:
                 conn.execute(f"CREATE SCHEMA IF NOT EXISTS {self.schema}")
+            conn.execute(
+                f"CREATE TABLE IF NOT EXISTS {self.schema}.{MIGRATIONS_TABLE} ("
+                " version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)"
+            )
+            done = self._applied_versions(conn)
+            applied = []
+            for migration in migrations[done:]:
+                conn.execute(migration.sql.replace("__schema__", self.schema))
                 conn.execute(
-                    f"CREATE TABLE IF NOT EXISTS {self.schema}.{MIGRATIONS_TABLE} ("
-                    " version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)"
+                    f"INSERT INTO {self.schema}.{MIGRATIONS_TABLE} VALUES (%s, %s, {NOW_MS})",
+                    [migration.version, migration.name],
                 )
-                done = self._applied_versions(conn)
-                applied = []
-                for migration in migrations[done:]:
-                    conn.execute(migration.sql.replace("__schema__", self.schema))
-                    conn.execute(
-                        f"INSERT INTO {self.schema}.{MIGRATIONS_TABLE} VALUES (%s, %s, {NOW_MS})",
-                        [migration.version, migration.name],
-                    )
-                    applied.append(MigrationInfo(migration.version, migration.name))
-                return applied
+                applied.append(MigrationInfo(migration.version, migration.name))
+            return applied
 
     def _applied_versions(self, conn: psycopg.Connection[Any]) -> int:
         row = conn.execute("SELECT to_regclass(%s) AS t", [f"{self.schema}.{MIGRATIONS_TABLE}"]).fetchone()

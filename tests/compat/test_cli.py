@@ -80,6 +80,11 @@ def test_inspect_status_call_result_and_purge(pg_url: str, tmp_path: Path) -> No
     for flag in ("--without-gossip", "-E", "-O", "--prefetch-multiplier"):
         assert f"ignoring Celery option {flag}" in output
     later = proj.add.apply_async((1, 1), countdown=300)
+    elsewhere = proj.add.apply_async((2, 2), countdown=300, queue="named")
+    only_named = pgtasks("-A", app, "purge", "-f", "-Q", "named,absent", url=pg_url)
+    assert only_named.returncode == 0
+    assert "Purged 1 message from the queues named, absent" in only_named.stdout
+    assert elsewhere.state == "REVOKED" and later.state == "PENDING"
     purged = pgtasks("-A", app, "purge", "-f", url=pg_url)
     assert purged.returncode == 0 and "Purged 1 message" in purged.stdout
     assert later.state == "REVOKED"

@@ -595,8 +595,9 @@ UPDATE __schema__.task_links SET done = TRUE, result = %(result)s, result_serial
 WHERE parent_uuid = %(parent)s AND child_uuid = %(child)s AND kind = %(kind)s
 
 -- name: chord_waiting
-SELECT count(*) AS n FROM __schema__.task_links
-WHERE child_uuid = %(child)s AND kind = 'chord' AND NOT done
+-- (task_links_chord_waiting_idx: only the parents still to come are in the index.)
+SELECT EXISTS (SELECT 1 FROM __schema__.task_links
+               WHERE child_uuid = %(child)s AND kind = 'chord' AND NOT done) AS waiting
 
 -- name: chord_results
 SELECT result, result_serialization FROM __schema__.task_links

@@ -370,8 +370,9 @@ UPDATE task_links SET done = 1, result = :result, result_serialization = :tag
 WHERE parent_uuid = :parent AND child_uuid = :child AND kind = :kind
 
 -- name: chord_waiting
-SELECT count(*) AS n FROM task_links
-WHERE child_uuid = :child AND kind = 'chord' AND done = 0
+-- (task_links_chord_waiting_idx: only the parents still to come are in the index.)
+SELECT EXISTS (SELECT 1 FROM task_links
+               WHERE child_uuid = :child AND kind = 'chord' AND done = 0) AS waiting
 
 -- name: chord_results
 SELECT result, result_serialization FROM task_links

@@ -169,3 +169,6 @@ CREATE TABLE task_links (
     PRIMARY KEY (parent_uuid, child_uuid, kind)
 );
 CREATE INDEX task_links_child_idx ON task_links (child_uuid, kind, position);
+-- A chord's body asks, at each parent's outcome, whether any parent is still to come.
+CREATE INDEX task_links_chord_waiting_idx ON task_links (child_uuid)
+    WHERE kind = 'chord' AND done = 0;

@@ -1,0 +1,1 @@
+"""Load tests with locust: producers shaped like a busy web app, one command (``make loadtest``)."""
