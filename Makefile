@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEV_STAMP := $(VENV)/.installed-dev
 
-.PHONY: demo test lint bench bench-explain celery-env loadtest clean
+.PHONY: demo test lint bench bench-explain celery-env loadtest soak clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -51,6 +51,12 @@ bench-explain: $(DEV_STAMP)
 # check (see loadtest/run.py): make loadtest ARGS="--workers 2 --time 30 --users 20 --fault kill"
 loadtest: $(DEV_STAMP)
 	$(BIN)/python -m loadtest.run $(ARGS)
+
+# Random faults (kill -9, SIGSTOP, PostgreSQL restarts, crash points) against 3 workers while a
+# producer enqueues, then the invariant report (docs/reliability.md). Default 5 minutes:
+# make soak ARGS="--minutes 10 --seed 2"
+soak: $(DEV_STAMP)
+	$(BIN)/python -m tests.faults.soak $(ARGS)
 
 # A separate venv with Celery 5, the redis client and locust, for the reference figures only.
 celery-env:

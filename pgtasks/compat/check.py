@@ -122,7 +122,6 @@ UNSUPPORTED_SETTINGS: dict[str, str] = {
 }
 # Signals pgtasks never sends (yet): a receiver connected to one never runs.
 SILENT_SIGNALS = (
-    signals.task_revoked,
     signals.task_received,
     signals.task_unknown,
     signals.task_internal_error,

@@ -39,13 +39,29 @@ class Control:
     ) -> None:
         """Revoke tasks durably: one that has not started never will, on any worker (even one
         started later). A running task stops at its next ``@app.step``; with ``terminate=True``
-        a prefork worker also kills the process running it, at its next heartbeat."""
+        a prefork worker also kills the process running it, at its next heartbeat.
+
+        ``task_revoked`` is sent here, in the revoking process, for each task this call
+        revoked: no worker ever receives a revoked task to send it from."""
         ids = [task_id] if isinstance(task_id, str) else list(task_id)
         sysdb = self.app.engine.sysdb
         for one in ids:
-            sysdb.task_cancel(one)
+            revoked = sysdb.task_cancel(one)
             if terminate:
                 sysdb.task_event_set(one, "terminate", json.dumps(str(signal or "SIGTERM")), "json")
+            record = sysdb.task_get(one) if revoked else None
+            if record is not None:
+                self._revoked(record, terminate, signal)
+
+    def _revoked(self, record: TaskRecord, terminated: bool, signum: Any) -> None:
+        from pgtasks.compat import signals
+        from pgtasks.compat.request import Context
+
+        sender = self.app.tasks.get(record.name)
+        request = Context(id=record.task_id, task=record.name)
+        signals.task_revoked.send(
+            sender=sender, request=request, terminated=terminated, signum=signum, expired=False
+        )
 
     def revoke_by_stamped_headers(self, *args: Any, **kwargs: Any) -> None:
         raise NotImplementedError("revoke_by_stamped_headers is not supported by pgtasks")

@@ -104,6 +104,7 @@ def trace(task: Task, request: Context, args: tuple[Any, ...], kwargs: dict[str,
                 traceback=exc.__traceback__,
                 einfo=einfo,
             )
+            _call_errbacks(task, request, exc)
         else:
             attempt = Attempt(states.SUCCESS, retval)
             _call_hook(task.on_success, retval, task_id, args, kwargs)
@@ -120,6 +121,18 @@ def trace(task: Task, request: Context, args: tuple[Any, ...], kwargs: dict[str,
             state=attempt.state,
         )
     return attempt
+
+
+def _call_errbacks(task: Task, request: Context, exc: BaseException) -> None:
+    """Errbacks that take ``(request, exc, traceback)`` run here, in the failing worker, as
+    Celery runs them; one that raises is logged and the others still run."""
+    from pgtasks.compat.canvas import Signature
+
+    for errback in request.errbacks or ():
+        try:
+            Signature(dict(errback), app=task.app)(request, exc, exc.__traceback__)
+        except Exception:
+            log.exception("errback %s of task %s[%s] raised", errback.get("task"), task.name, request.id)
 
 
 def _custom_call(task: Task) -> bool:

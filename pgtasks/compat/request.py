@@ -101,6 +101,7 @@ def request_from_record(
         parent_id=record.parent_task_id,
         root_id=meta.get("root_id") or record.parent_task_id or record.task_id,
         headers=dict(meta.get("headers") or {}),
+        errbacks=meta.get("errbacks") or None,
         delivery_info={
             "exchange": "",
             "routing_key": record.queue_name,

@@ -12,12 +12,14 @@ and nothing lost if a worker dies between two links.
 - ``group(a, b)``: sent together; a ``GroupResult``. A group followed by a task is a chord.
 - ``chord(header, body)``: the body waits for every header task and gets the list of their
   results in header order; a header failure fails the body with ``ChordError``.
-- ``link_error``: the errback runs with the failed task's id as its first argument (Celery's
-  old-style errback signature).
+- ``link_error``: as in Celery, an errback that takes ``(request, exc, traceback)`` is called
+  in the failing worker; one that takes the task id is a task released with that id.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
 import itertools
 import json
 import uuid
@@ -78,9 +80,15 @@ class Plan:
             self.app, sig.name, merged_args, kwargs, task=sig._type, task_id=task_id, root_id=root, **options
         )
         self.prepared.append(prepared)
-        meta = {"root_id": root, "headers": options.get("headers") or {}}
+        meta: dict[str, Any] = {"root_id": root, "headers": options.get("headers") or {}}
         meta.update({k: options[k] for k in ("time_limit", "soft_time_limit") if options.get(k) is not None})
-        self.meta[task_id] = json.dumps(meta)
+        # Celery calls an errback that takes (request, exc, traceback) in the failing worker,
+        # at once; one that takes a task id is sent as a task (a link below).
+        in_worker = [e for e in (maybe_signature(e, app=self.app) for e in errbacks) if _takes_request(e)]
+        errbacks = [e for e in errbacks if maybe_signature(e, app=self.app) not in in_worker]
+        if in_worker:
+            meta["errbacks"] = [dict(e) for e in in_worker]
+        self.meta[task_id] = json.dumps(meta, default=str)
         if waiting:
             self.waiting.add(task_id)
         if sig.immutable:
@@ -147,8 +155,16 @@ class Plan:
                 continue
             for position, exit_id in enumerate(before.exits):
                 self.links.append(TaskLink(exit_id, entry, LinkKind.CHORD, position, prepend))
-            if not before.exits:  # an empty header: the body runs at once with []
+            if not before.exits:  # an empty header: the body runs at once, with [] first
                 self.waiting.discard(entry)
+                if prepend:
+                    self._prepend_now(entry, [])
+
+    def _prepend_now(self, task_id: str, value: Any) -> None:
+        for n, prepared in enumerate(self.prepared):
+            if prepared.request.task_id == task_id:
+                request = dataclasses.replace(prepared.request, args=(value, *prepared.request.args))
+                self.prepared[n] = dataclasses.replace(prepared, request=request)
 
     def send(self) -> None:
         """Insert the whole canvas in one transaction, with the publish signals around it."""
@@ -163,6 +179,20 @@ class Plan:
         )
         for prepared in self.prepared:
             prepared.publish(after=True)
+
+
+def _takes_request(errback: Any) -> bool:
+    """Celery's test for a new-style errback: its function takes more than one positional
+    argument (``request, exc, traceback``). Unknown tasks are old-style (sent with the id)."""
+    if not isinstance(errback, Signature) or errback.name not in errback.app.tasks:
+        return False
+    run = errback.app.tasks[errback.name].run
+    try:
+        params = inspect.signature(run).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return len(positional) > 1 or any(p.kind is p.VAR_POSITIONAL for p in params)
 
 
 def send_canvas(app: Celery, item: Any, args: tuple[Any, ...] = ()) -> Any:

@@ -60,6 +60,7 @@ def test_chains_groups_and_chords(ledger: Path) -> None:
     assert chord([proj.mul.s(2, 3), proj.mul.s(4, 5)])(proj.tsum.s()).get(timeout=60) == 26
     implicit = (group(proj.add.s(1, 1), proj.add.s(2, 2)) | proj.tsum.s()).delay()
     assert implicit.get(timeout=60) == 6
+    assert chord([], proj.tsum.s()).apply_async().get(timeout=60) == 0  # an empty header: []
 
 
 def test_failures_stop_chains_fail_chords_and_run_errbacks(ledger: Path) -> None:
@@ -72,14 +73,15 @@ def test_failures_stop_chains_fail_chords_and_run_errbacks(ledger: Path) -> None
     with pytest.raises(ChordError, match=r"Dependency .* raised Broken"):
         body.get(timeout=60)
 
-    failing = proj.fail.apply_async(("x",), link_error=proj.on_error.s("oops"))
+    failing = proj.fail.apply_async(("x",), link_error=[proj.on_error.s(), proj.error_handler.s()])
     with pytest.raises(proj.Broken):
         failing.get(timeout=60)
-    fine = proj.add.apply_async((1, 2), link=proj.record.s("ok"), link_error=proj.on_error.s("never"))
+    fine = proj.add.apply_async((1, 2), link=proj.record.s("ok"), link_error=proj.on_error.s())
     assert fine.get(timeout=60) == 3
-    wait_for(lambda: f"errback {failing.id} oops" in lines(ledger), timeout=60, what="the errback")
+    wait_for(lambda: f"errback {failing.id}" in lines(ledger), timeout=60, what="the errback task")
+    assert f"handler {failing.id} Broken tb" in lines(ledger)  # ran in the worker, before the outcome
     wait_for(lambda: "callback ok 3" in lines(ledger), timeout=60, what="the callback")
-    assert not any(line.startswith("errback") and "never" in line for line in lines(ledger))
+    assert f"errback {fine.id}" not in lines(ledger)
 
 
 def test_headers_and_root_id_reach_the_request(ledger: Path) -> None:

@@ -123,3 +123,23 @@ def test_pgtasks_beat_sends_beat_init(sqlite_url: str, tmp_path: Path) -> None:
     finally:
         output = stop(process, signal.SIGTERM)
     assert process.returncode == 0, output
+
+
+def test_task_revoked_is_sent_by_the_process_that_revokes(
+    sqlite_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ledger = tmp_path / "ledger"
+    monkeypatch.setenv("PGTASKS_TEST_LEDGER", str(ledger))
+    proj.app.conf.broker_url = sqlite_url
+    try:
+        waiting = proj.double.apply_async((1,), countdown=300)
+        waiting.revoke()
+        waiting.revoke()  # already revoked: not sent again
+        proj.app.control.revoke(waiting.id, terminate=True)
+        name = "tests.compat.apps.signals_app.double"
+        assert [e for e in lines(ledger) if "task_revoked" in e] == [
+            f"signal task_revoked {name} {waiting.id} False False"
+        ]
+        assert waiting.state == "REVOKED"
+    finally:
+        proj.app.close()

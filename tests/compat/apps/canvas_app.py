@@ -36,9 +36,16 @@ def fail(*args):
 
 
 @app.task
-def on_error(task_id, label):
-    note("errback", task_id, label)
-    return label
+def on_error(task_id):
+    """An old-style errback: sent as a task with the failed task's id."""
+    note("errback", task_id)
+    return task_id
+
+
+@app.task
+def error_handler(request, exc, traceback):
+    """A new-style errback: called in the failing worker with its request and exception."""
+    note("handler", request.id, type(exc).__name__, "tb" if traceback is not None else "-")
 
 
 @app.task

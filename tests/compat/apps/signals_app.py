@@ -15,6 +15,7 @@ from celery.signals import (
     task_postrun,
     task_prerun,
     task_retry,
+    task_revoked,
     task_success,
     worker_init,
     worker_process_init,
@@ -129,3 +130,8 @@ def on_before_publish(sender=None, headers=None, routing_key=None, body=None, **
 @after_task_publish.connect
 def on_after_publish(sender=None, headers=None, routing_key=None, **kwargs):
     note("signal after_task_publish", sender, headers["id"], routing_key)
+
+
+@task_revoked.connect
+def on_task_revoked(sender=None, request=None, terminated=None, signum=None, expired=None, **kwargs):
+    note("signal task_revoked", sender.name if sender else None, request.id, terminated, expired)
