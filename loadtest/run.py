@@ -87,6 +87,7 @@ def run_pgtasks(args: argparse.Namespace, out: Path) -> Summary:
     work.mkdir(parents=True, exist_ok=True)
     for old in [*work.glob("acked-*"), *work.glob("effects-*")]:
         old.unlink()
+    workers: list[subprocess.Popen[bytes]] = []
     try:
         from pgtasks import Client
 
@@ -95,6 +96,7 @@ def run_pgtasks(args: argparse.Namespace, out: Path) -> Summary:
         env = {**os.environ, "PGTASKS_DATABASE_URL": url, "LOADTEST_ACK_DIR": str(work)}
         env |= {"LOADTEST_MIX": args.mix, "PYTHONPATH": str(REPO)}
         fault = threading.Timer(args.time / 2, inject_fault, (args.fault, workers, server))
+        fault.daemon = True
         if args.fault != "none":
             fault.start()
         started = time.monotonic()
@@ -126,8 +128,15 @@ def run_pgtasks(args: argparse.Namespace, out: Path) -> Summary:
         summary.check({i for i, t in summary.tasks.items() if t.name == "loadtest.work" and i in acked})
         return summary
     finally:
+        for worker in workers:  # after a failure, nothing may keep running
+            if worker.poll() is None:
+                worker.kill()
+                worker.wait(30)
         if server is not None:
             server.destroy()
+        else:  # a server of the user's: leave nothing behind
+            with psycopg.connect(base.split("?")[0], autocommit=True) as conn:
+                conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 
 
 def inject_fault(kind: str, workers: list[subprocess.Popen[bytes]], server: PostgresServer | None) -> None:
