@@ -145,9 +145,9 @@ class LinkStore:
         )
         while pending:
             parent, status, output, error = pending.popleft()
-            tag = self._serialization_of(conn, parent)
             for link in conn.execute(self.sql["links_of_parent"], {"id": parent}).fetchall():
                 child, kind, prepend = link["child_uuid"], LinkKind(link["kind"]), bool(link["prepend"])
+                tag = link["serialization"]  # the parent's: its output is written in it
                 row = conn.execute(self.sql["task_lock"], {"id": child}).fetchone()
                 if row is None or row["status"] != Status.WAITING.value:
                     continue  # cancelled (revoked), or resolved already
@@ -200,8 +200,4 @@ class LinkStore:
         row = conn.execute(self.sql["task_activate"], args).fetchone()
         if row is not None and row["status"] == Status.ENQUEUED.value:
             self._announce_on(conn, row["queue_name"])
-
-    def _serialization_of(self, conn: Any, task_id: str) -> str:
-        row = conn.execute(self.sql["task_serialization"], {"id": task_id}).fetchone()
-        return str(row["serialization"]) if row is not None else "json"
 

@@ -578,12 +578,10 @@ ON CONFLICT DO NOTHING
 -- name: links_of_parent
 -- Children in id order: two parents resolving links to the same children lock them in the
 -- same order.
-SELECT child_uuid, kind, prepend FROM __schema__.task_links
-WHERE parent_uuid = %(id)s AND kind <> 'group'
-ORDER BY child_uuid, kind
-
--- name: task_serialization
-SELECT serialization FROM __schema__.workflow_status WHERE workflow_uuid = %(id)s
+SELECT l.child_uuid, l.kind, l.prepend, p.serialization
+FROM __schema__.task_links AS l JOIN __schema__.workflow_status AS p ON p.workflow_uuid = l.parent_uuid
+WHERE l.parent_uuid = %(id)s AND l.kind <> 'group'
+ORDER BY l.child_uuid, l.kind
 
 -- name: task_lock
 -- A chord's parents serialise here: the second waits for the first's commit, then counts it.

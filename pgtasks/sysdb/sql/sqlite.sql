@@ -353,12 +353,10 @@ ON CONFLICT DO NOTHING
 -- name: links_of_parent
 -- Children in id order: two parents resolving links to the same children lock them in the
 -- same order.
-SELECT child_uuid, kind, prepend FROM task_links
-WHERE parent_uuid = :id AND kind <> 'group'
-ORDER BY child_uuid, kind
-
--- name: task_serialization
-SELECT serialization FROM workflow_status WHERE workflow_uuid = :id
+SELECT l.child_uuid, l.kind, l.prepend, p.serialization
+FROM task_links AS l JOIN workflow_status AS p ON p.workflow_uuid = l.parent_uuid
+WHERE l.parent_uuid = :id AND l.kind <> 'group'
+ORDER BY l.child_uuid, l.kind
 
 -- name: task_lock
 -- (Inside BEGIN IMMEDIATE: one writer at a time, so chord parents cannot interleave.)
