@@ -120,7 +120,11 @@ def _checkpoint(
 
     def write() -> StepWrite:
         crashpoint("after_step_body_before_checkpoint", **point)
-        return ctx.engine.record_step(record)
+        written = ctx.engine.record_step(record)
+        # Inside the retried call: in raise mode this is the lost reply after a COMMIT, which
+        # the retry must recognise (its own row: RECORDED), as a real one would be.
+        crashpoint("after_checkpoint_commit", **point)
+        return written
 
     # A retry after a lost COMMIT reply finds its own row and reports RECORDED.
     written = with_database_retry(write, ctx.engine.settings.lease_seconds, "checkpoint", ctx.task_id)
@@ -128,7 +132,6 @@ def _checkpoint(
         raise TaskAbandoned(ctx.task_id)  # cancelled meanwhile, or no longer ours
     ctx.steps[function_id] = record
     ctx.confirmed_at = time.monotonic()
-    crashpoint("after_checkpoint_commit", **point)
 
 
 def _replay(ctx: TaskContext, options: StepOptions, recorded: StepRecord) -> Any:

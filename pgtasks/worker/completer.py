@@ -68,6 +68,8 @@ class BatchCompleter:
                 self._inflight = len(batch)
             try:
                 self._write(batch)
+            except Exception:  # never let the writer thread die: later outcomes must still go out
+                log.exception("could not write %d outcomes (recovery will re-run them)", len(batch))
             finally:
                 if self._on_done is not None:
                     self._on_done([o.task_id for o in batch])

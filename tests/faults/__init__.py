@@ -1,0 +1,1 @@
+"""Fault injection: kill, stop and cut workers and PostgreSQL, then prove nothing was lost."""

@@ -1,0 +1,1 @@
+"""Applications run by the worker subprocesses of the fault tests."""

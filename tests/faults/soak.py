@@ -1,0 +1,350 @@
+"""The soak: a seeded random schedule of faults against real workers while a producer
+enqueues, then the invariant check of :mod:`tests.faults.invariants`.
+
+    python -m tests.faults.soak [--minutes 5] [--seed 1] [--workers 3] [--out DIR]
+
+It starts its own throwaway PostgreSQL (fsync on), because it restarts it. The faults, one
+at a time with a pause of a few seconds between them (the first ones cover every kind, in a
+seeded order):
+
+- ``kill``: SIGKILL a worker (a prefork worker's children die with it), start it again
+  under the same name (it resumes its own tasks at once);
+- ``stop``: SIGSTOP a worker and its children for twice the lease (others take its tasks
+  over), then SIGCONT (it must notice and abandon them);
+- ``pg-fast`` / ``pg-immediate``: restart PostgreSQL with ``-m fast`` / ``-m immediate``;
+- ``crashpoint``: start an extra worker armed with a random crash point; it dies there.
+
+The producer sends ``faults.steps`` tasks (1 to 4 steps, some on the ``limited`` queue,
+concurrency 2) with ids it chooses, re-sending an id until the send is acknowledged, so an
+enqueue whose reply was lost is never counted twice or missed. At the end it drains the
+queue and checks: every acknowledged task succeeded exactly once, no step body ran twice
+unless a fault touched its task (the tasks PENDING on the faulted executor, or on any for a
+PostgreSQL restart, during the fault), no queue went over its limit. Exit status 1 if not.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import logging
+import os
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pgtasks import Client
+from tests.faults.apps.fault_app import LIMITED_CONCURRENCY, LIMITED_QUEUE
+from tests.faults.invariants import Report, check, install_history, status_history, touched, unfinished
+from tests.support.pgserver import PostgresServer
+from tests.support.processes import worker_process
+
+APP = "tests.faults.apps.fault_app"
+KINDS = ("kill", "stop", "pg-fast", "pg-immediate", "crashpoint")
+CRASH_POINTS = (
+    "after_claim_commit",
+    "before_step_body:function_id=2",
+    "after_step_body_before_checkpoint:function_id=1",
+    "after_step_body_before_checkpoint:function_id=2",
+    "after_checkpoint_commit:function_id=1",
+    "before_outcome",
+    "after_outcome_commit",
+)
+POOLS = ("threads", "prefork")
+DRAIN_TIMEOUT = 180.0
+ARMED_TIMEOUT = 20.0  # an armed worker that has not died by then is killed
+
+
+@dataclass(frozen=True)
+class SoakOptions:
+    seconds: float
+    seed: int
+    workers: int = 3
+    lease: float = 2.0
+    rate: float = 15.0  # tasks sent per second
+    pause: tuple[float, float] = (2.0, 5.0)  # seconds between two faults
+
+
+@dataclass(frozen=True)
+class Fault:
+    """One fault: what, on which executor (None: all), and when (time.time())."""
+
+    kind: str
+    executor_id: str | None
+    start: float
+    end: float
+    detail: str = ""
+
+
+@dataclass
+class SoakResult:
+    options: SoakOptions
+    report: Report
+    faults: list[Fault]
+    seconds: float  # the whole run, drain included
+    drain_seconds: float
+    pools: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.report.ok
+
+    def summary(self) -> str:
+        kinds = collections.Counter(f.kind for f in self.faults)
+        crashes = collections.Counter(f.detail for f in self.faults if f.kind == "crashpoint")
+        lines = [
+            f"soak: {self.options.seconds:.0f} s of faults + {self.drain_seconds:.1f} s drain "
+            f"({self.seconds:.0f} s in all), seed {self.options.seed}, {self.options.workers} workers "
+            f"({', '.join(self.pools)}), lease {self.options.lease:g} s",
+            f"faults injected {len(self.faults)}: " + ", ".join(f"{k} {kinds[k]}" for k in KINDS),
+            "crash points hit: " + (", ".join(f"{p} {n}" for p, n in sorted(crashes.items())) or "none"),
+            self.report.summary(),
+        ]
+        return "\n".join(lines)
+
+
+@dataclass
+class _Worker:
+    name: str
+    pool: str
+    process: subprocess.Popen[str]
+
+
+class Soak:
+    """One run against ``server`` (which it may restart); logs and the ledger go to ``out``."""
+
+    def __init__(self, server: PostgresServer, options: SoakOptions, out: Path) -> None:
+        self.server, self.options, self.out = server, options, out
+        self.url = server.url + "?schema=soak"
+        self.ledger = out / "effects.log"
+        self.rng = random.Random(options.seed)
+        self.faults: list[Fault] = []
+        self.problems: list[str] = []
+        self.acknowledged: list[str] = []
+        self.workers: list[_Worker] = []
+        self._producing = threading.Event()
+        self._armed = 0
+
+    # -- workers ------------------------------------------------------------------------
+    def _start(self, name: str, pool: str, crashpoint: str | None = None) -> _Worker:
+        process = worker_process(
+            self.url,
+            self.ledger,
+            name,
+            app=APP,
+            crashpoint=crashpoint,
+            lease_seconds=self.options.lease,
+            concurrency=3,
+            extra_args=("-Q", f"default,{LIMITED_QUEUE}", "-l", "WARNING"),
+            output=self.out / f"{name}.log",
+            pool=pool,
+        )
+        return _Worker(name, pool, process)
+
+    def _supervise(self) -> None:
+        """Restart any worker that exited on its own (that is a problem: none should)."""
+        for i, worker in enumerate(self.workers):
+            code = worker.process.poll()
+            if code is not None:
+                now = time.time()
+                self.problems.append(f"worker {worker.name} exited on its own with code {code}")
+                self.faults.append(Fault("unexpected-exit", worker.name, now, now))
+                self.workers[i] = self._start(worker.name, worker.pool)
+
+    def _idle(self, seconds: float) -> None:
+        """Let time pass (the schedule's pause, not a synchronisation), supervising."""
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            self._supervise()
+            time.sleep(min(0.05, max(0.0, deadline - time.monotonic())))
+
+    # -- the producer -------------------------------------------------------------------
+    def _produce(self) -> None:
+        rng = random.Random(self.options.seed + 1)
+        client = Client(self.url, pool_size=2)
+        sent = 0
+        started = time.monotonic()
+        try:
+            while self._producing.is_set():
+                task_id = f"soak-{sent:07d}"
+                queue = LIMITED_QUEUE if rng.random() < 0.2 else "default"
+                args = [rng.randint(1, 4), rng.choice((0.0, 0.01, 0.05))]
+                while True:  # the same id until acknowledged: a lost reply is not a lost task
+                    try:
+                        client.enqueue("faults.steps", args, task_id=task_id, queue=queue)
+                        break
+                    except Exception:
+                        time.sleep(0.1)
+                self.acknowledged.append(task_id)
+                sent += 1
+                time.sleep(max(0.0, started + sent / self.options.rate - time.monotonic()))
+        finally:
+            client.close()
+
+    # -- the faults ---------------------------------------------------------------------
+    def _inject(self, kind: str) -> None:
+        if kind == "kill":
+            i = self.rng.randrange(len(self.workers))
+            worker = self.workers[i]
+            at = time.time()
+            worker.process.kill()
+            worker.process.wait()
+            self.faults.append(Fault(kind, worker.name, at, at))
+            self.workers[i] = self._start(worker.name, worker.pool)
+        elif kind == "stop":
+            worker = self.rng.choice(self.workers)
+            tree = [worker.process.pid, *_children(worker.process.pid)]
+            start = time.time()
+            _signal_all(tree, signal.SIGSTOP)
+            try:
+                self._idle(2 * self.options.lease)
+            finally:
+                _signal_all(tree, signal.SIGCONT)
+            self.faults.append(Fault(kind, worker.name, start, time.time()))
+        elif kind in ("pg-fast", "pg-immediate"):
+            start = time.time()
+            self.server.stop(kind.removeprefix("pg-"))
+            self.server.launch()
+            self.faults.append(Fault(kind, None, start, time.time()))
+        else:
+            self._crash_at(self.rng.choice(CRASH_POINTS))
+
+    def _crash_at(self, point: str) -> None:
+        self._armed += 1
+        armed = self._start(f"armed{self._armed}", "threads", crashpoint=point)
+        deadline = time.monotonic() + ARMED_TIMEOUT
+        while armed.process.poll() is None and time.monotonic() < deadline:
+            self._supervise()
+            time.sleep(0.02)
+        at = time.time()
+        if armed.process.poll() is None:  # never reached its point: a plain kill then
+            armed.process.kill()
+            armed.process.wait()
+            self.faults.append(Fault("kill", armed.name, at, at, f"armed at {point}, not reached"))
+        elif armed.process.returncode != -signal.SIGKILL:
+            self.problems.append(f"{armed.name} exited with {armed.process.returncode}, not at {point}")
+        else:
+            self.faults.append(Fault("crashpoint", armed.name, at, at, point))
+
+    # -- the run ------------------------------------------------------------------------
+    def run(self, progress: Callable[[str], None] = lambda _: None) -> SoakResult:
+        began = time.monotonic()
+        install_history(self.url)
+        pools = [POOLS[i % len(POOLS)] for i in range(self.options.workers)]
+        self.workers = [self._start(f"w{i}", pool) for i, pool in enumerate(pools)]
+        self._producing.set()
+        producer = threading.Thread(target=self._produce, name="producer", daemon=True)
+        producer.start()
+        schedule = list(self.rng.sample(KINDS, len(KINDS)))
+        end = time.monotonic() + self.options.seconds
+        try:
+            while True:
+                self._idle(self.rng.uniform(*self.options.pause))
+                if time.monotonic() >= end:
+                    break
+                kind = schedule.pop(0) if schedule else self.rng.choice(KINDS)
+                progress(f"{time.monotonic() - began:6.1f}s  {kind}  ({len(self.acknowledged)} sent)")
+                self._inject(kind)
+            self._producing.clear()
+            producer.join(60)
+            drained = time.monotonic()
+            progress(f"{drained - began:6.1f}s  draining {len(self.acknowledged)} tasks")
+            self._drain()
+            drain_seconds = time.monotonic() - drained
+        finally:
+            self._producing.clear()
+            self._stop_workers()
+        history = status_history(self.url)
+        faulted = [t for f in self.faults for t in touched(history, f.start, f.end, f.executor_id)]
+        report = check(
+            self.url,
+            self.acknowledged,
+            faulted_ids=faulted,
+            limits={LIMITED_QUEUE: LIMITED_CONCURRENCY},
+            ledger=self.ledger,
+            strict=False,
+        )
+        others = {s: n for s, n in report.statuses.items() if s != "SUCCESS"}
+        if others:
+            self.problems.append(f"tasks that did not succeed: {others}")
+        report.problems[:0] = self.problems
+        return SoakResult(self.options, report, self.faults, time.monotonic() - began, drain_seconds, pools)
+
+    def _drain(self) -> None:
+        deadline = time.monotonic() + DRAIN_TIMEOUT
+        while unfinished(self.url, self.acknowledged):
+            if time.monotonic() > deadline:
+                self.problems.append(f"the queue did not drain within {DRAIN_TIMEOUT:.0f} s")
+                return
+            self._idle(0.2)
+
+    def _stop_workers(self) -> None:
+        for worker in self.workers:
+            if worker.process.poll() is None:
+                worker.process.send_signal(signal.SIGTERM)
+        for worker in self.workers:
+            try:
+                worker.process.wait(60)
+            except subprocess.TimeoutExpired:
+                self.problems.append(f"worker {worker.name} did not stop on SIGTERM within 60 s")
+                worker.process.kill()
+                worker.process.wait()
+
+
+def _children(pid: int) -> list[int]:
+    """The child processes of ``pid`` (a prefork worker's pool), from /proc."""
+    found: list[int] = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            found += [int(c) for c in (task / "children").read_text().split()]
+        except OSError:
+            continue
+    return found
+
+
+def _signal_all(pids: list[int], signum: int) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, signum)
+        except ProcessLookupError:
+            continue
+
+
+def run_soak(options: SoakOptions, out: Path, fsync: bool = True, verbose: bool = False) -> SoakResult:
+    """Start a PostgreSQL of its own, run the soak against it, destroy it."""
+    out.mkdir(parents=True, exist_ok=True)
+    server = PostgresServer(fsync=fsync).start()
+    try:
+        progress = (lambda line: print(line, flush=True)) if verbose else (lambda _: None)
+        return Soak(server, options, out).run(progress)
+    finally:
+        server.destroy()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tests.faults.soak", description=__doc__.split("\n")[0])
+    parser.add_argument("--minutes", type=float, default=5.0, help="how long to inject faults (default 5)")
+    parser.add_argument("--seed", type=int, default=1, help="the seed of the fault schedule (default 1)")
+    parser.add_argument("--workers", type=int, default=3, help="workers, alternately threads and prefork")
+    parser.add_argument("--rate", type=float, default=15.0, help="tasks sent per second (default 15)")
+    parser.add_argument("--out", type=Path, default=None, help="folder for worker logs and the ledger")
+    args = parser.parse_args(argv)
+    logging.getLogger("psycopg.pool").setLevel(logging.ERROR)  # the restarts are on purpose
+    out = args.out or Path(tempfile.mkdtemp(prefix="pgtasks-soak-"))
+    options = SoakOptions(seconds=args.minutes * 60, seed=args.seed, workers=args.workers, rate=args.rate)
+    result = run_soak(options, out, verbose=True)
+    command = " ".join(["python -m tests.faults.soak", *(argv if argv is not None else sys.argv[1:])])
+    print(result.summary())
+    print(f"command: {command}")
+    print(f"logs and ledger: {out}")
+    return 0 if result.ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
