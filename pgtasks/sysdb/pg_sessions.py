@@ -28,16 +28,25 @@ from pgtasks.sysdb.urls import DatabaseTarget
 
 T = TypeVar("T")
 POOL_WAIT_SECONDS = 10.0  # how long a caller waits for a connection before DatabaseUnavailable
+IDLE_IN_TRANSACTION_MS = 5_000  # see session_options
+# Errors after which a session is gone: the server ended it, or the network did.
+LOST_SESSION = (psycopg.OperationalError, psycopg.errors.IdleInTransactionSessionTimeout)
 GENERIC_POOL_SIZE = 3  # the claim loop, the checkpoint writer, a spare
 
 
 def session_options(dsn: str) -> str:
-    """Server options for pgtasks' sessions, after any the URL sets: JIT off, because every
-    statement here is a short OLTP one, and a claim whose estimated cost passes
-    jit_above_cost (the partitioned claim on a big backlog) would spend 50 to 200 ms compiling
-    code it then runs for 2 ms."""
+    """Server options for pgtasks' sessions, after any the URL sets.
+
+    - JIT off: every statement here is a short OLTP one, and a claim whose estimated cost
+      passes jit_above_cost (the partitioned claim on a big backlog) would spend 50 to 200 ms
+      compiling code it then runs for 2 ms.
+    - ``idle_in_transaction_session_timeout``: pgtasks never waits on anything inside its own
+      transactions, so one idle for that long belongs to a process that is frozen or cut off
+      from the server. Its row locks would otherwise block the others' recovery until TCP
+      gives up (hours); the server ends the session instead.
+    """
     own = conninfo_to_dict(dsn).get("options") or ""
-    return f"{own} -c jit=off".strip()
+    return f"{own} -c jit=off -c idle_in_transaction_session_timeout={IDLE_IN_TRANSACTION_MS}".strip()
 
 
 class PostgresListener(EnqueueListener):
@@ -119,7 +128,7 @@ class PostgresSessions:
         try:
             with self._open_pool(generic).connection() as conn:
                 yield conn
-        except (psycopg.OperationalError, PoolTimeout) as exc:
+        except (*LOST_SESSION, PoolTimeout) as exc:
             raise DatabaseUnavailable(
                 f"the pgtasks database {self.target.display_url} is unavailable: {exc}"
             ) from exc
@@ -145,7 +154,7 @@ class PostgresSessions:
             try:
                 with self._open_pool(generic).connection() as conn:
                     return fetch(conn.execute(self.sql[name], params or {}))
-            except psycopg.OperationalError as exc:
+            except LOST_SESSION as exc:
                 if attempt == 2 or not conn.broken:
                     raise DatabaseUnavailable(
                         f"the pgtasks database {self.target.display_url} is unavailable: {exc}"

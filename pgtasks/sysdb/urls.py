@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 from pgtasks.sysdb.errors import ConfigurationError
 from pgtasks.sysdb.identifiers import validate_identifier
@@ -92,7 +92,8 @@ def parse_database_url(url: str, schema: str = DEFAULT_SCHEMA) -> DatabaseTarget
         schema = dict(parse_qsl(parts.query)).get("schema", schema)
         validate_identifier(schema, "schema name")
 
-        dsn = urlunsplit(("postgresql", parts.netloc, parts.path, urlencode(query), ""))
+        # quote, not quote_plus: libpq reads "+" in a URI literally (options=-c%20x=y).
+        dsn = urlunsplit(("postgresql", parts.netloc, parts.path, urlencode(query, quote_via=quote), ""))
         return DatabaseTarget("postgres", url=url, dsn=dsn, schema=schema)
     if scheme == "sqlite":
         rest, _, query = url[len("sqlite://") :].partition("?")

@@ -172,3 +172,12 @@ def test_resolve_uses_environment(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_resolve_default(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(DATABASE_URL_ENV, raising=False)
     assert resolve_database_url(None) == DEFAULT_DATABASE_URL == "sqlite:///pgtasks.sqlite3"
+
+
+def test_a_query_value_with_spaces_reaches_libpq_intact() -> None:
+    from psycopg.conninfo import conninfo_to_dict
+
+    from pgtasks.sysdb.urls import parse_database_url
+
+    target = parse_database_url("postgresql://u@h/db?options=-c%20work_mem%3D64MB&schema=s")
+    assert conninfo_to_dict(target.dsn)["options"] == "-c work_mem=64MB"

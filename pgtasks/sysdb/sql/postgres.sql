@@ -442,7 +442,14 @@ SET status = CASE WHEN recovery_attempts > max_recovery_attempts
     deduplication_id = CASE WHEN recovery_attempts > max_recovery_attempts THEN NULL
                             ELSE ws.deduplication_id END,
     updated_at = __now_ms__
-WHERE ws.status = 'PENDING' AND ws.executor_id = ANY(%(executors)b::text[])
+FROM (SELECT workflow_uuid FROM __schema__.workflow_status
+      WHERE status = 'PENDING' AND executor_id = ANY(%(executors)b::text[])
+      FOR UPDATE SKIP LOCKED) AS free
+-- SKIP LOCKED: a row locked by a session that is cut off inside its transaction is left to a
+-- later round (the server ends such a session: idle_in_transaction_session_timeout), instead
+-- of blocking this executor's lease round, and with it its own heartbeat.
+WHERE ws.workflow_uuid = free.workflow_uuid
+  AND ws.status = 'PENDING' AND ws.executor_id = ANY(%(executors)b::text[])
 RETURNING ws.workflow_uuid, ws.status
 
 -- name: tasks_release_stray
