@@ -265,6 +265,7 @@ def check(
     limits: Mapping[str, int] | None = None,
     *,
     ledger: Path | None = None,
+    rate_limits: Mapping[str, tuple[int, float]] | None = None,
     strict: bool = True,
 ) -> Report:
     """Check the invariants (module docstring) and return the report; with ``strict`` (the
@@ -273,7 +274,10 @@ def check(
     ``faulted_ids``: tasks a fault touched, once per fault (a task listed twice may run a step
     body three times). ``limits``: queue name -> the most tasks it may run at once, measured
     from :func:`span` lines. ``ledger``: the effects file; without it the effect checks are
-    skipped. The history checks need :func:`install_history` to have run first."""
+    skipped. ``rate_limits``: queue name -> (most starts, period in seconds), checked on the
+    history: no window of that period holds more claims of the queue's tasks (claims of
+    faulted tasks are left out: a re-claim after recovery replaces the start the limiter
+    counts). The history checks need :func:`install_history` to have run first."""
     acked = set(acknowledged_ids)
     faults = collections.Counter(faulted_ids)
     tasks = {r[0]: r for r in query(database_url, _TASKS)}
@@ -306,13 +310,33 @@ def check(
             report.peaks[queue] = (peak, limit)
             if peak > limit:
                 problems.append(f"queue {queue!r} ran {peak} tasks at once, over its limit of {limit}")
+    for queue, (most, period) in (rate_limits or {}).items():
+        on_queue = {t for t, row in tasks.items() if row[6] == queue and not faults[t]}
+        peak = max_in_window([c.at for c in history if c.new == "PENDING" and c.task_id in on_queue], period)
+        report.peaks[f"{queue} per {period:g}s"] = (peak, most)
+        if peak > most:
+            window = f"{period:g}s"
+            problems.append(f"queue {queue!r} started {peak} tasks within {window}, over its limit of {most}")
     if strict and problems:
         raise AssertionError(report.summary())
     return report
 
 
+def max_in_window(times: list[float], period: float) -> int:
+    """The most instants in any window ``(t - period, t]``: the limiter's window, less the
+    instant at its very start (the history keeps milliseconds; never a false alarm)."""
+    ordered = sorted(times)
+    best, first = 0, 0
+    for last, instant in enumerate(ordered):
+        while ordered[first] <= instant - period:
+            first += 1
+        best = max(best, last - first + 1)
+    return best
+
+
 _TASKS = (
-    "SELECT workflow_uuid, status, recovery_attempts, max_recovery_attempts, retries, claim_token FROM {t}"
+    "SELECT workflow_uuid, status, recovery_attempts, max_recovery_attempts, retries, claim_token, "
+    "queue_name FROM {t}"
 )
 _STEPS = "SELECT workflow_uuid, function_id FROM {o} ORDER BY workflow_uuid, function_id"
 Row = tuple[Any, ...]
@@ -351,7 +375,7 @@ def _check_steps(steps: dict[str, list[int]]) -> list[str]:
 def _check_attempts(tasks: dict[str, Row], history: list[Transition]) -> list[str]:
     problems = []
     claims = collections.Counter(c.task_id for c in history if c.new == "PENDING")
-    for task_id, (_, status, attempts, most, retries, _) in tasks.items():
+    for task_id, (_, status, attempts, most, retries, *_) in tasks.items():
         if attempts > most + 1:
             problems.append(f"task {task_id} started {attempts} times, over 1 + max_recovery_attempts={most}")
         if retries == 0 and claims[task_id] > most + 1:

@@ -129,6 +129,21 @@ def test_concurrency_over_a_queue_limit_is_caught(scene: Scene) -> None:
     )
 
 
+def test_starts_over_a_queue_rate_limit_are_caught(scene: Scene) -> None:
+    """Three claims within a second on the queue "default": over a limit of 2 per minute, not
+    over 3 per minute, nor over 2 per minute once one task is in the fault log."""
+    ids = [scene.task, *(scene.client.enqueue("faults.steps").id for _ in range(2))]
+    for task_id in ids[1:]:
+        scene.set_status(task_id, "PENDING", executor="w1")
+        scene.set_status(task_id, "SUCCESS")
+    check_rate = lambda most, faulted=(): check(  # noqa: E731
+        scene.url, ids, list(faulted), ledger=None, rate_limits={"default": (most, 60.0)}, strict=False
+    ).problems
+    assert check_rate(3) == []
+    assert check_rate(2) == ["queue 'default' started 3 tasks within 60s, over its limit of 2"]
+    assert check_rate(2, faulted=[ids[1]]) == []
+
+
 def test_the_history_tells_which_tasks_a_fault_touched(scene: Scene) -> None:
     before = time.time()
     other = scene.client.enqueue("faults.steps").id
