@@ -14,10 +14,7 @@ the task was abandoned (cancelled or taken over), an ENQUEUED outcome gives it b
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import ctypes.util
 import logging
-import multiprocessing
 import os
 import signal
 import threading
@@ -25,8 +22,9 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from multiprocessing import Pipe
 from multiprocessing.connection import Connection, wait
-from typing import Any, Protocol
+from typing import Protocol
 
 from pgtasks.engine.core import Engine
 from pgtasks.engine.errors import (
@@ -38,13 +36,13 @@ from pgtasks.engine.errors import (
 from pgtasks.engine.execution import execute_task
 from pgtasks.engine.failures import encode_exception
 from pgtasks.sysdb.records import Outcome, Status, StepRecord, TaskRecord
+from pgtasks.worker.forkserver import ForkedChild, ForkServer, die_with_parent
 from pgtasks.worker.limits import time_limits
 
 log = logging.getLogger("pgtasks.worker")
 
 Finish = Callable[[TaskRecord, "Outcome | None"], None]
 POOLS = ("prefork", "threads", "solo")
-PR_SET_PDEATHSIG = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,7 +137,7 @@ def make_pool(engine: Engine, executor_id: str, options: PoolOptions, finish: Fi
 
 @dataclass
 class _Child:
-    process: Any
+    process: ForkedChild
     conn: Connection
     task: TaskRecord | None = None
     started: float = 0.0
@@ -152,31 +150,32 @@ class PreforkPool:
 
     def __init__(self, engine: Engine, executor_id: str, options: PoolOptions, finish: Finish) -> None:
         self._engine, self._executor_id, self._options, self._finish = engine, executor_id, options, finish
-        self._ctx = multiprocessing.get_context("fork")
+        self._forks = ForkServer(self._child_main)
         self._children: list[_Child] = []
         self._lock = threading.Lock()
         self._stopping = False
         self._terminating: set[str] = set()  # task ids to kill (revoked with terminate=True)
-        self._wake_read, self._wake_write = self._ctx.Pipe(duplex=False)
+        self._wake_read, self._wake_write = Pipe(duplex=False)
         self._monitor = threading.Thread(target=self._watch, name="pgtasks-prefork", daemon=True)
 
     def start(self) -> None:
-        # Fork the first children before the worker starts its other threads.
+        # The fork server is forked before the worker starts its other threads, and with no
+        # database connection open: SQLite keeps per-process lock state for each open file
+        # that a child would inherit as if it were its own. The worker reconnects on next use.
+        self._engine.close()
+        self._forks.start()
         with self._lock:
             self._children = [self._spawn() for _ in range(self._options.size)]
         self._monitor.start()
 
     def _spawn(self) -> _Child:
-        parent_end, child_end = self._ctx.Pipe()
-        process = self._ctx.Process(
-            target=_child_main,
-            args=(child_end, self._engine, self._executor_id, self._options),
-            name="pgtasks-child",
-            daemon=True,
-        )
-        process.start()
-        child_end.close()
-        return _Child(process, parent_end)
+        process, conn = self._forks.spawn()
+        return _Child(process, conn)
+
+    def _child_main(self, conn: Connection) -> None:
+        self._wake_read.close()  # the pool's own pipe: not the child's
+        self._wake_write.close()
+        _child_main(conn, self._engine, self._executor_id, self._options)
 
     def submit(self, record: TaskRecord, steps: list[StepRecord] | None = None) -> None:
         with self._lock:
@@ -228,6 +227,11 @@ class PreforkPool:
             child.retiring = retiring
             if self._stopping and not retiring:
                 child.conn.send(None)  # warm shutdown: this child is done
+        if retiring:
+            # Its successor is forked before the slot is reported free, so the worker never
+            # claims a task that no idle child could take.
+            child.process.forget()
+            self._replace(child)
         if task is not None:
             self._finish(task, outcome)
 
@@ -308,11 +312,12 @@ class PreforkPool:
                 child.process.kill()
         for child in children:
             child.process.join(timeout=10)
+        self._forks.close()
 
 
 def _child_main(conn: Connection, engine: Engine, executor_id: str, options: PoolOptions) -> None:
     """A prefork child: run the tasks the parent sends, one at a time, and send back outcomes."""
-    _die_with_parent()
+    die_with_parent()
     signal.set_wakeup_fd(-1)  # the parent's wake-up pipe is not ours
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent coordinates shutdown
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
@@ -339,19 +344,6 @@ def _child_main(conn: Connection, engine: Engine, executor_id: str, options: Poo
         conn.send((outcome, retiring))
         if retiring:
             os._exit(0)
-
-
-def _die_with_parent() -> None:
-    """Linux: SIGKILL this child when the worker process dies (even by SIGKILL), so no orphan
-    goes on running a task that recovery hands to another worker."""
-    parent = os.getppid()
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    except (OSError, AttributeError):
-        return
-    if os.getppid() != parent:  # the parent died before prctl took effect
-        os._exit(1)
 
 
 def _soft_limit_reached(_signum: int, _frame: object) -> None:

@@ -36,6 +36,31 @@ def test_children_run_tasks_and_are_replaced_after_max_tasks(database_url: str, 
     client.close()
 
 
+def test_children_replaced_after_every_task_never_stall(database_url: str, ledger: Path) -> None:
+    # Forking a replacement from the running worker once left children waiting forever on a
+    # SQLite lock they had inherited (stuck in 5 of 5 runs of this test); the fork server
+    # forks them from a process that never opened the database.
+    client = Client(database_url)
+    log = ledger.with_name("worker.log")  # a file: a pipe nobody reads would fill and block
+    worker = worker_process(
+        database_url,
+        ledger,
+        "pf",
+        pool="prefork",
+        concurrency=2,
+        extra_args=("--max-tasks-per-child", "1"),
+        output=log,
+    )
+    try:
+        handles = [client.enqueue("durable.three_steps", [i]) for i in range(300)]
+        assert [h.get(timeout=60) for h in handles] == [(i + 1) * 2 - 3 for i in range(300)]
+    finally:
+        stop(worker)
+    assert worker.returncode == 0, log.read_text()[-3000:]
+    assert "no idle child" not in log.read_text()
+    client.close()
+
+
 def test_hard_time_limit_kills_the_child_and_records_the_error(database_url: str, ledger: Path) -> None:
     client = Client(database_url)
     worker = worker_process(

@@ -199,7 +199,7 @@ class Soak:
             self.workers[i] = self._start(worker.name, worker.pool)
         elif kind == "stop":
             worker = self.rng.choice(self.workers)
-            tree = [worker.process.pid, *_children(worker.process.pid)]
+            tree = [worker.process.pid, *_descendants(worker.process.pid)]
             start = time.time()
             _signal_all(tree, signal.SIGSTOP)
             try:
@@ -297,14 +297,16 @@ class Soak:
                 worker.process.wait()
 
 
-def _children(pid: int) -> list[int]:
-    """The child processes of ``pid`` (a prefork worker's pool), from /proc."""
+def _descendants(pid: int) -> list[int]:
+    """The processes below ``pid`` (a prefork worker's fork server and pool), from /proc."""
     found: list[int] = []
     for task in Path(f"/proc/{pid}/task").glob("*"):
         try:
-            found += [int(c) for c in (task / "children").read_text().split()]
+            children = [int(c) for c in (task / "children").read_text().split()]
         except OSError:
             continue
+        for child in children:
+            found += [child, *_descendants(child)]
     return found
 
 
