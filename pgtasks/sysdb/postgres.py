@@ -52,7 +52,11 @@ from pgtasks.sysdb.sqlfiles import Migration, load_migrations, load_statements
 from pgtasks.sysdb.urls import DatabaseTarget
 
 T = TypeVar("T")
-NOW_MS = "(extract(epoch from now()) * 1000)::bigint"
+# The time the statement started, not the transaction: a claim stamps started_at and the
+# rate limiter counts its window on the same clock, so a claim that ran late in its
+# transaction (its worker descheduled between the queue lock and the claim) is not stamped
+# early, outside the window the next claim counts.
+NOW_MS = "(extract(epoch from statement_timestamp()) * 1000)::bigint"
 MIGRATIONS_TABLE = "pgtasks_migrations"
 # The rows tasks_enqueue inserts: column arrays for many tasks (one statement, any count), or
 # plain parameters for one task (much cheaper to send than fifteen one-element arrays).

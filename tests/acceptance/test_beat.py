@@ -20,21 +20,11 @@ from pgtasks.sysdb import open_system_database
 from pgtasks.sysdb.records import ListTasksParams
 from pgtasks.sysdb.schedule_records import ListSchedulesParams
 from tests.support.inprocess import wait_for
-from tests.support.processes import REPO, effects, stop, worker_process
+from tests.support.processes import REPO, beat_process, effects, stop, worker_process
 
 APP = "tests.acceptance.apps.beat_app"
 FIRED = re.compile(r"fired tick due (\S+) as task (\S+)")
 WINDOW = 5  # due times fired while every process races, beyond those fired before
-
-
-def beat_process(database_url: str, log: Path, crashpoint: str | None = None) -> subprocess.Popen[str]:
-    env = {**os.environ, "PGTASKS_DATABASE_URL": database_url, "PYTHONUNBUFFERED": "1"}
-    env.pop("PGTASKS_CRASHPOINT", None)
-    if crashpoint:
-        env["PGTASKS_CRASHPOINT"] = crashpoint
-    argv = [sys.executable, "-m", "pgtasks", "beat", "-A", APP, "-l", "INFO"]
-    with log.open("a") as sink:
-        return subprocess.Popen(argv, cwd=REPO, env=env, stdout=sink, stderr=subprocess.STDOUT, text=True)
 
 
 def fired_due_times(logs: list[Path]) -> collections.Counter[str]:

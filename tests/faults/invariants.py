@@ -111,7 +111,7 @@ BEGIN
     IF TG_OP = 'INSERT' OR NEW.status IS DISTINCT FROM OLD.status THEN
         INSERT INTO {s}.{h} (task_id, old_status, new_status, executor_id, at_ms)
         VALUES (NEW.workflow_uuid, CASE WHEN TG_OP = 'UPDATE' THEN OLD.status END, NEW.status,
-                NEW.executor_id, floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint);
+                NEW.executor_id, (extract(epoch FROM statement_timestamp()) * 1000)::bigint);
     END IF;
     RETURN NULL;
 END $$;
@@ -251,7 +251,9 @@ class Report:
             f"checkpoints {self.checkpoints:,}; step bodies run {self.effects:,}; run more than once "
             f"{self.repeated:,} (tasks touched by a fault: {self.faulted:,})",
         ]
-        lines += [f"peak concurrency of queue {q}: {p} (limit {lim})" for q, (p, lim) in self.peaks.items()]
+        for queue, (peak, limit) in self.peaks.items():
+            measure = "most starts" if " per " in queue else "peak concurrency"  # rate or concurrency
+            lines.append(f"{measure} of queue {queue}: {peak} (limit {limit})")
         verdict = "PASSED" if self.ok else f"FAILED ({len(self.problems)} problems)"
         lines.append(f"invariants: {verdict}")
         lines += [f"  - {problem}" for problem in self.problems[:20]]
@@ -416,11 +418,15 @@ def _check_effects(
 def query(database_url: str, sql: str, params: tuple[Any, ...] = ()) -> list[Row]:
     """Run one statement on a plain connection of the system database (no engine code in
     between) and return its rows. In ``sql``, ``{t}`` names workflow_status, ``{o}``
-    operation_outputs and ``{h}`` the status history; placeholders are ``?`` on both dialects."""
+    operation_outputs, ``{s}`` workflow_schedules and ``{h}`` the status history; placeholders
+    are ``?`` on both dialects."""
     target = parse_database_url(database_url)
     with _connect(target) as (conn, prefix):
         text = sql.format(
-            t=f"{prefix}workflow_status", o=f"{prefix}operation_outputs", h=prefix + HISTORY_TABLE
+            t=f"{prefix}workflow_status",
+            o=f"{prefix}operation_outputs",
+            s=f"{prefix}workflow_schedules",
+            h=prefix + HISTORY_TABLE,
         )
         if target.dialect == "postgres":
             text = text.replace("?", "%s")

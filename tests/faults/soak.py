@@ -12,20 +12,27 @@ seeded order):
 - ``stop``: SIGSTOP a worker and its children for twice the lease (others take its tasks
   over), then SIGCONT (it must notice and abandon them);
 - ``pg-fast`` / ``pg-immediate``: restart PostgreSQL with ``-m fast`` / ``-m immediate``;
-- ``crashpoint``: start an extra worker armed with a random crash point; it dies there.
+- ``crashpoint``: start an extra worker armed with a random crash point; it dies there;
+- ``beat-kill``: SIGKILL one of the two `pgtasks beat` processes, start it again;
+- ``beat-crash``: start an extra beat armed with ``after_fire_before_commit``; it dies inside
+  its first fire, which rolls back.
 
 The producer sends ``faults.steps`` tasks (1 to 4 steps, some on the ``limited`` queue,
-concurrency 2) with ids it chooses, re-sending an id until the send is acknowledged, so an
-enqueue whose reply was lost is never counted twice or missed. At the end it drains the
+concurrency 2, some on the ``metered`` queue, 4 starts per second) with ids it chooses,
+re-sending an id until the send is acknowledged, so an enqueue whose reply was lost is
+never counted twice or missed. At the end it drains the
 queue and checks: every acknowledged task succeeded exactly once, no step body ran twice
 unless a fault touched its task (the tasks PENDING on the faulted executor, or on any for a
-PostgreSQL restart, during the fault), no queue went over its limit. Exit status 1 if not.
+PostgreSQL restart, during the fault), no queue went over its limit; and the schedule
+``soak-tick`` (every second, with backfill) fired every due time from its start to the end
+of the faults exactly once, each fire a task that succeeded. Exit status 1 if not.
 """
 
 from __future__ import annotations
 
 import argparse
 import collections
+import datetime as dt
 import logging
 import os
 import random
@@ -40,13 +47,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pgtasks import Client
-from tests.faults.apps.fault_app import LIMITED_CONCURRENCY, LIMITED_QUEUE
+from tests.faults.apps.fault_app import (
+    LIMITED_CONCURRENCY,
+    LIMITED_QUEUE,
+    METERED_QUEUE,
+    METERED_RATE,
+    TICK_CRON,
+    TICK_SCHEDULE,
+)
+from tests.faults.fires import FireReport, check_fires
 from tests.faults.invariants import Report, check, install_history, status_history, touched, unfinished
 from tests.support.pgserver import PostgresServer
-from tests.support.processes import worker_process
+from tests.support.processes import beat_process, worker_process
 
 APP = "tests.faults.apps.fault_app"
-KINDS = ("kill", "stop", "pg-fast", "pg-immediate", "crashpoint")
+KINDS = ("kill", "stop", "pg-fast", "pg-immediate", "crashpoint", "beat-kill", "beat-crash")
+BEATS = 2
 CRASH_POINTS = (
     "after_claim_commit",
     "before_step_body:function_id=2",
@@ -86,6 +102,7 @@ class Fault:
 class SoakResult:
     options: SoakOptions
     report: Report
+    fires: FireReport
     faults: list[Fault]
     seconds: float  # the whole run, drain included
     drain_seconds: float
@@ -93,7 +110,7 @@ class SoakResult:
 
     @property
     def ok(self) -> bool:
-        return self.report.ok
+        return self.report.ok and not self.fires.problems
 
     def summary(self) -> str:
         kinds = collections.Counter(f.kind for f in self.faults)
@@ -105,6 +122,7 @@ class SoakResult:
             f"faults injected {len(self.faults)}: " + ", ".join(f"{k} {kinds[k]}" for k in KINDS),
             "crash points hit: " + (", ".join(f"{p} {n}" for p, n in sorted(crashes.items())) or "none"),
             self.report.summary(),
+            self.fires.summary(),
         ]
         return "\n".join(lines)
 
@@ -128,6 +146,7 @@ class Soak:
         self.problems: list[str] = []
         self.acknowledged: list[str] = []
         self.workers: list[_Worker] = []
+        self.beats: list[_Worker] = []
         self._producing = threading.Event()
         self._armed = 0
 
@@ -141,21 +160,27 @@ class Soak:
             crashpoint=crashpoint,
             lease_seconds=self.options.lease,
             concurrency=3,
-            extra_args=("-Q", f"default,{LIMITED_QUEUE}", "-l", "WARNING"),
+            extra_args=("-Q", f"default,{LIMITED_QUEUE},{METERED_QUEUE}", "-l", "WARNING"),
             output=self.out / f"{name}.log",
             pool=pool,
         )
         return _Worker(name, pool, process)
 
+    def _start_beat(self, name: str, crashpoint: str | None = None) -> _Worker:
+        log = self.out / f"{name}.log"
+        return _Worker(name, "beat", beat_process(self.url, log, app=APP, crashpoint=crashpoint))
+
     def _supervise(self) -> None:
-        """Restart any worker that exited on its own (that is a problem: none should)."""
-        for i, worker in enumerate(self.workers):
-            code = worker.process.poll()
-            if code is not None:
-                now = time.time()
-                self.problems.append(f"worker {worker.name} exited on its own with code {code}")
-                self.faults.append(Fault("unexpected-exit", worker.name, now, now))
-                self.workers[i] = self._start(worker.name, worker.pool)
+        """Restart any worker or beat that exited on its own (a problem: none should)."""
+        for processes, start in ((self.workers, self._start), (self.beats, self._start_beat)):
+            for i, worker in enumerate(processes):
+                code = worker.process.poll()
+                if code is not None:
+                    now = time.time()
+                    self.problems.append(f"{worker.name} exited on its own with code {code}")
+                    self.faults.append(Fault("unexpected-exit", worker.name, now, now))
+                    beat = worker.pool == "beat"
+                    processes[i] = start(worker.name) if beat else start(worker.name, worker.pool)
 
     def _idle(self, seconds: float) -> None:
         """Let time pass (the schedule's pause, not a synchronisation), supervising."""
@@ -173,7 +198,8 @@ class Soak:
         try:
             while self._producing.is_set():
                 task_id = f"soak-{sent:07d}"
-                queue = LIMITED_QUEUE if rng.random() < 0.2 else "default"
+                pick = rng.random()
+                queue = LIMITED_QUEUE if pick < 0.2 else METERED_QUEUE if pick < 0.35 else "default"
                 args = [rng.randint(1, 4), rng.choice((0.0, 0.01, 0.05))]
                 while True:  # the same id until acknowledged: a lost reply is not a lost task
                     try:
@@ -212,12 +238,23 @@ class Soak:
             self.server.stop(kind.removeprefix("pg-"))
             self.server.launch()
             self.faults.append(Fault(kind, None, start, time.time()))
+        elif kind == "beat-kill":
+            i = self.rng.randrange(len(self.beats))
+            beat = self.beats[i]
+            at = time.time()
+            beat.process.kill()
+            beat.process.wait()
+            self.faults.append(Fault(kind, beat.name, at, at))
+            self.beats[i] = self._start_beat(beat.name)
+        elif kind == "beat-crash":
+            self._crash_at("after_fire_before_commit", beat=True)
         else:
             self._crash_at(self.rng.choice(CRASH_POINTS))
 
-    def _crash_at(self, point: str) -> None:
+    def _crash_at(self, point: str, beat: bool = False) -> None:
         self._armed += 1
-        armed = self._start(f"armed{self._armed}", "threads", crashpoint=point)
+        name = f"armed{self._armed}"
+        armed = self._start_beat(name, point) if beat else self._start(name, "threads", crashpoint=point)
         deadline = time.monotonic() + ARMED_TIMEOUT
         while armed.process.poll() is None and time.monotonic() < deadline:
             self._supervise()
@@ -230,7 +267,7 @@ class Soak:
         elif armed.process.returncode != -signal.SIGKILL:
             self.problems.append(f"{armed.name} exited with {armed.process.returncode}, not at {point}")
         else:
-            self.faults.append(Fault("crashpoint", armed.name, at, at, point))
+            self.faults.append(Fault("beat-crash" if beat else "crashpoint", armed.name, at, at, point))
 
     # -- the run ------------------------------------------------------------------------
     def run(self, progress: Callable[[str], None] = lambda _: None) -> SoakResult:
@@ -238,6 +275,7 @@ class Soak:
         install_history(self.url)
         pools = [POOLS[i % len(POOLS)] for i in range(self.options.workers)]
         self.workers = [self._start(f"w{i}", pool) for i, pool in enumerate(pools)]
+        self.beats = [self._start_beat(f"beat{i}") for i in range(BEATS)]
         self._producing.set()
         producer = threading.Thread(target=self._produce, name="producer", daemon=True)
         producer.start()
@@ -253,46 +291,53 @@ class Soak:
                 self._inject(kind)
             self._producing.clear()
             producer.join(60)
+            faults_ended = dt.datetime.now(dt.UTC)
             drained = time.monotonic()
             progress(f"{drained - began:6.1f}s  draining {len(self.acknowledged)} tasks")
-            self._drain()
+            self._drain(self.acknowledged)
+            self._stop(self.beats)  # the drain gave them time to catch up with the faults' end
+            fires = check_fires(self.url, TICK_SCHEDULE, TICK_CRON, caught_up_by=faults_ended)
+            self._drain(fires.task_ids)
             drain_seconds = time.monotonic() - drained
         finally:
             self._producing.clear()
-            self._stop_workers()
+            self._stop(self.beats)
+            self._stop(self.workers)
         history = status_history(self.url)
         faulted = [t for f in self.faults for t in touched(history, f.start, f.end, f.executor_id)]
         report = check(
             self.url,
-            self.acknowledged,
+            [*self.acknowledged, *fires.task_ids],
             faulted_ids=faulted,
             limits={LIMITED_QUEUE: LIMITED_CONCURRENCY},
             ledger=self.ledger,
+            rate_limits={METERED_QUEUE: METERED_RATE},
             strict=False,
         )
         others = {s: n for s, n in report.statuses.items() if s != "SUCCESS"}
         if others:
             self.problems.append(f"tasks that did not succeed: {others}")
         report.problems[:0] = self.problems
-        return SoakResult(self.options, report, self.faults, time.monotonic() - began, drain_seconds, pools)
+        seconds = time.monotonic() - began
+        return SoakResult(self.options, report, fires, self.faults, seconds, drain_seconds, pools)
 
-    def _drain(self) -> None:
+    def _drain(self, task_ids: list[str]) -> None:
         deadline = time.monotonic() + DRAIN_TIMEOUT
-        while unfinished(self.url, self.acknowledged):
+        while unfinished(self.url, task_ids):
             if time.monotonic() > deadline:
                 self.problems.append(f"the queue did not drain within {DRAIN_TIMEOUT:.0f} s")
                 return
             self._idle(0.2)
 
-    def _stop_workers(self) -> None:
-        for worker in self.workers:
+    def _stop(self, processes: list[_Worker]) -> None:
+        for worker in processes:
             if worker.process.poll() is None:
                 worker.process.send_signal(signal.SIGTERM)
-        for worker in self.workers:
+        for worker in processes:
             try:
                 worker.process.wait(60)
             except subprocess.TimeoutExpired:
-                self.problems.append(f"worker {worker.name} did not stop on SIGTERM within 60 s")
+                self.problems.append(f"{worker.name} did not stop on SIGTERM within 60 s")
                 worker.process.kill()
                 worker.process.wait()
 

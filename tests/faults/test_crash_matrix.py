@@ -182,4 +182,3 @@ def test_an_error_writing_an_outcome_does_not_stop_the_worker(
     report = check(pg_url, [first, *later], faulted_ids=[first], ledger=ledger)
     assert report.statuses == {"SUCCESS": TASKS + 1}
     client.close()
-

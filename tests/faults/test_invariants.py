@@ -136,9 +136,11 @@ def test_starts_over_a_queue_rate_limit_are_caught(scene: Scene) -> None:
     for task_id in ids[1:]:
         scene.set_status(task_id, "PENDING", executor="w1")
         scene.set_status(task_id, "SUCCESS")
-    check_rate = lambda most, faulted=(): check(  # noqa: E731
-        scene.url, ids, list(faulted), ledger=None, rate_limits={"default": (most, 60.0)}, strict=False
-    ).problems
+
+    def check_rate(most: int, faulted: tuple[str, ...] = ()) -> list[str]:
+        limits = {"default": (most, 60.0)}
+        return check(scene.url, ids, list(faulted), ledger=None, rate_limits=limits, strict=False).problems
+
     assert check_rate(3) == []
     assert check_rate(2) == ["queue 'default' started 3 tasks within 60s, over its limit of 2"]
     assert check_rate(2, faulted=[ids[1]]) == []

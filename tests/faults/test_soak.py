@@ -9,7 +9,7 @@ from tests.faults.soak import KINDS, SoakOptions, run_soak
 
 
 def test_a_short_soak_loses_nothing(tmp_path: Path) -> None:
-    options = SoakOptions(seconds=25, seed=7, workers=3, rate=12, pause=(1.5, 3.0))
+    options = SoakOptions(seconds=35, seed=7, workers=3, rate=12, pause=(1.5, 3.0))
     result = run_soak(options, tmp_path, fsync=False)
     summary = result.summary()
     assert result.ok, summary
@@ -17,3 +17,4 @@ def test_a_short_soak_loses_nothing(tmp_path: Path) -> None:
     assert result.report.acknowledged >= 150, summary
     assert result.report.statuses == {"SUCCESS": result.report.acknowledged}, summary
     assert result.report.faulted > 0, summary  # the faults hit running tasks
+    assert result.fires.expected >= 30 and not result.fires.problems, summary

@@ -66,6 +66,19 @@ def worker_process(
         return subprocess.Popen(argv, cwd=REPO, env=env, stdout=sink, stderr=subprocess.STDOUT, text=True)
 
 
+def beat_process(
+    database_url: str, log: Path, app: str = "tests.acceptance.apps.beat_app", crashpoint: str | None = None
+) -> subprocess.Popen[str]:
+    """Start `python -m pgtasks beat` for ``app``, its output appended to the file ``log``."""
+    env = {**os.environ, "PGTASKS_DATABASE_URL": database_url, "PYTHONUNBUFFERED": "1"}
+    env.pop("PGTASKS_CRASHPOINT", None)
+    if crashpoint:
+        env["PGTASKS_CRASHPOINT"] = crashpoint
+    argv = [sys.executable, "-m", "pgtasks", "beat", "-A", app, "-l", "INFO"]
+    with log.open("a") as sink:  # the child keeps its own descriptor
+        return subprocess.Popen(argv, cwd=REPO, env=env, stdout=sink, stderr=subprocess.STDOUT, text=True)
+
+
 def stop(process: subprocess.Popen[str], sig: int = signal.SIGTERM, timeout: float = 30) -> str:
     """Signal the process, wait for it, and return everything it printed."""
     if process.poll() is None:

@@ -1,5 +1,6 @@
 -- Named statements of the PostgreSQL dialect. Each block starts with "-- name: <name>".
--- __schema__ is the validated, quoted schema; __now_ms__ the database clock in epoch ms.
+-- __schema__ is the validated, quoted schema; __now_ms__ the database clock in epoch ms at
+-- the start of the statement (statement_timestamp()).
 
 -- name: tasks_enqueue
 -- One INSERT for any number of tasks. ON CONFLICT DO NOTHING covers both the primary key

@@ -3,7 +3,9 @@
 Every step body records its execution in the effects ledger (:func:`tests.faults.invariants.effect`)
 and every task body its start and end (:func:`~tests.faults.invariants.span`), so that
 :func:`tests.faults.invariants.check` can count executions and concurrency afterwards.
-The queue ``limited`` runs at most two tasks at once across all workers.
+The queue ``limited`` runs at most two tasks at once across all workers; the queue
+``metered`` starts at most four tasks per second across all workers. The schedule
+``soak-tick`` (for `pgtasks beat` in the soak) fires a one-step task every second.
 """
 
 from __future__ import annotations
@@ -18,9 +20,16 @@ from tests.faults.invariants import effect, span
 
 LIMITED_QUEUE = "limited"
 LIMITED_CONCURRENCY = 2
+METERED_QUEUE = "metered"
+METERED_RATE = (4, 1.0)  # starts per period (seconds)
 
 app = App("faults", poll_interval=0.05)
 app.queue(LIMITED_QUEUE, concurrency=LIMITED_CONCURRENCY)
+app.queue(METERED_QUEUE, rate_limit=METERED_RATE)
+TICK_SCHEDULE, TICK_CRON = "soak-tick", "* * * * * *"
+app.beat_schedule = {
+    TICK_SCHEDULE: {"task": "faults.steps", "schedule": TICK_CRON, "args": (1,), "automatic_backfill": True}
+}
 
 
 @app.step

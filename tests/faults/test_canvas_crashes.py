@@ -1,0 +1,71 @@
+"""SIGKILL at the claim and outcome crash points while a chain and a chord run.
+
+A link of a chain, or a chord's body, is started by the outcome of the task before it, in
+the same transaction, not by an enqueue. A worker that dies just before that outcome, or
+just after it commits, must leave the workflow to finish once: every task ends in exactly
+one terminal state, the next link starts once, and the results are those of a clean run.
+"""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from pgtasks.compat import install
+
+install()  # the app under test imports ``celery``: pgtasks' names
+
+from celery import chord  # noqa: E402
+
+from tests.compat.apps import canvas_app as proj  # noqa: E402
+from tests.faults.invariants import check, given_back, install_history, unfinished  # noqa: E402
+from tests.support.inprocess import wait_for  # noqa: E402
+from tests.support.processes import stop, worker_process  # noqa: E402
+
+APP = "tests.compat.apps.canvas_app"
+POINTS = ("after_claim_commit", "before_outcome", "after_outcome_commit")
+
+
+@pytest.fixture
+def url(pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    monkeypatch.setenv("PGTASKS_TEST_LEDGER", str(tmp_path / "ledger"))
+    install_history(pg_url)
+    proj.app.conf.broker_url = pg_url
+    proj.app.conf.task_always_eager = False
+    proj.app.set_current()
+    yield pg_url
+    proj.app.close()
+
+
+@pytest.mark.parametrize("point", POINTS)
+def test_a_worker_killed_between_links_leaves_the_workflow_to_finish_once(
+    url: str, tmp_path: Path, point: str
+) -> None:
+    flow = (proj.add.s(2, 2) | proj.mul.s(10) | proj.add.s(1)).delay()
+    body = chord([proj.add.s(i, i) for i in range(4)], proj.tsum.s()).apply_async()
+    ids = [flow.id, flow.parent.id, flow.parent.parent.id, body.id, *(r.id for r in body.parent.results)]
+    ledger = tmp_path / "ledger"
+    crashing = worker_process(url, ledger, "w1", app=APP, crashpoint=point, concurrency=1)
+    rescuer = None
+    try:
+        assert crashing.wait(timeout=60) == -signal.SIGKILL
+        assert unfinished(url, ids)  # it died with work left
+        rescuer = worker_process(url, ledger, "w2", app=APP, concurrency=2)
+        wait_for(lambda: not unfinished(url, ids), timeout=60, what="the workflows to finish")
+    finally:
+        for process in (crashing, rescuer):
+            if process is not None:
+                stop(process, signal.SIGKILL)
+    assert flow.get(timeout=5) == 41 and flow.parent.get(timeout=5) == 40
+    assert body.get(timeout=5) == 12
+    # The dead worker's tasks went back once each: with concurrency 1 it holds one running
+    # task, and at the outcome points also those whose outcomes waited for their batch.
+    # After an outcome commit that task is done: the worker may have held no other.
+    returned = given_back(url)
+    assert len(set(returned)) == len(returned) and (returned or point == "after_outcome_commit")
+    report = check(url, ids, faulted_ids=returned, ledger=None)
+    assert report.statuses == {"SUCCESS": len(ids)}
+    assert report.max_attempts == (2 if returned else 1)
