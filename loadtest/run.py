@@ -198,4 +198,3 @@ def print_summaries(args: argparse.Namespace, summaries: list[Summary]) -> None:
 
 if __name__ == "__main__":
     raise SystemExit(main())
-

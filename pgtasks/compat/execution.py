@@ -198,4 +198,3 @@ def outcome_of(attempt: Attempt) -> Any:
         raise RetryRequested("rejected with requeue=True", countdown=0.0) from attempt.retval
     exc: BaseException = attempt.retval
     raise exc.with_traceback(attempt.einfo.tb if attempt.einfo else None)
-

@@ -34,9 +34,7 @@ class CanvasLinks:
     def with_result(self, child: tuple[str, str], result: tuple[str, str | None]) -> tuple[str, str]:
         return self._prepend(child, self._value(result))
 
-    def with_results(
-        self, child: tuple[str, str], results: list[tuple[str, str | None]]
-    ) -> tuple[str, str]:
+    def with_results(self, child: tuple[str, str], results: list[tuple[str, str | None]]) -> tuple[str, str]:
         return self._prepend(child, [self._value(r) for r in results])
 
     def with_task_id(self, child: tuple[str, str], task_id: str) -> tuple[str, str]:

@@ -200,4 +200,3 @@ class LinkStore:
         row = conn.execute(self.sql["task_activate"], args).fetchone()
         if row is not None and row["status"] == Status.ENQUEUED.value:
             self._announce_on(conn, row["queue_name"])
-

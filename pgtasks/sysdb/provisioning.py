@@ -42,8 +42,7 @@ def migration_script(dialect: str, schema: str, applied: int) -> str:
         lines.append(f"\n-- migration {migration.version}: {migration.name}")
         lines.append(migration.sql.replace("__schema__", prefix[:-1]).strip())
         lines.append(
-            f"INSERT INTO {prefix}{MIGRATIONS_TABLE} VALUES "
-            f"({migration.version}, '{migration.name}', {now});"
+            f"INSERT INTO {prefix}{MIGRATIONS_TABLE} VALUES ({migration.version}, '{migration.name}', {now});"
         )
     lines.append("COMMIT;")
     return "\n".join(lines) + "\n"

@@ -362,9 +362,7 @@ class LinkResolver(Protocol):
         """The child's inputs with the parent's result as first argument."""
         ...
 
-    def with_results(
-        self, child: tuple[str, str], results: list[tuple[str, str | None]]
-    ) -> tuple[str, str]:
+    def with_results(self, child: tuple[str, str], results: list[tuple[str, str | None]]) -> tuple[str, str]:
         """The child's inputs with the list of the chord parents' results as first argument."""
         ...
 

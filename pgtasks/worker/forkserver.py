@@ -65,6 +65,7 @@ class ForkedChild:
     def join(self, timeout: float | None = None) -> None:
         if self.exitcode is None:
             self._server.wait_exit(self.pid, timeout)
+            _ = self.exitcode  # taken from the server's table now, so none is left there
 
     def forget(self) -> None:
         """Nobody will join this child: let the server drop its exit code when it comes."""
@@ -105,6 +106,8 @@ class ForkServer:
                 sock.send(b"s")
                 while True:
                     data, fds, _flags, _addr = socket.recv_fds(sock, MESSAGE.size, 1)
+                    if not data:
+                        raise ForkServerError("the fork server is gone")
                     kind, pid, code = self._decode(data)
                     if kind == b"x":
                         self._record_exit(pid, code)
@@ -139,7 +142,9 @@ class ForkServer:
         with self._lock:
             while pid not in self._exits:
                 remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
-                sock = self._require_socket()
+                sock = self._socket
+                if sock is None:
+                    return  # closed: the server and its children are gone
                 ready, _, _ = select.select([sock], [], [], remaining)
                 if not ready:
                     return

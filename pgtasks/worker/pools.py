@@ -36,7 +36,7 @@ from pgtasks.engine.errors import (
 from pgtasks.engine.execution import execute_task
 from pgtasks.engine.failures import encode_exception
 from pgtasks.sysdb.records import Outcome, Status, StepRecord, TaskRecord
-from pgtasks.worker.forkserver import ForkedChild, ForkServer, die_with_parent
+from pgtasks.worker.forkserver import ForkedChild, ForkServer, ForkServerError, die_with_parent
 from pgtasks.worker.limits import time_limits
 
 log = logging.getLogger("pgtasks.worker")
@@ -75,6 +75,10 @@ class Pool(Protocol):
         """Stop a running task at once (revoke with terminate=True); False if this pool cannot."""
         ...
 
+    def alive(self) -> bool:
+        """False once the pool can no longer run tasks (its monitor stopped on its own)."""
+        ...
+
     def shutdown(self, wait: bool) -> None: ...
 
 
@@ -101,6 +105,9 @@ class ThreadPool:
 
     def terminate(self, task_id: str) -> bool:
         return False  # a thread cannot be stopped safely: the task stops at its next step
+
+    def alive(self) -> bool:
+        return True
 
     def submit(self, record: TaskRecord, steps: list[StepRecord] | None = None) -> None:
         self._threads.submit(
@@ -155,6 +162,7 @@ class PreforkPool:
         self._lock = threading.Lock()
         self._stopping = False
         self._terminating: set[str] = set()  # task ids to kill (revoked with terminate=True)
+        self._broken: ForkServerError | None = None  # the fork server is gone
         self._wake_read, self._wake_write = Pipe(duplex=False)
         self._monitor = threading.Thread(target=self._watch, name="pgtasks-prefork", daemon=True)
 
@@ -190,8 +198,14 @@ class PreforkPool:
         if hard is not None:
             self._wake_write.send(None)  # the monitor watches this child's time from now on
 
+    def alive(self) -> bool:
+        return self._monitor.is_alive() or self._stopping
+
     def _watch(self) -> None:
         while True:
+            if self._broken is not None:
+                self._give_up(self._broken)
+                return
             with self._lock:
                 if self._stopping and all(c.task is None for c in self._children):
                     return
@@ -235,21 +249,33 @@ class PreforkPool:
         if task is not None:
             self._finish(task, outcome)
 
+    def _give_up(self, error: ForkServerError) -> None:
+        """Without its fork server no child can be replaced: give back the tasks of the
+        children left (they die with the server) and stop. The worker sees the monitor gone
+        (alive() is False), shuts down and exits non-zero, for a supervisor to restart it."""
+        log.critical("the prefork pool cannot start child processes any more: %s", error)
+        with self._lock:
+            left, self._children = self._children, []
+        for child in left:
+            child.process.kill()
+            child.conn.close()
+            if child.task is not None:
+                self._give_back(child.task, child.process.exitcode)
+
+    def _give_back(self, task: TaskRecord, code: int | None) -> None:
+        log.error("the process running task %s died (exit code %s); it will run again", task.task_id, code)
+        # Given back rather than failed: the death counts as an attempt, so a task that keeps
+        # killing its process ends in MAX_RECOVERY_ATTEMPTS_EXCEEDED.
+        lost = encode_exception(WorkerLostError(f"process exited with code {code}"))
+        self._finish(task, Outcome(task.task_id, Status.ENQUEUED, error=lost, claim_token=task.claim_token))
+
     def _child_died(self, child: _Child) -> None:
         child.process.join(timeout=5)
         task = child.task
         code = child.process.exitcode
         self._replace(child)
         if task is not None:
-            log.error(
-                "the process running task %s died (exit code %s); it will run again", task.task_id, code
-            )
-            # Given back rather than failed: the death counts as an attempt, so a task that
-            # keeps killing its process ends in MAX_RECOVERY_ATTEMPTS_EXCEEDED.
-            lost = encode_exception(WorkerLostError(f"process exited with code {code}"))
-            self._finish(
-                task, Outcome(task.task_id, Status.ENQUEUED, error=lost, claim_token=task.claim_token)
-            )
+            self._give_back(task, code)
 
     def terminate(self, task_id: str) -> bool:
         # The monitor thread kills the child: it is the only one that replaces children, so
@@ -293,10 +319,13 @@ class PreforkPool:
         with self._lock:
             child.conn.close()
             index = self._children.index(child)
-            if self._stopping:
-                self._children.pop(index)
-            else:
-                self._children[index] = self._spawn()
+            self._children.pop(index)
+            if self._stopping or self._broken is not None:
+                return
+            try:
+                self._children.insert(index, self._spawn())
+            except ForkServerError as exc:
+                self._broken = exc  # the monitor gives up at the top of its next round
 
     def shutdown(self, wait: bool) -> None:
         with self._lock:

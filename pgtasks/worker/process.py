@@ -95,10 +95,11 @@ def run_worker(
             log.warning("warm shutdown: no new tasks; waiting for %d running tasks", worker.running())
             stopper = threading.Thread(target=warm_shutdown, name="pgtasks-shutdown", daemon=True)
             stopper.start()
-        if stopper is None and not runner.is_alive():
-            # The claim loop ended on its own (a bug): stop cleanly and exit non-zero, so a
-            # supervisor restarts the worker instead of leaving a process that claims nothing.
-            log.critical("the claim loop stopped unexpectedly; shutting down")
+        broken = None if stopper is not None else worker.broken_part(runner)
+        if broken is not None:
+            # The claim loop or the pool ended on its own: stop cleanly and exit non-zero, so a
+            # supervisor restarts the worker instead of leaving a process that runs nothing.
+            log.critical("the %s stopped unexpectedly; shutting down", broken)
             exit_code = 1
             stopper = threading.Thread(target=warm_shutdown, name="pgtasks-shutdown", daemon=True)
             stopper.start()

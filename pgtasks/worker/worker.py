@@ -285,6 +285,14 @@ class Worker:
                 self._running -= 1
             self._wake.set()
 
+    def broken_part(self, claim_loop: threading.Thread) -> str | None:
+        """What of this worker stopped on its own (the claim loop, the pool), or None."""
+        if not claim_loop.is_alive():
+            return "claim loop"
+        if not self._pool.alive():
+            return f"{self.options.pool} pool"
+        return None
+
     def running(self) -> int:
         """How many tasks are executing now."""
         with self._running_lock:

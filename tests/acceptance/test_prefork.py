@@ -3,6 +3,7 @@ child that dies mid-task."""
 
 from __future__ import annotations
 
+import os
 import signal
 from pathlib import Path
 
@@ -59,6 +60,35 @@ def test_children_replaced_after_every_task_never_stall(database_url: str, ledge
     assert worker.returncode == 0, log.read_text()[-3000:]
     assert "no idle child" not in log.read_text()
     client.close()
+
+
+def test_a_worker_whose_fork_server_died_exits_for_its_supervisor(database_url: str, ledger: Path) -> None:
+    client = Client(database_url)
+    log = ledger.with_name("worker.log")
+    worker = worker_process(database_url, ledger, "pf", pool="prefork", concurrency=1, output=log)
+    try:
+        handle = client.enqueue("durable.slow", [3])
+        wait_for(lambda: effects(ledger)[(handle.id, "slow0")] == 1, what="the task to start")
+        [server] = _children(worker.pid)  # its one child: the fork server; the pool is below
+        os.kill(server, signal.SIGKILL)  # the child running the task dies with it
+        assert worker.wait(timeout=60) == 1  # non-zero: a supervisor restarts it
+    finally:
+        stop(worker)
+    text = log.read_text()
+    assert "cannot start child processes any more: the fork server is gone" in text
+    assert "the prefork pool stopped unexpectedly; shutting down" in text
+    assert f"the process running task {handle.id} died" in text  # given back, not lost
+    restarted = worker_process(database_url, ledger, "pf", pool="prefork", concurrency=1)
+    try:
+        assert handle.get(timeout=60) == sum(range(3))
+    finally:
+        stop(restarted)
+    client.close()
+
+
+def _children(pid: int) -> list[int]:
+    threads = Path(f"/proc/{pid}/task").iterdir()
+    return [int(child) for thread in threads for child in (thread / "children").read_text().split()]
 
 
 def test_hard_time_limit_kills_the_child_and_records_the_error(database_url: str, ledger: Path) -> None:
