@@ -84,7 +84,7 @@ class BatchCompleter:
         params = CompleteParams(self._executor_id, tuple(batch), self._links)
         while True:
             try:
-                written = self._sysdb.tasks_complete(params)
+                written = set(self._sysdb.tasks_complete(params))
                 break
             except Exception as exc:
                 if self._give_up.is_set():
@@ -95,9 +95,24 @@ class BatchCompleter:
                 delay = min(delay * 2, MAX_RETRY_DELAY)
         for outcome in batch:
             crashpoint("after_outcome_commit", task_id=outcome.task_id)
-        lost = len(batch) - len(written)
+        lost = [o for o in batch if o.task_id not in written]
+        if lost:  # an attempt whose COMMIT reply was lost (retried here or below) wrote them
+            lost = [o for o in lost if not self._already_written(o)]
         if lost:
-            log.warning("%d outcomes were not written: those tasks were cancelled or taken over", lost)
+            log.warning("%d outcomes were not written: those tasks were cancelled or taken over", len(lost))
+
+    def _already_written(self, outcome: Outcome) -> bool:
+        """True when the row holds this very outcome: status, executor and claim token."""
+        try:
+            row = self._sysdb.task_get(outcome.task_id)
+        except Exception:
+            return False
+        return (
+            row is not None
+            and row.status == outcome.status
+            and row.executor_id == self._executor_id
+            and row.claim_token == outcome.claim_token
+        )
 
     def drain(self, timeout: float | None = None) -> bool:
         """Wait until every submitted outcome is written; False on timeout."""

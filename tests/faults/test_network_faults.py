@@ -213,6 +213,7 @@ def test_an_outcome_whose_commit_reply_is_lost_is_written_once(
         assert step_effects(workers.ledger, task_id, 2) == [1, 1]
     assert given_back(pg_url) == []
     check(pg_url, [first, second], ledger=workers.ledger)  # one terminal transition each
+    assert NOT_WRITTEN not in workers.output("w1")  # the retry recognised its own write
 
 
 # -- blackholes ---------------------------------------------------------------------------------
