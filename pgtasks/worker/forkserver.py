@@ -11,7 +11,8 @@ The protocol runs over one ``SOCK_SEQPACKET`` socket pair (one datagram per mess
 
 - worker -> server: ``b"s"`` (fork a child);
 - server -> worker: ``("s", pid, 0)`` with the worker's end of the child's pipe attached
-  (``SCM_RIGHTS``), then ``("x", pid, exit code)`` when that child has exited.
+  (``SCM_RIGHTS``), then ``("x", pid, exit code)`` when that child has exited; or
+  ``("e", 0, errno)`` when the fork failed (the server lives on).
 
 Closing the worker's end tells the server to exit; the children are killed with it (Linux:
 ``PR_SET_PDEATHSIG``), so a worker that dies leaves no process behind.
@@ -33,6 +34,10 @@ from multiprocessing.connection import Connection, Pipe
 
 MESSAGE = struct.Struct("!cii")  # kind, pid, exit code
 PR_SET_PDEATHSIG = 1
+SPAWN_TIMEOUT = 30.0  # seconds a fork may take before the server counts as wedged
+# Held back while the server is forked, until it has its own handlers: the worker's, which
+# it inherits, would report a signal to the worker a second time through the wake-up pipe.
+SERVER_SIGNALS = {signal.SIGINT, signal.SIGTERM, signal.SIGQUIT, signal.SIGCHLD}
 ChildMain = Callable[[Connection], None]
 
 
@@ -75,8 +80,8 @@ class ForkedChild:
 class ForkServer:
     """Forks the children that run ``child_main(connection)``; see the module docstring."""
 
-    def __init__(self, child_main: ChildMain) -> None:
-        self._child_main = child_main
+    def __init__(self, child_main: ChildMain, spawn_timeout: float = SPAWN_TIMEOUT) -> None:
+        self._child_main, self._spawn_timeout = child_main, spawn_timeout
         self._socket: socket.socket | None = None
         self._lock = threading.Lock()  # one reader and writer of the socket at a time
         self._exits: dict[int, int] = {}
@@ -86,15 +91,19 @@ class ForkServer:
     def start(self) -> None:
         """Fork the server. Call it while this process has a single thread."""
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        ours.settimeout(self._spawn_timeout)
+        worker = os.getpid()
+        held = signal.pthread_sigmask(signal.SIG_BLOCK, SERVER_SIGNALS)
         pid = os.fork()
         if pid == 0:  # the server
             code = 1
             try:
                 ours.close()
-                _serve(theirs, self._child_main)
+                _serve(theirs, self._child_main, worker, held)
                 code = 0
             finally:
                 os._exit(code)
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
         theirs.close()
         self._socket, self.pid = ours, pid
 
@@ -112,8 +121,13 @@ class ForkServer:
                     if kind == b"x":
                         self._record_exit(pid, code)
                         continue
+                    if kind == b"e":
+                        raise ForkServerError(f"the fork server could not fork: {os.strerror(code)}")
                     if len(fds) != 1:
                         raise ForkServerError("the fork server sent a child without its pipe")
+                    # A reused pid: what was recorded of its earlier owner is not this child's.
+                    self._exits.pop(pid, None)
+                    self._forgotten.discard(pid)
                     return ForkedChild(self, pid), Connection(fds[0])
             except OSError as exc:
                 raise ForkServerError(f"the fork server is gone: {exc}") from exc
@@ -181,14 +195,14 @@ class ForkServer:
         if len(data) != MESSAGE.size:
             raise ForkServerError(f"the fork server sent {len(data)} bytes, not a message")
         kind, pid, code = MESSAGE.unpack(data)
-        if kind not in (b"s", b"x"):
+        if kind not in (b"s", b"x", b"e"):
             raise ForkServerError(f"the fork server sent an unknown message {kind!r}")
         return kind, pid, code
 
 
-def _serve(sock: socket.socket, child_main: ChildMain) -> None:
+def _serve(sock: socket.socket, child_main: ChildMain, worker: int, mask: set[signal.Signals]) -> None:
     """The server's loop: fork on request, report each exit, stop when the worker is gone."""
-    die_with_parent()
+    die_with_parent(worker)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the worker coordinates shutdown
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     signal.signal(signal.SIGQUIT, signal.SIG_IGN)
@@ -197,6 +211,7 @@ def _serve(sock: socket.socket, child_main: ChildMain) -> None:
     os.set_blocking(wake_write, False)
     signal.set_wakeup_fd(wake_write)  # replaces the worker's, inherited from it
     signal.signal(signal.SIGCHLD, lambda _signum, _frame: None)
+    signal.pthread_sigmask(signal.SIG_SETMASK, mask)
     while True:
         ready, _, _ = select.select([sock, wake_read], [], [], 1.0)
         if wake_read in ready:
@@ -212,11 +227,23 @@ def _serve(sock: socket.socket, child_main: ChildMain) -> None:
 
 
 def _fork_child(sock: socket.socket, wake: tuple[int, int], child_main: ChildMain) -> None:
-    worker_end, child_end = Pipe()
-    pid = os.fork()
+    server = os.getpid()
+    try:
+        worker_end, child_end = Pipe()
+    except OSError as exc:  # out of descriptors: tell the worker, stay up for the children
+        sock.send(MESSAGE.pack(b"e", 0, exc.errno or 0))
+        return
+    try:
+        pid = os.fork()
+    except OSError as exc:  # out of processes or memory: the same
+        worker_end.close()
+        child_end.close()
+        sock.send(MESSAGE.pack(b"e", 0, exc.errno or 0))
+        return
     if pid == 0:  # the child
         code = 1
         try:
+            die_with_parent(server)
             signal.set_wakeup_fd(-1)
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)
             sock.close()
@@ -244,10 +271,10 @@ def _report_exits(sock: socket.socket) -> None:
             sock.send(MESSAGE.pack(b"x", pid, os.waitstatus_to_exitcode(status)))
 
 
-def die_with_parent() -> None:
-    """Linux: SIGKILL this process when its parent dies (even by SIGKILL), so no orphan goes
-    on running a task that recovery hands to another worker."""
-    parent = os.getppid()
+def die_with_parent(parent: int) -> None:
+    """Linux: SIGKILL this process when its parent (pid ``parent``, read before the fork)
+    dies, even by SIGKILL, so no orphan goes on running a task that recovery hands to
+    another worker."""
     try:
         libc = ctypes.CDLL(None, use_errno=True)  # this process's own symbols, libc's among them
         libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)

@@ -36,7 +36,7 @@ from pgtasks.engine.errors import (
 from pgtasks.engine.execution import execute_task
 from pgtasks.engine.failures import encode_exception
 from pgtasks.sysdb.records import Outcome, Status, StepRecord, TaskRecord
-from pgtasks.worker.forkserver import ForkedChild, ForkServer, ForkServerError, die_with_parent
+from pgtasks.worker.forkserver import ForkedChild, ForkServer, ForkServerError
 from pgtasks.worker.limits import time_limits
 
 log = logging.getLogger("pgtasks.worker")
@@ -148,7 +148,7 @@ class _Child:
     conn: Connection
     task: TaskRecord | None = None
     started: float = 0.0
-    retiring: bool = False  # sent its last outcome (max_tasks_per_child) and is exiting
+    retiring: bool = False  # exiting (max_tasks_per_child) or dead: takes no task
     limit: float | None = None  # the hard time limit of its task, in seconds
 
 
@@ -194,7 +194,11 @@ class PreforkPool:
                 self._engine, record, self._options.time_limit, self._options.soft_time_limit
             )
             child.task, child.started, child.limit = record, time.monotonic(), hard
-            child.conn.send((record, steps, soft))
+            try:
+                child.conn.send((record, steps, soft))
+            except OSError:  # it died a moment ago: the caller gives the task back, not us
+                child.task, child.retiring = None, True
+                raise
         if hard is not None:
             self._wake_write.send(None)  # the monitor watches this child's time from now on
 
@@ -202,6 +206,13 @@ class PreforkPool:
         return self._monitor.is_alive() or self._stopping
 
     def _watch(self) -> None:
+        try:
+            self._watch_children()
+        except Exception as exc:  # a bug: without its monitor the pool runs nothing more
+            log.exception("the prefork pool's monitor failed")
+            self._give_up(exc)
+
+    def _watch_children(self) -> None:
         while True:
             if self._broken is not None:
                 self._give_up(self._broken)
@@ -235,12 +246,12 @@ class PreforkPool:
         except (EOFError, OSError):
             self._child_died(child)
             return
-        task = child.task
         with self._lock:
-            child.task = None
+            task, child.task = child.task, None
             child.retiring = retiring
             if self._stopping and not retiring:
-                child.conn.send(None)  # warm shutdown: this child is done
+                with contextlib.suppress(OSError):  # killed already by a cold shutdown
+                    child.conn.send(None)  # warm shutdown: this child is done
         if retiring:
             # Its successor is forked before the slot is reported free, so the worker never
             # claims a task that no idle child could take.
@@ -249,7 +260,7 @@ class PreforkPool:
         if task is not None:
             self._finish(task, outcome)
 
-    def _give_up(self, error: ForkServerError) -> None:
+    def _give_up(self, error: Exception) -> None:
         """Without its fork server no child can be replaced: give back the tasks of the
         children left (they die with the server) and stop. The worker sees the monitor gone
         (alive() is False), shuts down and exits non-zero, for a supervisor to restart it."""
@@ -270,8 +281,10 @@ class PreforkPool:
         self._finish(task, Outcome(task.task_id, Status.ENQUEUED, error=lost, claim_token=task.claim_token))
 
     def _child_died(self, child: _Child) -> None:
+        with self._lock:  # from now on submit() passes it by, so its task is the one read here
+            child.retiring = True
+            task = child.task
         child.process.join(timeout=5)
-        task = child.task
         code = child.process.exitcode
         self._replace(child)
         if task is not None:
@@ -346,7 +359,6 @@ class PreforkPool:
 
 def _child_main(conn: Connection, engine: Engine, executor_id: str, options: PoolOptions) -> None:
     """A prefork child: run the tasks the parent sends, one at a time, and send back outcomes."""
-    die_with_parent()
     signal.set_wakeup_fd(-1)  # the parent's wake-up pipe is not ours
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent coordinates shutdown
     signal.signal(signal.SIGTERM, signal.SIG_IGN)

@@ -4,6 +4,7 @@ exit codes reported, and nothing left behind when the worker goes."""
 from __future__ import annotations
 
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -73,6 +74,35 @@ def test_join_returns_at_its_timeout_while_the_child_lives(server: ForkServer) -
     assert child.exitcode is None
     conn.send("still there")
     assert conn.recv()[2] == "still there"
+
+
+def test_a_failed_fork_is_reported_and_the_server_serves_on(server: ForkServer) -> None:
+    assert server.pid is not None
+    child, _conn = server.spawn()
+    open_now = len(os.listdir(f"/proc/{server.pid}/fd"))
+    limits = resource.prlimit(server.pid, resource.RLIMIT_NOFILE)
+    resource.prlimit(server.pid, resource.RLIMIT_NOFILE, (open_now, limits[1]))  # no new pipe
+    try:
+        with pytest.raises(ForkServerError, match="could not fork: Too many open files"):
+            server.spawn()
+    finally:
+        resource.prlimit(server.pid, resource.RLIMIT_NOFILE, limits)
+    _again, conn = server.spawn()  # the server and its first child lived on
+    conn.send("after")
+    assert conn.recv()[2] == "after" and not _gone(child.pid)
+
+
+def test_a_wedged_server_fails_the_spawn_after_its_timeout() -> None:
+    forks = ForkServer(_echo, spawn_timeout=0.2)
+    forks.start()
+    assert forks.pid is not None
+    os.kill(forks.pid, signal.SIGSTOP)
+    try:
+        with pytest.raises(ForkServerError, match="gone: timed out"):
+            forks.spawn()
+    finally:
+        os.kill(forks.pid, signal.SIGCONT)
+        forks.close()
 
 
 def test_closing_the_server_takes_its_children_with_it(server: ForkServer) -> None:
