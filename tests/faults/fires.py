@@ -16,9 +16,8 @@ from zoneinfo import ZoneInfo
 
 from croniter import croniter
 
+from pgtasks.scheduler.definitions import format_due, parse_due
 from tests.faults.invariants import query, status_history
-
-DUE_FORMAT = "%Y-%m-%dT%H:%M:%SZ"  # the due-time text of fire ids, in UTC
 
 
 @dataclass
@@ -42,7 +41,7 @@ def expected_fires(cron: str, after: dt.datetime, until: dt.datetime, timezone: 
     due = croniter(cron, after.astimezone(zone), second_at_beginning=_seconds(cron))
     found: list[str] = []
     while (instant := due.get_next(dt.datetime)) <= until:
-        found.append(instant.astimezone(dt.UTC).strftime(DUE_FORMAT))
+        found.append(format_due(instant))  # the id's text only: the instants are croniter's
     return found
 
 
@@ -61,7 +60,7 @@ def check_fires(
     if not rows:
         report.problems.append(f"no schedule named {name!r}")
         return report
-    active_since, last_fired_at = (_parse(text) if text else None for text in rows[0])
+    active_since, last_fired_at = (parse_due(text) if text else None for text in rows[0])
     if active_since is None:
         report.problems.append(f"schedule {name!r} was never activated")
         return report
@@ -95,10 +94,6 @@ def check_fires(
 
 def _seconds(cron: str) -> bool:
     return len(cron.split()) == 6
-
-
-def _parse(text: str) -> dt.datetime:
-    return dt.datetime.strptime(text, DUE_FORMAT).replace(tzinfo=dt.UTC)
 
 
 def _few(items: list[str]) -> str:

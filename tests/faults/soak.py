@@ -172,15 +172,30 @@ class Soak:
 
     def _supervise(self) -> None:
         """Restart any worker or beat that exited on its own (a problem: none should)."""
-        for processes, start in ((self.workers, self._start), (self.beats, self._start_beat)):
+        for processes in (self.workers, self.beats):
             for i, worker in enumerate(processes):
                 code = worker.process.poll()
                 if code is not None:
                     now = time.time()
                     self.problems.append(f"{worker.name} exited on its own with code {code}")
                     self.faults.append(Fault("unexpected-exit", worker.name, now, now))
-                    beat = worker.pool == "beat"
-                    processes[i] = start(worker.name) if beat else start(worker.name, worker.pool)
+                    processes[i] = self._restart(worker)
+
+    def _restart(self, worker: _Worker) -> _Worker:
+        """A new process under the same name, a beat or a worker of the same pool."""
+        if worker.pool == "beat":
+            return self._start_beat(worker.name)
+        return self._start(worker.name, worker.pool)
+
+    def _kill_one(self, kind: str, processes: list[_Worker]) -> None:
+        """SIGKILL one of ``processes`` at random and start it again under its name."""
+        i = self.rng.randrange(len(processes))
+        victim = processes[i]
+        at = time.time()
+        victim.process.kill()
+        victim.process.wait()
+        self.faults.append(Fault(kind, victim.name, at, at))
+        processes[i] = self._restart(victim)
 
     def _idle(self, seconds: float) -> None:
         """Let time pass (the schedule's pause, not a synchronisation), supervising."""
@@ -216,13 +231,7 @@ class Soak:
     # -- the faults ---------------------------------------------------------------------
     def _inject(self, kind: str) -> None:
         if kind == "kill":
-            i = self.rng.randrange(len(self.workers))
-            worker = self.workers[i]
-            at = time.time()
-            worker.process.kill()
-            worker.process.wait()
-            self.faults.append(Fault(kind, worker.name, at, at))
-            self.workers[i] = self._start(worker.name, worker.pool)
+            self._kill_one(kind, self.workers)
         elif kind == "stop":
             worker = self.rng.choice(self.workers)
             tree = [worker.process.pid, *_descendants(worker.process.pid)]
@@ -239,13 +248,7 @@ class Soak:
             self.server.launch()
             self.faults.append(Fault(kind, None, start, time.time()))
         elif kind == "beat-kill":
-            i = self.rng.randrange(len(self.beats))
-            beat = self.beats[i]
-            at = time.time()
-            beat.process.kill()
-            beat.process.wait()
-            self.faults.append(Fault(kind, beat.name, at, at))
-            self.beats[i] = self._start_beat(beat.name)
+            self._kill_one(kind, self.beats)
         elif kind == "beat-crash":
             self._crash_at("after_fire_before_commit", beat=True)
         else:
