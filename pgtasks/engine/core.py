@@ -28,6 +28,7 @@ from pgtasks.engine.settings import Settings
 from pgtasks.sysdb import SystemDatabase, open_system_database
 from pgtasks.sysdb.records import (
     HOLDER_FINISHED,
+    EndReason,
     NewTask,
     QueueSettings,
     Status,
@@ -194,7 +195,7 @@ class Engine:
         if record.status is Status.ERROR:
             raise decode_exception(record.error or "{}", self.trusted_modules())
         if record.status is Status.CANCELLED:
-            if record.error and "TaskExpired" in record.error:
+            if record.end_reason is EndReason.EXPIRED:
                 raise TaskExpired(f"task {record.task_id} ({record.name}) expired before it started")
             raise TaskCancelled(f"task {record.task_id} ({record.name}) was cancelled")
         if record.status is Status.MAX_RECOVERY_ATTEMPTS_EXCEEDED:

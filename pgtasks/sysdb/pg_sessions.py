@@ -78,8 +78,9 @@ class PostgresSessions:
     target: DatabaseTarget
     sql: dict[str, str]
 
-    def _open_sessions(self, pool_size: int) -> None:
+    def _open_sessions(self, pool_size: int, pool_wait_seconds: float | None = None) -> None:
         self._pool_size = pool_size
+        self._pool_wait = POOL_WAIT_SECONDS if pool_wait_seconds is None else pool_wait_seconds
         self._pools: dict[bool, ConnectionPool] = {}
         self._pool_lock = threading.Lock()
 
@@ -115,7 +116,7 @@ class PostgresSessions:
                     min_size=1,
                     max_size=GENERIC_POOL_SIZE if generic else self._pool_size,
                     kwargs=self._pool_kwargs(generic),
-                    timeout=POOL_WAIT_SECONDS,
+                    timeout=self._pool_wait,
                     open=True,
                     name="pgtasks-generic" if generic else "pgtasks",
                 )

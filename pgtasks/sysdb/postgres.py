@@ -1,12 +1,17 @@
-"""The PostgreSQL dialect of the system database (psycopg 3 and a connection pool)."""
+"""The PostgreSQL dialect of the system database (psycopg 3 and a connection pool).
+
+The shared logic is in :class:`pgtasks.sysdb.store.SqlStore`; here are the primitives over
+psycopg and what is PostgreSQL's own: the one-statement enqueue with its NOTIFY, the claims
+(advisory locks for limited queues, generic plans), the batched completion and group commit
+of checkpoints, migrations under an advisory lock, and LISTEN.
+"""
 
 from __future__ import annotations
 
 import hashlib
-import uuid
 from collections.abc import Iterable, Iterator
 from contextlib import AbstractContextManager, contextmanager
-from typing import Any, TypeVar
+from typing import Any
 
 import psycopg
 from psycopg.rows import dict_row
@@ -14,44 +19,25 @@ from psycopg.rows import dict_row
 from pgtasks.sysdb.dedup import enqueue_columns, enqueue_results, single_task_params
 from pgtasks.sysdb.errors import ConfigurationError, DatabaseUnavailable
 from pgtasks.sysdb.identifiers import quote_identifier, validate_identifier
-from pgtasks.sysdb.interface import EnqueueListener, SystemDatabase
-from pgtasks.sysdb.links import LinkStore
+from pgtasks.sysdb.interface import EnqueueListener
 from pgtasks.sysdb.overlapped import enqueue_overlapped
 from pgtasks.sysdb.pg_sessions import PostgresListener, PostgresSessions
-from pgtasks.sysdb.queues import SETTABLE, check_queue_settings, settings_params, upsert_sql
+from pgtasks.sysdb.primitives import Written
 from pgtasks.sysdb.records import (
     ClaimParams,
     CompleteParams,
     EnqueueResult,
-    ExecutorInfo,
-    ForkParams,
-    ListTasksParams,
     MigrationInfo,
     NewTask,
-    QueueSettings,
-    QueueUpsert,
-    RecoverOwnParams,
-    RecoverStaleParams,
-    RecoveryReport,
-    ReleaseStrayParams,
     StepRecord,
     StepWrite,
     TaskRecord,
 )
-from pgtasks.sysdb.rows import (
-    executor_from_row,
-    existing_step,
-    queue_from_row,
-    recovery_report,
-    step_from_row,
-    task_from_row,
-    written_step,
-)
-from pgtasks.sysdb.schedules import ScheduleStore
+from pgtasks.sysdb.rows import existing_step, task_from_row, written_step
 from pgtasks.sysdb.sqlfiles import Migration, load_migrations, load_statements
+from pgtasks.sysdb.store import SqlStore
 from pgtasks.sysdb.urls import DatabaseTarget
 
-T = TypeVar("T")
 # The time the statement started, not the transaction: a claim stamps started_at and the
 # rate limiter counts its window on the same clock, so a claim that ran late in its
 # transaction (its worker descheduled between the queue lock and the claim) is not stamped
@@ -105,10 +91,12 @@ def _callers_transaction(conn: psycopg.Connection[Any]) -> Iterator[psycopg.Conn
         yield conn
 
 
-class PostgresSystemDatabase(LinkStore, ScheduleStore, PostgresSessions, SystemDatabase):
+class PostgresSystemDatabase(PostgresSessions, SqlStore):
     """System database in a PostgreSQL schema."""
 
-    def __init__(self, target: DatabaseTarget, pool_size: int = 10) -> None:
+    def __init__(
+        self, target: DatabaseTarget, pool_size: int = 10, pool_wait_seconds: float | None = None
+    ) -> None:
         self.target = target
         self.schema = quote_identifier(target.schema, "schema name")
         self.channel = notify_channel(target.schema)
@@ -119,7 +107,23 @@ class PostgresSystemDatabase(LinkStore, ScheduleStore, PostgresSessions, SystemD
         enqueue = self.sql.pop("tasks_enqueue")
         self.sql["tasks_enqueue"] = enqueue.replace("__enqueue_source__", ENQUEUE_MANY)
         self.sql["tasks_enqueue_one"] = enqueue.replace("__enqueue_source__", ENQUEUE_ONE)
-        self._open_sessions(pool_size)
+        self._open_sessions(pool_size, pool_wait_seconds)
+
+    # -- the primitives (primitives.py) ---------------------------------------------------
+    def _read(self, name: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+        return self._all(name, params)
+
+    def _transaction(self) -> AbstractContextManager[psycopg.Connection[Any]]:
+        return self._tx()
+
+    def _list(self, values: list[str]) -> list[str]:
+        return values
+
+    def _write(self, name: str, params: dict[str, Any] | None = None) -> Written:
+        # One statement in autocommit: one round trip, retried on a connection broken while idle.
+        return self._run(
+            name, params, lambda cur: Written(cur.fetchall() if cur.description else [], cur.rowcount)
+        )
 
     # -- schema -------------------------------------------------------------------------
     def migrate(self) -> list[MigrationInfo]:
@@ -147,39 +151,27 @@ class PostgresSystemDatabase(LinkStore, ScheduleStore, PostgresSessions, SystemD
         with conn.transaction():
             # One migrator at a time per schema: the others wait here, then find nothing left
             # to do. CREATE SCHEMA IF NOT EXISTS is not safe to race.
-            conn.execute("SELECT pg_advisory_xact_lock(%s)", [advisory_lock_key(self.target.schema)])
+            self._on(conn, "migrate_lock", {"key": advisory_lock_key(self.target.schema)})
             # A schema made by an administrator (`pgtasks roles`) is used as it is: its owner
             # may not be allowed to create schemas in the database.
-            if conn.execute("SELECT to_regnamespace(%s) AS s", [self.schema]).fetchone()["s"] is None:
-                conn.execute(f"CREATE SCHEMA IF NOT EXISTS {self.schema}")
-            conn.execute(
-                f"CREATE TABLE IF NOT EXISTS {self.schema}.{MIGRATIONS_TABLE} ("
-                " version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)"
-            )
+            if self._on(conn, "schema_exists", {"schema": self.schema}).fetchone()["s"] is None:
+                self._on(conn, "schema_create")
+            self._on(conn, "migrations_table_create")
             done = self._applied_versions(conn)
             applied = []
             for migration in migrations[done:]:
                 conn.execute(migration.sql.replace("__schema__", self.schema))
-                conn.execute(
-                    f"INSERT INTO {self.schema}.{MIGRATIONS_TABLE} VALUES (%s, %s, {NOW_MS})",
-                    [migration.version, migration.name],
-                )
+                self._on(conn, "migration_record", {"version": migration.version, "name": migration.name})
                 applied.append(MigrationInfo(migration.version, migration.name))
             return applied
 
     def _applied_versions(self, conn: psycopg.Connection[Any]) -> int:
-        row = conn.execute("SELECT to_regclass(%s) AS t", [f"{self.schema}.{MIGRATIONS_TABLE}"]).fetchone()
+        row = self._on(
+            conn, "migrations_table_exists", {"table": f"{self.schema}.{MIGRATIONS_TABLE}"}
+        ).fetchone()
         if row is None or row["t"] is None:
             return 0
-        found = conn.execute(f"SELECT count(*) AS n FROM {self.schema}.{MIGRATIONS_TABLE}").fetchone()
-        return int(found["n"]) if found else 0
-
-    def migrations_applied(self) -> list[MigrationInfo]:
-        with self._tx() as conn:
-            rows = conn.execute(
-                f"SELECT version, name FROM {self.schema}.{MIGRATIONS_TABLE} ORDER BY version"
-            ).fetchall()
-        return [MigrationInfo(r["version"], r["name"]) for r in rows]
+        return int(self._on(conn, "migrations_count").fetchone()["n"])
 
     # -- tasks --------------------------------------------------------------------------
     def tasks_enqueue(self, tasks: list[NewTask], conn: Any = None) -> list[EnqueueResult]:
@@ -194,15 +186,6 @@ class PostgresSystemDatabase(LinkStore, ScheduleStore, PostgresSessions, SystemD
         if conn is not None:
             return enqueue_overlapped(chunks, lambda: _callers_transaction(conn), self._enqueue_on)
         return enqueue_overlapped(chunks, self._tx, self._enqueue_on)
-
-    def _write_tx(self) -> AbstractContextManager[psycopg.Connection[Any]]:
-        return self._tx()
-
-    def _read_rows(self, name: str, params: dict[str, Any]) -> list[dict[str, Any]]:
-        return self._all(name, params)
-
-    def _text_list(self, values: list[str]) -> list[str]:
-        return values
 
     def _enqueue_on(self, conn: psycopg.Connection[Any], tasks: list[NewTask]) -> list[EnqueueResult]:
         columns = enqueue_columns(tasks) if len(tasks) > 1 else {}
@@ -229,38 +212,6 @@ class PostgresSystemDatabase(LinkStore, ScheduleStore, PostgresSessions, SystemD
                 )
                 existing = cur.fetchall()
         return enqueue_results(tasks, inserted, existing)
-
-    def task_get(self, task_id: str) -> TaskRecord | None:
-        row = self._one("task_get", {"task_id": task_id})
-        return task_from_row(row) if row else None
-
-    def tasks_list(self, params: ListTasksParams) -> list[TaskRecord]:
-        where, args = [], {}
-        if params.status:
-            where.append("status = ANY(%(status)b::text[])")
-            args["status"] = [str(s) for s in params.status]
-        for column, key, value in (
-            ("name", "name", params.name),
-            ("queue_name", "queue", params.queue_name),
-        ):
-            if value is not None:
-                where.append(f"{column} = %({key})s")
-                args[key] = value
-        if params.created_after_epoch_ms is not None:
-            where.append("created_at >= %(after)s")
-            args["after"] = params.created_after_epoch_ms
-        if params.created_before_epoch_ms is not None:
-            where.append("created_at < %(before)s")
-            args["before"] = params.created_before_epoch_ms
-        order = "DESC" if params.newest_first else "ASC"
-        sql = (
-            f"SELECT * FROM {self.schema}.workflow_status"
-            + (" WHERE " + " AND ".join(where) if where else "")
-            + f" ORDER BY created_at {order}, enqueue_seq {order} LIMIT %(limit)s"
-        )
-        args["limit"] = params.limit
-        with self._tx() as conn:
-            return [task_from_row(r) for r in conn.execute(sql, args).fetchall()]
 
     def tasks_claim(self, params: ClaimParams) -> list[TaskRecord]:
         claims = [c for c in params.claims() if c.limit]
@@ -337,62 +288,7 @@ class PostgresSystemDatabase(LinkStore, ScheduleStore, PostgresSessions, SystemD
     def _announce_on(self, conn: psycopg.Connection[Any], queue: str) -> None:
         conn.execute(self.sql["task_announce"], {"channel": self.channel, "queue": queue})
 
-    def tasks_promote_delayed(self) -> int:
-        return self._count("tasks_promote_delayed")
-
-    def tasks_expire(self) -> int:
-        return self._count("tasks_expire")
-
-    def task_cancel(self, task_id: str) -> bool:
-        return self._count("task_cancel", {"task_id": task_id}) == 1
-
-    def task_resume(self, task_id: str) -> bool:
-        return self._count("task_resume", {"task_id": task_id}) == 1
-
-    def task_fork(self, params: ForkParams) -> TaskRecord:
-        args = {
-            "new_id": params.new_task_id,
-            "source_id": params.source_id,
-            "start_step": params.start_step,
-            "queue": params.queue_name,
-        }
-        with self._tx() as conn:
-            row = conn.execute(self.sql["task_fork_insert"], args).fetchone()
-            if row is None:
-                raise KeyError(params.source_id)
-            conn.execute(self.sql["task_fork_copy_steps"], args)
-            return task_from_row(row)
-
     # -- steps --------------------------------------------------------------------------
-    def steps_get(self, task_id: str) -> list[StepRecord]:
-        return [step_from_row(r) for r in self._all("steps_get", {"task_id": task_id})]
-
-    def steps_get_many(self, task_ids: list[str]) -> dict[str, list[StepRecord]]:
-        found: dict[str, list[StepRecord]] = {task_id: [] for task_id in task_ids}
-        if task_ids:
-            for row in self._all("steps_get_many", {"task_ids": task_ids}):
-                found[row["workflow_uuid"]].append(step_from_row(row))
-        return found
-
-    def step_record(self, step: StepRecord) -> StepWrite:
-        args = {
-            "task_id": step.task_id,
-            "function_id": step.function_id,
-            "function_name": step.function_name,
-            "output": step.output,
-            "error": step.error,
-            "serialization": step.serialization,
-            "started_at": step.started_at_epoch_ms,
-            "executor_id": step.executor_id,
-            "claim_token": step.claim_token,
-        }
-        with self._tx() as conn:
-            row = conn.execute(self.sql["step_record"], args).fetchone()
-            if row is not None:
-                return written_step(row["task_status"])
-            owner = conn.execute(self.sql["step_owner"], args).fetchone()
-        return existing_step(owner, step)
-
     def steps_record_many(self, steps: list[StepRecord]) -> list[StepWrite]:
         if len(steps) == 1:
             return [self.step_record(steps[0])]
@@ -423,90 +319,9 @@ class PostgresSystemDatabase(LinkStore, ScheduleStore, PostgresSessions, SystemD
                 results.append(existing_step(owners.get(key), step))
         return results
 
-    def task_owned_by(self, task_id: str, executor_id: str, claim_token: str | None = None) -> bool:
-        args = {"task_id": task_id, "executor_id": executor_id, "claim_token": claim_token}
-        return self._one("task_owned_by", args) is not None
-
-    # -- executors and recovery ---------------------------------------------------------
-    def executor_register(self, info: ExecutorInfo) -> ExecutorInfo | None:
-        args = {
-            "executor_id": info.executor_id,
-            "hostname": info.hostname,
-            "pid": info.pid,
-            "version": info.application_version,
-            "queues": ",".join(info.queues),
-            "lease_ms": info.lease_ms,
-        }
-        with self._tx() as conn:
-            previous = conn.execute(self.sql["executor_get"], args).fetchone()
-            conn.execute(self.sql["executor_upsert"], args)
-        return executor_from_row(previous) if previous else None
-
-    def executor_heartbeat(self, executor_id: str) -> bool:
-        return self._count("executor_heartbeat", {"executor_id": executor_id}) == 1
-
-    def executor_unregister(self, executor_id: str) -> None:
-        self._count("executor_delete", {"executor_id": executor_id})
-
-    def executors_list(self) -> list[ExecutorInfo]:
-        return [executor_from_row(r) for r in self._all("executors_list")]
-
-    def tasks_recover_own(self, params: RecoverOwnParams) -> RecoveryReport:
-        rows = self._all(
-            "tasks_recover_own",
-            {"executor_id": params.executor_id},
-        )
-        return recovery_report(rows)
-
-    def tasks_recover_stale(self, params: RecoverStaleParams) -> RecoveryReport:
-        args = {"lease_ms": params.lease_ms, "exclude": params.exclude_executor_id}
-        with self._tx() as conn:
-            conn.execute(self.sql["executors_delete_stale"], args)
-            stale = [r["executor_id"] for r in conn.execute(self.sql["executors_without_lease"], args)]
-            if not stale:
-                return recovery_report([])
-            rows = conn.execute(self.sql["tasks_recover_executors"], {"executors": stale}).fetchall()
-        return recovery_report(rows)
-
-    def tasks_release_stray(self, params: ReleaseStrayParams) -> list[str]:
-        args = {
-            "executor_id": params.executor_id,
-            "keep": list(params.keep),
-            "older_than_ms": params.older_than_ms,
-        }
-        return [r["workflow_uuid"] for r in self._all("tasks_release_stray", args)]
-
-    # -- queues -------------------------------------------------------------------------
-    def queue_upsert(self, params: QueueUpsert) -> QueueSettings:
-        check_queue_settings(params.settings)
-        changed = frozenset(SETTABLE) if params.changed is None else params.changed
-        sql = upsert_sql(f"{self.schema}.queues", "%({})s", changed, NOW_MS) + " RETURNING *"
-        with self._tx() as conn:
-            row = conn.execute(sql, settings_params(params.settings, str(uuid.uuid4()))).fetchone()
-        assert row is not None
-        return queue_from_row(row)
-
-    def queues_get(self, names: tuple[str, ...] = ()) -> list[QueueSettings]:
-        if not names:
-            return [queue_from_row(r) for r in self._all("queue_get_all")]
-        return [queue_from_row(r) for r in self._all("queue_get_many", {"names": list(names)})]
-
-    # -- versions -----------------------------------------------------------------------
-    def version_register(self, version_name: str) -> None:
-        self._count("version_register", {"version_id": str(uuid.uuid4()), "version_name": version_name})
-
-    def versions_list(self) -> list[tuple[str, int]]:
-        return [(r["version_name"], r["version_timestamp"]) for r in self._all("versions_list")]
-
     # -- wake-ups -----------------------------------------------------------------------
     def open_listener(self) -> EnqueueListener:
         return PostgresListener(self.target, self.channel)
-
-    # -- misc ---------------------------------------------------------------------------
-    def now_ms(self) -> int:
-        row = self._one("now_ms")
-        assert row is not None
-        return int(next(iter(row.values())))
 
     def close(self) -> None:
         self._close_sessions()

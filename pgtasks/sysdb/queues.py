@@ -1,4 +1,5 @@
-"""Shared pieces of queue settings storage: the columns a caller may set, and their checks."""
+"""Queue settings storage: the columns a caller may set, their checks, and the parameters
+of the ``queue_upsert`` statement."""
 
 from __future__ import annotations
 
@@ -7,9 +8,9 @@ from dataclasses import fields
 from typing import Any
 
 from pgtasks.sysdb.errors import ConfigurationError
-from pgtasks.sysdb.records import QueueSettings
+from pgtasks.sysdb.records import QueueSettings, QueueUpsert
 
-# Columns of ``queues`` that settings may change; the SQL text is built from these names only.
+# Columns of ``queues`` that settings may change (each has a set_<column> flag in queue_upsert).
 SETTABLE = tuple(f.name for f in fields(QueueSettings) if f.name != "name")
 
 
@@ -30,21 +31,13 @@ def check_queue_settings(settings: QueueSettings) -> None:
         )
 
 
-def upsert_sql(table: str, placeholder: str, changed: frozenset[str], now_ms: str) -> str:
-    """INSERT ... ON CONFLICT (name) DO UPDATE of the ``changed`` columns only."""
+def upsert_params(params: QueueUpsert, queue_id: str) -> dict[str, Any]:
+    """The parameters of the ``queue_upsert`` statement: every setting, and a ``set_<column>``
+    flag per column saying whether an existing row takes it (only the ``changed`` ones)."""
+    changed = frozenset(SETTABLE) if params.changed is None else params.changed
     unknown = changed - set(SETTABLE)
     if unknown:
         raise ConfigurationError(f"unknown queue settings {sorted(unknown)}; known: {list(SETTABLE)}")
-    columns = ["queue_id", "name", *SETTABLE, "created_at", "updated_at"]
-    values = [placeholder.format(c) for c in ["queue_id", "name", *SETTABLE]] + [now_ms, now_ms]
-    updates = [f"{c} = excluded.{c}" for c in SETTABLE if c in changed] + [f"updated_at = {now_ms}"]
-    return (
-        f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join(values)}) "
-        f"ON CONFLICT (name) DO UPDATE SET {', '.join(updates)}"
-    )
-
-
-def settings_params(settings: QueueSettings, queue_id: str) -> dict[str, Any]:
-    params: dict[str, Any] = {c: getattr(settings, c) for c in SETTABLE}
-    params.update(queue_id=queue_id, name=settings.name)
-    return params
+    values: dict[str, Any] = {c: getattr(params.settings, c) for c in SETTABLE}
+    flags = {f"set_{c}": c in changed for c in SETTABLE}
+    return {**values, **flags, "queue_id": queue_id, "name": params.settings.name}

@@ -39,6 +39,23 @@ TERMINAL_STATUSES = frozenset(
 )
 
 
+class EndReason(str, Enum):
+    """Why a task ended without an outcome of its own (``workflow_status.end_reason``).
+
+    Written by the statements that end tasks this way; NULL (``None``) when the task's worker
+    wrote its outcome, or while the task can still run. Resuming a task clears it. (A ``str``
+    enum rather than ``StrEnum``: pgtasks supports Python 3.10.)
+    """
+
+    EXPIRED = "EXPIRED"  # CANCELLED: its expiry passed before it started (tasks_expire)
+    CANCELLED = "CANCELLED"  # CANCELLED: cancelled by request (task_cancel)
+    DEPENDENCY_FAILED = "DEPENDENCY_FAILED"  # ERROR: a chain or chord parent failed (links)
+    NOT_NEEDED = "NOT_NEEDED"  # CANCELLED: an error callback whose parent succeeded (links)
+
+    def __str__(self) -> str:
+        return self.value
+
+
 @dataclass(frozen=True, slots=True)
 class NewTask:
     """One task to insert. ``inputs`` is already serialized under ``serialization``."""
@@ -108,6 +125,7 @@ class TaskRecord:
     retries: int = 0  # how many times the task asked to run again (Celery's request.retries)
     has_links: bool = False  # other tasks wait for this one's outcome (task_links)
     meta: str | None = None  # JSON: Celery request extras (headers, root_id, group)
+    end_reason: EndReason | None = None  # why it ended without its own outcome
 
 
 @dataclass(frozen=True, slots=True)

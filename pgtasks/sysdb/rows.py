@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from pgtasks.sysdb.records import (
+    EndReason,
     ExecutorInfo,
     QueueSettings,
     RecoveryReport,
@@ -47,6 +48,7 @@ def task_from_row(row: Mapping[str, Any]) -> TaskRecord:
         retries=row.get("retries") or 0,
         has_links=bool(row.get("has_links")),
         meta=row.get("meta"),
+        end_reason=EndReason(row["end_reason"]) if row.get("end_reason") else None,
     )
 
 

@@ -1,5 +1,10 @@
 """The SQLite dialect of the system database (the embedded default; standard library only).
 
+The shared logic is in :class:`pgtasks.sysdb.store.SqlStore`; here are the primitives over
+the standard library's driver and what is SQLite's own: one insert per task, claims whose
+limits are counted in Python inside the write lock, completion one outcome at a time, and
+migrations split into statements.
+
 One connection per thread and process, WAL journal, a busy timeout, and BEGIN IMMEDIATE for
 every write transaction: SQLite admits one writer at a time, which makes each fence below
 atomic without row locks.
@@ -12,52 +17,28 @@ import os
 import sqlite3
 import threading
 import time
-import uuid
 from collections.abc import Iterator
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from pgtasks.sysdb.dedup import enqueue_results, single_task_params
 from pgtasks.sysdb.errors import ConfigurationError, DatabaseUnavailable
-from pgtasks.sysdb.interface import SystemDatabase
-from pgtasks.sysdb.links import LinkStore
-from pgtasks.sysdb.queues import SETTABLE, check_queue_settings, settings_params, upsert_sql
 from pgtasks.sysdb.records import (
     ClaimParams,
     CompleteParams,
     EnqueueResult,
-    ExecutorInfo,
-    ForkParams,
-    ListTasksParams,
     MigrationInfo,
     NewTask,
     QueueClaim,
-    QueueSettings,
-    QueueUpsert,
-    RecoverOwnParams,
-    RecoverStaleParams,
-    RecoveryReport,
-    ReleaseStrayParams,
-    StepRecord,
-    StepWrite,
     TaskRecord,
 )
-from pgtasks.sysdb.rows import (
-    executor_from_row,
-    existing_step,
-    queue_from_row,
-    recovery_report,
-    step_from_row,
-    task_from_row,
-    written_step,
-)
-from pgtasks.sysdb.schedules import ScheduleStore
+from pgtasks.sysdb.rows import task_from_row
 from pgtasks.sysdb.sqlfiles import load_migrations, load_statements
+from pgtasks.sysdb.store import SqlStore
 from pgtasks.sysdb.urls import DatabaseTarget
 
 NOW_MS = "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)"
-MIGRATIONS_TABLE = "pgtasks_migrations"
 BUSY_TIMEOUT_MS = 30_000
 
 
@@ -65,7 +46,7 @@ def _dict_row(cursor: sqlite3.Cursor, row: tuple[Any, ...]) -> dict[str, Any]:
     return {col[0]: value for col, value in zip(cursor.description, row, strict=True)}
 
 
-class SqliteSystemDatabase(LinkStore, ScheduleStore, SystemDatabase):
+class SqliteSystemDatabase(SqlStore):
     """System database in one SQLite file."""
 
     def __init__(self, target: DatabaseTarget) -> None:
@@ -104,8 +85,9 @@ class SqliteSystemDatabase(LinkStore, ScheduleStore, SystemDatabase):
                 self._all_connections.append(conn)
         return conn
 
+    # -- the primitives (primitives.py) ---------------------------------------------------
     @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
         """A write transaction: BEGIN IMMEDIATE takes the write lock up front, so a
         read-then-write inside it never fails with SQLITE_BUSY half-way."""
         conn = self._conn()
@@ -122,38 +104,23 @@ class SqliteSystemDatabase(LinkStore, ScheduleStore, SystemDatabase):
         with _unavailable_on_busy(self.path):
             return self._conn().execute(self.sql[name], params or {}).fetchall()
 
-    def _write_all(self, name: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-        with self._write() as conn:
-            return conn.execute(self.sql[name], params or {}).fetchall()
-
-    def _write_count(self, name: str, params: dict[str, Any] | None = None) -> int:
-        with self._write() as conn:
-            return conn.execute(self.sql[name], params or {}).rowcount
+    def _list(self, values: list[str]) -> str:
+        return json.dumps(values)
 
     # -- schema -------------------------------------------------------------------------
     def migrate(self) -> list[MigrationInfo]:
         migrations = load_migrations("sqlite")
-        with self._write() as conn:
-            conn.execute(
-                f"CREATE TABLE IF NOT EXISTS {MIGRATIONS_TABLE} ("
-                " version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)"
-            )
-            done = conn.execute(f"SELECT count(*) AS n FROM {MIGRATIONS_TABLE}").fetchone()["n"]
+        with self._transaction() as conn:
+            self._on(conn, "migrations_table_create")
+            done = self._on(conn, "migrations_count").fetchone()["n"]
             applied = []
             for migration in migrations[done:]:
                 # executescript() would COMMIT our transaction; run statement by statement.
                 for statement in _split_statements(migration.sql):
                     conn.execute(statement)
-                conn.execute(
-                    f"INSERT INTO {MIGRATIONS_TABLE} VALUES (?, ?, {NOW_MS})",
-                    (migration.version, migration.name),
-                )
+                self._on(conn, "migration_record", {"version": migration.version, "name": migration.name})
                 applied.append(MigrationInfo(migration.version, migration.name))
             return applied
-
-    def migrations_applied(self) -> list[MigrationInfo]:
-        rows = self._conn().execute(f"SELECT version, name FROM {MIGRATIONS_TABLE} ORDER BY version")
-        return [MigrationInfo(r["version"], r["name"]) for r in rows.fetchall()]
 
     # -- tasks --------------------------------------------------------------------------
     def tasks_enqueue(self, tasks: list[NewTask], conn: Any = None) -> list[EnqueueResult]:
@@ -164,7 +131,7 @@ class SqliteSystemDatabase(LinkStore, ScheduleStore, SystemDatabase):
             )
         if not tasks:
             return []
-        with self._write() as db:
+        with self._transaction() as db:
             return self._enqueue_on(db, tasks)
 
     def _enqueue_on(self, db: sqlite3.Connection, tasks: list[NewTask]) -> list[EnqueueResult]:
@@ -180,50 +147,11 @@ class SqliteSystemDatabase(LinkStore, ScheduleStore, SystemDatabase):
                 existing += db.execute(self.sql["task_find_by_dedup"], params).fetchall()
         return enqueue_results(tasks, inserted, existing)
 
-    def _write_tx(self) -> AbstractContextManager[sqlite3.Connection]:
-        return self._write()
-
-    def _read_rows(self, name: str, params: dict[str, Any]) -> list[dict[str, Any]]:
-        return self._read(name, params)
-
-    def _text_list(self, values: list[str]) -> str:
-        return json.dumps(values)
-
-    def task_get(self, task_id: str) -> TaskRecord | None:
-        rows = self._read("task_get", {"task_id": task_id})
-        return task_from_row(rows[0]) if rows else None
-
-    def tasks_list(self, params: ListTasksParams) -> list[TaskRecord]:
-        where, args = [], {}
-        if params.status:
-            where.append("status IN (SELECT value FROM json_each(:status))")
-            args["status"] = json.dumps([str(s) for s in params.status])
-        if params.name is not None:
-            where.append("name = :name")
-            args["name"] = params.name
-        if params.queue_name is not None:
-            where.append("queue_name = :queue")
-            args["queue"] = params.queue_name
-        if params.created_after_epoch_ms is not None:
-            where.append("created_at >= :after")
-            args["after"] = params.created_after_epoch_ms
-        if params.created_before_epoch_ms is not None:
-            where.append("created_at < :before")
-            args["before"] = params.created_before_epoch_ms
-        order = "DESC" if params.newest_first else "ASC"
-        sql = (
-            "SELECT * FROM workflow_status"
-            + (" WHERE " + " AND ".join(where) if where else "")
-            + f" ORDER BY created_at {order}, rowid {order} LIMIT :limit"
-        )
-        args["limit"] = params.limit
-        return [task_from_row(r) for r in self._conn().execute(sql, args).fetchall()]
-
     def tasks_claim(self, params: ClaimParams) -> list[TaskRecord]:
         if params.limit <= 0:
             return []
         version = params.application_version
-        with self._write() as db:
+        with self._transaction() as db:
             # One write transaction (the database's single writer lock) holds the counting,
             # the picking and the update together, so the limits are exact; per-queue probes
             # merge into one priority/FIFO order.
@@ -256,10 +184,6 @@ class SqliteSystemDatabase(LinkStore, ScheduleStore, SystemDatabase):
         # RETURNING has no order; hand tasks out in the order they were picked.
         return sorted((task_from_row(r) for r in rows), key=lambda t: (t.priority, t.enqueue_seq))
 
-    def _complete_plain(self, params: CompleteParams) -> list[str]:
-        with self._write() as db:
-            return self._complete_on(db, params)
-
     def _complete_on(self, db: sqlite3.Connection, params: CompleteParams) -> list[str]:
         written = []
         for o in params.outcomes:
@@ -289,137 +213,6 @@ class SqliteSystemDatabase(LinkStore, ScheduleStore, SystemDatabase):
             started = db.execute(self.sql["queue_started_since"], args).fetchone()["n"]
             budget = min(budget, claim.rate_limit_max - started)
         return budget
-
-    def tasks_promote_delayed(self) -> int:
-        return self._write_count("tasks_promote_delayed")
-
-    def tasks_expire(self) -> int:
-        return self._write_count("tasks_expire")
-
-    def task_cancel(self, task_id: str) -> bool:
-        return self._write_count("task_cancel", {"task_id": task_id}) == 1
-
-    def task_resume(self, task_id: str) -> bool:
-        return self._write_count("task_resume", {"task_id": task_id}) == 1
-
-    def task_fork(self, params: ForkParams) -> TaskRecord:
-        args = {
-            "new_id": params.new_task_id,
-            "source_id": params.source_id,
-            "start_step": params.start_step,
-            "queue": params.queue_name,
-        }
-        with self._write() as db:
-            row = db.execute(self.sql["task_fork_insert"], args).fetchone()
-            if row is None:
-                raise KeyError(params.source_id)
-            db.execute(self.sql["task_fork_copy_steps"], args)
-            return task_from_row(row)
-
-    # -- steps --------------------------------------------------------------------------
-    def steps_get(self, task_id: str) -> list[StepRecord]:
-        return [step_from_row(r) for r in self._read("steps_get", {"task_id": task_id})]
-
-    def steps_get_many(self, task_ids: list[str]) -> dict[str, list[StepRecord]]:
-        found: dict[str, list[StepRecord]] = {task_id: [] for task_id in task_ids}
-        if task_ids:
-            for row in self._read("steps_get_many", {"task_ids": json.dumps(task_ids)}):
-                found[row["workflow_uuid"]].append(step_from_row(row))
-        return found
-
-    def step_record(self, step: StepRecord) -> StepWrite:
-        args = {
-            "task_id": step.task_id,
-            "function_id": step.function_id,
-            "function_name": step.function_name,
-            "output": step.output,
-            "error": step.error,
-            "serialization": step.serialization,
-            "started_at": step.started_at_epoch_ms,
-            "executor_id": step.executor_id,
-            "claim_token": step.claim_token,
-        }
-        with self._write() as db:
-            if db.execute(self.sql["step_record"], args).fetchone():
-                status = db.execute(self.sql["task_status"], args).fetchone()
-                return written_step(status["status"])
-            owner = db.execute(self.sql["step_owner"], args).fetchone()
-        return existing_step(owner, step)
-
-    def task_owned_by(self, task_id: str, executor_id: str, claim_token: str | None = None) -> bool:
-        args = {"task_id": task_id, "executor_id": executor_id, "claim_token": claim_token}
-        return bool(self._read("task_owned_by", args))
-
-    # -- executors and recovery ---------------------------------------------------------
-    def executor_register(self, info: ExecutorInfo) -> ExecutorInfo | None:
-        args = {
-            "executor_id": info.executor_id,
-            "hostname": info.hostname,
-            "pid": info.pid,
-            "version": info.application_version,
-            "queues": ",".join(info.queues),
-            "lease_ms": info.lease_ms,
-        }
-        with self._write() as db:
-            previous = db.execute(self.sql["executor_get"], args).fetchone()
-            db.execute(self.sql["executor_upsert"], args)
-        return executor_from_row(previous) if previous else None
-
-    def executor_heartbeat(self, executor_id: str) -> bool:
-        return self._write_count("executor_heartbeat", {"executor_id": executor_id}) == 1
-
-    def executor_unregister(self, executor_id: str) -> None:
-        self._write_count("executor_delete", {"executor_id": executor_id})
-
-    def executors_list(self) -> list[ExecutorInfo]:
-        return [executor_from_row(r) for r in self._read("executors_list")]
-
-    def tasks_recover_own(self, params: RecoverOwnParams) -> RecoveryReport:
-        rows = self._write_all(
-            "tasks_recover_own",
-            {"executor_id": params.executor_id},
-        )
-        return recovery_report(rows)
-
-    def tasks_recover_stale(self, params: RecoverStaleParams) -> RecoveryReport:
-        args = {"lease_ms": params.lease_ms, "exclude": params.exclude_executor_id}
-        with self._write() as db:
-            db.execute(self.sql["executors_delete_stale"], args)
-            rows = db.execute(self.sql["tasks_recover_stale"], args).fetchall()
-        return recovery_report(rows)
-
-    # -- queues -------------------------------------------------------------------------
-    def queue_upsert(self, params: QueueUpsert) -> QueueSettings:
-        check_queue_settings(params.settings)
-        changed = frozenset(SETTABLE) if params.changed is None else params.changed
-        sql = upsert_sql("queues", ":{}", changed, NOW_MS)
-        with self._write() as db:
-            db.execute(sql, settings_params(params.settings, str(uuid.uuid4())))
-            row = db.execute(self.sql["queue_get"], {"name": params.settings.name}).fetchone()
-        return queue_from_row(row)
-
-    def queues_get(self, names: tuple[str, ...] = ()) -> list[QueueSettings]:
-        rows = self._read("queue_get_all")
-        return [queue_from_row(r) for r in rows if not names or r["name"] in names]
-
-    def tasks_release_stray(self, params: ReleaseStrayParams) -> list[str]:
-        args = {
-            "executor_id": params.executor_id,
-            "keep": json.dumps(list(params.keep)),
-            "older_than_ms": params.older_than_ms,
-        }
-        return [r["workflow_uuid"] for r in self._write_all("tasks_release_stray", args)]
-
-    # -- versions -----------------------------------------------------------------------
-    def version_register(self, version_name: str) -> None:
-        self._write_count("version_register", {"version_id": str(uuid.uuid4()), "version_name": version_name})
-
-    def versions_list(self) -> list[tuple[str, int]]:
-        return [(r["version_name"], r["version_timestamp"]) for r in self._read("versions_list")]
-
-    # -- misc ---------------------------------------------------------------------------
-    def now_ms(self) -> int:
-        return int(self._read("now_ms")[0]["now_ms"])
 
     def close(self) -> None:
         with self._lock:

@@ -41,6 +41,26 @@ WHERE workflow_uuid = ANY(%(ids)b::text[])
    OR (queue_name, deduplication_id) IN (
         SELECT * FROM unnest(%(queues)b::text[], %(dedups)b::text[]))
 
+-- name: tasks_list_newest
+-- Optional filters are "(param IS NULL OR column = param)": a custom plan folds the NULL
+-- ones away, so the created_at or (name, created_at) index still walks the list in order.
+SELECT * FROM __schema__.workflow_status
+WHERE (%(status)s::text[] IS NULL OR status = ANY(%(status)s::text[]))
+  AND (%(name)s::text IS NULL OR name = %(name)s)
+  AND (%(queue)s::text IS NULL OR queue_name = %(queue)s)
+  AND (%(after)s::bigint IS NULL OR created_at >= %(after)s)
+  AND (%(before)s::bigint IS NULL OR created_at < %(before)s)
+ORDER BY created_at DESC, enqueue_seq DESC LIMIT %(limit)s
+
+-- name: tasks_list_oldest
+SELECT * FROM __schema__.workflow_status
+WHERE (%(status)s::text[] IS NULL OR status = ANY(%(status)s::text[]))
+  AND (%(name)s::text IS NULL OR name = %(name)s)
+  AND (%(queue)s::text IS NULL OR queue_name = %(queue)s)
+  AND (%(after)s::bigint IS NULL OR created_at >= %(after)s)
+  AND (%(before)s::bigint IS NULL OR created_at < %(before)s)
+ORDER BY created_at ASC, enqueue_seq ASC LIMIT %(limit)s
+
 -- name: task_get
 SELECT * FROM __schema__.workflow_status WHERE workflow_uuid = %(task_id)s
 
@@ -203,7 +223,7 @@ __claim_picked__
 -- name: tasks_expire
 -- Waiting tasks past their expiry are cancelled, never run (Celery's expires).
 UPDATE __schema__.workflow_status
-SET status = 'CANCELLED', deduplication_id = NULL, updated_at = __now_ms__,
+SET status = 'CANCELLED', end_reason = 'EXPIRED', deduplication_id = NULL, updated_at = __now_ms__,
     error = '{"module": "pgtasks.engine.errors", "type": "TaskExpired", "message": "expired before it started", "args": null, "traceback": ""}'
 WHERE status IN ('ENQUEUED', 'DELAYED') AND expires_at_epoch_ms <= __now_ms__
 
@@ -211,7 +231,24 @@ WHERE status IN ('ENQUEUED', 'DELAYED') AND expires_at_epoch_ms <= __now_ms__
 SELECT * FROM __schema__.queues ORDER BY name
 
 -- name: queue_get_many
-SELECT * FROM __schema__.queues WHERE name = ANY(%(names)b::text[])
+SELECT * FROM __schema__.queues WHERE name = ANY(%(names)b::text[]) ORDER BY name
+
+-- name: queue_upsert
+-- A new queue takes every setting; an existing one only the columns whose set_<column> flag
+-- is true (the settings a caller named), the others keep their stored value.
+INSERT INTO __schema__.queues (queue_id, name, concurrency, worker_concurrency, rate_limit_max, rate_limit_period_sec,
+    priority_enabled, partition_queue, polling_interval_sec, created_at, updated_at)
+VALUES (%(queue_id)s, %(name)s, %(concurrency)s, %(worker_concurrency)s, %(rate_limit_max)s, %(rate_limit_period_sec)s, %(priority_enabled)s, %(partition_queue)s, %(polling_interval_sec)s, __now_ms__, __now_ms__)
+ON CONFLICT (name) DO UPDATE SET
+    concurrency = CASE WHEN %(set_concurrency)s THEN excluded.concurrency ELSE queues.concurrency END,
+    worker_concurrency = CASE WHEN %(set_worker_concurrency)s THEN excluded.worker_concurrency ELSE queues.worker_concurrency END,
+    rate_limit_max = CASE WHEN %(set_rate_limit_max)s THEN excluded.rate_limit_max ELSE queues.rate_limit_max END,
+    rate_limit_period_sec = CASE WHEN %(set_rate_limit_period_sec)s THEN excluded.rate_limit_period_sec ELSE queues.rate_limit_period_sec END,
+    priority_enabled = CASE WHEN %(set_priority_enabled)s THEN excluded.priority_enabled ELSE queues.priority_enabled END,
+    partition_queue = CASE WHEN %(set_partition_queue)s THEN excluded.partition_queue ELSE queues.partition_queue END,
+    polling_interval_sec = CASE WHEN %(set_polling_interval_sec)s THEN excluded.polling_interval_sec ELSE queues.polling_interval_sec END,
+    updated_at = __now_ms__
+RETURNING *
 
 -- name: tasks_complete
 -- Many outcomes, one statement and one commit. The fence (still PENDING on this executor)
@@ -264,7 +301,7 @@ WHERE status = 'DELAYED' AND delay_until_epoch_ms <= __now_ms__
 
 -- name: task_cancel
 UPDATE __schema__.workflow_status
-SET status = 'CANCELLED', deduplication_id = NULL, updated_at = __now_ms__
+SET status = 'CANCELLED', end_reason = 'CANCELLED', deduplication_id = NULL, updated_at = __now_ms__
 WHERE workflow_uuid = %(task_id)s
   AND status IN ('ENQUEUED', 'DELAYED', 'PENDING', 'WAITING')
 
@@ -272,7 +309,7 @@ WHERE workflow_uuid = %(task_id)s
 UPDATE __schema__.workflow_status
 SET status = 'ENQUEUED', executor_id = NULL, application_version = NULL,
     recovery_attempts = 0, delay_until_epoch_ms = NULL, expires_at_epoch_ms = NULL,
-    error = NULL, updated_at = __now_ms__
+    error = NULL, end_reason = NULL, updated_at = __now_ms__
 WHERE workflow_uuid = %(task_id)s
   AND status IN ('CANCELLED', 'MAX_RECOVERY_ATTEMPTS_EXCEEDED', 'ENQUEUED', 'DELAYED')
 
@@ -471,7 +508,32 @@ SELECT version_name, version_timestamp FROM __schema__.application_versions
 ORDER BY version_timestamp DESC, created_at DESC
 
 -- name: now_ms
-SELECT __now_ms__
+SELECT __now_ms__ AS now_ms
+
+-- name: migrate_lock
+SELECT pg_advisory_xact_lock(%(key)s)
+
+-- name: schema_exists
+SELECT to_regnamespace(%(schema)s) AS s
+
+-- name: schema_create
+CREATE SCHEMA IF NOT EXISTS __schema__
+
+-- name: migrations_table_create
+CREATE TABLE IF NOT EXISTS __schema__.pgtasks_migrations (
+    version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)
+
+-- name: migrations_table_exists
+SELECT to_regclass(%(table)s) AS t
+
+-- name: migrations_count
+SELECT count(*) AS n FROM __schema__.pgtasks_migrations
+
+-- name: migration_record
+INSERT INTO __schema__.pgtasks_migrations VALUES (%(version)s, %(name)s, __now_ms__)
+
+-- name: migrations_applied
+SELECT version, name FROM __schema__.pgtasks_migrations ORDER BY version
 
 -- =============================================================================================
 -- Schedules (workflow_schedules; Python in schedules_postgres.py). last_fired_at and
@@ -619,7 +681,8 @@ RETURNING queue_name, status
 
 -- name: task_end_waiting
 UPDATE __schema__.workflow_status
-SET status = %(status)s, error = %(error)s, deduplication_id = NULL, updated_at = __now_ms__
+SET status = %(status)s, error = %(error)s, end_reason = %(reason)s, deduplication_id = NULL,
+    updated_at = __now_ms__
 WHERE workflow_uuid = %(id)s AND status = 'WAITING'
 RETURNING has_links
 

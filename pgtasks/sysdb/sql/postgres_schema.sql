@@ -31,7 +31,9 @@ CREATE TABLE __schema__.workflow_status (
     claim_token TEXT,
     retries INTEGER NOT NULL DEFAULT 0,
     has_links BOOLEAN NOT NULL DEFAULT FALSE,
-    meta TEXT
+    meta TEXT,
+    -- why it ended without its own outcome (records.EndReason), else NULL
+    end_reason TEXT
 );
 
 -- The claim reads only ENQUEUED rows in (queue, priority, age) order: a partial index keeps

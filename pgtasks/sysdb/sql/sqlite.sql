@@ -26,6 +26,26 @@ WHERE workflow_uuid = :id
 SELECT workflow_uuid, queue_name, deduplication_id FROM workflow_status
 WHERE queue_name = :queue AND deduplication_id = :dedup
 
+-- name: tasks_list_newest
+-- Optional filters are "(param IS NULL OR column = param)": a custom plan folds the NULL
+-- ones away, so the created_at or (name, created_at) index still walks the list in order.
+SELECT * FROM workflow_status
+WHERE (:status IS NULL OR status IN (SELECT value FROM json_each(:status)))
+  AND (:name IS NULL OR name = :name)
+  AND (:queue IS NULL OR queue_name = :queue)
+  AND (:after IS NULL OR created_at >= :after)
+  AND (:before IS NULL OR created_at < :before)
+ORDER BY created_at DESC, rowid DESC LIMIT :limit
+
+-- name: tasks_list_oldest
+SELECT * FROM workflow_status
+WHERE (:status IS NULL OR status IN (SELECT value FROM json_each(:status)))
+  AND (:name IS NULL OR name = :name)
+  AND (:queue IS NULL OR queue_name = :queue)
+  AND (:after IS NULL OR created_at >= :after)
+  AND (:before IS NULL OR created_at < :before)
+ORDER BY created_at ASC, rowid ASC LIMIT :limit
+
 -- name: task_get
 SELECT * FROM workflow_status WHERE workflow_uuid = :task_id
 
@@ -49,15 +69,32 @@ WHERE queue_name = :queue AND started_at_epoch_ms > __now_ms__ - :period_ms
 
 -- name: tasks_expire
 UPDATE workflow_status
-SET status = 'CANCELLED', deduplication_id = NULL, updated_at = __now_ms__,
+SET status = 'CANCELLED', end_reason = 'EXPIRED', deduplication_id = NULL, updated_at = __now_ms__,
     error = '{"module": "pgtasks.engine.errors", "type": "TaskExpired", "message": "expired before it started", "args": null, "traceback": ""}'
 WHERE status IN ('ENQUEUED', 'DELAYED') AND expires_at_epoch_ms <= __now_ms__
 
 -- name: queue_get_all
 SELECT * FROM queues ORDER BY name
 
--- name: queue_get
-SELECT * FROM queues WHERE name = :name
+-- name: queue_get_many
+SELECT * FROM queues WHERE name IN (SELECT value FROM json_each(:names)) ORDER BY name
+
+-- name: queue_upsert
+-- A new queue takes every setting; an existing one only the columns whose set_<column> flag
+-- is true (the settings a caller named), the others keep their stored value.
+INSERT INTO queues (queue_id, name, concurrency, worker_concurrency, rate_limit_max, rate_limit_period_sec,
+    priority_enabled, partition_queue, polling_interval_sec, created_at, updated_at)
+VALUES (:queue_id, :name, :concurrency, :worker_concurrency, :rate_limit_max, :rate_limit_period_sec, :priority_enabled, :partition_queue, :polling_interval_sec, __now_ms__, __now_ms__)
+ON CONFLICT (name) DO UPDATE SET
+    concurrency = CASE WHEN :set_concurrency THEN excluded.concurrency ELSE queues.concurrency END,
+    worker_concurrency = CASE WHEN :set_worker_concurrency THEN excluded.worker_concurrency ELSE queues.worker_concurrency END,
+    rate_limit_max = CASE WHEN :set_rate_limit_max THEN excluded.rate_limit_max ELSE queues.rate_limit_max END,
+    rate_limit_period_sec = CASE WHEN :set_rate_limit_period_sec THEN excluded.rate_limit_period_sec ELSE queues.rate_limit_period_sec END,
+    priority_enabled = CASE WHEN :set_priority_enabled THEN excluded.priority_enabled ELSE queues.priority_enabled END,
+    partition_queue = CASE WHEN :set_partition_queue THEN excluded.partition_queue ELSE queues.partition_queue END,
+    polling_interval_sec = CASE WHEN :set_polling_interval_sec THEN excluded.polling_interval_sec ELSE queues.polling_interval_sec END,
+    updated_at = __now_ms__
+RETURNING *
 
 -- name: tasks_claim
 UPDATE workflow_status
@@ -104,14 +141,14 @@ WHERE status = 'DELAYED' AND delay_until_epoch_ms <= __now_ms__
 
 -- name: task_cancel
 UPDATE workflow_status
-SET status = 'CANCELLED', deduplication_id = NULL, updated_at = __now_ms__
+SET status = 'CANCELLED', end_reason = 'CANCELLED', deduplication_id = NULL, updated_at = __now_ms__
 WHERE workflow_uuid = :task_id AND status IN ('ENQUEUED', 'DELAYED', 'PENDING', 'WAITING')
 
 -- name: task_resume
 UPDATE workflow_status
 SET status = 'ENQUEUED', executor_id = NULL, application_version = NULL,
     recovery_attempts = 0, delay_until_epoch_ms = NULL, expires_at_epoch_ms = NULL,
-    error = NULL, updated_at = __now_ms__
+    error = NULL, end_reason = NULL, updated_at = __now_ms__
 WHERE workflow_uuid = :task_id
   AND status IN ('CANCELLED', 'MAX_RECOVERY_ATTEMPTS_EXCEEDED', 'ENQUEUED', 'DELAYED')
 
@@ -162,7 +199,7 @@ JOIN workflow_status AS ws ON ws.workflow_uuid = o.workflow_uuid
 WHERE o.workflow_uuid = :task_id AND o.function_id = :function_id
 
 -- name: task_status
-SELECT status FROM workflow_status WHERE workflow_uuid = :task_id
+SELECT status AS task_status FROM workflow_status WHERE workflow_uuid = :task_id
 
 -- name: task_owned_by
 SELECT 1 FROM workflow_status
@@ -205,7 +242,17 @@ RETURNING workflow_uuid, status
 -- name: executors_delete_stale
 DELETE FROM executors WHERE last_heartbeat < __now_ms__ - COALESCE(:lease_ms, lease_ms)
 
--- name: tasks_recover_stale
+-- name: executors_without_lease
+-- Executors that hold PENDING tasks but have no live lease (their row is stale or gone).
+SELECT DISTINCT ws.executor_id FROM workflow_status AS ws
+WHERE ws.status = 'PENDING'
+  AND ws.executor_id IS NOT :exclude
+  AND NOT EXISTS (
+      SELECT 1 FROM executors e
+      WHERE e.executor_id = ws.executor_id
+        AND e.last_heartbeat >= __now_ms__ - COALESCE(:lease_ms, e.lease_ms))
+
+-- name: tasks_recover_executors
 UPDATE workflow_status
 SET status = CASE WHEN recovery_attempts > max_recovery_attempts
                   THEN 'MAX_RECOVERY_ATTEMPTS_EXCEEDED' ELSE 'ENQUEUED' END,
@@ -213,12 +260,7 @@ SET status = CASE WHEN recovery_attempts > max_recovery_attempts
     deduplication_id = CASE WHEN recovery_attempts > max_recovery_attempts THEN NULL
                             ELSE deduplication_id END,
     updated_at = __now_ms__
-WHERE status = 'PENDING'
-  AND executor_id IS NOT :exclude
-  AND NOT EXISTS (
-      SELECT 1 FROM executors e
-      WHERE e.executor_id = workflow_status.executor_id
-        AND e.last_heartbeat >= __now_ms__ - COALESCE(:lease_ms, e.lease_ms))
+WHERE status = 'PENDING' AND executor_id IN (SELECT value FROM json_each(:executors))
 RETURNING workflow_uuid, status
 
 -- name: tasks_release_stray
@@ -240,6 +282,19 @@ ORDER BY version_timestamp DESC, created_at DESC
 
 -- name: now_ms
 SELECT __now_ms__ AS now_ms
+
+-- name: migrations_table_create
+CREATE TABLE IF NOT EXISTS pgtasks_migrations (
+    version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)
+
+-- name: migrations_count
+SELECT count(*) AS n FROM pgtasks_migrations
+
+-- name: migration_record
+INSERT INTO pgtasks_migrations VALUES (:version, :name, __now_ms__)
+
+-- name: migrations_applied
+SELECT version, name FROM pgtasks_migrations ORDER BY version
 
 -- =============================================================================================
 -- Schedules (workflow_schedules; Python in schedules_sqlite.py). last_fired_at and
@@ -386,7 +441,8 @@ RETURNING queue_name, status
 
 -- name: task_end_waiting
 UPDATE workflow_status
-SET status = :status, error = :error, deduplication_id = NULL, updated_at = __now_ms__
+SET status = :status, error = :error, end_reason = :reason, deduplication_id = NULL,
+    updated_at = __now_ms__
 WHERE workflow_uuid = :id AND status = 'WAITING'
 RETURNING has_links
 

@@ -29,7 +29,9 @@ CREATE TABLE workflow_status (
     claim_token TEXT,
     retries INTEGER NOT NULL DEFAULT 0,
     has_links INTEGER NOT NULL DEFAULT 0,
-    meta TEXT
+    meta TEXT,
+    -- why it ended without its own outcome (records.EndReason), else NULL
+    end_reason TEXT
 );
 
 -- SQLite appends the rowid to every index key, so (queue, priority) is also in FIFO order.

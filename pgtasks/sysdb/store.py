@@ -1,0 +1,197 @@
+"""The SQL system database, written once for both dialects over their primitives.
+
+:class:`SqlStore` holds every method whose logic is the same on PostgreSQL and SQLite: the
+statements differ in text (``sql/postgres.sql``, ``sql/sqlite.sql``, same names), not in how
+they are called. It is made of the completion (``completion.py``), links (``links.py``),
+events (``events.py``) and schedules (``schedules.py``) modules; a dialect subclasses it and
+supplies the primitives of ``primitives.py`` plus what really differs: enqueue, claim, the
+batched completion, migrate, listen, and its sessions.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from pgtasks.sysdb.completion import CompletionStore
+from pgtasks.sysdb.events import EventStore
+from pgtasks.sysdb.interface import SystemDatabase
+from pgtasks.sysdb.queues import check_queue_settings, upsert_params
+from pgtasks.sysdb.records import (
+    ExecutorInfo,
+    ForkParams,
+    ListTasksParams,
+    MigrationInfo,
+    QueueSettings,
+    QueueUpsert,
+    RecoverOwnParams,
+    RecoverStaleParams,
+    RecoveryReport,
+    ReleaseStrayParams,
+    StepRecord,
+    StepWrite,
+    TaskRecord,
+)
+from pgtasks.sysdb.rows import (
+    executor_from_row,
+    existing_step,
+    queue_from_row,
+    recovery_report,
+    step_from_row,
+    task_from_row,
+    written_step,
+)
+from pgtasks.sysdb.schedules import ScheduleStore
+
+
+class SqlStore(CompletionStore, EventStore, ScheduleStore, SystemDatabase):
+    """The methods of :class:`SystemDatabase` both dialects share."""
+
+    # -- schema -------------------------------------------------------------------------
+    def migrations_applied(self) -> list[MigrationInfo]:
+        return [MigrationInfo(r["version"], r["name"]) for r in self._read("migrations_applied")]
+
+    # -- tasks --------------------------------------------------------------------------
+    def task_get(self, task_id: str) -> TaskRecord | None:
+        rows = self._read("task_get", {"task_id": task_id})
+        return task_from_row(rows[0]) if rows else None
+
+    def tasks_list(self, params: ListTasksParams) -> list[TaskRecord]:
+        args = {
+            "status": self._list([str(s) for s in params.status]) if params.status else None,
+            "name": params.name,
+            "queue": params.queue_name,
+            "after": params.created_after_epoch_ms,
+            "before": params.created_before_epoch_ms,
+            "limit": params.limit,
+        }
+        name = "tasks_list_newest" if params.newest_first else "tasks_list_oldest"
+        return [task_from_row(r) for r in self._read(name, args)]
+
+    def tasks_promote_delayed(self) -> int:
+        return self._write("tasks_promote_delayed").count
+
+    def tasks_expire(self) -> int:
+        return self._write("tasks_expire").count
+
+    def task_cancel(self, task_id: str) -> bool:
+        return self._write("task_cancel", {"task_id": task_id}).count == 1
+
+    def task_resume(self, task_id: str) -> bool:
+        return self._write("task_resume", {"task_id": task_id}).count == 1
+
+    def task_fork(self, params: ForkParams) -> TaskRecord:
+        args = {
+            "new_id": params.new_task_id,
+            "source_id": params.source_id,
+            "start_step": params.start_step,
+            "queue": params.queue_name,
+        }
+        with self._transaction() as conn:
+            row = self._on(conn, "task_fork_insert", args).fetchone()
+            if row is None:
+                raise KeyError(params.source_id)
+            self._on(conn, "task_fork_copy_steps", args)
+            return task_from_row(row)
+
+    # -- steps --------------------------------------------------------------------------
+    def steps_get(self, task_id: str) -> list[StepRecord]:
+        return [step_from_row(r) for r in self._read("steps_get", {"task_id": task_id})]
+
+    def steps_get_many(self, task_ids: list[str]) -> dict[str, list[StepRecord]]:
+        found: dict[str, list[StepRecord]] = {task_id: [] for task_id in task_ids}
+        if task_ids:
+            for row in self._read("steps_get_many", {"task_ids": self._list(task_ids)}):
+                found[row["workflow_uuid"]].append(step_from_row(row))
+        return found
+
+    def step_record(self, step: StepRecord) -> StepWrite:
+        args = {
+            "task_id": step.task_id,
+            "function_id": step.function_id,
+            "function_name": step.function_name,
+            "output": step.output,
+            "error": step.error,
+            "serialization": step.serialization,
+            "started_at": step.started_at_epoch_ms,
+            "executor_id": step.executor_id,
+            "claim_token": step.claim_token,
+        }
+        with self._transaction() as conn:
+            row = self._on(conn, "step_record", args).fetchone()
+            if row is not None:
+                if "task_status" not in row:  # SQLite's insert returns only its own row
+                    row = self._on(conn, "task_status", args).fetchone()
+                return written_step(row["task_status"])
+            owner = self._on(conn, "step_owner", args).fetchone()
+        return existing_step(owner, step)
+
+    def task_owned_by(self, task_id: str, executor_id: str, claim_token: str | None = None) -> bool:
+        args = {"task_id": task_id, "executor_id": executor_id, "claim_token": claim_token}
+        return bool(self._read("task_owned_by", args))
+
+    # -- executors and recovery ---------------------------------------------------------
+    def executor_register(self, info: ExecutorInfo) -> ExecutorInfo | None:
+        args = {
+            "executor_id": info.executor_id,
+            "hostname": info.hostname,
+            "pid": info.pid,
+            "version": info.application_version,
+            "queues": ",".join(info.queues),
+            "lease_ms": info.lease_ms,
+        }
+        with self._transaction() as conn:
+            previous = self._on(conn, "executor_get", args).fetchone()
+            self._on(conn, "executor_upsert", args)
+        return executor_from_row(previous) if previous else None
+
+    def executor_heartbeat(self, executor_id: str) -> bool:
+        return self._write("executor_heartbeat", {"executor_id": executor_id}).count == 1
+
+    def executor_unregister(self, executor_id: str) -> None:
+        self._write("executor_delete", {"executor_id": executor_id})
+
+    def executors_list(self) -> list[ExecutorInfo]:
+        return [executor_from_row(r) for r in self._read("executors_list")]
+
+    def tasks_recover_own(self, params: RecoverOwnParams) -> RecoveryReport:
+        return recovery_report(self._write("tasks_recover_own", {"executor_id": params.executor_id}).rows)
+
+    def tasks_recover_stale(self, params: RecoverStaleParams) -> RecoveryReport:
+        args = {"lease_ms": params.lease_ms, "exclude": params.exclude_executor_id}
+        with self._transaction() as conn:
+            self._on(conn, "executors_delete_stale", args)
+            stale = [r["executor_id"] for r in self._on(conn, "executors_without_lease", args).fetchall()]
+            if not stale:
+                return recovery_report([])
+            rows = self._on(conn, "tasks_recover_executors", {"executors": self._list(stale)}).fetchall()
+        return recovery_report(rows)
+
+    def tasks_release_stray(self, params: ReleaseStrayParams) -> list[str]:
+        args = {
+            "executor_id": params.executor_id,
+            "keep": self._list(list(params.keep)),
+            "older_than_ms": params.older_than_ms,
+        }
+        return [r["workflow_uuid"] for r in self._write("tasks_release_stray", args).rows]
+
+    # -- queues -------------------------------------------------------------------------
+    def queue_upsert(self, params: QueueUpsert) -> QueueSettings:
+        check_queue_settings(params.settings)
+        rows = self._write("queue_upsert", upsert_params(params, str(uuid.uuid4()))).rows
+        return queue_from_row(rows[0])
+
+    def queues_get(self, names: tuple[str, ...] = ()) -> list[QueueSettings]:
+        if not names:
+            return [queue_from_row(r) for r in self._read("queue_get_all")]
+        return [queue_from_row(r) for r in self._read("queue_get_many", {"names": self._list(list(names))})]
+
+    # -- versions -----------------------------------------------------------------------
+    def version_register(self, version_name: str) -> None:
+        self._write("version_register", {"version_id": str(uuid.uuid4()), "version_name": version_name})
+
+    def versions_list(self) -> list[tuple[str, int]]:
+        return [(r["version_name"], r["version_timestamp"]) for r in self._read("versions_list")]
+
+    # -- misc ---------------------------------------------------------------------------
+    def now_ms(self) -> int:
+        return int(self._read("now_ms")[0]["now_ms"])
