@@ -155,16 +155,18 @@ class PostgresSessions:
             try:
                 with self._open_pool(generic).connection() as conn:
                     return fetch(conn.execute(self.sql[name], params or {}))
+            # PoolTimeout first: it is an OperationalError too, raised before any connection
+            # is bound, so the retry test below must never see it.
+            except PoolTimeout as exc:
+                raise DatabaseUnavailable(
+                    f"the pgtasks database {self.target.display_url} is unavailable: {exc}"
+                ) from exc
             except LOST_SESSION as exc:
                 if attempt == 2 or not conn.broken:
                     raise DatabaseUnavailable(
                         f"the pgtasks database {self.target.display_url} is unavailable: {exc}"
                     ) from exc
                 self._open_pool(generic).check()
-            except PoolTimeout as exc:
-                raise DatabaseUnavailable(
-                    f"the pgtasks database {self.target.display_url} is unavailable: {exc}"
-                ) from exc
         raise AssertionError("unreachable")
 
     def _all(

@@ -1,0 +1,38 @@
+"""The PostgreSQL sessions: a server that cannot be reached is reported as unavailable."""
+
+from __future__ import annotations
+
+import socket
+import time
+
+import pytest
+
+from pgtasks.sysdb import DatabaseUnavailable
+from pgtasks.sysdb.postgres import PostgresSystemDatabase
+from pgtasks.sysdb.records import RecoverStaleParams
+from pgtasks.sysdb.urls import parse_database_url
+
+
+def _closed_port() -> int:
+    """A local port nothing listens on (bound, then released)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_postgres_unreachable_server_is_unavailable_on_a_first_attempt() -> None:
+    # No connection is ever bound: the pool times out on the very first attempt, which must
+    # surface as DatabaseUnavailable (callers retry it), not as a Python error.
+    url = f"postgresql://postgres@127.0.0.1:{_closed_port()}/postgres?connect_timeout=1"
+    db = PostgresSystemDatabase(parse_database_url(url, "pgtasks"), pool_wait_seconds=0.5)
+    try:
+        started = time.monotonic()
+        with pytest.raises(DatabaseUnavailable, match="is unavailable"):
+            db.task_get("some-task")  # one statement in autocommit (the retrying runner)
+        with pytest.raises(DatabaseUnavailable, match="is unavailable"):
+            db.task_cancel("some-task")  # a write in autocommit
+        with pytest.raises(DatabaseUnavailable, match="is unavailable"):
+            db.tasks_recover_stale(RecoverStaleParams())  # a transaction
+        assert time.monotonic() - started < 30
+    finally:
+        db.close()
