@@ -22,7 +22,7 @@ $(DEV_STAMP): pyproject.toml | $(BIN)/python
 demo: $(STAMP)
 	$(BIN)/pgtasks demo
 
-WORKER_ROLE_SUITES := tests/integration/test_sysdb_conformance.py tests/integration/test_canvas_links.py \
+WORKER_ROLE_SUITES := tests/integration/sysdb tests/integration/test_canvas_links.py \
 	tests/integration/test_schedules_store.py tests/integration/test_schedules_beat.py \
 	tests/integration/test_engine.py
 

@@ -1,8 +1,9 @@
 """The system database interface: semantic methods, one parameter object each.
 
-Two dialects implement it: :mod:`pgtasks.sysdb.postgres` (psycopg 3 with a pool) and
-:mod:`pgtasks.sysdb.sqlite` (the standard library). One conformance suite
-(``tests/integration/test_sysdb_conformance.py``) runs against both.
+One SQL store implements it (:mod:`pgtasks.sysdb.store`), with two dialects:
+:mod:`pgtasks.sysdb.postgres` (psycopg 3 with a pool) and :mod:`pgtasks.sysdb.sqlite` (the
+standard library). One conformance suite, split by area (``tests/integration/sysdb/``), runs
+against both and calls every method below.
 """
 
 from __future__ import annotations

@@ -1,0 +1,102 @@
+"""Conformance of the system database, on PostgreSQL and SQLite: canvas links stored with a
+canvas and resolved in the transaction of each parent's outcome (the engine-level canvas
+suite is tests/integration/test_canvas_links.py)."""
+
+from __future__ import annotations
+
+import json
+
+from pgtasks.sysdb import Status, SystemDatabase
+from pgtasks.sysdb.records import CanvasEnqueue, CompleteParams, EndReason, LinkKind, Outcome, TaskLink
+from tests.integration.sysdb.support import JsonLinks, args_of, claim, task
+
+LINKS = JsonLinks()
+
+
+def finish(db: SystemDatabase, task_id: str, status: Status, output: str | None = None) -> None:
+    record = db.task_get(task_id)
+    assert record is not None and record.status is Status.PENDING
+    outcome = Outcome(task_id, status, output, None if status is Status.SUCCESS else "{}", record.claim_token)
+    outcome = Outcome(
+        **{**{f: getattr(outcome, f) for f in outcome.__slots__}, "has_links": record.has_links}
+    )
+    assert db.tasks_complete(CompleteParams("w1", (outcome,), LINKS)) == [task_id]
+
+
+def ended(db: SystemDatabase, task_id: str) -> tuple[Status, EndReason | None]:
+    record = db.task_get(task_id)
+    assert record is not None
+    return record.status, record.end_reason
+
+
+def test_a_canvas_is_stored_with_its_links_groups_and_meta(sysdb: SystemDatabase) -> None:
+    results = sysdb.tasks_enqueue_canvas(
+        CanvasEnqueue(
+            (task("a", 1), task("b", 2), task("g1"), task("g2")),
+            waiting=frozenset({"b"}),
+            links=(
+                TaskLink("a", "b", LinkKind.CHAIN),
+                TaskLink("grp", "g2", LinkKind.GROUP, position=1),
+                TaskLink("grp", "g1", LinkKind.GROUP, position=0),
+            ),
+            meta={"a": '{"root_id": "a"}'},
+        )
+    )
+    assert [(r.task_id, r.inserted) for r in results] == [
+        ("a", True),
+        ("b", True),
+        ("g1", True),
+        ("g2", True),
+    ]
+    a, b = sysdb.task_get("a"), sysdb.task_get("b")
+    assert a is not None and a.has_links and a.meta == '{"root_id": "a"}'
+    assert b is not None and b.status is Status.WAITING and not b.has_links
+    assert sysdb.group_members("grp") == ["g1", "g2"] and sysdb.group_members("none") == []
+    assert sysdb.task_children("a") == ["b"] and sysdb.task_children("b") == []
+    assert sysdb.task_get("g1").has_links is False  # type: ignore[union-attr]  # a group id is no task
+
+
+def test_success_activates_chain_and_chord_children_and_drops_errbacks(sysdb: SystemDatabase) -> None:
+    sysdb.tasks_enqueue_canvas(
+        CanvasEnqueue(
+            (task("p1"), task("p2"), task("next", "own"), task("body"), task("eb")),
+            waiting=frozenset({"next", "body", "eb"}),
+            links=(
+                TaskLink("p1", "next", LinkKind.CHAIN),
+                TaskLink("p1", "eb", LinkKind.ERRBACK),
+                TaskLink("p1", "body", LinkKind.CHORD, position=0),
+                TaskLink("p2", "body", LinkKind.CHORD, position=1),
+            ),
+        )
+    )
+    assert claim(sysdb) == ["p1", "p2"]
+    finish(sysdb, "p2", Status.SUCCESS, json.dumps("two"))
+    assert ended(sysdb, "body") == (Status.WAITING, None)  # one chord parent still to come
+    finish(sysdb, "p1", Status.SUCCESS, json.dumps("one"))
+    assert args_of(sysdb, "next") == ["one", "own"] and args_of(sysdb, "body") == [["one", "two"]]
+    assert ended(sysdb, "eb") == (Status.CANCELLED, EndReason.NOT_NEEDED)
+    assert sorted(claim(sysdb)) == ["body", "next"]
+    assert ended(sysdb, "next") == (Status.PENDING, None)
+
+
+def test_failure_ends_dependants_and_starts_errbacks(sysdb: SystemDatabase) -> None:
+    sysdb.tasks_enqueue_canvas(
+        CanvasEnqueue(
+            (task("p"), task("c1"), task("c2"), task("eb", "x")),
+            waiting=frozenset({"c1", "c2", "eb"}),
+            links=(
+                TaskLink("p", "c1", LinkKind.CHAIN),
+                TaskLink("c1", "c2", LinkKind.CHAIN),
+                TaskLink("p", "eb", LinkKind.ERRBACK),
+            ),
+        )
+    )
+    assert claim(sysdb) == ["p"]
+    finish(sysdb, "p", Status.ERROR)
+    # The failure cascades down the chain: nothing waits forever.
+    assert ended(sysdb, "c1") == (Status.ERROR, EndReason.DEPENDENCY_FAILED)
+    assert ended(sysdb, "c2") == (Status.ERROR, EndReason.DEPENDENCY_FAILED)
+    c1 = sysdb.task_get("c1")
+    assert c1 is not None and json.loads(c1.error or "{}")["parent"] == "p"
+    assert args_of(sysdb, "eb") == ["p", "x"] and claim(sysdb) == ["eb"]
+    assert ended(sysdb, "p") == (Status.ERROR, None)  # its own outcome: no end reason

@@ -1,0 +1,81 @@
+"""Conformance of the system database, on PostgreSQL and SQLite: step checkpoints and their fences."""
+
+from __future__ import annotations
+
+from pgtasks.sysdb import SystemDatabase
+from pgtasks.sysdb.records import ClaimParams, RecoverStaleParams, StepRecord, StepWrite
+from tests.integration.sysdb.support import claim, new, step
+
+
+def test_step_record_conflicts_and_fences(sysdb: SystemDatabase) -> None:
+    sysdb.tasks_enqueue([new("a")])
+    claim(sysdb)
+    assert sysdb.step_record(step("a", 1)) is StepWrite.RECORDED
+    # The same executor retrying after a lost COMMIT reply recognises its own row.
+    assert sysdb.step_record(step("a", 1)) is StepWrite.RECORDED
+    assert sysdb.step_record(step("a", 2, executor="w2")) is StepWrite.NOT_OWNER
+    assert [s.function_id for s in sysdb.steps_get("a")] == [1]
+    assert sysdb.task_owned_by("a", "w1") and not sysdb.task_owned_by("a", "w2")
+
+
+def test_step_written_by_another_executor_is_a_conflict(sysdb: SystemDatabase) -> None:
+    sysdb.tasks_enqueue([new("a")])
+    claim(sysdb, executor="w1")
+    assert sysdb.step_record(step("a", 1, executor="w1")) is StepWrite.RECORDED
+    # w1's lease expires; w2 takes the task over and tries to record the same step.
+    sysdb.tasks_recover_stale(RecoverStaleParams(lease_ms=0))
+    assert claim(sysdb, executor="w2") == ["a"]
+    assert sysdb.step_record(step("a", 1, executor="w2")) is StepWrite.CONFLICT
+    assert sysdb.step_record(step("a", 2, executor="w1")) is StepWrite.NOT_OWNER
+    assert sysdb.step_record(step("a", 2, executor="w2")) is StepWrite.RECORDED
+    assert [(s.function_id, s.executor_id) for s in sysdb.steps_get("a")] == [(1, "w1"), (2, "w2")]
+
+
+def test_group_commit_of_checkpoints_reports_each_step(sysdb: SystemDatabase) -> None:
+    sysdb.tasks_enqueue([new("a"), new("b"), new("c")])
+    sysdb.tasks_claim(ClaimParams("w1", "v1", ("default",), 3))
+    sysdb.tasks_recover_stale(RecoverStaleParams(lease_ms=0))  # w1 is gone: w2 takes all three
+    sysdb.tasks_claim(ClaimParams("w2", "v1", ("default",), 3))
+    for task_id in ("a", "b"):
+        sysdb.task_cancel(task_id)
+
+    def step_for(task_id: str, fid: int, executor: str, token: str | None) -> StepRecord:
+        return StepRecord(task_id, fid, f"s{fid}", '"x"', None, executor_id=executor, claim_token=token)
+
+    # a: cancelled while w2 ran it (a step that finished still counts, and says stop); b: a
+    # stale claim token; c: w2's, running.
+    results = sysdb.steps_record_many(
+        [
+            step_for("a", 1, "w2", None),
+            step_for("b", 1, "w2", "not-the-token"),
+            step_for("c", 1, "w2", None),
+        ]
+    )
+    assert results == [StepWrite.RECORDED_STOPPED, StepWrite.NOT_OWNER, StepWrite.RECORDED]
+    again = sysdb.steps_record_many(
+        [step_for("a", 1, "w2", None), step_for("c", 1, "w9", None), step_for("c", 1, "w2", None)]
+    )
+    # w2's own retries (a cancelled: stop; c still running: go on); w9 lost the race
+    assert again == [StepWrite.RECORDED_STOPPED, StepWrite.CONFLICT, StepWrite.RECORDED]
+
+
+def test_a_checkpoint_after_cancel_is_kept_and_says_stop(sysdb: SystemDatabase) -> None:
+    sysdb.tasks_enqueue([new("a")])
+    run = sysdb.tasks_claim(ClaimParams("w1", "v1", ("default",), 1))[0]
+    step = StepRecord("a", 1, "s1", '"x"', None, executor_id="w1", claim_token=run.claim_token)
+    assert sysdb.step_record(step) is StepWrite.RECORDED
+    sysdb.task_cancel("a")
+    later = StepRecord("a", 2, "s2", '"y"', None, executor_id="w1", claim_token=run.claim_token)
+    assert sysdb.step_record(later) is StepWrite.RECORDED_STOPPED
+    assert sysdb.step_record(later) is StepWrite.RECORDED_STOPPED  # a retry after a lost reply
+    assert sysdb.step_record(step) is StepWrite.RECORDED_STOPPED
+    assert [s.function_id for s in sysdb.steps_get("a")] == [1, 2]
+
+
+def test_steps_of_many_tasks_in_one_read(sysdb: SystemDatabase) -> None:
+    sysdb.tasks_enqueue([new("a"), new("b"), new("c")])
+    claim(sysdb)
+    sysdb.steps_record_many([step("a", 2), step("a", 1), step("b", 1)])
+    found = sysdb.steps_get_many(["a", "b", "c"])
+    assert {k: [s.function_id for s in v] for k, v in found.items()} == {"a": [1, 2], "b": [1], "c": []}
+    assert sysdb.steps_get_many([]) == {}

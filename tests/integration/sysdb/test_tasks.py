@@ -1,0 +1,148 @@
+"""Conformance of the system database, on PostgreSQL and SQLite: enqueue, get, list, delays,
+expiry, cancel, resume and fork."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from pgtasks.sysdb import Status, SystemDatabase
+from pgtasks.sysdb.records import CompleteParams, EndReason, ForkParams, ListTasksParams, NewTask, Outcome
+from tests.integration.sysdb.support import claim, new, step
+from tests.support.inprocess import wait_for
+
+
+def test_enqueue_inserts_and_keeps_existing_task_ids(sysdb: SystemDatabase) -> None:
+    first = sysdb.tasks_enqueue([new("a"), new("b")])
+    assert [(r.task_id, r.inserted) for r in first] == [("a", True), ("b", True)]
+    again = sysdb.tasks_enqueue([new("a"), new("c")])
+    assert [(r.task_id, r.inserted, r.duplicate_of) for r in again] == [("a", False, None), ("c", True, None)]
+    task = sysdb.task_get("a")
+    assert task is not None and task.status is Status.ENQUEUED and task.name == "proj.add"
+    assert sysdb.task_get("missing") is None
+
+
+def test_deduplication_id_is_unique_per_queue_until_the_task_finishes(sysdb: SystemDatabase) -> None:
+    assert sysdb.tasks_enqueue([new("a", deduplication_id="k")])[0].inserted
+    dup = sysdb.tasks_enqueue([new("b", deduplication_id="k")])[0]
+    assert not dup.inserted and dup.duplicate_of == "a"
+    assert sysdb.tasks_enqueue([new("c", queue="other", deduplication_id="k")])[0].inserted
+    assert claim(sysdb) == ["a"]
+    assert sysdb.tasks_complete(CompleteParams("w1", (Outcome("a", Status.SUCCESS, "3"),))) == ["a"]
+    assert sysdb.tasks_enqueue([new("d", deduplication_id="k")])[0].inserted
+
+
+def test_delayed_tasks_wait_until_due(sysdb: SystemDatabase) -> None:
+    now = sysdb.now_ms()
+    sysdb.tasks_enqueue([new("later", delay_ms=3_600_000), new("past", delay_until_epoch_ms=now - 1)])
+    later = sysdb.task_get("later")
+    assert later is not None and later.status is Status.DELAYED
+    assert later.delay_until_epoch_ms is not None and later.delay_until_epoch_ms >= now + 3_600_000
+    assert claim(sysdb) == ["past"]
+    assert sysdb.tasks_promote_delayed() == 0
+    sysdb.tasks_enqueue([new("due", delay_ms=200)])
+    due = sysdb.task_get("due")
+    assert due is not None and due.status is Status.DELAYED and due.delay_until_epoch_ms is not None
+    wait_for(lambda: sysdb.now_ms() > due.delay_until_epoch_ms, what="the database clock to pass the delay")
+    assert sysdb.tasks_promote_delayed() == 1
+    assert claim(sysdb) == ["due"]
+
+
+def test_cancel_resume_and_fork(sysdb: SystemDatabase) -> None:
+    sysdb.tasks_enqueue([new("a")])
+    claim(sysdb)
+    sysdb.step_record(step("a", 1, output='"one"'))
+    sysdb.step_record(step("a", 2, output='"two"'))
+    assert sysdb.task_cancel("a")
+    assert not sysdb.task_cancel("a")
+    assert not sysdb.task_owned_by("a", "w1")
+    assert sysdb.tasks_complete(CompleteParams("w1", (Outcome("a", Status.SUCCESS, "1"),))) == []
+    assert sysdb.task_resume("a")
+    resumed = sysdb.task_get("a")
+    assert resumed is not None and resumed.status is Status.ENQUEUED and resumed.recovery_attempts == 0
+    forked = sysdb.task_fork(ForkParams("a", "a-fork", start_step=2))
+    assert forked.forked_from == "a" and forked.status is Status.ENQUEUED
+    assert [(s.function_id, s.output) for s in sysdb.steps_get("a-fork")] == [(1, '"one"')]
+
+
+def test_list_filters(sysdb: SystemDatabase) -> None:
+    sysdb.tasks_enqueue([new("a"), new("b", queue="q2"), new("c")])
+    claim(sysdb, limit=1)
+    assert [t.task_id for t in sysdb.tasks_list(ListTasksParams(newest_first=False))] == ["a", "b", "c"]
+    assert [t.task_id for t in sysdb.tasks_list(ListTasksParams(status=(Status.PENDING,)))] == ["a"]
+    assert [t.task_id for t in sysdb.tasks_list(ListTasksParams(queue_name="q2"))] == ["b"]
+    assert len(sysdb.tasks_list(ListTasksParams(limit=2))) == 2
+    assert sysdb.tasks_list(ListTasksParams(name="other")) == []
+    future = sysdb.now_ms() + 60_000
+    assert sysdb.tasks_list(ListTasksParams(created_after_epoch_ms=future)) == []
+
+
+def test_expired_tasks_are_never_claimed_and_get_cancelled(sysdb: SystemDatabase) -> None:
+    now = sysdb.now_ms()
+    sysdb.tasks_enqueue(
+        [new("stale", expires_at_epoch_ms=now - 1), new("fresh", expires_at_epoch_ms=now + 3_600_000)]
+    )
+    assert claim(sysdb) == ["fresh"]
+    assert sysdb.tasks_expire() == 1
+    stale = sysdb.task_get("stale")
+    assert stale is not None and stale.status is Status.CANCELLED and "expired" in (stale.error or "")
+
+
+def test_resume_clears_an_expiry_that_has_passed(sysdb: SystemDatabase) -> None:
+    sysdb.tasks_enqueue([new("a", expires_at_epoch_ms=sysdb.now_ms() - 1)])
+    assert sysdb.tasks_expire() == 1
+    assert sysdb.task_resume("a")
+    assert sysdb.tasks_expire() == 0
+    a = sysdb.task_get("a")
+    assert a is not None and a.status is Status.ENQUEUED and a.error is None and a.expires_at_epoch_ms is None
+
+
+def test_relative_expiry_uses_the_database_clock(sysdb: SystemDatabase) -> None:
+    before = sysdb.now_ms()
+    sysdb.tasks_enqueue([new("a", expires_in_ms=3_600_000)])
+    a = sysdb.task_get("a")
+    assert a is not None and a.expires_at_epoch_ms is not None
+    assert before + 3_600_000 <= a.expires_at_epoch_ms <= sysdb.now_ms() + 3_600_000
+
+
+def test_end_reasons_say_why_a_task_ended_without_its_own_outcome(sysdb: SystemDatabase) -> None:
+    sysdb.tasks_enqueue(
+        [new("cancelled"), new("expired", expires_at_epoch_ms=sysdb.now_ms() - 1), new("ran")]
+    )
+    assert sysdb.task_cancel("cancelled") and sysdb.tasks_expire() == 1
+    assert claim(sysdb) == ["ran"]
+    assert sysdb.tasks_complete(CompleteParams("w1", (Outcome("ran", Status.ERROR, error="{}"),))) == ["ran"]
+    reasons = {i: t.end_reason for i in ("cancelled", "expired", "ran") if (t := sysdb.task_get(i))}
+    assert reasons == {"cancelled": EndReason.CANCELLED, "expired": EndReason.EXPIRED, "ran": None}
+    # Resuming clears the reason; a fork starts without one.
+    forked = sysdb.task_fork(ForkParams("expired", "expired-fork", start_step=1))
+    assert forked.end_reason is None
+    assert sysdb.task_resume("expired") and sysdb.task_resume("cancelled")
+    assert [t.end_reason for t in sysdb.tasks_list(ListTasksParams(status=(Status.ENQUEUED,)))] == [None] * 3
+
+
+def test_list_combines_filters_and_orders_both_ways(sysdb: SystemDatabase) -> None:
+    sysdb.tasks_enqueue([new("a"), new("b", queue="q2"), new("c"), new("d", queue="q2")])
+    claim(sysdb, limit=1)
+    oldest = ListTasksParams(status=(Status.ENQUEUED, Status.PENDING), queue_name="q2", newest_first=False)
+    assert [t.task_id for t in sysdb.tasks_list(oldest)] == ["b", "d"]
+    newest = ListTasksParams(
+        status=(Status.ENQUEUED,), name="proj.add", created_before_epoch_ms=sysdb.now_ms() + 1
+    )
+    assert [t.task_id for t in sysdb.tasks_list(newest)] == ["d", "c", "b"]
+    assert sysdb.tasks_list(ListTasksParams(status=(Status.SUCCESS,), queue_name="q2")) == []
+
+
+def test_enqueue_in_chunks_is_one_all_or_nothing_insert(sysdb: SystemDatabase) -> None:
+    sysdb.tasks_enqueue([new("a")])
+    results = sysdb.tasks_enqueue_chunks(iter([[new("a"), new("b")], [new("c")]]))
+    assert [(r.task_id, r.inserted) for r in results] == [("a", False), ("b", True), ("c", True)]
+    with pytest.raises(RuntimeError, match="caller failed"):
+        sysdb.tasks_enqueue_chunks(_chunks_then_failure([[new("x")], [new("y")]]))
+    assert sysdb.task_get("x") is None and sysdb.task_get("y") is None
+
+
+def _chunks_then_failure(chunks: list[list[NewTask]]) -> Iterator[list[NewTask]]:
+    yield from chunks
+    raise RuntimeError("the caller failed while preparing the next chunk")
