@@ -42,8 +42,9 @@ WHERE workflow_uuid = ANY(%(ids)b::text[])
         SELECT * FROM unnest(%(queues)b::text[], %(dedups)b::text[]))
 
 -- name: tasks_list_newest
--- Optional filters are "(param IS NULL OR column = param)": a custom plan folds the NULL
--- ones away, so the created_at or (name, created_at) index still walks the list in order.
+-- Optional filters are "(param IS NULL OR column = param)": a custom plan folds the unset
+-- ones away, so the plan is the one of a WHERE built for the filters given (the created_at
+-- index walked in order, the filters checked on the way).
 SELECT * FROM __schema__.workflow_status
 WHERE (%(status)s::text[] IS NULL OR status = ANY(%(status)s::text[]))
   AND (%(name)s::text IS NULL OR name = %(name)s)
@@ -235,18 +236,28 @@ SELECT * FROM __schema__.queues WHERE name = ANY(%(names)b::text[]) ORDER BY nam
 
 -- name: queue_upsert
 -- A new queue takes every setting; an existing one only the columns whose set_<column> flag
--- is true (the settings a caller named), the others keep their stored value.
-INSERT INTO __schema__.queues (queue_id, name, concurrency, worker_concurrency, rate_limit_max, rate_limit_period_sec,
+-- is true (the settings the caller named): the others keep their stored value.
+INSERT INTO __schema__.queues (
+    queue_id, name, concurrency, worker_concurrency, rate_limit_max, rate_limit_period_sec,
     priority_enabled, partition_queue, polling_interval_sec, created_at, updated_at)
-VALUES (%(queue_id)s, %(name)s, %(concurrency)s, %(worker_concurrency)s, %(rate_limit_max)s, %(rate_limit_period_sec)s, %(priority_enabled)s, %(partition_queue)s, %(polling_interval_sec)s, __now_ms__, __now_ms__)
+VALUES (%(queue_id)s, %(name)s, %(concurrency)s, %(worker_concurrency)s, %(rate_limit_max)s,
+        %(rate_limit_period_sec)s, %(priority_enabled)s, %(partition_queue)s,
+        %(polling_interval_sec)s, __now_ms__, __now_ms__)
 ON CONFLICT (name) DO UPDATE SET
-    concurrency = CASE WHEN %(set_concurrency)s THEN excluded.concurrency ELSE queues.concurrency END,
-    worker_concurrency = CASE WHEN %(set_worker_concurrency)s THEN excluded.worker_concurrency ELSE queues.worker_concurrency END,
-    rate_limit_max = CASE WHEN %(set_rate_limit_max)s THEN excluded.rate_limit_max ELSE queues.rate_limit_max END,
-    rate_limit_period_sec = CASE WHEN %(set_rate_limit_period_sec)s THEN excluded.rate_limit_period_sec ELSE queues.rate_limit_period_sec END,
-    priority_enabled = CASE WHEN %(set_priority_enabled)s THEN excluded.priority_enabled ELSE queues.priority_enabled END,
-    partition_queue = CASE WHEN %(set_partition_queue)s THEN excluded.partition_queue ELSE queues.partition_queue END,
-    polling_interval_sec = CASE WHEN %(set_polling_interval_sec)s THEN excluded.polling_interval_sec ELSE queues.polling_interval_sec END,
+    concurrency = CASE WHEN %(set_concurrency)s THEN excluded.concurrency
+                       ELSE queues.concurrency END,
+    worker_concurrency = CASE WHEN %(set_worker_concurrency)s THEN excluded.worker_concurrency
+                              ELSE queues.worker_concurrency END,
+    rate_limit_max = CASE WHEN %(set_rate_limit_max)s THEN excluded.rate_limit_max
+                          ELSE queues.rate_limit_max END,
+    rate_limit_period_sec = CASE WHEN %(set_rate_limit_period_sec)s THEN excluded.rate_limit_period_sec
+                                 ELSE queues.rate_limit_period_sec END,
+    priority_enabled = CASE WHEN %(set_priority_enabled)s THEN excluded.priority_enabled
+                            ELSE queues.priority_enabled END,
+    partition_queue = CASE WHEN %(set_partition_queue)s THEN excluded.partition_queue
+                           ELSE queues.partition_queue END,
+    polling_interval_sec = CASE WHEN %(set_polling_interval_sec)s THEN excluded.polling_interval_sec
+                                ELSE queues.polling_interval_sec END,
     updated_at = __now_ms__
 RETURNING *
 
@@ -536,7 +547,7 @@ INSERT INTO __schema__.pgtasks_migrations VALUES (%(version)s, %(name)s, __now_m
 SELECT version, name FROM __schema__.pgtasks_migrations ORDER BY version
 
 -- =============================================================================================
--- Schedules (workflow_schedules; Python in schedules_postgres.py). last_fired_at and
+-- Schedules (workflow_schedules; Python in schedules.py). last_fired_at and
 -- active_since hold canonical UTC text (YYYY-MM-DDTHH:MM:SSZ), which sorts as time does.
 -- =============================================================================================
 

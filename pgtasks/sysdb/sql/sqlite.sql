@@ -27,8 +27,9 @@ SELECT workflow_uuid, queue_name, deduplication_id FROM workflow_status
 WHERE queue_name = :queue AND deduplication_id = :dedup
 
 -- name: tasks_list_newest
--- Optional filters are "(param IS NULL OR column = param)": a custom plan folds the NULL
--- ones away, so the created_at or (name, created_at) index still walks the list in order.
+-- Optional filters are "(param IS NULL OR column = param)": a custom plan folds the unset
+-- ones away, so the plan is the one of a WHERE built for the filters given (the created_at
+-- index walked in order, the filters checked on the way).
 SELECT * FROM workflow_status
 WHERE (:status IS NULL OR status IN (SELECT value FROM json_each(:status)))
   AND (:name IS NULL OR name = :name)
@@ -81,18 +82,28 @@ SELECT * FROM queues WHERE name IN (SELECT value FROM json_each(:names)) ORDER B
 
 -- name: queue_upsert
 -- A new queue takes every setting; an existing one only the columns whose set_<column> flag
--- is true (the settings a caller named), the others keep their stored value.
-INSERT INTO queues (queue_id, name, concurrency, worker_concurrency, rate_limit_max, rate_limit_period_sec,
+-- is true (the settings the caller named): the others keep their stored value.
+INSERT INTO queues (
+    queue_id, name, concurrency, worker_concurrency, rate_limit_max, rate_limit_period_sec,
     priority_enabled, partition_queue, polling_interval_sec, created_at, updated_at)
-VALUES (:queue_id, :name, :concurrency, :worker_concurrency, :rate_limit_max, :rate_limit_period_sec, :priority_enabled, :partition_queue, :polling_interval_sec, __now_ms__, __now_ms__)
+VALUES (:queue_id, :name, :concurrency, :worker_concurrency, :rate_limit_max,
+        :rate_limit_period_sec, :priority_enabled, :partition_queue,
+        :polling_interval_sec, __now_ms__, __now_ms__)
 ON CONFLICT (name) DO UPDATE SET
-    concurrency = CASE WHEN :set_concurrency THEN excluded.concurrency ELSE queues.concurrency END,
-    worker_concurrency = CASE WHEN :set_worker_concurrency THEN excluded.worker_concurrency ELSE queues.worker_concurrency END,
-    rate_limit_max = CASE WHEN :set_rate_limit_max THEN excluded.rate_limit_max ELSE queues.rate_limit_max END,
-    rate_limit_period_sec = CASE WHEN :set_rate_limit_period_sec THEN excluded.rate_limit_period_sec ELSE queues.rate_limit_period_sec END,
-    priority_enabled = CASE WHEN :set_priority_enabled THEN excluded.priority_enabled ELSE queues.priority_enabled END,
-    partition_queue = CASE WHEN :set_partition_queue THEN excluded.partition_queue ELSE queues.partition_queue END,
-    polling_interval_sec = CASE WHEN :set_polling_interval_sec THEN excluded.polling_interval_sec ELSE queues.polling_interval_sec END,
+    concurrency = CASE WHEN :set_concurrency THEN excluded.concurrency
+                       ELSE queues.concurrency END,
+    worker_concurrency = CASE WHEN :set_worker_concurrency THEN excluded.worker_concurrency
+                              ELSE queues.worker_concurrency END,
+    rate_limit_max = CASE WHEN :set_rate_limit_max THEN excluded.rate_limit_max
+                          ELSE queues.rate_limit_max END,
+    rate_limit_period_sec = CASE WHEN :set_rate_limit_period_sec THEN excluded.rate_limit_period_sec
+                                 ELSE queues.rate_limit_period_sec END,
+    priority_enabled = CASE WHEN :set_priority_enabled THEN excluded.priority_enabled
+                            ELSE queues.priority_enabled END,
+    partition_queue = CASE WHEN :set_partition_queue THEN excluded.partition_queue
+                           ELSE queues.partition_queue END,
+    polling_interval_sec = CASE WHEN :set_polling_interval_sec THEN excluded.polling_interval_sec
+                                ELSE queues.polling_interval_sec END,
     updated_at = __now_ms__
 RETURNING *
 
@@ -297,7 +308,7 @@ INSERT INTO pgtasks_migrations VALUES (:version, :name, __now_ms__)
 SELECT version, name FROM pgtasks_migrations ORDER BY version
 
 -- =============================================================================================
--- Schedules (workflow_schedules; Python in schedules_sqlite.py). last_fired_at and
+-- Schedules (workflow_schedules; Python in schedules.py). last_fired_at and
 -- active_since hold canonical UTC text (YYYY-MM-DDTHH:MM:SSZ), which sorts as time does.
 -- =============================================================================================
 
