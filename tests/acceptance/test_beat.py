@@ -6,11 +6,8 @@ from __future__ import annotations
 import collections
 import datetime as dt
 import itertools
-import os
 import re
 import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -19,8 +16,10 @@ from pgtasks import Client
 from pgtasks.sysdb import open_system_database
 from pgtasks.sysdb.records import ListTasksParams
 from pgtasks.sysdb.schedule_records import ListSchedulesParams
+from tests.support.cli import run_pgtasks
 from tests.support.inprocess import wait_for
-from tests.support.processes import REPO, beat_process, effects, stop, worker_process
+from tests.support.ledger import text_of
+from tests.support.processes import beat_process, effects, stop, worker_process
 
 APP = "tests.acceptance.apps.beat_app"
 FIRED = re.compile(r"fired tick due (\S+) as task (\S+)")
@@ -31,13 +30,12 @@ def fired_due_times(logs: list[Path]) -> collections.Counter[str]:
     """How many times each due time was fired, by what the processes logged."""
     counts: collections.Counter[str] = collections.Counter()
     for log in logs:
-        if log.exists():
-            counts.update(m.group(1) for m in FIRED.finditer(log.read_text()))
+        counts.update(m.group(1) for m in FIRED.finditer(text_of(log)))
     return counts
 
 
 def ready(log: Path) -> bool:
-    return log.exists() and "beat ready" in log.read_text()
+    return "beat ready" in text_of(log)
 
 
 def fired_in_db(database_url: str) -> list[str]:
@@ -149,19 +147,8 @@ def test_workers_with_embedded_beat_run_each_due_time_once(pg_url: str, tmp_path
 
 
 def ready_worker(log: Path) -> bool:
-    return log.exists() and "beat started in this worker" in log.read_text() and " ready." in log.read_text()
-
-
-def pgtasks(database_url: str, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PGTASKS_DATABASE_URL": database_url}
-    return subprocess.run(
-        [sys.executable, "-m", "pgtasks", *args],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    text = text_of(log)
+    return "beat started in this worker" in text and " ready." in text
 
 
 def test_schedule_commands(sqlite_url: str) -> None:
@@ -170,36 +157,29 @@ def test_schedule_commands(sqlite_url: str) -> None:
 
     admin.store(client.engine, [define_schedule("nightly", "beatapp.tick", cron="0 2 * * *", timezone="UTC")])
     client.close()
-    listing = pgtasks(sqlite_url, "schedule", "list")
+    listing = run_pgtasks("schedule", "list", url=sqlite_url)
     assert listing.returncode == 0 and re.search(
         r"nightly\s+ACTIVE\s+0 2 \* \* \* \(UTC\)\s+next \S+Z", listing.stdout
     )
-    paused = pgtasks(sqlite_url, "schedule", "pause", "nightly")
+    paused = run_pgtasks("schedule", "pause", "nightly", url=sqlite_url)
     assert paused.returncode == 0 and "PAUSED" in paused.stdout and "next -" in paused.stdout
-    assert "ACTIVE" in pgtasks(sqlite_url, "schedule", "resume", "nightly").stdout
-    triggered = pgtasks(sqlite_url, "schedule", "trigger", "nightly")
+    assert "ACTIVE" in run_pgtasks("schedule", "resume", "nightly", url=sqlite_url).stdout
+    triggered = run_pgtasks("schedule", "trigger", "nightly", url=sqlite_url)
     assert triggered.returncode == 0 and triggered.stdout.startswith("sched-nightly-manual-")
     since = (dt.datetime.now(dt.timezone.utc) - dt.timedelta(days=2)).strftime("%Y-%m-%dT00:00:00Z")
-    backfilled = pgtasks(sqlite_url, "schedule", "backfill", "nightly", "--since", since)
+    backfilled = run_pgtasks("schedule", "backfill", "nightly", "--since", since, url=sqlite_url)
     assert backfilled.returncode == 0 and "fired sched-nightly-" in backfilled.stdout
     assert re.search(r"backfill nightly: [23] fired, 0 had fired before", backfilled.stdout)
-    bad = pgtasks(sqlite_url, "schedule", "backfill", "nightly", "--since", "yesterday")
+    bad = run_pgtasks("schedule", "backfill", "nightly", "--since", "yesterday", url=sqlite_url)
     assert bad.returncode == 2 and "--since takes an ISO time" in bad.stderr
-    missing = pgtasks(sqlite_url, "schedule", "pause", "nope")
+    missing = run_pgtasks("schedule", "pause", "nope", url=sqlite_url)
     assert missing.returncode == 2 and "no schedule named 'nope'" in missing.stderr
-    assert pgtasks(sqlite_url, "schedule", "delete", "nightly").stdout.strip() == "deleted nightly"
-    assert pgtasks(sqlite_url, "schedule", "delete", "nightly").returncode == 1
+    assert run_pgtasks("schedule", "delete", "nightly", url=sqlite_url).stdout.strip() == "deleted nightly"
+    assert run_pgtasks("schedule", "delete", "nightly", url=sqlite_url).returncode == 1
 
 
 def test_beat_rejects_a_bad_schedule_at_start(sqlite_url: str) -> None:
     env_cron = {"BEAT_TEST_CRON": "0 0 30 2 *"}
-    done = subprocess.run(
-        [sys.executable, "-m", "pgtasks", "beat", "-A", APP],
-        cwd=REPO,
-        env={**os.environ, "PGTASKS_DATABASE_URL": sqlite_url, **env_cron},
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = run_pgtasks("beat", "-A", APP, url=sqlite_url, env=env_cron, timeout=60)
     assert done.returncode == 2
     assert "beat_schedule['tick']: schedule 'tick': cron expression '0 0 30 2 *' never matches" in done.stderr

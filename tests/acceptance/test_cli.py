@@ -3,34 +3,17 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 from pgtasks import Client
 from pgtasks.sysdb.sqlfiles import load_migrations
 from pgtasks.sysdb.urls import parse_database_url
-from tests.support.processes import REPO, stop, worker_process
-
-
-def pgtasks(
-    *args: str, env: dict[str, str] | None = None, timeout: float = 120
-) -> subprocess.CompletedProcess[str]:
-    import os
-
-    return subprocess.run(
-        [sys.executable, "-m", "pgtasks", *args],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env={**os.environ, **(env or {})},
-        check=False,
-    )
+from tests.support.cli import run_pgtasks
+from tests.support.processes import stop, worker_process
 
 
 def test_demo_runs_on_sqlite_and_prints_the_results(tmp_path: Path) -> None:
-    done = pgtasks("demo", "--database-url", f"sqlite:///{tmp_path / 'demo.sqlite3'}", "--tasks", "8")
+    done = run_pgtasks("demo", "--database-url", f"sqlite:///{tmp_path / 'demo.sqlite3'}", "--tasks", "8")
     assert done.returncode == 0, done.stderr
     assert "8/8 orders succeeded" in done.stdout
     assert done.stdout.count("SUCCESS") == 8
@@ -41,31 +24,31 @@ def test_demo_runs_on_sqlite_and_prints_the_results(tmp_path: Path) -> None:
 
 def test_migrate_and_manage_tasks(database_url: str) -> None:
     env = {"PGTASKS_DATABASE_URL": database_url}
-    first = pgtasks("migrate", env=env)
+    first = run_pgtasks("migrate", env=env)
     versions = [m.version for m in load_migrations(parse_database_url(database_url).dialect)]
     assert first.returncode == 0 and f"applied {versions}" in first.stdout
-    assert "up to date" in pgtasks("migrate", env=env).stdout
+    assert "up to date" in run_pgtasks("migrate", env=env).stdout
     client = Client(database_url)
     waiting = client.enqueue("durable.three_steps", [1])
-    listing = pgtasks("tasks", "list", "--status", "ENQUEUED", env=env)
+    listing = run_pgtasks("tasks", "list", "--status", "ENQUEUED", env=env)
     assert waiting.id in listing.stdout and "durable.three_steps" in listing.stdout
-    got = json.loads(pgtasks("tasks", "get", waiting.id, env=env).stdout)
+    got = json.loads(run_pgtasks("tasks", "get", waiting.id, env=env).stdout)
     assert got["status"] == "ENQUEUED" and got["steps"] == []
-    assert pgtasks("tasks", "cancel", waiting.id, env=env).stdout.startswith("cancel: done")
-    again = pgtasks("tasks", "cancel", waiting.id, env=env)
+    assert run_pgtasks("tasks", "cancel", waiting.id, env=env).stdout.startswith("cancel: done")
+    again = run_pgtasks("tasks", "cancel", waiting.id, env=env)
     assert again.returncode == 1 and "nothing to do" in again.stdout
-    assert pgtasks("tasks", "resume", waiting.id, env=env).returncode == 0
-    forked = pgtasks("tasks", "fork", waiting.id, "--start-step", "1", env=env).stdout.strip()
+    assert run_pgtasks("tasks", "resume", waiting.id, env=env).returncode == 0
+    forked = run_pgtasks("tasks", "fork", waiting.id, "--start-step", "1", env=env).stdout.strip()
     assert client.AsyncResult(forked).status == "ENQUEUED"
-    missing = pgtasks("tasks", "get", "no-such-id", env=env)
+    missing = run_pgtasks("tasks", "get", "no-such-id", env=env)
     assert missing.returncode == 1 and "no task with id" in missing.stderr
     client.close()
 
 
 def test_worker_reports_bad_configuration_clearly(tmp_path: Path, sqlite_url: str) -> None:
-    no_module = pgtasks("worker", "-A", "no_such_module_here", env={"PGTASKS_DATABASE_URL": sqlite_url})
+    no_module = run_pgtasks("worker", "-A", "no_such_module_here", env={"PGTASKS_DATABASE_URL": sqlite_url})
     assert no_module.returncode == 2 and "no module named 'no_such_module_here'" in no_module.stderr
-    redis = pgtasks(
+    redis = run_pgtasks(
         "worker",
         "-A",
         "tests.acceptance.apps.durable_app",

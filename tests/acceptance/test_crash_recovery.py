@@ -13,11 +13,6 @@ from tests.support.pgserver import PostgresServer
 from tests.support.processes import effects, stop, worker_process
 
 
-@pytest.fixture
-def ledger(tmp_path: Path) -> Path:
-    return tmp_path / "effects.log"
-
-
 def test_killed_inside_step_two_the_same_executor_resumes(database_url: str, ledger: Path) -> None:
     client = Client(database_url)
     handle = client.enqueue("durable.three_steps", [5])

@@ -2,26 +2,18 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from pgtasks import Client, TaskExpired
+from tests.support.cli import run_pgtasks
 from tests.support.inprocess import wait_for
 from tests.support.ledger import intervals, max_overlap
-from tests.support.processes import REPO, stop, worker_process
+from tests.support.processes import stop, worker_process
 
 FLOW_APP = "tests.acceptance.apps.flow_app"
-
-
-@pytest.fixture
-def ledger(tmp_path: Path) -> Path:
-    path = tmp_path / "ledger.log"
-    path.touch()
-    return path
 
 
 def workers(
@@ -140,17 +132,9 @@ def test_expired_tasks_never_run(database_url: str, ledger: Path) -> None:
 
 def test_queue_settings_changed_at_runtime_reach_running_workers(database_url: str, ledger: Path) -> None:
     client = Client(database_url)
-    env_url = {"PGTASKS_DATABASE_URL": database_url}
 
     def queue_set(*args: str) -> None:
-        done = subprocess.run(
-            [sys.executable, "-m", "pgtasks", "queue", "set", "live", *args],
-            cwd=REPO,
-            env={**os.environ, **env_url},
-            capture_output=True,
-            text=True,
-            check=False,
-        )
+        done = run_pgtasks("queue", "set", "live", *args, url=database_url)
         assert done.returncode == 0, done.stderr
 
     queue_set("--concurrency", "1")

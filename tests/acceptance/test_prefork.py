@@ -14,11 +14,6 @@ from tests.support.inprocess import wait_for
 from tests.support.processes import effects, stop, worker_process
 
 
-@pytest.fixture
-def ledger(tmp_path: Path) -> Path:
-    return tmp_path / "effects.log"
-
-
 def test_children_run_tasks_and_are_replaced_after_max_tasks(database_url: str, ledger: Path) -> None:
     client = Client(database_url)
     worker = worker_process(

@@ -14,29 +14,19 @@ from celery.result import GroupResult
 
 from pgtasks.sysdb.records import Status
 from tests.compat.apps import canvas_app as proj
+from tests.support.celery_worker import celery_worker
 from tests.support.inprocess import wait_for
+from tests.support.ledger import lines_of as lines
 from tests.support.processes import stop, worker_process
-
-
-def lines(ledger: Path) -> list[str]:
-    return ledger.read_text().splitlines() if ledger.exists() else []
 
 
 @pytest.fixture
 def ledger(database_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    monkeypatch.setenv("PGTASKS_TEST_LEDGER", str(tmp_path / "ledger"))
-    proj.app.conf.broker_url = database_url
+    """A worker of canvas_app; the ledger its tasks (and this process's) append to."""
     proj.app.conf.task_always_eager = False
-    proj.app.set_current()
-    process = worker_process(
-        database_url, tmp_path / "ledger", "canvas-w1", app="tests.compat.apps.canvas_app", concurrency=4
-    )
-    try:
-        yield tmp_path / "ledger"
-    finally:
-        output = stop(process)
-        proj.app.close()
-        assert "Traceback" not in output.split("ready.", 1)[0], output
+    module, path = "tests.compat.apps.canvas_app", tmp_path / "ledger"
+    with celery_worker(proj.app, module, database_url, path, monkeypatch, "canvas-w1", concurrency=4):
+        yield path
 
 
 def test_chains_groups_and_chords(ledger: Path) -> None:

@@ -3,33 +3,16 @@ result, call, purge, Celery's worker flags, and a Django-style project's worker.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 from tests.compat.apps import results_app as proj
+from tests.support.cli import run_pgtasks
 from tests.support.inprocess import wait_for
-from tests.support.processes import REPO, stop, worker_process
-
-
-def pgtasks(
-    *args: str, url: str, extra_env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PGTASKS_DATABASE_URL": url, **(extra_env or {})}
-    return subprocess.run(
-        [sys.executable, "-m", "pgtasks", *args],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+from tests.support.processes import stop, worker_process
 
 
 def test_celery_check_lists_what_pgtasks_ignores_or_lacks(sqlite_url: str) -> None:
-    done = pgtasks("-A", "tests.compat.apps.check_app", "celery-check", url=sqlite_url)
+    done = run_pgtasks("-A", "tests.compat.apps.check_app", "celery-check", url=sqlite_url)
     assert done.returncode == 1, done.stderr
     out = done.stdout
     assert "setting result_backend" in out and "results are stored in the pgtasks database" in out
@@ -37,12 +20,12 @@ def test_celery_check_lists_what_pgtasks_ignores_or_lacks(sqlite_url: str) -> No
     assert "setting worker_prefetch_multiplier" in out and "setting task_default_queue" not in out
     assert "task tests.compat.apps.check_app.limited: rate_limit='10/m'" in out
     assert "signal task_received" in out
-    clean = pgtasks("celery-check", "-A", "tests.compat.apps.signals_app", url=sqlite_url)
+    clean = run_pgtasks("celery-check", "-A", "tests.compat.apps.signals_app", url=sqlite_url)
     assert clean.returncode == 0 and "supports every Celery setting" in clean.stdout
 
 
 def test_message_broker_url_is_refused_with_what_to_set(sqlite_url: str) -> None:
-    done = pgtasks("-A", "tests.compat.apps.redis_app", "worker", url=sqlite_url)
+    done = run_pgtasks("-A", "tests.compat.apps.redis_app", "worker", url=sqlite_url)
     assert done.returncode == 2
     assert "pgtasks does not use a message broker" in done.stderr and "postgresql://" in done.stderr
 
@@ -58,22 +41,24 @@ def test_inspect_status_call_result_and_purge(pg_url: str, tmp_path: Path) -> No
     )
     try:
         wait_for(
-            lambda: "cli-w1: OK" in pgtasks("-A", app, "status", url=pg_url).stdout,
+            lambda: "cli-w1: OK" in run_pgtasks("-A", app, "status", url=pg_url).stdout,
             timeout=60,
             what="worker online",
         )
-        ping = pgtasks("-A", app, "inspect", "ping", url=pg_url)
+        ping = run_pgtasks("-A", app, "inspect", "ping", url=pg_url)
         assert ping.returncode == 0 and "->  cli-w1: OK" in ping.stdout and "pong" in ping.stdout
-        stats = pgtasks("-A", app, "inspect", "stats", url=pg_url)
+        stats = run_pgtasks("-A", app, "inspect", "stats", url=pg_url)
         assert '"pid"' in stats.stdout and "1 node online." in stats.stdout
-        sent = pgtasks("-A", app, "call", "tests.compat.apps.results_app.add", "--args=[20, 22]", url=pg_url)
+        sent = run_pgtasks(
+            "-A", app, "call", "tests.compat.apps.results_app.add", "--args=[20, 22]", url=pg_url
+        )
         task_id = sent.stdout.strip()
         assert sent.returncode == 0 and len(task_id) == 36
         proj.app.conf.broker_url = pg_url
         assert proj.app.AsyncResult(task_id).get(timeout=30) == 42
-        shown = pgtasks("-A", app, "result", task_id, url=pg_url)
+        shown = run_pgtasks("-A", app, "result", task_id, url=pg_url)
         assert shown.stdout.strip() == "42"
-        registered = pgtasks("-A", app, "inspect", "registered", url=pg_url)
+        registered = run_pgtasks("-A", app, "inspect", "registered", url=pg_url)
         assert "tests.compat.apps.results_app.add" in registered.stdout
     finally:
         output = stop(process)
@@ -81,16 +66,16 @@ def test_inspect_status_call_result_and_purge(pg_url: str, tmp_path: Path) -> No
         assert f"ignoring Celery option {flag}" in output
     later = proj.add.apply_async((1, 1), countdown=300)
     elsewhere = proj.add.apply_async((2, 2), countdown=300, queue="named")
-    only_named = pgtasks("-A", app, "purge", "-f", "-Q", "named,absent", url=pg_url)
+    only_named = run_pgtasks("-A", app, "purge", "-f", "-Q", "named,absent", url=pg_url)
     assert only_named.returncode == 0
     assert "Purged 1 message from the queues named, absent" in only_named.stdout
     assert elsewhere.state == "REVOKED" and later.state == "PENDING"
-    purged = pgtasks("-A", app, "purge", "-f", url=pg_url)
+    purged = run_pgtasks("-A", app, "purge", "-f", url=pg_url)
     assert purged.returncode == 0 and "Purged 1 message" in purged.stdout
     assert later.state == "REVOKED"
-    nobody = pgtasks("-A", app, "inspect", "ping", url=pg_url)
+    nobody = run_pgtasks("-A", app, "inspect", "ping", url=pg_url)
     assert nobody.returncode == 1 and "No nodes replied" in nobody.stderr
-    missing = pgtasks("-A", app, "result", "no-such-id", url=pg_url)
+    missing = run_pgtasks("-A", app, "result", "no-such-id", url=pg_url)
     assert missing.returncode == 1 and "no task with id" in missing.stderr
     proj.app.close()
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from tests.compat.apps import results_app as proj
+from tests.support.celery_worker import celery_worker
 from tests.support.inprocess import wait_for
-from tests.support.processes import stop, worker_process
 
 QUEUES = "celery,named,globbed,by_function,own"
 
@@ -20,22 +20,11 @@ QUEUES = "celery,named,globbed,by_function,own"
 def worker(database_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """A worker of results_app on every routed queue; the test's app object points at the same
     database (its broker is read from the environment at import time, so it is set here)."""
-    monkeypatch.setenv("PGTASKS_TEST_LEDGER", str(tmp_path / "ledger"))
-    proj.app.conf.broker_url = database_url
-    proj.app.set_current()  # shared tasks use the current app (other tests create apps too)
-    process = worker_process(
-        database_url,
-        tmp_path / "ledger",
-        "celery-w1",
-        app="tests.compat.apps.results_app",
-        extra_args=("-Q", QUEUES),
-    )
-    try:
-        yield tmp_path / "ledger"
-    finally:
-        output = stop(process)
-        proj.app.close()
-        assert "Traceback" not in output.split("ready.", 1)[0], output
+    module, path = "tests.compat.apps.results_app", tmp_path / "ledger"
+    with celery_worker(
+        proj.app, module, database_url, path, monkeypatch, "celery-w1", extra_args=("-Q", QUEUES)
+    ):
+        yield path
 
 
 def test_values_states_and_the_original_exception_type(worker: Path) -> None:

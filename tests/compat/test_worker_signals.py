@@ -3,21 +3,16 @@ fires in each child) and in the sending process."""
 
 from __future__ import annotations
 
-import os
 import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.compat.apps import signals_app as proj
+from tests.support.cli import cli_env, spawn_pgtasks
 from tests.support.inprocess import wait_for
-from tests.support.processes import REPO, stop, worker_process
-
-
-def lines(ledger: Path) -> list[str]:
-    return ledger.read_text().splitlines() if ledger.exists() else []
+from tests.support.ledger import lines_of as lines
+from tests.support.processes import stop, worker_process
 
 
 def test_worker_task_and_publish_signals(
@@ -113,11 +108,8 @@ def test_signal_receivers_connect_disconnect_and_survive_errors() -> None:
 
 def test_pgtasks_beat_sends_beat_init(sqlite_url: str, tmp_path: Path) -> None:
     ledger = tmp_path / "ledger"
-    env = {**os.environ, "PGTASKS_DATABASE_URL": sqlite_url, "PGTASKS_TEST_LEDGER": str(ledger)}
-    argv = [sys.executable, "-m", "pgtasks", "beat", "-A", "tests.compat.apps.signals_app"]
-    process = subprocess.Popen(
-        argv, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-    )
+    env = cli_env(sqlite_url, {"PGTASKS_TEST_LEDGER": str(ledger)})
+    process = spawn_pgtasks("beat", "-A", "tests.compat.apps.signals_app", env=env)
     try:
         wait_for(lambda: "signal beat_init Beat" in lines(ledger), timeout=60, what="beat_init")
     finally:

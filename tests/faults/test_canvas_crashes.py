@@ -22,6 +22,7 @@ from celery import chord  # noqa: E402
 
 from tests.compat.apps import canvas_app as proj  # noqa: E402
 from tests.faults.invariants import check, given_back, install_history, unfinished  # noqa: E402
+from tests.support.celery_worker import celery_app_on  # noqa: E402
 from tests.support.inprocess import wait_for  # noqa: E402
 from tests.support.processes import stop, worker_process  # noqa: E402
 
@@ -31,13 +32,10 @@ POINTS = ("after_claim_commit", "before_outcome", "after_outcome_commit")
 
 @pytest.fixture
 def url(pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    monkeypatch.setenv("PGTASKS_TEST_LEDGER", str(tmp_path / "ledger"))
     install_history(pg_url)
-    proj.app.conf.broker_url = pg_url
     proj.app.conf.task_always_eager = False
-    proj.app.set_current()
-    yield pg_url
-    proj.app.close()
+    with celery_app_on(proj.app, pg_url, tmp_path / "ledger", monkeypatch):
+        yield pg_url
 
 
 @pytest.mark.parametrize("point", POINTS)

@@ -22,6 +22,7 @@ from pgtasks import Client
 from pgtasks.engine import crashpoints
 from tests.faults.invariants import Report, check, given_back, install_history, unfinished
 from tests.support.inprocess import wait_for
+from tests.support.ledger import text_of
 from tests.support.processes import stop, worker_process
 
 APP = "tests.faults.apps.fault_app"
@@ -161,7 +162,7 @@ def test_an_error_writing_an_outcome_does_not_stop_the_worker(
     )
     rescuer = None
     try:
-        wait_for(lambda: f"{first} end " in ledger.read_text() if ledger.exists() else False, what="the task")
+        wait_for(lambda: f"{first} end " in text_of(ledger), what="the task")
         later = [client.enqueue("faults.steps", [STEPS]).id for _ in range(TASKS)]
         wait_for(
             lambda: worker.poll() is not None or not unfinished(pg_url, later),

@@ -32,6 +32,7 @@ from pgtasks.sysdb.urls import parse_database_url
 from tests.faults.invariants import check, given_back, install_history, query, read_ledger, unfinished
 from tests.faults.proxy import PgProxy
 from tests.support.inprocess import wait_for
+from tests.support.ledger import text_of
 from tests.support.processes import effects, stop, worker_process
 
 APP = "tests.faults.apps.fault_app"  # faults.steps(n, seconds): n steps that record effects
@@ -70,8 +71,7 @@ class Workers:
         return self.tmp_path / f"{name}.log"
 
     def output(self, name: str) -> str:
-        path = self.log(name)
-        return path.read_text() if path.exists() else ""
+        return text_of(self.log(name))
 
     def wait_output(self, name: str, text: str, count: int = 1, timeout: float = 30) -> None:
         wait_for(lambda: self.output(name).count(text) >= count, timeout, f"{count}x {text!r} from {name}")

@@ -23,11 +23,6 @@ APP = "tests.faults.apps.fault_app"
 STEPS = 3
 
 
-@pytest.fixture
-def ledger(tmp_path: Path) -> Path:
-    return tmp_path / "effects.log"
-
-
 def serve_others(client: Client, count: int = 3) -> list[str]:
     """Send ordinary tasks and wait for them: the worker still serves."""
     handles = [client.enqueue("faults.steps", [STEPS]) for _ in range(count)]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import psycopg
 import pytest
 
@@ -11,15 +13,15 @@ from pgtasks.engine.core import ENQUEUE_CHUNK
 from pgtasks.engine.errors import ConfigurationError
 from pgtasks.engine.options import EnqueueRequest
 from pgtasks.sysdb.records import ListTasksParams
+from tests.support.apps import opened_app
 
 COUNT = ENQUEUE_CHUNK * 2 + 7  # three chunks, the last one short
 
 
 @pytest.fixture
-def app(database_url: str) -> App:
-    app = App("bulk", database_url=database_url)
-    yield app
-    app.close()
+def app(database_url: str) -> Iterator[App]:
+    with opened_app("bulk", database_url) as app:
+        yield app
 
 
 def stored(app: App) -> int:

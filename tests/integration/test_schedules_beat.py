@@ -32,6 +32,7 @@ from pgtasks.sysdb.schedule_records import (
     SchedulesUpsert,
     ScheduleWrite,
 )
+from tests.support.apps import opened_app
 from tests.support.inprocess import wait_for
 
 UTC = dt.timezone.utc
@@ -40,9 +41,8 @@ T0 = dt.datetime(2026, 11, 22, 10, 0, tzinfo=UTC)
 
 @pytest.fixture
 def app(database_url: str) -> Iterator[App]:
-    application = App("sched", database_url=database_url)
-    yield application
-    application.close()
+    with opened_app("sched", database_url) as app:
+        yield app
 
 
 def minutes(n: int) -> dt.datetime:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
 
 import pytest
 
@@ -18,6 +17,7 @@ from pgtasks.sysdb.schedule_records import (
     SchedulesUpsert,
     ScheduleWrite,
 )
+from tests.support.inprocess import wait_for
 
 T0 = "2026-11-22T10:00:00Z"
 T1 = "2026-11-22T10:05:00Z"
@@ -197,9 +197,7 @@ def test_fired_tasks_go_to_the_newest_version_with_a_live_worker_on_their_queue(
 def wait_for_clock_tick(sysdb: SystemDatabase) -> None:
     """Versions are ordered by the database clock in ms: let it move on (a poll with a deadline)."""
     start = sysdb.now_ms()
-    deadline = time.monotonic() + 5
-    while sysdb.now_ms() <= start:
-        assert time.monotonic() < deadline, "the database clock did not move in 5 s"
+    wait_for(lambda: sysdb.now_ms() > start, timeout=5, what="the database clock to move")
 
 
 def test_a_failure_before_commit_rolls_back_tasks_and_cursor(sysdb: SystemDatabase) -> None:

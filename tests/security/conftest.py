@@ -8,15 +8,15 @@ from collections.abc import Iterator
 import pytest
 
 from pgtasks import App
+from tests.support.apps import opened_app
 
 CAP = 4096  # max_payload_bytes of these apps, small so that going over it is cheap
 
 
 def _app(url: str) -> Iterator[App]:
-    app = App("sec", database_url=url, max_payload_bytes=CAP)
-    app.engine.sysdb  # noqa: B018 - create the tables before the first snapshot
-    yield app
-    app.close()
+    with opened_app("sec", url, max_payload_bytes=CAP) as app:
+        app.engine.sysdb  # noqa: B018 - create the tables before the first snapshot
+        yield app
 
 
 @pytest.fixture

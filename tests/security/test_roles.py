@@ -5,12 +5,10 @@ enqueues and reads results but can change no row. Also `pgtasks migrate --print-
 from __future__ import annotations
 
 import datetime as dt
-import subprocess
-import sys
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 import psycopg
 import pytest
@@ -21,18 +19,23 @@ from pgtasks.scheduler import Beat, ManualClock, admin, define_schedule
 from pgtasks.sysdb import open_system_database
 from pgtasks.sysdb.provisioning import RoleNames, roles_script
 from pgtasks.sysdb.records import ClaimParams
+from tests.support.cli import run_pgtasks
 from tests.support.inprocess import running_worker, wait_for
-from tests.support.processes import REPO
+from tests.support.schemas import (
+    WORKER_ROLE,
+    drop_schema,
+    new_schema_name,
+    with_schema,
+    with_user,
+    worker_role_url,
+)
 
 PASSWORD = "s3cret-pw"
 
 
 def as_role(server_url: str, role: str, schema: str) -> str:
     """The server URL with another user (and password), on ``schema``."""
-    parts = urlsplit(server_url)
-    host = parts.hostname or "127.0.0.1"
-    netloc = f"{role}:{PASSWORD}@{host}" + (f":{parts.port}" if parts.port else "")
-    return urlunsplit((parts.scheme, netloc, parts.path, f"schema={schema}", ""))
+    return with_schema(with_user(server_url, role, PASSWORD), schema)
 
 
 @dataclass
@@ -143,17 +146,10 @@ def test_a_role_that_cannot_migrate_gets_a_clear_error(pg_server_url: str, roles
 
 
 def test_migrate_print_sql_is_what_migrate_would_run(pg_server_url: str) -> None:
-    schema = "m_" + uuid.uuid4().hex[:8]
-    url = pg_server_url + ("&" if "?" in pg_server_url else "?") + f"schema={schema}"
-    argv = [sys.executable, "-m", "pgtasks", "migrate", "--print-sql", "--database-url", url]
-    printed = subprocess.run(
-        [*argv, "--schema", schema],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    ).stdout
+    schema = new_schema_name("m_")
+    url = with_schema(pg_server_url, schema)
+    argv = ("migrate", "--print-sql", "--database-url", url)
+    printed = run_pgtasks(*argv, "--schema", schema, timeout=60, check=True).stdout
     assert printed.startswith("BEGIN;") and printed.rstrip().endswith("COMMIT;")
     try:
         with psycopg.connect(pg_server_url, autocommit=True) as conn:
@@ -163,16 +159,13 @@ def test_migrate_print_sql_is_what_migrate_would_run(pg_server_url: str) -> None
         assert [m.version for m in db.migrations_applied()][-1] >= 6
         db.close()
     finally:
-        with psycopg.connect(pg_server_url, autocommit=True) as conn:
-            conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+        drop_schema(pg_server_url, schema)
 
 
 def test_the_worker_role_of_the_test_suite_cannot_create(pg_server_url: str) -> None:
     """`make test` runs the system database suites again as this role (PGTASKS_TEST_AS_ROLE)."""
-    from tests.conftest import WORKER_ROLE, _as_worker
-
-    schema = "w_" + uuid.uuid4().hex[:8]
-    url = _as_worker(pg_server_url, schema)
+    schema = new_schema_name("w_")
+    url = worker_role_url(pg_server_url, schema)
     try:
         assert urlsplit(url).username == WORKER_ROLE
         db = open_system_database(url)
@@ -180,5 +173,4 @@ def test_the_worker_role_of_the_test_suite_cannot_create(pg_server_url: str) -> 
         db.close()
         assert ddl_refused(url, schema)
     finally:
-        with psycopg.connect(pg_server_url, autocommit=True) as conn:
-            conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+        drop_schema(pg_server_url, schema)

@@ -1,4 +1,5 @@
-"""Reading start/end times written by tasks, and checking limits from them."""
+"""The effects ledger tasks append to, read back: its lines, the start/end times written by tasks
+and the limits checked from them; and the text of any file a process may not have written yet."""
 
 from __future__ import annotations
 
@@ -19,6 +20,16 @@ def append(*fields: str) -> None:
         os.write(fd, line.encode())
     finally:
         os.close(fd)
+
+
+def text_of(path: Path) -> str:
+    """The file's text; empty while nothing has created it yet."""
+    return path.read_text() if path.exists() else ""
+
+
+def lines_of(path: Path) -> list[str]:
+    """The file's lines; none while nothing has created it yet."""
+    return text_of(path).splitlines()
 
 
 @dataclass(frozen=True)

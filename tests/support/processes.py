@@ -1,15 +1,25 @@
-"""Starting real `pgtasks worker` processes and reading the effects ledger."""
+"""Starting real `pgtasks worker` and `pgtasks beat` processes and reading the effects ledger."""
 
 from __future__ import annotations
 
 import collections
-import os
 import signal
 import subprocess
-import sys
+from collections.abc import Mapping
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
+from tests.support.cli import REPO, cli_env, spawn_pgtasks
+
+__all__ = ["REPO", "beat_process", "effects", "stop", "worker_process"]
+
+
+def _env(database_url: str, crashpoint: str | None, extra: Mapping[str, str]) -> dict[str, str]:
+    """The child's environment: no crash point inherited from the tests, only the one asked for."""
+    env = cli_env(database_url, {"PYTHONUNBUFFERED": "1", **extra})
+    env.pop("PGTASKS_CRASHPOINT", None)
+    if crashpoint:
+        env["PGTASKS_CRASHPOINT"] = crashpoint
+    return env
 
 
 def worker_process(
@@ -27,56 +37,18 @@ def worker_process(
 ) -> subprocess.Popen[str]:
     """Start `python -m pgtasks worker` for ``app`` with executor id ``name``; its output goes
     to a pipe (read by :func:`stop`), or to the file ``output`` to be watched while it runs."""
-    env = {
-        **os.environ,
-        "PGTASKS_DATABASE_URL": database_url,
-        "PGTASKS_TEST_LEDGER": str(ledger),
-        "PYTHONUNBUFFERED": "1",
-        **(extra_env or {}),
-    }
-    env.pop("PGTASKS_CRASHPOINT", None)
-    if crashpoint:
-        env["PGTASKS_CRASHPOINT"] = crashpoint
-    argv = [
-        sys.executable,
-        "-m",
-        "pgtasks",
-        "worker",
-        "-A",
-        app,
-        "-n",
-        name,
-        "-c",
-        str(concurrency),
-        "--lease-seconds",
-        str(lease_seconds),
-        "--poll-interval",
-        "0.05",
-        "-l",
-        "INFO",
-        "-P",
-        pool,
-        *extra_args,
-    ]
-    if output is None:
-        return subprocess.Popen(
-            argv, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-        )
-    with output.open("a") as sink:  # the child keeps its own descriptor
-        return subprocess.Popen(argv, cwd=REPO, env=env, stdout=sink, stderr=subprocess.STDOUT, text=True)
+    env = _env(database_url, crashpoint, {"PGTASKS_TEST_LEDGER": str(ledger), **(extra_env or {})})
+    args = ("-A", app, "-n", name, "-c", str(concurrency), "--lease-seconds", str(lease_seconds))
+    args += ("--poll-interval", "0.05", "-l", "INFO", "-P", pool, *extra_args)
+    return spawn_pgtasks("worker", *args, env=env, output=output)
 
 
 def beat_process(
     database_url: str, log: Path, app: str = "tests.acceptance.apps.beat_app", crashpoint: str | None = None
 ) -> subprocess.Popen[str]:
     """Start `python -m pgtasks beat` for ``app``, its output appended to the file ``log``."""
-    env = {**os.environ, "PGTASKS_DATABASE_URL": database_url, "PYTHONUNBUFFERED": "1"}
-    env.pop("PGTASKS_CRASHPOINT", None)
-    if crashpoint:
-        env["PGTASKS_CRASHPOINT"] = crashpoint
-    argv = [sys.executable, "-m", "pgtasks", "beat", "-A", app, "-l", "INFO"]
-    with log.open("a") as sink:  # the child keeps its own descriptor
-        return subprocess.Popen(argv, cwd=REPO, env=env, stdout=sink, stderr=subprocess.STDOUT, text=True)
+    env = _env(database_url, crashpoint, {})
+    return spawn_pgtasks("beat", "-A", app, "-l", "INFO", env=env, output=log)
 
 
 def stop(process: subprocess.Popen[str], sig: int = signal.SIGTERM, timeout: float = 30) -> str:

@@ -1,0 +1,58 @@
+"""A Celery test app pointed at the test's database, and a real `pgtasks worker` running it:
+the body of the compat and canvas-crash fixtures."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Protocol
+
+import pytest
+
+from tests.support.processes import stop, worker_process
+
+
+class CeleryApp(Protocol):
+    """What these helpers use of a Celery-shaped app (``pgtasks.compat``'s ``Celery``)."""
+
+    conf: Any
+
+    def set_current(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
+@contextmanager
+def celery_app_on(app: CeleryApp, url: str, ledger: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Point ``app`` at ``url`` and make it current (shared tasks use the current app), tasks
+    run in this process appending to ``ledger``; close the app at the end."""
+    monkeypatch.setenv("PGTASKS_TEST_LEDGER", str(ledger))
+    app.conf.broker_url = url
+    app.set_current()
+    try:
+        yield
+    finally:
+        app.close()
+
+
+@contextmanager
+def celery_worker(
+    app: CeleryApp,
+    module: str,
+    url: str,
+    ledger: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    name: str,
+    **options: Any,
+) -> Iterator[Path]:
+    """:func:`celery_app_on`, with a `pgtasks worker -A module` named ``name`` running until the
+    end (``options`` go to :func:`worker_process`), which must not fail before it is ready.
+    Yields the ledger."""
+    with celery_app_on(app, url, ledger, monkeypatch):
+        process = worker_process(url, ledger, name, app=module, **options)
+        try:
+            yield ledger
+        finally:
+            output = stop(process)
+            assert "Traceback" not in output.split("ready.", 1)[0], output
