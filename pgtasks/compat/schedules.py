@@ -1,6 +1,6 @@
-"""Celery's schedule classes, with Celery's constructor signatures: ``crontab``, ``schedule``
-and ``solar`` (which pgtasks does not support). The Celery compatibility layer re-exports them
-as ``celery.schedules``.
+"""``celery.schedules``: Celery's schedule classes with Celery's constructor signatures,
+``crontab``, ``schedule`` and ``solar`` (not supported: raises), turned into the native
+scheduler's cron and interval timings (see docs/scheduling.md).
 
 A ``crontab`` is evaluated in the application's ``timezone`` with the DST rules of
 :mod:`pgtasks.scheduler.timing`. As in Celery, when both ``day_of_month`` and ``day_of_week``
@@ -14,6 +14,8 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Iterable
 from typing import Any
+
+__all__ = ["NotSupported", "crontab", "maybe_schedule", "schedule", "solar"]
 
 from pgtasks.engine.errors import ConfigurationError
 from pgtasks.scheduler.cron import parse_cron
@@ -136,3 +138,10 @@ class solar:
             f"solar({event!r}, {lat}, {lon}): pgtasks does not support solar schedules; use a crontab "
             "in the place's time zone (app.timezone) instead"
         )
+
+
+def maybe_schedule(s: Any, relative: bool = False, app: Any = None) -> Any:
+    """A number of seconds or a timedelta as a ``schedule``; anything else as given."""
+    if s is not None and not isinstance(s, bool) and isinstance(s, (int, float, dt.timedelta)):
+        return schedule(s, relative)
+    return s

@@ -1,0 +1,200 @@
+"""Planning a canvas into linked tasks: a signature with ``link``/``link_error`` callbacks, or
+a workflow (``chain``, ``group``, ``chord``), becomes every task of it, the ones that wait, and
+the links between them, inserted in one transaction; from then on each task's outcome releases
+the next ones in its own transaction (``pgtasks/sysdb/links.py``): no ``chord_unlock`` polling,
+and nothing lost if a worker dies between two links.
+
+- ``chain(a, b, c)``: ``b`` waits for ``a`` and gets its result first (unless immutable).
+  A failure stops the chain; the tasks after it end FAILURE with the same error, so waiting
+  on the chain's result raises it (Celery leaves them PENDING).
+- ``group(a, b)``: sent together; a ``GroupResult``. A group followed by a task is a chord.
+- ``chord(header, body)``: the body waits for every header task and gets the list of their
+  results in header order; a header failure fails the body with ``ChordError``.
+- ``link_error``: as in Celery, an errback that takes ``(request, exc, traceback)`` is called
+  in the failing worker; one that takes the task id is a task released with that id.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import itertools
+import json
+import uuid
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from pgtasks.compat.canvas import Signature, chain, chord, group, maybe_signature
+from pgtasks.compat.publishing import Prepared, prepare
+from pgtasks.compat.result import GroupResult
+from pgtasks.engine.canvas import enqueue_canvas
+from pgtasks.sysdb.records import LinkKind, TaskLink
+
+if TYPE_CHECKING:
+    from pgtasks.compat.app import Celery
+
+
+@dataclass(slots=True)
+class Node:
+    """A planned part of a canvas: the tasks that take its input, the tasks whose results
+    leave it (several for a group), and the result handle the caller gets."""
+
+    entries: list[str]
+    exits: list[str]
+    is_group: bool
+    result: Any
+
+
+@dataclass(slots=True)
+class Plan:
+    """Every task of a canvas, built before anything is inserted."""
+
+    app: Celery
+    prepared: list[Prepared] = field(default_factory=list)
+    waiting: set[str] = field(default_factory=set)
+    links: list[TaskLink] = field(default_factory=list)
+    immutable: set[str] = field(default_factory=set)
+    meta: dict[str, str] = field(default_factory=dict)
+
+    def add(self, item: Any, waiting: bool, args: tuple[Any, ...] = (), root: str | None = None) -> Node:
+        """Plan a signature or workflow; ``args`` go first (the caller's partial arguments)."""
+        if isinstance(item, chain):
+            return self._chain(item, waiting, args, root)
+        if isinstance(item, chord):
+            return self._chord(item, waiting, args, root)
+        if isinstance(item, group):
+            return self._group(item, waiting, args, root)
+        sig = maybe_signature(item, app=self.app)
+        if not isinstance(sig, Signature):
+            raise TypeError(f"a canvas takes signatures and workflows, not {item!r}")
+        return self._signature(sig, waiting, args, root)
+
+    def _signature(self, sig: Signature, waiting: bool, args: tuple[Any, ...], root: str | None) -> Node:
+        merged_args, kwargs, options = sig._merge(args)
+        options = dict(options)
+        callbacks, errbacks = options.pop("link", None) or [], options.pop("link_error", None) or []
+        task_id = options.pop("task_id", None) or str(uuid.uuid4())
+        root = root or task_id
+        prepared = prepare(
+            self.app, sig.name, merged_args, kwargs, task=sig._type, task_id=task_id, root_id=root, **options
+        )
+        self.prepared.append(prepared)
+        meta: dict[str, Any] = {"root_id": root, "headers": options.get("headers") or {}}
+        meta.update({k: options[k] for k in ("time_limit", "soft_time_limit") if options.get(k) is not None})
+        # Celery calls an errback that takes (request, exc, traceback) in the failing worker,
+        # at once; one that takes a task id is sent as a task (a link below).
+        in_worker = [e for e in (maybe_signature(e, app=self.app) for e in errbacks) if _takes_request(e)]
+        errbacks = [e for e in errbacks if maybe_signature(e, app=self.app) not in in_worker]
+        if in_worker:
+            meta["errbacks"] = [dict(e) for e in in_worker]
+        self.meta[task_id] = json.dumps(meta, default=str)
+        if waiting:
+            self.waiting.add(task_id)
+        if sig.immutable:
+            self.immutable.add(task_id)
+        node = Node([task_id], [task_id], False, self.app.AsyncResult(task_id, task_name=sig.name))
+        for callback in callbacks:
+            self.connect(node, self.add(callback, True, root=root))
+        for errback in errbacks:
+            handler = self.add(errback, True, root=root)
+            for entry in handler.entries:
+                self.links.append(
+                    TaskLink(task_id, entry, LinkKind.ERRBACK, prepend=entry not in self.immutable)
+                )
+        return node
+
+    def _chain(self, flow: chain, waiting: bool, args: tuple[Any, ...], root: str | None) -> Node:
+        steps: list[Any] = []
+        pending = list(flow.tasks)
+        while pending:  # Celery: a group followed by a task is a chord
+            step = pending.pop(0)
+            if isinstance(step, group) and pending:
+                step = chord(step, pending.pop(0))
+            steps.append(step)
+        if not steps:
+            raise ValueError("an empty chain has nothing to run")
+        first = self.add(steps[0], waiting, args, root)
+        root = root or first.entries[0]
+        previous, last = first, first
+        for step in steps[1:]:
+            last = self.add(step, True, root=root)
+            self.connect(previous, last)
+            if not last.is_group:
+                last.result.parent = previous.result
+            previous = last
+        return Node(first.entries, last.exits, last.is_group, last.result)
+
+    def _group(self, flow: group, waiting: bool, args: tuple[Any, ...], root: str | None) -> Node:
+        group_id = flow.options.get("task_id") or str(uuid.uuid4())
+        members = [self.add(t, waiting, args, root) for t in flow.tasks]
+        for position, member in enumerate(members):
+            for exit_id in member.exits:
+                self.links.append(TaskLink(group_id, exit_id, LinkKind.GROUP, position))
+        entries = list(itertools.chain.from_iterable(m.entries for m in members))
+        exits = list(itertools.chain.from_iterable(m.exits for m in members))
+        return Node(entries, exits, True, GroupResult(group_id, [m.result for m in members], app=self.app))
+
+    def _chord(self, flow: chord, waiting: bool, args: tuple[Any, ...], root: str | None) -> Node:
+        header = self._group(flow.header, waiting, args, root)
+        if flow.body is None:
+            return header
+        body = self.add(flow.body, True, root=root)
+        self.connect(header, body)
+        body.result.parent = header.result
+        return body
+
+    def connect(self, before: Node, after: Node) -> None:
+        """``after`` waits for ``before``: one result (chain), or all of a group's (chord)."""
+        for entry in after.entries:
+            prepend = entry not in self.immutable
+            if not before.is_group:
+                self.links.extend(TaskLink(e, entry, LinkKind.CHAIN, prepend=prepend) for e in before.exits)
+                continue
+            for position, exit_id in enumerate(before.exits):
+                self.links.append(TaskLink(exit_id, entry, LinkKind.CHORD, position, prepend))
+            if not before.exits:  # an empty header: the body runs at once, with [] first
+                self.waiting.discard(entry)
+                if prepend:
+                    self._prepend_now(entry, [])
+
+    def _prepend_now(self, task_id: str, value: Any) -> None:
+        for n, prepared in enumerate(self.prepared):
+            if prepared.request.task_id == task_id:
+                request = dataclasses.replace(prepared.request, args=(value, *prepared.request.args))
+                self.prepared[n] = dataclasses.replace(prepared, request=request)
+
+    def send(self) -> None:
+        """Insert the whole canvas in one transaction, with the publish signals around it."""
+        for prepared in self.prepared:
+            prepared.publish(after=False)
+        enqueue_canvas(
+            self.app.engine,
+            [p.request for p in self.prepared],
+            frozenset(self.waiting),
+            tuple(self.links),
+            self.meta,
+        )
+        for prepared in self.prepared:
+            prepared.publish(after=True)
+
+
+def _takes_request(errback: Any) -> bool:
+    """Celery's test for a new-style errback: its function takes more than one positional
+    argument (``request, exc, traceback``). Unknown tasks are old-style (sent with the id)."""
+    if not isinstance(errback, Signature) or errback.name not in errback.app.tasks:
+        return False
+    run = errback.app.tasks[errback.name].run
+    try:
+        params = inspect.signature(run).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return len(positional) > 1 or any(p.kind is p.VAR_POSITIONAL for p in params)
+
+
+def send_canvas(app: Celery, item: Any, args: tuple[Any, ...] = ()) -> Any:
+    """Plan and send a signature with callbacks, or a workflow; return its result handle."""
+    plan = Plan(app)
+    node = plan.add(item, False, tuple(args))
+    plan.send()
+    return node.result
