@@ -8,6 +8,7 @@ import datetime as dt
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
+from pgtasks.engine.errors import ConfigurationError
 from pgtasks.result import AsyncResult
 from pgtasks.scheduler import admin
 from pgtasks.scheduler.definitions import (
@@ -26,8 +27,7 @@ ScheduleSource = Callable[[], Iterable[ScheduleDefinition]]
 
 
 class Scheduling:
-    """Mixed into App. ``timezone`` (default UTC) is the default zone of ``app.schedule`` (and
-    of the schedules a source builds with it)."""
+    """Mixed into App. ``timezone`` (default UTC) is the default zone of ``app.schedule``."""
 
     engine: Engine
     main: str | None
@@ -90,12 +90,16 @@ class Scheduling:
 
     def beat_definitions(self) -> list[ScheduleDefinition]:
         """Every schedule of every registered source, as this app's configured schedules."""
-        source = self.beat_source
-        return [
-            dataclasses.replace(definition, source=source)
-            for each in self._schedule_sources
-            for definition in each()
-        ]
+        definitions = []
+        for each in self._schedule_sources:
+            for definition in each():
+                if not isinstance(definition, ScheduleDefinition):
+                    raise ConfigurationError(
+                        f"schedule source {getattr(each, '__qualname__', each)!r} returned {definition!r}, "
+                        "not a definition made by pgtasks.scheduler.define_schedule"
+                    )
+                definitions.append(dataclasses.replace(definition, source=self.beat_source))
+        return definitions
 
     def schedules_list(self, status: str | None = None) -> list[ScheduleRecord]:
         """Stored schedules by name, optionally only ACTIVE, PAUSED or INACTIVE ones."""

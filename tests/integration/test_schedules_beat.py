@@ -361,3 +361,6 @@ def test_api_and_configured_schedules_do_not_take_over_each_others_schedules(
     with caplog.at_level("WARNING", logger="pgtasks.beat"):
         beat.sync(app.beat_definitions(), app.beat_source)
     assert "schedule mine is no longer configured (config:sched): now INACTIVE" in caplog.text
+    app.add_schedule_source(lambda: ["not a definition"])
+    with pytest.raises(ConfigurationError, match="returned 'not a definition', not a definition made by"):
+        app.beat_definitions()
