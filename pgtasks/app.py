@@ -14,8 +14,8 @@ from pgtasks.engine.settings import DEFAULT_MAX_PAYLOAD_BYTES, Settings
 from pgtasks.engine.steps import StepOptions, run_step
 from pgtasks.management import TaskManagement
 from pgtasks.result import AsyncResult
-from pgtasks.scheduling import Scheduling
-from pgtasks.sending import send_by_name
+from pgtasks.scheduling import ScheduleSource, Scheduling
+from pgtasks.sending import Sending
 from pgtasks.sysdb.records import QueueSettings
 from pgtasks.sysdb.urls import DEFAULT_SCHEMA, resolve_database_url
 from pgtasks.task import Task, task_name_for
@@ -23,7 +23,7 @@ from pgtasks.task import Task, task_name_for
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-class App(Scheduling, TaskManagement):
+class App(Sending, Scheduling, TaskManagement):
     """A pgtasks application.
 
     ``App("proj", database_url="postgresql://...")``; without a URL, ``PGTASKS_DATABASE_URL``
@@ -68,6 +68,7 @@ class App(Scheduling, TaskManagement):
         )
         self.engine = Engine(settings, Registry())
         self._tasks: dict[str, Task] = {}
+        self._schedule_sources: list[ScheduleSource] = []
 
     def __repr__(self) -> str:
         return f"<pgtasks.App {self.main or '__main__'} {self.engine.settings.database_url.split('://')[0]}>"
@@ -209,8 +210,9 @@ class App(Scheduling, TaskManagement):
         kwargs: dict[str, Any] | None = None,
         **options: Any,
     ) -> AsyncResult:
-        """Send a task by name (it need not be registered in this process)."""
-        return send_by_name(self.engine, name, args, kwargs, **options)
+        """Send a task by name: ``enqueue`` under Celery's name (the canonical verb is
+        :meth:`~pgtasks.sending.Sending.enqueue`, shared with ``Client``)."""
+        return self.enqueue(name, args, kwargs, **options)
 
     def version(self) -> str:
         """This application's version (configured, or a hash of the registered tasks)."""

@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from pgtasks.engine.core import Engine
 from pgtasks.engine.settings import DEFAULT_MAX_PAYLOAD_BYTES, Settings
 from pgtasks.management import TaskManagement
-from pgtasks.result import AsyncResult
-from pgtasks.sending import send_by_name
+from pgtasks.sending import Sending
 from pgtasks.sysdb.urls import DEFAULT_SCHEMA, resolve_database_url
 
 
-class Client(TaskManagement):
+class Client(Sending, TaskManagement):
     """Enqueue by task name, read results and manage tasks, without the task code.
+
+    ``client.enqueue(name, args, kwargs, **options)`` (see :class:`~pgtasks.sending.Sending`)
+    is the same operation as ``App.send_task``.
 
     ``client.enqueue("proj.add", [1, 2], conn=psycopg_conn)`` joins the caller's open
     transaction on PostgreSQL: the task exists if and only if that transaction commits.
@@ -42,13 +43,3 @@ class Client(TaskManagement):
                 max_payload_bytes=max_payload_bytes,
             )
         )
-
-    def enqueue(
-        self,
-        name: str,
-        args: Sequence[Any] | None = None,
-        kwargs: dict[str, Any] | None = None,
-        **options: Any,
-    ) -> AsyncResult:
-        """Send the task ``name``; options as for ``Task.apply_async`` plus ``conn``."""
-        return send_by_name(self.engine, name, args, kwargs, **options)

@@ -1,43 +1,38 @@
-"""Periodic tasks on the App: ``app.schedule`` (stored at once), Celery's ``beat_schedule`` and
-``add_periodic_task`` (synced when a beat starts), and runtime management of schedules."""
+"""Periodic tasks on the App: ``app.schedule`` (stored at once), schedule sources (schedules
+declared in code, synced when a beat starts) and runtime management of schedules."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
+from pgtasks.engine.errors import ConfigurationError
 from pgtasks.result import AsyncResult
 from pgtasks.scheduler import admin
-from pgtasks.scheduler.config import definitions_from_config, task_name_of
 from pgtasks.scheduler.definitions import (
     DEFAULT_BACKFILL_WINDOW,
     ScheduleDefinition,
     config_source,
     define_schedule,
+    task_name_of,
 )
-from pgtasks.scheduler.zones import load_zone
 from pgtasks.sysdb.schedule_records import ScheduleRecord, ScheduleStatus
 
 if TYPE_CHECKING:
     from pgtasks.engine.core import Engine
 
+ScheduleSource = Callable[[], Iterable[ScheduleDefinition]]
+
 
 class Scheduling:
-    """Mixed into App. ``timezone`` (default UTC) is the zone of ``beat_schedule`` crontabs
-    and the default zone of ``app.schedule``; ``beat_schedule`` is Celery's mapping."""
+    """Mixed into App. ``timezone`` (default UTC) is the default zone of ``app.schedule``."""
 
     engine: Engine
     main: str | None
     timezone: str = "UTC"
-
-    @property
-    def beat_schedule(self) -> dict[str, dict[str, Any]]:
-        """Celery's ``beat_schedule``: synced into the database when a beat starts."""
-        return self.__dict__.setdefault("_beat_schedule", {})
-
-    @beat_schedule.setter
-    def beat_schedule(self, value: dict[str, dict[str, Any]]) -> None:
-        self.__dict__["_beat_schedule"] = dict(value)
+    _schedule_sources: list[ScheduleSource]  # set by App.__init__
 
     def schedule(
         self,
@@ -76,30 +71,35 @@ class Scheduling:
         [stored] = admin.store(self.engine, [definition])
         return stored
 
-    def add_periodic_task(
-        self, schedule: Any, sig: Any, args: Any = (), kwargs: Any = (), name: str | None = None, **opts: Any
-    ) -> str:
-        """Celery's ``app.add_periodic_task``: adds an entry to ``beat_schedule``; return its key."""
-        task = task_name_of(sig)
-        args = tuple(args or getattr(sig, "args", ()) or ())
-        kwargs = dict(kwargs or getattr(sig, "kwargs", {}) or {})
-        options = {**(getattr(sig, "options", None) or {}), **opts}
-        key = name or f"{task}{args!r}"
-        entry: dict[str, Any] = {"task": task, "schedule": schedule, "args": args, "kwargs": kwargs}
-        if options:
-            entry["options"] = options
-        self.beat_schedule[key] = entry
-        return key
+    def add_schedule_source(self, source: ScheduleSource) -> ScheduleSource:
+        """Register ``source``, a function returning schedule definitions
+        (:func:`pgtasks.scheduler.define_schedule`) declared in code; returns it, so it can be
+        used as a decorator. When a beat starts (``pgtasks beat``, ``pgtasks worker -B``) it
+        calls every source and syncs their schedules into the database as this app's
+        configured ones (source ``config:<main>``): new ones are added, changed ones updated,
+        and ones no source returns any more become INACTIVE. This is the one hook other
+        schedule formats (the Celery layer's ``beat_schedule``) feed the scheduler through."""
+        self._schedule_sources.append(source)
+        return source
 
     @property
     def beat_source(self) -> str:
-        """The source of this app's ``beat_schedule`` rows (``config:<main>``)."""
+        """The source the schedules of this app's schedule sources are stored under
+        (``config:<main>``)."""
         return config_source(self.main)
 
     def beat_definitions(self) -> list[ScheduleDefinition]:
-        """The configured schedules (``beat_schedule``), validated."""
-        load_zone(self.timezone)
-        return definitions_from_config(self.beat_schedule, self.timezone, self.beat_source)
+        """Every schedule of every registered source, as this app's configured schedules."""
+        definitions = []
+        for each in self._schedule_sources:
+            for definition in each():
+                if not isinstance(definition, ScheduleDefinition):
+                    raise ConfigurationError(
+                        f"schedule source {getattr(each, '__qualname__', each)!r} returned {definition!r}, "
+                        "not a definition made by pgtasks.scheduler.define_schedule"
+                    )
+                definitions.append(dataclasses.replace(definition, source=self.beat_source))
+        return definitions
 
     def schedules_list(self, status: str | None = None) -> list[ScheduleRecord]:
         """Stored schedules by name, optionally only ACTIVE, PAUSED or INACTIVE ones."""

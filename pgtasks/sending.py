@@ -1,48 +1,68 @@
-"""Sending one task by name: the path shared by Task.apply_async, App.send_task and Client."""
+"""Sending tasks by name: the one path behind ``Client.enqueue``, ``App.send_task`` and
+``Task.apply_async``, and the bulk path behind ``Task.map_enqueue``."""
 
 from __future__ import annotations
 
-import datetime as dt
+import dataclasses
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pgtasks.engine.core import Engine
-from pgtasks.engine.options import EnqueueRequest
+from pgtasks.engine.options import SendOptions
 from pgtasks.result import AsyncResult
 
+if TYPE_CHECKING:
+    from pgtasks.engine.core import Engine
 
-def send_by_name(
+
+def send(
     engine: Engine,
     name: str,
-    args: Sequence[Any] | None = None,
-    kwargs: dict[str, Any] | None = None,
-    *,
-    task_id: str | None = None,
-    queue: str | None = None,
-    countdown: float | None = None,
-    eta: dt.datetime | None = None,
-    priority: int = 0,
-    deduplication_id: str | None = None,
-    partition_key: str | None = None,
-    max_recovery_attempts: int | None = None,
-    expires: float | dt.datetime | None = None,
-    on_duplicate: str = "raise",
-    conn: Any = None,
+    args: Sequence[Any] | None,
+    kwargs: dict[str, Any] | None,
+    options: SendOptions,
 ) -> AsyncResult:
-    """Insert one task by name and return its handle (see ``Task.apply_async``)."""
-    request = EnqueueRequest(
-        name=name,
-        args=tuple(args or ()),
-        kwargs=dict(kwargs or {}),
-        task_id=task_id,
-        queue=queue,
-        countdown=countdown,
-        eta=eta,
-        priority=priority,
-        deduplication_id=deduplication_id,
-        partition_key=partition_key,
-        max_recovery_attempts=max_recovery_attempts,
-        expires=expires,
+    """Insert one task ``name`` and return its handle."""
+    [sent] = engine.enqueue(
+        [options.request(name, args, kwargs)], conn=options.conn, on_duplicate=options.on_duplicate
     )
-    [sent] = engine.enqueue([request], conn=conn, on_duplicate=on_duplicate)
     return AsyncResult(sent, engine)
+
+
+def send_many(
+    engine: Engine,
+    name: str,
+    arg_lists: Sequence[Sequence[Any]],
+    task_ids: Sequence[str] | None,
+    options: SendOptions,
+) -> list[AsyncResult]:
+    """Insert one task ``name`` per argument list, in one statement, all with ``options``
+    (``task_ids``: one per task, or None for new ids)."""
+    if options.task_id is not None:
+        raise ValueError("map_enqueue takes task_ids=[...], one per task, not task_id")
+    if task_ids is not None and len(task_ids) != len(arg_lists):
+        raise ValueError(f"map_enqueue got {len(task_ids)} task_ids for {len(arg_lists)} tasks")
+    ids: list[str | None] = list(task_ids) if task_ids is not None else [None] * len(arg_lists)
+    requests = [
+        dataclasses.replace(options, task_id=task_id).request(name, args)
+        for args, task_id in zip(arg_lists, ids, strict=True)
+    ]
+    sent = engine.enqueue(requests, conn=options.conn, on_duplicate=options.on_duplicate)
+    return [AsyncResult(task_id, engine) for task_id in sent]
+
+
+class Sending:
+    """Mixed into App and Client: sending a task by name."""
+
+    engine: Engine
+
+    def enqueue(
+        self,
+        name: str,
+        args: Sequence[Any] | None = None,
+        kwargs: dict[str, Any] | None = None,
+        **options: Any,
+    ) -> AsyncResult:
+        """Send the task ``name`` (it need not be registered in this process) and return its
+        handle; ``options`` are those of :class:`~pgtasks.engine.options.SendOptions` (an
+        unknown one raises ConfigurationError)."""
+        return send(self.engine, name, args, kwargs, SendOptions.from_kwargs(**options))

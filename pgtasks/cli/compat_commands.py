@@ -5,23 +5,24 @@
   ``--workdir`` are honoured, ``-n`` expands ``%h``/``%n``/``%d``.
 - :func:`run_compat_command` runs Celery's commands: ``celery-check``, ``inspect``, ``purge``,
   ``status``, ``result``, ``call`` (``worker`` and ``beat`` are pgtasks' own).
-- :func:`worker_hooks` gives a worker of a Celery app Celery's start-up: Django set-up,
-  ``include`` and autodiscovered modules, default queues and limits from the settings, the
-  logging and worker signals.
+- :func:`worker_hooks` and :func:`beat_started` hand a worker or beat of a Celery app to
+  :mod:`pgtasks.compat.worker_start` (Celery's start-up), with what the command line gave.
 """
 
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import socket
 import sys
-import types
-from collections.abc import Callable
 from typing import Any
 
+from pgtasks.cli.compat_run import run
+from pgtasks.compat import worker_start
 from pgtasks.compat.install import install
+from pgtasks.compat.worker_start import WorkerHooks, beat_started
+
+__all__ = ["WorkerHooks", "beat_started", "prepare_argv", "run_compat_command", "worker_hooks"]
 
 # Celery flags with no effect on pgtasks: name -> takes a value.
 IGNORED_FLAGS: dict[str, bool] = {
@@ -146,122 +147,11 @@ def prepare_argv(argv: list[str]) -> list[str]:
     return out
 
 
-# -- worker start-up ----------------------------------------------------------------------
-class WorkerHooks:
-    """What a worker of a Celery app does around pgtasks' own start-up (no-op for an App)."""
-
-    def __init__(self, app: Any = None, hostname: str = "") -> None:
-        self.app = app
-        self.hostname = hostname
-        self.sender = types.SimpleNamespace(app=app, hostname=hostname)
-
-    def after_start(self, then: Callable[[], object] | None) -> Callable[[], object] | None:
-        if self.app is None:
-            return then
-
-        def started() -> None:
-            if then is not None:
-                then()
-            from pgtasks.compat import signals
-
-            signals.worker_ready.send(sender=self.sender)
-
-        return started
-
-    def stopped(self) -> None:
-        if self.app is None:
-            return
-        from pgtasks.compat import signals
-
-        signals.worker_shutting_down.send(sender=self.hostname, sig="SIGTERM", how="Warm", exitcode=0)
-        signals.worker_shutdown.send(sender=self.sender)
-
-
-def _setup_logging(loglevel: str) -> None:
-    from pgtasks.compat import signals
-    from pgtasks.worker.process import LOG_FORMAT
-
-    level = loglevel.upper()
-    if signals.setup_logging.receivers:
-        signals.setup_logging.send(
-            sender=None, loglevel=level, logfile=None, format=LOG_FORMAT, colorize=False
-        )
-    else:
-        logging.basicConfig(level=level, format=LOG_FORMAT, stream=sys.stderr)
-    for signal, logger in (
-        (signals.after_setup_logger, logging.getLogger()),
-        (signals.after_setup_task_logger, logging.getLogger("celery.task")),
-    ):
-        signal.send(
-            sender=None, logger=logger, loglevel=level, logfile=None, format=LOG_FORMAT, colorize=False
-        )
-
-
-def beat_started(app: Any, beat: Any, embedded: bool) -> None:
-    """Celery's ``beat_init`` (``pgtasks beat``) or ``beat_embedded_init`` (``worker -B``), sent
-    with the beat as sender once it has synced its schedules; nothing for a pgtasks App."""
-    from pgtasks.compat.app import Celery
-
-    if isinstance(app, Celery):
-        from pgtasks.compat import signals
-
-        (signals.beat_embedded_init if embedded else signals.beat_init).send(sender=beat)
-
-
+# -- worker start-up (the Celery glue lives in pgtasks.compat.worker_start) -----------------
 def worker_hooks(app: Any, args: argparse.Namespace) -> WorkerHooks:
-    """Prepare ``pgtasks worker`` for a Celery app (settings into ``args``); send the start-up
-    signals; return the hooks for the rest of its life."""
-    from pgtasks.compat.app import Celery
-
-    if not isinstance(app, Celery):
-        return WorkerHooks()
-    from pgtasks.compat import django_support, signals
-
-    django_support.setup_django()
-    app.finalize()
-    conf = app.conf
-    if not args.queues:
-        declared = [getattr(q, "name", q) for q in (conf.task_queues or ())]
-        args.queues = ",".join(declared) if declared else conf.task_default_queue
-    if "concurrency" not in _given and conf.worker_concurrency:
-        args.concurrency = int(conf.worker_concurrency)
-    for name, setting in (
-        ("time_limit", "task_time_limit"),
-        ("soft_time_limit", "task_soft_time_limit"),
-        ("max_tasks_per_child", "worker_max_tasks_per_child"),
-    ):
-        if getattr(args, name) is None and conf.get(setting) is not None and args.pool == "prefork":
-            setattr(args, name, conf.get(setting))
-    hostname = args.hostname or ""
-    hooks = WorkerHooks(app, hostname)
-    _setup_logging(args.loglevel)
-    signals.celeryd_init.send(sender=hostname, instance=hooks.sender, conf=conf, options=vars(args))
-    signals.worker_init.send(sender=hooks.sender)
-    signals.celeryd_after_setup.send(sender=hostname, instance=hooks.sender, conf=conf)
-    if args.pool == "prefork":
-        os.register_at_fork(after_in_child=lambda: _child_started(app))
-    elif args.pool == "solo":
-        signals.worker_process_init.send(sender=None)
-    return hooks
-
-
-def _child_started(app: Any) -> None:
-    from pgtasks.compat import django_support, signals
-
-    django_support.close_connections_after_fork()
-    signals.worker_process_init.send(sender=None)
-    app.on_after_fork.send(sender=app)
-
-
-def run_for_app(app: Any, argv: list[str] | None) -> int:
-    """``app.start(argv)`` / ``app.worker_main(argv)``: the command line with this app."""
-    from pgtasks.cli.main import main
-
-    module = types.ModuleType("_pgtasks_started_app")
-    module.app = app  # type: ignore[attr-defined]
-    sys.modules[module.__name__] = module
-    args = list(sys.argv[1:] if argv is None else argv)
-    return main(["-A", module.__name__, *args])
+    """The Celery start-up of ``pgtasks worker`` (see :func:`pgtasks.compat.worker_start.worker_hooks`),
+    with the settings this command line gave explicitly."""
+    return worker_start.worker_hooks(app, args, _given)
 
 
 # -- Celery's other commands ----------------------------------------------------------------
@@ -314,7 +204,5 @@ def run_compat_command(argv: list[str]) -> int | None:
     """Run one of Celery's commands if ``argv`` names one; None otherwise."""
     if _command_of(argv) not in COMPAT_COMMANDS:
         return None
-    from pgtasks.cli.compat_run import run
-
     args = _compat_parser().parse_args(argv)
     return run(args)

@@ -9,6 +9,9 @@ import sys
 from typing import Any
 
 from pgtasks.cli.loader import load_app
+from pgtasks.compat.app import Celery
+from pgtasks.compat.check import UNSUPPORTED, check_app, report
+from pgtasks.compat.exceptions import ImproperlyConfigured
 from pgtasks.engine.errors import ConfigurationError
 
 INSPECT_METHODS = (
@@ -28,8 +31,6 @@ INSPECT_METHODS = (
 
 
 def _load(args: argparse.Namespace) -> Any:
-    from pgtasks.compat.app import Celery
-
     spec = getattr(args, "sub_app", None) or args.app
     if not spec:
         raise ConfigurationError(f"pgtasks {args.command}: -A/--app is required")
@@ -41,8 +42,6 @@ def _load(args: argparse.Namespace) -> Any:
 
 def run(args: argparse.Namespace) -> int:
     """Run the parsed command; 0 on success."""
-    from pgtasks.compat.exceptions import ImproperlyConfigured
-
     try:
         app = _load(args)
     except ImproperlyConfigured as exc:
@@ -54,8 +53,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _celery_check(app: Any, args: argparse.Namespace) -> int:
-    from pgtasks.compat.check import UNSUPPORTED, check_app, report
-
     findings = check_app(app)
     print(report(findings))
     return 1 if any(f.status == UNSUPPORTED for f in findings) else 0

@@ -9,17 +9,26 @@ and ignored: results live in the same database.
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import importlib
 import logging
 import os
+import uuid
 from collections.abc import Callable
 from typing import Any
 
 from pgtasks.app import App
-from pgtasks.compat import django_support, registration
+from pgtasks.compat import current, django_support, registration
+from pgtasks.compat.beat_schedule import add_entry, definitions_for_app
+from pgtasks.compat.canvas import Signature, signature
+from pgtasks.compat.command_line import run_command
 from pgtasks.compat.conf import CeleryConf, attributes_of, import_object
-from pgtasks.compat.exceptions import ImproperlyConfigured
+from pgtasks.compat.control import Control
+from pgtasks.compat.exceptions import ChordError, ImproperlyConfigured
+from pgtasks.compat.planning import send_canvas
+from pgtasks.compat.result import AsyncResult
 from pgtasks.compat.routing import RouterFunction, prepare_routers
+from pgtasks.compat.sending import send_task
 from pgtasks.compat.signals import Signal
 from pgtasks.compat.task import Task
 from pgtasks.engine.errors import ConfigurationError
@@ -105,9 +114,8 @@ class Celery(App):
         self._conf_changed(set(ENGINE_SETTINGS) | {"timezone"})
         if config_source is not None:
             self.config_from_object(config_source)
-        from pgtasks.compat.control import Control
-
         self.control = Control(self)
+        self.add_schedule_source(self._beat_schedule_definitions)
         registration.app_created(self, set_as_current)
 
     def __repr__(self) -> str:
@@ -193,33 +201,17 @@ class Celery(App):
     def beat_schedule(self, value: dict[str, dict[str, Any]]) -> None:
         self.conf["beat_schedule"] = dict(value)
 
-    def beat_definitions(self) -> list[ScheduleDefinition]:
-        """Celery's entries, each routed by ``task_routes`` when its options name no queue."""
-        from pgtasks.compat.routing import route
-        from pgtasks.scheduler.config import task_name_of
+    def add_periodic_task(
+        self, schedule: Any, sig: Any, args: Any = (), kwargs: Any = (), name: str | None = None, **opts: Any
+    ) -> str:
+        """Celery's ``app.add_periodic_task``: adds an entry to ``beat_schedule``; returns its key."""
+        return add_entry(self.beat_schedule, schedule, sig, args, kwargs, name, opts)
 
+    def _beat_schedule_definitions(self) -> list[ScheduleDefinition]:
+        """This app's schedule source: ``beat_schedule``, each entry routed by ``task_routes``
+        when its options name no queue."""
         self.finalize()
-        for entry in self.beat_schedule.values():
-            if isinstance(entry, dict) and "task" in entry:
-                options = dict(entry.get("options") or {})
-                if options.get("queue") is None:
-                    name = task_name_of(entry["task"])
-                    task = self._registry.get(name)
-                    base = {
-                        "queue": getattr(task, "queue", None),
-                        "priority": getattr(task, "priority", None),
-                    }
-                    options["queue"] = route(
-                        self.routers,
-                        name,
-                        tuple(entry.get("args") or ()),
-                        dict(entry.get("kwargs") or {}),
-                        {**base, **options},
-                        self.conf.task_default_queue,
-                        task,
-                    )["queue"]
-                    entry["options"] = options
-        return super().beat_definitions()
+        return definitions_for_app(self)
 
     # -- tasks ---------------------------------------------------------------------------
     @property
@@ -287,10 +279,7 @@ class Celery(App):
         if self._finalized:
             return
         self._finalized = True
-        from pgtasks.compat.exceptions import ChordError
-        from pgtasks.compat.workflows import register_builtins
-
-        register_builtins(self)
+        registration.register_builtins(self)
         self.engine.chord_error = ChordError  # what a chord body whose header failed raises
         self.on_configure.send(sender=self)
         for module in [*(self.conf.include or ()), *(self.conf.imports or ())]:
@@ -326,8 +315,6 @@ class Celery(App):
     # -- sending and results -------------------------------------------------------------
     def send_task(self, name: str, args: Any = None, kwargs: Any = None, **options: Any) -> Any:  # type: ignore[override]
         """Send a task by name (Celery ignores ``task_always_eager`` here, and so does pgtasks)."""
-        from pgtasks.compat.sending import send_task
-
         for key in (
             "producer",
             "connection",
@@ -343,46 +330,43 @@ class Celery(App):
         options = {k: v for k, v in options.items() if v is not None or k in ("link", "link_error")}
         return send_task(self, name, args, kwargs, task=self._registry.get(name), **options)
 
-    def AsyncResult(self, task_id: str, **kwargs: Any) -> Any:  # type: ignore[override]
-        from pgtasks.compat.result import AsyncResult
+    def send_canvas(self, item: Signature, args: tuple[Any, ...] = ()) -> Any:
+        """Plan a workflow (or a signature with callbacks) into linked tasks and insert them in
+        one transaction; return its result handle. What ``chain``/``group``/``chord``
+        ``.apply_async`` call (see planning.py)."""
+        return send_canvas(self, item, args)
 
+    def AsyncResult(self, task_id: str, **kwargs: Any) -> Any:  # type: ignore[override]
         kwargs.pop("app", None)
         return AsyncResult(task_id, app=self, **kwargs)
 
     def signature(self, *args: Any, **kwargs: Any) -> Any:
-        from pgtasks.compat.canvas import signature
-
         kwargs["app"] = self
         return signature(*args, **kwargs)
 
     def set_current(self) -> None:
-        registration.set_current(self)
+        current.set_current(self)
 
     def set_default(self) -> None:
-        registration.set_current(self)
+        current.set_current(self)
 
     def now(self) -> Any:
-        import datetime as dt
-
         return dt.datetime.now(dt.timezone.utc)
 
     def uuid(self) -> str:
-        import uuid
-
         return str(uuid.uuid4())
 
     def start(self, argv: list[str] | None = None) -> int:
         """``app.start()``: the pgtasks command line with this app."""
-        from pgtasks.cli.compat_commands import run_for_app
-
-        return run_for_app(self, argv)
+        return run_command(self, argv)
 
     def worker_main(self, argv: list[str] | None = None) -> int:
-        from pgtasks.cli.compat_commands import run_for_app
-
-        return run_for_app(self, ["worker", *(argv or [])[1 if argv and argv[0] == "worker" else 0 :]])
+        return run_command(self, ["worker", *(argv or [])[1 if argv and argv[0] == "worker" else 0 :]])
 
 
 def current_app() -> Celery:
     """The current Celery app (a default one if none was created)."""
-    return registration.current_app()
+    return current.current_app()
+
+
+current.set_default_factory(lambda: Celery("default"))

@@ -1,10 +1,11 @@
-"""``celery.canvas``: task signatures.
+"""``celery.canvas``: task signatures and the workflows built from them.
 
 A :class:`Signature` is a dict (as in Celery: ``task``, ``args``, ``kwargs``, ``options``,
 ``subtask_type``, ``immutable``) that names one task call: ``.s`` / ``.si`` / ``.set`` /
-``.clone`` / ``.delay`` / ``.apply_async`` / ``.apply`` / calling it. Workflows built from
-signatures (``chain`` / ``|``, ``group``, ``chord``, ``chunks``, ``xmap``, ``xstarmap``) live
-in workflows.py and are importable from here, as in Celery.
+``.clone`` / ``.delay`` / ``.apply_async`` / ``.apply`` / calling it. Workflows are
+signatures too: ``chain`` (or ``a | b``), ``group``, ``chord``, ``chunks``, ``xmap``,
+``xstarmap``. Sending one goes through its app (``app.send_canvas``), which plans it into
+linked tasks (see planning.py) and inserts them in one transaction.
 """
 
 from __future__ import annotations
@@ -13,17 +14,25 @@ import copy
 import uuid
 from typing import TYPE_CHECKING, Any
 
+from pgtasks.compat.current import current_app
+from pgtasks.compat.result import GroupResult
+
 if TYPE_CHECKING:
     from pgtasks.compat.app import Celery
     from pgtasks.compat.result import AsyncResult
 
 __all__ = [
     "Signature",
+    "chain",
+    "chord",
+    "chunks",
+    "group",
     "maybe_signature",
     "signature",
+    "subtask",
+    "xmap",
+    "xstarmap",
 ]
-
-WORKFLOWS = ("chain", "chord", "chunks", "group", "xmap", "xstarmap")
 
 
 class Signature(dict):  # type: ignore[type-arg]
@@ -95,8 +104,6 @@ class Signature(dict):  # type: ignore[type-arg]
         task = self._type
         if task is not None:
             return task.app
-        from pgtasks.compat.app import current_app
-
         return current_app()
 
     @property
@@ -182,8 +189,6 @@ class Signature(dict):  # type: ignore[type-arg]
 
     # -- workflows --------------------------------------------------------------------
     def __or__(self, other: Any) -> Any:
-        from pgtasks.compat.workflows import chain
-
         return chain(self, other)
 
     def link(self, callback: Any) -> Any:
@@ -226,10 +231,166 @@ def maybe_signature(d: Any, app: Celery | None = None, clone: bool = False) -> S
     return d  # type: ignore[no-any-return]
 
 
-def __getattr__(name: str) -> Any:
-    """``chain``, ``group``, ``chord``, ... from workflows.py (which imports this module)."""
-    if name in WORKFLOWS:
-        from pgtasks.compat import workflows
+class _Workflow(Signature):
+    """What every workflow shares with a signature: options, ``|``, calling and sending."""
 
-        return getattr(workflows, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    def __init__(self, name: str, tasks: list[Any], app: Celery | None = None, **options: Any) -> None:
+        super().__init__(name, (), {}, options, app=app)
+        self["kwargs"] = {"tasks": tasks}
+
+    @property
+    def tasks(self) -> list[Any]:
+        return list(self["kwargs"]["tasks"])
+
+    @property
+    def app(self) -> Celery:
+        if self._app is not None:
+            return self._app
+        for task in self.tasks:
+            found = getattr(task, "app", None) if not isinstance(task, dict) else None
+            if found is not None:
+                return found  # type: ignore[no-any-return]
+        return Signature.app.fget(self)  # type: ignore[attr-defined,no-any-return]
+
+    def apply_async(
+        self, args: Any = None, kwargs: Any = None, route_name: Any = None, **options: Any
+    ) -> Any:
+        if options:
+            self.options.update(options)
+        if self.app.conf.task_always_eager:
+            return self.apply(args)
+        return self.app.send_canvas(self, tuple(args or ()))
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.apply_async(args)
+
+    def __or__(self, other: Any) -> Any:
+        return chain(self, other)
+
+    def clone(self, args: Any = None, kwargs: Any = None, **opts: Any) -> Any:
+        copy = type(self).__new__(type(self))
+        dict.__init__(copy, self)
+        copy._type, copy._app = self._type, self._app
+        copy["options"] = {**self.options, **opts}
+        return copy
+
+
+class chain(_Workflow):
+    """Tasks one after the other, each result passed to the next: ``chain(a.s(1), b.s())``
+    or ``a.s(1) | b.s()``."""
+
+    def __init__(self, *tasks: Any, app: Celery | None = None, **options: Any) -> None:
+        if len(tasks) == 1 and isinstance(tasks[0], (list, tuple)):
+            tasks = tuple(tasks[0])
+        flat: list[Any] = []
+        for task in tasks:  # chain(chain(a, b), c) is chain(a, b, c)
+            flat.extend(task.tasks if isinstance(task, chain) else [task])
+        super().__init__("celery.chain", flat, app, **options)
+
+    def apply(self, args: Any = None, kwargs: Any = None, **options: Any) -> Any:
+        """Run the chain here, each task after the other (eager mode)."""
+        result = None
+        previous: tuple[Any, ...] = tuple(args or ())
+        for task in self.tasks:
+            result = (
+                task.apply(previous) if isinstance(task, _Workflow) else maybe_signature(task).apply(previous)
+            )
+            if result.state != "SUCCESS":
+                return result
+            previous = (result.get(),)
+        return result
+
+
+class group(_Workflow):
+    """Tasks sent together: ``group(add.s(i, i) for i in range(10))`` -> GroupResult."""
+
+    def __init__(self, *tasks: Any, app: Celery | None = None, **options: Any) -> None:
+        if len(tasks) == 1 and not isinstance(tasks[0], dict) and hasattr(tasks[0], "__iter__"):
+            tasks = tuple(tasks[0])
+        super().__init__("celery.group", list(tasks), app, **options)
+
+    def apply(self, args: Any = None, kwargs: Any = None, **options: Any) -> Any:
+        results = [maybe_signature(t).apply(args) for t in self.tasks]
+        return GroupResult(str(uuid.uuid4()), results, app=self.app)
+
+    def __or__(self, other: Any) -> Any:
+        return chord(self, other) if not isinstance(other, group) else chain(self, other)
+
+
+class chord(_Workflow):
+    """A group whose results go, as one list, to a body: ``chord(header)(body)``."""
+
+    def __init__(self, header: Any, body: Any = None, app: Celery | None = None, **options: Any) -> None:
+        header = header if isinstance(header, group) else group(header, app=app)
+        super().__init__("celery.chord", [header, body], app, **options)
+
+    @property
+    def header(self) -> group:
+        return self.tasks[0]  # type: ignore[no-any-return]
+
+    @property
+    def body(self) -> Any:
+        return self.tasks[1]
+
+    def __call__(self, body: Any = None, **options: Any) -> Any:
+        if body is not None:
+            return chord(self.header, body, app=self._app).apply_async(**options)
+        return self.apply_async(**options)
+
+    def apply(self, args: Any = None, kwargs: Any = None, **options: Any) -> Any:
+        results = self.header.apply(args)
+        values = [r.get() for r in results.results]
+        return maybe_signature(self.body).apply((values,))
+
+
+class _Delegating(_Workflow):
+    """A workflow sent as another one (``_delegate``)."""
+
+    def _delegate(self) -> Any:
+        raise NotImplementedError
+
+    def apply_async(
+        self, args: Any = None, kwargs: Any = None, route_name: Any = None, **options: Any
+    ) -> Any:
+        return self._delegate().apply_async(**options)
+
+    def apply(self, args: Any = None, kwargs: Any = None, **options: Any) -> Any:
+        return self._delegate().apply()
+
+
+class xmap(_Delegating):
+    """One task that calls ``task`` on each item, in one worker: ``add.map([1, 2])``."""
+
+    def __init__(self, task: Any, it: Any, app: Celery | None = None, **options: Any) -> None:
+        super().__init__("celery.map", [maybe_signature(task)], app, **options)
+        self["args"] = (maybe_signature(task).name, list(it))
+
+    def _as_signature(self) -> Signature:
+        return Signature(self["task"], self["args"], {}, dict(self.options), app=self.app)
+
+    _delegate = _as_signature
+
+
+class xstarmap(xmap):
+    """Like ``xmap`` with each item unpacked as arguments: ``add.starmap([(1, 2), (3, 4)])``."""
+
+    def __init__(self, task: Any, it: Any, app: Celery | None = None, **options: Any) -> None:
+        super().__init__(task, [list(item) for item in it], app, **options)
+        self["task"] = "celery.starmap"
+
+
+class chunks(_Delegating):
+    """``task`` over ``it`` in chunks of ``n`` items: a group of ``xstarmap`` tasks."""
+
+    def __init__(self, task: Any, it: Any, n: int, app: Celery | None = None, **options: Any) -> None:
+        if not isinstance(n, int) or n < 1:
+            raise ValueError(f"chunks needs a chunk size >= 1, not {n!r}")
+        items = [list(item) for item in it]
+        parts = [items[i : i + n] for i in range(0, len(items), n)]
+        super().__init__("celery.chunks", [xstarmap(task, part, app=app) for part in parts], app, **options)
+
+    def group(self) -> group:
+        return group([part._as_signature() for part in self.tasks], app=self._app)
+
+    def _delegate(self) -> Any:
+        return self.group()

@@ -18,8 +18,8 @@ from pgtasks.compat.canvas import (
     xmap,
     xstarmap,
 )
+from pgtasks.compat.current import current_app as _current_app
 from pgtasks.compat.local import Proxy
-from pgtasks.compat.registration import current_app as _current_app
 from pgtasks.compat.registration import shared_task
 from pgtasks.compat.request import current_task_object
 from pgtasks.compat.task import Task

@@ -14,6 +14,8 @@ import logging
 import os
 from typing import TYPE_CHECKING, Any
 
+from pgtasks.compat import signals
+from pgtasks.compat.request import Context
 from pgtasks.sysdb.records import ExecutorInfo, ListTasksParams, Status, TaskRecord
 
 if TYPE_CHECKING:
@@ -54,9 +56,6 @@ class Control:
                 self._revoked(record, terminate, signal)
 
     def _revoked(self, record: TaskRecord, terminated: bool, signum: Any) -> None:
-        from pgtasks.compat import signals
-        from pgtasks.compat.request import Context
-
         sender = self.app.tasks.get(record.name)
         request = Context(id=record.task_id, task=record.name)
         signals.task_revoked.send(

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pgtasks.compat import django_support, signals, states
+from pgtasks.compat.canvas import Signature
 from pgtasks.compat.exceptions import Ignore, Reject, Retry
 from pgtasks.compat.request import Context, executing, request_from_record
 from pgtasks.engine.context import current_task
@@ -126,8 +127,6 @@ def trace(task: Task, request: Context, args: tuple[Any, ...], kwargs: dict[str,
 def _call_errbacks(task: Task, request: Context, exc: BaseException) -> None:
     """Errbacks that take ``(request, exc, traceback)`` run here, in the failing worker, as
     Celery runs them; one that raises is logged and the others still run."""
-    from pgtasks.compat.canvas import Signature
-
     for errback in request.errbacks or ():
         try:
             Signature(dict(errback), app=task.app)(request, exc, exc.__traceback__)
@@ -137,9 +136,7 @@ def _call_errbacks(task: Task, request: Context, exc: BaseException) -> None:
 
 def _custom_call(task: Task) -> bool:
     """Celery calls ``task.__call__`` instead of ``run`` when a base class overrides it."""
-    from pgtasks.compat.task import Task
-
-    return type(task).__call__ is not Task.__call__
+    return task.overrides_call()
 
 
 def _call_hook(hook: Callable[..., Any], *args: Any) -> None:

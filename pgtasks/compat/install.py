@@ -18,6 +18,12 @@ import sys
 import threading
 import types
 
+from pgtasks.compat.app import Celery
+from pgtasks.compat.celery_api import uuid
+from pgtasks.compat.current import current_app
+from pgtasks.compat.kombu import register, registered_serializers
+from pgtasks.compat.registration import shared_task
+
 log = logging.getLogger("pgtasks.compat")
 
 # Celery's module name -> the pgtasks module that provides it.
@@ -45,20 +51,13 @@ def _package(name: str) -> types.ModuleType:
     module = types.ModuleType(name, f"pgtasks.compat: Celery's {name!r}")
     setattr(module, MARK, True)
     if name == "celery.app":
-        from pgtasks.compat.app import Celery
-        from pgtasks.compat.registration import current_app, shared_task
-
         module.Celery = Celery  # type: ignore[attr-defined]
         module.shared_task = shared_task  # type: ignore[attr-defined]
         module.app_or_default = lambda app=None: app if app is not None else current_app()  # type: ignore[attr-defined]
     elif name == "celery.utils":
-        from pgtasks.compat.celery_api import uuid
-
         module.uuid = uuid  # type: ignore[attr-defined]
         module.gen_unique_id = uuid  # type: ignore[attr-defined]
     elif name == "kombu.serialization":
-        from pgtasks.compat.kombu import register, registered_serializers
-
         module.register = register  # type: ignore[attr-defined]
         module.registry = registered_serializers  # type: ignore[attr-defined]
     return module

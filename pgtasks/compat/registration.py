@@ -1,14 +1,14 @@
 """Making Celery tasks from functions: names as Celery makes them, the per-function Task
-subclass, shared tasks, and which app is current."""
+subclass, shared tasks (given to every app), and the built-in tasks behind ``xmap``."""
 
 from __future__ import annotations
 
 import sys
 import threading
-import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from pgtasks.compat import current
 from pgtasks.compat.exceptions import NotRegistered
 from pgtasks.compat.execution import worker_entry
 from pgtasks.compat.retrying import with_autoretry
@@ -18,8 +18,6 @@ if TYPE_CHECKING:
     from pgtasks.compat.app import Celery
 
 _lock = threading.Lock()
-_apps: list[weakref.ref[Celery]] = []
-_current: list[Celery] = []  # the current app (at most one): Celery's "current_app"
 _shared: list[tuple[Callable[..., Any], dict[str, Any], list[Task]]] = []
 
 
@@ -103,35 +101,13 @@ def engine_entry(task: Task) -> Callable[..., Any]:
 
 # -- apps and shared tasks ---------------------------------------------------------------------
 def app_created(app: Celery, set_as_current: bool) -> None:
-    """Remember ``app``; give it every shared task declared so far."""
+    """Remember ``app`` (see current.py); give it every shared task declared so far."""
+    current.register(app, set_as_current)
     with _lock:
-        _apps.append(weakref.ref(app))
-        if set_as_current or not _current:
-            _current[:] = [app]
         shared = list(_shared)
     for _fun, _options, made in shared:
         if made:
             app.register_task(made[0])
-
-
-def set_current(app: Celery) -> None:
-    with _lock:
-        _current[:] = [app]
-
-
-def current_app() -> Celery:
-    """The current app: the last one created (or set current); a default app if none."""
-    with _lock:
-        if _current:
-            return _current[0]
-    from pgtasks.compat.app import Celery
-
-    return Celery("default")
-
-
-def live_apps() -> list[Celery]:
-    with _lock:
-        return [app for ref in _apps if (app := ref()) is not None]
 
 
 def shared_task(*args: Any, **kwargs: Any) -> Any:
@@ -144,12 +120,13 @@ def shared_task(*args: Any, **kwargs: Any) -> Any:
         bind = options.pop("bind", False)
         for ignored in ("shared", "lazy", "filter"):
             options.pop(ignored, None)
-        main = _current[0].main if _current else None
+        existing = current.current_or_none()
+        main = existing.main if existing is not None else None
         name = options.pop("name", None) or gen_task_name(main, fun.__name__, fun.__module__)
         task = make_task(fun, None, base, name, bind, **options)
         with _lock:
             _shared.append((fun, kwargs, [task]))
-        for app in live_apps():
+        for app in current.live_apps():
             app.register_task(task)
         return task
 
@@ -158,3 +135,17 @@ def shared_task(*args: Any, **kwargs: Any) -> Any:
     if args:
         raise TypeError("shared_task() takes a function, or only keyword arguments")
     return create
+
+
+def register_builtins(app: Celery) -> None:
+    """The tasks behind ``xmap``/``xstarmap``/``chunks``, in every worker of the app."""
+
+    @app.task(name="celery.map")
+    def celery_map(task: str, it: list[Any]) -> list[Any]:
+        fn = app.tasks[task]
+        return [fn(item) for item in it]
+
+    @app.task(name="celery.starmap")
+    def celery_starmap(task: str, it: list[Any]) -> list[Any]:
+        fn = app.tasks[task]
+        return [fn(*item) for item in it]

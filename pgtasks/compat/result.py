@@ -15,6 +15,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from pgtasks.compat import states
+from pgtasks.compat.current import current_app
 from pgtasks.compat.exceptions import TaskRevokedError, TimeoutError
 from pgtasks.compat.request import inside_worker_task
 from pgtasks.engine.errors import DatabaseUnavailable, MaxRecoveryAttemptsExceeded
@@ -53,8 +54,6 @@ class AsyncResult(ResultBase):
     ) -> None:
         if id is None:
             raise ValueError(f"AsyncResult expects a task id, not {id!r}")
-        from pgtasks.compat.app import current_app
-
         self.id = str(id)
         self.app = app if app is not None else current_app()
         self.backend = backend
@@ -477,8 +476,6 @@ class GroupResult(ResultSet):
     @classmethod
     def restore(cls, id: str, backend: Any = None, app: Celery | None = None) -> GroupResult | None:
         """The group sent with id ``id``, or None if there is none."""
-        from pgtasks.compat.app import current_app
-
         app = app or current_app()
         members = app.engine.sysdb.group_members(id)
         if not members:

@@ -1,14 +1,143 @@
-"""``celery.schedules``: ``crontab``, ``schedule`` and ``solar`` (not supported: raises),
-evaluated by the pgtasks scheduler (see docs/scheduling.md)."""
+"""``celery.schedules``: Celery's schedule classes with Celery's constructor signatures,
+``crontab``, ``schedule`` and ``solar`` (not supported: raises), turned into the native
+scheduler's cron and interval timings (see docs/scheduling.md).
+
+A ``crontab`` is evaluated in the application's ``timezone`` with the DST rules of
+:mod:`pgtasks.scheduler.timing`. As in Celery, when both ``day_of_month`` and ``day_of_week``
+are restricted a day must match both (``crontab(0, 0, day_of_month='1-7',
+day_of_week='mon')`` is the first Monday of the month); plain cron strings follow cron's rule
+(either).
+"""
 
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Iterable
 from typing import Any
 
-from pgtasks.scheduler.celery_schedules import crontab, schedule, solar
+__all__ = ["NotSupported", "crontab", "maybe_schedule", "schedule", "solar"]
 
-__all__ = ["crontab", "maybe_schedule", "schedule", "solar"]
+from pgtasks.engine.errors import ConfigurationError
+from pgtasks.scheduler.cron import parse_cron
+from pgtasks.scheduler.timing import CronTiming, IntervalTiming, check_interval
+
+
+class NotSupported(ConfigurationError):
+    """A Celery scheduling feature that pgtasks does not offer."""
+
+
+def _field(value: Any, name: str) -> str:
+    """One crontab field as cron text: a string as given, a number, or a collection of them."""
+    if isinstance(value, bool):
+        raise ConfigurationError(f"crontab {name} must be a string, a number or a set of them, not {value!r}")
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, str):
+        text = value.replace(" ", "")
+        if not text:
+            raise ConfigurationError(f"crontab {name} is empty")
+        return text
+    if isinstance(value, Iterable):
+        items = list(value)
+        if not items or not all(isinstance(v, (int, str)) and not isinstance(v, bool) for v in items):
+            raise ConfigurationError(f"crontab {name} must be a non-empty set of numbers, not {value!r}")
+        ordered = sorted(items, key=lambda v: (isinstance(v, str), v))
+        return ",".join(str(v) for v in ordered)
+    raise ConfigurationError(f"crontab {name} must be a string, a number or a set of them, not {value!r}")
+
+
+class crontab:
+    """``crontab(minute='*', hour='*', day_of_week='*', day_of_month='*', month_of_year='*')``.
+
+    Fields take cron syntax (``'*/15'``, ``'9-17'``, ``'mon-fri'``), numbers, or sets of
+    numbers. Invalid fields raise ConfigurationError at once, naming the field.
+    """
+
+    def __init__(
+        self,
+        minute: Any = "*",
+        hour: Any = "*",
+        day_of_week: Any = "*",
+        day_of_month: Any = "*",
+        month_of_year: Any = "*",
+        **kwargs: Any,
+    ) -> None:
+        unknown = set(kwargs) - {"app", "nowfun", "tz"}
+        if unknown:
+            raise TypeError(f"crontab() got unexpected keyword arguments {sorted(unknown)}")
+        self._orig_minute = minute
+        self._orig_hour = hour
+        self._orig_day_of_week = day_of_week
+        self._orig_day_of_month = day_of_month
+        self._orig_month_of_year = month_of_year
+        parts = {
+            "minute": _field(minute, "minute"),
+            "hour": _field(hour, "hour"),
+            "day_of_month": _field(day_of_month, "day_of_month"),
+            "month_of_year": _field(month_of_year, "month_of_year"),
+            "day_of_week": _field(day_of_week, "day_of_week"),
+        }
+        self.cron_expression = " ".join(parts.values())
+        self.day_and = parts["day_of_month"] != "*" and parts["day_of_week"] != "*"
+        try:
+            parse_cron(self.cron_expression, self.day_and)
+        except ConfigurationError as exc:
+            message = str(exc).replace("field month ", "field month_of_year ")
+            raise ConfigurationError(f"crontab: {message}") from None
+
+    def timing(self, timezone: str) -> CronTiming:
+        """This crontab evaluated in ``timezone``."""
+        return CronTiming.parse(self.cron_expression, timezone, self.day_and)
+
+    def __repr__(self) -> str:
+        return f"<crontab: {self.cron_expression} (m/h/dM/MY/d)>"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, crontab):
+            return NotImplemented
+        return (self.cron_expression, self.day_and) == (other.cron_expression, other.day_and)
+
+    def __hash__(self) -> int:
+        return hash((self.cron_expression, self.day_and))
+
+
+class schedule:
+    """``schedule(run_every)``: every ``run_every`` (a timedelta or seconds), at the multiples
+    of the period since the Unix epoch (so every scheduler agrees on the due times)."""
+
+    def __init__(
+        self, run_every: float | dt.timedelta | None = None, relative: bool = False, **kwargs: Any
+    ) -> None:
+        if run_every is None:
+            raise ConfigurationError("schedule(run_every) needs a period: seconds or a timedelta")
+        self.seconds = check_interval(run_every)
+        self.run_every = dt.timedelta(seconds=self.seconds)
+        self.relative = relative
+
+    def timing(self, timezone: str = "UTC") -> IntervalTiming:
+        """The due instants (an interval ignores the zone)."""
+        return IntervalTiming(self.seconds)
+
+    def __repr__(self) -> str:
+        return f"<freq: {self.run_every}>"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, schedule):
+            return NotImplemented
+        return self.seconds == other.seconds
+
+    def __hash__(self) -> int:
+        return hash(self.seconds)
+
+
+class solar:
+    """Celery's sunrise/sunset schedules are not supported: constructing one raises."""
+
+    def __init__(self, event: str, lat: float, lon: float, **kwargs: Any) -> None:
+        raise NotSupported(
+            f"solar({event!r}, {lat}, {lon}): pgtasks does not support solar schedules; use a crontab "
+            "in the place's time zone (app.timezone) instead"
+        )
 
 
 def maybe_schedule(s: Any, relative: bool = False, app: Any = None) -> Any:

@@ -1,103 +1,19 @@
-"""Sending a task the Celery way: routing, Celery's ``apply_async`` options, the publish
-signals, one INSERT through the engine."""
+"""Sending a task the Celery way: one prepared task inserted through the engine, or, with
+callbacks or stored metadata, a canvas planned and inserted in one transaction."""
 
 from __future__ import annotations
 
-import datetime as dt
-import logging
 import uuid
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pgtasks.compat import signals
-from pgtasks.compat.routing import route
+from pgtasks.compat.canvas import Signature
+from pgtasks.compat.planning import send_canvas
+from pgtasks.compat.publishing import prepare
 from pgtasks.engine.errors import ConfigurationError
-from pgtasks.engine.options import EnqueueRequest
-from pgtasks.scheduler.zones import load_zone
 
 if TYPE_CHECKING:
     from pgtasks.compat.app import Celery
     from pgtasks.compat.result import AsyncResult
-
-log = logging.getLogger("pgtasks.compat")
-
-# apply_async options that only mean something to a message broker: accepted, no effect.
-BROKER_OPTIONS = frozenset(
-    {
-        "exchange",
-        "exchange_type",
-        "routing_key",
-        "delivery_mode",
-        "compression",
-        "serializer",
-        "retry",
-        "retry_policy",
-        "producer",
-        "connection",
-        "router",
-        "mandatory",
-        "immediate",
-        "reply_to",
-        "correlation_id",
-        "add_to_parent",
-        "shadow",
-        "declare",
-        "publisher",
-        "result_cls",
-        "task_type",
-        "stamped_headers",
-        "stamps",
-        "ignore_result",
-        "acks_late",
-    }
-)
-# apply_async options pgtasks does not carry out yet (warned once, then ignored).
-PHASE_TWO_OPTIONS = frozenset(
-    {
-        "rate_limit",
-        "chord",
-        "chain",
-    }
-)
-_warned: set[str] = set()
-
-
-def _aware(value: dt.datetime, app: Celery) -> dt.datetime:
-    """Naive datetimes are UTC when ``enable_utc`` (Celery's default), else app-local time."""
-    if value.tzinfo is not None:
-        return value
-    if app.conf.enable_utc or not app.conf.timezone:
-        return value.replace(tzinfo=dt.timezone.utc)
-    return value.replace(tzinfo=load_zone(str(app.conf.timezone)))
-
-
-@dataclass(frozen=True, slots=True)
-class Prepared:
-    """One routed task, ready to insert: the engine request and what the publish signals get."""
-
-    request: EnqueueRequest
-    headers: dict[str, Any]
-    body: tuple[Any, ...]
-    properties: dict[str, Any]
-
-    def publish(self, after: bool) -> None:
-        """Send ``before_task_publish`` (or, ``after``, ``after_task_publish``)."""
-        name, queue = self.request.name, self.request.queue
-        if after:
-            signals.after_task_publish.send(
-                sender=name, body=self.body, exchange="", routing_key=queue, headers=self.headers
-            )
-            return
-        signals.before_task_publish.send(
-            sender=name,
-            body=self.body,
-            exchange="",
-            routing_key=queue,
-            headers=self.headers,
-            properties=self.properties,
-            declare=[],
-            retry_policy=None,
-        )
 
 
 def send_task(
@@ -113,17 +29,13 @@ def send_task(
     **options: Any,
 ) -> AsyncResult:
     """Route and insert one task; return its AsyncResult. With ``link`` or ``link_error`` the
-    task and its callbacks are one canvas (see workflows.py); so is a task with ``headers``,
+    task and its callbacks are one canvas (see planning.py); so is a task with ``headers``,
     ``time_limit`` or ``soft_time_limit``, which are stored with it (its ``meta``)."""
-    on_duplicate, conn = options.pop("on_duplicate", "raise"), options.pop("conn", None)
     if link is not None or link_error is not None or _needs_meta(options):
-        if conn is not None:
+        if options.get("conn") is not None:
             raise ConfigurationError(
                 f"apply_async(conn=...) of {name!r} cannot carry link, link_error or headers"
             )
-        from pgtasks.compat.canvas import Signature
-        from pgtasks.compat.workflows import send_canvas
-
         sig = Signature(task if task is not None else name, args, kwargs, dict(options), app=app)
         sig.options["task_id"] = task_id or str(uuid.uuid4())
         for callback in _as_list(link):
@@ -134,7 +46,9 @@ def send_task(
     prepared = prepare(app, name, args, kwargs, task=task, task_id=task_id, **options)
     prepared.publish(after=False)
     request = prepared.request
-    [sent] = app.engine.enqueue([request], conn=conn, on_duplicate=on_duplicate)
+    [sent] = app.engine.enqueue(
+        [request], conn=options.get("conn"), on_duplicate=options.get("on_duplicate", "raise")
+    )
     prepared.publish(after=True)
     return app.AsyncResult(sent, task_name=name)
 
@@ -147,88 +61,3 @@ def _as_list(value: Any) -> list[Any]:
     if value is None:
         return []
     return list(value) if isinstance(value, (list, tuple)) else [value]
-
-
-def prepare(
-    app: Celery,
-    name: str,
-    args: Any = None,
-    kwargs: Any = None,
-    *,
-    task: Any = None,
-    task_id: str | None = None,
-    **options: Any,
-) -> Prepared:
-    """Check Celery's ``apply_async`` options, route the task and build its request."""
-    if args is not None and not isinstance(args, (list, tuple)):
-        raise TypeError(f"args of task {name!r} must be a list or tuple, not {type(args).__name__}")
-    if kwargs is not None and not isinstance(kwargs, dict):
-        raise TypeError(f"kwargs of task {name!r} must be a dict, not {type(kwargs).__name__}")
-    args, kwargs = tuple(args or ()), dict(kwargs or {})
-    for key in sorted(set(options) & PHASE_TWO_OPTIONS):
-        if options.get(key) is not None and key not in _warned:
-            _warned.add(key)
-            log.warning("apply_async(%s=...) is not supported by pgtasks.compat yet; ignored", key)
-    unknown = (
-        set(options)
-        - BROKER_OPTIONS
-        - PHASE_TWO_OPTIONS
-        - {"countdown", "eta", "expires", "queue", "priority", "headers", "deduplication_id", "partition_key"}
-        - {"group_id", "group_index", "root_id", "parent_id", "time_limit", "soft_time_limit"}
-    )
-    if unknown:
-        raise TypeError(f"apply_async() got unexpected options {sorted(unknown)}")
-    routed = route(app.routers, name, args, kwargs, options, app.conf.task_default_queue, task)
-    queue = routed["queue"]
-    priority = routed.get("priority", app.conf.task_default_priority)
-    countdown, eta = routed.get("countdown"), routed.get("eta")
-    if isinstance(eta, str):
-        eta = dt.datetime.fromisoformat(eta)
-    if countdown is not None:
-        eta = None  # Celery: a countdown wins over an eta
-    elif eta is not None:
-        if not isinstance(eta, dt.datetime):
-            raise ConfigurationError(f"eta must be a datetime, not {type(eta).__name__}")
-        eta = _aware(eta, app)
-    expires = routed.get("expires")
-    if isinstance(expires, dt.timedelta):
-        expires = expires.total_seconds()
-    elif isinstance(expires, str):
-        expires = dt.datetime.fromisoformat(expires)
-    if isinstance(expires, dt.datetime):
-        expires = _aware(expires, app)
-    task_id = task_id or str(uuid.uuid4())
-    headers = {
-        "lang": "py",
-        "task": name,
-        "id": task_id,
-        "shadow": None,
-        "eta": eta.isoformat() if isinstance(eta, dt.datetime) else None,
-        "expires": expires.isoformat() if isinstance(expires, dt.datetime) else expires,
-        "group": options.get("group_id"),
-        "group_index": options.get("group_index"),
-        "retries": 0,
-        "timelimit": [options.get("time_limit"), options.get("soft_time_limit")],
-        "root_id": options.get("root_id") or task_id,
-        "parent_id": options.get("parent_id"),
-        "argsrepr": repr(args),
-        "kwargsrepr": repr(kwargs),
-        "origin": None,
-        "ignore_result": bool(options.get("ignore_result", False)),
-        **dict(options.get("headers") or {}),
-    }
-    request = EnqueueRequest(
-        name=name,
-        args=args,
-        kwargs=kwargs,
-        task_id=task_id,
-        queue=queue,
-        countdown=countdown,
-        eta=eta,
-        priority=0 if priority is None else priority,
-        deduplication_id=options.get("deduplication_id"),
-        partition_key=options.get("partition_key"),
-        expires=expires,
-    )
-    body = (args, kwargs, {"callbacks": None, "errbacks": None, "chain": None, "chord": None})
-    return Prepared(request, headers, body, {"correlation_id": task_id, "priority": priority})

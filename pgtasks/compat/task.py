@@ -10,12 +10,15 @@ import uuid
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pgtasks.compat import django_support, exceptions, retrying, states
+from pgtasks.compat.canvas import Signature, chunks, xmap, xstarmap
+from pgtasks.compat.current import current_app
+from pgtasks.compat.eager import apply_eagerly
 from pgtasks.compat.request import Context, executing, request_of
+from pgtasks.compat.sending import send_task
 from pgtasks.engine.events import record_task_state
 
 if TYPE_CHECKING:
     from pgtasks.compat.app import Celery
-    from pgtasks.compat.canvas import Signature
     from pgtasks.compat.result import AsyncResult, EagerResult
 
 log = logging.getLogger("pgtasks.compat")
@@ -63,9 +66,12 @@ class Task:
         """The app this task belongs to (a shared task: the current app)."""
         if self._app is not None:
             return self._app
-        from pgtasks.compat.app import current_app
-
         return current_app()
+
+    @classmethod
+    def overrides_call(cls) -> bool:
+        """True when a subclass overrides ``__call__`` (Celery then calls it, not ``run``)."""
+        return cls.__call__ is not Task.__call__
 
     def bind(self, app: Celery) -> Task:
         self._app = app
@@ -133,8 +139,6 @@ class Task:
             )
         defaults = {"queue": self.queue, "priority": self.priority, "expires": self.expires}
         merged = {**{k: v for k, v in defaults.items() if v is not None}, **options}
-        from pgtasks.compat.sending import send_task
-
         return send_task(
             app,
             self.name or "",
@@ -162,8 +166,6 @@ class Task:
         **options: Any,
     ) -> EagerResult:
         """Run the task here, now, and return an EagerResult (retries run at once)."""
-        from pgtasks.compat.eager import apply_eagerly
-
         if link is not None or link_error is not None:
             raise NotImplementedError(
                 "apply(link=..., link_error=...) is not supported by pgtasks.compat yet"
@@ -218,8 +220,6 @@ class Task:
 
     # -- canvas --------------------------------------------------------------------------
     def signature(self, args: Any = None, *starargs: Any, **starkwargs: Any) -> Signature:
-        from pgtasks.compat.canvas import Signature
-
         return Signature(self, args, *starargs, **starkwargs)
 
     subtask = signature
@@ -234,20 +234,14 @@ class Task:
 
     def map(self, it: Any) -> Any:
         """One task calling this one on each item (``celery.map``)."""
-        from pgtasks.compat.workflows import xmap
-
         return xmap(self.s(), it, app=self.app)
 
     def starmap(self, it: Any) -> Any:
         """One task calling this one with each item unpacked (``celery.starmap``)."""
-        from pgtasks.compat.workflows import xstarmap
-
         return xstarmap(self.s(), it, app=self.app)
 
     def chunks(self, it: Any, n: int) -> Any:
         """``it`` split into chunks of ``n`` argument tuples, one ``starmap`` task per chunk."""
-        from pgtasks.compat.workflows import chunks
-
         return chunks(self.s(), it, n, app=self.app)
 
     def replace(self, sig: Any) -> Any:

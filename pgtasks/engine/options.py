@@ -1,10 +1,13 @@
-"""Enqueue options: validation and conversion into a row to insert."""
+"""Send options: the one type every sending path builds (:class:`SendOptions`), the engine's
+per-task request, and their validation and conversion into a row to insert."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import math
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,7 +23,9 @@ MAX_DELAY_SECONDS = 100 * 366 * 24 * 3600  # a century: keeps epoch milliseconds
 
 @dataclass(frozen=True, slots=True)
 class EnqueueRequest:
-    """One task to send: its name, arguments and options (Celery's apply_async shape)."""
+    """One task as the engine inserts it: its name, arguments and the options of
+    :class:`SendOptions` that belong to the row (built by :meth:`SendOptions.request`; the
+    scheduler and canvas build it directly)."""
 
     name: str
     args: tuple[Any, ...] = ()
@@ -35,6 +40,79 @@ class EnqueueRequest:
     max_recovery_attempts: int | None = None
     application_version: str | None = None
     expires: float | dt.datetime | None = None  # seconds from now, or a datetime
+
+
+@dataclass(frozen=True, slots=True)
+class SendOptions:
+    """How to send a task: what ``Task.apply_async``, ``Client.enqueue``/``App.send_task`` and
+    ``Task.map_enqueue`` accept, spelled once. Build it with :meth:`from_kwargs`, which refuses
+    an unknown option by name; the values are checked when the task is built
+    (:func:`build_new_task`), so every path gives the same errors.
+
+    ``task_id`` re-used: the existing task is returned, never run twice. ``countdown``
+    (seconds) or ``eta`` (datetime; naive means UTC) keep it DELAYED. ``priority``: lower runs
+    first. ``deduplication_id``: refused (DuplicateTaskError) while another unfinished task on
+    the queue holds it, or with ``on_duplicate="return"`` the holder's handle is returned.
+    ``partition_key``: on a partitioned queue, the concurrency limit applies per key.
+    ``expires`` (seconds or datetime): not started by then, the task is cancelled unrun.
+    ``max_recovery_attempts``: how many times recovery may restart it. ``conn``: a psycopg
+    connection whose open transaction the insert joins.
+    """
+
+    task_id: str | None = None
+    queue: str | None = None
+    countdown: float | None = None
+    eta: dt.datetime | None = None
+    priority: int = 0
+    deduplication_id: str | None = None
+    partition_key: str | None = None
+    max_recovery_attempts: int | None = None
+    expires: float | dt.datetime | None = None
+    on_duplicate: str = "raise"
+    conn: Any = None
+
+    @classmethod
+    def from_kwargs(cls, **options: Any) -> SendOptions:
+        """The options given as keywords; ConfigurationError names an unknown one and lists
+        the known ones."""
+        unknown = sorted(set(options) - set(SEND_OPTION_NAMES))
+        if unknown:
+            raise ConfigurationError(
+                f"unknown send option{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}; "
+                f"known: {', '.join(SEND_OPTION_NAMES)}"
+            )
+        if options.get("on_duplicate", "raise") not in ("raise", "return"):
+            raise ConfigurationError(
+                f"on_duplicate must be 'raise' or 'return', not {options['on_duplicate']!r}"
+            )
+        return cls(**options)
+
+    def with_defaults(self, **defaults: Any) -> SendOptions:
+        """These options with ``defaults`` filling those left unset (None)."""
+        unset = {k: v for k, v in defaults.items() if getattr(self, k) is None}
+        return dataclasses.replace(self, **unset) if unset else self
+
+    def request(
+        self, name: str, args: Sequence[Any] | None = None, kwargs: dict[str, Any] | None = None
+    ) -> EnqueueRequest:
+        """The engine's request for one task ``name`` sent with these options."""
+        return EnqueueRequest(
+            name=name,
+            args=tuple(args or ()),
+            kwargs=dict(kwargs or {}),
+            task_id=self.task_id,
+            queue=self.queue,
+            countdown=self.countdown,
+            eta=self.eta,
+            priority=self.priority,
+            deduplication_id=self.deduplication_id,
+            partition_key=self.partition_key,
+            max_recovery_attempts=self.max_recovery_attempts,
+            expires=self.expires,
+        )
+
+
+SEND_OPTION_NAMES: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(SendOptions))
 
 
 def child_task_id(parent_id: str, function_id: int) -> str:

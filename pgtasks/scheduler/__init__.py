@@ -1,10 +1,9 @@
-"""Cron schedules stored in the database, fired exactly once per due time by any number of
+"""Cron and interval schedules stored in the database, fired exactly once per due time by any number of
 beats (``pgtasks beat``, or ``pgtasks worker -B``). See docs/scheduling.md."""
 
 from __future__ import annotations
 
 from pgtasks.scheduler.beat import Beat, BeatSettings, TickReport
-from pgtasks.scheduler.celery_schedules import NotSupported, crontab, schedule, solar
 from pgtasks.scheduler.clock import Clock, DatabaseClock, ManualClock, SystemClock
 from pgtasks.scheduler.definitions import ScheduleDefinition, define_schedule, fire_task_id, format_due
 
@@ -14,14 +13,10 @@ __all__ = [
     "Clock",
     "DatabaseClock",
     "ManualClock",
-    "NotSupported",
     "ScheduleDefinition",
     "SystemClock",
     "TickReport",
-    "crontab",
     "define_schedule",
     "fire_task_id",
     "format_due",
-    "schedule",
-    "solar",
 ]

@@ -44,10 +44,21 @@ def fire_task_id(schedule_name: str, due: dt.datetime) -> str:
 
 
 def config_source(app_name: str | None) -> str:
-    """The source of the schedules synced from an app's ``beat_schedule``: ``config:<app>``.
+    """The source of the schedules an app declares in code (its schedule sources, synced when
+    a beat starts): ``config:<app>``.
     Each app owns its own entries, so two apps sharing a database never deactivate or
     overwrite each other's."""
     return f"config:{app_name or '__main__'}"
+
+
+def task_name_of(task: Any) -> str:
+    """A task's name: the name itself, or the ``.name`` of a task (or of a signature)."""
+    if isinstance(task, str):
+        return task
+    name = getattr(task, "name", None)
+    if isinstance(name, str) and name:
+        return name
+    raise ConfigurationError(f"expected a task or a task name, not {task!r}")
 
 
 def check_schedule_name(name: object) -> str:
@@ -69,7 +80,7 @@ def check_schedule_name(name: object) -> str:
 
 @dataclass(frozen=True, slots=True)
 class ScheduleDefinition:
-    """One periodic task, validated: what ``app.schedule`` and ``beat_schedule`` produce."""
+    """One periodic task, validated: what ``app.schedule`` and schedule sources produce."""
 
     name: str
     task_name: str

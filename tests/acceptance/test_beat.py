@@ -182,4 +182,4 @@ def test_beat_rejects_a_bad_schedule_at_start(sqlite_url: str) -> None:
     env_cron = {"BEAT_TEST_CRON": "0 0 30 2 *"}
     done = run_pgtasks("beat", "-A", APP, url=sqlite_url, env=env_cron, timeout=60)
     assert done.returncode == 2
-    assert "beat_schedule['tick']: schedule 'tick': cron expression '0 0 30 2 *' never matches" in done.stderr
+    assert "schedule 'tick': cron expression '0 0 30 2 *' never matches" in done.stderr

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+from pgtasks.compat import Celery
 from tests.compat.apps import results_app as proj
 from tests.support.cli import run_pgtasks
 from tests.support.inprocess import wait_for
@@ -102,3 +105,19 @@ def test_django_style_project_worker(pg_url: str, tmp_path: Path) -> None:
     finally:
         stop(process)
         app.close()
+
+
+def test_app_start_runs_the_pgtasks_command_with_that_app(
+    sqlite_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``app.start(argv)`` reaches the command line through the installed ``pgtasks`` script
+    (compat never imports pgtasks.cli) and runs it with this very app object."""
+    app = Celery("started", broker=sqlite_url)
+    try:
+        assert app.start(["celery-check"]) == 0
+        assert sys.modules["_pgtasks_started_app"].app is app
+    finally:
+        app.close()
+    assert (
+        "pgtasks supports every Celery setting and feature this application uses" in capsys.readouterr().out
+    )

@@ -19,7 +19,6 @@ from pgtasks.scheduler import (
     DatabaseClock,
     ManualClock,
     admin,
-    crontab,
     define_schedule,
     fire_task_id,
 )
@@ -249,38 +248,6 @@ def test_runtime_changes_reach_a_running_beat(app: App) -> None:
     assert app.delete_schedule("m") and beat.tick().fired == []
 
 
-def test_beat_schedule_and_add_periodic_task_are_synced_and_removed_entries_deactivated(app: App) -> None:
-    clock = ManualClock(T0)
-    app.timezone = "Europe/Paris"
-    app.beat_schedule = {
-        "paris-9am": {"task": "sched.tick", "schedule": crontab(minute=0, hour=9)},
-        "every-2m": {"task": "sched.tick", "schedule": dt.timedelta(minutes=2), "args": (1,)},
-    }
-    key = app.add_periodic_task(300.0, "sched.other", args=(2,), name="five")
-    assert key == "five"
-    beat = Beat(app.engine, clock)
-    beat.sync(app.beat_definitions(), app.beat_source)
-    stored = {s.name: s for s in app.schedules_list()}
-    assert set(stored) == {"paris-9am", "every-2m", "five"}
-    assert stored["paris-9am"].timezone == "Europe/Paris" and stored["every-2m"].interval_seconds == 120
-    clock.set(minutes(2))
-    assert beat.tick().fired == [fire_task_id("every-2m", minutes(2))]
-    clock.set(minutes(5))
-    assert sorted(beat.tick().fired) == [
-        fire_task_id("every-2m", minutes(4)),
-        fire_task_id("five", minutes(5)),
-    ]
-    # A later deploy drops two entries: they are deactivated, not deleted.
-    del app.beat_schedule["every-2m"], app.beat_schedule["five"]
-    Beat(app.engine, clock).sync(app.beat_definitions(), app.beat_source)
-    status = {s.name: s.status for s in app.schedules_list()}
-    assert status == {"paris-9am": "ACTIVE", "every-2m": "INACTIVE", "five": "INACTIVE"}
-    clock.set(minutes(10))
-    assert beat.tick().fired == []
-    clock.set(dt.datetime(2026, 11, 23, 8, 0, tzinfo=UTC))  # 09:00 in Paris (UTC+1)
-    assert beat.tick().fired == [fire_task_id("paris-9am", dt.datetime(2026, 11, 23, 8, 0, tzinfo=UTC))]
-
-
 def test_scheduled_tasks_go_to_the_latest_version(app: App) -> None:
     clock = ManualClock(T0)
     define_every_minute(app, clock, backfill=False)
@@ -365,14 +332,15 @@ def test_the_default_clock_is_the_database_servers(app: App) -> None:
     assert before // 1000 - 1 <= since.timestamp() <= sysdb.now_ms() / 1000
 
 
-def test_api_and_beat_schedule_do_not_take_over_each_others_schedules(
+def test_api_and_configured_schedules_do_not_take_over_each_others_schedules(
     app: App, caplog: pytest.LogCaptureFixture
 ) -> None:
     app.schedule("shared", "sched.tick", "0 3 * * *")
-    app.beat_schedule = {
-        "shared": {"task": "sched.other", "schedule": 60},
-        "mine": {"task": "sched.tick", "schedule": 60},
-    }
+    configured = [
+        define_schedule("shared", "sched.other", every=60),
+        define_schedule("mine", "sched.tick", every=60),
+    ]
+    app.add_schedule_source(lambda: configured)
     beat = Beat(app.engine, ManualClock(T0))
     with caplog.at_level("WARNING", logger="pgtasks.beat"):
         stored = beat.sync(app.beat_definitions(), app.beat_source)
@@ -384,12 +352,15 @@ def test_api_and_beat_schedule_do_not_take_over_each_others_schedules(
     # Another app on the same database syncing its own beat_schedule leaves this one's alone.
     other = App("other", database_url=app.engine.settings.database_url)
     try:
-        other.beat_schedule = {}
+        other.add_schedule_source(list)
         Beat(other.engine, ManualClock(T0)).sync(other.beat_definitions(), other.beat_source)
     finally:
         other.close()
     assert app.get_schedule("mine").status is ScheduleStatus.ACTIVE
-    app.beat_schedule = {}
+    configured.clear()
     with caplog.at_level("WARNING", logger="pgtasks.beat"):
         beat.sync(app.beat_definitions(), app.beat_source)
     assert "schedule mine is no longer configured (config:sched): now INACTIVE" in caplog.text
+    app.add_schedule_source(lambda: ["not a definition"])
+    with pytest.raises(ConfigurationError, match="returned 'not a definition', not a definition made by"):
+        app.beat_definitions()

@@ -6,17 +6,10 @@ import datetime as dt
 
 import pytest
 
+from pgtasks.compat.beat_schedule import definitions_from_config
+from pgtasks.compat.schedules import NotSupported, crontab, schedule, solar
 from pgtasks.engine.errors import ConfigurationError
-from pgtasks.scheduler import (
-    NotSupported,
-    crontab,
-    define_schedule,
-    fire_task_id,
-    format_due,
-    schedule,
-    solar,
-)
-from pgtasks.scheduler.config import definitions_from_config
+from pgtasks.scheduler import define_schedule, fire_task_id, format_due
 from pgtasks.scheduler.cron import parse_cron
 from pgtasks.scheduler.definitions import decode_schedule, parse_due
 from pgtasks.scheduler.timing import CronTiming, IntervalTiming, due_between

@@ -9,16 +9,20 @@ from __future__ import annotations
 import os
 
 from pgtasks import App
+from pgtasks.scheduler import define_schedule
 from tests.support.ledger import append
 
 app = App("beatapp", poll_interval=0.05)
-app.beat_schedule = {
-    "tick": {
-        "task": "beatapp.tick",
-        "schedule": os.environ.get("BEAT_TEST_CRON", "* * * * * *"),
-        "automatic_backfill": os.environ.get("BEAT_TEST_BACKFILL", "1") == "1",
-    }
-}
+app.add_schedule_source(
+    lambda: [
+        define_schedule(
+            "tick",
+            "beatapp.tick",
+            cron=os.environ.get("BEAT_TEST_CRON", "* * * * * *"),
+            automatic_backfill=os.environ.get("BEAT_TEST_BACKFILL", "1") == "1",
+        )
+    ]
+)
 
 
 @app.task(name="beatapp.tick")

@@ -16,6 +16,7 @@ import signal
 import time
 
 from pgtasks import App
+from pgtasks.scheduler import define_schedule
 from tests.faults.invariants import effect, span
 
 LIMITED_QUEUE = "limited"
@@ -27,9 +28,11 @@ app = App("faults", poll_interval=0.05)
 app.queue(LIMITED_QUEUE, concurrency=LIMITED_CONCURRENCY)
 app.queue(METERED_QUEUE, rate_limit=METERED_RATE)
 TICK_SCHEDULE, TICK_CRON = "soak-tick", "* * * * * *"
-app.beat_schedule = {
-    TICK_SCHEDULE: {"task": "faults.steps", "schedule": TICK_CRON, "args": (1,), "automatic_backfill": True}
-}
+app.add_schedule_source(
+    lambda: [
+        define_schedule(TICK_SCHEDULE, "faults.steps", cron=TICK_CRON, args=(1,), automatic_backfill=True)
+    ]
+)
 
 
 @app.step

@@ -1,4 +1,5 @@
-"""Celery's ``beat_schedule`` entries as schedule definitions (synced when a beat starts).
+"""Celery's ``beat_schedule`` entries as the native scheduler's definitions (the Celery app's
+schedule source, synced when a beat starts).
 
 An entry is ``{"task": name, "schedule": crontab(...) | schedule(...) | timedelta | seconds |
 "cron string", "args": (...), "kwargs": {...}, "options": {"queue": ..., "priority": ...,
@@ -9,26 +10,26 @@ entry or its options. Other Celery options (exchange, routing_key, ...) are igno
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, MutableMapping
+from typing import TYPE_CHECKING, Any
 
+from pgtasks.compat.routing import route
+from pgtasks.compat.schedules import crontab, schedule
 from pgtasks.engine.errors import ConfigurationError
-from pgtasks.scheduler.celery_schedules import crontab, schedule
-from pgtasks.scheduler.definitions import DEFAULT_BACKFILL_WINDOW, ScheduleDefinition, define_schedule
+from pgtasks.scheduler.definitions import (
+    DEFAULT_BACKFILL_WINDOW,
+    ScheduleDefinition,
+    define_schedule,
+    task_name_of,
+)
+from pgtasks.scheduler.zones import load_zone
+
+if TYPE_CHECKING:
+    from pgtasks.compat.app import Celery
 
 ENTRY_KEYS = frozenset(
     {"task", "schedule", "args", "kwargs", "options", "relative", "automatic_backfill", "backfill_window"}
 )
-
-
-def task_name_of(task: Any) -> str:
-    """A task's name: the name itself, or the ``.name`` of a task or signature."""
-    if isinstance(task, str):
-        return task
-    name = getattr(task, "name", None)
-    if isinstance(name, str) and name:
-        return name
-    raise ConfigurationError(f"expected a task or a task name, not {task!r}")
 
 
 def timing_arguments(value: Any, timezone: str) -> dict[str, Any]:
@@ -89,3 +90,52 @@ def definitions_from_config(
     if not isinstance(beat_schedule, Mapping):
         raise ConfigurationError(f"beat_schedule must be a dict, not {type(beat_schedule).__name__}")
     return [definition_from_entry(str(key), entry, timezone, source) for key, entry in beat_schedule.items()]
+
+
+def add_entry(
+    beat_schedule: MutableMapping[str, Any],
+    schedule: Any,
+    sig: Any,
+    args: Any,
+    kwargs: Any,
+    name: str | None,
+    opts: dict[str, Any],
+) -> str:
+    """Celery's ``add_periodic_task``: add an entry for ``sig`` to ``beat_schedule``; return its key."""
+    task = task_name_of(sig)
+    args = tuple(args or getattr(sig, "args", ()) or ())
+    kwargs = dict(kwargs or getattr(sig, "kwargs", {}) or {})
+    options = {**(getattr(sig, "options", None) or {}), **opts}
+    key = name or f"{task}{args!r}"
+    entry: dict[str, Any] = {"task": task, "schedule": schedule, "args": args, "kwargs": kwargs}
+    if options:
+        entry["options"] = options
+    beat_schedule[key] = entry
+    return key
+
+
+def definitions_for_app(app: Celery) -> list[ScheduleDefinition]:
+    """The Celery app's ``beat_schedule`` in its ``timezone``, each entry routed by
+    ``task_routes`` when its options name no queue (the app's schedule source)."""
+    for entry in app.beat_schedule.values():
+        if isinstance(entry, dict) and "task" in entry:
+            options = dict(entry.get("options") or {})
+            if options.get("queue") is None:
+                name = task_name_of(entry["task"])
+                task = app._registry.get(name)
+                base = {
+                    "queue": getattr(task, "queue", None),
+                    "priority": getattr(task, "priority", None),
+                }
+                options["queue"] = route(
+                    app.routers,
+                    name,
+                    tuple(entry.get("args") or ()),
+                    dict(entry.get("kwargs") or {}),
+                    {**base, **options},
+                    app.conf.task_default_queue,
+                    task,
+                )["queue"]
+                entry["options"] = options
+    load_zone(app.timezone)
+    return definitions_from_config(app.beat_schedule, app.timezone, app.beat_source)

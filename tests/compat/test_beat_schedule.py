@@ -1,0 +1,65 @@
+"""Celery's ``beat_schedule``, ``add_periodic_task`` and schedule classes, fed to the native
+scheduler through the App's schedule-source hook (moved from tests/integration/test_schedules_beat.py)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterator
+
+import pytest
+
+from pgtasks import App
+from pgtasks.compat import Celery
+from pgtasks.compat.schedules import crontab
+from pgtasks.scheduler import Beat, ManualClock, fire_task_id
+
+UTC = dt.timezone.utc
+T0 = dt.datetime(2026, 11, 22, 10, 0, tzinfo=UTC)
+
+
+@pytest.fixture
+def app(database_url: str) -> Iterator[Celery]:
+    application = Celery("sched", broker=database_url)
+    yield application
+    application.close()
+
+
+def minutes(n: int) -> dt.datetime:
+    return T0 + dt.timedelta(minutes=n)
+
+
+def test_beat_schedule_and_add_periodic_task_are_synced_and_removed_entries_deactivated(app: Celery) -> None:
+    clock = ManualClock(T0)
+    app.conf.timezone = "Europe/Paris"
+    app.beat_schedule = {
+        "paris-9am": {"task": "sched.tick", "schedule": crontab(minute=0, hour=9)},
+        "every-2m": {"task": "sched.tick", "schedule": dt.timedelta(minutes=2), "args": (1,)},
+    }
+    key = app.add_periodic_task(300.0, "sched.other", args=(2,), name="five")
+    assert key == "five"
+    beat = Beat(app.engine, clock)
+    beat.sync(app.beat_definitions(), app.beat_source)
+    stored = {s.name: s for s in app.schedules_list()}
+    assert set(stored) == {"paris-9am", "every-2m", "five"}
+    assert stored["paris-9am"].timezone == "Europe/Paris" and stored["every-2m"].interval_seconds == 120
+    clock.set(minutes(2))
+    assert beat.tick().fired == [fire_task_id("every-2m", minutes(2))]
+    clock.set(minutes(5))
+    assert sorted(beat.tick().fired) == [
+        fire_task_id("every-2m", minutes(4)),
+        fire_task_id("five", minutes(5)),
+    ]
+    # A later deploy drops two entries: they are deactivated, not deleted.
+    del app.beat_schedule["every-2m"], app.beat_schedule["five"]
+    Beat(app.engine, clock).sync(app.beat_definitions(), app.beat_source)
+    status = {s.name: s.status for s in app.schedules_list()}
+    assert status == {"paris-9am": "ACTIVE", "every-2m": "INACTIVE", "five": "INACTIVE"}
+    clock.set(minutes(10))
+    assert beat.tick().fired == []
+    clock.set(dt.datetime(2026, 11, 23, 8, 0, tzinfo=UTC))  # 09:00 in Paris (UTC+1)
+    assert beat.tick().fired == [fire_task_id("paris-9am", dt.datetime(2026, 11, 23, 8, 0, tzinfo=UTC))]
+
+
+def test_the_native_app_has_no_celery_schedule_names() -> None:
+    for name in ("beat_schedule", "add_periodic_task"):
+        assert not hasattr(App, name) and hasattr(Celery, name)
