@@ -3,6 +3,7 @@ result, call, purge, Celery's worker flags, and a Django-style project's worker.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
