@@ -18,13 +18,12 @@ from typing import Any
 from pgtasks.app import App
 from pgtasks.compat import django_support, registration
 from pgtasks.compat.conf import CeleryConf, attributes_of, import_object
-from pgtasks.compat.exceptions import ImproperlyConfigured
+from pgtasks.compat.exceptions import ChordError, ImproperlyConfigured
 from pgtasks.compat.routing import RouterFunction, prepare_routers
 from pgtasks.compat.signals import Signal
 from pgtasks.compat.task import Task
 from pgtasks.engine.errors import ConfigurationError
 from pgtasks.engine.registry import TaskDefinition
-from pgtasks.engine.serialization import Codec
 from pgtasks.scheduler.definitions import ScheduleDefinition
 from pgtasks.sysdb.urls import DATABASE_URL_ENV, DEFAULT_DATABASE_URL, redact_url
 
@@ -101,6 +100,8 @@ class Celery(App):
         preconf.update(kwargs)
         self.conf.load(preconf)
         super().__init__(main, database_url=self._database_url(), default_queue=self.conf.task_default_queue)
+        # What a chord body whose header failed raises: Celery's ChordError, fixed for the engine.
+        self.engine = self.engine.with_chord_error(ChordError)
         self._ready = True
         self._conf_changed(set(ENGINE_SETTINGS) | {"timezone"})
         if config_source is not None:
@@ -135,10 +136,9 @@ class Celery(App):
                 serializer=serializer,
                 accept_content=accept,
             )
-            if settings.database_url != self.engine.settings.database_url:
-                self.engine.close()  # reopens on next use, on the new database
-            self.engine.settings = settings
-            self.engine.codec = Codec(settings.serializer, frozenset(settings.accept_content))
+            previous, self.engine = self.engine, self.engine.with_settings(settings)
+            if settings.database_url != previous.settings.database_url:
+                previous.close()  # the new engine opens its own connections on the new database
         if "timezone" in names:
             self.timezone = str(self.conf.timezone or "UTC")
         if "task_routes" in names:
@@ -287,11 +287,9 @@ class Celery(App):
         if self._finalized:
             return
         self._finalized = True
-        from pgtasks.compat.exceptions import ChordError
         from pgtasks.compat.workflows import register_builtins
 
         register_builtins(self)
-        self.engine.chord_error = ChordError  # what a chord body whose header failed raises
         self.on_configure.send(sender=self)
         for module in [*(self.conf.include or ()), *(self.conf.imports or ())]:
             importlib.import_module(module)
