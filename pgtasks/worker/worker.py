@@ -39,6 +39,8 @@ log = logging.getLogger("pgtasks.worker")
 
 STRAY_GRACE_SECONDS = 10.0  # a claim this young may still be on its way to the pool
 GATHER_SECONDS = 0.002  # with a backlog, how long a claim waits for more slots to free up
+CLAIM_FIRST_BACKOFF = 0.1  # seconds before the first retry of a claim the database refused
+CLAIM_MAX_BACKOFF = 5.0
 
 
 def default_executor_id() -> str:
@@ -174,16 +176,24 @@ class Worker:
                 )
 
     def run(self) -> None:
-        """Claim and run tasks until :meth:`stop` is called."""
+        """Claim and run tasks until :meth:`stop` is called.
+
+        A lost database is waited out (see :meth:`_claim_loop`). Any other error ends the
+        loop: it is a bug (a statement the database refuses, an error in our code) that
+        retrying would repeat forever, so it is logged with its traceback and the process
+        stops with exit code 1 (``run_worker`` sees the loop gone and shuts down warm)."""
         self._claim_loop_started = True
         try:
             self._claim_loop()
+        except Exception:
+            log.critical("claiming failed with an error that retrying cannot fix", exc_info=True)
         finally:
             self._claim_loop_exited.set()
 
     def _claim_loop(self) -> None:
         poll = self.engine.settings.poll_interval
-        backoff = 0.1
+        backoff = CLAIM_FIRST_BACKOFF
+        outage_since: float | None = None  # time.monotonic() of the first failed claim
         backlog = False  # the last claim took all it asked for: more tasks are probably waiting
         gather = self.options.concurrency // 2
         while not self._stopping.is_set():
@@ -201,17 +211,26 @@ class Worker:
                 self._wake.clear()
                 self._wake.wait(max(0.0, deadline - time.monotonic()))
                 free = self._free_slots()
+            assert self.queues is not None, "start() first"
             try:
-                assert self.queues is not None, "start() first"
                 claimed = self._store.claim(
                     ClaimParams(self.executor_id, self.version, self.queues.claims(), free)
                 )
-                backoff = 0.1
-            except Exception as exc:  # lost connection: back off and try again
-                log.warning("claim failed, retrying in %.1fs: %s", backoff, exc)
+            except DatabaseUnavailable as exc:  # transient: back off and try again
+                if outage_since is None:  # one warning per outage, not one per attempt
+                    outage_since = time.monotonic()
+                    log.warning("cannot claim tasks, the database is unavailable; retrying: %s", exc)
+                else:
+                    log.debug("claim failed again, retrying in %.1fs: %s", backoff, exc)
                 self._stopping.wait(backoff)
-                backoff = min(backoff * 2, 5.0)
+                backoff = min(backoff * 2, CLAIM_MAX_BACKOFF)
                 continue
+            if outage_since is not None:
+                log.warning(
+                    "claiming again after %.1fs without the database", time.monotonic() - outage_since
+                )
+                outage_since = None
+            backoff = CLAIM_FIRST_BACKOFF
             backlog = len(claimed) == free
             steps = self._recorded_steps(claimed)
             for record in claimed:
