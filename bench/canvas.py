@@ -29,7 +29,7 @@ def main() -> int:
     chain, chord, group = (getattr(sys.modules["celery"], n) for n in ("chain", "chord", "group"))
 
     app.conf.broker_url = url
-    app.engine.sysdb.migrate()
+    app.engine.admin.migrate()
     argv = [sys.executable, "-m", "pgtasks", "worker", "-A", "bench.canvas_app", "-P", "threads", "-c", "8"]
     worker = subprocess.Popen([*argv, "-l", "WARNING"], cwd=REPO, env=dict(os.environ))
     try:

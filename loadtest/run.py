@@ -91,7 +91,7 @@ def run_pgtasks(args: argparse.Namespace, out: Path) -> Summary:
     try:
         from pgtasks import Client
 
-        Client(url).engine.sysdb.migrate()
+        Client(url).engine.admin.migrate()
         workers = [start_worker(url, n, args, work) for n in range(args.workers)]
         env = {**os.environ, "PGTASKS_DATABASE_URL": url, "LOADTEST_ACK_DIR": str(work)}
         env |= {"LOADTEST_MIX": args.mix, "PYTHONPATH": str(REPO)}

@@ -85,8 +85,8 @@ def run_demo(database_url: str, count: int = 12, out: Any = None) -> int:
     ok = 0
     for order_id, handle in enumerate(handles, start=1):
         info = app.get_task(handle.id)
-        status = info.task.status.value if info else "?"
-        steps = len(info.steps) if info else 0
+        status = info.status.value if info else "?"
+        steps = len(info.steps or ()) if info else 0
         result = handle.get(timeout=1) if status == "SUCCESS" else (info.error_summary if info else "")
         ok += status == "SUCCESS"
         tries = payment_tries.get(str(order_id), 0)

@@ -4,28 +4,17 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from pgtasks.engine.errors import ConfigurationError
-from pgtasks.engine.failures import error_summary
 from pgtasks.result import AsyncResult
-from pgtasks.sysdb.records import ForkParams, ListTasksParams, Status, StepRecord, TaskRecord
+from pgtasks.sysdb.records import ForkParams, ListTasksParams, Status
+from pgtasks.task_info import StepInfo, TaskInfo
 
 if TYPE_CHECKING:
     from pgtasks.engine.core import Engine
 
-
-@dataclass(frozen=True, slots=True)
-class TaskInfo:
-    """A task with its recorded steps."""
-
-    task: TaskRecord
-    steps: tuple[StepRecord, ...]
-
-    @property
-    def error_summary(self) -> str:
-        return error_summary(self.task.error)
+__all__ = ["StepInfo", "TaskInfo", "TaskManagement"]
 
 
 def _status(value: str | Status) -> Status:
@@ -59,7 +48,7 @@ class TaskManagement:
         created_before: dt.datetime | None = None,
         limit: int = 100,
         newest_first: bool = True,
-    ) -> list[TaskRecord]:
+    ) -> list[TaskInfo]:
         """Tasks filtered by status, name, queue and creation time (naive datetimes are UTC)."""
         statuses = [] if status is None else [status] if isinstance(status, (str, Status)) else status
         if not isinstance(limit, int) or limit < 1:
@@ -73,24 +62,25 @@ class TaskManagement:
             limit=limit,
             newest_first=newest_first,
         )
-        return self.engine.sysdb.tasks_list(params)
+        return [TaskInfo.of(record) for record in self.engine.admin.tasks(params)]
 
     def get_task(self, task_id: str) -> TaskInfo | None:
         """One task and its recorded steps, or None."""
-        record = self.engine.sysdb.task_get(task_id)
+        admin = self.engine.admin
+        record = admin.task(task_id)
         if record is None:
             return None
-        return TaskInfo(record, tuple(self.engine.sysdb.steps_get(task_id)))
+        return TaskInfo.of(record, admin.steps(task_id))
 
     def cancel_task(self, task_id: str) -> bool:
         """Cancel a task that has not finished. A waiting task never starts; a running one
         stops at its next step. Returns False if the task had already finished."""
-        return self.engine.sysdb.task_cancel(task_id)
+        return self.engine.admin.cancel(task_id)
 
     def resume_task(self, task_id: str) -> bool:
         """Re-enqueue a cancelled or dead-lettered task; it continues from its last recorded
         step with a fresh attempt count, on any worker version. False if not resumable."""
-        return self.engine.sysdb.task_resume(task_id)
+        return self.engine.admin.resume(task_id)
 
     def AsyncResult(self, task_id: str) -> AsyncResult:
         """The handle of any task by id."""
@@ -108,10 +98,10 @@ class TaskManagement:
         if isinstance(start_step, bool) or not isinstance(start_step, int) or start_step < 1:
             raise ConfigurationError(f"start_step is 1-based: an integer >= 1, not {start_step!r}")
         new_id = new_task_id or str(uuid.uuid4())
-        if self.engine.sysdb.task_get(new_id) is not None:
+        if self.engine.admin.task(new_id) is not None:
             raise ConfigurationError(f"a task with id {new_id!r} exists already")
         try:
-            forked = self.engine.sysdb.task_fork(ForkParams(task_id, new_id, start_step, queue))
+            forked = self.engine.admin.fork(ForkParams(task_id, new_id, start_step, queue))
         except KeyError:
             raise ConfigurationError(f"no task with id {task_id!r} to fork") from None
         return forked.task_id

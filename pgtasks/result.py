@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from pgtasks.sysdb.records import Status, TaskRecord
+from pgtasks.sysdb.records import Status
+from pgtasks.task_info import TaskInfo
 
 if TYPE_CHECKING:
     from pgtasks.engine.core import Engine
@@ -30,9 +31,10 @@ class AsyncResult:
     def task_id(self) -> str:
         return self.id
 
-    def record(self) -> TaskRecord | None:
-        """The task's row, or None if no task with this id exists (yet)."""
-        return self._engine.get_task(self.id)
+    def record(self) -> TaskInfo | None:
+        """The task (without its steps), or None if no task with this id exists (yet)."""
+        found = self._engine.get_task(self.id)
+        return None if found is None else TaskInfo.of(found)
 
     @property
     def status(self) -> str | None:

@@ -83,10 +83,10 @@ def _beat(args: argparse.Namespace) -> int:
 def banner(engine: Engine, app_name: str, configured: int) -> str:
     """What the beat loaded: every stored schedule with its next fire time."""
     records = admin.listing(engine)
-    now = DatabaseClock(engine.sysdb).now()
+    now = DatabaseClock(engine.schedules).now()
     lines = [
         f"pgtasks beat: app {app_name}, database {redact_url(engine.settings.database_url)} "
-        f"(schema {engine.sysdb.target.schema}), pid {os.getpid()}",
+        f"(schema {engine.database_target.schema}), pid {os.getpid()}",
         f"{configured} schedules from beat_schedule; {len(records)} stored:",
         *(_schedule_line(r, now) for r in records),
     ]
@@ -150,7 +150,7 @@ def _when(text: str | None, flag: str) -> dt.datetime | None:
 def _schedule(args: argparse.Namespace) -> int:
     engine = _engine(args)
     try:
-        now = DatabaseClock(engine.sysdb).now()
+        now = DatabaseClock(engine.schedules).now()
         if args.action == "list":
             records = admin.listing(engine, args.status)
             print(f"  {'name':30} {'status':8} {'timing':34} {'next fire (UTC)':25} -> task")

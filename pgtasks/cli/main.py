@@ -18,13 +18,12 @@ from pgtasks.cli.loader import load_app
 from pgtasks.cli.provisioning import add_commands as add_provisioning_commands
 from pgtasks.cli.provisioning import print_migrations, print_roles
 from pgtasks.client import Client
+from pgtasks.engine.core import Engine
 from pgtasks.engine.errors import ConfigurationError, PgtasksError
-from pgtasks.engine.failures import error_summary
 from pgtasks.engine.flow import parse_rate_limit
-from pgtasks.engine.settings import validate_queue_name
+from pgtasks.engine.settings import Settings, validate_queue_name
 from pgtasks.management import TaskManagement
 from pgtasks.scheduler.beat import BeatThread, start_beat_thread
-from pgtasks.sysdb import open_system_database
 from pgtasks.sysdb.records import QueueSettings, QueueUpsert
 from pgtasks.sysdb.urls import redact_url, resolve_database_url
 from pgtasks.worker.pools import POOLS
@@ -136,9 +135,11 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "migrate" and args.print_sql:
         return print_migrations(args.database_url, args.schema)
     if args.command == "migrate":
-        db = open_system_database(resolve_database_url(args.database_url), args.schema)
-        applied = db.migrate()
-        db.close()
+        engine = _engine(args.database_url, args.schema)
+        try:
+            applied = engine.admin.migrate()
+        finally:
+            engine.close()
         url = redact_url(resolve_database_url(args.database_url))
         print(f"{url}: applied {[m.version for m in applied]}" if applied else f"{url}: up to date")
         return 0
@@ -167,13 +168,13 @@ def _worker(args: argparse.Namespace) -> int:
     from pgtasks.cli.compat_commands import beat_started, worker_hooks
 
     hooks = worker_hooks(app, args)  # a Celery app: its settings, include, signals
-    overrides = {}
+    overrides: dict[str, float] = {}
     if args.lease_seconds is not None:
         overrides["lease_seconds"] = args.lease_seconds
     if args.poll_interval is not None:
         overrides["poll_interval"] = args.poll_interval
-    if overrides:
-        app.engine.settings = dataclasses.replace(app.engine.settings, **overrides)
+    # The app's engine with the flags' settings; it shares the app's registry and connections.
+    engine = app.engine.with_settings(**overrides) if overrides else app.engine
     queues = tuple(q.strip() for q in (args.queues or app.settings.default_queue).split(",") if q.strip())
     options = WorkerOptions(
         queues=queues,
@@ -189,7 +190,7 @@ def _worker(args: argparse.Namespace) -> int:
     beats: list[BeatThread] = []
 
     def start_beat() -> None:
-        beats.append(start_beat_thread(app.engine, definitions, app.beat_source))
+        beats.append(start_beat_thread(engine, definitions, app.beat_source))
         beat_started(app, beats[-1], embedded=True)
 
     def stop_beat() -> None:
@@ -201,7 +202,7 @@ def _worker(args: argparse.Namespace) -> int:
     try:
         name = app.main or spec
         return run_worker(
-            app.engine, options, name, args.loglevel, after_start=after_start, before_stop=stop_beat
+            engine, options, name, args.loglevel, after_start=after_start, before_stop=stop_beat
         )
     finally:
         hooks.stopped()
@@ -216,9 +217,14 @@ def _optional_int(value: str, flag: str) -> int | None:
         raise ConfigurationError(f"{flag} takes a whole number or 'none', not {value!r}") from None
 
 
+def _engine(database_url: str | None, schema: str) -> Engine:
+    """An engine on the database the flags name, for the commands that need no app."""
+    return Engine(Settings(database_url=resolve_database_url(database_url), schema=schema))
+
+
 def _queue(args: argparse.Namespace) -> int:
-    db = open_system_database(resolve_database_url(args.database_url), args.schema)
-    db.migrate()
+    engine = _engine(args.database_url, args.schema)
+    admin = engine.admin
     try:
         if args.action == "set":
             validate_queue_name(args.name)
@@ -232,20 +238,18 @@ def _queue(args: argparse.Namespace) -> int:
                 changes["rate_limit_max"], changes["rate_limit_period_sec"] = parse_rate_limit(rate)
             if args.partitioned is not None:
                 changes["partition_queue"] = args.partitioned
-            current = {q.name: q for q in db.queues_get((args.name,))}.get(
-                args.name, QueueSettings(args.name)
-            )
+            current = {q.name: q for q in admin.queues((args.name,))}.get(args.name, QueueSettings(args.name))
             wanted = dataclasses.replace(current, **changes)  # type: ignore[arg-type]
-            db.queue_upsert(QueueUpsert(wanted, frozenset(changes)))
+            admin.upsert_queue(QueueUpsert(wanted, frozenset(changes)))
         print(f"{'queue':20} {'concurrency':>11} {'per worker':>10} {'rate limit':>14} partitioned")
-        for q in db.queues_get():
+        for q in admin.queues():
             rate = f"{q.rate_limit_max}/{q.rate_limit_period_sec:g}s" if q.rate_limit_max else "-"
             print(
                 f"{q.name:20} {q.concurrency or '-':>11} {q.worker_concurrency or '-':>10} {rate:>14} "
                 f"{'yes' if q.partition_queue else 'no'}"
             )
     finally:
-        db.close()
+        engine.close()
     return 0
 
 
@@ -267,10 +271,10 @@ def _tasks(args: argparse.Namespace) -> int:
         if info is None:
             print(f"no task with id {args.task_id!r}", file=sys.stderr)
             return 1
-        task = dataclasses.asdict(info.task)
-        task["status"] = info.task.status.value
-        task["steps"] = [dataclasses.asdict(s) for s in info.steps]
-        task["error_summary"] = error_summary(info.task.error)
+        task = dataclasses.asdict(info)
+        task["status"] = info.status.value
+        task["steps"] = [dataclasses.asdict(s) for s in info.steps or ()]
+        task["error_summary"] = info.error_summary
         print(json.dumps(task, indent=2, default=str))
         return 0
     if args.action == "fork":

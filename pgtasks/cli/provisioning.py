@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import argparse
 
-from pgtasks.sysdb import open_system_database
+from pgtasks.engine.core import Engine
+from pgtasks.engine.settings import Settings
 from pgtasks.sysdb.provisioning import (
     DEFAULT_OWNER,
     DEFAULT_PRODUCER,
     DEFAULT_WORKER,
     RoleNames,
-    migration_script,
     roles_script,
 )
 from pgtasks.sysdb.urls import resolve_database_url
@@ -36,13 +36,9 @@ def print_roles(args: argparse.Namespace) -> int:
 
 def print_migrations(database_url: str | None, schema: str) -> int:
     """Print the migrations the database has not applied yet (all of them for a new one)."""
-    db = open_system_database(resolve_database_url(database_url), schema)
+    engine = Engine(Settings(database_url=resolve_database_url(database_url), schema=schema))
     try:
-        try:
-            applied = len(db.migrations_applied())
-        except Exception:  # no migrations table yet: a new database
-            applied = 0
-        print(migration_script(db.target.dialect, db.target.schema, applied), end="")
+        print(engine.admin.migration_sql(), end="")
     finally:
-        db.close()
+        engine.close()
     return 0

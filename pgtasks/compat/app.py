@@ -33,7 +33,6 @@ from pgtasks.compat.signals import Signal
 from pgtasks.compat.task import Task
 from pgtasks.engine.errors import ConfigurationError
 from pgtasks.engine.registry import TaskDefinition
-from pgtasks.engine.serialization import Codec
 from pgtasks.scheduler.definitions import ScheduleDefinition
 from pgtasks.sysdb.urls import DATABASE_URL_ENV, DEFAULT_DATABASE_URL, redact_url
 
@@ -110,6 +109,8 @@ class Celery(App):
         preconf.update(kwargs)
         self.conf.load(preconf)
         super().__init__(main, database_url=self._database_url(), default_queue=self.conf.task_default_queue)
+        # What a chord body whose header failed raises: Celery's ChordError, fixed for the engine.
+        self.engine = self.engine.with_chord_error(ChordError)
         self._ready = True
         self._conf_changed(set(ENGINE_SETTINGS) | {"timezone"})
         if config_source is not None:
@@ -143,10 +144,9 @@ class Celery(App):
                 serializer=serializer,
                 accept_content=accept,
             )
-            if settings.database_url != self.engine.settings.database_url:
-                self.engine.close()  # reopens on next use, on the new database
-            self.engine.settings = settings
-            self.engine.codec = Codec(settings.serializer, frozenset(settings.accept_content))
+            previous, self.engine = self.engine, self.engine.with_settings(settings)
+            if settings.database_url != previous.settings.database_url:
+                previous.close()  # the new engine opens its own connections on the new database
         if "timezone" in names:
             self.timezone = str(self.conf.timezone or "UTC")
         if "task_routes" in names:
@@ -280,7 +280,6 @@ class Celery(App):
             return
         self._finalized = True
         registration.register_builtins(self)
-        self.engine.chord_error = ChordError  # what a chord body whose header failed raises
         self.on_configure.send(sender=self)
         for module in [*(self.conf.include or ()), *(self.conf.imports or ())]:
             importlib.import_module(module)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import json
 import logging
 import os
 from typing import TYPE_CHECKING, Any
@@ -46,12 +45,12 @@ class Control:
         ``task_revoked`` is sent here, in the revoking process, for each task this call
         revoked: no worker ever receives a revoked task to send it from."""
         ids = [task_id] if isinstance(task_id, str) else list(task_id)
-        sysdb = self.app.engine.sysdb
+        admin = self.app.engine.admin
         for one in ids:
-            revoked = sysdb.task_cancel(one)
+            revoked = admin.cancel(one)
             if terminate:
-                sysdb.task_event_set(one, "terminate", json.dumps(str(signal or "SIGTERM")), "json")
-            record = sysdb.task_get(one) if revoked else None
+                admin.request_terminate(one, str(signal or "SIGTERM"))
+            record = admin.task(one) if revoked else None
             if record is not None:
                 self._revoked(record, terminate, signal)
 
@@ -78,12 +77,12 @@ class Control:
 
     def _purge_queue(self, queue: str | None) -> int:
         count = 0
-        sysdb = self.app.engine.sysdb
+        admin = self.app.engine.admin
         waiting_states = (Status.ENQUEUED, Status.DELAYED)
         while True:
             listing = ListTasksParams(status=waiting_states, queue_name=queue, limit=LIST_LIMIT)
-            waiting = sysdb.tasks_list(listing)
-            cancelled = sum(1 for record in waiting if sysdb.task_cancel(record.task_id))
+            waiting = admin.tasks(listing)
+            cancelled = sum(1 for record in waiting if admin.cancel(record.task_id))
             count += cancelled
             if len(waiting) < LIST_LIMIT or cancelled == 0:
                 return count
@@ -127,9 +126,9 @@ class Inspect:
         self.destination = [destination] if isinstance(destination, str) else destination
 
     def _executors(self) -> list[ExecutorInfo]:
-        sysdb = self.app.engine.sysdb
-        now = sysdb.now_ms()
-        live = [e for e in sysdb.executors_list() if _lease_alive(e, now)]
+        admin = self.app.engine.admin
+        now = admin.now_ms()
+        live = [e for e in admin.executors() if _lease_alive(e, now)]
         if self.destination:
             live = [e for e in live if e.executor_id in self.destination]
         return sorted(live, key=lambda e: e.executor_id)
@@ -169,9 +168,7 @@ class Inspect:
 
     def active(self, safe: Any = None) -> dict[str, Any] | None:
         """The tasks each worker is running (PENDING rows it holds)."""
-        running = self.app.engine.sysdb.tasks_list(
-            ListTasksParams(status=(Status.PENDING,), limit=LIST_LIMIT)
-        )
+        running = self.app.engine.admin.tasks(ListTasksParams(status=(Status.PENDING,), limit=LIST_LIMIT))
         nodes = self.nodes()
         return self._reply(
             {node: [self._task_info(r) for r in running if r.executor_id == node] for node in nodes}
@@ -194,8 +191,8 @@ class Inspect:
     registered_tasks = registered
 
     def stats(self) -> dict[str, Any] | None:
-        sysdb = self.app.engine.sysdb
-        now = sysdb.now_ms()
+        admin = self.app.engine.admin
+        now = admin.now_ms()
         return self._reply(
             {
                 e.executor_id: {
@@ -204,7 +201,7 @@ class Inspect:
                     "clock": str(now),
                     "uptime": max(0, (now - e.started_at) // 1000),
                     "pool": {"implementation": "pgtasks"},
-                    "broker": {"transport": sysdb.target.dialect},
+                    "broker": {"transport": admin.dialect()},
                     "application_version": e.application_version,
                     "queues": list(e.queues),
                     "last_heartbeat": _iso(e.last_heartbeat),
@@ -216,7 +213,7 @@ class Inspect:
     def revoked(self) -> dict[str, Any] | None:
         """Ids of revoked (cancelled) tasks, newest first, the same for every node (revokes are
         stored in the database, not in each worker)."""
-        rows = self.app.engine.sysdb.tasks_list(ListTasksParams(status=(Status.CANCELLED,), limit=LIST_LIMIT))
+        rows = self.app.engine.admin.tasks(ListTasksParams(status=(Status.CANCELLED,), limit=LIST_LIMIT))
         ids = [r.task_id for r in rows]
         return self._reply({node: ids for node in self.nodes()})
 
@@ -251,5 +248,5 @@ class Inspect:
         return self._reply({node: self.app.conf.table(with_defaults) for node in self.nodes()})
 
     def clock(self) -> dict[str, Any] | None:
-        now = self.app.engine.sysdb.now_ms()
+        now = self.app.engine.admin.now_ms()
         return self._reply({node: {"clock": now} for node in self.nodes()})

@@ -21,7 +21,7 @@ from pgtasks.compat import django_support, signals, states
 from pgtasks.compat.canvas import Signature
 from pgtasks.compat.exceptions import Ignore, Reject, Retry
 from pgtasks.compat.request import Context, executing, request_from_record
-from pgtasks.engine.context import current_task
+from pgtasks.engine.context import running_context
 from pgtasks.engine.errors import RetryRequested
 
 if TYPE_CHECKING:
@@ -153,7 +153,7 @@ def worker_entry(task: Task, run: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(run)
     def run_in_worker(*args: Any, **kwargs: Any) -> Any:
-        ctx = current_task()
+        ctx = running_context()
         if ctx is None:  # called outside a worker: behave like calling the task
             return task(*args, **kwargs)
         request = request_from_record(ctx.record, ctx.executor_id, args, kwargs)

@@ -275,7 +275,7 @@ class AsyncResult(ResultBase):
     def children(self) -> list[AsyncResult] | None:
         """The tasks this one sent and those waiting for its result (None when there are none,
         as Celery reports a task with nothing recorded)."""
-        found = self.app.engine.sysdb.task_children(self.id)
+        found = self.app.engine.admin.children(self.id)
         return [AsyncResult(child, app=self.app) for child in found] or None
 
     # -- actions -------------------------------------------------------------------------
@@ -477,7 +477,7 @@ class GroupResult(ResultSet):
     def restore(cls, id: str, backend: Any = None, app: Celery | None = None) -> GroupResult | None:
         """The group sent with id ``id``, or None if there is none."""
         app = app or current_app()
-        members = app.engine.sysdb.group_members(id)
+        members = app.engine.admin.group_members(id)
         if not members:
             return None
         return cls(id, [app.AsyncResult(m) for m in members], app=app)

@@ -25,7 +25,7 @@ class CanvasLinks:
     """The engine's :class:`~pgtasks.sysdb.records.LinkResolver`: deserializes a child's
     arguments, puts the parent's result (or results, or id) first, and serializes them back
     in the child's own serialization. ``chord_error`` is the exception type stored on a chord
-    body whose header failed (the Celery layer sets Celery's ChordError)."""
+    body whose header failed (the engine's ``chord_error``, fixed when the engine is built)."""
 
     def __init__(self, codec: Codec, chord_error: type[BaseException] = ChordError) -> None:
         self.codec = codec
@@ -91,4 +91,4 @@ def enqueue_canvas(
         for request in requests
     )
     params = CanvasEnqueue(tasks, frozenset(waiting), tuple(links), dict(meta or {}))
-    return [r.task_id for r in engine.sysdb.tasks_enqueue_canvas(params)]
+    return [r.task_id for r in engine._sysdb.tasks_enqueue_canvas(params)]

@@ -1,16 +1,18 @@
 """The engine: one per App or Client. Enqueues tasks, reads their state and results, and
-owns the connection to the system database (opened and migrated on first use)."""
+owns the connection to the system database (opened and migrated on first use), which no
+layer above reaches but through the engine's methods and its three facades:
+``worker_api`` (a worker process), ``admin`` (management) and ``schedules`` (the scheduler)."""
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
-import threading
 import time
 from typing import Any
 
-from pgtasks.engine.checkpoints import CheckpointWriter
-from pgtasks.engine.context import current_task
+from pgtasks.engine.canvas import CanvasLinks
+from pgtasks.engine.connection import DatabaseHandle
+from pgtasks.engine.context import running_context
 from pgtasks.engine.errors import (
     ChordError,
     DatabaseUnavailable,
@@ -23,12 +25,16 @@ from pgtasks.engine.errors import (
 from pgtasks.engine.failures import decode_exception
 from pgtasks.engine.options import EnqueueRequest, build_new_task, child_task_id
 from pgtasks.engine.registry import Registry
+from pgtasks.engine.schedule_api import ScheduleStore
 from pgtasks.engine.serialization import Codec
 from pgtasks.engine.settings import Settings
-from pgtasks.sysdb import SystemDatabase, open_system_database
+from pgtasks.engine.task_admin import TaskAdmin
+from pgtasks.engine.worker_api import WorkerApi
+from pgtasks.sysdb import SystemDatabase
 from pgtasks.sysdb.records import (
     HOLDER_FINISHED,
     EndReason,
+    MigrationInfo,
     NewTask,
     QueueSettings,
     Status,
@@ -36,6 +42,7 @@ from pgtasks.sysdb.records import (
     StepWrite,
     TaskRecord,
 )
+from pgtasks.sysdb.urls import DatabaseTarget
 
 WAIT_FIRST_INTERVAL = 0.005
 ENQUEUE_CHUNK = 1000  # tasks per statement in a large enqueue (see sysdb.overlapped)
@@ -43,58 +50,121 @@ WAIT_MAX_INTERVAL = 0.5
 
 
 class Engine:
-    """Durable execution on top of the system database, shared by the public API and workers."""
+    """Durable execution on top of the system database, shared by the public API and workers.
 
-    def __init__(self, settings: Settings, registry: Registry | None = None) -> None:
-        self.settings = settings
+    Its settings never change: :meth:`with_settings` derives an engine with other settings
+    (sharing the registry, the declared queues and, on the same database, the connections).
+    ``chord_error`` is the exception type stored on a chord body whose header failed; a
+    layer with its own (Celery's) derives an engine with :meth:`with_chord_error`.
+    """
+
+    def __init__(
+        self,
+        settings: Settings,
+        registry: Registry | None = None,
+        *,
+        chord_error: type[BaseException] = ChordError,
+        declared_queues: dict[str, QueueSettings] | None = None,
+        database: DatabaseHandle | None = None,
+    ) -> None:
+        self._settings = settings
         self.registry = registry if registry is not None else Registry()
-        self.codec = Codec(settings.serializer, frozenset(settings.accept_content))
-        self.declared_queues: dict[str, QueueSettings] = {}
-        self.chord_error: type[BaseException] = ChordError  # stored when a chord's header fails
-        self._sysdb: SystemDatabase | None = None
-        self._checkpoints: CheckpointWriter | None = None
-        self._lock = threading.Lock()
+        self.declared_queues: dict[str, QueueSettings] = {} if declared_queues is None else declared_queues
+        self._codec = Codec(settings.serializer, frozenset(settings.accept_content))
+        self._chord_error = chord_error
+        if database is None or not database.serves(
+            settings.database_url, settings.schema, settings.pool_size
+        ):
+            database = DatabaseHandle(settings.database_url, settings.schema, settings.pool_size)
+        self._database = database
+        self._worker_api = WorkerApi(self)
+        self._admin = TaskAdmin(self)
+        self._schedules = ScheduleStore(self)
+
+    # -- configuration -------------------------------------------------------------------
+    @property
+    def settings(self) -> Settings:
+        """The settings this engine was built with (frozen)."""
+        return self._settings
+
+    @property
+    def codec(self) -> Codec:
+        """Serialization of arguments and results, from the settings."""
+        return self._codec
+
+    @property
+    def chord_error(self) -> type[BaseException]:
+        """The exception type stored on a chord body whose header failed."""
+        return self._chord_error
+
+    def with_settings(self, settings: Settings | None = None, **changes: Any) -> Engine:
+        """An engine with ``settings`` (default: these) and ``changes`` applied to them."""
+        wanted = dataclasses.replace(settings if settings is not None else self._settings, **changes)
+        return self._derive(wanted, self._chord_error)
+
+    def with_chord_error(self, chord_error: type[BaseException]) -> Engine:
+        """An engine that stores ``chord_error`` on a chord body whose header failed."""
+        return self._derive(self._settings, chord_error)
+
+    def _derive(self, settings: Settings, chord_error: type[BaseException]) -> Engine:
+        return Engine(
+            settings,
+            self.registry,
+            chord_error=chord_error,
+            declared_queues=self.declared_queues,
+            database=self._database,
+        )
+
+    # -- facades -------------------------------------------------------------------------
+    @property
+    def worker_api(self) -> WorkerApi:
+        """What a worker process does through the engine (claims, outcomes, lease, ...)."""
+        return self._worker_api
+
+    @property
+    def admin(self) -> TaskAdmin:
+        """Management of tasks, queues and executors."""
+        return self._admin
+
+    @property
+    def schedules(self) -> ScheduleStore:
+        """The stored schedules."""
+        return self._schedules
+
+    def link_resolver(self) -> CanvasLinks:
+        """What completes a task whose outcome other tasks wait for (chains, chords)."""
+        return CanvasLinks(self._codec, self._chord_error)
 
     # -- database ------------------------------------------------------------------------
     @property
-    def sysdb(self) -> SystemDatabase:
-        """The system database, connected and migrated on first use."""
-        if self._sysdb is None:
-            with self._lock:
-                if self._sysdb is None:
-                    db = open_system_database(
-                        self.settings.database_url, self.settings.schema, self.settings.pool_size
-                    )
-                    db.migrate()
-                    self._sysdb = db
-        return self._sysdb
+    def _sysdb(self) -> SystemDatabase:
+        """The system database, connected and migrated on first use. Private to the engine
+        package (and to tests that need raw access)."""
+        return self._database.get()
+
+    @property
+    def database_target(self) -> DatabaseTarget:
+        """Where the system database is (dialect, schema, display URL); connects nothing."""
+        return self._database.target
+
+    def _migrate(self) -> list[MigrationInfo]:
+        return self._database.migrate()
+
+    def _pending_migrations(self) -> tuple[DatabaseTarget, int]:
+        return self._database.pending_migrations()
 
     def forget_connections(self) -> None:
         """In a forked child: drop the parent's connections without touching them (closing
         would end the parent's sessions); the child opens its own on next use."""
-        self._sysdb = None
-        self._checkpoints = None
-        self._lock = threading.Lock()
+        self._database.forget()
 
     def record_step(self, step: StepRecord) -> StepWrite:
         """Record a step checkpoint, sharing the commit with other tasks of this process."""
-        writer = self._checkpoints
-        if writer is None:
-            with self._lock:
-                if self._checkpoints is None:
-                    self._checkpoints = CheckpointWriter(self.sysdb)
-                writer = self._checkpoints
-        return writer.record(step)
+        return self._database.record_step(step)
 
     def close(self) -> None:
         """Close the database connections (they reopen on next use)."""
-        with self._lock:
-            if self._checkpoints is not None:
-                self._checkpoints.stop()
-                self._checkpoints = None
-            if self._sysdb is not None:
-                self._sysdb.close()
-                self._sysdb = None
+        self._database.close()
 
     # -- identity ------------------------------------------------------------------------
     def version(self) -> str:
@@ -119,7 +189,7 @@ class Engine:
         """
         if on_duplicate not in ("raise", "return"):
             raise ValueError("on_duplicate must be 'raise' or 'return'")
-        parent = current_task()
+        parent = running_context()
         rows: list[NewTask] = []
 
         def build(part: list[EnqueueRequest]) -> list[NewTask]:
@@ -146,10 +216,10 @@ class Engine:
             return built
 
         if len(requests) <= ENQUEUE_CHUNK:
-            results = self.sysdb.tasks_enqueue(build(requests), conn=conn)
+            results = self._sysdb.tasks_enqueue(build(requests), conn=conn)
         else:  # the database writes one chunk while the next is being serialized
             chunks = (build(requests[i : i + ENQUEUE_CHUNK]) for i in range(0, len(requests), ENQUEUE_CHUNK))
-            results = self.sysdb.tasks_enqueue_chunks(chunks, conn=conn)
+            results = self._sysdb.tasks_enqueue_chunks(chunks, conn=conn)
         ids = []
         for row, result in zip(rows, results, strict=True):
             if result.duplicate_of is None:
@@ -166,7 +236,7 @@ class Engine:
 
     # -- results -------------------------------------------------------------------------
     def get_task(self, task_id: str) -> TaskRecord | None:
-        return self.sysdb.task_get(task_id)
+        return self._sysdb.task_get(task_id)
 
     def wait(self, task_id: str, timeout: float | None = None) -> TaskRecord:
         """Poll until the task reaches a terminal status; raise TaskTimeoutError after ``timeout``."""
@@ -175,7 +245,7 @@ class Engine:
         record = None
         while True:
             with contextlib.suppress(DatabaseUnavailable):  # a restart or a blip: keep waiting
-                record = self.sysdb.task_get(task_id)
+                record = self._sysdb.task_get(task_id)
             if record is not None and record.status.is_terminal:
                 return record
             remaining = None if deadline is None else deadline - time.monotonic()

@@ -19,13 +19,13 @@ def record_task_state(engine: Engine, task_id: str, state: str, meta: Any = None
     if not isinstance(state, str) or not state:
         raise ConfigurationError(f"a task state must be a non-empty string, not {state!r}")
     tag, text = engine.codec.dumps({"state": state, "meta": meta}, f"meta of state {state!r}")
-    if not engine.sysdb.task_event_set(task_id, STATE_KEY, text, tag):
+    if not engine._sysdb.task_event_set(task_id, STATE_KEY, text, tag):
         raise ConfigurationError(f"no task with id {task_id!r} to record state {state!r} on")
 
 
 def task_state(engine: Engine, task_id: str) -> tuple[str, Any] | None:
     """The last custom state published by ``task_id`` and its meta, or None."""
-    found = engine.sysdb.task_event_get(task_id, STATE_KEY)
+    found = engine._sysdb.task_event_get(task_id, STATE_KEY)
     if found is None:
         return None
     value = engine.codec.loads(found[0], found[1], f"state of task {task_id!r}")

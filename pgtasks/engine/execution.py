@@ -42,7 +42,7 @@ def execute_task(
     if steps is None:
         try:
             steps = with_database_retry(
-                lambda: engine.sysdb.steps_get(record.task_id),
+                lambda: engine._sysdb.steps_get(record.task_id),
                 engine.settings.lease_seconds,
                 "loading steps",
                 record.task_id,

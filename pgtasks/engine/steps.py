@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from pgtasks.engine.context import TaskContext, current_task
+from pgtasks.engine.context import TaskContext, running_context
 from pgtasks.engine.crashpoints import crashpoint
 from pgtasks.engine.errors import ConfigurationError, NonDeterminismError, TaskAbandoned
 from pgtasks.engine.failures import decode_exception, encode_exception
@@ -53,7 +53,7 @@ def run_step(
     options: StepOptions, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> Any:
     """Run ``fn`` as the next step of the current task; outside a task, just call it."""
-    ctx = current_task()
+    ctx = running_context()
     if ctx is None:
         return fn(*args, **kwargs)
     function_id = ctx.take_function_id()
@@ -63,7 +63,7 @@ def run_step(
     engine = ctx.engine
     if ctx.confirmed_at is None or time.monotonic() - ctx.confirmed_at > OWNERSHIP_FRESH_SECONDS:
         owned = with_database_retry(
-            lambda: engine.sysdb.task_owned_by(ctx.task_id, ctx.executor_id, ctx.record.claim_token),
+            lambda: engine._sysdb.task_owned_by(ctx.task_id, ctx.executor_id, ctx.record.claim_token),
             engine.settings.lease_seconds,
             "ownership check",
             ctx.task_id,

@@ -40,7 +40,7 @@ MAX_BACKFILL_FIRES = 100_000
 
 def clock_of(engine: Engine, clock: Clock | None) -> Clock:
     """``clock``, or by default the database server's: every process agrees on the time."""
-    return clock if clock is not None else DatabaseClock(engine.sysdb)
+    return clock if clock is not None else DatabaseClock(engine.schedules)
 
 
 def store(
@@ -64,7 +64,7 @@ def store(
         format_due(clock_of(engine, clock).now()),
         deactivate_missing_from,
     )
-    result = engine.sysdb.schedules_upsert(params)
+    result = engine.schedules.upsert(params)
     for name in result.deactivated:
         log.warning("schedule %s is no longer configured (%s): now INACTIVE", name, deactivate_missing_from)
     if result.refused:
@@ -80,7 +80,7 @@ def store(
 
 def get(engine: Engine, name: str) -> ScheduleRecord:
     """The stored schedule ``name``; ConfigurationError if there is none."""
-    found = engine.sysdb.schedules_list(ListSchedulesParams(name=name))
+    found = engine.schedules.list(ListSchedulesParams(name=name))
     if not found:
         raise ConfigurationError(f"no schedule named {name!r}")
     return found[0]
@@ -95,7 +95,7 @@ def listing(engine: Engine, status: str | ScheduleStatus | None = None) -> list[
         except ValueError:
             known = ", ".join(s.value for s in ScheduleStatus)
             raise ConfigurationError(f"unknown schedule status {status!r}; one of {known}") from None
-    return engine.sysdb.schedules_list(ListSchedulesParams(statuses=statuses))
+    return engine.schedules.list(ListSchedulesParams(statuses=statuses))
 
 
 def set_status(
@@ -103,7 +103,7 @@ def set_status(
 ) -> ScheduleRecord:
     """Pause (PAUSED) or resume (ACTIVE); resuming does not backfill the paused time."""
     since = format_due(clock_of(engine, clock).now())
-    changed = engine.sysdb.schedule_set_status(ScheduleStatusChange(name, status, since))
+    changed = engine.schedules.set_status(ScheduleStatusChange(name, status, since))
     if changed is None:
         raise ConfigurationError(f"no schedule named {name!r}")
     return changed
@@ -111,7 +111,7 @@ def set_status(
 
 def delete(engine: Engine, name: str) -> bool:
     """Delete ``name`` (its fired tasks stay); False if there was none."""
-    return engine.sysdb.schedule_delete(name)
+    return engine.schedules.delete(name)
 
 
 def trigger(engine: Engine, name: str) -> str:

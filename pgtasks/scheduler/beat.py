@@ -76,7 +76,7 @@ class Beat:
         self, engine: Engine, clock: Clock | None = None, settings: BeatSettings | None = None
     ) -> None:
         self.engine = engine
-        self.clock = clock or DatabaseClock(engine.sysdb)
+        self.clock = clock or DatabaseClock(engine.schedules)
         self.settings = settings or BeatSettings()
         self._decoded: dict[tuple[object, ...], StoredSchedule] = {}
         self._broken: set[tuple[str, str]] = set()  # (schedule, error) already logged
@@ -95,7 +95,7 @@ class Beat:
         report = TickReport()
         now = self.clock.now()
         active = ListSchedulesParams(statuses=(ScheduleStatus.ACTIVE,))
-        for record in self.engine.sysdb.schedules_list(active):
+        for record in self.engine.schedules.list(active):
             try:
                 schedule = self._decode(record)
                 upcoming = self._fire_due(schedule, now, report)

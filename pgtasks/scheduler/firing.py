@@ -47,7 +47,7 @@ def fire_due(engine: Engine, schedule: StoredSchedule, due: list[dt.datetime]) -
     moved it first. The crash point ``after_fire_before_commit`` sits just before the commit."""
     record = schedule.record
     name = record.name
-    return engine.sysdb.schedule_fire(
+    return engine.schedules.fire(
         ScheduleFire(
             name=name,
             tasks=tuple(fire_tasks(engine, schedule, [fire_task_id(name, d) for d in due])),
@@ -60,7 +60,7 @@ def fire_due(engine: Engine, schedule: StoredSchedule, due: list[dt.datetime]) -
 def fire_without_cursor(engine: Engine, schedule: StoredSchedule, task_ids: list[str]) -> FireResult:
     """Insert fires without touching the cursor (manual trigger and backfill); task ids that
     exist already are kept, so a due time already fired is not fired again."""
-    return engine.sysdb.schedule_fire(
+    return engine.schedules.fire(
         ScheduleFire(name=schedule.record.name, tasks=tuple(fire_tasks(engine, schedule, task_ids)))
     )
 

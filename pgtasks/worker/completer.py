@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable
 
 from pgtasks.engine.crashpoints import crashpoint
-from pgtasks.sysdb import SystemDatabase
+from pgtasks.engine.worker_api import WorkerApi
 from pgtasks.sysdb.records import CompleteParams, LinkResolver, Outcome
 
 log = logging.getLogger("pgtasks.worker")
@@ -31,12 +31,12 @@ class BatchCompleter:
 
     def __init__(
         self,
-        sysdb: SystemDatabase,
+        store: WorkerApi,
         executor_id: str,
         on_done: Callable[[list[str]], None] | None = None,
         links: LinkResolver | None = None,
     ) -> None:
-        self._sysdb = sysdb
+        self._store = store
         self._links = links
         self._executor_id = executor_id
         self._on_done = on_done
@@ -84,7 +84,7 @@ class BatchCompleter:
         params = CompleteParams(self._executor_id, tuple(batch), self._links)
         while True:
             try:
-                written = set(self._sysdb.tasks_complete(params))
+                written = set(self._store.complete(params))
                 break
             except Exception as exc:
                 if self._give_up.is_set():
@@ -104,7 +104,7 @@ class BatchCompleter:
     def _already_written(self, outcome: Outcome) -> bool:
         """True when the row holds this very outcome: status, executor and claim token."""
         try:
-            row = self._sysdb.task_get(outcome.task_id)
+            row = self._store.task(outcome.task_id)
         except Exception:
             return False
         return (

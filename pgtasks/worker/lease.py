@@ -6,7 +6,7 @@ import logging
 import threading
 from collections.abc import Callable
 
-from pgtasks.sysdb import SystemDatabase
+from pgtasks.engine.worker_api import WorkerApi
 from pgtasks.sysdb.records import ExecutorInfo, RecoverStaleParams
 
 log = logging.getLogger("pgtasks.worker")
@@ -21,12 +21,12 @@ class LeaseKeeper:
 
     def __init__(
         self,
-        sysdb: SystemDatabase,
+        store: WorkerApi,
         info: ExecutorInfo,
         lease_seconds: float,
         also: Callable[[], None] | None = None,
     ) -> None:
-        self._sysdb = sysdb
+        self._store = store
         self._also = also
         self._info = info
         self.interval = max(0.05, lease_seconds / 4)
@@ -42,18 +42,16 @@ class LeaseKeeper:
 
     def tick(self) -> None:
         """One round of heartbeat, recovery and promotion."""
-        if not self._sysdb.executor_heartbeat(self._info.executor_id):
+        if not self._store.heartbeat(self._info.executor_id):
             # Another executor found our heartbeat too old and recovered our tasks; our
             # fenced writes for them will be refused. Take a fresh lease for new work.
             log.warning(
                 "executor %s lost its lease; its running tasks were recovered elsewhere",
                 self._info.executor_id,
             )
-            self._sysdb.executor_register(self._info)
+            self._store.register_executor(self._info)
         # Each executor's lease is judged by its own length (stored with its heartbeat).
-        report = self._sysdb.tasks_recover_stale(
-            RecoverStaleParams(exclude_executor_id=self._info.executor_id)
-        )
+        report = self._store.recover_stale(RecoverStaleParams(exclude_executor_id=self._info.executor_id))
         if report.requeued:
             log.warning("recovered %d tasks of executors whose lease expired", len(report.requeued))
         if report.dead_lettered:
@@ -62,10 +60,10 @@ class LeaseKeeper:
                 len(report.dead_lettered),
                 ", ".join(report.dead_lettered[:10]),
             )
-        self._sysdb.tasks_promote_delayed()
+        self._store.promote_delayed()
         if self._also is not None:
             self._also()
-        expired = self._sysdb.tasks_expire()
+        expired = self._store.expire()
         if expired:
             log.info("cancelled %d tasks that expired before they started", expired)
 

@@ -28,10 +28,11 @@ STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGQUIT)
 
 def banner(worker: Worker, app_name: str) -> str:
     settings = worker.engine.settings
+    schema = worker.engine.database_target.schema
     lines = [
         f" -------------- {worker.executor_id} v{package_version('pgtasks')}",
         f"--- app:         {app_name}",
-        f"--- database:    {redact_url(settings.database_url)} (schema {worker.engine.sysdb.target.schema})",
+        f"--- database:    {redact_url(settings.database_url)} (schema {schema})",
         f"--- queues:      {', '.join(worker.options.queues)}",
         f"--- concurrency: {worker.options.concurrency} ({worker.options.pool})",
         f"--- wake-ups:    {'LISTEN/NOTIFY, ' if worker.listening else ''}"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import threading
 
-from pgtasks.sysdb import SystemDatabase
+from pgtasks.engine.worker_api import WorkerApi
 from pgtasks.sysdb.records import QueueClaim, QueueSettings, QueueUpsert
 
 log = logging.getLogger("pgtasks.worker")
@@ -15,8 +15,8 @@ class QueueBook:
     """Settings of the consumed queues (refreshed from the ``queues`` table, so changes made
     at runtime reach a running worker) and how many tasks of each this worker runs now."""
 
-    def __init__(self, sysdb: SystemDatabase, names: tuple[str, ...]) -> None:
-        self._sysdb = sysdb
+    def __init__(self, store: WorkerApi, names: tuple[str, ...]) -> None:
+        self._store = store
         self._names = names
         self._settings: dict[str, QueueSettings] = {}
         self._running = dict.fromkeys(names, 0)
@@ -25,15 +25,15 @@ class QueueBook:
     def declare(self, declared: dict[str, QueueSettings]) -> None:
         """Write the app's declared queues, and create rows for consumed queues that have none."""
         for settings in declared.values():
-            self._sysdb.queue_upsert(QueueUpsert(settings))
+            self._store.upsert_queue(QueueUpsert(settings))
         for name in self._names:
             if name not in declared:
-                self._sysdb.queue_upsert(QueueUpsert(QueueSettings(name), changed=frozenset()))
+                self._store.upsert_queue(QueueUpsert(QueueSettings(name), changed=frozenset()))
         self.refresh()
 
     def refresh(self) -> None:
         """Re-read the stored settings of the consumed queues."""
-        fresh = {q.name: q for q in self._sysdb.queues_get(self._names)}
+        fresh = {q.name: q for q in self._store.queues(self._names)}
         with self._lock:
             changed = [fresh[n] for n in self._names if n in fresh and fresh[n] != self._settings.get(n)]
             self._settings = fresh

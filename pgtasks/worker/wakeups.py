@@ -10,9 +10,8 @@ from __future__ import annotations
 import logging
 import threading
 
-from pgtasks.sysdb import SystemDatabase
-from pgtasks.sysdb.errors import DatabaseUnavailable
-from pgtasks.sysdb.interface import EnqueueListener
+from pgtasks.engine.errors import DatabaseUnavailable
+from pgtasks.engine.worker_api import EnqueueListener, WorkerApi
 
 log = logging.getLogger("pgtasks.worker")
 
@@ -22,8 +21,8 @@ RECONNECT_DELAYS = (0.1, 0.5, 1.0, 2.0, 5.0)
 class WakeOnEnqueue:
     """A thread that sets ``wake`` whenever one of ``queues`` is announced."""
 
-    def __init__(self, sysdb: SystemDatabase, queues: tuple[str, ...], wake: threading.Event) -> None:
-        self._sysdb = sysdb
+    def __init__(self, store: WorkerApi, queues: tuple[str, ...], wake: threading.Event) -> None:
+        self._store = store
         self._queues = set(queues)
         self._wake = wake
         self._stop = threading.Event()
@@ -32,7 +31,7 @@ class WakeOnEnqueue:
     def start(self) -> bool:
         """Start listening; False where the database has no notifications (poll only)."""
         try:
-            first = self._sysdb.open_listener()
+            first = self._store.open_listener()
         except DatabaseUnavailable as exc:
             log.warning("cannot listen for new tasks yet (polling meanwhile): %s", exc)
             first = _NOT_YET
@@ -50,7 +49,7 @@ class WakeOnEnqueue:
         while not self._stop.is_set():
             if not isinstance(listener, EnqueueListener):
                 try:
-                    listener = self._sysdb.open_listener()
+                    listener = self._store.open_listener()
                     failures = 0
                 except DatabaseUnavailable as exc:
                     delay = RECONNECT_DELAYS[min(failures, len(RECONNECT_DELAYS) - 1)]

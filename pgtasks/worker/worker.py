@@ -14,7 +14,6 @@ import threading
 import time
 from dataclasses import dataclass
 
-from pgtasks.engine.canvas import CanvasLinks
 from pgtasks.engine.core import Engine
 from pgtasks.engine.crashpoints import crashpoint
 from pgtasks.engine.errors import ConfigurationError, DatabaseUnavailable
@@ -25,7 +24,6 @@ from pgtasks.sysdb.records import (
     ClaimParams,
     ExecutorInfo,
     Outcome,
-    RecoverOwnParams,
     ReleaseStrayParams,
     Status,
     StepRecord,
@@ -41,6 +39,8 @@ log = logging.getLogger("pgtasks.worker")
 
 STRAY_GRACE_SECONDS = 10.0  # a claim this young may still be on its way to the pool
 GATHER_SECONDS = 0.002  # with a backlog, how long a claim waits for more slots to free up
+CLAIM_FIRST_BACKOFF = 0.1  # seconds before the first retry of a claim the database refused
+CLAIM_MAX_BACKOFF = 5.0
 
 
 def default_executor_id() -> str:
@@ -87,6 +87,7 @@ class Worker:
 
     def __init__(self, engine: Engine, options: WorkerOptions) -> None:
         self.engine = engine
+        self._store = engine.worker_api
         self.options = options
         self.executor_id = options.executor_id or default_executor_id()
         self.version = engine.version()
@@ -118,25 +119,25 @@ class Worker:
     # -- lifecycle ----------------------------------------------------------------------
     def start(self) -> None:
         """Register the executor, recover its own unfinished tasks, start the helpers."""
-        sysdb = self.engine.sysdb
+        store = self._store
         self._check_executor_id_free()
         self._pool.start()  # prefork: fork the children before this process starts threads
-        sysdb.version_register(self.version)
-        sysdb.executor_register(self.info)
-        self.queues = QueueBook(sysdb, self.options.queues)
+        store.register_version(self.version)
+        store.register_executor(self.info)
+        self.queues = QueueBook(store, self.options.queues)
         self.queues.declare(self.engine.declared_queues)
-        report = sysdb.tasks_recover_own(RecoverOwnParams(self.executor_id))
+        report = store.recover_own(self.executor_id)
         if report.requeued:
             log.warning("resuming %d tasks this executor was running when it stopped", len(report.requeued))
         if report.dead_lettered:
             log.error("dead-lettered %d tasks that exceeded max_recovery_attempts", len(report.dead_lettered))
-        links = CanvasLinks(self.engine.codec, self.engine.chord_error)
-        self._completer = BatchCompleter(sysdb, self.executor_id, on_done=self._disown, links=links)
+        links = self.engine.link_resolver()
+        self._completer = BatchCompleter(store, self.executor_id, on_done=self._disown, links=links)
         self._completer.start()
-        self._lease = LeaseKeeper(sysdb, self.info, self.engine.settings.lease_seconds, self._lease_round)
+        self._lease = LeaseKeeper(store, self.info, self.engine.settings.lease_seconds, self._lease_round)
         self._lease.start()
         self._lease.tick()
-        self._wakeups = WakeOnEnqueue(sysdb, self.options.queues, self._wake)
+        self._wakeups = WakeOnEnqueue(store, self.options.queues, self._wake)
         self.listening = self._wakeups.start()
 
     def _lease_round(self) -> None:
@@ -148,11 +149,11 @@ class Worker:
         with self._running_lock:
             keep = tuple(self._owned)
         grace = round(max(STRAY_GRACE_SECONDS, self.engine.settings.lease_seconds) * 1000)
-        stray = self.engine.sysdb.tasks_release_stray(ReleaseStrayParams(self.executor_id, keep, grace))
+        stray = self._store.release_stray(ReleaseStrayParams(self.executor_id, keep, grace))
         if stray:
             log.warning("gave back %d tasks this worker had claimed without knowing it", len(stray))
         if keep and self.options.pool == "prefork":  # only processes can be stopped at once
-            for task_id in self.engine.sysdb.tasks_to_terminate(list(keep)):
+            for task_id in self._store.to_terminate(list(keep)):
                 self._pool.terminate(task_id)
 
     def _disown(self, task_ids: list[str]) -> None:
@@ -160,10 +161,10 @@ class Worker:
             self._owned.difference_update(task_ids)
 
     def _check_executor_id_free(self) -> None:
-        for other in self.engine.sysdb.executors_list():
+        for other in self._store.executors():
             if other.executor_id != self.executor_id:
                 continue
-            fresh = self.engine.sysdb.now_ms() - other.last_heartbeat < other.lease_ms
+            fresh = self._store.now_ms() - other.last_heartbeat < other.lease_ms
             if (
                 fresh
                 and (other.hostname != self.info.hostname or _pid_alive(other.pid))
@@ -175,16 +176,24 @@ class Worker:
                 )
 
     def run(self) -> None:
-        """Claim and run tasks until :meth:`stop` is called."""
+        """Claim and run tasks until :meth:`stop` is called.
+
+        A lost database is waited out (see :meth:`_claim_loop`). Any other error ends the
+        loop: it is a bug (a statement the database refuses, an error in our code) that
+        retrying would repeat forever, so it is logged with its traceback and the process
+        stops with exit code 1 (``run_worker`` sees the loop gone and shuts down warm)."""
         self._claim_loop_started = True
         try:
             self._claim_loop()
+        except Exception:
+            log.critical("claiming failed with an error that retrying cannot fix", exc_info=True)
         finally:
             self._claim_loop_exited.set()
 
     def _claim_loop(self) -> None:
         poll = self.engine.settings.poll_interval
-        backoff = 0.1
+        backoff = CLAIM_FIRST_BACKOFF
+        outage_since: float | None = None  # time.monotonic() of the first failed claim
         backlog = False  # the last claim took all it asked for: more tasks are probably waiting
         gather = self.options.concurrency // 2
         while not self._stopping.is_set():
@@ -202,17 +211,26 @@ class Worker:
                 self._wake.clear()
                 self._wake.wait(max(0.0, deadline - time.monotonic()))
                 free = self._free_slots()
+            assert self.queues is not None, "start() first"
             try:
-                assert self.queues is not None, "start() first"
-                claimed = self.engine.sysdb.tasks_claim(
+                claimed = self._store.claim(
                     ClaimParams(self.executor_id, self.version, self.queues.claims(), free)
                 )
-                backoff = 0.1
-            except Exception as exc:  # lost connection: back off and try again
-                log.warning("claim failed, retrying in %.1fs: %s", backoff, exc)
+            except DatabaseUnavailable as exc:  # transient: back off and try again
+                if outage_since is None:  # one warning per outage, not one per attempt
+                    outage_since = time.monotonic()
+                    log.warning("cannot claim tasks, the database is unavailable; retrying: %s", exc)
+                else:
+                    log.debug("claim failed again, retrying in %.1fs: %s", backoff, exc)
                 self._stopping.wait(backoff)
-                backoff = min(backoff * 2, 5.0)
+                backoff = min(backoff * 2, CLAIM_MAX_BACKOFF)
                 continue
+            if outage_since is not None:
+                log.warning(
+                    "claiming again after %.1fs without the database", time.monotonic() - outage_since
+                )
+                outage_since = None
+            backoff = CLAIM_FIRST_BACKOFF
             backlog = len(claimed) == free
             steps = self._recorded_steps(claimed)
             for record in claimed:
@@ -234,7 +252,7 @@ class Worker:
         if not unknown:
             return steps
         try:
-            return {**steps, **self.engine.sysdb.steps_get_many(unknown)}
+            return {**steps, **self._store.recorded_steps(unknown)}
         except DatabaseUnavailable:
             return steps
 
@@ -329,7 +347,7 @@ class Worker:
             self._wakeups.stop()
         if finished:
             try:
-                self.engine.sysdb.executor_unregister(self.executor_id)
+                self._store.unregister_executor(self.executor_id)
             except DatabaseUnavailable as exc:  # the row expires with its lease instead
                 log.warning("could not remove executor %s: %s", self.executor_id, exc)
         return finished

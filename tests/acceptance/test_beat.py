@@ -62,7 +62,7 @@ def assert_exactly_once_and_contiguous(counts: collections.Counter[str], databas
 
 
 def race(database_url: str, tmp_path: Path, processes: int) -> list[str]:
-    Client(database_url).engine.sysdb.migrate()  # one migration up front; the beats race on fires only
+    Client(database_url).engine.admin.migrate()  # one migration up front; the beats race on fires only
     logs = [tmp_path / f"beat-{n}.log" for n in range(processes)]
     beats = [beat_process(database_url, log) for log in logs]
     try:

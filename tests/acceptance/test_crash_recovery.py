@@ -22,7 +22,7 @@ def test_killed_inside_step_two_the_same_executor_resumes(database_url: str, led
     assert crashing.wait(timeout=60) == -signal.SIGKILL
     record = client.engine.get_task(handle.id)
     assert record is not None and record.status.value == "PENDING" and record.executor_id == "w1"
-    assert [s.function_id for s in client.engine.sysdb.steps_get(handle.id)] == [1]
+    assert [s.function_id for s in client.engine.admin.steps(handle.id)] == [1]
     # Restarted with the same executor id, the worker recovers its own task at start-up.
     restarted = worker_process(database_url, ledger, "w1", lease_seconds=60)
     try:
@@ -33,7 +33,7 @@ def test_killed_inside_step_two_the_same_executor_resumes(database_url: str, led
     assert seen[(handle.id, "step1")] == 1
     assert seen[(handle.id, "step2")] == 2  # ran, crashed before its checkpoint, ran again
     assert seen[(handle.id, "step3")] == 1
-    steps = client.engine.sysdb.steps_get(handle.id)
+    steps = client.engine.admin.steps(handle.id)
     assert [s.function_id for s in steps] == [1, 2, 3]
     final = client.engine.get_task(handle.id)
     assert final is not None and final.recovery_attempts == 2
@@ -54,7 +54,7 @@ def test_another_executor_takes_over_after_the_lease_expires(database_url: str, 
     seen = effects(ledger)
     # Step 2's checkpoint was committed before the crash: no step ran twice.
     assert [seen[(handle.id, f"step{i}")] for i in (1, 2, 3)] == [1, 1, 1]
-    steps = client.engine.sysdb.steps_get(handle.id)
+    steps = client.engine.admin.steps(handle.id)
     assert [(s.function_id, s.executor_id) for s in steps] == [(1, "w1"), (2, "w1"), (3, "w2")]
     client.close()
 
@@ -106,7 +106,7 @@ def test_two_executors_recovering_at_once_finish_the_task_once(database_url: str
     finally:
         for proc in rescuers:
             stop(proc)
-    steps = client.engine.sysdb.steps_get(handle.id)
+    steps = client.engine.admin.steps(handle.id)
     assert [s.function_id for s in steps] == [1, 2, 3, 4, 5, 6]
     seen = effects(ledger)
     assert all(seen[(handle.id, f"slow{i}")] == 1 for i in range(6)), seen
@@ -125,7 +125,7 @@ def test_warm_shutdown_finishes_running_tasks(database_url: str, ledger: Path) -
     assert "warm shutdown" in out
     record = client.engine.get_task(handle.id)
     assert record is not None and record.status.value == "SUCCESS"
-    assert client.engine.sysdb.executors_list() == []
+    assert client.engine.admin.executors() == []
     client.close()
 
 
@@ -193,7 +193,7 @@ def test_workers_survive_a_postgres_restart_and_finish_every_task(tmp_path: Path
         seen = effects(ledger)
         for handle in handles:
             assert 1 <= seen[(handle.id, "slow0")] <= 2 and 1 <= seen[(handle.id, "slow1")] <= 2
-            assert [s.function_id for s in client.engine.sysdb.steps_get(handle.id)] == [1, 2]
+            assert [s.function_id for s in client.engine.admin.steps(handle.id)] == [1, 2]
         client.close()
     finally:
         server.destroy()

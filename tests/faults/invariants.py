@@ -39,7 +39,7 @@ from typing import Any
 
 import psycopg
 
-from pgtasks import current_task
+from pgtasks.engine.context import running_context
 from pgtasks.sysdb import open_system_database
 from pgtasks.sysdb.records import TERMINAL_STATUSES
 from pgtasks.sysdb.urls import DatabaseTarget, parse_database_url
@@ -56,7 +56,7 @@ def effect(label: str = "") -> None:
     """Record one execution of the current step's body: ``<task> effect <function_id> <label>``.
 
     Call it from inside an ``@app.step`` body (the step's position is the one just taken)."""
-    ctx = current_task()
+    ctx = running_context()  # the engine's own context: the step counter, the claim token
     function_id = ctx.next_function_id - 1 if ctx else 0
     append("effect", str(function_id), label or "-")
 
@@ -64,7 +64,7 @@ def effect(label: str = "") -> None:
 def span(event: str) -> None:
     """Record the ``start`` or ``end`` of one execution of the current task body, with the
     queue and the claim token (unique per execution), for the concurrency check."""
-    ctx = current_task()
+    ctx = running_context()
     queue, token = (ctx.record.queue_name, ctx.record.claim_token or "-") if ctx else ("-", "-")
     append(event, f"{time.time():.6f}", queue, token)
 

@@ -25,7 +25,7 @@ def app(database_url: str) -> Iterator[App]:
 
 
 def stored(app: App) -> int:
-    return len(app.engine.sysdb.tasks_list(ListTasksParams(name="bulk.job", limit=COUNT + 10)))
+    return len(app.engine.admin.tasks(ListTasksParams(name="bulk.job", limit=COUNT + 10)))
 
 
 def test_every_chunk_is_stored_and_ids_come_back_in_order(app: App) -> None:

@@ -168,7 +168,7 @@ def test_rows_whose_inputs_cannot_be_read_fail_with_a_reason(
         return "fine"
 
     poison = NewTask(task_id="poison", name=fine.name, inputs=inputs, serialization=tag, queue_name="default")
-    app.engine.sysdb.tasks_enqueue([poison])
+    app.engine._sysdb.tasks_enqueue([poison])
     healthy = fine.delay()
     with running_worker(app):
         assert healthy.get(timeout=20) == "fine"  # the worker keeps serving other tasks
@@ -215,10 +215,10 @@ def test_pickle_only_when_the_app_opts_in(database_url: str) -> None:
     with running_worker(app):
         assert echo.delay({1, 2, 3}).get(timeout=20) == {1, 2, 3}
     json_only = make_app(database_url)
-    record = json_only.get_task(app.list_tasks()[0].task_id)
+    record = json_only.engine.get_task(app.list_tasks()[0].task_id)
     assert record is not None
     with pytest.raises(pgtasks.SerializationError, match="does not accept"):
-        json_only.engine.result_of(record.task)
+        json_only.engine.result_of(record)
 
 
 def test_steps_run_once_and_replay_from_checkpoints(app: App) -> None:
@@ -365,7 +365,7 @@ def test_two_executors_on_one_task_only_the_owner_records(app: App) -> None:
         return work("a") + work("b")
 
     handle = task.delay()
-    db = app.engine.sysdb
+    db = app.engine._sysdb
     version = app.version()
     [first] = db.tasks_claim(ClaimParams("w1", version, ("default",), 1))
     # w1's lease expires: the task is recovered and w2 claims it, while w1 still has it.
@@ -395,7 +395,7 @@ def test_nondeterministic_body_is_reported(app: App) -> None:
         return one() if flip["value"] else two()
 
     handle = wobbly.delay()
-    db = app.engine.sysdb
+    db = app.engine._sysdb
     [record] = db.tasks_claim(ClaimParams("w1", app.version(), ("default",), 1))
     assert execute_task(app.engine, record, "w1") is not None
     flip["value"] = False
@@ -475,9 +475,9 @@ def test_a_task_that_asks_to_retry_runs_again_under_its_id_from_scratch(app: App
         ctx = pgtasks.current_task()
         assert ctx is not None
         charged = charge()
-        if ctx.record.retries < 2:
+        if ctx.retries < 2:
             raise pgtasks.RetryRequested(countdown=0, reason=ConnectionError("gateway down"))
-        return charged, ctx.record.retries
+        return charged, ctx.retries
 
     with running_worker(app):
         handle = flaky.delay()

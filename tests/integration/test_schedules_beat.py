@@ -49,7 +49,7 @@ def minutes(n: int) -> dt.datetime:
 
 
 def fired_ids(app: App, name: str = "sched.tick") -> list[str]:
-    tasks = app.engine.sysdb.tasks_list(ListTasksParams(name=name, limit=10_000, newest_first=False))
+    tasks = app.engine.admin.tasks(ListTasksParams(name=name, limit=10_000, newest_first=False))
     return sorted(t.task_id for t in tasks)
 
 
@@ -132,7 +132,7 @@ def test_a_lost_compare_and_set_inserts_nothing_and_the_loser_catches_up(app: Ap
     define_every_minute(app, clock, backfill=True)
     first, second = Beat(app.engine, clock), Beat(app.engine, clock)
     clock.set(minutes(3))
-    stale = app.engine.sysdb.schedules_list(ListSchedulesParams(name="m"))[0]
+    stale = app.engine._sysdb.schedules_list(ListSchedulesParams(name="m"))[0]
     assert first.tick().fired == ids("m", 1, 2, 3)
     from pgtasks.scheduler.definitions import decode_schedule
     from pgtasks.scheduler.firing import fire_due
@@ -251,7 +251,7 @@ def test_runtime_changes_reach_a_running_beat(app: App) -> None:
 def test_scheduled_tasks_go_to_the_latest_version(app: App) -> None:
     clock = ManualClock(T0)
     define_every_minute(app, clock, backfill=False)
-    sysdb = app.engine.sysdb
+    sysdb = app.engine._sysdb
     queues = (app.settings.default_queue,)
     for version, executor in (("v1", "w-old"), ("v2", "w-new")):
         start = sysdb.now_ms()  # versions are ordered by the database clock (ms)
@@ -269,7 +269,7 @@ def test_app_api_trigger_backfill_pause_and_errors(app: App) -> None:
     assert (record.status, record.queue_name, record.timezone) == (ScheduleStatus.ACTIVE, "q", "Asia/Kolkata")
     handle = app.trigger_schedule("api")
     assert handle.id.startswith("sched-api-manual-")
-    task = app.engine.sysdb.task_get(handle.id)
+    task = app.engine._sysdb.task_get(handle.id)
     assert task is not None and task.queue_name == "q" and task.inputs.startswith('{"args":[1]')
     today = dt.datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
     report = app.backfill_schedule("api", today - dt.timedelta(days=3))
@@ -294,7 +294,7 @@ def test_app_api_trigger_backfill_pause_and_errors(app: App) -> None:
 def test_rows_that_cannot_fire_do_not_stop_the_others(app: App, caplog: pytest.LogCaptureFixture) -> None:
     """Rows edited by hand into something unreadable are logged once each and skipped."""
     clock = ManualClock(T0)
-    sysdb = app.engine.sysdb
+    sysdb = app.engine._sysdb
     broken = (
         ScheduleWrite(name="bad-cron", task_name="sched.tick", schedule="every day at noon"),
         ScheduleWrite(name="bad-args", task_name="sched.tick", schedule="* * * * *", context='{"args": 5}'),
@@ -321,15 +321,15 @@ def test_rows_that_cannot_fire_do_not_stop_the_others(app: App, caplog: pytest.L
 
 
 def test_the_default_clock_is_the_database_servers(app: App) -> None:
-    sysdb = app.engine.sysdb
-    before = sysdb.now_ms()
-    now = DatabaseClock(sysdb).now()
-    after = sysdb.now_ms()
+    schedules = app.engine.schedules
+    before = schedules.now_ms()
+    now = DatabaseClock(schedules).now()
+    after = schedules.now_ms()
     assert before <= now.timestamp() * 1000 <= after + 1
     assert isinstance(Beat(app.engine).clock, DatabaseClock)
     stored = app.schedule("c", "sched.tick", "0 3 * * *")
     since = dt.datetime.strptime(stored.active_since or "", "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
-    assert before // 1000 - 1 <= since.timestamp() <= sysdb.now_ms() / 1000
+    assert before // 1000 - 1 <= since.timestamp() <= schedules.now_ms() / 1000
 
 
 def test_api_and_configured_schedules_do_not_take_over_each_others_schedules(

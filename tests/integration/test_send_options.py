@@ -34,7 +34,7 @@ def celery(database_url: str) -> Iterator[Celery]:
 
 
 def record(app: App, task_id: str) -> TaskRecord:
-    found = app.engine.sysdb.task_get(task_id)
+    found = app.engine.get_task(task_id)
     assert found is not None
     return found
 

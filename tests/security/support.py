@@ -65,7 +65,7 @@ EXPECTED_TABLES = frozenset(
 
 def snapshot(app: App) -> dict[str, TaskRecord]:
     """Every task row of the app's database, by id."""
-    rows = app.engine.sysdb.tasks_list(ListTasksParams(limit=1_000_000))
+    rows = app.engine.admin.tasks(ListTasksParams(limit=1_000_000))
     return {r.task_id: r for r in rows}
 
 

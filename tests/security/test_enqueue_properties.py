@@ -152,9 +152,9 @@ def enqueue(
         refused(app, lambda: app.send_task(name, args, kwargs, **options), word)
         return None
     before = snapshot(app)
-    start = app.engine.sysdb.now_ms()
+    start = app.engine.admin.now_ms()
     task_id = app.send_task(name, args, kwargs, **options).id
-    end = app.engine.sysdb.now_ms()
+    end = app.engine.admin.now_ms()
     after = snapshot(app)
     if options.get("task_id") is not None:
         assert task_id == options["task_id"]

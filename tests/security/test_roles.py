@@ -100,7 +100,7 @@ def test_the_worker_role_runs_everything_and_creates_nothing(roles: Roles) -> No
         with running_worker(app):
             handle = work.delay(20)
             assert handle.get(timeout=60) == 41
-            [step] = app.engine.sysdb.steps_get(handle.id)
+            [step] = app.engine.admin.steps(handle.id)
             assert step.function_name.endswith("double") and step.function_id == 1
             clock = ManualClock(dt.datetime(2026, 11, 22, 10, 0, tzinfo=dt.timezone.utc))
             admin.store(app.engine, [define_schedule("tick", "roles.work", every=60, args=[1])], clock)
@@ -124,9 +124,9 @@ def test_the_producer_role_enqueues_and_reads_but_changes_nothing(roles: Roles) 
     try:
         handle = producer.enqueue("roles.add", [2, 3])
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
-            producer.engine.sysdb.tasks_claim(ClaimParams("p", "v", ("default",), 1))
+            producer.engine.worker_api.claim(ClaimParams("p", "v", ("default",), 1))
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
-            producer.engine.sysdb.task_cancel(handle.id)  # no UPDATE: it cannot revoke either
+            producer.engine.admin.cancel(handle.id)  # no UPDATE: it cannot revoke either
         with running_worker(worker):
             assert producer.AsyncResult(handle.id).get(timeout=60) == 5
         assert ddl_refused(roles.producer, roles.schema)

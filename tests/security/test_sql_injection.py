@@ -72,7 +72,7 @@ def test_hostile_queue_names_are_refused_everywhere(app: App, database_url: str)
             assert app.list_tasks(queue=queue) == []
     assert table_names(database_url) == tables
     assert sorted(snapshot(app)) == sorted(kept)
-    assert app.engine.sysdb.queues_get() == []
+    assert app.engine.admin.queues() == []
 
 
 def test_hostile_values_are_stored_verbatim(app: App, database_url: str) -> None:
@@ -138,7 +138,7 @@ def test_hostile_step_names_and_results_are_stored_verbatim(app: App, database_u
     with running_worker(app, executor_id="w-injection"):
         result = run_steps.delay(list(STORABLE))
         assert result.get(timeout=30) == list(STORABLE)
-    recorded = app.engine.sysdb.steps_get(result.id)
+    recorded = app.engine.admin.steps(result.id)
     assert [s.function_name for s in recorded] == list(STORABLE)
     assert [app.engine.codec.loads("json", s.output) for s in recorded] == list(STORABLE)
     assert app.engine.get_task(result.id).status is Status.SUCCESS  # type: ignore[union-attr]

@@ -1,0 +1,93 @@
+"""The engine's handle on the system database: opened and migrated on first use, shared by
+the engines derived from one another (so a derived engine never opens a second pool), with
+the process's group-commit checkpoint writer."""
+
+from __future__ import annotations
+
+import threading
+
+from pgtasks.engine.checkpoints import CheckpointWriter
+from pgtasks.sysdb import SystemDatabase, open_system_database
+from pgtasks.sysdb.records import MigrationInfo, StepRecord, StepWrite
+from pgtasks.sysdb.urls import DatabaseTarget, parse_database_url
+
+
+class DatabaseHandle:
+    """One system database (URL, schema, pool size), connected lazily."""
+
+    def __init__(self, url: str, schema: str, pool_size: int) -> None:
+        self.url = url
+        self.schema = schema
+        self.pool_size = pool_size
+        self.target: DatabaseTarget = parse_database_url(url, schema)
+        self._db: SystemDatabase | None = None
+        self._checkpoints: CheckpointWriter | None = None
+        self._lock = threading.Lock()
+
+    def serves(self, url: str, schema: str, pool_size: int) -> bool:
+        """Whether an engine with these settings may share this handle."""
+        return (url, schema, pool_size) == (self.url, self.schema, self.pool_size)
+
+    def get(self) -> SystemDatabase:
+        """The system database, connected and migrated on first use."""
+        db = self._db
+        if db is None:
+            with self._lock:
+                if self._db is None:
+                    fresh = self._open()
+                    fresh.migrate()
+                    self._db = fresh
+                db = self._db
+        return db
+
+    def migrate(self) -> list[MigrationInfo]:
+        """Apply the migrations the database lacks; return those applied now."""
+        with self._lock:
+            db = self._db if self._db is not None else self._open()
+            applied = db.migrate()
+            self._db = db
+        return applied
+
+    def pending_migrations(self) -> tuple[DatabaseTarget, int]:
+        """The target and how many migrations it has applied (0 for a new database), read
+        without migrating anything."""
+        db = self._open()
+        try:
+            try:
+                applied = len(db.migrations_applied())
+            except Exception:  # no migrations table yet: a new database
+                applied = 0
+            return db.target, applied
+        finally:
+            db.close()
+
+    def record_step(self, step: StepRecord) -> StepWrite:
+        """Record a step checkpoint, sharing the commit with other tasks of this process."""
+        writer = self._checkpoints
+        if writer is None:
+            db = self.get()
+            with self._lock:
+                if self._checkpoints is None:
+                    self._checkpoints = CheckpointWriter(db)
+                writer = self._checkpoints
+        return writer.record(step)
+
+    def forget(self) -> None:
+        """In a forked child: drop the parent's connections without touching them (closing
+        would end the parent's sessions); the child opens its own on next use."""
+        self._db = None
+        self._checkpoints = None
+        self._lock = threading.Lock()
+
+    def close(self) -> None:
+        """Close the connections (they reopen on next use)."""
+        with self._lock:
+            if self._checkpoints is not None:
+                self._checkpoints.stop()
+                self._checkpoints = None
+            if self._db is not None:
+                self._db.close()
+                self._db = None
+
+    def _open(self) -> SystemDatabase:
+        return open_system_database(self.url, self.schema, self.pool_size)

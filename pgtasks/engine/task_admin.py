@@ -1,0 +1,102 @@
+"""Management of tasks, queues and executors through the engine: what the management API,
+the CLI and the Celery ``control``/result objects read and change (list, get, cancel,
+resume, fork, children and groups, queue settings, live executors, migrations)."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+from pgtasks.sysdb.provisioning import migration_script
+from pgtasks.sysdb.records import (
+    ExecutorInfo,
+    ForkParams,
+    ListTasksParams,
+    MigrationInfo,
+    QueueSettings,
+    QueueUpsert,
+    StepRecord,
+    TaskRecord,
+)
+
+if TYPE_CHECKING:
+    from pgtasks.engine.core import Engine
+
+TERMINATE_KEY = "terminate"  # the event a revoke with terminate=True leaves for the worker
+
+
+class TaskAdmin:
+    """The engine's management operations (``engine.admin``). Records returned here are
+    storage records; the public API turns them into its own."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+
+    # -- tasks ---------------------------------------------------------------------------
+    def tasks(self, params: ListTasksParams) -> list[TaskRecord]:
+        """Tasks filtered as ``params`` says."""
+        return self._engine._sysdb.tasks_list(params)
+
+    def task(self, task_id: str) -> TaskRecord | None:
+        """One task, or None."""
+        return self._engine._sysdb.task_get(task_id)
+
+    def steps(self, task_id: str) -> list[StepRecord]:
+        """The recorded steps of one task, in order."""
+        return self._engine._sysdb.steps_get(task_id)
+
+    def cancel(self, task_id: str) -> bool:
+        """Cancel an unfinished task; False if it had finished (or does not exist)."""
+        return self._engine._sysdb.task_cancel(task_id)
+
+    def request_terminate(self, task_id: str, signal_name: str) -> bool:
+        """Ask the worker running ``task_id`` to stop its process with ``signal_name``
+        (prefork pools); False if there is no such task."""
+        return self._engine._sysdb.task_event_set(task_id, TERMINATE_KEY, json.dumps(signal_name), "json")
+
+    def resume(self, task_id: str) -> bool:
+        """Re-enqueue a cancelled or dead-lettered task; False if it is not resumable."""
+        return self._engine._sysdb.task_resume(task_id)
+
+    def fork(self, params: ForkParams) -> TaskRecord:
+        """A new task with the inputs and early steps of another (KeyError if unknown)."""
+        return self._engine._sysdb.task_fork(params)
+
+    def children(self, task_id: str) -> list[str]:
+        """The tasks ``task_id`` sent and those waiting for its result."""
+        return self._engine._sysdb.task_children(task_id)
+
+    def group_members(self, group_id: str) -> list[str]:
+        """The task ids of a group sent with ``group_id``, in order."""
+        return self._engine._sysdb.group_members(group_id)
+
+    # -- executors, queues, the database -------------------------------------------------
+    def executors(self) -> list[ExecutorInfo]:
+        """Every registered executor, live or not (compare heartbeats with :meth:`now_ms`)."""
+        return self._engine._sysdb.executors_list()
+
+    def now_ms(self) -> int:
+        """The database server's clock, in epoch milliseconds."""
+        return self._engine._sysdb.now_ms()
+
+    def dialect(self) -> str:
+        """``postgres`` or ``sqlite``."""
+        return self._engine.database_target.dialect
+
+    def queues(self, names: tuple[str, ...] = ()) -> list[QueueSettings]:
+        """Stored queue settings: those of ``names``, or all."""
+        return self._engine._sysdb.queues_get(names)
+
+    def upsert_queue(self, params: QueueUpsert) -> QueueSettings:
+        """Create or update one queue's settings."""
+        return self._engine._sysdb.queue_upsert(params)
+
+    def migrate(self) -> list[MigrationInfo]:
+        """Apply the migrations the database lacks; return those applied now."""
+        return self._engine._migrate()
+
+    def migration_sql(self) -> str:
+        """The SQL of the migrations the database has not applied yet (all for a new one),
+        for a database administrator to run; applies nothing."""
+        target, applied = self._engine._pending_migrations()
+        return migration_script(target.dialect, target.schema, applied)

@@ -1,0 +1,116 @@
+"""What a worker process asks of the engine: its executor row and lease, claims, recorded
+steps, batched outcomes, recovery, the promotion and expiry of waiting tasks, its queues'
+settings and the enqueue listener. The worker speaks to this, never to the system database."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pgtasks.sysdb.interface import EnqueueListener
+from pgtasks.sysdb.records import (
+    ClaimParams,
+    CompleteParams,
+    ExecutorInfo,
+    QueueSettings,
+    QueueUpsert,
+    RecoverOwnParams,
+    RecoverStaleParams,
+    RecoveryReport,
+    ReleaseStrayParams,
+    StepRecord,
+    TaskRecord,
+)
+
+if TYPE_CHECKING:
+    from pgtasks.engine.core import Engine
+
+__all__ = ["EnqueueListener", "WorkerApi"]
+
+
+class WorkerApi:
+    """The engine's operations for one worker process (``engine.worker_api``). Every call
+    reaches the engine's current connection, so a forked child that dropped its parent's
+    connections opens its own on the next call."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+
+    # -- the executor --------------------------------------------------------------------
+    def now_ms(self) -> int:
+        """The database server's clock, in epoch milliseconds."""
+        return self._engine._sysdb.now_ms()
+
+    def register_version(self, version: str) -> None:
+        """Record the application version this worker runs."""
+        self._engine._sysdb.version_register(version)
+
+    def register_executor(self, info: ExecutorInfo) -> None:
+        """Insert (or take over) this worker's executor row, with a fresh heartbeat."""
+        self._engine._sysdb.executor_register(info)
+
+    def heartbeat(self, executor_id: str) -> bool:
+        """Renew the lease; False if the row is gone (another worker recovered our tasks)."""
+        return self._engine._sysdb.executor_heartbeat(executor_id)
+
+    def unregister_executor(self, executor_id: str) -> None:
+        """Remove this worker's executor row (after a clean shutdown)."""
+        self._engine._sysdb.executor_unregister(executor_id)
+
+    def executors(self) -> list[ExecutorInfo]:
+        """Every registered executor, live or not."""
+        return self._engine._sysdb.executors_list()
+
+    # -- recovery and housekeeping -------------------------------------------------------
+    def recover_own(self, executor_id: str) -> RecoveryReport:
+        """Re-enqueue (or dead-letter) the PENDING tasks a previous run of this executor held."""
+        return self._engine._sysdb.tasks_recover_own(RecoverOwnParams(executor_id))
+
+    def recover_stale(self, params: RecoverStaleParams) -> RecoveryReport:
+        """Re-enqueue the PENDING tasks of executors whose lease expired."""
+        return self._engine._sysdb.tasks_recover_stale(params)
+
+    def release_stray(self, params: ReleaseStrayParams) -> list[str]:
+        """Give back PENDING tasks of this executor that it does not know it holds."""
+        return self._engine._sysdb.tasks_release_stray(params)
+
+    def to_terminate(self, task_ids: list[str]) -> list[str]:
+        """Those of ``task_ids`` revoked with terminate=True."""
+        return self._engine._sysdb.tasks_to_terminate(task_ids)
+
+    def promote_delayed(self) -> int:
+        """Move DELAYED tasks that are due to ENQUEUED; return how many."""
+        return self._engine._sysdb.tasks_promote_delayed()
+
+    def expire(self) -> int:
+        """Cancel waiting tasks whose expiry passed; return how many."""
+        return self._engine._sysdb.tasks_expire()
+
+    # -- claims and outcomes -------------------------------------------------------------
+    def claim(self, params: ClaimParams) -> list[TaskRecord]:
+        """Claim up to the free slots of ``params`` in one statement."""
+        return self._engine._sysdb.tasks_claim(params)
+
+    def recorded_steps(self, task_ids: list[str]) -> dict[str, list[StepRecord]]:
+        """The checkpoints of several tasks, in one query."""
+        return self._engine._sysdb.steps_get_many(task_ids)
+
+    def complete(self, params: CompleteParams) -> list[str]:
+        """Write a batch of outcomes (fenced on the executor); return the ids written."""
+        return self._engine._sysdb.tasks_complete(params)
+
+    def task(self, task_id: str) -> TaskRecord | None:
+        """One task's row, or None."""
+        return self._engine._sysdb.task_get(task_id)
+
+    # -- queues and wake-ups -------------------------------------------------------------
+    def queues(self, names: tuple[str, ...]) -> list[QueueSettings]:
+        """The stored settings of ``names`` (those that have a row)."""
+        return self._engine._sysdb.queues_get(names)
+
+    def upsert_queue(self, params: QueueUpsert) -> QueueSettings:
+        """Create or update one queue's settings."""
+        return self._engine._sysdb.queue_upsert(params)
+
+    def open_listener(self) -> EnqueueListener | None:
+        """A listener for enqueue announcements, or None where the dialect has none."""
+        return self._engine._sysdb.open_listener()
