@@ -30,6 +30,7 @@ WORKER_ROLE_SUITES := tests/integration/sysdb tests/integration/test_canvas_link
 # PGTASKS_TEST_DATABASE_URL names a server; SQLite needs nothing.
 test: $(DEV_STAMP)
 	$(BIN)/ruff check pgtasks tests bench loadtest
+	$(BIN)/mypy
 	$(BIN)/python -m pytest -q
 	@echo "The system database suites again, connected as the least-privilege worker role:"
 	PGTASKS_TEST_AS_ROLE=worker $(BIN)/python -m pytest -q -p no:cacheprovider -k postgres $(WORKER_ROLE_SUITES)
@@ -37,6 +38,7 @@ test: $(DEV_STAMP)
 lint: $(DEV_STAMP)
 	$(BIN)/ruff check pgtasks tests bench loadtest
 	$(BIN)/ruff format --check pgtasks tests bench loadtest
+	$(BIN)/mypy
 
 # The median of 3 runs of 20,000 tasks per figure; Celery on Redis too once `make celery-env`
 # has been run and redis-server is installed (apt-get install redis-server).

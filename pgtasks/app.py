@@ -83,6 +83,7 @@ class App(Sending, Scheduling, TaskManagement):
     @overload
     def task(
         self,
+        /,
         *,
         name: str | None = None,
         queue: str | None = None,
@@ -132,6 +133,7 @@ class App(Sending, Scheduling, TaskManagement):
     @overload
     def step(
         self,
+        /,
         *,
         name: str | None = None,
         retries: int = 0,

@@ -1,6 +1,6 @@
 """The public records of a task and its recorded steps, as the management API, the CLI and
 ``AsyncResult.record()`` show them: storage internals (claim tokens, link flags, queue
-positions, Celery request extras) stay in the engine."""
+positions, sender metadata) stay in the engine."""
 
 from __future__ import annotations
 

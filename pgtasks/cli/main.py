@@ -10,6 +10,7 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from pgtasks.app import App
 from pgtasks.cli.beat import add_commands as add_beat_commands
@@ -168,7 +169,7 @@ def _worker(args: argparse.Namespace) -> int:
     from pgtasks.cli.compat_commands import beat_started, worker_hooks
 
     hooks = worker_hooks(app, args)  # a Celery app: its settings, include, signals
-    overrides: dict[str, float] = {}
+    overrides: dict[str, Any] = {}
     if args.lease_seconds is not None:
         overrides["lease_seconds"] = args.lease_seconds
     if args.poll_interval is not None:

@@ -15,7 +15,7 @@ import logging
 import os
 import uuid
 from collections.abc import Callable
-from typing import Any
+from typing import Any, overload
 
 from pgtasks.app import App
 from pgtasks.compat import current, django_support, registration
@@ -26,7 +26,7 @@ from pgtasks.compat.conf import CeleryConf, attributes_of, import_object
 from pgtasks.compat.control import Control
 from pgtasks.compat.exceptions import ChordError, ImproperlyConfigured
 from pgtasks.compat.planning import send_canvas
-from pgtasks.compat.result import AsyncResult
+from pgtasks.compat.result import AsyncResult, GroupResult
 from pgtasks.compat.routing import RouterFunction, prepare_routers
 from pgtasks.compat.sending import send_task
 from pgtasks.compat.signals import Signal
@@ -41,6 +41,7 @@ log = logging.getLogger("pgtasks.compat")
 DATABASE_SCHEMES = ("postgresql", "postgres", "postgresql+psycopg", "postgresql+psycopg2", "sqlite")
 ENGINE_SETTINGS = frozenset({"broker_url", "task_default_queue", "task_serializer", "accept_content"})
 _MIME = {"application/json": "json", "application/x-python-serialize": "pickle"}
+CeleryTask = Task  # inside Celery, ``Task`` is the property below
 
 
 class BrokerNotSupported(ConfigurationError, ImproperlyConfigured):
@@ -190,7 +191,7 @@ class Celery(App):
         return self._routers[1]
 
     @property
-    def beat_schedule(self) -> dict[str, dict[str, Any]]:  # type: ignore[override]
+    def beat_schedule(self) -> dict[str, dict[str, Any]]:
         """``conf.beat_schedule`` itself, so changes in place are seen."""
         schedule = self.conf.beat_schedule
         if schedule is None:
@@ -225,7 +226,13 @@ class Celery(App):
             self.finalize()
         return self._registry
 
-    def task(self, *args: Any, **opts: Any) -> Any:  # type: ignore[override]
+    # Celery's API: Celery's Task, not pgtasks' (hence [override]).
+    @overload  # type: ignore[override]
+    def task(self, fun: Callable[..., Any], /) -> CeleryTask: ...
+    @overload
+    def task(self, /, **opts: Any) -> Callable[[Callable[..., Any]], CeleryTask]: ...
+
+    def task(self, /, *args: Any, **opts: Any) -> CeleryTask | Callable[[Callable[..., Any]], CeleryTask]:
         """``@app.task`` or ``@app.task(name=, bind=, base=, max_retries=, ...)``."""
 
         def create(fun: Callable[..., Any]) -> Task:
@@ -256,7 +263,7 @@ class Celery(App):
         if isinstance(task, type):
             task = task()
         if not task.name:
-            task.name = self.gen_task_name(type(task).__name__, type(task).__module__)  # type: ignore[misc]
+            task.name = self.gen_task_name(type(task).__name__, type(task).__module__)
         self._registry[task.name] = task
         definition = TaskDefinition(
             name=task.name,
@@ -312,7 +319,9 @@ class Celery(App):
                         raise
 
     # -- sending and results -------------------------------------------------------------
-    def send_task(self, name: str, args: Any = None, kwargs: Any = None, **options: Any) -> Any:  # type: ignore[override]
+    def send_task(  # type: ignore[override]  # Celery's AsyncResult, not pgtasks'
+        self, name: str, args: Any = None, kwargs: Any = None, **options: Any
+    ) -> AsyncResult:
         """Send a task by name (Celery ignores ``task_always_eager`` here, and so does pgtasks)."""
         for key in (
             "producer",
@@ -329,17 +338,17 @@ class Celery(App):
         options = {k: v for k, v in options.items() if v is not None or k in ("link", "link_error")}
         return send_task(self, name, args, kwargs, task=self._registry.get(name), **options)
 
-    def send_canvas(self, item: Signature, args: tuple[Any, ...] = ()) -> Any:
+    def send_canvas(self, item: Signature, args: tuple[Any, ...] = ()) -> AsyncResult | GroupResult:
         """Plan a workflow (or a signature with callbacks) into linked tasks and insert them in
         one transaction; return its result handle. What ``chain``/``group``/``chord``
         ``.apply_async`` call (see planning.py)."""
         return send_canvas(self, item, args)
 
-    def AsyncResult(self, task_id: str, **kwargs: Any) -> Any:  # type: ignore[override]
+    def AsyncResult(self, task_id: str, **kwargs: Any) -> AsyncResult:  # type: ignore[override]  # as send_task
         kwargs.pop("app", None)
         return AsyncResult(task_id, app=self, **kwargs)
 
-    def signature(self, *args: Any, **kwargs: Any) -> Any:
+    def signature(self, *args: Any, **kwargs: Any) -> Signature:
         kwargs["app"] = self
         return signature(*args, **kwargs)
 

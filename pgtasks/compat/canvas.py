@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import copy
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 from pgtasks.compat.current import current_app
 from pgtasks.compat.result import GroupResult
@@ -87,7 +87,8 @@ class Signature(dict):  # type: ignore[type-arg]
 
     @property
     def options(self) -> dict[str, Any]:
-        return self.setdefault("options", {})
+        options: dict[str, Any] = self.setdefault("options", {})
+        return options
 
     @property
     def immutable(self) -> bool:
@@ -103,7 +104,8 @@ class Signature(dict):  # type: ignore[type-arg]
             return self._app
         task = self._type
         if task is not None:
-            return task.app
+            app: Celery = task.app  # the task object: any object with .name and .app
+            return app
         return current_app()
 
     @property
@@ -166,7 +168,8 @@ class Signature(dict):  # type: ignore[type-arg]
         merged_args, merged_kwargs, _ = self._merge(args, kwargs)
         return self.type(*merged_args, **merged_kwargs)
 
-    def delay(self, *args: Any, **kwargs: Any) -> AsyncResult:
+    def delay(self, *args: Any, **kwargs: Any) -> Any:
+        """``apply_async(args, kwargs)``: an AsyncResult (a GroupResult for a group)."""
         return self.apply_async(args, kwargs)
 
     def apply_async(
@@ -221,14 +224,23 @@ def signature(varies: Any, *args: Any, **kwargs: Any) -> Signature:
 subtask = signature
 
 
-def maybe_signature(d: Any, app: Celery | None = None, clone: bool = False) -> Signature | None:
+@overload
+def maybe_signature(d: None, app: Celery | None = None, clone: bool = False) -> None: ...
+@overload
+def maybe_signature(d: dict[str, Any], app: Celery | None = None, clone: bool = False) -> Signature: ...
+@overload
+def maybe_signature(d: Any, app: Celery | None = None, clone: bool = False) -> Any: ...
+
+
+def maybe_signature(d: Any, app: Celery | None = None, clone: bool = False) -> Any:
+    """``d`` as a Signature when it is a dict (a copy with ``clone``); anything else as it is."""
     if d is None:
         return None
     if isinstance(d, Signature):
         return d.clone() if clone else d
     if isinstance(d, dict):
         return Signature(d, app=app)
-    return d  # type: ignore[no-any-return]
+    return d
 
 
 class _Workflow(Signature):
@@ -339,6 +351,8 @@ class chord(_Workflow):
 
     def apply(self, args: Any = None, kwargs: Any = None, **options: Any) -> Any:
         results = self.header.apply(args)
+        if self.body is None:  # no body: the header's results, as when sent (planning.py)
+            return results
         values = [r.get() for r in results.results]
         return maybe_signature(self.body).apply((values,))
 

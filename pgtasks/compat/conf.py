@@ -143,7 +143,7 @@ class CeleryConf(dict):  # type: ignore[type-arg]
     def __contains__(self, key: object) -> bool:
         return isinstance(key, str) and dict.__contains__(self, current_name(key))
 
-    def get(self, key: str, default: Any = None) -> Any:  # type: ignore[override]
+    def get(self, key: str, default: Any = None) -> Any:
         try:
             value = self[key]
         except KeyError:
@@ -195,7 +195,7 @@ class CeleryConf(dict):  # type: ignore[type-arg]
             dict.__setitem__(self, current_name(key), value)
         self._notify(names)
 
-    def setdefault(self, key: str, default: Any = None) -> Any:  # type: ignore[override]
+    def setdefault(self, key: str, default: Any = None) -> Any:
         if key not in self:
             self[key] = default
         return self[key]

@@ -140,7 +140,8 @@ class Inspect:
         return answer or None  # Celery returns None when no worker replied
 
     def _task_info(self, record: TaskRecord) -> dict[str, Any]:
-        args, kwargs = [], {}
+        args: list[Any] = []
+        kwargs: dict[str, Any] = {}
         with contextlib.suppress(Exception):  # unreadable inputs: shown empty
             args, kwargs = self.app.engine.codec.loads_inputs(
                 record.serialization, record.inputs, record.name

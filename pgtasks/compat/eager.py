@@ -50,11 +50,9 @@ def apply_eagerly(
         break
     if throw and attempt.state == states.FAILURE and isinstance(retval, BaseException):
         raise retval
-    if attempt.state == states.IGNORED:
-        retval = None
     return EagerResult(
         task_id,
-        retval,
+        None if attempt.state == states.IGNORED else retval,
         attempt.state,
         traceback=attempt.einfo.traceback if attempt.einfo else None,
         name=task.name,

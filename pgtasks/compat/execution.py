@@ -73,6 +73,8 @@ def trace(task: Task, request: Context, args: tuple[Any, ...], kwargs: dict[str,
     Celery's order: task_prerun, before_start, the body, on_success/task_success (or
     on_failure/task_failure, or on_retry/task_retry), after_return, task_postrun."""
     task_id = request.id
+    if task_id is None:
+        raise ValueError(f"cannot run task {task.name!r}: its request has no task id")
     with executing(task, request):
         signals.task_prerun.send(sender=task, task_id=task_id, task=task, args=args, kwargs=kwargs)
         attempt: Attempt

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from pgtasks.compat.canvas import Signature, chain, chord, group, maybe_signature
 from pgtasks.compat.publishing import Prepared, prepare
-from pgtasks.compat.result import GroupResult
+from pgtasks.compat.result import AsyncResult, GroupResult
 from pgtasks.engine.canvas import enqueue_canvas
 from pgtasks.sysdb.records import LinkKind, TaskLink
 
@@ -42,7 +42,7 @@ class Node:
     entries: list[str]
     exits: list[str]
     is_group: bool
-    result: Any
+    result: AsyncResult | GroupResult
 
 
 @dataclass(slots=True)
@@ -192,7 +192,7 @@ def _takes_request(errback: Any) -> bool:
     return len(positional) > 1 or any(p.kind is p.VAR_POSITIONAL for p in params)
 
 
-def send_canvas(app: Celery, item: Any, args: tuple[Any, ...] = ()) -> Any:
+def send_canvas(app: Celery, item: Any, args: tuple[Any, ...] = ()) -> AsyncResult | GroupResult:
     """Plan and send a signature with callbacks, or a workflow; return its result handle."""
     plan = Plan(app)
     node = plan.add(item, False, tuple(args))

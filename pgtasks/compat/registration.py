@@ -81,7 +81,7 @@ def make_task(
         "_app": app,
         **options,
     }
-    cls = type(fun.__name__, (base,), attrs)
+    cls: type[Task] = type(fun.__name__, (base,), attrs)
     task = cls()
     autoretrying = with_autoretry(task, task.run)
     if autoretrying is not task.run:
@@ -96,7 +96,7 @@ def engine_entry(task: Task) -> Callable[..., Any]:
     if entry is None:
         entry = worker_entry(task, task.run)
         task._pgtasks_entry = entry  # type: ignore[attr-defined]
-    return entry  # type: ignore[no-any-return]
+    return entry
 
 
 # -- apps and shared tasks ---------------------------------------------------------------------

@@ -58,7 +58,7 @@ class AsyncResult(ResultBase):
         self.app = app if app is not None else current_app()
         self.backend = backend
         self._name = task_name
-        self._parent = parent
+        self._parent: AsyncResult | GroupResult | None = parent
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__}: {self.id}>"
@@ -259,7 +259,7 @@ class AsyncResult(ResultBase):
         return dt.datetime.fromtimestamp(record.updated_at / 1000, dt.timezone.utc)
 
     @property
-    def parent(self) -> AsyncResult | None:  # type: ignore[override]
+    def parent(self) -> AsyncResult | GroupResult | None:
         if self._parent is not None:
             return self._parent
         record = self.record()
@@ -334,35 +334,35 @@ class EagerResult(AsyncResult):
         return True
 
     @property
-    def state(self) -> str:  # type: ignore[override]
+    def state(self) -> str:
         return self._state
 
-    status = state  # type: ignore[assignment]
+    status = state
 
     @property
-    def result(self) -> Any:  # type: ignore[override]
+    def result(self) -> Any:
         return self._result
 
-    info = result  # type: ignore[assignment]
+    info = result
 
     @property
-    def traceback(self) -> str | None:  # type: ignore[override]
+    def traceback(self) -> str | None:
         return self._traceback
 
     @property
-    def name(self) -> str | None:  # type: ignore[override]
+    def name(self) -> str | None:
         return self._name
 
     @property
-    def args(self) -> Any:  # type: ignore[override]
+    def args(self) -> Any:
         return self._args
 
     @property
-    def kwargs(self) -> Any:  # type: ignore[override]
+    def kwargs(self) -> Any:
         return self._kwargs
 
     @property
-    def retries(self) -> int:  # type: ignore[override]
+    def retries(self) -> int:
         return self._retries
 
     def ready(self) -> bool:
@@ -372,9 +372,17 @@ class EagerResult(AsyncResult):
         self,
         timeout: float | None = None,
         propagate: bool = True,
+        interval: float = 0.5,
+        no_ack: bool = True,
+        follow_parents: bool = True,
+        callback: Any = None,
+        on_message: Any = None,
+        on_interval: Any = None,
         disable_sync_subtasks: bool = True,
         **kwargs: Any,
     ) -> Any:
+        """The value (or, with ``propagate``, the exception) at once; the waiting options
+        are accepted and ignored, as in Celery."""
         if self._state == states.SUCCESS:
             return self._result
         if self._state in states.PROPAGATE_STATES and propagate:
@@ -395,7 +403,7 @@ class ResultSet(ResultBase):
 
     def __init__(self, results: Any, app: Celery | None = None, **kwargs: Any) -> None:
         self.results: list[AsyncResult] = list(results or [])
-        self.app = app  # type: ignore[assignment]
+        self.app = app
 
     def __iter__(self) -> Any:
         return iter(self.results)

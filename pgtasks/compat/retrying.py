@@ -26,7 +26,7 @@ log = logging.getLogger("pgtasks.compat")
 def exponential_backoff(factor: float, retries: int, maximum: float, full_jitter: bool) -> float:
     """Celery's ``retry_backoff`` countdown: ``factor * 2**retries`` capped at ``maximum``,
     then (with jitter) a random whole number of seconds from 0 to that."""
-    countdown = min(maximum, factor * (2**retries))
+    countdown: float = min(maximum, factor * (2**retries))  # int ** int is typed Any
     if full_jitter:
         countdown = random.randrange(int(countdown) + 1)
     return max(0, countdown)

@@ -74,7 +74,8 @@ def _router(value: Any) -> RouterFunction:
         if isinstance(value, type):
             value = value()
     if callable(value):
-        return value
+        router: RouterFunction = value  # a user's function: Celery calls it with any arguments
+        return router
     route_for_task = getattr(value, "route_for_task", None)  # Celery's old class-based routers
     if callable(route_for_task):
         return lambda name, args, kwargs, options, task=None, **kw: route_for_task(name, args, kwargs)

@@ -9,11 +9,11 @@ from typing import TYPE_CHECKING, Any
 from pgtasks.compat.canvas import Signature
 from pgtasks.compat.planning import send_canvas
 from pgtasks.compat.publishing import prepare
+from pgtasks.compat.result import AsyncResult
 from pgtasks.engine.errors import ConfigurationError
 
 if TYPE_CHECKING:
     from pgtasks.compat.app import Celery
-    from pgtasks.compat.result import AsyncResult
 
 
 def send_task(
@@ -42,7 +42,10 @@ def send_task(
             sig.link(callback)
         for errback in _as_list(link_error):
             sig.link_error(errback)
-        return send_canvas(app, sig)  # type: ignore[no-any-return]
+        result = send_canvas(app, sig)
+        if not isinstance(result, AsyncResult):  # one signature plans to one task
+            raise TypeError(f"sending {name!r} gave {result!r}, not an AsyncResult")
+        return result
     prepared = prepare(app, name, args, kwargs, task=task, task_id=task_id, **options)
     prepared.publish(after=False)
     request = prepared.request

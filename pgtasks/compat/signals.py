@@ -62,7 +62,7 @@ class Signal:
         ref: Callable[[], Receiver | None]
         if weak:
             if hasattr(receiver, "__self__") and hasattr(receiver, "__func__"):
-                ref = weakref.WeakMethod(receiver)  # type: ignore[arg-type]
+                ref = weakref.WeakMethod(receiver)
             else:
                 try:
                     ref = weakref.ref(receiver)

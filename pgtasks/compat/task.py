@@ -216,7 +216,10 @@ class Task:
         if request.is_eager or request.called_directly:
             request.update(custom_state=state, custom_meta=meta)
             return
-        record_task_state(self.app.engine, task_id or request.id, state or states.PENDING, meta)
+        task_id = task_id or request.id
+        if task_id is None:
+            raise ValueError(f"update_state() of {self.name!r} needs a task_id outside a running task")
+        record_task_state(self.app.engine, task_id, state or states.PENDING, meta)
 
     # -- canvas --------------------------------------------------------------------------
     def signature(self, args: Any = None, *starargs: Any, **starkwargs: Any) -> Signature:

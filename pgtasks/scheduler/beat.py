@@ -171,8 +171,14 @@ class Beat:
             log.error("schedule %s cannot fire: %s", name, key[1])
 
     def _decode(self, record: ScheduleRecord) -> StoredSchedule:
-        key = (record.schedule, record.timezone, record.day_and, record.interval_seconds)
-        key += (record.context, record.options)
+        key = (
+            record.schedule,
+            record.timezone,
+            record.day_and,
+            record.interval_seconds,
+            record.context,
+            record.options,
+        )
         cached = self._decoded.get(key)
         if cached is None:
             cached = decode_schedule(record)

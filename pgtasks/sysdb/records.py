@@ -124,7 +124,7 @@ class TaskRecord:
     has_steps: bool | None = None  # from a claim: whether any checkpoint exists (None: unknown)
     retries: int = 0  # how many times the task asked to run again (Celery's request.retries)
     has_links: bool = False  # other tasks wait for this one's outcome (task_links)
-    meta: str | None = None  # JSON: Celery request extras (headers, root_id, group)
+    meta: str | None = None  # JSON: metadata its sender stored with the task (headers, root_id, group)
     end_reason: EndReason | None = None  # why it ended without its own outcome
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pgtasks.sysdb.records import (
@@ -124,7 +124,7 @@ def existing_step(owner: Mapping[str, Any] | None, step: StepRecord) -> StepWrit
     return StepWrite.RECORDED if running_here else StepWrite.RECORDED_STOPPED
 
 
-def recovery_report(rows: list[Mapping[str, Any]]) -> RecoveryReport:
+def recovery_report(rows: Sequence[Mapping[str, Any]]) -> RecoveryReport:
     """Split the (workflow_uuid, status) rows of a recovery pass into requeued and dead."""
     report = RecoveryReport()
     for row in rows:

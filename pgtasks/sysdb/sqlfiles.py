@@ -12,7 +12,7 @@ _MIGRATION_FILE = re.compile(r"^(\d{4})_(\w+)\.sql$")
 
 def load_statements(dialect: str, replacements: dict[str, str]) -> dict[str, str]:
     """Read ``sql/<dialect>.sql`` into ``{name: statement}`` with the tokens replaced."""
-    text = resources.files("pgtasks.sysdb").joinpath("sql", f"{dialect}.sql").read_text()
+    text = resources.files("pgtasks.sysdb").joinpath("sql").joinpath(f"{dialect}.sql").read_text()
     for token, value in replacements.items():
         text = text.replace(token, value)
     parts = _NAME.split(text)
@@ -35,7 +35,7 @@ class Migration:
 
 def load_migrations(dialect: str) -> list[Migration]:
     """The migrations of a dialect, in version order, numbered 1, 2, 3 ... without gaps."""
-    folder = resources.files("pgtasks.sysdb").joinpath("sql", "migrations", dialect)
+    folder = resources.files("pgtasks.sysdb").joinpath("sql").joinpath("migrations").joinpath(dialect)
     found = []
     for entry in folder.iterdir():
         match = _MIGRATION_FILE.match(entry.name)
@@ -49,4 +49,4 @@ def load_migrations(dialect: str) -> list[Migration]:
 
 def load_declared_schema(dialect: str) -> str:
     """The declared schema of a dialect (``sql/<dialect>_schema.sql``): what migrations build."""
-    return resources.files("pgtasks.sysdb").joinpath("sql", f"{dialect}_schema.sql").read_text()
+    return resources.files("pgtasks.sysdb").joinpath("sql").joinpath(f"{dialect}_schema.sql").read_text()

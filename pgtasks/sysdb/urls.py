@@ -96,8 +96,9 @@ def parse_database_url(url: str, schema: str = DEFAULT_SCHEMA) -> DatabaseTarget
         dsn = urlunsplit(("postgresql", parts.netloc, parts.path, urlencode(query, quote_via=quote), ""))
         return DatabaseTarget("postgres", url=url, dsn=dsn, schema=schema)
     if scheme == "sqlite":
-        rest, _, query = url[len("sqlite://") :].partition("?")
-        if rest in ("", "/", "/:memory:", ":memory:") or "memory" in dict(parse_qsl(query)).get("mode", ""):
+        rest, _, sqlite_query = url[len("sqlite://") :].partition("?")
+        mode = dict(parse_qsl(sqlite_query)).get("mode", "")
+        if rest in ("", "/", "/:memory:", ":memory:") or "memory" in mode:
             raise ConfigurationError(
                 f"database URL {url!r}: an in-memory SQLite database cannot be shared by the "
                 "worker and its producers; name a file, e.g. 'sqlite:///pgtasks.sqlite3'"

@@ -200,7 +200,7 @@ class ForkServer:
         return kind, pid, code
 
 
-def _serve(sock: socket.socket, child_main: ChildMain, worker: int, mask: set[signal.Signals]) -> None:
+def _serve(sock: socket.socket, child_main: ChildMain, worker: int, mask: set[int | signal.Signals]) -> None:
     """The server's loop: fork on request, report each exit, stop when the worker is gone."""
     die_with_parent(worker)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the worker coordinates shutdown
@@ -213,12 +213,12 @@ def _serve(sock: socket.socket, child_main: ChildMain, worker: int, mask: set[si
     signal.signal(signal.SIGCHLD, lambda _signum, _frame: None)
     signal.pthread_sigmask(signal.SIG_SETMASK, mask)
     while True:
-        ready, _, _ = select.select([sock, wake_read], [], [], 1.0)
+        ready, _, _ = select.select([sock.fileno(), wake_read], [], [], 1.0)
         if wake_read in ready:
             with contextlib.suppress(BlockingIOError):
                 os.read(wake_read, 512)
         _report_exits(sock)
-        if sock in ready:
+        if sock.fileno() in ready:
             request = sock.recv(16)
             if not request:
                 return  # the worker closed its end: stop (the children go with us)

@@ -66,8 +66,8 @@ def run_worker(
     wake_read, wake_write = os.pipe()
     os.set_blocking(wake_write, False)
     signal.set_wakeup_fd(wake_write)
-    for signum in STOP_SIGNALS:
-        signal.signal(signum, lambda _signum, _frame: None)
+    for stop_signal in STOP_SIGNALS:
+        signal.signal(stop_signal, lambda _signum, _frame: None)
     worker.start()
     if after_start is not None:  # e.g. the -B scheduler: started after prefork children fork
         after_start()

@@ -30,6 +30,7 @@ class WakeOnEnqueue:
 
     def start(self) -> bool:
         """Start listening; False where the database has no notifications (poll only)."""
+        first: EnqueueListener | object | None
         try:
             first = self._store.open_listener()
         except DatabaseUnavailable as exc:

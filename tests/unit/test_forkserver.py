@@ -79,9 +79,13 @@ def test_join_returns_at_its_timeout_while_the_child_lives(server: ForkServer) -
 def test_a_failed_fork_is_reported_and_the_server_serves_on(server: ForkServer) -> None:
     assert server.pid is not None
     child, _conn = server.spawn()
-    open_now = len(os.listdir(f"/proc/{server.pid}/fd"))
+    # The limit caps descriptor numbers, not their count: set it to the lowest free number,
+    # so that no new descriptor (the pipe of the next child) can be made at all, whatever gaps
+    # the server's table has above it.
+    taken = {int(fd) for fd in os.listdir(f"/proc/{server.pid}/fd")}
+    lowest_free = min(set(range(len(taken) + 1)) - taken)
     limits = resource.prlimit(server.pid, resource.RLIMIT_NOFILE)
-    resource.prlimit(server.pid, resource.RLIMIT_NOFILE, (open_now, limits[1]))  # no new pipe
+    resource.prlimit(server.pid, resource.RLIMIT_NOFILE, (lowest_free, limits[1]))  # no new pipe
     try:
         with pytest.raises(ForkServerError, match="could not fork: Too many open files"):
             server.spawn()
