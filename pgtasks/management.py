@@ -1,4 +1,5 @@
-"""Management of tasks from code: list, inspect, cancel, resume and fork."""
+"""Management of tasks and queues from code: list, inspect, cancel, resume and fork tasks;
+pause and resume queues."""
 
 from __future__ import annotations
 
@@ -81,6 +82,16 @@ class TaskManagement:
         """Re-enqueue a cancelled or dead-lettered task; it continues from its last recorded
         step with a fresh attempt count, on any worker version. False if not resumable."""
         return self.engine.admin.resume(task_id)
+
+    def pause_queue(self, name: str) -> None:
+        """Stop every worker from claiming tasks of queue ``name`` (tasks already running go
+        on; new ones wait, and can still be sent) until :meth:`resume_queue`. Holds across
+        worker restarts and deploys."""
+        self.engine.admin.set_queue_paused(name, True)
+
+    def resume_queue(self, name: str) -> None:
+        """Let workers claim from queue ``name`` again; idle workers wake at once."""
+        self.engine.admin.set_queue_paused(name, False)
 
     def AsyncResult(self, task_id: str) -> AsyncResult:
         """The handle of any task by id."""

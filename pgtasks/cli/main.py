@@ -88,7 +88,7 @@ def _parser() -> argparse.ArgumentParser:
     fork.add_argument("task_id")
     fork.add_argument("--start-step", type=int, default=1)
 
-    queue = sub.add_parser("queue", help="list queues or change their flow control at runtime")
+    queue = sub.add_parser("queue", help="list queues, change their flow control, pause and resume them")
     queue.add_argument("--database-url")
     queue.add_argument("--schema", default="pgtasks")
     qsub = queue.add_subparsers(dest="action", required=True)
@@ -99,6 +99,10 @@ def _parser() -> argparse.ArgumentParser:
     qset.add_argument("--worker-concurrency", help="limit per worker process, or 'none'")
     qset.add_argument("--rate-limit", help="'10/m', '100/s', '5/30s', or 'none'")
     qset.add_argument("--partitioned", action=argparse.BooleanOptionalAction, default=None)
+    pause = qsub.add_parser("pause", help="stop workers from claiming the queue's tasks (running ones go on)")
+    pause.add_argument("name")
+    resume = qsub.add_parser("resume", help="let workers claim from a paused queue again")
+    resume.add_argument("name")
 
     add_beat_commands(sub)
     add_provisioning_commands(sub)
@@ -242,12 +246,14 @@ def _queue(args: argparse.Namespace) -> int:
             current = {q.name: q for q in admin.queues((args.name,))}.get(args.name, QueueSettings(args.name))
             wanted = dataclasses.replace(current, **changes)  # type: ignore[arg-type]
             admin.upsert_queue(QueueUpsert(wanted, frozenset(changes)))
-        print(f"{'queue':20} {'concurrency':>11} {'per worker':>10} {'rate limit':>14} partitioned")
+        elif args.action in ("pause", "resume"):
+            admin.set_queue_paused(args.name, args.action == "pause")
+        print(f"{'queue':20} {'concurrency':>11} {'per worker':>10} {'rate limit':>14} partitioned  paused")
         for q in admin.queues():
             rate = f"{q.rate_limit_max}/{q.rate_limit_period_sec:g}s" if q.rate_limit_max else "-"
             print(
                 f"{q.name:20} {q.concurrency or '-':>11} {q.worker_concurrency or '-':>10} {rate:>14} "
-                f"{'yes' if q.partition_queue else 'no'}"
+                f"{'yes' if q.partition_queue else 'no':11}  {'yes' if q.paused else 'no'}"
             )
     finally:
         engine.close()

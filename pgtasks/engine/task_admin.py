@@ -7,12 +7,14 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
+from pgtasks.engine.settings import validate_queue_name
 from pgtasks.sysdb.provisioning import migration_script
 from pgtasks.sysdb.records import (
     ExecutorInfo,
     ForkParams,
     ListTasksParams,
     MigrationInfo,
+    QueuePause,
     QueueSettings,
     QueueUpsert,
     StepRecord,
@@ -90,6 +92,12 @@ class TaskAdmin:
     def upsert_queue(self, params: QueueUpsert) -> QueueSettings:
         """Create or update one queue's settings."""
         return self._engine._sysdb.queue_upsert(params)
+
+    def set_queue_paused(self, name: str, paused: bool) -> QueueSettings:
+        """Pause (no worker claims its tasks from the moment this returns) or resume a queue
+        (its idle workers wake at once); the queue's row is created if it has none."""
+        validate_queue_name(name)
+        return self._engine._sysdb.queue_set_paused(QueuePause(name, paused))
 
     def migrate(self) -> list[MigrationInfo]:
         """Apply the migrations the database lacks; return those applied now."""

@@ -22,6 +22,7 @@ from pgtasks.sysdb.records import (
     ListTasksParams,
     MigrationInfo,
     NewTask,
+    QueuePause,
     QueueSettings,
     QueueUpsert,
     RecoverOwnParams,
@@ -218,6 +219,11 @@ class SystemDatabase(ABC):
     @abstractmethod
     def queues_get(self, names: tuple[str, ...] = ()) -> list[QueueSettings]:
         """Stored settings of the named queues (all queues when empty)."""
+
+    @abstractmethod
+    def queue_set_paused(self, params: QueuePause) -> QueueSettings:
+        """Pause or resume a queue (creating its row if missing); no claim takes tasks of a
+        paused queue once this commits. A resume wakes the queue's listening workers."""
 
     # -- versions -----------------------------------------------------------------------
     @abstractmethod

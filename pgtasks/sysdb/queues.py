@@ -11,7 +11,8 @@ from pgtasks.sysdb.errors import ConfigurationError
 from pgtasks.sysdb.records import QueueSettings, QueueUpsert
 
 # Columns of ``queues`` that settings may change (each has a set_<column> flag in queue_upsert).
-SETTABLE = tuple(f.name for f in fields(QueueSettings) if f.name != "name")
+# ``paused`` is not one: declaring a queue at worker start must never resume it.
+SETTABLE = tuple(f.name for f in fields(QueueSettings) if f.name not in ("name", "paused"))
 
 
 def check_queue_settings(settings: QueueSettings) -> None:

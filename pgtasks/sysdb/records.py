@@ -310,6 +310,7 @@ class QueueSettings:
     priority_enabled: bool = False  # stored for DBOS compatibility; priority is always honoured
     partition_queue: bool = False
     polling_interval_sec: float = 1.0
+    paused: bool = False  # changed only by queue_set_paused, never by an upsert of settings
 
 
 @dataclass(frozen=True, slots=True)
@@ -319,6 +320,14 @@ class QueueUpsert:
 
     settings: QueueSettings
     changed: frozenset[str] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class QueuePause:
+    """Pause (``paused=True``) or resume the queue ``name``; its row is created if missing."""
+
+    name: str
+    paused: bool
 
 
 @dataclass(frozen=True, slots=True)

@@ -63,6 +63,7 @@ def queue_from_row(row: Mapping[str, Any]) -> QueueSettings:
         priority_enabled=bool(row["priority_enabled"]),
         partition_queue=bool(row["partition_queue"]),
         polling_interval_sec=row["polling_interval_sec"],
+        paused=bool(row["paused"]),
     )
 
 

@@ -21,6 +21,7 @@ from pgtasks.sysdb.records import (
     ForkParams,
     ListTasksParams,
     MigrationInfo,
+    QueuePause,
     QueueSettings,
     QueueUpsert,
     RecoverOwnParams,
@@ -184,6 +185,15 @@ class SqlStore(CompletionStore, EventStore, ScheduleStore, SystemDatabase):
         if not names:
             return [queue_from_row(r) for r in self._read("queue_get_all")]
         return [queue_from_row(r) for r in self._read("queue_get_many", {"names": self._list(list(names))})]
+
+    def queue_set_paused(self, params: QueuePause) -> QueueSettings:
+        args = {"queue_id": str(uuid.uuid4()), "name": params.name, "paused": params.paused}
+        with self._transaction() as conn:
+            row = self._on(conn, "queue_set_paused", args).fetchall()[0]
+            if not params.paused:
+                # Idle workers of the queue wake as for a new task instead of at their next poll.
+                self._announce_on(conn, params.name)
+        return queue_from_row(row)
 
     # -- versions -----------------------------------------------------------------------
     def version_register(self, version_name: str) -> None:

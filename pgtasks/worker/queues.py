@@ -71,4 +71,6 @@ def _describe(s: QueueSettings) -> str:
         parts.append(f"rate_limit={s.rate_limit_max}/{s.rate_limit_period_sec}s")
     if s.partition_queue:
         parts.append("partitioned")
+    if s.paused:
+        parts.append("paused")
     return f"{s.name}({', '.join(parts)})"

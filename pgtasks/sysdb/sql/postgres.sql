@@ -95,7 +95,8 @@ RETURNING ws.*, p.seen_before AS has_steps
 -- kills its worker is dead-lettered by recovery instead of looping forever.
 -- One LATERAL probe per queue: "queue_name = ANY(...)" cannot walk the partial index in
 -- (priority, enqueue_seq) order and degrades to a sort of the whole backlog; with equality
--- each probe is an ordered index scan that stops after LIMIT rows.
+-- each probe is an ordered index scan that stops after LIMIT rows. A paused queue is dropped
+-- before its probe (one lookup in the queues name index), so a pause holds once it commits.
 WITH picked AS (
     SELECT c.workflow_uuid, c.seen_before
     FROM unnest(%(queues)b::text[], %(limits)b::int[]) AS q(name, lim)
@@ -110,6 +111,7 @@ WITH picked AS (
         LIMIT q.lim
         FOR UPDATE SKIP LOCKED
     ) AS c
+    WHERE NOT EXISTS (SELECT 1 FROM __schema__.queues AS pq WHERE pq.name = q.name AND pq.paused)
     ORDER BY c.priority, c.enqueue_seq
     LIMIT %(limit)s
 )
@@ -126,7 +128,8 @@ SELECT pg_try_advisory_xact_lock(%(lock_key)s) AS ok
 -- snapshot includes every claim committed by the previous lock holder.
 WITH budget AS (
     SELECT GREATEST(0, LEAST(
-        %(limit)s::int,
+        CASE WHEN EXISTS (SELECT 1 FROM __schema__.queues WHERE name = %(queue)s AND paused)
+             THEN 0 ELSE %(limit)s::int END,
         CASE WHEN %(concurrency)s::int IS NULL THEN %(limit)s::int
              ELSE %(concurrency)s::int - (
                  SELECT count(*) FROM __schema__.workflow_status
@@ -205,7 +208,8 @@ candidates AS (
 ),
 budget AS (
     SELECT GREATEST(0, LEAST(
-        %(limit)s::int,
+        CASE WHEN EXISTS (SELECT 1 FROM __schema__.queues WHERE name = %(queue)s AND paused)
+             THEN 0 ELSE %(limit)s::int END,
         CASE WHEN %(rate_max)s::int IS NULL THEN %(limit)s::int
              ELSE %(rate_max)s::int - (
                  SELECT count(*) FROM __schema__.workflow_status
@@ -233,6 +237,13 @@ SELECT * FROM __schema__.queues ORDER BY name
 
 -- name: queue_get_many
 SELECT * FROM __schema__.queues WHERE name = ANY(%(names)b::text[]) ORDER BY name
+
+-- name: queue_set_paused
+-- Creates the queue's row when it has none, so a queue can be paused before any worker saw it.
+INSERT INTO __schema__.queues (queue_id, name, paused, created_at, updated_at)
+VALUES (%(queue_id)s, %(name)s, %(paused)s, __now_ms__, __now_ms__)
+ON CONFLICT (name) DO UPDATE SET paused = excluded.paused, updated_at = __now_ms__
+RETURNING *
 
 -- name: queue_upsert
 -- A new queue takes every setting; an existing one only the columns whose set_<column> flag

@@ -149,7 +149,8 @@ CREATE TABLE __schema__.queues (
     partition_queue BOOLEAN NOT NULL DEFAULT FALSE,
     polling_interval_sec DOUBLE PRECISION NOT NULL DEFAULT 1.0,
     created_at BIGINT NOT NULL,
-    updated_at BIGINT NOT NULL
+    updated_at BIGINT NOT NULL,
+    paused BOOLEAN NOT NULL DEFAULT FALSE
 );
 
 CREATE TABLE __schema__.executors (

@@ -52,8 +52,10 @@ SELECT * FROM workflow_status WHERE workflow_uuid = :task_id
 
 -- name: tasks_claim_candidates
 -- Per queue, so the (queue_name, priority) partial index is walked in order (see sqlite.py).
+-- A paused queue yields nothing.
 SELECT workflow_uuid, priority, rowid AS enqueue_seq, queue_partition_key AS k FROM workflow_status
 WHERE status = 'ENQUEUED' AND queue_name = :queue
+  AND NOT EXISTS (SELECT 1 FROM queues WHERE name = :queue AND paused)
   AND (application_version IS NULL OR application_version = :version)
   AND (expires_at_epoch_ms IS NULL OR expires_at_epoch_ms > __now_ms__)
 ORDER BY priority, rowid
@@ -79,6 +81,13 @@ SELECT * FROM queues ORDER BY name
 
 -- name: queue_get_many
 SELECT * FROM queues WHERE name IN (SELECT value FROM json_each(:names)) ORDER BY name
+
+-- name: queue_set_paused
+-- Creates the queue's row when it has none, so a queue can be paused before any worker saw it.
+INSERT INTO queues (queue_id, name, paused, created_at, updated_at)
+VALUES (:queue_id, :name, :paused, __now_ms__, __now_ms__)
+ON CONFLICT (name) DO UPDATE SET paused = excluded.paused, updated_at = __now_ms__
+RETURNING *
 
 -- name: queue_upsert
 -- A new queue takes every setting; an existing one only the columns whose set_<column> flag

@@ -145,7 +145,8 @@ CREATE TABLE queues (
     partition_queue INTEGER NOT NULL DEFAULT 0,
     polling_interval_sec REAL NOT NULL DEFAULT 1.0,
     created_at INTEGER NOT NULL,
-    updated_at INTEGER NOT NULL
+    updated_at INTEGER NOT NULL,
+    paused INTEGER NOT NULL DEFAULT 0
 );
 
 CREATE TABLE executors (

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from pgtasks.sysdb import ConfigurationError, SystemDatabase
-from pgtasks.sysdb.records import QueueSettings, QueueUpsert
+from pgtasks.sysdb import ConfigurationError, Status, SystemDatabase
+from pgtasks.sysdb.records import ClaimParams, QueueClaim, QueuePause, QueueSettings, QueueUpsert
+from tests.integration.sysdb.support import new
 
 
 def test_queue_settings_upsert_changes_only_what_is_named(sysdb: SystemDatabase) -> None:
@@ -35,3 +36,36 @@ def test_bad_queue_settings_are_refused(sysdb: SystemDatabase, settings: QueueSe
         sysdb.queue_upsert(QueueUpsert(settings))
     with pytest.raises(ConfigurationError, match="unknown queue settings"):
         sysdb.queue_upsert(QueueUpsert(QueueSettings("q"), frozenset({"name; DROP TABLE queues"})))
+
+
+def test_paused_queue_is_skipped_by_every_claim_until_resumed(sysdb: SystemDatabase) -> None:
+    sysdb.tasks_enqueue(
+        [new(f"p{i}", queue="held") for i in range(3)]
+        + [new(f"k{i}", queue="held", partition_key="a") for i in range(2)]
+        + [new("free", queue="open")]
+    )
+    paused = sysdb.queue_set_paused(QueuePause("held", True))  # no row yet: created paused
+    assert paused.name == "held" and paused.paused
+    plain = ClaimParams("w1", "v1", ("held", "open"), 10)
+    rated = QueueClaim("held", concurrency=5, rate_limit_max=9, rate_limit_period_ms=60_000)
+    limited = ClaimParams("w1", "v1", (rated,), 10)
+    partitioned = ClaimParams("w1", "v1", (QueueClaim("held", concurrency=1, partitioned=True),), 10)
+    assert [t.task_id for t in sysdb.tasks_claim(plain)] == ["free"]
+    assert sysdb.tasks_claim(limited) == []
+    assert sysdb.tasks_claim(partitioned) == []
+    assert sysdb.task_get("p0").status is Status.ENQUEUED  # type: ignore[union-attr]
+    resumed = sysdb.queue_set_paused(QueuePause("held", False))
+    assert not resumed.paused
+    assert len(sysdb.tasks_claim(partitioned)) == 2  # one per key: the key "a" and the keyless group
+    assert len(sysdb.tasks_claim(limited)) == 3
+    assert sysdb.tasks_claim(plain) == []
+
+
+def test_settings_upsert_never_resumes_a_paused_queue(sysdb: SystemDatabase) -> None:
+    sysdb.queue_set_paused(QueuePause("mail", True))
+    # What every worker does at start with the app's declared queues:
+    sysdb.queue_upsert(QueueUpsert(QueueSettings("mail", concurrency=4)))
+    [stored] = sysdb.queues_get(("mail",))
+    assert stored.paused and stored.concurrency == 4
+    assert not sysdb.queue_set_paused(QueuePause("mail", False)).paused
+    assert not sysdb.queues_get(("mail",))[0].paused

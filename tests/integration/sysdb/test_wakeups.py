@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from pgtasks.sysdb import SystemDatabase, open_system_database
+from pgtasks.sysdb.records import QueuePause
 from tests.integration.sysdb.support import new
 
 
@@ -42,3 +43,21 @@ def test_close_ends_every_connection_and_a_new_instance_sees_the_rows(database_u
 def test_close_can_be_called_again(sysdb: SystemDatabase, calls: int) -> None:
     for _ in range(calls):
         sysdb.close()
+
+
+def test_a_resume_wakes_the_listeners_of_the_queue(sysdb: SystemDatabase) -> None:
+    listener = sysdb.open_listener()
+    if sysdb.target.dialect == "sqlite":
+        assert listener is None
+        return
+    assert listener is not None
+    try:
+        sysdb.queue_set_paused(QueuePause("mail", True))
+        sysdb.queue_set_paused(QueuePause("mail", False))
+        heard: set[str] = set()
+        while "mail" not in heard:
+            got = listener.wait(timeout=30)
+            assert got, "no notification within 30 s"
+            heard |= got
+    finally:
+        listener.close()
