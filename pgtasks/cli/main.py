@@ -1,5 +1,5 @@
 """``pgtasks``: worker, beat, migrate, tasks (list, get, cancel, resume, fork), schedule, queue,
-roles, demo."""
+roles, dashboard, demo."""
 
 from __future__ import annotations
 
@@ -107,6 +107,14 @@ def _parser() -> argparse.ArgumentParser:
     add_beat_commands(sub)
     add_provisioning_commands(sub)
 
+    board = sub.add_parser("dashboard", help="serve the web dashboard, Flower's REST API and /metrics")
+    board.add_argument("--address", default="127.0.0.1", help="interface to listen on (default 127.0.0.1)")
+    board.add_argument("--port", type=int, default=5555)
+    board.add_argument("--basic-auth", help="user:password[,user2:password2]; required off localhost")
+    board.add_argument("--read-only", action="store_true", help="show everything, change nothing")
+    board.add_argument("--database-url", help="without -A: the database to show")
+    board.add_argument("--schema", default="pgtasks")
+
     demo = sub.add_parser("demo", help="run a small durable workload on the embedded SQLite database")
     demo.add_argument("--database-url", help="default: sqlite:///pgtasks-demo.sqlite3")
     demo.add_argument("--tasks", type=int, default=12)
@@ -152,6 +160,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         return _tasks(args)
     if args.command == "queue":
         return _queue(args)
+    if args.command == "dashboard":
+        return _dashboard(args)
     if args.command in ("beat", "schedule"):
         return run_beat_command(args)
     if args.command == "demo":
@@ -257,6 +267,25 @@ def _queue(args: argparse.Namespace) -> int:
             )
     finally:
         engine.close()
+    return 0
+
+
+def _dashboard(args: argparse.Namespace) -> int:
+    try:
+        from pgtasks.dashboard.security import Guard, parse_basic_auth
+        from pgtasks.dashboard.server import serve
+    except ImportError as exc:
+        raise ConfigurationError(
+            f"the dashboard needs its extra: pip install 'pgtasks[dashboard]' ({exc})"
+        ) from None
+    guard = Guard(parse_basic_auth(args.basic_auth), read_only=args.read_only)
+    manager: TaskManagement = (
+        load_app(args.app)
+        if args.app
+        else Client(resolve_database_url(args.database_url), schema=args.schema)
+    )
+    logging.basicConfig(level=logging.WARNING, format="[%(asctime)s: %(levelname)s] %(message)s")
+    serve(manager, args.address, args.port, guard)
     return 0
 
 

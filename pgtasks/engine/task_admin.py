@@ -14,8 +14,10 @@ from pgtasks.sysdb.records import (
     ForkParams,
     ListTasksParams,
     MigrationInfo,
+    QueueActivity,
     QueuePause,
     QueueSettings,
+    QueueStats,
     QueueUpsert,
     StepRecord,
     TaskRecord,
@@ -92,6 +94,14 @@ class TaskAdmin:
     def upsert_queue(self, params: QueueUpsert) -> QueueSettings:
         """Create or update one queue's settings."""
         return self._engine._sysdb.queue_upsert(params)
+
+    def queue_stats(self) -> list[QueueStats]:
+        """Unfinished tasks by queue and state, and the oldest waiting task's due time."""
+        return self._engine._sysdb.queue_stats()
+
+    def queue_activity(self, window_ms: int, bucket_ms: int) -> list[QueueActivity]:
+        """Tasks started in the last ``window_ms`` by queue, bucket and state now."""
+        return self._engine._sysdb.queue_activity(window_ms, bucket_ms)
 
     def set_queue_paused(self, name: str, paused: bool) -> QueueSettings:
         """Pause (no worker claims its tasks from the moment this returns) or resume a queue

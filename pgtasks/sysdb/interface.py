@@ -22,8 +22,10 @@ from pgtasks.sysdb.records import (
     ListTasksParams,
     MigrationInfo,
     NewTask,
+    QueueActivity,
     QueuePause,
     QueueSettings,
+    QueueStats,
     QueueUpsert,
     RecoverOwnParams,
     RecoverStaleParams,
@@ -219,6 +221,16 @@ class SystemDatabase(ABC):
     @abstractmethod
     def queues_get(self, names: tuple[str, ...] = ()) -> list[QueueSettings]:
         """Stored settings of the named queues (all queues when empty)."""
+
+    @abstractmethod
+    def queue_stats(self) -> list[QueueStats]:
+        """Unfinished tasks by queue and state, read from the partial indexes of live states
+        (never a scan of finished tasks)."""
+
+    @abstractmethod
+    def queue_activity(self, window_ms: int, bucket_ms: int) -> list[QueueActivity]:
+        """Tasks of the known queues started in the last ``window_ms``, counted per bucket of
+        ``bucket_ms`` and per state now."""
 
     @abstractmethod
     def queue_set_paused(self, params: QueuePause) -> QueueSettings:

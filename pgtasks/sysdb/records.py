@@ -245,6 +245,9 @@ class ListTasksParams:
     created_before_epoch_ms: int | None = None
     limit: int = 100
     newest_first: bool = True
+    executor_id: str | None = None
+    # Keyset pagination: only tasks after this (created_at, enqueue_seq) in the listing's order.
+    after_key: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -320,6 +323,26 @@ class QueueUpsert:
 
     settings: QueueSettings
     changed: frozenset[str] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class QueueStats:
+    """Unfinished tasks of one queue by state, and since when its oldest ENQUEUED task has
+    been due (epoch ms; None when none waits)."""
+
+    name: str
+    counts: Mapping[str, int]
+    oldest_waiting_ms: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class QueueActivity:
+    """How many tasks of ``queue`` started in the bucket beginning at ``bucket_ms``, by state now."""
+
+    queue: str
+    bucket_ms: int
+    status: str
+    count: int
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,8 +21,10 @@ from pgtasks.sysdb.records import (
     ForkParams,
     ListTasksParams,
     MigrationInfo,
+    QueueActivity,
     QueuePause,
     QueueSettings,
+    QueueStats,
     QueueUpsert,
     RecoverOwnParams,
     RecoverStaleParams,
@@ -64,6 +66,9 @@ class SqlStore(CompletionStore, EventStore, ScheduleStore, SystemDatabase):
             "after": params.created_after_epoch_ms,
             "before": params.created_before_epoch_ms,
             "limit": params.limit,
+            "executor": params.executor_id,
+            "key_created": params.after_key[0] if params.after_key else None,
+            "key_seq": params.after_key[1] if params.after_key else None,
         }
         name = "tasks_list_newest" if params.newest_first else "tasks_list_oldest"
         return [task_from_row(r) for r in self._read(name, args)]
@@ -185,6 +190,19 @@ class SqlStore(CompletionStore, EventStore, ScheduleStore, SystemDatabase):
         if not names:
             return [queue_from_row(r) for r in self._read("queue_get_all")]
         return [queue_from_row(r) for r in self._read("queue_get_many", {"names": self._list(list(names))})]
+
+    def queue_stats(self) -> list[QueueStats]:
+        counts: dict[str, dict[str, int]] = {}
+        oldest: dict[str, int | None] = {}
+        for row in self._read("queue_stats"):
+            counts.setdefault(row["queue_name"], {})[row["status"]] = int(row["n"])
+            if row["status"] == "ENQUEUED":
+                oldest[row["queue_name"]] = row["oldest"]
+        return [QueueStats(name, counts[name], oldest.get(name)) for name in sorted(counts)]
+
+    def queue_activity(self, window_ms: int, bucket_ms: int) -> list[QueueActivity]:
+        rows = self._read("queue_activity", {"window_ms": window_ms, "bucket_ms": bucket_ms})
+        return [QueueActivity(r["queue_name"], int(r["bucket"]), r["status"], int(r["n"])) for r in rows]
 
     def queue_set_paused(self, params: QueuePause) -> QueueSettings:
         args = {"queue_id": str(uuid.uuid4()), "name": params.name, "paused": params.paused}

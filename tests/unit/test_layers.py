@@ -23,7 +23,8 @@ ALLOWED: dict[str, frozenset[str]] = {
     "scheduler": frozenset({"scheduler", "engine", "sysdb"}),
     "public": frozenset({"public", "worker", "scheduler", "engine", "sysdb"}),
     "compat": frozenset({"compat", "public", "worker", "scheduler", "engine", "sysdb"}),
-    "cli": frozenset({"cli", "compat", "public", "worker", "scheduler", "engine", "sysdb"}),
+    "dashboard": frozenset({"dashboard", "public", "scheduler", "engine", "sysdb"}),
+    "cli": frozenset({"cli", "dashboard", "compat", "public", "worker", "scheduler", "engine", "sysdb"}),
 }
 
 # Packages under pgtasks/ and their layer; a module directly in pgtasks/ is "public".
@@ -34,6 +35,7 @@ PACKAGE_LAYERS: dict[str, str] = {
     "pgtasks.scheduler": "scheduler",
     "pgtasks.compat": "compat",
     "pgtasks.cli": "cli",
+    "pgtasks.dashboard": "dashboard",
     "pgtasks.__main__": "cli",  # `python -m pgtasks` is the command line
 }
 

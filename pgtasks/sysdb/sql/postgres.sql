@@ -51,6 +51,9 @@ WHERE (%(status)s::text[] IS NULL OR status = ANY(%(status)s::text[]))
   AND (%(queue)s::text IS NULL OR queue_name = %(queue)s)
   AND (%(after)s::bigint IS NULL OR created_at >= %(after)s)
   AND (%(before)s::bigint IS NULL OR created_at < %(before)s)
+  AND (%(executor)s::text IS NULL OR executor_id = %(executor)s)
+  AND (%(key_created)s::bigint IS NULL
+       OR (created_at, enqueue_seq) < (%(key_created)s::bigint, %(key_seq)s::bigint))
 ORDER BY created_at DESC, enqueue_seq DESC LIMIT %(limit)s
 
 -- name: tasks_list_oldest
@@ -60,7 +63,40 @@ WHERE (%(status)s::text[] IS NULL OR status = ANY(%(status)s::text[]))
   AND (%(queue)s::text IS NULL OR queue_name = %(queue)s)
   AND (%(after)s::bigint IS NULL OR created_at >= %(after)s)
   AND (%(before)s::bigint IS NULL OR created_at < %(before)s)
+  AND (%(executor)s::text IS NULL OR executor_id = %(executor)s)
+  AND (%(key_created)s::bigint IS NULL
+       OR (created_at, enqueue_seq) > (%(key_created)s::bigint, %(key_seq)s::bigint))
 ORDER BY created_at ASC, enqueue_seq ASC LIMIT %(limit)s
+
+-- name: queue_stats
+-- Counts of the unfinished tasks of each queue by state, and when its oldest waiting task
+-- became due. One branch per state, each matching a partial index's predicate, so the cost
+-- grows with the backlog and never with the history of finished tasks.
+SELECT queue_name, 'ENQUEUED' AS status, count(*) AS n,
+       min(COALESCE(delay_until_epoch_ms, created_at)) AS oldest
+FROM __schema__.workflow_status WHERE status = 'ENQUEUED' GROUP BY queue_name
+UNION ALL
+SELECT queue_name, 'PENDING', count(*), min(started_at_epoch_ms)
+FROM __schema__.workflow_status WHERE status = 'PENDING' GROUP BY queue_name
+UNION ALL
+SELECT queue_name, 'DELAYED', count(*), min(delay_until_epoch_ms)
+FROM __schema__.workflow_status WHERE status = 'DELAYED' GROUP BY queue_name
+
+-- name: queue_activity
+-- Tasks started in the last %(window_ms)s per queue and time bucket, by their state now: one
+-- range probe of the (queue_name, started_at_epoch_ms) index per known queue, so the cost
+-- grows with the recent starts, not with the table.
+SELECT q.name AS queue_name, s.bucket, s.status, s.n
+FROM __schema__.queues AS q
+CROSS JOIN LATERAL (
+    SELECT (w.started_at_epoch_ms / %(bucket_ms)s::bigint) * %(bucket_ms)s::bigint AS bucket,
+           w.status, count(*) AS n
+    FROM __schema__.workflow_status AS w
+    WHERE w.queue_name = q.name
+      AND w.started_at_epoch_ms > __now_ms__ - %(window_ms)s::bigint
+    GROUP BY 1, 2
+) AS s
+ORDER BY q.name, s.bucket
 
 -- name: task_get
 SELECT * FROM __schema__.workflow_status WHERE workflow_uuid = %(task_id)s

@@ -30,22 +30,47 @@ WHERE queue_name = :queue AND deduplication_id = :dedup
 -- Optional filters are "(param IS NULL OR column = param)": a custom plan folds the unset
 -- ones away, so the plan is the one of a WHERE built for the filters given (the created_at
 -- index walked in order, the filters checked on the way).
-SELECT * FROM workflow_status
+SELECT *, rowid AS enqueue_seq FROM workflow_status
 WHERE (:status IS NULL OR status IN (SELECT value FROM json_each(:status)))
   AND (:name IS NULL OR name = :name)
   AND (:queue IS NULL OR queue_name = :queue)
   AND (:after IS NULL OR created_at >= :after)
   AND (:before IS NULL OR created_at < :before)
+  AND (:executor IS NULL OR executor_id = :executor)
+  AND (:key_created IS NULL OR (created_at, rowid) < (:key_created, :key_seq))
 ORDER BY created_at DESC, rowid DESC LIMIT :limit
 
 -- name: tasks_list_oldest
-SELECT * FROM workflow_status
+SELECT *, rowid AS enqueue_seq FROM workflow_status
 WHERE (:status IS NULL OR status IN (SELECT value FROM json_each(:status)))
   AND (:name IS NULL OR name = :name)
   AND (:queue IS NULL OR queue_name = :queue)
   AND (:after IS NULL OR created_at >= :after)
   AND (:before IS NULL OR created_at < :before)
+  AND (:executor IS NULL OR executor_id = :executor)
+  AND (:key_created IS NULL OR (created_at, rowid) > (:key_created, :key_seq))
 ORDER BY created_at ASC, rowid ASC LIMIT :limit
+
+-- name: queue_stats
+-- Counts of the unfinished tasks of each queue by state (each branch reads one partial index).
+SELECT queue_name, 'ENQUEUED' AS status, count(*) AS n,
+       min(COALESCE(delay_until_epoch_ms, created_at)) AS oldest
+FROM workflow_status WHERE status = 'ENQUEUED' GROUP BY queue_name
+UNION ALL
+SELECT queue_name, 'PENDING', count(*), min(started_at_epoch_ms)
+FROM workflow_status WHERE status = 'PENDING' GROUP BY queue_name
+UNION ALL
+SELECT queue_name, 'DELAYED', count(*), min(delay_until_epoch_ms)
+FROM workflow_status WHERE status = 'DELAYED' GROUP BY queue_name
+
+-- name: queue_activity
+-- Tasks started in the last :window_ms per queue and time bucket, by their state now.
+SELECT w.queue_name, (w.started_at_epoch_ms / :bucket_ms) * :bucket_ms AS bucket, w.status,
+       count(*) AS n
+FROM queues AS q JOIN workflow_status AS w ON w.queue_name = q.name
+WHERE w.started_at_epoch_ms > __now_ms__ - :window_ms
+GROUP BY 1, 2, 3
+ORDER BY 1, 2
 
 -- name: task_get
 SELECT * FROM workflow_status WHERE workflow_uuid = :task_id

@@ -6,7 +6,7 @@ import pytest
 
 from pgtasks.sysdb import ConfigurationError, Status, SystemDatabase
 from pgtasks.sysdb.records import ClaimParams, QueueClaim, QueuePause, QueueSettings, QueueUpsert
-from tests.integration.sysdb.support import new
+from tests.integration.sysdb.support import claim, new
 
 
 def test_queue_settings_upsert_changes_only_what_is_named(sysdb: SystemDatabase) -> None:
@@ -69,3 +69,30 @@ def test_settings_upsert_never_resumes_a_paused_queue(sysdb: SystemDatabase) -> 
     assert stored.paused and stored.concurrency == 4
     assert not sysdb.queue_set_paused(QueuePause("mail", False)).paused
     assert not sysdb.queues_get(("mail",))[0].paused
+
+
+def test_queue_stats_count_unfinished_tasks_by_state(sysdb: SystemDatabase) -> None:
+    sysdb.tasks_enqueue(
+        [new(f"e{i}", queue="mail") for i in range(3)]
+        + [new("d", queue="mail", delay_until_epoch_ms=sysdb.now_ms() + 3_600_000)]
+        + [new("r", queue="reports")]
+    )
+    assert claim(sysdb, queues=("reports",)) == ["r"]
+    done = sysdb.task_get("r")
+    assert done is not None
+    stats = {s.name: s for s in sysdb.queue_stats()}
+    assert dict(stats["mail"].counts) == {"ENQUEUED": 3, "DELAYED": 1}
+    assert dict(stats["reports"].counts) == {"PENDING": 1}
+    first = sysdb.task_get("e0")
+    assert first is not None and stats["mail"].oldest_waiting_ms == first.created_at
+    assert stats["reports"].oldest_waiting_ms is None
+
+
+def test_queue_activity_buckets_recent_starts_by_state(sysdb: SystemDatabase) -> None:
+    sysdb.queue_upsert(QueueUpsert(QueueSettings("mail"), changed=frozenset()))
+    sysdb.tasks_enqueue([new(f"e{i}", queue="mail") for i in range(3)])
+    assert len(claim(sysdb, queues=("mail",), limit=2)) == 2
+    activity = sysdb.queue_activity(window_ms=600_000, bucket_ms=60_000)
+    assert {(a.queue, a.status) for a in activity} == {("mail", "PENDING")}
+    assert sum(a.count for a in activity) == 2
+    assert all(a.bucket_ms % 60_000 == 0 for a in activity)

@@ -134,6 +134,24 @@ def test_list_combines_filters_and_orders_both_ways(sysdb: SystemDatabase) -> No
     assert sysdb.tasks_list(ListTasksParams(status=(Status.SUCCESS,), queue_name="q2")) == []
 
 
+def test_list_pages_by_keyset_and_filters_by_worker(sysdb: SystemDatabase) -> None:
+    # Tasks in one insert share created_at: the key's second part (enqueue order) breaks ties.
+    sysdb.tasks_enqueue([new(f"t{i}") for i in range(7)])
+    for newest, order in ((True, [f"t{i}" for i in range(6, -1, -1)]), (False, [f"t{i}" for i in range(7)])):
+        seen: list[str] = []
+        key = None
+        while True:
+            page = sysdb.tasks_list(ListTasksParams(limit=3, newest_first=newest, after_key=key))
+            if not page:
+                break
+            seen += [t.task_id for t in page]
+            key = (page[-1].created_at, page[-1].enqueue_seq)
+        assert seen == order
+    assert claim(sysdb, executor="w9", limit=2) == ["t0", "t1"]
+    mine = sysdb.tasks_list(ListTasksParams(executor_id="w9"))
+    assert sorted(t.task_id for t in mine) == ["t0", "t1"]
+
+
 def test_enqueue_in_chunks_is_one_all_or_nothing_insert(sysdb: SystemDatabase) -> None:
     sysdb.tasks_enqueue([new("a")])
     results = sysdb.tasks_enqueue_chunks(iter([[new("a"), new("b")], [new("c")]]))

@@ -1,0 +1,40 @@
+"""How the dashboard shows values: times, ages and stored JSON (pretty-printed when it parses)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+
+
+def iso(ms: int | None) -> str:
+    """Epoch milliseconds as ISO 8601 UTC to the millisecond, or an empty string."""
+    if ms is None:
+        return ""
+    return dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc).isoformat(timespec="milliseconds")
+
+
+def age(seconds: float | None) -> str:
+    """``3.2 s``, ``4 min``, ``2.1 h``; empty for None."""
+    if seconds is None:
+        return ""
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    if seconds < 3600:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def duration(start_ms: int | None, end_ms: int | None) -> str:
+    if start_ms is None or end_ms is None:
+        return ""
+    return f"{(end_ms - start_ms) / 1000:.3f} s"
+
+
+def pretty(text: str | None) -> str:
+    """Stored JSON indented for reading; other text as it is."""
+    if text is None:
+        return ""
+    try:
+        return json.dumps(json.loads(text), indent=2, ensure_ascii=False)
+    except ValueError:
+        return text

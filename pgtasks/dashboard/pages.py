@@ -1,0 +1,208 @@
+"""The dashboard's HTML pages (Overview, Queues, Tasks, Task, Workers, Schedules, Dead
+letters), the JSON the pages poll for live updates, and the actions their forms post."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+from urllib.parse import parse_qs, urlencode
+
+from jinja2 import Environment, PackageLoader, select_autoescape
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, RedirectResponse, Response
+from starlette.routing import Route
+
+from pgtasks.dashboard.charts import activity_svg
+from pgtasks.dashboard.console import Console, TaskFilter
+from pgtasks.dashboard.formatting import age, duration, iso, pretty
+from pgtasks.dashboard.security import Guard, refuse, same_origin
+from pgtasks.engine.errors import PgtasksError
+from pgtasks.engine.flow import parse_rate_limit
+from pgtasks.sysdb.records import Status
+
+DEAD = Status.MAX_RECOVERY_ATTEMPTS_EXCEEDED.value
+
+
+def _environment() -> Environment:
+    env = Environment(
+        loader=PackageLoader("pgtasks.dashboard", "templates"),
+        autoescape=select_autoescape(default=True, default_for_string=True),
+    )
+    env.filters.update(iso=iso, age=age, pretty=pretty)
+    env.globals.update(duration=duration, statuses=[s.value for s in Status])
+    return env
+
+
+class Pages:
+    """Renders pages with ``console`` data and runs actions under ``guard``."""
+
+    def __init__(self, console: Console, guard: Guard) -> None:
+        self.console = console
+        self.guard = guard
+        self.templates = _environment()
+
+    def routes(self) -> list[Route]:
+        return [
+            Route("/", self.overview),
+            Route("/queues", self.queues),
+            Route("/tasks", self.tasks),
+            Route("/task/{task_id:path}", self.task),
+            Route("/workers", self.workers),
+            Route("/schedules", self.schedules),
+            Route("/dead-letters", self.dead_letters),
+            Route("/live", self.live),
+            Route("/action/{kind}", self.action, methods=["POST"]),
+        ]
+
+    def _render(self, name: str, request: Request, **context: Any) -> HTMLResponse:
+        page = self.templates.get_template(name).render(
+            request=request,
+            csrf=self.guard.csrf_token,
+            read_only=self.guard.read_only,
+            now=iso(self.console.now_ms()),
+            **context,
+        )
+        return HTMLResponse(page)
+
+    # -- pages --------------------------------------------------------------------------
+    def overview(self, request: Request) -> Response:
+        return self._render("overview.html", request, **self._overview_data())
+
+    def _overview_data(self) -> dict[str, Any]:
+        activity = self.console.activity()
+        return {
+            "queues": self.console.queues(),
+            "charts": {queue: activity_svg(series) for queue, series in activity.items()},
+            "workers": self.console.workers(),
+            "schedules": [s for s in self.console.schedules() if s[1] is not None][:10],
+        }
+
+    def live(self, request: Request) -> Response:
+        """What the pages' script updates in place: the counts, ages and charts."""
+        data = self._overview_data()
+        values: dict[str, str] = {}
+        for row in data["queues"]:
+            for state, n in row.counts.items():
+                values[f"count:{row.settings.name}:{state}"] = str(n)
+            values[f"oldest:{row.settings.name}"] = age(row.oldest_waiting_s)
+            values[f"paused:{row.settings.name}"] = "paused" if row.settings.paused else "active"
+        values["workers-online"] = str(len(data["workers"]))
+        return JSONResponse({"values": values, "charts": data["charts"], "now": iso(self.console.now_ms())})
+
+    def queues(self, request: Request) -> Response:
+        return self._render("queues.html", request, queues=self.console.queues())
+
+    def tasks(self, request: Request) -> Response:
+        q = request.query_params
+        wanted = q.get("id", "").strip()
+        if wanted:
+            if self.console.task(wanted) is not None:
+                return RedirectResponse(f"/task/{wanted}", 303)
+            return self._render(
+                "tasks.html", request, tasks=[], next_url=None, f=TaskFilter(), missing=wanted
+            )
+        try:
+            f = TaskFilter(
+                status=q.get("status") or None,
+                queue=q.get("queue") or None,
+                name=q.get("name") or None,
+                worker=q.get("worker") or None,
+                created_after_ms=_time_ms(q.get("after")),
+                created_before_ms=_time_ms(q.get("before")),
+                after_key=_key(q.get("key")),
+            )
+            if f.status is not None:
+                Status(f.status)
+        except ValueError as exc:
+            return PlainTextResponse(f"bad filter: {exc}", 400)
+        rows, key = self.console.tasks(f)
+        next_url = None
+        if key is not None:
+            params = {k: v for k, v in q.items() if k != "key" and v}
+            next_url = "/tasks?" + urlencode({**params, "key": f"{key[0]}.{key[1]}"})
+        return self._render("tasks.html", request, tasks=rows, next_url=next_url, f=f, missing=None)
+
+    def task(self, request: Request) -> Response:
+        view = self.console.task(request.path_params["task_id"])
+        if view is None:
+            return PlainTextResponse("no such task", 404)
+        return self._render("task.html", request, t=view, r=view.record)
+
+    def workers(self, request: Request) -> Response:
+        return self._render("workers.html", request, workers=self.console.workers())
+
+    def schedules(self, request: Request) -> Response:
+        return self._render("schedules.html", request, schedules=self.console.schedules())
+
+    def dead_letters(self, request: Request) -> Response:
+        rows, _ = self.console.tasks(TaskFilter(status=DEAD), limit=200)
+        return self._render("dead.html", request, tasks=rows)
+
+    # -- actions ------------------------------------------------------------------------
+    async def action(self, request: Request) -> Response:
+        form = {k: v[-1] for k, v in parse_qs((await request.body()).decode("utf-8", "replace")).items()}
+        if self.guard.read_only:
+            return refuse(403, "the dashboard is read-only")
+        if not self.guard.csrf_ok(form.get("csrf")) or not same_origin(request):
+            return refuse(403, "missing or wrong CSRF token: reload the page and try again")
+        kind = request.path_params["kind"]
+        back = form.get("next", "/")
+        if not back.startswith("/") or back.startswith("//"):
+            back = "/"
+        try:
+            message = await run_in_threadpool(self._act, kind, form)
+        except (PgtasksError, ValueError, KeyError) as exc:
+            return PlainTextResponse(f"{kind}: {exc}", 400)
+        if message is None:
+            return PlainTextResponse(f"unknown action {kind!r}", 404)
+        return RedirectResponse(back, 303)
+
+    def _act(self, kind: str, form: dict[str, str]) -> str | None:
+        c = self.console
+        if kind == "cancel":
+            return str(c.cancel(form["task_id"]))
+        if kind == "resume":
+            return str(c.resume(form["task_id"]))
+        if kind == "resume-many":
+            ids = [i for i in form.get("task_ids", "").split(",") if i]
+            return str(sum(c.resume(i) for i in ids))
+        if kind == "fork":
+            return c.fork(form["task_id"], int(form.get("start_step", "1")))
+        if kind in ("queue-pause", "queue-resume"):
+            c.set_queue_paused(form["queue"], kind == "queue-pause")
+            return kind
+        if kind == "queue-limits":
+            changes: dict[str, Any] = {}
+            for field in ("concurrency", "worker_concurrency"):
+                text = form.get(field, "").strip()
+                changes[field] = int(text) if text else None
+            rate = form.get("rate_limit", "").strip() or None
+            changes["rate_limit_max"], changes["rate_limit_period_sec"] = parse_rate_limit(rate)
+            changes["partition_queue"] = form.get("partitioned") == "on"
+            c.set_queue_limits(form["queue"], changes)
+            return kind
+        if kind in ("schedule-pause", "schedule-resume"):
+            c.set_schedule_paused(form["schedule"], kind == "schedule-pause")
+            return kind
+        if kind == "schedule-trigger":
+            return c.trigger_schedule(form["schedule"])
+        return None
+
+
+def _time_ms(text: str | None) -> int | None:
+    """An ISO date-time from a filter (naive: UTC) as epoch ms."""
+    if not text:
+        return None
+    value = dt.datetime.fromisoformat(text)
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=dt.timezone.utc)
+    return round(value.timestamp() * 1000)
+
+
+def _key(text: str | None) -> tuple[int, int] | None:
+    """The keyset cursor ``<created_at>.<enqueue_seq>``."""
+    if not text:
+        return None
+    created, _, seq = text.partition(".")
+    return int(created), int(seq)

@@ -1,0 +1,440 @@
+"""The dashboard as a real `pgtasks dashboard` subprocess, driven by a real browser (Debian's
+chromium and chromium-driver through selenium; one browser session for the module), with a
+real worker and tasks in PostgreSQL. Flower's REST API and /metrics are checked over HTTP.
+
+With ``PGTASKS_SCREENSHOTS=<folder>`` the page tests save a screenshot of each page there
+(docs/dashboard.md shows them)."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import shutil
+import socket
+import tempfile
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.remote.webdriver import WebDriver
+
+from pgtasks import App
+from pgtasks.sysdb import open_system_database
+from pgtasks.sysdb.records import ClaimParams, RecoverOwnParams
+from tests.support.cli import cli_env, run_pgtasks, spawn_pgtasks
+from tests.support.inprocess import wait_for
+from tests.support.processes import stop, worker_process
+from tests.support.schemas import scratch_schema, with_schema
+
+BOARD_APP = "tests.acceptance.apps.board_app"
+SCREENSHOTS = os.environ.get("PGTASKS_SCREENSHOTS")
+# Flower's task fields (flower/api/tasks.py, the documented response of GET /api/tasks).
+FLOWER_TASK_FIELDS = {
+    "args", "client", "clock", "eta", "exception", "exchange", "expires", "failed", "kwargs", "name",
+    "received", "result", "retried", "retries", "revoked", "routing_key", "runtime", "sent", "started",
+    "state", "succeeded", "timestamp", "traceback", "uuid", "worker", "rejected", "root", "root_id",
+    "parent", "parent_id", "children",
+}  # fmt: skip
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _http(
+    url: str, method: str = "GET", body: bytes | None = None, headers: dict[str, str] | None = None
+) -> tuple[int, bytes, dict[str, str]]:
+    request = urllib.request.Request(url, data=body, method=method, headers=headers or {})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, response.read(), {k.lower(): v for k, v in response.headers.items()}
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read(), {k.lower(): v for k, v in exc.headers.items()}
+
+
+class Board:
+    """A running dashboard subprocess and its base URL."""
+
+    def __init__(self, database_url: str, *extra: str) -> None:
+        self.port = _free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.log = Path(tempfile.mkstemp(suffix=".log")[1])
+        args = ("-A", BOARD_APP, "dashboard", "--port", str(self.port), *extra)
+        self.proc = spawn_pgtasks(*args, env=cli_env(database_url), output=self.log)
+        wait_for(self._up, what=f"the dashboard on port {self.port}")
+
+    def _up(self) -> bool:
+        assert self.proc.poll() is None, self.log.read_text()
+        try:
+            return _http(self.base + "/live")[0] in (200, 401)
+        except OSError:
+            return False
+
+    def stop(self) -> None:
+        stop(self.proc)
+
+
+@pytest.fixture(scope="module")
+def database_url(pg_server_url: str) -> Iterator[str]:
+    with scratch_schema(pg_server_url, prefix="board_") as schema:
+        yield with_schema(pg_server_url, schema)
+
+
+@pytest.fixture(scope="module")
+def seeded(database_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """Finished tasks (a success with steps, a failure with a traceback), a dead letter,
+    a schedule, tasks waiting on an unconsumed queue, and a live worker."""
+    app = App("board", database_url=database_url)  # sends by name: no task code needed here
+    app.engine.admin.migrate()
+    ledger = tmp_path_factory.mktemp("board") / "effects.log"
+    ledger.touch()
+    worker = worker_process(database_url, ledger, "board-worker", app=BOARD_APP, extra_args=("-Q", "default"))
+    try:
+        ok = app.enqueue("board.work", [21], {"token": "hunter2-secret"})
+        failed = app.enqueue("board.fail", ["it broke"])
+        assert ok.get(timeout=60) == "value 42"
+        wait_for(lambda: failed.status == "ERROR", what="the failing task to fail")
+        held = [app.enqueue("board.work", [i], queue="held").id for i in range(3)]
+        dead = app.enqueue("board.work", [7], queue="graveyard", max_recovery_attempts=0).id
+        db = open_system_database(database_url)
+        assert [t.task_id for t in db.tasks_claim(ClaimParams("ghost", "v0", ("graveyard",), 1))] == [dead]
+        db.tasks_recover_own(RecoverOwnParams("ghost"))  # one attempt over a limit of 0: dead
+        db.close()
+        app.schedule("nightly", "board.work", "0 3 * * *", timezone="Europe/Paris", args=(1,))
+        evil = app.enqueue("<script>window.__xss=1</script>", ["<img src=x onerror='window.__xss=2'>"]).id
+        yield {"app": app, "ok": ok.id, "failed": failed.id, "held": held, "dead": dead, "evil": evil}
+    finally:
+        stop(worker)
+        app.close()
+
+
+@pytest.fixture(scope="module")
+def board(database_url: str, seeded: dict[str, Any]) -> Iterator[Board]:
+    running = Board(database_url)
+    yield running
+    running.stop()
+
+
+@pytest.fixture(scope="module")
+def guarded(database_url: str, seeded: dict[str, Any]) -> Iterator[Board]:
+    running = Board(database_url, "--basic-auth", "admin:s3cret", "--read-only")
+    yield running
+    running.stop()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[WebDriver]:
+    chromium = shutil.which("chromium")
+    driver_path = shutil.which("chromedriver")
+    assert chromium and driver_path, "make test installs chromium and chromium-driver (apt-get)"
+    profile = tempfile.mkdtemp(prefix="pgtasks-chromium-")
+    options = webdriver.ChromeOptions()
+    options.binary_location = chromium
+    for flag in (
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--window-size=1400,1000",
+        f"--user-data-dir={profile}",
+    ):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=Service(driver_path), options=options)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+def _shot(browser: WebDriver, name: str) -> None:
+    if SCREENSHOTS:
+        Path(SCREENSHOTS).mkdir(parents=True, exist_ok=True)
+        height = browser.execute_script("return document.body.scrollHeight")
+        browser.set_window_size(1400, min(max(600, int(height) + 40), 2400))
+        browser.save_screenshot(str(Path(SCREENSHOTS) / f"{name}.png"))
+        browser.set_window_size(1400, 1000)
+
+
+def _text(browser: WebDriver, css: str) -> str:
+    return str(browser.find_element(By.CSS_SELECTOR, css).text)
+
+
+def _click(browser: WebDriver, form_css: str) -> None:
+    browser.find_element(By.CSS_SELECTOR, f"{form_css} button[type=submit]").click()
+
+
+# -- pages ---------------------------------------------------------------------------------
+def test_every_page_loads_with_real_tasks(board: Board, browser: WebDriver, seeded: dict[str, Any]) -> None:
+    browser.get(board.base + "/")
+    queues = _text(browser, "#queues")
+    assert "held" in queues and "default" in queues
+    assert _text(browser, "[data-live='count:held:ENQUEUED']") == "3"
+    assert "nightly" in _text(browser, "main")
+    _shot(browser, "overview")
+    browser.get(board.base + "/queues")
+    assert browser.find_element(By.CSS_SELECTOR, "#limits-held") is not None
+    _shot(browser, "queues")
+    browser.get(board.base + "/tasks?status=SUCCESS")
+    assert seeded["ok"] in _text(browser, "#tasks")
+    _shot(browser, "tasks")
+    browser.get(board.base + f"/task/{seeded['ok']}")
+    assert _text(browser, "#state") == "SUCCESS"
+    arguments = _text(browser, "#arguments")
+    assert "***" in arguments and "hunter2-secret" not in browser.page_source
+    steps = _text(browser, "#steps")
+    assert "double" in steps and "describe" in steps and '"value 42"' in _text(browser, "#result")
+    _shot(browser, "task")
+    browser.get(board.base + f"/task/{seeded['failed']}")
+    assert "ValueError" in _text(browser, "#error")
+    traceback = _text(browser, "#traceback")
+    assert traceback.startswith("Traceback") and "\n" in traceback and "it broke" in traceback
+    _shot(browser, "task-failed")
+    browser.get(board.base + "/workers")
+    assert "board-worker" in _text(browser, "#workers")
+    _shot(browser, "workers")
+    browser.get(board.base + "/schedules")
+    row = _text(browser, "#schedules")
+    assert "nightly" in row and "Europe/Paris" in row and "0 3 * * *" in row and "ACTIVE" in row
+    _shot(browser, "schedules")
+    browser.get(board.base + "/dead-letters")
+    assert seeded["dead"] in _text(browser, "#tasks")
+    _shot(browser, "dead-letters")
+
+
+def test_tasks_page_finds_by_id_and_pages_by_key(
+    board: Board, browser: WebDriver, seeded: dict[str, Any]
+) -> None:
+    client: App = seeded["app"]
+    for i in range(55):
+        client.enqueue("board.work", [i], queue="paging")
+    browser.get(board.base + "/tasks?queue=paging")
+    first = browser.find_elements(By.CSS_SELECTOR, "#tasks tr td:first-child")
+    assert len(first) == 50
+    browser.find_element(By.ID, "next").click()
+    second = browser.find_elements(By.CSS_SELECTOR, "#tasks tr td:first-child")
+    assert len(second) == 5 and "end of the list" in _text(browser, "main")
+    browser.get(board.base + "/tasks")
+    browser.find_element(By.CSS_SELECTOR, "#find input[name=id]").send_keys(seeded["ok"])
+    _click(browser, "#find")
+    wait_for(lambda: browser.current_url.endswith(f"/task/{seeded['ok']}"), what="the task page")
+
+
+def test_live_update_arrives_without_reload(board: Board, browser: WebDriver, seeded: dict[str, Any]) -> None:
+    app: App = seeded["app"]
+    browser.get(board.base + "/")
+    browser.execute_script("window.__stillHere = 42")
+    before = int(_text(browser, "[data-live='count:held:ENQUEUED']"))
+    for i in range(2):
+        app.enqueue("board.work", [100 + i], queue="held")
+    wait_for(
+        lambda: _text(browser, "[data-live='count:held:ENQUEUED']") == str(before + 2),
+        what="the live count to update",
+    )
+    assert browser.execute_script("return window.__stillHere") == 42
+
+
+def test_script_in_a_task_name_or_argument_is_shown_as_text(
+    board: Board, browser: WebDriver, seeded: dict[str, Any]
+) -> None:
+    browser.get(board.base + "/tasks?" + urlencode({"name": "<script>window.__xss=1</script>"}))
+    assert "<script>window.__xss=1</script>" in _text(browser, "#tasks")
+    browser.get(board.base + f"/task/{seeded['evil']}")
+    assert "onerror='window.__xss=2'" in _text(browser, "#arguments")
+    assert browser.execute_script("return window.__xss === undefined")
+
+
+# -- actions -------------------------------------------------------------------------------
+def test_every_action_changes_the_database(board: Board, browser: WebDriver, seeded: dict[str, Any]) -> None:
+    app: App = seeded["app"]
+    admin = app.engine.admin
+    browser.get(board.base + "/queues")
+    browser.find_element(By.CSS_SELECTOR, "tr[id='queue-held'] button[data-action='queue-pause']").click()
+    wait_for(lambda: any(q.paused for q in admin.queues(("held",))), what="the pause")
+    browser.get(board.base + "/queues")
+    browser.find_element(By.CSS_SELECTOR, "tr[id='queue-held'] button[data-action='queue-resume']").click()
+    wait_for(lambda: not admin.queues(("held",))[0].paused, what="the resume")
+    form = browser.find_element(By.ID, "limits-held")
+    field = form.find_element(By.NAME, "concurrency")
+    field.clear()
+    field.send_keys("7")
+    rate = form.find_element(By.NAME, "rate_limit")
+    rate.clear()
+    rate.send_keys("30/m")
+    _click(browser, "#limits-held")
+    wait_for(lambda: admin.queues(("held",))[0].concurrency == 7, what="the new limit")
+    assert admin.queues(("held",))[0].rate_limit_max == 30
+
+    target = seeded["held"][0]
+    browser.get(board.base + f"/task/{target}")
+    browser.find_element(By.CSS_SELECTOR, "button[data-action='cancel']").click()
+    wait_for(lambda: app.AsyncResult(target).status == "CANCELLED", what="the cancel")
+    browser.get(board.base + f"/task/{target}")
+    browser.find_element(By.CSS_SELECTOR, "button[data-action='resume']").click()
+    wait_for(lambda: app.AsyncResult(target).status == "ENQUEUED", what="the resume")
+
+    browser.get(board.base + f"/task/{seeded['ok']}")
+    forks = browser.find_elements(By.CSS_SELECTOR, "#steps button[data-action='fork']")
+    forks[1].click()  # from step 2: step 1's checkpoint is kept
+    wait_for(lambda: any(t.forked_from == seeded["ok"] for t in app.list_tasks(limit=500)), what="the fork")
+
+    browser.get(board.base + "/schedules")
+    browser.find_element(By.CSS_SELECTOR, "button[data-action='schedule-pause']").click()
+    wait_for(lambda: app.get_schedule("nightly").status.value == "PAUSED", what="the schedule pause")
+    browser.get(board.base + "/schedules")
+    browser.find_element(By.CSS_SELECTOR, "button[data-action='schedule-resume']").click()
+    wait_for(lambda: app.get_schedule("nightly").status.value == "ACTIVE", what="the schedule resume")
+    browser.get(board.base + "/schedules")
+    browser.find_element(By.CSS_SELECTOR, "button[data-action='schedule-trigger']").click()
+    wait_for(
+        lambda: len(app.list_tasks(name="board.work", queue="default", limit=500)) > 1, what="the trigger"
+    )
+
+    browser.get(board.base + "/dead-letters")
+    browser.find_element(By.CSS_SELECTOR, "button[data-action='resume-many']").click()
+    wait_for(lambda: app.AsyncResult(seeded["dead"]).status == "ENQUEUED", what="the bulk resume")
+
+
+def test_an_action_without_the_csrf_token_is_refused(board: Board, seeded: dict[str, Any]) -> None:
+    app: App = seeded["app"]
+    target = seeded["held"][1]
+    body = f"task_id={target}&next=/".encode()
+    status, text, _ = _http(board.base + "/action/cancel", "POST", body)
+    assert status == 403 and b"CSRF" in text
+    status, _, _ = _http(board.base + "/action/cancel", "POST", body + b"&csrf=forged")
+    assert status == 403
+    assert app.AsyncResult(target).status == "ENQUEUED"
+    status, _, _ = _http(board.base + "/action/cancel", "GET")
+    assert status == 405
+
+
+def test_without_credentials_everything_is_refused_and_read_only_changes_nothing(
+    guarded: Board, seeded: dict[str, Any]
+) -> None:
+    app: App = seeded["app"]
+    target = seeded["held"][2]
+    for path in ("/", "/tasks", "/api/tasks", "/metrics", "/live"):
+        status, _, headers = _http(guarded.base + path)
+        assert status == 401 and headers.get("www-authenticate", "").startswith("Basic")
+    wrong = {"Authorization": "Basic " + base64.b64encode(b"admin:wrong").decode()}
+    assert _http(guarded.base + "/", headers=wrong)[0] == 401
+    good = {"Authorization": "Basic " + base64.b64encode(b"admin:s3cret").decode()}
+    status, page, _ = _http(guarded.base + f"/task/{target}", headers=good)
+    assert status == 200 and b"data-action" not in page  # no forms in read-only mode
+    status, _, _ = _http(guarded.base + f"/api/task/revoke/{target}", "POST", b"", good)
+    assert status == 403
+    assert app.AsyncResult(target).status == "ENQUEUED"
+
+
+def test_listening_beyond_localhost_needs_authentication(database_url: str) -> None:
+    done = run_pgtasks("-A", BOARD_APP, "dashboard", "--address", "0.0.0.0", url=database_url, timeout=60)
+    assert done.returncode == 2
+    assert "without authentication: give --basic-auth user:password" in done.stderr
+
+
+# -- Flower's API and metrics --------------------------------------------------------------
+def test_flower_api_shapes(board: Board, seeded: dict[str, Any]) -> None:
+    app: App = seeded["app"]
+    status, body, headers = _http(board.base + "/api/tasks?state=SUCCESS&limit=1000")
+    tasks = json.loads(body)
+    assert status == 200 and seeded["ok"] in tasks and "x-pgtasks-next" not in headers
+    for task_id, task in tasks.items():
+        assert set(task) == FLOWER_TASK_FIELDS and task["uuid"] == task_id and task["state"] == "SUCCESS"
+    first = _http(board.base + "/api/tasks?limit=1")
+    after = first[2]["x-pgtasks-next"]
+    following = json.loads(_http(board.base + f"/api/tasks?limit=1&after={after}")[1])
+    everything = json.loads(_http(board.base + "/api/tasks?limit=1000")[1])
+    second = json.loads(_http(board.base + "/api/tasks?limit=2&offset=1")[1])
+    assert list(second) == list(everything)[1:3] and list(following) == list(everything)[1:2]
+    info = json.loads(_http(board.base + f"/api/task/info/{seeded['ok']}")[1])
+    assert set(info) == FLOWER_TASK_FIELDS and info["name"] == "board.work"
+    assert json.loads(info["kwargs"]) == {"token": "***"} and json.loads(info["args"]) == [21]
+    assert info["worker"] == "board-worker" and info["runtime"] is not None
+    result = json.loads(_http(board.base + f"/api/task/result/{seeded['ok']}")[1])
+    assert result == {"task-id": seeded["ok"], "state": "SUCCESS", "result": "value 42"}
+    failure = json.loads(_http(board.base + f"/api/task/result/{seeded['failed']}")[1])
+    assert set(failure) == {"task-id", "state", "result", "traceback"} and failure["state"] == "FAILURE"
+    request = json.dumps({"args": [5], "kwargs": {"token": "x"}, "queue": "held"}).encode()
+    headers = {"Content-Type": "application/json"}
+    status, body, _ = _http(board.base + "/api/task/async-apply/board.work", "POST", request, headers)
+    applied = json.loads(body)
+    assert status == 200 and set(applied) == {"task-id", "state"} and applied["state"] == "PENDING"
+    assert app.AsyncResult(applied["task-id"]).status == "ENQUEUED"
+    assert _http(board.base + "/api/task/async-apply/no.such.task", "POST", b"{}", headers)[0] == 404
+    bad = _http(board.base + "/api/task/async-apply/board.work", "POST", b'{"args": 5}', headers)
+    assert bad[0] == 400 and b"args must be an array" in bad[1]
+    status, body, _ = _http(board.base + f"/api/task/revoke/{applied['task-id']}", "POST", b"")
+    assert json.loads(body) == {"message": f"Revoked '{applied['task-id']}'"}
+    assert app.AsyncResult(applied["task-id"]).status == "CANCELLED"
+    cross = _http(
+        board.base + f"/api/task/revoke/{seeded['held'][1]}", "POST", b"", {"Origin": "http://evil.example"}
+    )
+    assert cross[0] == 403 and app.AsyncResult(seeded["held"][1]).status == "ENQUEUED"
+    lengths = json.loads(_http(board.base + "/api/queues/length")[1])
+    assert set(lengths) == {"active_queues"}
+    assert all(set(q) == {"name", "messages"} for q in lengths["active_queues"])
+    held = app.engine.admin.queue_stats()
+    want = {s.name: s.counts.get("ENQUEUED", 0) + s.counts.get("DELAYED", 0) for s in held}
+    assert {q["name"]: q["messages"] for q in lengths["active_queues"] if q["name"] in want} == want
+    workers = json.loads(_http(board.base + "/api/workers")[1])
+    for worker in workers.values():
+        assert {
+            "stats",
+            "active_queues",
+            "registered",
+            "active",
+            "scheduled",
+            "reserved",
+            "revoked",
+            "conf",
+        } <= set(worker)
+        assert "board.work" in worker["registered"]
+
+
+def test_metrics_parse_with_prometheus_client(board: Board, seeded: dict[str, Any]) -> None:
+    app: App = seeded["app"]
+    status, body, headers = _http(board.base + "/metrics")
+    assert status == 200 and headers["content-type"].startswith("text/plain")
+    families = {f.name: f for f in text_string_to_metric_families(body.decode())}
+    assert {"pgtasks_tasks", "pgtasks_oldest_waiting_seconds", "pgtasks_workers_online"} <= set(families)
+    assert {"pgtasks_queue_paused", "pgtasks_schedule_lag_seconds"} <= set(families)
+    samples = {(s.labels["queue"], s.labels["state"]): s.value for s in families["pgtasks_tasks"].samples}
+    stats = {s.name: s.counts for s in app.engine.admin.queue_stats()}
+    assert samples[("held", "ENQUEUED")] == stats["held"]["ENQUEUED"]
+    oldest = {s.labels["queue"]: s.value for s in families["pgtasks_oldest_waiting_seconds"].samples}
+    assert oldest["held"] > 0
+    assert all(not name.startswith("pgtasks") or name.startswith("pgtasks_") for name in families)
+
+
+def test_dashboard_without_an_app_reads_the_database_url(database_url: str, seeded: dict[str, Any]) -> None:
+    port = _free_port()
+    env = cli_env(None, {"PGTASKS_DATABASE_URL": ""})
+    proc = spawn_pgtasks("dashboard", "--port", str(port), "--database-url", database_url, env=env)
+    try:
+        wait_for(lambda: _safe_status(f"http://127.0.0.1:{port}/live") == 200, what="the dashboard")
+        status, body, _ = _http(f"http://127.0.0.1:{port}/api/task/info/{seeded['ok']}")
+        assert status == 200 and json.loads(body)["state"] == "SUCCESS"
+    finally:
+        stop(proc)
+
+
+def _safe_status(url: str) -> int:
+    try:
+        return _http(url)[0]
+    except OSError:
+        return 0
