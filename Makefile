@@ -4,8 +4,10 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEV_STAMP := $(VENV)/.installed-dev
+# The dashboard tests drive Debian's chromium through chromium-driver (apt-get, as root).
+BROWSER_STAMP := $(VENV)/.browser
 
-.PHONY: demo test lint bench bench-explain celery-env loadtest soak clean
+.PHONY: demo test lint bench bench-explain bench-dashboard celery-env loadtest soak clean dashboard-screenshots
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -19,6 +21,11 @@ $(DEV_STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $@ $(STAMP)
 
+$(BROWSER_STAMP): | $(BIN)/python
+	command -v chromium >/dev/null && command -v chromedriver >/dev/null || \
+		(apt-get update && apt-get install -y chromium chromium-driver)
+	touch $@
+
 demo: $(STAMP)
 	$(BIN)/pgtasks demo
 
@@ -28,7 +35,7 @@ WORKER_ROLE_SUITES := tests/integration/sysdb tests/integration/test_canvas_link
 
 # Starts its own throwaway PostgreSQL (initdb in a temporary folder) unless
 # PGTASKS_TEST_DATABASE_URL names a server; SQLite needs nothing.
-test: $(DEV_STAMP)
+test: $(DEV_STAMP) $(BROWSER_STAMP)
 	$(BIN)/ruff check pgtasks tests bench loadtest
 	$(BIN)/mypy
 	$(BIN)/python -m pytest -q
@@ -67,3 +74,11 @@ celery-env:
 
 clean:
 	rm -rf $(VENV) build *.egg-info pgtasks-demo.sqlite3*
+
+# Render time of every dashboard page and API endpoint with 10 million finished tasks.
+bench-dashboard: $(DEV_STAMP)
+	$(BIN)/python -m bench.dashboard_pages $(ARGS)
+
+# Screenshots of every dashboard page for docs/dashboard.md (the browser tests take them).
+dashboard-screenshots: $(DEV_STAMP) $(BROWSER_STAMP)
+	PGTASKS_SCREENSHOTS=docs/dashboard $(BIN)/python -m pytest -q -p no:cacheprovider tests/acceptance/test_dashboard.py

@@ -8,6 +8,7 @@ import datetime as dt
 import json
 from dataclasses import dataclass, replace
 from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pgtasks.engine.core import Engine
 from pgtasks.engine.failures import error_summary
@@ -67,6 +68,13 @@ class TaskView:
     traceback: str | None
     steps: list[StepRecord]
     children: list[str]
+
+
+def _zone(name: str) -> dt.tzinfo:
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        return dt.timezone.utc
 
 
 class Console:
@@ -130,9 +138,14 @@ class Console:
         return out
 
     def schedules(self) -> list[tuple[ScheduleRecord, dt.datetime | None]]:
-        """Stored schedules with their next fire time (None when not active)."""
+        """Stored schedules with their next fire time in the schedule's own zone (None when
+        not active)."""
         now = dt.datetime.fromtimestamp(self.now_ms() / 1000, dt.timezone.utc)
-        return [(s, schedule_admin.next_fire_of(s, now)) for s in schedule_admin.listing(self.engine)]
+        out = []
+        for s in schedule_admin.listing(self.engine):
+            nxt = schedule_admin.next_fire_of(s, now)
+            out.append((s, None if nxt is None else nxt.astimezone(_zone(s.timezone))))
+        return out
 
     def tasks(self, f: TaskFilter, limit: int = PAGE_SIZE) -> tuple[list[TaskRecord], tuple[int, int] | None]:
         """One page of tasks, newest first, and the key of the next page (None at the end)."""

@@ -20,8 +20,8 @@ from pgtasks.dashboard.security import Guard, refuse, same_origin
 from pgtasks.engine.errors import PgtasksError
 from pgtasks.sysdb.records import TaskRecord
 
-# pgtasks status -> Celery state, and back (Flower filters by Celery states).
-CELERY_STATE = {
+# pgtasks status -> the state names Flower reports, and back (Flower filters by them).
+FLOWER_STATE = {
     "ENQUEUED": "PENDING",
     "DELAYED": "PENDING",
     "WAITING": "PENDING",
@@ -32,7 +32,7 @@ CELERY_STATE = {
     "CANCELLED": "REVOKED",
 }
 STATUSES_OF = {
-    state: tuple(s for s, c in CELERY_STATE.items() if c == state) for state in set(CELERY_STATE.values())
+    state: tuple(s for s, c in FLOWER_STATE.items() if c == state) for state in set(FLOWER_STATE.values())
 }
 MAX_OFFSET = 10_000
 WALK_PAGE = 500
@@ -124,7 +124,7 @@ class FlowerApi:
         record = self.console.engine.admin.task(task_id)
         if record is None:
             return JSONResponse({"task-id": task_id, "state": "PENDING"})
-        state = CELERY_STATE.get(record.status.value, "PENDING")
+        state = FLOWER_STATE.get(record.status.value, "PENDING")
         body: dict[str, Any] = {"task-id": task_id, "state": state}
         if state == "SUCCESS":
             body["result"] = _value(record.output)
@@ -187,7 +187,7 @@ class FlowerApi:
         return None
 
     def _task(self, r: TaskRecord, with_worker: bool) -> dict[str, Any]:
-        state = CELERY_STATE.get(r.status.value, "PENDING")
+        state = FLOWER_STATE.get(r.status.value, "PENDING")
         args, kwargs = _inputs(self.console.arguments(r))
         finished = r.status.value in ("SUCCESS", "ERROR", "CANCELLED", "MAX_RECOVERY_ATTEMPTS_EXCEEDED")
         summary, traceback = _error(r.error)

@@ -211,6 +211,7 @@ def test_every_page_loads_with_real_tasks(board: Board, browser: WebDriver, seed
     browser.get(board.base + "/schedules")
     row = _text(browser, "#schedules")
     assert "nightly" in row and "Europe/Paris" in row and "0 3 * * *" in row and "ACTIVE" in row
+    assert "T03:00:00+01:00" in row or "T03:00:00+02:00" in row  # the next fire in the schedule's zone
     _shot(browser, "schedules")
     browser.get(board.base + "/dead-letters")
     assert seeded["dead"] in _text(browser, "#tasks")

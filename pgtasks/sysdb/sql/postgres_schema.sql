@@ -49,6 +49,10 @@ CREATE INDEX workflow_status_pending_executor_idx
     WHERE status = 'PENDING';
 CREATE INDEX workflow_status_created_at_idx ON __schema__.workflow_status (created_at);
 CREATE INDEX workflow_status_name_created_at_idx ON __schema__.workflow_status (name, created_at);
+-- Dead letters are rare: their own index keeps a page of them from walking the history.
+CREATE INDEX workflow_status_dead_idx
+    ON __schema__.workflow_status (created_at)
+    WHERE status = 'MAX_RECOVERY_ATTEMPTS_EXCEEDED';
 CREATE INDEX workflow_status_parent_idx
     ON __schema__.workflow_status (parent_workflow_id)
     WHERE parent_workflow_id IS NOT NULL;
