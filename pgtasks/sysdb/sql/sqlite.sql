@@ -73,7 +73,7 @@ GROUP BY 1, 2, 3
 ORDER BY 1, 2
 
 -- name: task_get
-SELECT * FROM workflow_status WHERE workflow_uuid = :task_id
+SELECT *, rowid AS enqueue_seq FROM workflow_status WHERE workflow_uuid = :task_id
 
 -- name: tasks_claim_candidates
 -- Per queue, so the (queue_name, priority) partial index is walked in order (see sqlite.py).
