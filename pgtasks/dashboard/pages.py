@@ -156,6 +156,10 @@ class Pages:
             return PlainTextResponse(f"{kind}: {exc}", 400)
         if message is None:
             return PlainTextResponse(f"unknown action {kind!r}", 404)
+        if message == "False":
+            return PlainTextResponse(
+                f"{kind}: nothing to do (the task's state forbids it, or it does not exist)", 409
+            )
         return RedirectResponse(back, 303)
 
     def _act(self, kind: str, form: dict[str, str]) -> str | None:

@@ -322,6 +322,18 @@ def test_an_action_without_the_csrf_token_is_refused(board: Board, seeded: dict[
     assert app.AsyncResult(target).status == "ENQUEUED"
     status, _, _ = _http(board.base + "/action/cancel", "GET")
     assert status == 405
+    token = {"csrf": _csrf(board)}
+    done = _http(board.base + "/action/cancel", "POST", body + b"&" + urlencode(token).encode())
+    assert done[0] == 200 and app.AsyncResult(target).status == "CANCELLED"  # 303 to the page, followed
+    again = _http(board.base + "/action/cancel", "POST", body + b"&" + urlencode(token).encode())
+    assert again[0] == 409 and b"nothing to do" in again[1]
+    bad = _http(
+        board.base + "/action/fork",
+        "POST",
+        urlencode({**token, "task_id": target, "start_step": "x"}).encode(),
+    )
+    assert bad[0] == 400
+    assert _http(board.base + "/action/resume", "POST", body + b"&" + urlencode(token).encode())[0] == 200
 
 
 def test_without_credentials_everything_is_refused_and_read_only_changes_nothing(
@@ -432,6 +444,11 @@ def test_dashboard_without_an_app_reads_the_database_url(database_url: str, seed
         assert status == 200 and json.loads(body)["state"] == "SUCCESS"
     finally:
         stop(proc)
+
+
+def _csrf(board: Board) -> str:
+    page = _http(board.base + "/queues")[1].decode()
+    return page.split('name="csrf" value="', 1)[1].split('"', 1)[0]
 
 
 def _safe_status(url: str) -> int:
