@@ -23,7 +23,7 @@ $(DEV_STAMP): pyproject.toml | $(BIN)/python
 
 $(BROWSER_STAMP): | $(BIN)/python
 	command -v chromium >/dev/null && command -v chromedriver >/dev/null || \
-		(apt-get update && apt-get install -y chromium chromium-driver)
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver)
 	touch $@
 
 demo: $(STAMP)
