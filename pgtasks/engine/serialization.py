@@ -19,8 +19,10 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from pgtasks.engine.errors import PayloadTooLarge, SerializationError
+from pgtasks.engine.failures import describe_failure
 
 _TYPE, _VALUE = "__type__", "__value__"
+_USUAL_FAILURES = (TypeError, ValueError, pickle.PicklingError, AttributeError)
 
 
 class Serializer(Protocol):
@@ -123,8 +125,15 @@ class Codec:
             raise SerializationError(f"{what}: unknown serialization tag {tag!r}")
         try:
             return tag, SERIALIZERS[tag].dumps(value)
-        except (TypeError, ValueError, pickle.PicklingError, AttributeError) as exc:
-            raise SerializationError(f"{what} cannot be serialized as {tag}: {exc}") from exc
+        except RecursionError as exc:
+            raise SerializationError(
+                f"{what} cannot be serialized as {tag}: it is nested too deeply (or contains itself)"
+            ) from exc
+        except Exception as exc:  # a hostile __reduce__ or __str__ may raise anything
+            detail = describe_failure(exc)
+            if isinstance(exc, _USUAL_FAILURES):  # their text says it all: "Object of type X ..."
+                detail = detail.split(": ", 1)[-1]
+            raise SerializationError(f"{what} cannot be serialized as {tag}: {detail}") from exc
 
     def loads(self, tag: str, text: str, what: str = "value") -> Any:
         """Deserialize a stored value, refusing tags this application does not accept."""
@@ -188,14 +197,16 @@ class Codec:
         return value["args"], value["kwargs"]
 
 
-def check_payload_size(task_name: str, text: str, max_bytes: int) -> None:
-    """Raise :class:`PayloadTooLarge` if ``text`` is longer than ``max_bytes`` in UTF-8."""
+def check_payload_size(task_name: str, text: str, max_bytes: int, what: str = "arguments") -> None:
+    """Raise :class:`PayloadTooLarge` if ``text`` is longer than ``max_bytes`` in UTF-8;
+    ``what`` names the value ("arguments", "return value")."""
     if len(text) * 4 <= max_bytes:  # no character takes more than 4 bytes: no need to encode
         return
     size = len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
     if size > max_bytes:
         raise PayloadTooLarge(
-            f"arguments of task {task_name!r} are {size} bytes once serialized, over the limit of "
+            f"{what} of task {task_name!r} {'are' if what == 'arguments' else 'is'} {size} bytes once "
+            f"serialized, over the limit of "
             f"{max_bytes} bytes (max_payload_bytes): pass a reference to the data (a key, a URL) "
             "instead of the data itself, or raise the limit",
             size=size,
