@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pgtasks.engine.errors import ConfigurationError, TaskNotRegistered
+from pgtasks.engine.settings import check_name_length
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +44,7 @@ class Registry:
         self._tasks: dict[str, TaskDefinition] = {}
 
     def add(self, definition: TaskDefinition) -> None:
+        check_name_length(definition.name, "task name")
         existing = self._tasks.get(definition.name)
         if (
             existing is not None

@@ -162,6 +162,7 @@ class Codec:
         (UTF-8) raise :class:`PayloadTooLarge`, naming the task and the size."""
         if not args and not kwargs and self.serializer == "json":
             return "json", _NO_ARGUMENTS
+        _check_keys(task_name, args, kwargs, json_keys=self.serializer == "json")
         try:
             tag, text = self.dumps({"args": list(args), "kwargs": kwargs})
         except SerializationError:
@@ -195,6 +196,49 @@ class Codec:
                 "(a list) and 'kwargs' (an object)"
             )
         return value["args"], value["kwargs"]
+
+
+def _check_keys(task_name: str, args: tuple[Any, ...], kwargs: dict[str, Any], json_keys: bool) -> None:
+    """Refuse keys that would not come back as given: keyword names that are not ``str`` and,
+    with JSON (which turns ``{1: 2}`` into ``{"1": 2}``), dict keys that are not ``str`` at any
+    depth. The message names the path of the key; very deep values are left to the serializer."""
+    for key in kwargs:
+        if not isinstance(key, str):
+            raise SerializationError(
+                f"keyword argument names of task {task_name!r} must be str, not "
+                f"{type(key).__name__} ({_key_path(key)})"
+            )
+    if not json_keys:
+        return
+    stack: list[tuple[Any, str, int]] = [(a, f"argument {i}", 0) for i, a in enumerate(args)]
+    stack += [(v, f"keyword argument {k!r}", 0) for k, v in kwargs.items()]
+    while stack:
+        value, path, depth = stack.pop()
+        if depth > _MAX_KEY_CHECK_DEPTH:
+            continue  # the serializer refuses it as nested too deeply
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if not isinstance(key, str):
+                    raise SerializationError(
+                        f"arguments of task {task_name!r}: the key {_key_path(key)} of {path} is of type "
+                        f"{type(key).__name__}, not str (JSON would store it as a string)"
+                    )
+                if isinstance(item, (dict, list, tuple)):
+                    stack.append((item, f"{path}[{key!r}]", depth + 1))
+        elif isinstance(value, (list, tuple)):
+            for index, item in enumerate(value):
+                if isinstance(item, (dict, list, tuple)):
+                    stack.append((item, f"{path}[{index}]", depth + 1))
+
+
+_MAX_KEY_CHECK_DEPTH = 1000
+
+
+def _key_path(key: Any) -> str:
+    try:
+        return repr(key)[:100]
+    except Exception:
+        return f"<{type(key).__name__}>"
 
 
 def check_payload_size(task_name: str, text: str, max_bytes: int, what: str = "arguments") -> None:
