@@ -9,7 +9,7 @@ from typing import Any, TypeVar, overload
 from pgtasks.engine.core import Engine
 from pgtasks.engine.flow import declare_queue
 from pgtasks.engine.redaction import SECRET_ARGS_OPTION, SecretArgs
-from pgtasks.engine.registry import Registry, TaskDefinition
+from pgtasks.engine.registry import Registry, TaskDefinition, refuse_async
 from pgtasks.engine.settings import DEFAULT_MAX_PAYLOAD_BYTES, Settings
 from pgtasks.engine.steps import StepOptions, run_step
 from pgtasks.management import TaskManagement
@@ -109,6 +109,7 @@ class App(Sending, Scheduling, TaskManagement):
         database) as given."""
 
         def register(func: Callable[..., Any]) -> Task:
+            refuse_async(func, "task")
             secrets = SecretArgs.for_function(func, secret_args)
             definition = TaskDefinition(
                 name=name or task_name_for(func, self.main),
@@ -158,6 +159,7 @@ class App(Sending, Scheduling, TaskManagement):
         A failing step is retried ``retries`` times with exponential backoff."""
 
         def wrap(func: F) -> F:
+            refuse_async(func, "step")
             options = StepOptions(
                 name=name or func.__qualname__,
                 retries=retries,

@@ -13,6 +13,7 @@ import sys
 import threading
 
 from pgtasks.cli.compat_commands import beat_started
+from pgtasks.cli.database import configured_url
 from pgtasks.cli.loader import load_app
 from pgtasks.client import Client
 from pgtasks.engine.core import Engine
@@ -21,7 +22,7 @@ from pgtasks.scheduler import admin
 from pgtasks.scheduler.beat import Beat, BeatSettings
 from pgtasks.scheduler.clock import DatabaseClock
 from pgtasks.sysdb.schedule_records import ScheduleRecord, ScheduleStatus
-from pgtasks.sysdb.urls import redact_url, resolve_database_url
+from pgtasks.sysdb.urls import redact_url
 
 log = logging.getLogger("pgtasks.beat")
 LOG_FORMAT = "[%(asctime)s: %(levelname)s/beat] %(message)s"
@@ -41,7 +42,7 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     )
 
     schedule = sub.add_parser("schedule", help="list and manage schedules at runtime")
-    schedule.add_argument("--database-url", help="default: PGTASKS_DATABASE_URL or the SQLite default")
+    schedule.add_argument("--database-url", help="default: PGTASKS_DATABASE_URL (no SQLite fallback)")
     schedule.add_argument("--schema", default="pgtasks")
     actions = schedule.add_subparsers(dest="action", required=True)
     listing = actions.add_parser("list", help="schedules with their next fire time")
@@ -131,7 +132,7 @@ def _run_until_signal(beat: Beat) -> int:
 def _engine(args: argparse.Namespace) -> Engine:
     if args.app:
         return load_app(args.app).engine
-    return Client(resolve_database_url(args.database_url), schema=args.schema).engine
+    return Client(configured_url(args.database_url), schema=args.schema).engine
 
 
 def _when(text: str | None, flag: str) -> dt.datetime | None:

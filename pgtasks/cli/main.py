@@ -15,6 +15,7 @@ from typing import Any
 from pgtasks.app import App
 from pgtasks.cli.beat import add_commands as add_beat_commands
 from pgtasks.cli.beat import run_command as run_beat_command
+from pgtasks.cli.database import configured_url
 from pgtasks.cli.loader import load_app
 from pgtasks.cli.provisioning import add_commands as add_provisioning_commands
 from pgtasks.cli.provisioning import print_migrations, print_roles
@@ -26,7 +27,7 @@ from pgtasks.engine.settings import Settings, validate_queue_name
 from pgtasks.management import TaskManagement
 from pgtasks.scheduler.beat import BeatThread, start_beat_thread
 from pgtasks.sysdb.records import QueueSettings, QueueUpsert
-from pgtasks.sysdb.urls import redact_url, resolve_database_url
+from pgtasks.sysdb.urls import redact_url
 from pgtasks.worker.pools import POOLS
 
 log = logging.getLogger("pgtasks.worker")
@@ -67,7 +68,7 @@ def _parser() -> argparse.ArgumentParser:
     worker.add_argument("-B", "--beat", action="store_true", help="also run the scheduler in this worker")
 
     migrate = sub.add_parser("migrate", help="create or upgrade the pgtasks schema")
-    migrate.add_argument("--database-url", help="default: PGTASKS_DATABASE_URL or the SQLite default")
+    migrate.add_argument("--database-url", help="default: PGTASKS_DATABASE_URL (no SQLite fallback)")
     migrate.add_argument("--schema", default="pgtasks")
     migrate.add_argument(
         "--print-sql", action="store_true", help="print the pending migrations as SQL instead of running them"
@@ -146,14 +147,14 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "roles":
         return print_roles(args)
     if args.command == "migrate" and args.print_sql:
-        return print_migrations(args.database_url, args.schema)
+        return print_migrations(configured_url(args.database_url), args.schema)
     if args.command == "migrate":
         engine = _engine(args.database_url, args.schema)
         try:
             applied = engine.admin.migrate()
         finally:
             engine.close()
-        url = redact_url(resolve_database_url(args.database_url))
+        url = redact_url(configured_url(args.database_url))
         print(f"{url}: applied {[m.version for m in applied]}" if applied else f"{url}: up to date")
         return 0
     if args.command == "tasks":
@@ -234,7 +235,7 @@ def _optional_int(value: str, flag: str) -> int | None:
 
 def _engine(database_url: str | None, schema: str) -> Engine:
     """An engine on the database the flags name, for the commands that need no app."""
-    return Engine(Settings(database_url=resolve_database_url(database_url), schema=schema))
+    return Engine(Settings(database_url=configured_url(database_url), schema=schema))
 
 
 def _queue(args: argparse.Namespace) -> int:
@@ -291,9 +292,7 @@ def _dashboard(args: argparse.Namespace) -> int:
 
 def _tasks(args: argparse.Namespace) -> int:
     manager: TaskManagement = (
-        load_app(args.app)
-        if args.app
-        else Client(resolve_database_url(args.database_url), schema=args.schema)
+        load_app(args.app) if args.app else Client(configured_url(args.database_url), schema=args.schema)
     )
     if args.action == "list":
         rows = manager.list_tasks(status=args.status, name=args.name, queue=args.queue, limit=args.limit)

@@ -13,6 +13,7 @@ from pgtasks.compat.exceptions import NotRegistered
 from pgtasks.compat.execution import worker_entry
 from pgtasks.compat.retrying import with_autoretry
 from pgtasks.compat.task import Task
+from pgtasks.engine.registry import refuse_async
 
 if TYPE_CHECKING:
     from pgtasks.compat.app import Celery
@@ -66,6 +67,7 @@ def make_task(
 ) -> Task:
     """A Task subclass named after ``fun`` whose ``run`` is ``fun`` (taking ``self`` when
     ``bind``), with ``options`` as class attributes; returns its instance."""
+    refuse_async(fun, "task")
     for key in ("autoretry_for", "dont_autoretry_for"):
         if key in options and options[key] is not None:
             options[key] = tuple(options[key])

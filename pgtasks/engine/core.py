@@ -24,6 +24,7 @@ from pgtasks.engine.errors import (
 )
 from pgtasks.engine.failures import decode_exception
 from pgtasks.engine.options import EnqueueRequest, build_new_task, child_task_id
+from pgtasks.engine.queue_watch import QueueWatch
 from pgtasks.engine.registry import Registry
 from pgtasks.engine.schedule_api import ScheduleStore
 from pgtasks.engine.serialization import Codec
@@ -78,6 +79,7 @@ class Engine:
             database = DatabaseHandle(settings.database_url, settings.schema, settings.pool_size)
         self._database = database
         self._worker_api = WorkerApi(self)
+        self._queue_watch = QueueWatch(lambda: self._sysdb.executors_list())
         self._admin = TaskAdmin(self)
         self._schedules = ScheduleStore(self)
 
@@ -232,6 +234,7 @@ class Engine:
                     f"queued on {row.queue_name!r} as task {result.duplicate_of}",
                     result.duplicate_of,
                 )
+        self._queue_watch.check({row.queue_name for row in rows})
         return ids
 
     # -- results -------------------------------------------------------------------------

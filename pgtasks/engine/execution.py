@@ -12,8 +12,9 @@ from pgtasks.engine.errors import (
     TaskNotRegistered,
     TaskReleased,
 )
-from pgtasks.engine.failures import encode_exception
+from pgtasks.engine.failures import describe_failure, encode_exception
 from pgtasks.engine.retry import with_database_retry
+from pgtasks.engine.serialization import check_payload_size
 from pgtasks.sysdb.records import Outcome, Status, StepRecord, TaskRecord
 
 if TYPE_CHECKING:
@@ -65,9 +66,20 @@ def execute_task(
         )
     finally:
         context.leave(token)
+    return _success_outcome(engine, record, value)
+
+
+def _success_outcome(engine: Engine, record: TaskRecord, value: Any) -> Outcome:
+    """SUCCESS with the encoded return value, or ERROR saying why it cannot be recorded (it
+    cannot be serialized, or is over ``max_payload_bytes``): never an exception, so the body
+    never runs again because its outcome could not be written."""
+    what = f"return value of task {record.name!r}"
     try:
-        _, output = engine.codec.dumps(value, f"return value of task {record.name!r}", record.serialization)
-    except SerializationError as exc:
+        _, output = engine.codec.dumps(value, what, record.serialization)
+        check_payload_size(record.name, output, engine.settings.max_payload_bytes, "return value")
+    except BaseException as exc:  # a hostile value may raise anything
+        if not isinstance(exc, SerializationError):
+            exc = SerializationError(f"{what} cannot be serialized: {describe_failure(exc)}")
         return Outcome(
             record.task_id, Status.ERROR, error=encode_exception(exc), claim_token=record.claim_token
         )
@@ -87,7 +99,9 @@ def _retry_outcome(
         try:
             what = f"retry arguments of task {record.name!r}"
             _, inputs = engine.codec.dumps(new, what, record.serialization)
-        except SerializationError as exc:
+        except BaseException as exc:  # as for a return value
+            if not isinstance(exc, SerializationError):
+                exc = SerializationError(f"retry arguments cannot be serialized: {describe_failure(exc)}")
             return Outcome(
                 record.task_id, Status.ERROR, error=encode_exception(exc), claim_token=record.claim_token
             )

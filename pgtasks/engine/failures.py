@@ -21,22 +21,68 @@ from pgtasks.engine.errors import TaskError
 TRUSTED_PREFIXES = ("pgtasks.",)
 
 
+MAX_MESSAGE_CHARS = 64 * 1024  # of an error's message and of its traceback, as stored
+MAX_ARGS_CHARS = 64 * 1024  # an exception's args (as JSON) beyond this are not kept
+
+
 def encode_exception(exc: BaseException) -> str:
-    """The JSON text stored in ``error`` for ``exc``."""
+    """The JSON text stored in ``error`` for ``exc``. Never raises, whatever the exception: a
+    ``__str__`` that raises, arguments JSON cannot walk, a cycle or a huge message. What could
+    not be encoded is said in the stored message, so the task still ends with a precise error
+    instead of failing to record it."""
     cls = type(exc)
+    module = _safe(lambda: str(cls.__module__), "builtins")
+    qualname = _safe(lambda: str(cls.__qualname__), "Exception")
+    message = _safe(lambda: str(exc), None)
+    if message is None:
+        message = f"<message not recorded: str() of the {qualname} raised {_failure(lambda: str(exc))}>"
     try:
-        args: list[Any] | None = json.loads(json.dumps(list(exc.args), allow_nan=False))
-    except (TypeError, ValueError):
+        text = json.dumps(list(exc.args), allow_nan=False)
+        args: list[Any] | None = json.loads(text) if len(text) <= MAX_ARGS_CHARS else None
+    except BaseException:  # hostile arguments (RecursionError too): not kept
         args = None
+    tb = _safe(lambda: "".join(traceback.format_exception(cls, exc, exc.__traceback__)), None)
+    if tb is None:
+        failure = _failure(lambda: traceback.format_exception(exc))
+        tb = f"<traceback not recorded: formatting it raised {failure}>"
     return json.dumps(
         {
-            "module": cls.__module__,
-            "type": cls.__qualname__,
-            "message": str(exc),
+            "module": module,
+            "type": qualname,
+            "message": _truncate(message),
             "args": args,
-            "traceback": "".join(traceback.format_exception(cls, exc, exc.__traceback__)),
+            "traceback": _truncate(tb),
         }
     )
+
+
+def describe_failure(exc: BaseException) -> str:
+    """``Type: message`` of an exception for an error message, even one whose ``__str__`` raises."""
+    name = _safe(lambda: type(exc).__qualname__, "Exception")
+    text = _safe(lambda: str(exc), None)
+    return name if text is None else f"{name}: {_truncate(text, 500)}"
+
+
+def _safe(make: Any, fallback: Any) -> Any:
+    try:
+        return make()
+    except BaseException:  # hostile __str__/__repr__ (RecursionError too)
+        return fallback
+
+
+def _failure(call: Any) -> str:
+    """The type name of what ``call`` raises (it was seen raising once)."""
+    try:
+        call()
+    except BaseException as exc:
+        return type(exc).__name__
+    return "nothing the second time"
+
+
+def _truncate(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... [{len(text) - limit} more characters not recorded]"
 
 
 def error_summary(error_text: str | None) -> str:

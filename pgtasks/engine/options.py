@@ -13,7 +13,7 @@ from typing import Any
 
 from pgtasks.engine.errors import ConfigurationError
 from pgtasks.engine.serialization import Codec
-from pgtasks.engine.settings import validate_queue_name
+from pgtasks.engine.settings import check_key_length, check_name_length, validate_queue_name
 from pgtasks.sysdb.records import NewTask
 
 _CHILD_NAMESPACE = uuid.UUID("6f1c1b9e-7d0a-4d8e-9a53-3c2f1f8e2a11")
@@ -136,6 +136,7 @@ def build_new_task(
     if not isinstance(request.name, str) or not request.name:
         raise ConfigurationError(f"task name must be a non-empty string, not {request.name!r}")
     _check_text(request.name, "task name")
+    check_name_length(request.name, "task name")
     task_id = str(uuid.uuid4()) if request.task_id is None else request.task_id
     if not isinstance(task_id, str) or not 0 < len(task_id) <= MAX_TASK_ID_LENGTH:
         raise ConfigurationError(f"task_id must be a string of 1 to {MAX_TASK_ID_LENGTH} characters")
@@ -149,6 +150,10 @@ def build_new_task(
             if not isinstance(value, str):
                 raise ConfigurationError(f"{what} must be a string, not {type(value).__name__}")
             _check_text(value, what)
+            if what == "application_version":
+                check_name_length(value, what)
+            else:
+                check_key_length(value, what)
     if not isinstance(request.args, (list, tuple)):
         raise ConfigurationError(f"args of task {request.name!r} must be a list or tuple")
     if not isinstance(request.kwargs, dict):

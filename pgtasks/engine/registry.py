@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pgtasks.engine.errors import ConfigurationError, TaskNotRegistered
+from pgtasks.engine.settings import check_name_length
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,6 +23,20 @@ class TaskDefinition:
     options: dict[str, Any] = field(default_factory=dict)
 
 
+def refuse_async(fn: Callable[..., Any], what: str) -> None:
+    """Refuse an ``async def`` function as a task or step: pgtasks cannot run coroutines yet.
+
+    One check, made at decoration time, so the mistake shows at import instead of as "coroutine
+    never awaited" in a worker. Remove it when async tasks are supported."""
+    target = inspect.unwrap(fn)
+    if inspect.iscoroutinefunction(target) or inspect.isasyncgenfunction(target):
+        name = getattr(target, "__qualname__", repr(target))
+        raise ConfigurationError(
+            f"{what} {name} is an async function: pgtasks cannot run async tasks or steps yet; "
+            "make it a plain def (call asyncio.run() inside it if it must await)"
+        )
+
+
 class Registry:
     """Task definitions by name. Belongs to one App (or is empty, for a Client)."""
 
@@ -29,6 +44,7 @@ class Registry:
         self._tasks: dict[str, TaskDefinition] = {}
 
     def add(self, definition: TaskDefinition) -> None:
+        check_name_length(definition.name, "task name")
         existing = self._tasks.get(definition.name)
         if (
             existing is not None

@@ -19,8 +19,10 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from pgtasks.engine.errors import PayloadTooLarge, SerializationError
+from pgtasks.engine.failures import describe_failure
 
 _TYPE, _VALUE = "__type__", "__value__"
+_USUAL_FAILURES = (TypeError, ValueError, pickle.PicklingError, AttributeError)
 
 
 class Serializer(Protocol):
@@ -123,8 +125,15 @@ class Codec:
             raise SerializationError(f"{what}: unknown serialization tag {tag!r}")
         try:
             return tag, SERIALIZERS[tag].dumps(value)
-        except (TypeError, ValueError, pickle.PicklingError, AttributeError) as exc:
-            raise SerializationError(f"{what} cannot be serialized as {tag}: {exc}") from exc
+        except RecursionError as exc:
+            raise SerializationError(
+                f"{what} cannot be serialized as {tag}: it is nested too deeply (or contains itself)"
+            ) from exc
+        except Exception as exc:  # a hostile __reduce__ or __str__ may raise anything
+            detail = describe_failure(exc)
+            if isinstance(exc, _USUAL_FAILURES):  # their text says it all: "Object of type X ..."
+                detail = detail.split(": ", 1)[-1]
+            raise SerializationError(f"{what} cannot be serialized as {tag}: {detail}") from exc
 
     def loads(self, tag: str, text: str, what: str = "value") -> Any:
         """Deserialize a stored value, refusing tags this application does not accept."""
@@ -153,6 +162,7 @@ class Codec:
         (UTF-8) raise :class:`PayloadTooLarge`, naming the task and the size."""
         if not args and not kwargs and self.serializer == "json":
             return "json", _NO_ARGUMENTS
+        _check_keys(task_name, args, kwargs, json_keys=self.serializer == "json")
         try:
             tag, text = self.dumps({"args": list(args), "kwargs": kwargs})
         except SerializationError:
@@ -188,14 +198,59 @@ class Codec:
         return value["args"], value["kwargs"]
 
 
-def check_payload_size(task_name: str, text: str, max_bytes: int) -> None:
-    """Raise :class:`PayloadTooLarge` if ``text`` is longer than ``max_bytes`` in UTF-8."""
+def _check_keys(task_name: str, args: tuple[Any, ...], kwargs: dict[str, Any], json_keys: bool) -> None:
+    """Refuse keys that would not come back as given: keyword names that are not ``str`` and,
+    with JSON (which turns ``{1: 2}`` into ``{"1": 2}``), dict keys that are not ``str`` at any
+    depth. The message names the path of the key; very deep values are left to the serializer."""
+    for key in kwargs:
+        if not isinstance(key, str):
+            raise SerializationError(
+                f"keyword argument names of task {task_name!r} must be str, not "
+                f"{type(key).__name__} ({_key_path(key)})"
+            )
+    if not json_keys:
+        return
+    stack: list[tuple[Any, str, int]] = [(a, f"argument {i}", 0) for i, a in enumerate(args)]
+    stack += [(v, f"keyword argument {k!r}", 0) for k, v in kwargs.items()]
+    while stack:
+        value, path, depth = stack.pop()
+        if depth > _MAX_KEY_CHECK_DEPTH:
+            continue  # the serializer refuses it as nested too deeply
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if not isinstance(key, str):
+                    raise SerializationError(
+                        f"arguments of task {task_name!r}: the key {_key_path(key)} of {path} is of type "
+                        f"{type(key).__name__}, not str (JSON would store it as a string)"
+                    )
+                if isinstance(item, (dict, list, tuple)):
+                    stack.append((item, f"{path}[{key!r}]", depth + 1))
+        elif isinstance(value, (list, tuple)):
+            for index, item in enumerate(value):
+                if isinstance(item, (dict, list, tuple)):
+                    stack.append((item, f"{path}[{index}]", depth + 1))
+
+
+_MAX_KEY_CHECK_DEPTH = 1000
+
+
+def _key_path(key: Any) -> str:
+    try:
+        return repr(key)[:100]
+    except Exception:
+        return f"<{type(key).__name__}>"
+
+
+def check_payload_size(task_name: str, text: str, max_bytes: int, what: str = "arguments") -> None:
+    """Raise :class:`PayloadTooLarge` if ``text`` is longer than ``max_bytes`` in UTF-8;
+    ``what`` names the value ("arguments", "return value")."""
     if len(text) * 4 <= max_bytes:  # no character takes more than 4 bytes: no need to encode
         return
     size = len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
     if size > max_bytes:
         raise PayloadTooLarge(
-            f"arguments of task {task_name!r} are {size} bytes once serialized, over the limit of "
+            f"{what} of task {task_name!r} {'are' if what == 'arguments' else 'is'} {size} bytes once "
+            f"serialized, over the limit of "
             f"{max_bytes} bytes (max_payload_bytes): pass a reference to the data (a key, a URL) "
             "instead of the data itself, or raise the limit",
             size=size,

@@ -37,6 +37,8 @@ class Settings:
         validate_identifier(self.schema, "schema name")
         parse_database_url(self.database_url, self.schema)  # fails at once on a bad URL
         validate_queue_name(self.default_queue)
+        if self.application_version is not None:
+            check_name_length(self.application_version, "application_version")
         if self.max_recovery_attempts < 0:
             raise ConfigurationError("max_recovery_attempts must be >= 0")
         for name in ("lease_seconds", "poll_interval"):
@@ -48,6 +50,29 @@ class Settings:
         cap = self.max_payload_bytes
         if isinstance(cap, bool) or not isinstance(cap, int) or cap < 1:
             raise ConfigurationError(f"max_payload_bytes must be a positive number of bytes, not {cap!r}")
+
+
+# Identifier-like inputs are capped well below PostgreSQL's btree row limit (~2,700 bytes: a
+# longer key fails the insert), the same on SQLite, and checked before any SQL.
+MAX_NAME_CHARS = 255  # task name, worker name (executor id), application version
+MAX_KEY_BYTES = 1000  # deduplication_id, partition_key: UTF-8 bytes (with the queue name in one index)
+
+
+def check_name_length(value: str, what: str, limit: int = MAX_NAME_CHARS) -> None:
+    """Refuse a name longer than ``limit`` characters, naming the field and the limit."""
+    if len(value) > limit:
+        raise ConfigurationError(
+            f"{what} {value[:40]!r}... is {len(value)} characters long; the limit is {limit} characters"
+        )
+
+
+def check_key_length(value: str, what: str, limit: int = MAX_KEY_BYTES) -> None:
+    """Refuse a key longer than ``limit`` bytes in UTF-8, naming the field and the limit."""
+    size = len(value) if len(value) * 4 <= limit else len(value.encode("utf-8", "surrogatepass"))
+    if size > limit:
+        raise ConfigurationError(
+            f"{what} {value[:40]!r}... is {size} bytes long (UTF-8); the limit is {limit} bytes"
+        )
 
 
 _QUEUE_NAME_CHARACTERS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.:@")

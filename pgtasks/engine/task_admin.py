@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
+from pgtasks.engine.errors import ConfigurationError
 from pgtasks.engine.settings import validate_queue_name
 from pgtasks.sysdb.provisioning import migration_script
 from pgtasks.sysdb.records import (
@@ -63,8 +64,21 @@ class TaskAdmin:
         return self._engine._sysdb.task_resume(task_id)
 
     def fork(self, params: ForkParams) -> TaskRecord:
-        """A new task with the inputs and early steps of another (KeyError if unknown)."""
-        return self._engine._sysdb.task_fork(params)
+        """A new task with the inputs and early steps of another (KeyError if unknown).
+
+        ``start_step`` may be at most one past the task's last recorded step: beyond that
+        there is no history to keep, and the fork would silently run from that last step+1."""
+        sysdb = self._engine._sysdb
+        if sysdb.task_get(params.source_id) is None:
+            raise KeyError(params.source_id)
+        recorded = max((s.function_id for s in sysdb.steps_get(params.source_id)), default=0)
+        if params.start_step > recorded + 1:
+            raise ConfigurationError(
+                f"start_step {params.start_step} is past the recorded steps of task {params.source_id!r}: "
+                f"it has {recorded} recorded step{'' if recorded == 1 else 's'}, so start_step "
+                f"must be from 1 to {recorded + 1}"
+            )
+        return sysdb.task_fork(params)
 
     def children(self, task_id: str) -> list[str]:
         """The tasks ``task_id`` sent and those waiting for its result."""

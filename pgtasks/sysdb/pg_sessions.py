@@ -31,6 +31,24 @@ POOL_WAIT_SECONDS = 10.0  # how long a caller waits for a connection before Data
 IDLE_IN_TRANSACTION_MS = 5_000  # see session_options
 # Errors after which a session is gone: the server ended it, or the network did.
 LOST_SESSION = (psycopg.OperationalError, psycopg.errors.IdleInTransactionSessionTimeout)
+# Of those, the SQLSTATEs (by class, or in full) that are an outage or a transient refusal:
+# connection exceptions (08), insufficient resources (53: too many connections, out of memory,
+# disk full), operator intervention (57: shutdown, cannot connect now, query cancelled), an idle
+# transaction ended by the server (25P03) and transaction rollbacks (40: serialization failure,
+# deadlock), all safe to retry. Others that psycopg also raises as OperationalError, such as
+# program limits (54: a key over the index row size) or object state (55), are the request's
+# own fault: retrying repeats them, so they are raised as they are, never as an outage.
+UNAVAILABLE_SQLSTATES = ("08", "53", "57", "25P03", "40")
+
+
+def is_unavailable(exc: BaseException) -> bool:
+    """True when ``exc`` means the database is unreachable or refused for now (an outage)."""
+    if not isinstance(exc, LOST_SESSION):
+        return False
+    sqlstate = getattr(exc, "sqlstate", None)
+    return sqlstate is None or sqlstate.startswith(UNAVAILABLE_SQLSTATES)  # None: client-side, no reply
+
+
 GENERIC_POOL_SIZE = 3  # the claim loop, the checkpoint writer, a spare
 
 
@@ -130,6 +148,8 @@ class PostgresSessions:
             with self._open_pool(generic).connection() as conn:
                 yield conn
         except (*LOST_SESSION, PoolTimeout) as exc:
+            if not isinstance(exc, PoolTimeout) and not is_unavailable(exc):
+                raise
             raise DatabaseUnavailable(
                 f"the pgtasks database {self.target.display_url} is unavailable: {exc}"
             ) from exc
@@ -162,6 +182,8 @@ class PostgresSessions:
                     f"the pgtasks database {self.target.display_url} is unavailable: {exc}"
                 ) from exc
             except LOST_SESSION as exc:
+                if not is_unavailable(exc):
+                    raise
                 if attempt == 2 or not conn.broken:
                     raise DatabaseUnavailable(
                         f"the pgtasks database {self.target.display_url} is unavailable: {exc}"

@@ -8,8 +8,10 @@ import time
 from collections.abc import Callable
 
 from pgtasks.engine.crashpoints import crashpoint
+from pgtasks.engine.errors import DatabaseUnavailable, SerializationError
+from pgtasks.engine.failures import describe_failure, encode_exception
 from pgtasks.engine.worker_api import WorkerApi
-from pgtasks.sysdb.records import CompleteParams, LinkResolver, Outcome
+from pgtasks.sysdb.records import CompleteParams, LinkResolver, Outcome, Status
 
 log = logging.getLogger("pgtasks.worker")
 
@@ -87,6 +89,11 @@ class BatchCompleter:
                 written = set(self._store.complete(params))
                 break
             except Exception as exc:
+                if not isinstance(exc, DatabaseUnavailable):  # refused, not lost: retrying repeats it
+                    alone = self._write_refused(batch)
+                    if alone is not None:
+                        written = alone
+                        break
                 if self._give_up.is_set():
                     log.error("could not write %d outcomes (recovery will re-run them): %s", len(batch), exc)
                     return
@@ -100,6 +107,34 @@ class BatchCompleter:
             lost = [o for o in lost if not self._already_written(o)]
         if lost:
             log.warning("%d outcomes were not written: those tasks were cancelled or taken over", len(lost))
+
+    def _write_refused(self, batch: list[Outcome]) -> set[str] | None:
+        """The database refused the batch (an error that is not a lost connection): write the
+        outcomes one by one, and replace one it still refuses by an ERROR saying so, so that
+        the task ends once instead of being retried forever and run again after a restart.
+        None if the database was lost meanwhile: the caller retries the batch as usual."""
+        written: set[str] = set()
+        for outcome in batch:
+            try:
+                written.update(self._complete_one(outcome))
+            except DatabaseUnavailable:
+                return None
+            except Exception as refused:
+                log.error(
+                    "the database refused the outcome of task %s: %s", outcome.task_id, type(refused).__name__
+                )
+                try:
+                    written.update(self._complete_one(_unstorable(outcome, refused)))
+                except DatabaseUnavailable:
+                    return None
+                except Exception as again:  # left PENDING: recovery takes it after a restart
+                    log.error(
+                        "could not write any outcome of task %s: %s", outcome.task_id, type(again).__name__
+                    )
+        return written
+
+    def _complete_one(self, outcome: Outcome) -> list[str]:
+        return self._store.complete(CompleteParams(self._executor_id, (outcome,), self._links))
 
     def _already_written(self, outcome: Outcome) -> bool:
         """True when the row holds this very outcome: status, executor and claim token."""
@@ -133,3 +168,14 @@ class BatchCompleter:
             self._stopping = True
             self._cond.notify_all()
         self._thread.join(timeout)
+
+
+def _unstorable(outcome: Outcome, exc: Exception) -> Outcome:
+    """An ERROR outcome in place of one the database refused to store."""
+    reason = SerializationError(
+        f"the outcome of task {outcome.task_id} ({outcome.status.value}) could not be stored: "
+        f"{describe_failure(exc)}"
+    )
+    return Outcome(
+        outcome.task_id, Status.ERROR, error=encode_exception(reason), claim_token=outcome.claim_token
+    )

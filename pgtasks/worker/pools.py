@@ -29,6 +29,7 @@ from typing import Protocol
 from pgtasks.engine.core import Engine
 from pgtasks.engine.errors import (
     ConfigurationError,
+    DatabaseUnavailable,
     SoftTimeLimitExceeded,
     TimeLimitExceeded,
     WorkerLostError,
@@ -85,12 +86,28 @@ class Pool(Protocol):
 def run_guarded(
     engine: Engine, record: TaskRecord, executor_id: str, steps: list[StepRecord] | None = None
 ) -> Outcome | None:
-    """execute_task, where an internal error gives the task back instead of losing it."""
+    """execute_task, where an internal error still ends the task once.
+
+    A lost database gives the task back (it runs again from its last checkpoint); any other
+    error ends it ERROR with that error stored, because running the body again would repeat
+    both its effects and the error. The log line names the error's type only: its text or
+    traceback may quote the task's arguments, secret ones included (they are in the task's
+    stored error)."""
     try:
         return execute_task(engine, record, executor_id, steps)
-    except BaseException:
-        log.exception("internal error running task %s", record.task_id)
+    except DatabaseUnavailable:
+        log.warning("lost the database running task %s; giving it back", record.task_id)
         return Outcome(record.task_id, Status.ENQUEUED, claim_token=record.claim_token)
+    except BaseException as exc:  # never let a task take the worker down
+        log.error(
+            "internal error running task %s[%s]: %s (stored as its error)",
+            record.name,
+            record.task_id,
+            type(exc).__name__,
+        )
+        return Outcome(
+            record.task_id, Status.ERROR, error=encode_exception(exc), claim_token=record.claim_token
+        )
 
 
 class ThreadPool:

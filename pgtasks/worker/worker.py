@@ -19,7 +19,7 @@ from pgtasks.engine.crashpoints import crashpoint
 from pgtasks.engine.errors import ConfigurationError, DatabaseUnavailable
 from pgtasks.engine.failures import error_summary
 from pgtasks.engine.redaction import masked_inputs, scrub, secret_args_of
-from pgtasks.engine.settings import validate_queue_name
+from pgtasks.engine.settings import check_name_length, validate_queue_name
 from pgtasks.sysdb.records import (
     ClaimParams,
     ExecutorInfo,
@@ -68,6 +68,7 @@ class WorkerOptions:
             raise ConfigurationError("a worker needs at least one queue")
         for queue in self.queues:
             validate_queue_name(queue)
+        check_name_length(self.executor_id, "worker name (executor id)")
         if self.pool == "solo" and self.concurrency != 1:
             object.__setattr__(self, "concurrency", 1)  # solo runs one task at a time, as in Celery
         if self.pool != "prefork" and (self.time_limit or self.soft_time_limit or self.max_tasks_per_child):

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from pgtasks import App, DuplicateTaskError, PayloadTooLarge, PgtasksError, SerializationError
 from pgtasks.engine.options import MAX_DELAY_SECONDS, MAX_TASK_ID_LENGTH
 from pgtasks.engine.serialization import Codec
+from pgtasks.engine.settings import MAX_KEY_BYTES, MAX_NAME_CHARS
 from pgtasks.sysdb.records import Status, TaskRecord
 from tests.security.conftest import CAP
 from tests.security.support import INJECTIONS, PROPERTY, PROPERTY_PG, refused, snapshot
@@ -73,7 +74,11 @@ task_ids = st.one_of(
     st.text(st.sampled_from("ab'\""), min_size=MAX_TASK_ID_LENGTH - 2, max_size=MAX_TASK_ID_LENGTH + 2),
     st.sampled_from([5, b"id", None]),
 )
-keys = st.one_of(odd_text, st.sampled_from([5, b"key"]))
+keys = st.one_of(
+    odd_text,
+    st.sampled_from([5, b"key"]),
+    st.text(st.sampled_from("ké"), min_size=MAX_KEY_BYTES // 2 - 5, max_size=MAX_KEY_BYTES + 5),
+)
 arguments = st.one_of(
     st.text(any_char, max_size=20),
     st.binary(max_size=20),
@@ -107,6 +112,11 @@ def text_ok(value: object) -> bool:
     )
 
 
+def key_ok(value: object) -> bool:
+    """A deduplication id or partition key: stored verbatim, at most MAX_KEY_BYTES in UTF-8."""
+    return text_ok(value) and len(value.encode()) <= MAX_KEY_BYTES  # type: ignore[attr-defined]
+
+
 def priority_verdict(value: object) -> tuple[bool, str]:
     return isinstance(value, int) and not isinstance(value, bool) and -(2**31) <= value < 2**31, "priority"
 
@@ -117,7 +127,7 @@ def queue_verdict(value: object) -> tuple[bool, str]:
 
 
 def name_verdict(value: object) -> tuple[bool, str]:
-    return text_ok(value) and len(value) > 0, "task name"  # type: ignore[arg-type]
+    return text_ok(value) and 0 < len(value) <= MAX_NAME_CHARS, "task name"  # type: ignore[arg-type]
 
 
 def task_id_verdict(value: object) -> tuple[bool, str]:
@@ -269,8 +279,8 @@ def test_task_id(sqlite_app: App, task_id: Any) -> None:
 @given(dedup=keys, partition=st.one_of(st.none(), keys))
 def test_deduplication_id_and_partition_key(sqlite_app: App, dedup: Any, partition: Any) -> None:
     held = {r.deduplication_id for r in snapshot(sqlite_app).values()}
-    ok = text_ok(dedup) and (partition is None or text_ok(partition))
-    word = "deduplication_id" if not text_ok(dedup) else "partition_key"
+    ok = key_ok(dedup) and (partition is None or key_ok(partition))
+    word = "deduplication_id" if not key_ok(dedup) else "partition_key"
     if ok and dedup in held:  # an unfinished task of the queue holds it already
         refused(
             sqlite_app,

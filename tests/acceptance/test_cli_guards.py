@@ -1,0 +1,75 @@
+"""Management commands refuse to guess the database, and ``tasks fork`` refuses a start step
+past the recorded ones (issue 17, item 9). Real ``pgtasks`` subprocesses."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from pgtasks import App, ConfigurationError
+from tests.support.cli import cli_argv, run_pgtasks
+from tests.support.inprocess import running_worker
+
+NO_DATABASE = (
+    "no database configured: pass --database-url, set PGTASKS_DATABASE_URL, or name the application with -A"
+)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("tasks", "list"),
+        ("tasks", "get", "some-id"),
+        ("tasks", "cancel", "some-id"),
+        ("tasks", "fork", "some-id"),
+        ("queue", "list"),
+        ("queue", "set", "default", "--concurrency", "2"),
+        ("schedule", "list"),
+        ("migrate",),
+        ("migrate", "--print-sql"),
+    ],
+)
+def test_management_commands_need_a_configured_database(tmp_path: Path, command: tuple[str, ...]) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "PGTASKS_DATABASE_URL"}
+    done = subprocess.run(
+        cli_argv(*command), cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    assert NO_DATABASE in done.stderr
+    assert done.stdout == ""
+    assert list(tmp_path.iterdir()) == []  # no ./pgtasks.sqlite3 made behind the user's back
+
+
+def test_fork_past_the_recorded_steps_is_an_error(database_url: str) -> None:
+    app = App("forks", database_url=database_url, poll_interval=0.05)
+
+    @app.step
+    def one() -> int:
+        return 1
+
+    @app.step
+    def two() -> int:
+        return 2
+
+    @app.task(name="forks.two_steps")
+    def two_steps() -> int:
+        return one() + two()
+
+    with running_worker(app):
+        handle = two_steps.delay()
+        assert handle.get(timeout=30) == 3
+    message = (
+        f"start_step 4 is past the recorded steps of task {handle.id!r}: it has 2 recorded steps, "
+        "so start_step must be from 1 to 3"
+    )
+    with pytest.raises(ConfigurationError) as refused:
+        app.fork_task(handle.id, start_step=4)
+    assert str(refused.value) == message
+    cli = run_pgtasks("tasks", "fork", handle.id, "--start-step", "99", url=database_url)
+    assert cli.returncode == 2 and "start_step 99 is past the recorded steps" in cli.stderr, cli.stderr
+    for start in (1, 2, 3):  # up to one past the last recorded step
+        assert app.fork_task(handle.id, start_step=start)
+    app.close()
