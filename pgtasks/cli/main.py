@@ -283,7 +283,7 @@ def _dashboard(args: argparse.Namespace) -> int:
     manager: TaskManagement = (
         load_app(args.app)
         if args.app
-        else Client(resolve_database_url(args.database_url), schema=args.schema)
+        else Client(configured_url(args.database_url), schema=args.schema)
     )
     logging.basicConfig(level=logging.WARNING, format="[%(asctime)s: %(levelname)s] %(message)s")
     serve(manager, args.address, args.port, guard)
