@@ -281,9 +281,7 @@ def _dashboard(args: argparse.Namespace) -> int:
         ) from None
     guard = Guard(parse_basic_auth(args.basic_auth), read_only=args.read_only)
     manager: TaskManagement = (
-        load_app(args.app)
-        if args.app
-        else Client(configured_url(args.database_url), schema=args.schema)
+        load_app(args.app) if args.app else Client(configured_url(args.database_url), schema=args.schema)
     )
     logging.basicConfig(level=logging.WARNING, format="[%(asctime)s: %(levelname)s] %(message)s")
     serve(manager, args.address, args.port, guard)
