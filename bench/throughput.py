@@ -24,7 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from pgtasks import Client
-from pgtasks.engine.options import EnqueueRequest
+from pgtasks.engine.options import SendOptions
 from tests.support.pgserver import PostgresServer
 
 REPO = Path(__file__).resolve().parents[1]
@@ -49,7 +49,7 @@ def drain(url: str, name: str, count: int, concurrency: int, pool: str) -> float
     """Queue ``count`` tasks, start one worker, wait for all; return tasks/s measured from the
     database's own timestamps (first start to last completion)."""
     client = Client(url)
-    client.engine.enqueue([EnqueueRequest(name=name, queue="bench") for _ in range(count)])
+    client.engine.enqueue([SendOptions(queue="bench").request(name) for _ in range(count)])
     worker = start_worker(url, concurrency, pool)
     try:
         # One cheap query every 50 ms rather than a wait per task, which would take CPU from
@@ -101,7 +101,7 @@ def enqueue_rates(url: str, count: int) -> tuple[float, float]:
         client.enqueue("bench.noop", queue="elsewhere")
     single = count / (time.perf_counter() - t)
     t = time.perf_counter()
-    client.engine.enqueue([EnqueueRequest(name="bench.noop", queue="elsewhere") for _ in range(count)])
+    client.engine.enqueue([SendOptions(queue="elsewhere").request("bench.noop") for _ in range(count)])
     bulk = count / (time.perf_counter() - t)
     client.close()
     return single, bulk

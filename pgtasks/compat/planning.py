@@ -159,7 +159,7 @@ class Plan:
 
     def _prepend_now(self, task_id: str, value: Any) -> None:
         for n, prepared in enumerate(self.prepared):
-            if prepared.request.task_id == task_id:
+            if prepared.request.options.task_id == task_id:
                 request = dataclasses.replace(prepared.request, args=(value, *prepared.request.args))
                 self.prepared[n] = dataclasses.replace(prepared, request=request)
 

@@ -98,7 +98,7 @@ class Prepared:
 
     def publish(self, after: bool) -> None:
         """Send ``before_task_publish`` (or, ``after``, ``after_task_publish``)."""
-        name, queue = self.request.name, self.request.queue
+        name, queue = self.request.name, self.request.options.queue
         if after:
             signals.after_task_publish.send(
                 sender=name, body=self.body, exchange="", routing_key=queue, headers=self.headers

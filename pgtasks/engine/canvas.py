@@ -72,7 +72,7 @@ def enqueue_canvas(
 
     Every request needs its ``task_id`` (links name them). Tasks in ``waiting`` are not run
     until their links release them; the others are queued as usual."""
-    ids = [r.task_id for r in requests]
+    ids = [r.options.task_id for r in requests]
     if any(i is None for i in ids) or len(set(ids)) != len(ids):
         raise ConfigurationError("every task of a canvas needs its own task_id")
     known = set(ids)

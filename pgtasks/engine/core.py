@@ -200,10 +200,10 @@ class Engine:
                 parent_id = None
                 if parent is not None and parent.engine.settings.database_url == self.settings.database_url:
                     parent_id = parent.task_id
-                    if request.task_id is None:
-                        request = dataclasses.replace(
-                            request, task_id=child_task_id(parent_id, parent.take_function_id())
-                        )
+                    if request.options.task_id is None:
+                        child_id = child_task_id(parent_id, parent.take_function_id())
+                        options = dataclasses.replace(request.options, task_id=child_id)
+                        request = dataclasses.replace(request, options=options)
                 built.append(
                     build_new_task(
                         request,

@@ -22,27 +22,6 @@ MAX_DELAY_SECONDS = 100 * 366 * 24 * 3600  # a century: keeps epoch milliseconds
 
 
 @dataclass(frozen=True, slots=True)
-class EnqueueRequest:
-    """One task as the engine inserts it: its name, arguments and the options of
-    :class:`SendOptions` that belong to the row (built by :meth:`SendOptions.request`; the
-    scheduler and canvas build it directly)."""
-
-    name: str
-    args: tuple[Any, ...] = ()
-    kwargs: dict[str, Any] = field(default_factory=dict)
-    task_id: str | None = None
-    queue: str | None = None
-    countdown: float | None = None
-    eta: dt.datetime | None = None
-    priority: int = 0
-    deduplication_id: str | None = None
-    partition_key: str | None = None
-    max_recovery_attempts: int | None = None
-    application_version: str | None = None
-    expires: float | dt.datetime | None = None  # seconds from now, or a datetime
-
-
-@dataclass(frozen=True, slots=True)
 class SendOptions:
     """How to send a task: what ``Task.apply_async``, ``Client.enqueue``/``App.send_task`` and
     ``Task.map_enqueue`` accept, spelled once. Build it with :meth:`from_kwargs`, which refuses
@@ -96,20 +75,20 @@ class SendOptions:
         self, name: str, args: Sequence[Any] | None = None, kwargs: dict[str, Any] | None = None
     ) -> EnqueueRequest:
         """The engine's request for one task ``name`` sent with these options."""
-        return EnqueueRequest(
-            name=name,
-            args=tuple(args or ()),
-            kwargs=dict(kwargs or {}),
-            task_id=self.task_id,
-            queue=self.queue,
-            countdown=self.countdown,
-            eta=self.eta,
-            priority=self.priority,
-            deduplication_id=self.deduplication_id,
-            partition_key=self.partition_key,
-            max_recovery_attempts=self.max_recovery_attempts,
-            expires=self.expires,
-        )
+        return EnqueueRequest(name, tuple(args or ()), dict(kwargs or {}), self)
+
+
+@dataclass(frozen=True, slots=True)
+class EnqueueRequest:
+    """One task as the engine inserts it: its name, arguments and :class:`SendOptions`, and
+    the application version to pin it to (the scheduler pins fires to the newest version;
+    senders leave it None). Build it with :meth:`SendOptions.request` or directly."""
+
+    name: str
+    args: tuple[Any, ...] = ()
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    options: SendOptions = SendOptions()
+    application_version: str | None = None
 
 
 SEND_OPTION_NAMES: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(SendOptions))
@@ -133,17 +112,18 @@ def build_new_task(
 
     ``max_payload_bytes``: refuse arguments larger than this once serialized
     (:class:`~pgtasks.engine.errors.PayloadTooLarge`)."""
+    options = request.options
     if not isinstance(request.name, str) or not request.name:
         raise ConfigurationError(f"task name must be a non-empty string, not {request.name!r}")
     _check_text(request.name, "task name")
     check_name_length(request.name, "task name")
-    task_id = str(uuid.uuid4()) if request.task_id is None else request.task_id
+    task_id = str(uuid.uuid4()) if options.task_id is None else options.task_id
     if not isinstance(task_id, str) or not 0 < len(task_id) <= MAX_TASK_ID_LENGTH:
         raise ConfigurationError(f"task_id must be a string of 1 to {MAX_TASK_ID_LENGTH} characters")
     _check_text(task_id, "task_id")
     for what, value in (
-        ("deduplication_id", request.deduplication_id),
-        ("partition_key", request.partition_key),
+        ("deduplication_id", options.deduplication_id),
+        ("partition_key", options.partition_key),
         ("application_version", request.application_version),
     ):
         if value is not None:
@@ -158,12 +138,12 @@ def build_new_task(
         raise ConfigurationError(f"args of task {request.name!r} must be a list or tuple")
     if not isinstance(request.kwargs, dict):
         raise ConfigurationError(f"kwargs of task {request.name!r} must be a dict")
-    if isinstance(request.priority, bool) or not isinstance(request.priority, int):
-        raise ConfigurationError(f"priority must be an integer, not {request.priority!r}")
-    if not -(2**31) <= request.priority < 2**31:
-        raise ConfigurationError(f"priority {request.priority} is out of range")
+    if isinstance(options.priority, bool) or not isinstance(options.priority, int):
+        raise ConfigurationError(f"priority must be an integer, not {options.priority!r}")
+    if not -(2**31) <= options.priority < 2**31:
+        raise ConfigurationError(f"priority {options.priority} is out of range")
     tag, inputs = codec.dumps_inputs(request.name, tuple(request.args), request.kwargs, max_payload_bytes)
-    max_attempts = request.max_recovery_attempts
+    max_attempts = options.max_recovery_attempts
     if max_attempts is None:
         max_attempts = default_max_recovery_attempts
     if isinstance(max_attempts, bool) or not isinstance(max_attempts, int) or not 0 <= max_attempts < 2**31:
@@ -175,20 +155,20 @@ def build_new_task(
         name=request.name,
         inputs=inputs,
         serialization=tag,
-        queue_name=validate_queue_name(default_queue if request.queue is None else request.queue),
-        priority=request.priority,
-        deduplication_id=request.deduplication_id,
-        partition_key=request.partition_key,
-        delay_ms=_countdown_ms(request.countdown),
-        delay_until_epoch_ms=_eta_ms(request.eta),
+        queue_name=validate_queue_name(default_queue if options.queue is None else options.queue),
+        priority=options.priority,
+        deduplication_id=options.deduplication_id,
+        partition_key=options.partition_key,
+        delay_ms=_countdown_ms(options.countdown),
+        delay_until_epoch_ms=_eta_ms(options.eta),
         application_version=request.application_version,
         max_recovery_attempts=max_attempts,
         parent_task_id=parent_task_id,
         expires_at_epoch_ms=(
-            _eta_ms(request.expires, "expires") if isinstance(request.expires, dt.datetime) else None
+            _eta_ms(options.expires, "expires") if isinstance(options.expires, dt.datetime) else None
         ),
         expires_in_ms=(
-            None if isinstance(request.expires, dt.datetime) else _countdown_ms(request.expires, "expires")
+            None if isinstance(options.expires, dt.datetime) else _countdown_ms(options.expires, "expires")
         ),
     )
 

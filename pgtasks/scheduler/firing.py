@@ -8,7 +8,7 @@ import uuid
 
 from pgtasks.engine.core import Engine
 from pgtasks.engine.crashpoints import crashpoint
-from pgtasks.engine.options import EnqueueRequest, build_new_task
+from pgtasks.engine.options import SendOptions, build_new_task
 from pgtasks.scheduler.definitions import StoredSchedule, fire_task_id, format_due
 from pgtasks.sysdb.records import NewTask
 from pgtasks.sysdb.schedule_records import FireCursor, FireResult, ScheduleFire
@@ -25,15 +25,9 @@ def fire_tasks(engine: Engine, schedule: StoredSchedule, task_ids: list[str]) ->
         max_attempts = definition.max_recovery_attempts
     return [
         build_new_task(
-            EnqueueRequest(
-                name=record.task_name,
-                args=schedule.args,
-                kwargs=schedule.kwargs,
-                task_id=task_id,
-                queue=queue,
-                priority=schedule.priority,
-                expires=schedule.expires,
-            ),
+            SendOptions(
+                task_id=task_id, queue=queue, priority=schedule.priority, expires=schedule.expires
+            ).request(record.task_name, schedule.args, schedule.kwargs),
             engine.codec,
             engine.settings.default_queue,
             max_attempts,

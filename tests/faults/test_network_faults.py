@@ -27,13 +27,13 @@ import psycopg
 import pytest
 
 from pgtasks import Client, DatabaseUnavailable
-from pgtasks.engine.options import EnqueueRequest
 from pgtasks.sysdb.urls import parse_database_url
 from tests.faults.invariants import check, given_back, install_history, query, read_ledger, unfinished
 from tests.faults.proxy import PgProxy
 from tests.support.inprocess import wait_for
 from tests.support.ledger import text_of
 from tests.support.processes import effects, stop, worker_process
+from tests.support.requests import enqueue_request
 
 APP = "tests.faults.apps.fault_app"  # faults.steps(n, seconds): n steps that record effects
 DURABLE_APP = "tests.acceptance.apps.durable_app"  # durable.slow, durable.sleepy
@@ -167,9 +167,7 @@ def test_an_enqueue_whose_commit_reply_is_lost_is_found_by_the_retry(
     task runs once."""
     client = Client(proxy.url)
     single = f"net-{uuid.uuid4()}"
-    batch = [
-        EnqueueRequest(name="faults.steps", args=(2, 0.0), task_id=f"net-{uuid.uuid4()}") for _ in range(3)
-    ]
+    batch = [enqueue_request("faults.steps", args=(2, 0.0), task_id=f"net-{uuid.uuid4()}") for _ in range(3)]
     try:
         proxy.cut_after_commit(TASK_INSERT)
         with pytest.raises(DatabaseUnavailable):

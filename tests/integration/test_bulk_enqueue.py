@@ -11,9 +11,9 @@ import pgtasks
 from pgtasks import App
 from pgtasks.engine.core import ENQUEUE_CHUNK
 from pgtasks.engine.errors import ConfigurationError
-from pgtasks.engine.options import EnqueueRequest
 from pgtasks.sysdb.records import ListTasksParams
 from tests.support.apps import opened_app
+from tests.support.requests import enqueue_request
 
 COUNT = ENQUEUE_CHUNK * 2 + 7  # three chunks, the last one short
 
@@ -30,7 +30,7 @@ def stored(app: App) -> int:
 
 def test_every_chunk_is_stored_and_ids_come_back_in_order(app: App) -> None:
     ids = [f"t{i}" for i in range(COUNT)]
-    requests = [EnqueueRequest(name="bulk.job", args=(i,), task_id=t) for i, t in enumerate(ids)]
+    requests = [enqueue_request("bulk.job", args=(i,), task_id=t) for i, t in enumerate(ids)]
     got = app.engine.enqueue(requests)
     assert got == ids
     assert stored(app) == COUNT
@@ -42,9 +42,9 @@ def test_every_chunk_is_stored_and_ids_come_back_in_order(app: App) -> None:
 
 
 def test_a_duplicate_across_chunks_is_found_like_one_in_the_same_chunk(app: App) -> None:
-    requests = [EnqueueRequest(name="bulk.job") for _ in range(COUNT)]
-    requests[-1] = EnqueueRequest(name="bulk.job", deduplication_id="once")
-    requests[0] = EnqueueRequest(name="bulk.job", deduplication_id="once")
+    requests = [enqueue_request("bulk.job") for _ in range(COUNT)]
+    requests[-1] = enqueue_request("bulk.job", deduplication_id="once")
+    requests[0] = enqueue_request("bulk.job", deduplication_id="once")
     got = app.engine.enqueue(requests, on_duplicate="return")
     assert got[-1] == got[0]  # the last chunk's task found the first chunk's holder
     assert stored(app) == COUNT - 1
@@ -53,8 +53,8 @@ def test_a_duplicate_across_chunks_is_found_like_one_in_the_same_chunk(app: App)
 
 
 def test_a_bad_request_in_a_later_chunk_stores_nothing(app: App) -> None:
-    requests = [EnqueueRequest(name="bulk.job") for _ in range(COUNT)]
-    requests[-1] = EnqueueRequest(name="bulk.job", countdown=-1)
+    requests = [enqueue_request("bulk.job") for _ in range(COUNT)]
+    requests[-1] = enqueue_request("bulk.job", countdown=-1)
     with pytest.raises(ConfigurationError, match="countdown"):
         app.engine.enqueue(requests)
     assert stored(app) == 0
@@ -69,7 +69,7 @@ def test_a_database_error_in_a_chunk_rolls_back_every_chunk(pg_url: str) -> None
         with psycopg.connect(base_url, autocommit=True) as conn:
             conn.execute("SET statement_timeout = 1")  # 1 ms: inserting a chunk takes longer
             with pytest.raises(psycopg.errors.QueryCanceled):
-                app.engine.enqueue([EnqueueRequest(name="bulk.job") for _ in range(COUNT)], conn=conn)
+                app.engine.enqueue([enqueue_request("bulk.job") for _ in range(COUNT)], conn=conn)
         assert stored(app) == 0
     finally:
         app.close()
@@ -80,11 +80,11 @@ def test_chunks_join_the_callers_transaction(pg_url: str) -> None:
     base_url, _ = pg_url.split("?schema=")
     try:
         with psycopg.connect(base_url) as conn:
-            app.engine.enqueue([EnqueueRequest(name="bulk.job") for _ in range(COUNT)], conn=conn)
+            app.engine.enqueue([enqueue_request("bulk.job") for _ in range(COUNT)], conn=conn)
             assert stored(app) == 0  # not visible before COMMIT
             conn.rollback()
             assert stored(app) == 0
-            app.engine.enqueue([EnqueueRequest(name="bulk.job") for _ in range(COUNT)], conn=conn)
+            app.engine.enqueue([enqueue_request("bulk.job") for _ in range(COUNT)], conn=conn)
             conn.commit()
         assert stored(app) == COUNT
     finally:

@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 
 from pgtasks import App, ConfigurationError, SerializationError
-from pgtasks.engine.options import EnqueueRequest
 from pgtasks.engine.settings import MAX_KEY_BYTES, MAX_NAME_CHARS
 from pgtasks.scheduler import define_schedule
 from pgtasks.worker import WorkerOptions
 from tests.security.support import refused
+from tests.support.requests import enqueue_request
 
 
 def nested(depth: int) -> list[Any]:
@@ -61,7 +61,7 @@ def test_names_over_their_limit_are_refused(app: App) -> None:
     with pytest.raises(ConfigurationError, match=f"worker name \\(executor id\\) .*{message}"):
         WorkerOptions(executor_id=name)
     with pytest.raises(ConfigurationError, match=f"application_version .*{message}"):
-        app.engine.enqueue([EnqueueRequest("sec.t", application_version=name)])
+        app.engine.enqueue([enqueue_request("sec.t", application_version=name)])
     with pytest.raises(ConfigurationError, match=r"schedule name .* is longer than 200 characters"):
         define_schedule("s" * 201, "sec.t", cron="* * * * *")
 

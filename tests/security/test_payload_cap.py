@@ -11,11 +11,11 @@ import pytest
 
 from pgtasks import App, Client, ConfigurationError, PayloadTooLarge, SerializationError
 from pgtasks.engine.core import ENQUEUE_CHUNK
-from pgtasks.engine.options import EnqueueRequest
 from pgtasks.engine.serialization import Codec
 from pgtasks.engine.settings import DEFAULT_MAX_PAYLOAD_BYTES, Settings
 from tests.security.conftest import CAP
 from tests.security.support import refused, snapshot
+from tests.support.requests import enqueue_request
 
 NAME = "sec.job"
 DOCS = Path(__file__).resolve().parents[2] / "docs"
@@ -70,8 +70,8 @@ def test_the_cap_applies_to_keyword_arguments_and_registered_tasks(app: App) -> 
 
 
 def test_a_bulk_enqueue_with_one_oversized_task_writes_nothing(app: App) -> None:
-    requests = [EnqueueRequest(NAME, (i,)) for i in range(50)]
-    requests.insert(25, EnqueueRequest(NAME, tuple(sized_args(CAP + 1))))
+    requests = [enqueue_request(NAME, args=(i,)) for i in range(50)]
+    requests.insert(25, enqueue_request(NAME, args=tuple(sized_args(CAP + 1))))
     refused(app, lambda: app.engine.enqueue(requests), f"{CAP + 1} bytes", PayloadTooLarge)
 
     @app.task(name="sec.mapped")
@@ -83,8 +83,8 @@ def test_a_bulk_enqueue_with_one_oversized_task_writes_nothing(app: App) -> None
 
 
 def test_an_oversized_task_in_a_later_chunk_writes_nothing(app: App) -> None:
-    requests = [EnqueueRequest(NAME, (i,)) for i in range(2 * ENQUEUE_CHUNK + 5)]
-    requests[-2] = EnqueueRequest(NAME, tuple(sized_args(CAP + 100)))
+    requests = [enqueue_request(NAME, args=(i,)) for i in range(2 * ENQUEUE_CHUNK + 5)]
+    requests[-2] = enqueue_request(NAME, args=tuple(sized_args(CAP + 100)))
     refused(app, lambda: app.engine.enqueue(requests), "max_payload_bytes", PayloadTooLarge)
     assert snapshot(app) == {}
     del requests[-2]

@@ -7,15 +7,16 @@ import math
 import pytest
 
 from pgtasks.engine.errors import ConfigurationError
-from pgtasks.engine.options import EnqueueRequest, build_new_task
+from pgtasks.engine.options import build_new_task
 from pgtasks.engine.serialization import Codec
 from pgtasks.engine.steps import StepOptions
 from pgtasks.sysdb.identifiers import quote_identifier
 from pgtasks.sysdb.urls import parse_database_url
+from tests.support.requests import enqueue_request
 
 
 def build(**kw: object) -> object:
-    return build_new_task(EnqueueRequest("t", **kw), Codec(), "default", 3)  # type: ignore[arg-type]
+    return build_new_task(enqueue_request("t", **kw), Codec(), "default", 3)  # type: ignore[arg-type]
 
 
 def test_identifier_with_trailing_newline_is_refused() -> None:

@@ -10,14 +10,15 @@ from typing import Any
 import pytest
 
 from pgtasks.engine.errors import ConfigurationError, SerializationError
-from pgtasks.engine.options import EnqueueRequest, build_new_task, child_task_id
+from pgtasks.engine.options import build_new_task, child_task_id
 from pgtasks.engine.serialization import Codec
 from pgtasks.engine.settings import validate_queue_name
 from pgtasks.sysdb.records import NewTask
+from tests.support.requests import enqueue_request
 
 
 def build(parent_task_id: str | None = None, **options: Any) -> NewTask:
-    return build_new_task(EnqueueRequest("tasks.add", **options), Codec(), "default", 7, parent_task_id)
+    return build_new_task(enqueue_request("tasks.add", **options), Codec(), "default", 7, parent_task_id)
 
 
 def test_defaults() -> None:
@@ -127,7 +128,7 @@ def test_valid_queue_names(queue: str) -> None:
 
 def test_invalid_default_queue_refused() -> None:
     with pytest.raises(ConfigurationError, match="invalid queue name"):
-        build_new_task(EnqueueRequest("t"), Codec(), "bad queue", 1)
+        build_new_task(enqueue_request("t"), Codec(), "bad queue", 1)
 
 
 def test_task_id_length() -> None:
@@ -144,7 +145,7 @@ def test_task_id_not_string_refused() -> None:
 @pytest.mark.parametrize("name", ["", None, 3])
 def test_task_name_required(name: Any) -> None:
     with pytest.raises(ConfigurationError, match="task name"):
-        build_new_task(EnqueueRequest(name), Codec(), "default", 1)
+        build_new_task(enqueue_request(name), Codec(), "default", 1)
 
 
 @pytest.mark.parametrize("attempts", [-1, True, 1.5, "3"])
