@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import functools
 import importlib
 import logging
 import os
@@ -19,6 +20,7 @@ from typing import Any, overload
 
 from pgtasks.app import App
 from pgtasks.compat import current, django_support, registration
+from pgtasks.compat.backend import DatabaseBackend
 from pgtasks.compat.beat_schedule import add_entry, definitions_for_app
 from pgtasks.compat.canvas import Signature, signature
 from pgtasks.compat.command_line import run_command
@@ -343,6 +345,11 @@ class Celery(App):
         one transaction; return its result handle. What ``chain``/``group``/``chord``
         ``.apply_async`` call (see planning.py)."""
         return send_canvas(self, item, args)
+
+    @functools.cached_property
+    def backend(self) -> DatabaseBackend:
+        """Celery's result backend API over the app's own database (see backend.py)."""
+        return DatabaseBackend(self)
 
     def AsyncResult(self, task_id: str, **kwargs: Any) -> AsyncResult:  # type: ignore[override]  # as send_task
         kwargs.pop("app", None)

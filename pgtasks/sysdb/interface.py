@@ -30,6 +30,7 @@ from pgtasks.sysdb.records import (
     ReleaseStrayParams,
     StepRecord,
     StepWrite,
+    StoredOutcome,
     TaskRecord,
 )
 from pgtasks.sysdb.schedule_records import (
@@ -111,6 +112,11 @@ class SystemDatabase(ABC):
     def tasks_enqueue_canvas(self, params: CanvasEnqueue) -> list[EnqueueResult]:
         """Insert a canvas (tasks, WAITING ones, links, meta) in one transaction. Tasks whose
         id exists already are kept as they are (their marks are not applied)."""
+
+    @abstractmethod
+    def task_store_outcome(self, params: StoredOutcome) -> bool:
+        """Write a task's state by hand (see :class:`StoredOutcome`); True if the row was
+        inserted by this call."""
 
     @abstractmethod
     def group_members(self, group_id: str) -> list[str]:

@@ -34,6 +34,7 @@ from pgtasks.sysdb.records import (
     LinkResolver,
     Outcome,
     Status,
+    StoredOutcome,
 )
 
 # What building a child's arguments may raise (a result the child's serializer cannot carry,
@@ -74,6 +75,27 @@ class LinkStore(Primitives):
                 parents = {link.parent_id for link in params.links if link.kind is not LinkKind.GROUP}
                 cur.executemany(self.sql["task_set_has_links"], [{"id": p} for p in sorted(parents)])
         return results
+
+    def task_store_outcome(self, params: StoredOutcome) -> bool:
+        task_id = params.task.task_id
+        with self._transaction() as conn:
+            inserted = any(r.inserted for r in self._enqueue_on(conn, [params.task]))
+            if inserted:  # a row for a state written by hand: no worker may claim it
+                self._on(conn, "task_set_waiting", {"id": task_id})
+            if params.status is Status.WAITING:
+                return inserted
+            args = {
+                "id": task_id,
+                "status": str(params.status),
+                "output": params.output,
+                "error": params.error,
+            }
+            row = self._on(conn, "task_store_outcome", args).fetchone()
+            final = params.status in (Status.SUCCESS, Status.ERROR)
+            if row is not None and row["has_links"] and final and params.links is not None:
+                outcome = Outcome(task_id, params.status, params.output, params.error)
+                self._resolve(conn, [outcome], params.links)
+        return inserted
 
     def group_members(self, group_id: str) -> list[str]:
         return [r["child_uuid"] for r in self._read("group_members", {"group": group_id})]

@@ -372,6 +372,20 @@ class CanvasEnqueue:
     meta: Mapping[str, str] = field(default_factory=dict)
 
 
+@dataclass(frozen=True, slots=True)
+class StoredOutcome:
+    """A task's state written by hand (Celery's result backend: ``store_result``). ``task`` is
+    inserted WAITING (never claimed) when no task has its id. A final ``status`` (SUCCESS,
+    ERROR, CANCELLED) ends the task whatever its state was, and SUCCESS or ERROR resolve its
+    links with ``links`` in the same transaction; WAITING only makes sure the row exists."""
+
+    task: NewTask
+    status: Status
+    output: str | None = None
+    error: str | None = None
+    links: LinkResolver | None = None
+
+
 class LinkResolver(Protocol):
     """What the system database needs from the engine to resolve links: new arguments for a
     child, and the error of a child that will not run. Values stay serialized: (tag, text)."""

@@ -700,6 +700,14 @@ RETURNING has_links
 -- name: task_announce
 SELECT pg_notify(%(channel)s, %(queue)s)
 
+-- name: task_store_outcome
+-- Celery's backend.store_result: a state written by hand, whatever the task's state was.
+UPDATE __schema__.workflow_status
+SET status = %(status)s, output = %(output)s, error = %(error)s, end_reason = NULL,
+    deduplication_id = NULL, updated_at = __now_ms__
+WHERE workflow_uuid = %(id)s
+RETURNING has_links
+
 -- name: group_members
 SELECT child_uuid FROM __schema__.task_links
 WHERE parent_uuid = %(group)s AND kind = 'group'

@@ -457,6 +457,14 @@ SET status = :status, error = :error, end_reason = :reason, deduplication_id = N
 WHERE workflow_uuid = :id AND status = 'WAITING'
 RETURNING has_links
 
+-- name: task_store_outcome
+-- Celery's backend.store_result: a state written by hand, whatever the task's state was.
+UPDATE workflow_status
+SET status = :status, output = :output, error = :error, end_reason = NULL,
+    deduplication_id = NULL, updated_at = __now_ms__
+WHERE workflow_uuid = :id
+RETURNING has_links
+
 -- name: group_members
 SELECT child_uuid FROM task_links
 WHERE parent_uuid = :group AND kind = 'group'
