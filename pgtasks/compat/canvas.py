@@ -212,13 +212,26 @@ class Signature(dict):  # type: ignore[type-arg]
 
 
 def signature(varies: Any, *args: Any, **kwargs: Any) -> Signature:
-    """A Signature from a task, a task name or a signature dict."""
+    """A Signature from a task, a task name or a signature dict (a workflow's dict, as it
+    travels inside arguments or links, becomes that workflow again)."""
     app = kwargs.get("app")
     if isinstance(varies, dict):
         if isinstance(varies, Signature):
             return varies.clone()
-        return Signature(varies, app=app)
+        return _from_dict(varies, app)
     return Signature(varies, *args, **kwargs)
+
+
+def _from_dict(d: dict[str, Any], app: Celery | None) -> Signature:
+    """The Signature (or chain, group, chord) a plain dict describes."""
+    name, options = d.get("task"), dict(d.get("options") or {})
+    tasks = (d.get("kwargs") or {}).get("tasks") if isinstance(d.get("kwargs"), dict) else None
+    if name in _WORKFLOWS and isinstance(tasks, list):
+        parts = [maybe_signature(t, app=app) for t in tasks]
+        if name == "celery.chord":
+            return chord(parts[0], parts[1] if len(parts) > 1 else None, app=app, **options)
+        return _WORKFLOWS[name](*parts, app=app, **options)  # type: ignore[no-any-return]
+    return Signature(d, app=app)
 
 
 subtask = signature
@@ -239,7 +252,7 @@ def maybe_signature(d: Any, app: Celery | None = None, clone: bool = False) -> A
     if isinstance(d, Signature):
         return d.clone() if clone else d
     if isinstance(d, dict):
-        return Signature(d, app=app)
+        return _from_dict(d, app)
     return d
 
 
@@ -355,6 +368,9 @@ class chord(_Workflow):
             return results
         values = [r.get() for r in results.results]
         return maybe_signature(self.body).apply((values,))
+
+
+_WORKFLOWS: dict[str, Any] = {"celery.chain": chain, "celery.group": group, "celery.chord": chord}
 
 
 class _Delegating(_Workflow):

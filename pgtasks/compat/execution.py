@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING, Any
 
 from pgtasks.compat import django_support, signals, states
 from pgtasks.compat.canvas import Signature
-from pgtasks.compat.exceptions import Ignore, Reject, Retry
+from pgtasks.compat.exceptions import Ignore, Reject, Replaced, Retry
 from pgtasks.compat.request import Context, executing, request_from_record
 from pgtasks.engine.context import running_context
-from pgtasks.engine.errors import RetryRequested
+from pgtasks.engine.errors import RetryRequested, TaskAbandoned
 
 if TYPE_CHECKING:
     from pgtasks.compat.task import Task
@@ -189,6 +189,10 @@ def outcome_of(attempt: Attempt) -> Any:
         raise RetryRequested(
             str(retry), countdown=retry_countdown(retry), reason=reason, args=new_args, kwargs=new_kwargs
         ) from retry
+    if attempt.state == states.IGNORED and isinstance(attempt.retval, Replaced):
+        # The task waits for its replacement (the same transaction as the replacement's
+        # insert made it WAITING): the worker writes nothing for it.
+        raise TaskAbandoned(f"task replaced: {attempt.retval}")
     if attempt.state == states.IGNORED:
         # Celery records nothing for an ignored task; the engine must record an outcome, so
         # the task ends SUCCESS with None (an engine hook for "no outcome" is phase 2).

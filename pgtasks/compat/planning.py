@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pgtasks.compat.canvas import Signature, chain, chord, group, maybe_signature
+from pgtasks.compat.exceptions import ImproperlyConfigured
 from pgtasks.compat.publishing import Prepared, prepare
 from pgtasks.compat.result import AsyncResult, GroupResult
 from pgtasks.engine.canvas import enqueue_canvas
@@ -163,8 +164,9 @@ class Plan:
                 request = dataclasses.replace(prepared.request, args=(value, *prepared.request.args))
                 self.prepared[n] = dataclasses.replace(prepared, request=request)
 
-    def send(self) -> None:
-        """Insert the whole canvas in one transaction, with the publish signals around it."""
+    def send(self, replacing: tuple[str, str, str | None] | None = None) -> None:
+        """Insert the whole canvas in one transaction, with the publish signals around it
+        (``replacing``: the running task it replaces, see :func:`send_replacement`)."""
         for prepared in self.prepared:
             prepared.publish(after=False)
         enqueue_canvas(
@@ -173,6 +175,7 @@ class Plan:
             frozenset(self.waiting),
             tuple(self.links),
             self.meta,
+            replacing,
         )
         for prepared in self.prepared:
             prepared.publish(after=True)
@@ -197,4 +200,40 @@ def send_canvas(app: Celery, item: Any, args: tuple[Any, ...] = ()) -> AsyncResu
     plan = Plan(app)
     node = plan.add(item, False, tuple(args))
     plan.send()
+    return node.result
+
+
+def replacement_of(app: Celery, sig: Any) -> Any:
+    """Celery's shape of a replacement: a group (or a chain or chord ending in one) gets an
+    ``accumulate`` body, so that the replaced task's result is the group's list."""
+    sig = maybe_signature(sig, app=app)
+    accumulate = Signature("celery.accumulate", (), {"index": 0}, app=app)
+    if isinstance(sig, chain):
+        if not sig.tasks:
+            raise ImproperlyConfigured("Cannot replace with an empty chain")
+        if isinstance(maybe_signature(sig.tasks[-1], app=app), group):
+            return chain(*sig.tasks, accumulate, app=app)
+        return sig
+    if isinstance(sig, group):
+        return chord(sig, accumulate, app=app)
+    if isinstance(sig, chord) and sig.body is None:
+        return chord(sig.header, accumulate, app=app)
+    if not isinstance(sig, Signature):
+        raise TypeError(f"a task can be replaced by a signature or a workflow, not {sig!r}")
+    return sig
+
+
+def send_replacement(
+    app: Celery, sig: Any, task_id: str, root_id: str | None, replacing: tuple[str, str, str | None]
+) -> AsyncResult | GroupResult:
+    """Send ``sig`` in place of the running task ``task_id``: in one transaction the task stops
+    running (WAITING) and its replacement is inserted with a ``replace`` link from its last
+    task, so the task ends with the replacement's outcome and its own chain, chord,
+    callbacks and errbacks follow from there (``pgtasks/sysdb/links.py``)."""
+    plan = Plan(app)
+    node = plan.add(replacement_of(app, sig), False, (), root_id or task_id)
+    if node.is_group or len(node.exits) != 1:  # replacement_of always ends in one task
+        raise ImproperlyConfigured(f"a replacement must end in one task, not {sig!r}")
+    plan.links.append(TaskLink(node.exits[0], task_id, LinkKind.REPLACE, prepend=False))
+    plan.send(replacing)
     return node.result

@@ -138,12 +138,17 @@ def shared_task(*args: Any, **kwargs: Any) -> Any:
 
 
 def register_builtins(app: Celery) -> None:
-    """The tasks behind ``xmap``/``xstarmap``/``chunks``, in every worker of the app."""
+    """The tasks behind ``xmap``/``xstarmap``/``chunks`` and ``replace``, in every worker of the app."""
 
     @app.task(name="celery.map")
     def celery_map(task: str, it: list[Any]) -> list[Any]:
         fn = app.tasks[task]
         return [fn(item) for item in it]
+
+    @app.task(name="celery.accumulate")
+    def celery_accumulate(*args: Any, index: int | None = None) -> Any:
+        """Celery's accumulate: its arguments (or one of them); a replacing group's body."""
+        return args[index] if index is not None else args
 
     @app.task(name="celery.starmap")
     def celery_starmap(task: str, it: list[Any]) -> list[Any]:

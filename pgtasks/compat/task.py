@@ -10,11 +10,13 @@ import uuid
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pgtasks.compat import django_support, exceptions, retrying, states
-from pgtasks.compat.canvas import Signature, chunks, xmap, xstarmap
+from pgtasks.compat.canvas import Signature, chain, chunks, xmap, xstarmap
 from pgtasks.compat.current import current_app
 from pgtasks.compat.eager import apply_eagerly
+from pgtasks.compat.planning import replacement_of, send_replacement
 from pgtasks.compat.request import Context, executing, request_of
 from pgtasks.compat.sending import send_task
+from pgtasks.engine.context import running_context
 from pgtasks.engine.events import record_task_state
 
 if TYPE_CHECKING:
@@ -248,7 +250,28 @@ class Task:
         return chunks(self.s(), it, n, app=self.app)
 
     def replace(self, sig: Any) -> Any:
-        raise NotImplementedError("Task.replace is planned for pgtasks.compat phase 2 (canvas)")
+        """Replace this running task by ``sig`` (a task, chain, group or chord): the task ends
+        with the replacement's outcome (a group's: the list of its results), and whatever
+        waited for it (chain, chord, callbacks, errbacks) follows from there. Raises
+        :class:`~celery.exceptions.Ignore` in a worker; eagerly, returns the result."""
+        sig = replacement_of(self.app, sig)
+        for errback in self.request.errbacks or ():  # errbacks called in the failing worker
+            if isinstance(sig, Signature) and not isinstance(sig, chain):
+                sig.link_error(Signature(dict(errback), app=self.app))
+        return self.on_replace(sig)
+
+    def on_replace(self, sig: Any) -> Any:
+        """Called by :meth:`replace` with the replacing signature; sends it (or, eagerly, runs
+        it and returns its result). Override and call ``super().on_replace(sig)``."""
+        request = self.request
+        if request.is_eager or request.called_directly:
+            return sig.apply().get()
+        ctx = running_context()
+        if ctx is None or request.id != ctx.task_id:
+            raise RuntimeError(f"{self.name}.replace() must be called by the task while it runs")
+        replacing = (ctx.task_id, ctx.executor_id, ctx.record.claim_token)
+        send_replacement(self.app, sig, ctx.task_id, request.root_id, replacing)
+        raise exceptions.Replaced("Replaced by new task")
 
     def send_event(self, type_: str, retry: bool = True, retry_policy: Any = None, **fields: Any) -> None:
         """Celery events are not emitted by pgtasks: accepted and ignored."""

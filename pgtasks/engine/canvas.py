@@ -51,6 +51,11 @@ class CanvasLinks:
     def failure(self, exc: BaseException) -> str:
         return encode_exception(exc)
 
+    def as_output(self, result: tuple[str, str | None], tag: str) -> str | None:
+        if result[1] is None or result[0] == tag:
+            return result[1]
+        return self.codec.dumps(self._value(result), "the result of a replacement", tag)[1]
+
     def _value(self, result: tuple[str, str | None]) -> Any:
         tag, text = result
         return None if text is None else self.codec.loads(tag, text, "the result passed on")
@@ -67,15 +72,18 @@ def enqueue_canvas(
     waiting: frozenset[str] = frozenset(),
     links: tuple[TaskLink, ...] = (),
     meta: Mapping[str, str] | None = None,
+    replacing: tuple[str, str, str | None] | None = None,
 ) -> list[str]:
     """Insert every task of a canvas in one transaction; return their ids in order.
 
     Every request needs its ``task_id`` (links name them). Tasks in ``waiting`` are not run
-    until their links release them; the others are queued as usual."""
+    until their links release them; the others are queued as usual. ``replacing`` (task id,
+    executor id, claim token) names the running task this canvas replaces: it waits, from
+    the same transaction, for its ``replace`` link."""
     ids = [r.task_id for r in requests]
     if any(i is None for i in ids) or len(set(ids)) != len(ids):
         raise ConfigurationError("every task of a canvas needs its own task_id")
-    known = set(ids)
+    known = set(ids) | ({replacing[0]} if replacing is not None else set())
     for link in links:
         if link.child_id not in known or (link.kind is not LinkKind.GROUP and link.parent_id not in known):
             raise ConfigurationError(f"a link names a task outside the canvas: {link}")
@@ -90,5 +98,5 @@ def enqueue_canvas(
         )
         for request in requests
     )
-    params = CanvasEnqueue(tasks, frozenset(waiting), tuple(links), dict(meta or {}))
+    params = CanvasEnqueue(tasks, frozenset(waiting), tuple(links), dict(meta or {}), replacing)
     return [r.task_id for r in engine._sysdb.tasks_enqueue_canvas(params)]

@@ -9,6 +9,9 @@ When a parent with links ends, its outcome and every consequence are committed t
   child records the result in its link and becomes ENQUEUED with the list of results once
   the last of its parents succeeded; an errback child is CANCELLED (it will never be needed:
   end reason NOT_NEEDED);
+- a replaced task (``replace`` link, Celery's ``Task.replace``) ends with its replacement's
+  outcome (SUCCESS with its result, or ERROR with its error), and then its own links resolve
+  as above: its chain goes on, its chord counts it, its callbacks or errbacks run;
 - failure: chain and chord children (and, in turn, theirs) end ERROR with the engine's
   dependency error (end reason DEPENDENCY_FAILED), so nothing waits forever; an errback
   child becomes ENQUEUED with the failed parent's id as its first argument.
@@ -25,6 +28,7 @@ from collections import deque
 from collections.abc import Iterable
 from typing import Any
 
+from pgtasks.sysdb.errors import ConfigurationError
 from pgtasks.sysdb.primitives import Primitives
 from pgtasks.sysdb.records import (
     CanvasEnqueue,
@@ -49,6 +53,13 @@ class LinkStore(Primitives):
     # -- enqueue ------------------------------------------------------------------------
     def tasks_enqueue_canvas(self, params: CanvasEnqueue) -> list[EnqueueResult]:
         with self._transaction() as conn:
+            if params.replacing is not None:
+                task_id, executor_id, token = params.replacing
+                args = {"id": task_id, "executor": executor_id, "token": token}
+                if self._on(conn, "task_set_replaced", args).fetchone() is None:
+                    raise ConfigurationError(
+                        f"task {task_id} cannot be replaced: it no longer runs on executor {executor_id}"
+                    )
             results = self._enqueue_on(conn, list(params.tasks))
             inserted = {r.task_id for r in results if r.inserted}
             cur = conn.cursor()
@@ -121,6 +132,12 @@ class LinkStore(Primitives):
                 try:
                     if status is Status.SUCCESS and kind is LinkKind.ERRBACK:
                         self._end(conn, child, Status.CANCELLED, None, EndReason.NOT_NEEDED)
+                    elif status is Status.SUCCESS and kind is LinkKind.REPLACE:
+                        output_as_child = links.as_output((tag, output), row["serialization"])
+                        args = {"id": child, "output": output_as_child}
+                        ended = self._on(conn, "task_end_replaced", args).fetchone()
+                        if ended is not None and ended["has_links"]:
+                            pending.append((child, Status.SUCCESS, output_as_child, None))
                     elif status is Status.SUCCESS and kind is LinkKind.CHAIN:
                         new = links.with_result(inputs, (tag, output)) if prepend else inputs
                         self._activate(conn, child, new)
@@ -133,7 +150,9 @@ class LinkStore(Primitives):
                         failure = links.dependency_error(parent, error, kind)
                 except SerializationFailure as exc:  # a result the child cannot take: it fails
                     failure = links.failure(exc)
-                reason = EndReason.DEPENDENCY_FAILED if status is not Status.SUCCESS else None
+                # A replaced task fails with its replacement: the failure is its own.
+                failed_parent = status is not Status.SUCCESS and kind is not LinkKind.REPLACE
+                reason = EndReason.DEPENDENCY_FAILED if failed_parent else None
                 if failure is not None and self._end(conn, child, Status.ERROR, failure, reason):
                     pending.append((child, Status.ERROR, None, failure))
 

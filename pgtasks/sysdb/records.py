@@ -344,6 +344,9 @@ class LinkKind(str, Enum):
     CHORD = "chord"  # the child runs after every chord parent succeeded, with their results
     ERRBACK = "errback"  # the child runs after the parent failed, with the parent's id first
     GROUP = "group"  # membership of a saved group (the parent is the group id, not a task)
+    # The child is a task replaced by the parent's workflow (Celery's Task.replace): it ends
+    # with the parent's outcome, and then its own links resolve.
+    REPLACE = "replace"
 
     def __str__(self) -> str:
         return self.value
@@ -370,6 +373,9 @@ class CanvasEnqueue:
     waiting: frozenset[str] = frozenset()
     links: tuple[TaskLink, ...] = ()
     meta: Mapping[str, str] = field(default_factory=dict)
+    # (task id, executor id, claim token) of a running task that this canvas replaces: in the
+    # same transaction it stops running (WAITING), fenced on its executor, or nothing is inserted.
+    replacing: tuple[str, str, str | None] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -408,4 +414,8 @@ class LinkResolver(Protocol):
 
     def failure(self, exc: BaseException) -> str:
         """The error stored on a child whose arguments could not be built (``exc``)."""
+        ...
+
+    def as_output(self, result: tuple[str, str | None], tag: str) -> str | None:
+        """A parent's result re-serialized with ``tag``: the output of a task it replaced."""
         ...

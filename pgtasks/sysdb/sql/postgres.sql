@@ -700,6 +700,19 @@ RETURNING has_links
 -- name: task_announce
 SELECT pg_notify(%(channel)s, %(queue)s)
 
+-- name: task_set_replaced
+-- Task.replace: the running task waits for its replacement (fenced on its executor and run).
+UPDATE __schema__.workflow_status SET status = 'WAITING', updated_at = __now_ms__
+WHERE workflow_uuid = %(id)s AND status = 'PENDING' AND executor_id = %(executor)s
+  AND (%(token)s::text IS NULL OR claim_token = %(token)s::text)
+RETURNING workflow_uuid
+
+-- name: task_end_replaced
+UPDATE __schema__.workflow_status
+SET status = 'SUCCESS', output = %(output)s, error = NULL, deduplication_id = NULL, updated_at = __now_ms__
+WHERE workflow_uuid = %(id)s AND status = 'WAITING'
+RETURNING has_links
+
 -- name: task_store_outcome
 -- Celery's backend.store_result: a state written by hand, whatever the task's state was.
 UPDATE __schema__.workflow_status
