@@ -11,6 +11,7 @@ linked tasks (see planning.py) and inserts them in one transaction.
 from __future__ import annotations
 
 import copy
+import inspect
 import uuid
 from typing import TYPE_CHECKING, Any, overload
 
@@ -164,9 +165,10 @@ class Signature(dict):  # type: ignore[type-arg]
 
     # -- calling -------------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        """Call the task here, directly."""
-        merged_args, merged_kwargs, _ = self._merge(args, kwargs)
-        return self.type(*merged_args, **merged_kwargs)
+        """Call the task here, directly (as in Celery, the arguments given here go first even
+        when the signature is immutable: how an errback gets ``request, exc, traceback``)."""
+        merged_args = (*args, *self.args)
+        return self.type(*merged_args, **{**self.kwargs, **kwargs})
 
     def delay(self, *args: Any, **kwargs: Any) -> Any:
         """``apply_async(args, kwargs)``: an AsyncResult (a GroupResult for a group)."""
@@ -256,6 +258,29 @@ def maybe_signature(d: Any, app: Celery | None = None, clone: bool = False) -> A
     return d
 
 
+def takes_request(errback: Any) -> bool:
+    """Celery's test for a new-style errback: its function takes more than one positional
+    argument (``request, exc, traceback``). Unknown tasks are old-style (sent with the id)."""
+    if not isinstance(errback, Signature) or errback.name not in errback.app.tasks:
+        return False
+    run = errback.app.tasks[errback.name].run
+    try:
+        params = inspect.signature(run).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return len(positional) > 1 or any(p.kind is p.VAR_POSITIONAL for p in params)
+
+
+def _members_link(members: list[Any], sig: Any, error: bool) -> Any:
+    """Link ``sig`` (an immutable copy, as Celery does) to each of ``members``."""
+    for member in members:
+        copy = maybe_signature(sig).clone()
+        copy.set(immutable=True)
+        member.link_error(copy) if error else member.link(copy)
+    return sig
+
+
 class _Workflow(Signature):
     """What every workflow shares with a signature: options, ``|``, calling and sending."""
 
@@ -266,6 +291,12 @@ class _Workflow(Signature):
     @property
     def tasks(self) -> list[Any]:
         return list(self["kwargs"]["tasks"])
+
+    def _signatures(self) -> list[Any]:
+        """The members as signatures (a member that arrived as a dict is rebuilt in place)."""
+        members = [maybe_signature(t, app=self._app) for t in self["kwargs"]["tasks"]]
+        self["kwargs"]["tasks"] = members
+        return members
 
     @property
     def app(self) -> Celery:
@@ -280,6 +311,10 @@ class _Workflow(Signature):
     def apply_async(
         self, args: Any = None, kwargs: Any = None, route_name: Any = None, **options: Any
     ) -> Any:
+        for callback in _as_list(options.pop("link", None)):
+            self.link(callback)
+        for errback in _as_list(options.pop("link_error", None)):
+            self.link_error(errback)
         if options:
             self.options.update(options)
         if self.app.conf.task_always_eager:
@@ -312,6 +347,24 @@ class chain(_Workflow):
             flat.extend(task.tasks if isinstance(task, chain) else [task])
         super().__init__("celery.chain", flat, app, **options)
 
+    def link(self, callback: Any) -> Any:
+        """Run ``callback`` with the chain's result: linked to its last task."""
+        members = self._signatures()
+        return members[-1].link(callback) if members else super().link(callback)
+
+    def link_error(self, errback: Any) -> Any:
+        """Run ``errback`` once when any task of the chain fails. A failure ends every task
+        after it with the same error, so an errback sent as a task (with a task id) is linked
+        to the last task; one called in the failing worker is linked to every task."""
+        members = self._signatures()
+        if not members:
+            return super().link_error(errback)
+        if takes_request(maybe_signature(errback, app=self._app)):
+            for member in members:
+                member.link_error(errback)
+            return errback
+        return members[-1].link_error(errback)
+
     def apply(self, args: Any = None, kwargs: Any = None, **options: Any) -> Any:
         """Run the chain here, each task after the other (eager mode)."""
         result = None
@@ -333,6 +386,16 @@ class group(_Workflow):
         if len(tasks) == 1 and not isinstance(tasks[0], dict) and hasattr(tasks[0], "__iter__"):
             tasks = tuple(tasks[0])
         super().__init__("celery.group", list(tasks), app, **options)
+
+    def link(self, callback: Any) -> Any:
+        """As Celery: ``callback`` (immutable: no result is passed) linked to the first task."""
+        members = self._signatures()
+        return _members_link(members[:1], callback, False) if members else super().link(callback)
+
+    def link_error(self, errback: Any) -> Any:
+        """As Celery: ``errback`` (an immutable copy) linked to every task of the group."""
+        members = self._signatures()
+        return _members_link(members, errback, True) if members else super().link_error(errback)
 
     def apply(self, args: Any = None, kwargs: Any = None, **options: Any) -> Any:
         results = [maybe_signature(t).apply(args) for t in self.tasks]
@@ -356,6 +419,28 @@ class chord(_Workflow):
     @property
     def body(self) -> Any:
         return self.tasks[1]
+
+    def link(self, callback: Any) -> Any:
+        """``callback`` runs with the body's result."""
+        body = self._body_signature()
+        return body.link(callback) if body is not None else super().link(callback)
+
+    def link_error(self, errback: Any) -> Any:
+        """``errback`` runs when the body fails, or a header task does (the body then fails
+        with ChordError); one called in the failing worker is linked to the header tasks too."""
+        body = self._body_signature()
+        if body is None:
+            return super().link_error(errback)
+        if takes_request(maybe_signature(errback, app=self._app)):
+            _members_link(self.header._signatures(), errback, True)
+        return body.link_error(errback)
+
+    def _body_signature(self) -> Any:
+        if self.body is None:
+            return None
+        body = maybe_signature(self.body, app=self._app)
+        self["kwargs"]["tasks"][1] = body
+        return body
 
     def __call__(self, body: Any = None, **options: Any) -> Any:
         if body is not None:
@@ -424,3 +509,9 @@ class chunks(_Delegating):
 
     def _delegate(self) -> Any:
         return self.group()
+
+
+def _as_list(value: Any) -> list[Any]:
+    if value is None:
+        return []
+    return list(value) if isinstance(value, (list, tuple)) else [value]

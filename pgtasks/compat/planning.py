@@ -17,14 +17,13 @@ and nothing lost if a worker dies between two links.
 from __future__ import annotations
 
 import dataclasses
-import inspect
 import itertools
 import json
 import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from pgtasks.compat.canvas import Signature, chain, chord, group, maybe_signature
+from pgtasks.compat.canvas import Signature, chain, chord, group, maybe_signature, takes_request
 from pgtasks.compat.exceptions import ImproperlyConfigured
 from pgtasks.compat.publishing import Prepared, prepare
 from pgtasks.compat.result import AsyncResult, GroupResult
@@ -84,7 +83,7 @@ class Plan:
         meta.update({k: options[k] for k in ("time_limit", "soft_time_limit") if options.get(k) is not None})
         # Celery calls an errback that takes (request, exc, traceback) in the failing worker,
         # at once; one that takes a task id is sent as a task (a link below).
-        in_worker = [e for e in (maybe_signature(e, app=self.app) for e in errbacks) if _takes_request(e)]
+        in_worker = [e for e in (maybe_signature(e, app=self.app) for e in errbacks) if takes_request(e)]
         errbacks = [e for e in errbacks if maybe_signature(e, app=self.app) not in in_worker]
         if in_worker:
             meta["errbacks"] = [dict(e) for e in in_worker]
@@ -179,20 +178,6 @@ class Plan:
         )
         for prepared in self.prepared:
             prepared.publish(after=True)
-
-
-def _takes_request(errback: Any) -> bool:
-    """Celery's test for a new-style errback: its function takes more than one positional
-    argument (``request, exc, traceback``). Unknown tasks are old-style (sent with the id)."""
-    if not isinstance(errback, Signature) or errback.name not in errback.app.tasks:
-        return False
-    run = errback.app.tasks[errback.name].run
-    try:
-        params = inspect.signature(run).parameters.values()
-    except (TypeError, ValueError):
-        return False
-    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    return len(positional) > 1 or any(p.kind is p.VAR_POSITIONAL for p in params)
 
 
 def send_canvas(app: Celery, item: Any, args: tuple[Any, ...] = ()) -> AsyncResult | GroupResult:

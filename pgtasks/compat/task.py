@@ -168,10 +168,6 @@ class Task:
         **options: Any,
     ) -> EagerResult:
         """Run the task here, now, and return an EagerResult (retries run at once)."""
-        if link is not None or link_error is not None:
-            raise NotImplementedError(
-                "apply(link=..., link_error=...) is not supported by pgtasks.compat yet"
-            )
         return apply_eagerly(
             self,
             tuple(args or ()),
@@ -181,6 +177,8 @@ class Task:
             throw=throw,
             headers=headers,
             options=options,
+            link=link,
+            link_error=link_error,
         )
 
     def delay_on_commit(self, *args: Any, **kwargs: Any) -> None:
