@@ -29,6 +29,7 @@ from pgtasks.compat.control import Control
 from pgtasks.compat.exceptions import ChordError, ImproperlyConfigured
 from pgtasks.compat.planning import send_canvas
 from pgtasks.compat.result import AsyncResult, GroupResult
+from pgtasks.compat.retrying import with_autoretry
 from pgtasks.compat.routing import RouterFunction, prepare_routers
 from pgtasks.compat.sending import send_task
 from pgtasks.compat.signals import Signal
@@ -266,6 +267,14 @@ class Celery(App):
             task = task()
         if not task.name:
             task.name = self.gen_task_name(type(task).__name__, type(task).__module__)
+        if "__name__" not in vars(task):  # a class-based task looks like its class
+            task.__name__ = type(task).__name__
+            task.__qualname__ = type(task).__qualname__
+        if not getattr(task, "_decorated", False) and "run" not in vars(task):
+            # As Celery's register_task: autoretry_for works on class-based tasks too.
+            autoretrying = with_autoretry(task, task.run)
+            if autoretrying is not task.run:
+                task.run = autoretrying
         self._registry[task.name] = task
         definition = TaskDefinition(
             name=task.name,

@@ -83,6 +83,12 @@ def make_task(
     }
     cls: type[Task] = type(fun.__name__, (base,), attrs)
     task = cls()
+    # As Celery's task objects, the instance looks like the function it wraps (pytest ids,
+    # decorators and logging key on these); set on the instance, so no attribute binds.
+    task.__name__ = fun.__name__  # type: ignore[attr-defined]
+    task.__qualname__ = attrs["__qualname__"]  # type: ignore[attr-defined]
+    task.__wrapped__ = fun  # type: ignore[attr-defined]
+    task.__annotations__ = dict(getattr(fun, "__annotations__", {}) or {})
     autoretrying = with_autoretry(task, task.run)
     if autoretrying is not task.run:
         task.run = autoretrying  # type: ignore[method-assign]

@@ -39,6 +39,8 @@ class ResultBase:
     """Base class for results."""
 
     parent: Any = None
+    # Sent with ignore_result: Celery stores nothing, and get() returns None at once.
+    ignored: bool = False
 
 
 class AsyncResult(ResultBase):
@@ -199,6 +201,8 @@ class AsyncResult(ResultBase):
         """
         if disable_sync_subtasks and inside_worker_task():
             raise RuntimeError(SYNC_SUBTASK_MESSAGE)
+        if self.ignored:
+            return None
         deadline = None if timeout is None else time.monotonic() + timeout
         pause = min(FIRST_POLL, interval)
         while True:

@@ -141,7 +141,7 @@ class Task:
             )
         defaults = {"queue": self.queue, "priority": self.priority, "expires": self.expires}
         merged = {**{k: v for k, v in defaults.items() if v is not None}, **options}
-        return send_task(
+        result = send_task(
             app,
             self.name or "",
             args,
@@ -152,6 +152,10 @@ class Task:
             link_error=link_error,
             **merged,
         )
+        ignored = options.get("ignore_result")
+        if self.ignore_result if ignored is None else ignored:
+            result.ignored = True  # as Celery: get() returns None at once
+        return result
 
     def apply(
         self,

@@ -66,6 +66,12 @@ def replace_by_sum(self, numbers):
     return self.replace(tsum.s(numbers) | add.s(1))
 
 
+@app.task(ignore_result=True)
+def quiet(x):
+    note("quiet", x)
+    return x
+
+
 @app.task
 def record(value, label):
     note("callback", label, value)
@@ -82,3 +88,37 @@ def on_error(task_id):
 def error_handler(request, exc, traceback):
     """A new-style errback: called in the failing worker with its request and exception."""
     note("handler", request.id, type(exc).__name__)
+
+
+class Flaky(Task):
+    """A class-based task registered with ``app.register_task``: retries until its nth run."""
+
+    name = "replace.flaky"
+    max_retries = 3
+    default_retry_delay = 0
+
+    def run(self, n):
+        if self.request.retries < n:
+            raise self.retry(exc=ValueError("not yet"))
+        return self.request.retries
+
+
+flaky = app.register_task(Flaky())
+
+
+class AutoFlaky(Task):
+    """A class-based task that retries by ``autoretry_for`` (no self.retry call)."""
+
+    name = "replace.auto_flaky"
+    autoretry_for = (ValueError,)
+    retry_kwargs = {"countdown": 0}
+    max_retries = 3
+    retry_jitter = False
+
+    def run(self, n):
+        if self.request.retries < n:
+            raise ValueError("not yet")
+        return self.request.retries
+
+
+auto_flaky = app.register_task(AutoFlaky)
