@@ -82,14 +82,26 @@ class Signature(dict):  # type: ignore[type-arg]
     def args(self) -> tuple[Any, ...]:
         return tuple(self.get("args") or ())
 
+    @args.setter
+    def args(self, value: Any) -> None:
+        self["args"] = tuple(value or ())
+
     @property
     def kwargs(self) -> dict[str, Any]:
         return dict(self.get("kwargs") or {})
+
+    @kwargs.setter
+    def kwargs(self, value: Any) -> None:
+        self["kwargs"] = dict(value or {})
 
     @property
     def options(self) -> dict[str, Any]:
         options: dict[str, Any] = self.setdefault("options", {})
         return options
+
+    @options.setter
+    def options(self, value: Any) -> None:
+        self["options"] = dict(value or {})
 
     @property
     def immutable(self) -> bool:
@@ -340,8 +352,8 @@ class chain(_Workflow):
     or ``a.s(1) | b.s()``."""
 
     def __init__(self, *tasks: Any, app: Celery | None = None, **options: Any) -> None:
-        if len(tasks) == 1 and isinstance(tasks[0], (list, tuple)):
-            tasks = tuple(tasks[0])
+        if len(tasks) == 1 and not isinstance(tasks[0], dict) and hasattr(tasks[0], "__iter__"):
+            tasks = tuple(tasks[0])  # a list, tuple or generator of signatures
         flat: list[Any] = []
         for task in tasks:  # chain(chain(a, b), c) is chain(a, b, c)
             flat.extend(task.tasks if isinstance(task, chain) else [task])
@@ -398,7 +410,10 @@ class group(_Workflow):
         return _members_link(members, errback, True) if members else super().link_error(errback)
 
     def apply(self, args: Any = None, kwargs: Any = None, **options: Any) -> Any:
-        results = [maybe_signature(t).apply(args) for t in self.tasks]
+        results: list[Any] = []
+        for member in self.tasks:
+            result = maybe_signature(member).apply(args)
+            results.extend(result.results if isinstance(result, GroupResult) else [result])
         return GroupResult(str(uuid.uuid4()), results, app=self.app)
 
     def __or__(self, other: Any) -> Any:

@@ -107,7 +107,11 @@ class Plan:
         steps: list[Any] = []
         pending = list(flow.tasks)
         while pending:  # Celery: a group followed by a task is a chord
-            step = pending.pop(0)
+            step = maybe_signature(pending.pop(0), app=self.app)
+            if isinstance(step, group) and len(step.tasks) == 1:
+                step = maybe_signature(step.tasks[0], app=self.app)  # a group of one is its task
+            elif isinstance(step, group) and not step.tasks and (steps or pending):
+                continue  # an empty group inside a chain is skipped, as in Celery
             if isinstance(step, group) and pending:
                 step = chord(step, pending.pop(0))
             steps.append(step)
@@ -119,8 +123,7 @@ class Plan:
         for step in steps[1:]:
             last = self.add(step, True, root=root)
             self.connect(previous, last)
-            if not last.is_group:
-                last.result.parent = previous.result
+            _eldest(last.result).parent = previous.result
             previous = last
         return Node(first.entries, last.exits, last.is_group, last.result)
 
@@ -132,7 +135,12 @@ class Plan:
                 self.links.append(TaskLink(group_id, exit_id, LinkKind.GROUP, position))
         entries = list(itertools.chain.from_iterable(m.entries for m in members))
         exits = list(itertools.chain.from_iterable(m.exits for m in members))
-        return Node(entries, exits, True, GroupResult(group_id, [m.result for m in members], app=self.app))
+        # Nested groups are unrolled, as Celery unrolls them: one flat list of results.
+        results: list[Any] = []
+        for member in members:
+            nested = member.result
+            results.extend(nested.results if isinstance(nested, GroupResult) else [nested])
+        return Node(entries, exits, True, GroupResult(group_id, results, app=self.app))
 
     def _chord(self, flow: chord, waiting: bool, args: tuple[Any, ...], root: str | None) -> Node:
         header = self._group(flow.header, waiting, args, root)
@@ -140,8 +148,10 @@ class Plan:
             return header
         body = self.add(flow.body, True, root=root)
         self.connect(header, body)
-        body.result.parent = header.result
-        return body
+        _eldest(body.result).parent = header.result
+        # The chord takes its input in its header (inside a chain: the previous result goes
+        # to every header task) and gives the body's result.
+        return Node(header.entries or body.entries, body.exits, body.is_group, body.result)
 
     def connect(self, before: Node, after: Node) -> None:
         """``after`` waits for ``before``: one result (chain), or all of a group's (chord)."""
@@ -178,6 +188,16 @@ class Plan:
         )
         for prepared in self.prepared:
             prepared.publish(after=True)
+
+
+def _eldest(result: AsyncResult | GroupResult) -> AsyncResult | GroupResult:
+    """The first result of a planned step (a chord body's header, a chain's first task): the
+    one whose parent is the step before it."""
+    while True:
+        parent = result._parent if isinstance(result, AsyncResult) else result.parent
+        if parent is None:
+            return result
+        result = parent
 
 
 def send_canvas(app: Celery, item: Any, args: tuple[Any, ...] = ()) -> AsyncResult | GroupResult:
