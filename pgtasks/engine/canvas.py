@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from pgtasks.engine.crashpoints import crashpoint
 from pgtasks.engine.errors import ChordError, ConfigurationError, TaskError
 from pgtasks.engine.failures import encode_exception, error_summary
 from pgtasks.engine.options import EnqueueRequest, build_new_task
@@ -99,4 +100,7 @@ def enqueue_canvas(
         for request in requests
     )
     params = CanvasEnqueue(tasks, frozenset(waiting), tuple(links), dict(meta or {}), replacing)
-    return [r.task_id for r in engine._sysdb.tasks_enqueue_canvas(params)]
+    inserted = [r.task_id for r in engine._sysdb.tasks_enqueue_canvas(params)]
+    if replacing is not None:
+        crashpoint("after_replace_commit", task_id=replacing[0])
+    return inserted
