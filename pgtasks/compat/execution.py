@@ -159,6 +159,10 @@ def worker_entry(task: Task, run: Callable[..., Any]) -> Callable[..., Any]:
         if ctx is None:  # called outside a worker: behave like calling the task
             return task(*args, **kwargs)
         request = request_from_record(ctx.record, ctx.executor_id, args, kwargs)
+        for name in ("time_limit", "soft_time_limit"):  # the call's limits, else the task's
+            if getattr(request, name) is None:
+                setattr(request, name, getattr(task, name))
+        request.timelimit = (request.time_limit, request.soft_time_limit)
         django_support.close_old_connections()
         try:
             attempt = trace(task, request, tuple(args), dict(kwargs))

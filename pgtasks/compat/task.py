@@ -127,7 +127,10 @@ class Task:
         shadow: str | None = None,
         **options: Any,
     ) -> AsyncResult:
-        """Send the task (or, with ``task_always_eager``, run it here and return an EagerResult)."""
+        """Send the task (or, with ``task_always_eager``, run it here and return an EagerResult).
+        As Celery: ValueError when the task's soft time limit is above its hard one."""
+        if self.soft_time_limit and self.time_limit and self.soft_time_limit > self.time_limit:
+            raise ValueError("soft_time_limit must be less than or equal to time_limit")
         self.check_arguments(*(args or ()), **(kwargs or {}))
         app = self.app
         if app.conf.task_always_eager:

@@ -39,6 +39,14 @@ def test_ignore_result_makes_get_return_none(ledger: Path) -> None:
     assert proj.add.apply_async((1, 2), ignore_result=False).get(timeout=60) == 3
 
 
+def test_time_limits_a_task_is_sent_with(ledger: Path) -> None:
+    with pytest.raises(ValueError, match="soft_time_limit must be less than or equal to time_limit"):
+        proj.soft_above_hard.delay()
+    assert proj.limits_seen.delay().get(timeout=60) == {"time_limit": 60, "soft_time_limit": 45}
+    per_call = proj.limits_seen.apply_async(time_limit=30, soft_time_limit=20)
+    assert per_call.get(timeout=60) == {"time_limit": 30, "soft_time_limit": 20}
+
+
 def test_task_objects_look_like_their_functions() -> None:
     add = proj.add
     assert (add.__name__, add.__qualname__, add.__module__) == ("add", "add", proj.__name__)

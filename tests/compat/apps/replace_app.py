@@ -122,3 +122,13 @@ class AutoFlaky(Task):
 
 
 auto_flaky = app.register_task(AutoFlaky)
+
+
+@app.task(soft_time_limit=2, time_limit=1)
+def soft_above_hard():
+    return "never sent"
+
+
+@app.task(bind=True, time_limit=60, soft_time_limit=45)
+def limits_seen(self):
+    return {"time_limit": self.request.time_limit, "soft_time_limit": self.request.soft_time_limit}
