@@ -296,6 +296,8 @@ def _members_link(members: list[Any], sig: Any, error: bool) -> Any:
 class _Workflow(Signature):
     """What every workflow shares with a signature: options, ``|``, calling and sending."""
 
+    _lazy: Any = None  # a chord's header while it is still a generator
+
     def __init__(self, name: str, tasks: list[Any], app: Celery | None = None, **options: Any) -> None:
         super().__init__(name, (), {}, options, app=app)
         self["kwargs"] = {"tasks": tasks}
@@ -343,6 +345,8 @@ class _Workflow(Signature):
         copy = type(self).__new__(type(self))
         dict.__init__(copy, self)
         copy._type, copy._app = self._type, self._app
+        if self._lazy is not None:  # a generator header goes with the copy
+            copy._lazy, self._lazy = self._lazy, None
         copy["options"] = {**self.options, **opts}
         return copy
 
@@ -424,12 +428,25 @@ class chord(_Workflow):
     """A group whose results go, as one list, to a body: ``chord(header)(body)``."""
 
     def __init__(self, header: Any, body: Any = None, app: Celery | None = None, **options: Any) -> None:
-        header = header if isinstance(header, group) else group(header, app=app)
-        super().__init__("celery.chord", [header, body], app, **options)
+        # A generator header is kept as it is: sending the chord consumes it task by task,
+        # as Celery does (planning.py); anything else that reads the header unrolls it.
+        self._lazy = header if not isinstance(header, dict) and hasattr(header, "__next__") else None
+        if self._lazy is None:
+            header = header if isinstance(header, group) else group(header, app=app)
+        super().__init__("celery.chord", [group([], app=app) if self._lazy else header, body], app, **options)
 
     @property
     def header(self) -> group:
+        lazy = self._lazy
+        if lazy is not None:  # read before it was sent: unrolled now
+            self._lazy = None
+            self["kwargs"]["tasks"][0] = group(list(lazy), app=self._app)
         return self.tasks[0]  # type: ignore[no-any-return]
+
+    def take_lazy_header(self) -> Any:
+        """The generator this chord's header still is (once), or None."""
+        lazy, self._lazy = self._lazy, None
+        return lazy
 
     @property
     def body(self) -> Any:

@@ -20,6 +20,7 @@ import dataclasses
 import itertools
 import json
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -27,7 +28,7 @@ from pgtasks.compat.canvas import Signature, chain, chord, group, maybe_signatur
 from pgtasks.compat.exceptions import ImproperlyConfigured
 from pgtasks.compat.publishing import Prepared, prepare
 from pgtasks.compat.result import AsyncResult, GroupResult
-from pgtasks.engine.canvas import enqueue_canvas
+from pgtasks.engine.canvas import close_chord_header, enqueue_canvas
 from pgtasks.sysdb.records import LinkKind, TaskLink
 
 if TYPE_CHECKING:
@@ -173,7 +174,9 @@ class Plan:
                 request = dataclasses.replace(prepared.request, args=(value, *prepared.request.args))
                 self.prepared[n] = dataclasses.replace(prepared, request=request)
 
-    def send(self, replacing: tuple[str, str, str | None] | None = None) -> None:
+    def send(
+        self, replacing: tuple[str, str, str | None] | None = None, stored: frozenset[str] = frozenset()
+    ) -> None:
         """Insert the whole canvas in one transaction, with the publish signals around it
         (``replacing``: the running task it replaces, see :func:`send_replacement`)."""
         for prepared in self.prepared:
@@ -185,6 +188,7 @@ class Plan:
             tuple(self.links),
             self.meta,
             replacing,
+            stored,
         )
         for prepared in self.prepared:
             prepared.publish(after=True)
@@ -200,8 +204,44 @@ def _eldest(result: AsyncResult | GroupResult) -> AsyncResult | GroupResult:
         result = parent
 
 
+def send_lazy_chord(
+    app: Celery, flow: chord, header: Iterator[Any], args: tuple[Any, ...]
+) -> AsyncResult | GroupResult:
+    """Send a chord whose header is a generator as Celery does, task by task while the
+    generator yields: the body first, waiting on an open link of the header's group id; each
+    header task then in its own transaction (so it may run before the next one is yielded);
+    and last the close, which starts the body if every header task succeeded already."""
+    group_id = flow.options.get("group_id") or str(uuid.uuid4())
+    plan = Plan(app)
+    body = plan.add(flow.body, True, root=group_id)
+    immutable = set(plan.immutable)
+    for entry in body.entries:
+        plan.links.append(TaskLink(group_id, entry, LinkKind.CHORD, -1, entry not in immutable))
+    plan.send(stored=frozenset({group_id}))
+    results: list[Any] = []
+    position = 0
+    for item in header:
+        part = Plan(app)
+        node = part.add(item, False, args, group_id)
+        for exit_id in node.exits:
+            for entry in body.entries:
+                part.links.append(TaskLink(exit_id, entry, LinkKind.CHORD, position, entry not in immutable))
+            part.links.append(TaskLink(group_id, exit_id, LinkKind.GROUP, position))
+            position += 1
+        part.send(stored=frozenset(body.entries))
+        nested = node.result
+        results.extend(nested.results if isinstance(nested, GroupResult) else [nested])
+    close_chord_header(app.engine, group_id, tuple(body.entries))
+    _eldest(body.result).parent = GroupResult(group_id, results, app=app)
+    return body.result
+
+
 def send_canvas(app: Celery, item: Any, args: tuple[Any, ...] = ()) -> AsyncResult | GroupResult:
     """Plan and send a signature with callbacks, or a workflow; return its result handle."""
+    if isinstance(item, chord) and item.body is not None:
+        header = item.take_lazy_header()
+        if header is not None:
+            return send_lazy_chord(app, item, header, tuple(args))
     plan = Plan(app)
     node = plan.add(item, False, tuple(args))
     plan.send()

@@ -16,7 +16,7 @@ from pgtasks.engine.errors import ChordError, ConfigurationError, TaskError
 from pgtasks.engine.failures import encode_exception, error_summary
 from pgtasks.engine.options import EnqueueRequest, build_new_task
 from pgtasks.engine.serialization import Codec
-from pgtasks.sysdb.records import CanvasEnqueue, LinkKind, TaskLink
+from pgtasks.sysdb.records import CanvasEnqueue, ChordHeaderClose, LinkKind, TaskLink
 
 if TYPE_CHECKING:
     from pgtasks.engine.core import Engine
@@ -74,17 +74,19 @@ def enqueue_canvas(
     links: tuple[TaskLink, ...] = (),
     meta: Mapping[str, str] | None = None,
     replacing: tuple[str, str, str | None] | None = None,
+    stored: frozenset[str] = frozenset(),
 ) -> list[str]:
     """Insert every task of a canvas in one transaction; return their ids in order.
 
     Every request needs its ``task_id`` (links name them). Tasks in ``waiting`` are not run
     until their links release them; the others are queued as usual. ``replacing`` (task id,
     executor id, claim token) names the running task this canvas replaces: it waits, from
-    the same transaction, for its ``replace`` link."""
+    the same transaction, for its ``replace`` link. ``stored``: ids outside this canvas its
+    links may name (tasks stored before, a chord header's group id)."""
     ids = [r.task_id for r in requests]
     if any(i is None for i in ids) or len(set(ids)) != len(ids):
         raise ConfigurationError("every task of a canvas needs its own task_id")
-    known = set(ids) | ({replacing[0]} if replacing is not None else set())
+    known = set(ids) | set(stored) | ({replacing[0]} if replacing is not None else set())
     for link in links:
         if link.child_id not in known or (link.kind is not LinkKind.GROUP and link.parent_id not in known):
             raise ConfigurationError(f"a link names a task outside the canvas: {link}")
@@ -104,3 +106,10 @@ def enqueue_canvas(
     if replacing is not None:
         crashpoint("after_replace_commit", task_id=replacing[0])
     return inserted
+
+
+def close_chord_header(engine: Engine, group_id: str, bodies: tuple[str, ...]) -> list[str]:
+    """The header of a chord sent task by task is complete (see ``links.py``); return the
+    bodies this started."""
+    params = ChordHeaderClose(group_id, tuple(bodies), engine.link_resolver())
+    return engine._sysdb.chord_header_close(params)

@@ -14,6 +14,7 @@ from typing import Any
 
 from pgtasks.sysdb.records import (
     CanvasEnqueue,
+    ChordHeaderClose,
     ClaimParams,
     CompleteParams,
     EnqueueResult,
@@ -117,6 +118,11 @@ class SystemDatabase(ABC):
     def task_store_outcome(self, params: StoredOutcome) -> bool:
         """Write a task's state by hand (see :class:`StoredOutcome`); True if the row was
         inserted by this call."""
+
+    @abstractmethod
+    def chord_header_close(self, params: ChordHeaderClose) -> list[str]:
+        """Close a chord header sent task by task (see :class:`ChordHeaderClose`); return the
+        bodies started by this call."""
 
     @abstractmethod
     def group_members(self, group_id: str) -> list[str]:

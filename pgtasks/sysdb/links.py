@@ -16,6 +16,10 @@ When a parent with links ends, its outcome and every consequence are committed t
   dependency error (end reason DEPENDENCY_FAILED), so nothing waits forever; an errback
   child becomes ENQUEUED with the failed parent's id as its first argument.
 
+A chord whose header comes from a generator is sent task by task: its body waits on an
+``open`` chord link held by the group id, which ``chord_header_close`` drops once the
+generator is exhausted (starting the body if every header task succeeded already).
+
 Racing chord parents serialise on the child's row (``FOR UPDATE`` on PostgreSQL; SQLite has
 one writer at a time): the second one to commit counts the first one's link as done. A
 worker that dies before its outcome commits leaves the links untouched; the task is
@@ -32,6 +36,7 @@ from pgtasks.sysdb.errors import ConfigurationError
 from pgtasks.sysdb.primitives import Primitives
 from pgtasks.sysdb.records import (
     CanvasEnqueue,
+    ChordHeaderClose,
     EndReason,
     EnqueueResult,
     LinkKind,
@@ -107,6 +112,30 @@ class LinkStore(Primitives):
                 outcome = Outcome(task_id, params.status, params.output, params.error)
                 self._resolve(conn, [outcome], params.links)
         return inserted
+
+    def chord_header_close(self, params: ChordHeaderClose) -> list[str]:
+        started = []
+        with self._transaction() as conn:
+            for body in sorted(params.bodies):
+                row = self._on(conn, "task_lock", {"id": body}).fetchone()
+                link = self._on(
+                    conn, "link_delete_open", {"parent": params.group_id, "child": body}
+                ).fetchone()
+                if row is None or link is None or row["status"] != Status.WAITING.value:
+                    continue
+                if self._on(conn, "chord_waiting", {"child": body}).fetchone()["waiting"]:
+                    continue  # header tasks still running: the last one starts the body
+                rows = self._on(conn, "chord_results", {"child": body}).fetchall()
+                results = [(r["result_serialization"] or "json", r["result"]) for r in rows]
+                inputs = (row["serialization"], row["inputs"])
+                try:
+                    new = params.links.with_results(inputs, results) if link["prepend"] else inputs
+                except SerializationFailure as exc:
+                    self._end(conn, body, Status.ERROR, params.links.failure(exc), None)
+                    continue
+                self._activate(conn, body, new)
+                started.append(body)
+        return started
 
     def group_members(self, group_id: str) -> list[str]:
         return [r["child_uuid"] for r in self._read("group_members", {"group": group_id})]

@@ -392,6 +392,17 @@ class StoredOutcome:
     links: LinkResolver | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class ChordHeaderClose:
+    """The header of a chord sent task by task (a generator) is complete: drop the ``open``
+    link ``group_id`` holds on each of ``bodies``, and start each body whose header tasks all
+    succeeded already (in the same transaction)."""
+
+    group_id: str
+    bodies: tuple[str, ...]
+    links: LinkResolver
+
+
 class LinkResolver(Protocol):
     """What the system database needs from the engine to resolve links: new arguments for a
     child, and the error of a child that will not run. Values stay serialized: (tag, text)."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from celery import chain, chord, group, signature
@@ -15,6 +16,8 @@ from celery.result import GroupResult
 
 from tests.compat.apps import canvas_app as proj
 from tests.support.celery_worker import celery_worker
+from tests.support.inprocess import wait_for
+from tests.support.ledger import lines_of as lines
 
 
 @pytest.fixture
@@ -70,3 +73,23 @@ def test_workflows_that_travel_as_dicts_are_rebuilt(ledger: Path) -> None:
     assert type(rebuilt) is type(flow) and type(rebuilt.header) is group
     assert isinstance(rebuilt.header.tasks[1], chain)
     assert rebuilt.delay().get(timeout=60) == 42
+
+
+def test_a_generator_header_is_sent_task_by_task(ledger: Path) -> None:
+    # As Celery (issue #3021): each header task is sent as the generator yields it, so the
+    # first has run before the last is yielded; the body still gets every result, in order.
+    size = 4
+
+    def header() -> Iterator[Any]:
+        for i in range(size):
+            if i == size - 1:
+                wait_for(lambda: "noted 0" in lines(ledger), timeout=60, what="the first header task")
+            yield proj.record_int.s(i)
+
+    flow = chord(header(), proj.tsum.s())
+    result = flow()
+    assert result.get(timeout=60) == size * (size - 1) // 2
+    assert [r.get(timeout=10) for r in result.parent.results] == list(range(size))
+    assert GroupResult.restore(result.parent.id, app=proj.app) is not None
+    empty = chord((s for s in ()), proj.tsum.s()).delay()
+    assert empty.get(timeout=60) == 0

@@ -713,6 +713,12 @@ SET status = 'SUCCESS', output = %(output)s, error = NULL, deduplication_id = NU
 WHERE workflow_uuid = %(id)s AND status = 'WAITING'
 RETURNING has_links
 
+-- name: link_delete_open
+-- The open link of a chord header sent task by task (position -1: never among the results).
+DELETE FROM __schema__.task_links
+WHERE parent_uuid = %(parent)s AND child_uuid = %(child)s AND kind = 'chord' AND position = -1
+RETURNING prepend
+
 -- name: task_store_outcome
 -- Celery's backend.store_result: a state written by hand, whatever the task's state was.
 UPDATE __schema__.workflow_status

@@ -470,6 +470,12 @@ SET status = 'SUCCESS', output = :output, error = NULL, deduplication_id = NULL,
 WHERE workflow_uuid = :id AND status = 'WAITING'
 RETURNING has_links
 
+-- name: link_delete_open
+-- The open link of a chord header sent task by task (position -1: never among the results).
+DELETE FROM task_links
+WHERE parent_uuid = :parent AND child_uuid = :child AND kind = 'chord' AND position = -1
+RETURNING prepend
+
 -- name: task_store_outcome
 -- Celery's backend.store_result: a state written by hand, whatever the task's state was.
 UPDATE workflow_status

@@ -9,6 +9,7 @@ import json
 from pgtasks.sysdb import Status, SystemDatabase
 from pgtasks.sysdb.records import (
     CanvasEnqueue,
+    ChordHeaderClose,
     CompleteParams,
     EndReason,
     LinkKind,
@@ -134,3 +135,31 @@ def test_a_stored_outcome_of_an_unknown_id_makes_a_row_no_worker_claims(sysdb: S
     assert record is not None and (record.status, record.error) == (Status.ERROR, '{"type": "E"}')
     assert sysdb.task_store_outcome(StoredOutcome(task("y"), Status.CANCELLED))
     assert ended(sysdb, "y")[0] is Status.CANCELLED
+
+
+def test_a_chord_header_sent_task_by_task_starts_its_body_once_closed(sysdb: SystemDatabase) -> None:
+    # The body waits on the group's open link until the header is closed, even when every
+    # header task sent so far has succeeded.
+    open_link = TaskLink("grp", "body", LinkKind.CHORD, position=-1)
+    sysdb.tasks_enqueue_canvas(CanvasEnqueue((task("body"),), frozenset({"body"}), (open_link,)))
+    sysdb.tasks_enqueue_canvas(
+        CanvasEnqueue((task("h1"),), links=(TaskLink("h1", "body", LinkKind.CHORD, 0),))
+    )
+    assert claim(sysdb) == ["h1"]
+    finish(sysdb, "h1", Status.SUCCESS, json.dumps(1))
+    assert ended(sysdb, "body") == (Status.WAITING, None)
+    sysdb.tasks_enqueue_canvas(
+        CanvasEnqueue((task("h2"),), links=(TaskLink("h2", "body", LinkKind.CHORD, 1),))
+    )
+    assert claim(sysdb) == ["h2"]
+    assert sysdb.chord_header_close(ChordHeaderClose("grp", ("body",), LINKS)) == []  # h2 still runs
+    assert ended(sysdb, "body") == (Status.WAITING, None)
+    finish(sysdb, "h2", Status.SUCCESS, json.dumps(2))
+    assert args_of(sysdb, "body") == [[1, 2]] and ended(sysdb, "body") == (Status.ENQUEUED, None)
+
+    sysdb.tasks_enqueue_canvas(
+        CanvasEnqueue((task("b2"),), frozenset({"b2"}), (TaskLink("g2", "b2", LinkKind.CHORD, -1),))
+    )
+    assert sysdb.chord_header_close(ChordHeaderClose("g2", ("b2",), LINKS)) == ["b2"]  # an empty header
+    assert args_of(sysdb, "b2") == [[]]
+    assert sysdb.chord_header_close(ChordHeaderClose("g2", ("b2",), LINKS)) == []  # closed once
