@@ -12,11 +12,13 @@ from __future__ import annotations
 import datetime as dt
 import json
 import time
+from collections import deque
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from pgtasks.compat import states
 from pgtasks.compat.current import current_app
-from pgtasks.compat.exceptions import TaskRevokedError, TimeoutError
+from pgtasks.compat.exceptions import IncompleteStream, TaskRevokedError, TimeoutError
 from pgtasks.compat.request import inside_worker_task
 from pgtasks.engine.errors import DatabaseUnavailable, MaxRecoveryAttemptsExceeded
 from pgtasks.engine.events import task_state
@@ -313,6 +315,23 @@ class AsyncResult(ResultBase):
     def as_tuple(self) -> tuple[Any, ...]:
         parent = self._parent
         return (self.id, parent.as_tuple() if parent is not None else None), None
+
+    def iterdeps(self, intermediate: bool = False) -> Iterator[tuple[Any, AsyncResult]]:
+        """``(parent, result)`` for this result and, breadth first, every child of a ready
+        one; IncompleteStream at an unready one unless ``intermediate``."""
+        stack: deque[tuple[Any, AsyncResult]] = deque([(None, self)])
+        while stack:
+            parent, node = stack.popleft()
+            yield parent, node
+            if node.ready():
+                stack.extend((node, child) for child in node.children or [])
+            elif not intermediate:
+                raise IncompleteStream()
+
+    def collect(self, intermediate: bool = False, **kwargs: Any) -> Iterator[tuple[AsyncResult, Any]]:
+        """``(result, value)`` for this result and its descendants (see :meth:`iterdeps`)."""
+        for _, result in self.iterdeps(intermediate=intermediate):
+            yield result, result.get(**kwargs)
 
     def then(self, callback: Any, on_error: Any = None, weak: bool = False) -> Any:
         raise NotImplementedError("AsyncResult.then is not supported by pgtasks.compat")

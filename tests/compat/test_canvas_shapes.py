@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from celery import chain, chord, group, signature
+from celery.exceptions import IncompleteStream
 from celery.result import GroupResult
 
 from tests.compat.apps import canvas_app as proj
@@ -93,3 +94,23 @@ def test_a_generator_header_is_sent_task_by_task(ledger: Path) -> None:
     assert GroupResult.restore(result.parent.id, app=proj.app) is not None
     empty = chord((s for s in ()), proj.tsum.s()).delay()
     assert empty.get(timeout=60) == 0
+
+
+def test_collect_and_iterdeps_walk_the_result_graph(ledger: Path) -> None:
+    flow = chain(proj.add.s(1, 1), proj.add.s(2), proj.mul.s(10)).delay()
+    assert flow.get(timeout=60) == 40
+    first = flow.parent.parent
+    assert [(r.id, value) for r, value in first.collect(timeout=10)] == [
+        (first.id, 2),
+        (flow.parent.id, 4),
+        (flow.id, 40),
+    ]
+    assert [(p.id if p else None, r.id) for p, r in first.iterdeps()][1:] == [
+        (first.id, flow.parent.id),
+        (flow.parent.id, flow.id),
+    ]
+    waiting = chain(proj.add.s(1, 1).set(countdown=3600), proj.add.s(2)).delay()
+    with pytest.raises(IncompleteStream):
+        list(waiting.parent.iterdeps())
+    assert [r.id for _, r in waiting.parent.iterdeps(intermediate=True)] == [waiting.parent.id]
+    waiting.parent.revoke()
