@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import functools
 import importlib
 import logging
 import os
@@ -19,6 +20,7 @@ from typing import Any, overload
 
 from pgtasks.app import App
 from pgtasks.compat import current, django_support, registration
+from pgtasks.compat.backend import DatabaseBackend
 from pgtasks.compat.beat_schedule import add_entry, definitions_for_app
 from pgtasks.compat.canvas import Signature, signature
 from pgtasks.compat.command_line import run_command
@@ -27,6 +29,7 @@ from pgtasks.compat.control import Control
 from pgtasks.compat.exceptions import ChordError, ImproperlyConfigured
 from pgtasks.compat.planning import send_canvas
 from pgtasks.compat.result import AsyncResult, GroupResult
+from pgtasks.compat.retrying import with_autoretry
 from pgtasks.compat.routing import RouterFunction, prepare_routers
 from pgtasks.compat.sending import send_task
 from pgtasks.compat.signals import Signal
@@ -264,6 +267,14 @@ class Celery(App):
             task = task()
         if not task.name:
             task.name = self.gen_task_name(type(task).__name__, type(task).__module__)
+        if "__name__" not in vars(task):  # a class-based task looks like its class
+            task.__name__ = type(task).__name__
+            task.__qualname__ = type(task).__qualname__
+        if not getattr(task, "_decorated", False) and "run" not in vars(task):
+            # As Celery's register_task: autoretry_for works on class-based tasks too.
+            autoretrying = with_autoretry(task, task.run)
+            if autoretrying is not task.run:
+                task.run = autoretrying
         self._registry[task.name] = task
         definition = TaskDefinition(
             name=task.name,
@@ -343,6 +354,11 @@ class Celery(App):
         one transaction; return its result handle. What ``chain``/``group``/``chord``
         ``.apply_async`` call (see planning.py)."""
         return send_canvas(self, item, args)
+
+    @functools.cached_property
+    def backend(self) -> DatabaseBackend:
+        """Celery's result backend API over the app's own database (see backend.py)."""
+        return DatabaseBackend(self)
 
     def AsyncResult(self, task_id: str, **kwargs: Any) -> AsyncResult:  # type: ignore[override]  # as send_task
         kwargs.pop("app", None)

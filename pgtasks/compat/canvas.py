@@ -11,6 +11,7 @@ linked tasks (see planning.py) and inserts them in one transaction.
 from __future__ import annotations
 
 import copy
+import inspect
 import uuid
 from typing import TYPE_CHECKING, Any, overload
 
@@ -81,14 +82,26 @@ class Signature(dict):  # type: ignore[type-arg]
     def args(self) -> tuple[Any, ...]:
         return tuple(self.get("args") or ())
 
+    @args.setter
+    def args(self, value: Any) -> None:
+        self["args"] = tuple(value or ())
+
     @property
     def kwargs(self) -> dict[str, Any]:
         return dict(self.get("kwargs") or {})
+
+    @kwargs.setter
+    def kwargs(self, value: Any) -> None:
+        self["kwargs"] = dict(value or {})
 
     @property
     def options(self) -> dict[str, Any]:
         options: dict[str, Any] = self.setdefault("options", {})
         return options
+
+    @options.setter
+    def options(self, value: Any) -> None:
+        self["options"] = dict(value or {})
 
     @property
     def immutable(self) -> bool:
@@ -164,9 +177,10 @@ class Signature(dict):  # type: ignore[type-arg]
 
     # -- calling -------------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        """Call the task here, directly."""
-        merged_args, merged_kwargs, _ = self._merge(args, kwargs)
-        return self.type(*merged_args, **merged_kwargs)
+        """Call the task here, directly (as in Celery, the arguments given here go first even
+        when the signature is immutable: how an errback gets ``request, exc, traceback``)."""
+        merged_args = (*args, *self.args)
+        return self.type(*merged_args, **{**self.kwargs, **kwargs})
 
     def delay(self, *args: Any, **kwargs: Any) -> Any:
         """``apply_async(args, kwargs)``: an AsyncResult (a GroupResult for a group)."""
@@ -212,13 +226,26 @@ class Signature(dict):  # type: ignore[type-arg]
 
 
 def signature(varies: Any, *args: Any, **kwargs: Any) -> Signature:
-    """A Signature from a task, a task name or a signature dict."""
+    """A Signature from a task, a task name or a signature dict (a workflow's dict, as it
+    travels inside arguments or links, becomes that workflow again)."""
     app = kwargs.get("app")
     if isinstance(varies, dict):
         if isinstance(varies, Signature):
             return varies.clone()
-        return Signature(varies, app=app)
+        return _from_dict(varies, app)
     return Signature(varies, *args, **kwargs)
+
+
+def _from_dict(d: dict[str, Any], app: Celery | None) -> Signature:
+    """The Signature (or chain, group, chord) a plain dict describes."""
+    name, options = d.get("task"), dict(d.get("options") or {})
+    tasks = (d.get("kwargs") or {}).get("tasks") if isinstance(d.get("kwargs"), dict) else None
+    if name in _WORKFLOWS and isinstance(tasks, list):
+        parts = [maybe_signature(t, app=app) for t in tasks]
+        if name == "celery.chord":
+            return chord(parts[0], parts[1] if len(parts) > 1 else None, app=app, **options)
+        return _WORKFLOWS[name](*parts, app=app, **options)  # type: ignore[no-any-return]
+    return Signature(d, app=app)
 
 
 subtask = signature
@@ -239,12 +266,37 @@ def maybe_signature(d: Any, app: Celery | None = None, clone: bool = False) -> A
     if isinstance(d, Signature):
         return d.clone() if clone else d
     if isinstance(d, dict):
-        return Signature(d, app=app)
+        return _from_dict(d, app)
     return d
+
+
+def takes_request(errback: Any) -> bool:
+    """Celery's test for a new-style errback: its function takes more than one positional
+    argument (``request, exc, traceback``). Unknown tasks are old-style (sent with the id)."""
+    if not isinstance(errback, Signature) or errback.name not in errback.app.tasks:
+        return False
+    run = errback.app.tasks[errback.name].run
+    try:
+        params = inspect.signature(run).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return len(positional) > 1 or any(p.kind is p.VAR_POSITIONAL for p in params)
+
+
+def _members_link(members: list[Any], sig: Any, error: bool) -> Any:
+    """Link ``sig`` (an immutable copy, as Celery does) to each of ``members``."""
+    for member in members:
+        copy = maybe_signature(sig).clone()
+        copy.set(immutable=True)
+        member.link_error(copy) if error else member.link(copy)
+    return sig
 
 
 class _Workflow(Signature):
     """What every workflow shares with a signature: options, ``|``, calling and sending."""
+
+    _lazy: Any = None  # a chord's header while it is still a generator
 
     def __init__(self, name: str, tasks: list[Any], app: Celery | None = None, **options: Any) -> None:
         super().__init__(name, (), {}, options, app=app)
@@ -253,6 +305,12 @@ class _Workflow(Signature):
     @property
     def tasks(self) -> list[Any]:
         return list(self["kwargs"]["tasks"])
+
+    def _signatures(self) -> list[Any]:
+        """The members as signatures (a member that arrived as a dict is rebuilt in place)."""
+        members = [maybe_signature(t, app=self._app) for t in self["kwargs"]["tasks"]]
+        self["kwargs"]["tasks"] = members
+        return members
 
     @property
     def app(self) -> Celery:
@@ -267,6 +325,10 @@ class _Workflow(Signature):
     def apply_async(
         self, args: Any = None, kwargs: Any = None, route_name: Any = None, **options: Any
     ) -> Any:
+        for callback in _as_list(options.pop("link", None)):
+            self.link(callback)
+        for errback in _as_list(options.pop("link_error", None)):
+            self.link_error(errback)
         if options:
             self.options.update(options)
         if self.app.conf.task_always_eager:
@@ -283,6 +345,8 @@ class _Workflow(Signature):
         copy = type(self).__new__(type(self))
         dict.__init__(copy, self)
         copy._type, copy._app = self._type, self._app
+        if self._lazy is not None:  # a generator header goes with the copy
+            copy._lazy, self._lazy = self._lazy, None
         copy["options"] = {**self.options, **opts}
         return copy
 
@@ -292,12 +356,30 @@ class chain(_Workflow):
     or ``a.s(1) | b.s()``."""
 
     def __init__(self, *tasks: Any, app: Celery | None = None, **options: Any) -> None:
-        if len(tasks) == 1 and isinstance(tasks[0], (list, tuple)):
-            tasks = tuple(tasks[0])
+        if len(tasks) == 1 and not isinstance(tasks[0], dict) and hasattr(tasks[0], "__iter__"):
+            tasks = tuple(tasks[0])  # a list, tuple or generator of signatures
         flat: list[Any] = []
         for task in tasks:  # chain(chain(a, b), c) is chain(a, b, c)
             flat.extend(task.tasks if isinstance(task, chain) else [task])
         super().__init__("celery.chain", flat, app, **options)
+
+    def link(self, callback: Any) -> Any:
+        """Run ``callback`` with the chain's result: linked to its last task."""
+        members = self._signatures()
+        return members[-1].link(callback) if members else super().link(callback)
+
+    def link_error(self, errback: Any) -> Any:
+        """Run ``errback`` once when any task of the chain fails. A failure ends every task
+        after it with the same error, so an errback sent as a task (with a task id) is linked
+        to the last task; one called in the failing worker is linked to every task."""
+        members = self._signatures()
+        if not members:
+            return super().link_error(errback)
+        if takes_request(maybe_signature(errback, app=self._app)):
+            for member in members:
+                member.link_error(errback)
+            return errback
+        return members[-1].link_error(errback)
 
     def apply(self, args: Any = None, kwargs: Any = None, **options: Any) -> Any:
         """Run the chain here, each task after the other (eager mode)."""
@@ -321,8 +403,21 @@ class group(_Workflow):
             tasks = tuple(tasks[0])
         super().__init__("celery.group", list(tasks), app, **options)
 
+    def link(self, callback: Any) -> Any:
+        """As Celery: ``callback`` (immutable: no result is passed) linked to the first task."""
+        members = self._signatures()
+        return _members_link(members[:1], callback, False) if members else super().link(callback)
+
+    def link_error(self, errback: Any) -> Any:
+        """As Celery: ``errback`` (an immutable copy) linked to every task of the group."""
+        members = self._signatures()
+        return _members_link(members, errback, True) if members else super().link_error(errback)
+
     def apply(self, args: Any = None, kwargs: Any = None, **options: Any) -> Any:
-        results = [maybe_signature(t).apply(args) for t in self.tasks]
+        results: list[Any] = []
+        for member in self.tasks:
+            result = maybe_signature(member).apply(args)
+            results.extend(result.results if isinstance(result, GroupResult) else [result])
         return GroupResult(str(uuid.uuid4()), results, app=self.app)
 
     def __or__(self, other: Any) -> Any:
@@ -333,16 +428,51 @@ class chord(_Workflow):
     """A group whose results go, as one list, to a body: ``chord(header)(body)``."""
 
     def __init__(self, header: Any, body: Any = None, app: Celery | None = None, **options: Any) -> None:
-        header = header if isinstance(header, group) else group(header, app=app)
-        super().__init__("celery.chord", [header, body], app, **options)
+        # A generator header is kept as it is: sending the chord consumes it task by task,
+        # as Celery does (planning.py); anything else that reads the header unrolls it.
+        self._lazy = header if not isinstance(header, dict) and hasattr(header, "__next__") else None
+        if self._lazy is None:
+            header = header if isinstance(header, group) else group(header, app=app)
+        super().__init__("celery.chord", [group([], app=app) if self._lazy else header, body], app, **options)
 
     @property
     def header(self) -> group:
+        lazy = self._lazy
+        if lazy is not None:  # read before it was sent: unrolled now
+            self._lazy = None
+            self["kwargs"]["tasks"][0] = group(list(lazy), app=self._app)
         return self.tasks[0]  # type: ignore[no-any-return]
+
+    def take_lazy_header(self) -> Any:
+        """The generator this chord's header still is (once), or None."""
+        lazy, self._lazy = self._lazy, None
+        return lazy
 
     @property
     def body(self) -> Any:
         return self.tasks[1]
+
+    def link(self, callback: Any) -> Any:
+        """``callback`` runs with the body's result."""
+        body = self._body_signature()
+        return body.link(callback) if body is not None else super().link(callback)
+
+    def link_error(self, errback: Any) -> Any:
+        """``errback`` runs when the body fails, or a header task does (the body then fails
+        with ChordError); one called in the failing worker is linked to the header tasks too."""
+        body = self._body_signature()
+        if body is None:
+            return super().link_error(errback)
+        if takes_request(maybe_signature(errback, app=self._app)):
+            _members_link(self.header._signatures(), errback, True)
+        return body.link_error(errback)
+
+    def _body_signature(self) -> Any:
+        if self.body is None:
+            return None
+        body = maybe_signature(self.body, app=self._app)
+        self["kwargs"]["tasks"][1] = body
+        return body
 
     def __call__(self, body: Any = None, **options: Any) -> Any:
         if body is not None:
@@ -355,6 +485,9 @@ class chord(_Workflow):
             return results
         values = [r.get() for r in results.results]
         return maybe_signature(self.body).apply((values,))
+
+
+_WORKFLOWS: dict[str, Any] = {"celery.chain": chain, "celery.group": group, "celery.chord": chord}
 
 
 class _Delegating(_Workflow):
@@ -408,3 +541,9 @@ class chunks(_Delegating):
 
     def _delegate(self) -> Any:
         return self.group()
+
+
+def _as_list(value: Any) -> list[Any]:
+    if value is None:
+        return []
+    return list(value) if isinstance(value, (list, tuple)) else [value]

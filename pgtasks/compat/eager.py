@@ -12,6 +12,7 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 from pgtasks.compat import states
+from pgtasks.compat.canvas import maybe_signature, takes_request
 from pgtasks.compat.exceptions import Retry
 from pgtasks.compat.execution import trace
 from pgtasks.compat.request import eager_request
@@ -31,9 +32,17 @@ def apply_eagerly(
     throw: bool | None = None,
     headers: dict[str, Any] | None = None,
     options: dict[str, Any] | None = None,
+    link: Any = None,
+    link_error: Any = None,
 ) -> EagerResult:
-    """Run ``task`` here with an eager request; return its EagerResult."""
+    """Run ``task`` here with an eager request; return its EagerResult. As Celery's tracer
+    does: callbacks (``link``) are sent with the result once it succeeded, errbacks
+    (``link_error``) that take ``(request, exc, traceback)`` are called here when it fails and
+    the others are sent with its id (sent: run here too under ``task_always_eager``)."""
     task_id = task_id or str(uuid.uuid4())
+    callbacks = [maybe_signature(c, app=task.app) for c in _as_list(link)]
+    errbacks = [maybe_signature(e, app=task.app) for e in _as_list(link_error)]
+    in_process = [e for e in errbacks if takes_request(e)]
     options = dict(options or {})
     if headers:
         options["headers"] = headers
@@ -41,6 +50,8 @@ def apply_eagerly(
         throw = bool(task.app.conf.task_eager_propagates)
     while True:
         request = eager_request(task_id, task.name or "", args, kwargs, retries, options)
+        if in_process:
+            request.errbacks = [dict(e) for e in in_process]
         attempt = trace(task, request, args, kwargs)
         retval = attempt.retval
         if attempt.state == states.RETRY and isinstance(retval, Retry) and retval.sig is not None:
@@ -48,6 +59,13 @@ def apply_eagerly(
             args, kwargs, retries = tuple(new_args), dict(new_kwargs), retries + 1
             continue
         break
+    if attempt.state == states.SUCCESS:
+        for callback in callbacks:
+            callback.apply_async((retval,))
+    elif attempt.state == states.FAILURE:
+        for errback in errbacks:
+            if errback not in in_process:
+                errback.apply_async((task_id,))
     if throw and attempt.state == states.FAILURE and isinstance(retval, BaseException):
         raise retval
     return EagerResult(
@@ -61,3 +79,9 @@ def apply_eagerly(
         kwargs=kwargs,
         retries=retries,
     )
+
+
+def _as_list(value: Any) -> list[Any]:
+    if value is None:
+        return []
+    return list(value) if isinstance(value, (list, tuple)) else [value]

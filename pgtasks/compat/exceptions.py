@@ -155,6 +155,11 @@ class Ignore(TaskPredicate):
     """The task is to be ignored: no result state is recorded."""
 
 
+class Replaced(Ignore):
+    """What ``Task.replace`` raises in a worker (an :class:`Ignore`, as in Celery): the task
+    was handed over to its replacement, which will write its outcome."""
+
+
 class Reject(TaskPredicate):
     """The task is rejected (``requeue=True``: sent back to its queue)."""
 

@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING, Any
 
 from pgtasks.compat import django_support, signals, states
 from pgtasks.compat.canvas import Signature
-from pgtasks.compat.exceptions import Ignore, Reject, Retry
+from pgtasks.compat.exceptions import Ignore, Reject, Replaced, Retry
 from pgtasks.compat.request import Context, executing, request_from_record
 from pgtasks.engine.context import running_context
-from pgtasks.engine.errors import RetryRequested
+from pgtasks.engine.errors import RetryRequested, TaskAbandoned
 
 if TYPE_CHECKING:
     from pgtasks.compat.task import Task
@@ -159,6 +159,10 @@ def worker_entry(task: Task, run: Callable[..., Any]) -> Callable[..., Any]:
         if ctx is None:  # called outside a worker: behave like calling the task
             return task(*args, **kwargs)
         request = request_from_record(ctx.record, ctx.executor_id, args, kwargs)
+        for name in ("time_limit", "soft_time_limit"):  # the call's limits, else the task's
+            if getattr(request, name) is None:
+                setattr(request, name, getattr(task, name))
+        request.timelimit = (request.time_limit, request.soft_time_limit)
         django_support.close_old_connections()
         try:
             attempt = trace(task, request, tuple(args), dict(kwargs))
@@ -189,6 +193,10 @@ def outcome_of(attempt: Attempt) -> Any:
         raise RetryRequested(
             str(retry), countdown=retry_countdown(retry), reason=reason, args=new_args, kwargs=new_kwargs
         ) from retry
+    if attempt.state == states.IGNORED and isinstance(attempt.retval, Replaced):
+        # The task waits for its replacement (the same transaction as the replacement's
+        # insert made it WAITING): the worker writes nothing for it.
+        raise TaskAbandoned(f"task replaced: {attempt.retval}")
     if attempt.state == states.IGNORED:
         # Celery records nothing for an ignored task; the engine must record an outcome, so
         # the task ends SUCCESS with None (an engine hook for "no outcome" is phase 2).

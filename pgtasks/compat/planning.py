@@ -17,17 +17,18 @@ and nothing lost if a worker dies between two links.
 from __future__ import annotations
 
 import dataclasses
-import inspect
 import itertools
 import json
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from pgtasks.compat.canvas import Signature, chain, chord, group, maybe_signature
+from pgtasks.compat.canvas import Signature, chain, chord, group, maybe_signature, takes_request
+from pgtasks.compat.exceptions import ImproperlyConfigured
 from pgtasks.compat.publishing import Prepared, prepare
 from pgtasks.compat.result import AsyncResult, GroupResult
-from pgtasks.engine.canvas import enqueue_canvas
+from pgtasks.engine.canvas import close_chord_header, enqueue_canvas
 from pgtasks.sysdb.records import LinkKind, TaskLink
 
 if TYPE_CHECKING:
@@ -83,7 +84,7 @@ class Plan:
         meta.update({k: options[k] for k in ("time_limit", "soft_time_limit") if options.get(k) is not None})
         # Celery calls an errback that takes (request, exc, traceback) in the failing worker,
         # at once; one that takes a task id is sent as a task (a link below).
-        in_worker = [e for e in (maybe_signature(e, app=self.app) for e in errbacks) if _takes_request(e)]
+        in_worker = [e for e in (maybe_signature(e, app=self.app) for e in errbacks) if takes_request(e)]
         errbacks = [e for e in errbacks if maybe_signature(e, app=self.app) not in in_worker]
         if in_worker:
             meta["errbacks"] = [dict(e) for e in in_worker]
@@ -107,7 +108,11 @@ class Plan:
         steps: list[Any] = []
         pending = list(flow.tasks)
         while pending:  # Celery: a group followed by a task is a chord
-            step = pending.pop(0)
+            step = maybe_signature(pending.pop(0), app=self.app)
+            if isinstance(step, group) and len(step.tasks) == 1:
+                step = maybe_signature(step.tasks[0], app=self.app)  # a group of one is its task
+            elif isinstance(step, group) and not step.tasks and (steps or pending):
+                continue  # an empty group inside a chain is skipped, as in Celery
             if isinstance(step, group) and pending:
                 step = chord(step, pending.pop(0))
             steps.append(step)
@@ -119,8 +124,7 @@ class Plan:
         for step in steps[1:]:
             last = self.add(step, True, root=root)
             self.connect(previous, last)
-            if not last.is_group:
-                last.result.parent = previous.result
+            _eldest(last.result).parent = previous.result
             previous = last
         return Node(first.entries, last.exits, last.is_group, last.result)
 
@@ -132,7 +136,12 @@ class Plan:
                 self.links.append(TaskLink(group_id, exit_id, LinkKind.GROUP, position))
         entries = list(itertools.chain.from_iterable(m.entries for m in members))
         exits = list(itertools.chain.from_iterable(m.exits for m in members))
-        return Node(entries, exits, True, GroupResult(group_id, [m.result for m in members], app=self.app))
+        # Nested groups are unrolled, as Celery unrolls them: one flat list of results.
+        results: list[Any] = []
+        for member in members:
+            nested = member.result
+            results.extend(nested.results if isinstance(nested, GroupResult) else [nested])
+        return Node(entries, exits, True, GroupResult(group_id, results, app=self.app))
 
     def _chord(self, flow: chord, waiting: bool, args: tuple[Any, ...], root: str | None) -> Node:
         header = self._group(flow.header, waiting, args, root)
@@ -140,8 +149,10 @@ class Plan:
             return header
         body = self.add(flow.body, True, root=root)
         self.connect(header, body)
-        body.result.parent = header.result
-        return body
+        _eldest(body.result).parent = header.result
+        # The chord takes its input in its header (inside a chain: the previous result goes
+        # to every header task) and gives the body's result.
+        return Node(header.entries or body.entries, body.exits, body.is_group, body.result)
 
     def connect(self, before: Node, after: Node) -> None:
         """``after`` waits for ``before``: one result (chain), or all of a group's (chord)."""
@@ -163,8 +174,11 @@ class Plan:
                 request = dataclasses.replace(prepared.request, args=(value, *prepared.request.args))
                 self.prepared[n] = dataclasses.replace(prepared, request=request)
 
-    def send(self) -> None:
-        """Insert the whole canvas in one transaction, with the publish signals around it."""
+    def send(
+        self, replacing: tuple[str, str, str | None] | None = None, stored: frozenset[str] = frozenset()
+    ) -> None:
+        """Insert the whole canvas in one transaction, with the publish signals around it
+        (``replacing``: the running task it replaces, see :func:`send_replacement`)."""
         for prepared in self.prepared:
             prepared.publish(after=False)
         enqueue_canvas(
@@ -173,28 +187,98 @@ class Plan:
             frozenset(self.waiting),
             tuple(self.links),
             self.meta,
+            replacing,
+            stored,
         )
         for prepared in self.prepared:
             prepared.publish(after=True)
 
 
-def _takes_request(errback: Any) -> bool:
-    """Celery's test for a new-style errback: its function takes more than one positional
-    argument (``request, exc, traceback``). Unknown tasks are old-style (sent with the id)."""
-    if not isinstance(errback, Signature) or errback.name not in errback.app.tasks:
-        return False
-    run = errback.app.tasks[errback.name].run
-    try:
-        params = inspect.signature(run).parameters.values()
-    except (TypeError, ValueError):
-        return False
-    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    return len(positional) > 1 or any(p.kind is p.VAR_POSITIONAL for p in params)
+def _eldest(result: AsyncResult | GroupResult) -> AsyncResult | GroupResult:
+    """The first result of a planned step (a chord body's header, a chain's first task): the
+    one whose parent is the step before it."""
+    while True:
+        parent = result._parent if isinstance(result, AsyncResult) else result.parent
+        if parent is None:
+            return result
+        result = parent
+
+
+def send_lazy_chord(
+    app: Celery, flow: chord, header: Iterator[Any], args: tuple[Any, ...]
+) -> AsyncResult | GroupResult:
+    """Send a chord whose header is a generator as Celery does, task by task while the
+    generator yields: the body first, waiting on an open link of the header's group id; each
+    header task then in its own transaction (so it may run before the next one is yielded);
+    and last the close, which starts the body if every header task succeeded already."""
+    group_id = flow.options.get("group_id") or str(uuid.uuid4())
+    plan = Plan(app)
+    body = plan.add(flow.body, True, root=group_id)
+    immutable = set(plan.immutable)
+    for entry in body.entries:
+        plan.links.append(TaskLink(group_id, entry, LinkKind.CHORD, -1, entry not in immutable))
+    plan.send(stored=frozenset({group_id}))
+    results: list[Any] = []
+    position = 0
+    for item in header:
+        part = Plan(app)
+        node = part.add(item, False, args, group_id)
+        for exit_id in node.exits:
+            for entry in body.entries:
+                part.links.append(TaskLink(exit_id, entry, LinkKind.CHORD, position, entry not in immutable))
+            part.links.append(TaskLink(group_id, exit_id, LinkKind.GROUP, position))
+            position += 1
+        part.send(stored=frozenset(body.entries))
+        nested = node.result
+        results.extend(nested.results if isinstance(nested, GroupResult) else [nested])
+    close_chord_header(app.engine, group_id, tuple(body.entries))
+    _eldest(body.result).parent = GroupResult(group_id, results, app=app)
+    return body.result
 
 
 def send_canvas(app: Celery, item: Any, args: tuple[Any, ...] = ()) -> AsyncResult | GroupResult:
     """Plan and send a signature with callbacks, or a workflow; return its result handle."""
+    if isinstance(item, chord) and item.body is not None:
+        header = item.take_lazy_header()
+        if header is not None:
+            return send_lazy_chord(app, item, header, tuple(args))
     plan = Plan(app)
     node = plan.add(item, False, tuple(args))
     plan.send()
+    return node.result
+
+
+def replacement_of(app: Celery, sig: Any) -> Any:
+    """Celery's shape of a replacement: a group (or a chain or chord ending in one) gets an
+    ``accumulate`` body, so that the replaced task's result is the group's list."""
+    sig = maybe_signature(sig, app=app)
+    accumulate = Signature("celery.accumulate", (), {"index": 0}, app=app)
+    if isinstance(sig, chain):
+        if not sig.tasks:
+            raise ImproperlyConfigured("Cannot replace with an empty chain")
+        if isinstance(maybe_signature(sig.tasks[-1], app=app), group):
+            return chain(*sig.tasks, accumulate, app=app)
+        return sig
+    if isinstance(sig, group):
+        return chord(sig, accumulate, app=app)
+    if isinstance(sig, chord) and sig.body is None:
+        return chord(sig.header, accumulate, app=app)
+    if not isinstance(sig, Signature):
+        raise TypeError(f"a task can be replaced by a signature or a workflow, not {sig!r}")
+    return sig
+
+
+def send_replacement(
+    app: Celery, sig: Any, task_id: str, root_id: str | None, replacing: tuple[str, str, str | None]
+) -> AsyncResult | GroupResult:
+    """Send ``sig`` in place of the running task ``task_id``: in one transaction the task stops
+    running (WAITING) and its replacement is inserted with a ``replace`` link from its last
+    task, so the task ends with the replacement's outcome and its own chain, chord,
+    callbacks and errbacks follow from there (``pgtasks/sysdb/links.py``)."""
+    plan = Plan(app)
+    node = plan.add(replacement_of(app, sig), False, (), root_id or task_id)
+    if node.is_group or len(node.exits) != 1:  # replacement_of always ends in one task
+        raise ImproperlyConfigured(f"a replacement must end in one task, not {sig!r}")
+    plan.links.append(TaskLink(node.exits[0], task_id, LinkKind.REPLACE, prepend=False))
+    plan.send(replacing)
     return node.result

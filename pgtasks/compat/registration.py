@@ -85,6 +85,12 @@ def make_task(
     }
     cls: type[Task] = type(fun.__name__, (base,), attrs)
     task = cls()
+    # As Celery's task objects, the instance looks like the function it wraps (pytest ids,
+    # decorators and logging key on these); set on the instance, so no attribute binds.
+    task.__name__ = fun.__name__  # type: ignore[attr-defined]
+    task.__qualname__ = attrs["__qualname__"]  # type: ignore[attr-defined]
+    task.__wrapped__ = fun  # type: ignore[attr-defined]
+    task.__annotations__ = dict(getattr(fun, "__annotations__", {}) or {})
     autoretrying = with_autoretry(task, task.run)
     if autoretrying is not task.run:
         task.run = autoretrying  # type: ignore[method-assign]
@@ -140,12 +146,17 @@ def shared_task(*args: Any, **kwargs: Any) -> Any:
 
 
 def register_builtins(app: Celery) -> None:
-    """The tasks behind ``xmap``/``xstarmap``/``chunks``, in every worker of the app."""
+    """The tasks behind ``xmap``/``xstarmap``/``chunks`` and ``replace``, in every worker of the app."""
 
     @app.task(name="celery.map")
     def celery_map(task: str, it: list[Any]) -> list[Any]:
         fn = app.tasks[task]
         return [fn(item) for item in it]
+
+    @app.task(name="celery.accumulate")
+    def celery_accumulate(*args: Any, index: int | None = None) -> Any:
+        """Celery's accumulate: its arguments (or one of them); a replacing group's body."""
+        return args[index] if index is not None else args
 
     @app.task(name="celery.starmap")
     def celery_starmap(task: str, it: list[Any]) -> list[Any]:

@@ -41,6 +41,8 @@ class Context:
     origin: str | None = None
     utc: bool = True
     timelimit: tuple[float | None, float | None] | None = None
+    time_limit: float | None = None
+    soft_time_limit: float | None = None
     ignore_result: bool = False
     task: str | None = None
     shadow: str | None = None
@@ -102,6 +104,8 @@ def request_from_record(
         root_id=meta.get("root_id") or record.parent_task_id or record.task_id,
         headers=dict(meta.get("headers") or {}),
         errbacks=meta.get("errbacks") or None,
+        time_limit=meta.get("time_limit"),
+        soft_time_limit=meta.get("soft_time_limit"),
         delivery_info={
             "exchange": "",
             "routing_key": record.queue_name,

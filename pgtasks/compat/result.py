@@ -12,11 +12,13 @@ from __future__ import annotations
 import datetime as dt
 import json
 import time
+from collections import deque
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from pgtasks.compat import states
 from pgtasks.compat.current import current_app
-from pgtasks.compat.exceptions import TaskRevokedError, TimeoutError
+from pgtasks.compat.exceptions import IncompleteStream, TaskRevokedError, TimeoutError
 from pgtasks.compat.request import inside_worker_task
 from pgtasks.engine.errors import DatabaseUnavailable, MaxRecoveryAttemptsExceeded
 from pgtasks.engine.events import task_state
@@ -39,6 +41,8 @@ class ResultBase:
     """Base class for results."""
 
     parent: Any = None
+    # Sent with ignore_result: Celery stores nothing, and get() returns None at once.
+    ignored: bool = False
 
 
 class AsyncResult(ResultBase):
@@ -56,7 +60,7 @@ class AsyncResult(ResultBase):
             raise ValueError(f"AsyncResult expects a task id, not {id!r}")
         self.id = str(id)
         self.app = app if app is not None else current_app()
-        self.backend = backend
+        self._backend = backend
         self._name = task_name
         self._parent: AsyncResult | GroupResult | None = parent
 
@@ -79,6 +83,18 @@ class AsyncResult(ResultBase):
     @property
     def task_id(self) -> str:
         return self.id
+
+    @property
+    def backend(self) -> Any:
+        """The app's result backend (``app.backend``), or the one given."""
+        given = getattr(self, "_backend", None)
+        if given is not None:
+            return given
+        return getattr(self.app, "backend", None) if self.app is not None else None
+
+    @backend.setter
+    def backend(self, value: Any) -> None:
+        self._backend = value
 
     def record(self) -> TaskRecord | None:
         """The task's row, or None when no task has this id."""
@@ -106,8 +122,8 @@ class AsyncResult(ResultBase):
 
     def _custom(self, record: TaskRecord) -> tuple[str, Any] | None:
         """The state a running task set with ``update_state`` (read only while it runs)."""
-        if record.status is not Status.PENDING:
-            return None
+        if record.status not in (Status.PENDING, Status.WAITING):
+            return None  # WAITING: a state stored by hand (app.backend.mark_as_started)
         return task_state(self.app.engine, record.task_id)
 
     @property
@@ -187,6 +203,8 @@ class AsyncResult(ResultBase):
         """
         if disable_sync_subtasks and inside_worker_task():
             raise RuntimeError(SYNC_SUBTASK_MESSAGE)
+        if self.ignored:
+            return None
         deadline = None if timeout is None else time.monotonic() + timeout
         pause = min(FIRST_POLL, interval)
         while True:
@@ -297,6 +315,23 @@ class AsyncResult(ResultBase):
     def as_tuple(self) -> tuple[Any, ...]:
         parent = self._parent
         return (self.id, parent.as_tuple() if parent is not None else None), None
+
+    def iterdeps(self, intermediate: bool = False) -> Iterator[tuple[Any, AsyncResult]]:
+        """``(parent, result)`` for this result and, breadth first, every child of a ready
+        one; IncompleteStream at an unready one unless ``intermediate``."""
+        stack: deque[tuple[Any, AsyncResult]] = deque([(None, self)])
+        while stack:
+            parent, node = stack.popleft()
+            yield parent, node
+            if node.ready():
+                stack.extend((node, child) for child in node.children or [])
+            elif not intermediate:
+                raise IncompleteStream()
+
+    def collect(self, intermediate: bool = False, **kwargs: Any) -> Iterator[tuple[AsyncResult, Any]]:
+        """``(result, value)`` for this result and its descendants (see :meth:`iterdeps`)."""
+        for _, result in self.iterdeps(intermediate=intermediate):
+            yield result, result.get(**kwargs)
 
     def then(self, callback: Any, on_error: Any = None, weak: bool = False) -> Any:
         raise NotImplementedError("AsyncResult.then is not supported by pgtasks.compat")
@@ -474,21 +509,26 @@ class GroupResult(ResultSet):
         self.parent = parent
 
     def save(self, backend: Any = None) -> GroupResult:
-        """Celery stores the group in its result backend; a group sent through pgtasks is
-        stored in the same transaction as its tasks, so there is nothing left to do."""
+        """Store the group in the backend (a group sent through pgtasks is stored with its
+        tasks already; saving one built by hand makes :meth:`restore` find it)."""
+        if self.id is None:
+            raise ValueError("GroupResult.save() needs the group's id: GroupResult(id, results)")
+        app = self.app or current_app()
+        (backend or app.backend).save_group(self.id, self)
         return self
 
     def delete(self, backend: Any = None) -> None:
-        """Task rows are the history; nothing is deleted."""
+        """Forget a group saved by hand (task rows are the history and stay)."""
+        if self.id is not None:
+            app = self.app or current_app()
+            (backend or app.backend).delete_group(self.id)
 
     @classmethod
     def restore(cls, id: str, backend: Any = None, app: Celery | None = None) -> GroupResult | None:
-        """The group sent with id ``id``, or None if there is none."""
+        """The group sent (or saved) with id ``id``, or None if there is none."""
         app = app or current_app()
-        members = app.engine.admin.group_members(id)
-        if not members:
-            return None
-        return cls(id, [app.AsyncResult(m) for m in members], app=app)
+        found: GroupResult | None = (backend or app.backend).restore_group(id)
+        return found
 
     def as_tuple(self) -> tuple[Any, ...]:
         return (self.id, None), [r.as_tuple() for r in self.results]

@@ -10,11 +10,13 @@ import uuid
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pgtasks.compat import django_support, exceptions, retrying, states
-from pgtasks.compat.canvas import Signature, chunks, xmap, xstarmap
+from pgtasks.compat.canvas import Signature, chain, chunks, xmap, xstarmap
 from pgtasks.compat.current import current_app
 from pgtasks.compat.eager import apply_eagerly
+from pgtasks.compat.planning import replacement_of, send_replacement
 from pgtasks.compat.request import Context, executing, request_of
 from pgtasks.compat.sending import send_task
+from pgtasks.engine.context import running_context
 from pgtasks.engine.events import record_task_state
 
 if TYPE_CHECKING:
@@ -125,7 +127,10 @@ class Task:
         shadow: str | None = None,
         **options: Any,
     ) -> AsyncResult:
-        """Send the task (or, with ``task_always_eager``, run it here and return an EagerResult)."""
+        """Send the task (or, with ``task_always_eager``, run it here and return an EagerResult).
+        As Celery: ValueError when the task's soft time limit is above its hard one."""
+        if self.soft_time_limit and self.time_limit and self.soft_time_limit > self.time_limit:
+            raise ValueError("soft_time_limit must be less than or equal to time_limit")
         self.check_arguments(*(args or ()), **(kwargs or {}))
         app = self.app
         if app.conf.task_always_eager:
@@ -139,7 +144,7 @@ class Task:
             )
         defaults = {"queue": self.queue, "priority": self.priority, "expires": self.expires}
         merged = {**{k: v for k, v in defaults.items() if v is not None}, **options}
-        return send_task(
+        result = send_task(
             app,
             self.name or "",
             args,
@@ -150,6 +155,10 @@ class Task:
             link_error=link_error,
             **merged,
         )
+        ignored = options.get("ignore_result")
+        if self.ignore_result if ignored is None else ignored:
+            result.ignored = True  # as Celery: get() returns None at once
+        return result
 
     def apply(
         self,
@@ -166,10 +175,6 @@ class Task:
         **options: Any,
     ) -> EagerResult:
         """Run the task here, now, and return an EagerResult (retries run at once)."""
-        if link is not None or link_error is not None:
-            raise NotImplementedError(
-                "apply(link=..., link_error=...) is not supported by pgtasks.compat yet"
-            )
         return apply_eagerly(
             self,
             tuple(args or ()),
@@ -179,6 +184,8 @@ class Task:
             throw=throw,
             headers=headers,
             options=options,
+            link=link,
+            link_error=link_error,
         )
 
     def delay_on_commit(self, *args: Any, **kwargs: Any) -> None:
@@ -248,7 +255,28 @@ class Task:
         return chunks(self.s(), it, n, app=self.app)
 
     def replace(self, sig: Any) -> Any:
-        raise NotImplementedError("Task.replace is planned for pgtasks.compat phase 2 (canvas)")
+        """Replace this running task by ``sig`` (a task, chain, group or chord): the task ends
+        with the replacement's outcome (a group's: the list of its results), and whatever
+        waited for it (chain, chord, callbacks, errbacks) follows from there. Raises
+        :class:`~celery.exceptions.Ignore` in a worker; eagerly, returns the result."""
+        sig = replacement_of(self.app, sig)
+        for errback in self.request.errbacks or ():  # errbacks called in the failing worker
+            if isinstance(sig, Signature) and not isinstance(sig, chain):
+                sig.link_error(Signature(dict(errback), app=self.app))
+        return self.on_replace(sig)
+
+    def on_replace(self, sig: Any) -> Any:
+        """Called by :meth:`replace` with the replacing signature; sends it (or, eagerly, runs
+        it and returns its result). Override and call ``super().on_replace(sig)``."""
+        request = self.request
+        if request.is_eager or request.called_directly:
+            return sig.apply().get()
+        ctx = running_context()
+        if ctx is None or request.id != ctx.task_id:
+            raise RuntimeError(f"{self.name}.replace() must be called by the task while it runs")
+        replacing = (ctx.task_id, ctx.executor_id, ctx.record.claim_token)
+        send_replacement(self.app, sig, ctx.task_id, request.root_id, replacing)
+        raise exceptions.Replaced("Replaced by new task")
 
     def send_event(self, type_: str, retry: bool = True, retry_policy: Any = None, **fields: Any) -> None:
         """Celery events are not emitted by pgtasks: accepted and ignored."""

@@ -11,11 +11,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from pgtasks.engine.crashpoints import crashpoint
 from pgtasks.engine.errors import ChordError, ConfigurationError, TaskError
 from pgtasks.engine.failures import encode_exception, error_summary
 from pgtasks.engine.options import EnqueueRequest, build_new_task
 from pgtasks.engine.serialization import Codec
-from pgtasks.sysdb.records import CanvasEnqueue, LinkKind, TaskLink
+from pgtasks.sysdb.records import CanvasEnqueue, ChordHeaderClose, LinkKind, TaskLink
 
 if TYPE_CHECKING:
     from pgtasks.engine.core import Engine
@@ -51,6 +52,11 @@ class CanvasLinks:
     def failure(self, exc: BaseException) -> str:
         return encode_exception(exc)
 
+    def as_output(self, result: tuple[str, str | None], tag: str) -> str | None:
+        if result[1] is None or result[0] == tag:
+            return result[1]
+        return self.codec.dumps(self._value(result), "the result of a replacement", tag)[1]
+
     def _value(self, result: tuple[str, str | None]) -> Any:
         tag, text = result
         return None if text is None else self.codec.loads(tag, text, "the result passed on")
@@ -67,15 +73,20 @@ def enqueue_canvas(
     waiting: frozenset[str] = frozenset(),
     links: tuple[TaskLink, ...] = (),
     meta: Mapping[str, str] | None = None,
+    replacing: tuple[str, str, str | None] | None = None,
+    stored: frozenset[str] = frozenset(),
 ) -> list[str]:
     """Insert every task of a canvas in one transaction; return their ids in order.
 
     Every request needs its ``task_id`` (links name them). Tasks in ``waiting`` are not run
-    until their links release them; the others are queued as usual."""
+    until their links release them; the others are queued as usual. ``replacing`` (task id,
+    executor id, claim token) names the running task this canvas replaces: it waits, from
+    the same transaction, for its ``replace`` link. ``stored``: ids outside this canvas its
+    links may name (tasks stored before, a chord header's group id)."""
     ids = [r.options.task_id for r in requests]
     if any(i is None for i in ids) or len(set(ids)) != len(ids):
         raise ConfigurationError("every task of a canvas needs its own task_id")
-    known = set(ids)
+    known = set(ids) | set(stored) | ({replacing[0]} if replacing is not None else set())
     for link in links:
         if link.child_id not in known or (link.kind is not LinkKind.GROUP and link.parent_id not in known):
             raise ConfigurationError(f"a link names a task outside the canvas: {link}")
@@ -90,5 +101,15 @@ def enqueue_canvas(
         )
         for request in requests
     )
-    params = CanvasEnqueue(tasks, frozenset(waiting), tuple(links), dict(meta or {}))
-    return [r.task_id for r in engine._sysdb.tasks_enqueue_canvas(params)]
+    params = CanvasEnqueue(tasks, frozenset(waiting), tuple(links), dict(meta or {}), replacing)
+    inserted = [r.task_id for r in engine._sysdb.tasks_enqueue_canvas(params)]
+    if replacing is not None:
+        crashpoint("after_replace_commit", task_id=replacing[0])
+    return inserted
+
+
+def close_chord_header(engine: Engine, group_id: str, bodies: tuple[str, ...]) -> list[str]:
+    """The header of a chord sent task by task is complete (see ``links.py``); return the
+    bodies this started."""
+    params = ChordHeaderClose(group_id, tuple(bodies), engine.link_resolver())
+    return engine._sysdb.chord_header_close(params)

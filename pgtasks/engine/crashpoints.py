@@ -25,6 +25,7 @@ POINTS = frozenset(
         "after_checkpoint_commit",
         "before_outcome",
         "after_outcome_commit",
+        "after_replace_commit",
         "after_fire_before_commit",
     }
 )

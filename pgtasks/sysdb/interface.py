@@ -14,6 +14,7 @@ from typing import Any
 
 from pgtasks.sysdb.records import (
     CanvasEnqueue,
+    ChordHeaderClose,
     ClaimParams,
     CompleteParams,
     EnqueueResult,
@@ -33,6 +34,7 @@ from pgtasks.sysdb.records import (
     ReleaseStrayParams,
     StepRecord,
     StepWrite,
+    StoredOutcome,
     TaskRecord,
 )
 from pgtasks.sysdb.schedule_records import (
@@ -114,6 +116,16 @@ class SystemDatabase(ABC):
     def tasks_enqueue_canvas(self, params: CanvasEnqueue) -> list[EnqueueResult]:
         """Insert a canvas (tasks, WAITING ones, links, meta) in one transaction. Tasks whose
         id exists already are kept as they are (their marks are not applied)."""
+
+    @abstractmethod
+    def task_store_outcome(self, params: StoredOutcome) -> bool:
+        """Write a task's state by hand (see :class:`StoredOutcome`); True if the row was
+        inserted by this call."""
+
+    @abstractmethod
+    def chord_header_close(self, params: ChordHeaderClose) -> list[str]:
+        """Close a chord header sent task by task (see :class:`ChordHeaderClose`); return the
+        bodies started by this call."""
 
     @abstractmethod
     def group_members(self, group_id: str) -> list[str]:

@@ -9,9 +9,16 @@ When a parent with links ends, its outcome and every consequence are committed t
   child records the result in its link and becomes ENQUEUED with the list of results once
   the last of its parents succeeded; an errback child is CANCELLED (it will never be needed:
   end reason NOT_NEEDED);
+- a replaced task (``replace`` link, Celery's ``Task.replace``) ends with its replacement's
+  outcome (SUCCESS with its result, or ERROR with its error), and then its own links resolve
+  as above: its chain goes on, its chord counts it, its callbacks or errbacks run;
 - failure: chain and chord children (and, in turn, theirs) end ERROR with the engine's
   dependency error (end reason DEPENDENCY_FAILED), so nothing waits forever; an errback
   child becomes ENQUEUED with the failed parent's id as its first argument.
+
+A chord whose header comes from a generator is sent task by task: its body waits on an
+``open`` chord link held by the group id, which ``chord_header_close`` drops once the
+generator is exhausted (starting the body if every header task succeeded already).
 
 Racing chord parents serialise on the child's row (``FOR UPDATE`` on PostgreSQL; SQLite has
 one writer at a time): the second one to commit counts the first one's link as done. A
@@ -25,15 +32,18 @@ from collections import deque
 from collections.abc import Iterable
 from typing import Any
 
+from pgtasks.sysdb.errors import ConfigurationError
 from pgtasks.sysdb.primitives import Primitives
 from pgtasks.sysdb.records import (
     CanvasEnqueue,
+    ChordHeaderClose,
     EndReason,
     EnqueueResult,
     LinkKind,
     LinkResolver,
     Outcome,
     Status,
+    StoredOutcome,
 )
 
 # What building a child's arguments may raise (a result the child's serializer cannot carry,
@@ -48,6 +58,13 @@ class LinkStore(Primitives):
     # -- enqueue ------------------------------------------------------------------------
     def tasks_enqueue_canvas(self, params: CanvasEnqueue) -> list[EnqueueResult]:
         with self._transaction() as conn:
+            if params.replacing is not None:
+                task_id, executor_id, token = params.replacing
+                args = {"id": task_id, "executor": executor_id, "token": token}
+                if self._on(conn, "task_set_replaced", args).fetchone() is None:
+                    raise ConfigurationError(
+                        f"task {task_id} cannot be replaced: it no longer runs on executor {executor_id}"
+                    )
             results = self._enqueue_on(conn, list(params.tasks))
             inserted = {r.task_id for r in results if r.inserted}
             cur = conn.cursor()
@@ -75,6 +92,51 @@ class LinkStore(Primitives):
                 cur.executemany(self.sql["task_set_has_links"], [{"id": p} for p in sorted(parents)])
         return results
 
+    def task_store_outcome(self, params: StoredOutcome) -> bool:
+        task_id = params.task.task_id
+        with self._transaction() as conn:
+            inserted = any(r.inserted for r in self._enqueue_on(conn, [params.task]))
+            if inserted:  # a row for a state written by hand: no worker may claim it
+                self._on(conn, "task_set_waiting", {"id": task_id})
+            if params.status is Status.WAITING:
+                return inserted
+            args = {
+                "id": task_id,
+                "status": str(params.status),
+                "output": params.output,
+                "error": params.error,
+            }
+            row = self._on(conn, "task_store_outcome", args).fetchone()
+            final = params.status in (Status.SUCCESS, Status.ERROR)
+            if row is not None and row["has_links"] and final and params.links is not None:
+                outcome = Outcome(task_id, params.status, params.output, params.error)
+                self._resolve(conn, [outcome], params.links)
+        return inserted
+
+    def chord_header_close(self, params: ChordHeaderClose) -> list[str]:
+        started = []
+        with self._transaction() as conn:
+            for body in sorted(params.bodies):
+                row = self._on(conn, "task_lock", {"id": body}).fetchone()
+                link = self._on(
+                    conn, "link_delete_open", {"parent": params.group_id, "child": body}
+                ).fetchone()
+                if row is None or link is None or row["status"] != Status.WAITING.value:
+                    continue
+                if self._on(conn, "chord_waiting", {"child": body}).fetchone()["waiting"]:
+                    continue  # header tasks still running: the last one starts the body
+                rows = self._on(conn, "chord_results", {"child": body}).fetchall()
+                results = [(r["result_serialization"] or "json", r["result"]) for r in rows]
+                inputs = (row["serialization"], row["inputs"])
+                try:
+                    new = params.links.with_results(inputs, results) if link["prepend"] else inputs
+                except SerializationFailure as exc:
+                    self._end(conn, body, Status.ERROR, params.links.failure(exc), None)
+                    continue
+                self._activate(conn, body, new)
+                started.append(body)
+        return started
+
     def group_members(self, group_id: str) -> list[str]:
         return [r["child_uuid"] for r in self._read("group_members", {"group": group_id})]
 
@@ -99,6 +161,12 @@ class LinkStore(Primitives):
                 try:
                     if status is Status.SUCCESS and kind is LinkKind.ERRBACK:
                         self._end(conn, child, Status.CANCELLED, None, EndReason.NOT_NEEDED)
+                    elif status is Status.SUCCESS and kind is LinkKind.REPLACE:
+                        output_as_child = links.as_output((tag, output), row["serialization"])
+                        args = {"id": child, "output": output_as_child}
+                        ended = self._on(conn, "task_end_replaced", args).fetchone()
+                        if ended is not None and ended["has_links"]:
+                            pending.append((child, Status.SUCCESS, output_as_child, None))
                     elif status is Status.SUCCESS and kind is LinkKind.CHAIN:
                         new = links.with_result(inputs, (tag, output)) if prepend else inputs
                         self._activate(conn, child, new)
@@ -111,7 +179,9 @@ class LinkStore(Primitives):
                         failure = links.dependency_error(parent, error, kind)
                 except SerializationFailure as exc:  # a result the child cannot take: it fails
                     failure = links.failure(exc)
-                reason = EndReason.DEPENDENCY_FAILED if status is not Status.SUCCESS else None
+                # A replaced task fails with its replacement: the failure is its own.
+                failed_parent = status is not Status.SUCCESS and kind is not LinkKind.REPLACE
+                reason = EndReason.DEPENDENCY_FAILED if failed_parent else None
                 if failure is not None and self._end(conn, child, Status.ERROR, failure, reason):
                     pending.append((child, Status.ERROR, None, failure))
 

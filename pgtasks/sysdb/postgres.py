@@ -188,6 +188,8 @@ class PostgresSystemDatabase(PostgresSessions, SqlStore):
         return enqueue_overlapped(chunks, self._tx, self._enqueue_on)
 
     def _enqueue_on(self, conn: psycopg.Connection[Any], tasks: list[NewTask]) -> list[EnqueueResult]:
+        if not tasks:  # the bulk statement has no parameters to bind for zero rows
+            return []
         columns = enqueue_columns(tasks) if len(tasks) > 1 else {}
         with conn.cursor(row_factory=dict_row) as cur:
             # One statement inserts and notifies (autocommit: one round trip; in a caller's

@@ -376,6 +376,9 @@ class LinkKind(str, Enum):
     CHORD = "chord"  # the child runs after every chord parent succeeded, with their results
     ERRBACK = "errback"  # the child runs after the parent failed, with the parent's id first
     GROUP = "group"  # membership of a saved group (the parent is the group id, not a task)
+    # The child is a task replaced by the parent's workflow (Celery's Task.replace): it ends
+    # with the parent's outcome, and then its own links resolve.
+    REPLACE = "replace"
 
     def __str__(self) -> str:
         return self.value
@@ -402,6 +405,34 @@ class CanvasEnqueue:
     waiting: frozenset[str] = frozenset()
     links: tuple[TaskLink, ...] = ()
     meta: Mapping[str, str] = field(default_factory=dict)
+    # (task id, executor id, claim token) of a running task that this canvas replaces: in the
+    # same transaction it stops running (WAITING), fenced on its executor, or nothing is inserted.
+    replacing: tuple[str, str, str | None] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StoredOutcome:
+    """A task's state written by hand (Celery's result backend: ``store_result``). ``task`` is
+    inserted WAITING (never claimed) when no task has its id. A final ``status`` (SUCCESS,
+    ERROR, CANCELLED) ends the task whatever its state was, and SUCCESS or ERROR resolve its
+    links with ``links`` in the same transaction; WAITING only makes sure the row exists."""
+
+    task: NewTask
+    status: Status
+    output: str | None = None
+    error: str | None = None
+    links: LinkResolver | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ChordHeaderClose:
+    """The header of a chord sent task by task (a generator) is complete: drop the ``open``
+    link ``group_id`` holds on each of ``bodies``, and start each body whose header tasks all
+    succeeded already (in the same transaction)."""
+
+    group_id: str
+    bodies: tuple[str, ...]
+    links: LinkResolver
 
 
 class LinkResolver(Protocol):
@@ -426,4 +457,8 @@ class LinkResolver(Protocol):
 
     def failure(self, exc: BaseException) -> str:
         """The error stored on a child whose arguments could not be built (``exc``)."""
+        ...
+
+    def as_output(self, result: tuple[str, str | None], tag: str) -> str | None:
+        """A parent's result re-serialized with ``tag``: the output of a task it replaced."""
         ...

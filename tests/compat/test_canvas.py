@@ -137,6 +137,11 @@ def test_time_limits_of_a_task_and_of_a_call(database_url: str, tmp_path: Path) 
         with pytest.raises(TimeLimitExceeded, match="time limit of 1s"):
             killed.get(timeout=60)
         assert proj.sleepy.apply_async((0,)).get(timeout=60) == 0  # no limit of its own
+        # A soft limit above the hard one: the hard limit ends the task (FAILURE), as in Celery.
+        over = proj.sleepy.apply_async((60,), time_limit=1, soft_time_limit=30)
+        with pytest.raises(TimeLimitExceeded):
+            over.get(timeout=60)
+        assert over.state == "FAILURE"
         # revoke(terminate=True) kills the process running the task at the next heartbeat.
         running = proj.sleepy.apply_async((60,))
         wait_for(lambda: running.record().status is Status.PENDING, timeout=60, what="the task to start")

@@ -20,6 +20,7 @@ install()  # the app under test imports ``celery``: pgtasks' names
 
 from celery import chord  # noqa: E402
 
+from pgtasks.sysdb.records import ListTasksParams  # noqa: E402
 from tests.compat.apps import canvas_app as proj  # noqa: E402
 from tests.faults.invariants import check, given_back, install_history, unfinished  # noqa: E402
 from tests.support.celery_worker import celery_app_on  # noqa: E402
@@ -67,3 +68,62 @@ def test_a_worker_killed_between_links_leaves_the_workflow_to_finish_once(
     report = check(url, ids, faulted_ids=returned, ledger=None)
     assert report.statuses == {"SUCCESS": len(ids)}
     assert report.max_attempts == (2 if returned else 1)
+
+
+REPLACE_APP = "tests.compat.apps.replace_app"
+
+
+@pytest.mark.parametrize(
+    "point",
+    [
+        "after_claim_commit:task_id={replaced}",
+        "after_replace_commit",
+        "before_outcome",
+        "after_outcome_commit",
+    ],
+)
+def test_a_worker_killed_around_a_replace_or_in_nested_chords_leaves_them_to_finish_once(
+    pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, point: str
+) -> None:
+    from tests.compat.apps import replace_app as rep
+
+    install_history(pg_url)
+    rep.app.conf.task_always_eager = False
+    ledger = tmp_path / "ledger"
+    with celery_app_on(rep.app, pg_url, ledger, monkeypatch):
+        flow = (rep.add.s(1, 1) | rep.replace_by_add.s() | rep.mul.s(2)).delay()
+        nested = chord(
+            [chord([rep.add.s(1, 1), rep.add.s(2, 2)], rep.tsum.s()), rep.add.s(3, 3)], rep.tsum.s()
+        )
+        body = nested.delay()
+        ids = [flow.id, flow.parent.id, flow.parent.parent.id, body.id]
+        crashing = worker_process(
+            pg_url,
+            ledger,
+            "w1",
+            app=REPLACE_APP,
+            crashpoint=point.format(replaced=flow.parent.id),
+            concurrency=1,
+        )
+        rescuer = None
+        try:
+            assert crashing.wait(timeout=60) == -signal.SIGKILL
+            assert unfinished(pg_url, ids)
+            rescuer = worker_process(pg_url, ledger, "w2", app=REPLACE_APP, concurrency=2)
+            wait_for(lambda: not unfinished(pg_url, ids), timeout=60, what="the workflows to finish")
+        finally:
+            for process in (crashing, rescuer):
+                if process is not None:
+                    stop(process, signal.SIGKILL)
+        assert flow.get(timeout=5) == 204 and flow.parent.get(timeout=5) == 102
+        assert body.get(timeout=5) == 12
+        everything = [t.task_id for t in rep.app.engine.admin.tasks(ListTasksParams(limit=1000))]
+        returned = given_back(pg_url)
+        assert len(set(returned)) == len(returned)
+        if point == "after_replace_commit":  # the replaced task waits for its replacement: not re-run
+            assert flow.parent.id not in returned
+        report = check(pg_url, everything, faulted_ids=returned, ledger=None)
+        assert report.statuses == {"SUCCESS": len(everything)}
+        # The replacement ran once: one add(2, 100) task, whatever the crash.
+        adds = [t for t in rep.app.engine.admin.tasks(ListTasksParams(limit=1000)) if t.name == rep.add.name]
+        assert len(adds) == 5  # add(1, 1), the replacement, and the three of the chords

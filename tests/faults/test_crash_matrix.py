@@ -28,8 +28,9 @@ from tests.support.processes import stop, worker_process
 APP = "tests.faults.apps.fault_app"
 TASKS = 3
 STEPS = 3
-# Every crash point of the engine but the scheduler's (tests/acceptance/test_beat.py has it).
-POINTS = sorted(crashpoints.POINTS - {"after_fire_before_commit"})
+# Every crash point of the engine but the scheduler's (tests/acceptance/test_beat.py has it)
+# and Task.replace's (tests/faults/test_canvas_crashes.py has it).
+POINTS = sorted(crashpoints.POINTS - {"after_fire_before_commit", "after_replace_commit"})
 STEP_POINTS = frozenset({"before_step_body", "after_step_body_before_checkpoint", "after_checkpoint_commit"})
 RAISE = {"PGTASKS_CRASHPOINT_MODE": "raise"}
 OUTCOME_POINTS = frozenset({"before_outcome", "after_outcome_commit"})

@@ -747,6 +747,33 @@ RETURNING has_links
 -- name: task_announce
 SELECT pg_notify(%(channel)s, %(queue)s)
 
+-- name: task_set_replaced
+-- Task.replace: the running task waits for its replacement (fenced on its executor and run).
+UPDATE __schema__.workflow_status SET status = 'WAITING', updated_at = __now_ms__
+WHERE workflow_uuid = %(id)s AND status = 'PENDING' AND executor_id = %(executor)s
+  AND (%(token)s::text IS NULL OR claim_token = %(token)s::text)
+RETURNING workflow_uuid
+
+-- name: task_end_replaced
+UPDATE __schema__.workflow_status
+SET status = 'SUCCESS', output = %(output)s, error = NULL, deduplication_id = NULL, updated_at = __now_ms__
+WHERE workflow_uuid = %(id)s AND status = 'WAITING'
+RETURNING has_links
+
+-- name: link_delete_open
+-- The open link of a chord header sent task by task (position -1: never among the results).
+DELETE FROM __schema__.task_links
+WHERE parent_uuid = %(parent)s AND child_uuid = %(child)s AND kind = 'chord' AND position = -1
+RETURNING prepend
+
+-- name: task_store_outcome
+-- Celery's backend.store_result: a state written by hand, whatever the task's state was.
+UPDATE __schema__.workflow_status
+SET status = %(status)s, output = %(output)s, error = %(error)s, end_reason = NULL,
+    deduplication_id = NULL, updated_at = __now_ms__
+WHERE workflow_uuid = %(id)s
+RETURNING has_links
+
 -- name: group_members
 SELECT child_uuid FROM __schema__.task_links
 WHERE parent_uuid = %(group)s AND kind = 'group'

@@ -491,6 +491,33 @@ SET status = :status, error = :error, end_reason = :reason, deduplication_id = N
 WHERE workflow_uuid = :id AND status = 'WAITING'
 RETURNING has_links
 
+-- name: task_set_replaced
+-- Task.replace: the running task waits for its replacement (fenced on its executor and run).
+UPDATE workflow_status SET status = 'WAITING', updated_at = __now_ms__
+WHERE workflow_uuid = :id AND status = 'PENDING' AND executor_id = :executor
+  AND (:token IS NULL OR claim_token = :token)
+RETURNING workflow_uuid
+
+-- name: task_end_replaced
+UPDATE workflow_status
+SET status = 'SUCCESS', output = :output, error = NULL, deduplication_id = NULL, updated_at = __now_ms__
+WHERE workflow_uuid = :id AND status = 'WAITING'
+RETURNING has_links
+
+-- name: link_delete_open
+-- The open link of a chord header sent task by task (position -1: never among the results).
+DELETE FROM task_links
+WHERE parent_uuid = :parent AND child_uuid = :child AND kind = 'chord' AND position = -1
+RETURNING prepend
+
+-- name: task_store_outcome
+-- Celery's backend.store_result: a state written by hand, whatever the task's state was.
+UPDATE workflow_status
+SET status = :status, output = :output, error = :error, end_reason = NULL,
+    deduplication_id = NULL, updated_at = __now_ms__
+WHERE workflow_uuid = :id
+RETURNING has_links
+
 -- name: group_members
 SELECT child_uuid FROM task_links
 WHERE parent_uuid = :group AND kind = 'group'

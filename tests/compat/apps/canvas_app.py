@@ -101,3 +101,10 @@ def countdown_to(self, n, seen=()):
     if n > 0:
         raise self.retry(args=(n - 1,), kwargs={"seen": seen})
     return seen
+
+
+@app.task
+def record_int(i):
+    """Notes that it ran, returns its number (a chord header sent from a generator)."""
+    note("noted", i)
+    return i

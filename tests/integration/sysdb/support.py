@@ -58,6 +58,9 @@ class JsonLinks:
     def failure(self, exc: BaseException) -> str:
         return json.dumps({"type": type(exc).__name__, "message": str(exc)})
 
+    def as_output(self, result: tuple[str, str | None], tag: str) -> str | None:
+        return result[1]
+
     @staticmethod
     def _prepend(child: tuple[str, str], value: object) -> tuple[str, str]:
         inputs = json.loads(child[1])

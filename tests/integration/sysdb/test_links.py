@@ -7,7 +7,16 @@ from __future__ import annotations
 import json
 
 from pgtasks.sysdb import Status, SystemDatabase
-from pgtasks.sysdb.records import CanvasEnqueue, CompleteParams, EndReason, LinkKind, Outcome, TaskLink
+from pgtasks.sysdb.records import (
+    CanvasEnqueue,
+    ChordHeaderClose,
+    CompleteParams,
+    EndReason,
+    LinkKind,
+    Outcome,
+    StoredOutcome,
+    TaskLink,
+)
 from tests.integration.sysdb.support import JsonLinks, args_of, claim, task
 
 LINKS = JsonLinks()
@@ -100,3 +109,57 @@ def test_failure_ends_dependants_and_starts_errbacks(sysdb: SystemDatabase) -> N
     assert c1 is not None and json.loads(c1.error or "{}")["parent"] == "p"
     assert args_of(sysdb, "eb") == ["p", "x"] and claim(sysdb) == ["eb"]
     assert ended(sysdb, "p") == (Status.ERROR, None)  # its own outcome: no end reason
+
+
+def test_a_stored_outcome_ends_the_task_and_resolves_its_links(sysdb: SystemDatabase) -> None:
+    # Celery's backend.mark_as_done on a task others wait for: the chain goes on at once.
+    sysdb.tasks_enqueue_canvas(
+        CanvasEnqueue(
+            (task("a", 1), task("b", 2), task("e")),
+            waiting=frozenset({"b", "e"}),
+            links=(TaskLink("a", "b", LinkKind.CHAIN), TaskLink("a", "e", LinkKind.ERRBACK)),
+        )
+    )
+    assert not sysdb.task_store_outcome(StoredOutcome(task("a"), Status.SUCCESS, "40", None, LINKS))
+    record = sysdb.task_get("a")
+    assert record is not None and (record.status, record.output) == (Status.SUCCESS, "40")
+    assert ended(sysdb, "b")[0] is Status.ENQUEUED and args_of(sysdb, "b") == [40, 2]
+    assert ended(sysdb, "e") == (Status.CANCELLED, EndReason.NOT_NEEDED)
+
+
+def test_a_stored_outcome_of_an_unknown_id_makes_a_row_no_worker_claims(sysdb: SystemDatabase) -> None:
+    assert sysdb.task_store_outcome(StoredOutcome(task("x"), Status.WAITING))
+    assert ended(sysdb, "x") == (Status.WAITING, None) and claim(sysdb) == []
+    assert not sysdb.task_store_outcome(StoredOutcome(task("x"), Status.ERROR, None, '{"type": "E"}'))
+    record = sysdb.task_get("x")
+    assert record is not None and (record.status, record.error) == (Status.ERROR, '{"type": "E"}')
+    assert sysdb.task_store_outcome(StoredOutcome(task("y"), Status.CANCELLED))
+    assert ended(sysdb, "y")[0] is Status.CANCELLED
+
+
+def test_a_chord_header_sent_task_by_task_starts_its_body_once_closed(sysdb: SystemDatabase) -> None:
+    # The body waits on the group's open link until the header is closed, even when every
+    # header task sent so far has succeeded.
+    open_link = TaskLink("grp", "body", LinkKind.CHORD, position=-1)
+    sysdb.tasks_enqueue_canvas(CanvasEnqueue((task("body"),), frozenset({"body"}), (open_link,)))
+    sysdb.tasks_enqueue_canvas(
+        CanvasEnqueue((task("h1"),), links=(TaskLink("h1", "body", LinkKind.CHORD, 0),))
+    )
+    assert claim(sysdb) == ["h1"]
+    finish(sysdb, "h1", Status.SUCCESS, json.dumps(1))
+    assert ended(sysdb, "body") == (Status.WAITING, None)
+    sysdb.tasks_enqueue_canvas(
+        CanvasEnqueue((task("h2"),), links=(TaskLink("h2", "body", LinkKind.CHORD, 1),))
+    )
+    assert claim(sysdb) == ["h2"]
+    assert sysdb.chord_header_close(ChordHeaderClose("grp", ("body",), LINKS)) == []  # h2 still runs
+    assert ended(sysdb, "body") == (Status.WAITING, None)
+    finish(sysdb, "h2", Status.SUCCESS, json.dumps(2))
+    assert args_of(sysdb, "body") == [[1, 2]] and ended(sysdb, "body") == (Status.ENQUEUED, None)
+
+    sysdb.tasks_enqueue_canvas(
+        CanvasEnqueue((task("b2"),), frozenset({"b2"}), (TaskLink("g2", "b2", LinkKind.CHORD, -1),))
+    )
+    assert sysdb.chord_header_close(ChordHeaderClose("g2", ("b2",), LINKS)) == ["b2"]  # an empty header
+    assert args_of(sysdb, "b2") == [[]]
+    assert sysdb.chord_header_close(ChordHeaderClose("g2", ("b2",), LINKS)) == []  # closed once

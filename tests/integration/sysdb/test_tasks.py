@@ -8,7 +8,15 @@ from collections.abc import Iterator
 import pytest
 
 from pgtasks.sysdb import Status, SystemDatabase
-from pgtasks.sysdb.records import CompleteParams, EndReason, ForkParams, ListTasksParams, NewTask, Outcome
+from pgtasks.sysdb.records import (
+    CanvasEnqueue,
+    CompleteParams,
+    EndReason,
+    ForkParams,
+    ListTasksParams,
+    NewTask,
+    Outcome,
+)
 from tests.integration.sysdb.support import claim, new, step
 from tests.support.inprocess import wait_for
 
@@ -164,3 +172,12 @@ def test_enqueue_in_chunks_is_one_all_or_nothing_insert(sysdb: SystemDatabase) -
 def _chunks_then_failure(chunks: list[list[NewTask]]) -> Iterator[list[NewTask]]:
     yield from chunks
     raise RuntimeError("the caller failed while preparing the next chunk")
+
+
+def test_empty_bulk_enqueues_insert_nothing_and_do_not_fail(sysdb: SystemDatabase) -> None:
+    # An empty group used to reach the bulk statement with no rows to bind (PostgreSQL:
+    # "query parameter missing").
+    assert sysdb.tasks_enqueue([]) == []
+    assert sysdb.tasks_enqueue_chunks(iter([[], []])) == []
+    assert sysdb.tasks_enqueue_canvas(CanvasEnqueue(())) == []
+    assert sysdb.tasks_list(ListTasksParams()) == []

@@ -1,0 +1,116 @@
+"""Canvas shapes and their results as Celery gives them, with a real `pgtasks worker`: nested
+groups unrolled into one list, a group of one in a chain is its task, a chain ending in a group
+inside a group, chords inside chains with their parent links and root id, canvases from
+generators, signatures whose fields are set, and workflows that travel as dicts."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from celery import chain, chord, group, signature
+from celery.exceptions import IncompleteStream
+from celery.result import GroupResult
+
+from tests.compat.apps import canvas_app as proj
+from tests.support.celery_worker import celery_worker
+from tests.support.inprocess import wait_for
+from tests.support.ledger import lines_of as lines
+
+
+@pytest.fixture
+def ledger(database_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    proj.app.conf.task_always_eager = False
+    module, path = "tests.compat.apps.canvas_app", tmp_path / "ledger"
+    with celery_worker(proj.app, module, database_url, path, monkeypatch, "shapes-w1", concurrency=4):
+        yield path
+
+
+def test_nested_groups_and_groups_in_chains(ledger: Path) -> None:
+    nested = group(
+        proj.add.si(1, 10), group(proj.add.si(1, 100), group(proj.add.si(1, 1000), proj.add.si(1, 2000)))
+    )
+    assert nested.delay().get(timeout=60) == [11, 101, 1001, 2001]
+    inner = group(proj.add.s(1, 2) | group(proj.add.s(1), proj.add.s(2)))
+    assert inner.delay().get(timeout=60) == [4, 5]
+    single = chain(proj.add.s(1, 1), group(proj.add.s(1)), proj.mul.s(10)).delay()
+    assert single.get(timeout=60) == 30  # a group of one is its task: no list passed on
+    skipped = chain(proj.add.s(1, 1), group([]), proj.mul.s(10)).delay()
+    assert skipped.get(timeout=60) == 20
+
+
+def test_parents_and_root_id_through_a_chord_in_a_chain(ledger: Path) -> None:
+    flow = chain(proj.add.s(1, 1), chord([proj.add.s(1), proj.add.s(2)], proj.tsum.s()), proj.mul.s(2))
+    result = flow.delay()
+    assert result.get(timeout=60) == 14
+    body = result.parent
+    header = body.parent
+    assert body.get(timeout=10) == 7 and isinstance(header, GroupResult) and header.get(timeout=10) == [3, 4]
+    first = header.parent
+    assert first is not None and first.get(timeout=10) == 2 and first.parent is None
+    fanned = chain(proj.add.s(1, 1), group(proj.whoami.s(), proj.whoami.s())).delay()
+    answers = fanned.get(timeout=60)
+    assert [a["root_id"] for a in answers] == [fanned.parent.id] * 2
+    assert fanned.parent.get(timeout=10) == 2
+
+
+def test_canvases_from_generators_and_settable_signatures(ledger: Path) -> None:
+    assert chain(s for s in (proj.add.s(1, 1), proj.add.s(2))).delay().get(timeout=60) == 4
+    assert group(proj.add.s(i, i) for i in range(3)).delay().get(timeout=60) == [0, 2, 4]
+    sig = proj.add.s(1)
+    sig.args = (2, 3)
+    sig.kwargs = {}
+    sig.options = {"priority": 3}
+    assert sig.args == (2, 3) and sig.options == {"priority": 3}
+    assert sig.delay().get(timeout=60) == 5
+
+
+def test_workflows_that_travel_as_dicts_are_rebuilt(ledger: Path) -> None:
+    flow = chord([proj.add.s(1, 1), proj.add.s(2, 2) | proj.mul.s(10)], proj.tsum.s())
+    rebuilt = signature(json.loads(json.dumps(flow)))
+    assert type(rebuilt) is type(flow) and type(rebuilt.header) is group
+    assert isinstance(rebuilt.header.tasks[1], chain)
+    assert rebuilt.delay().get(timeout=60) == 42
+
+
+def test_a_generator_header_is_sent_task_by_task(ledger: Path) -> None:
+    # As Celery (issue #3021): each header task is sent as the generator yields it, so the
+    # first has run before the last is yielded; the body still gets every result, in order.
+    size = 4
+
+    def header() -> Iterator[Any]:
+        for i in range(size):
+            if i == size - 1:
+                wait_for(lambda: "noted 0" in lines(ledger), timeout=60, what="the first header task")
+            yield proj.record_int.s(i)
+
+    flow = chord(header(), proj.tsum.s())
+    result = flow()
+    assert result.get(timeout=60) == size * (size - 1) // 2
+    assert [r.get(timeout=10) for r in result.parent.results] == list(range(size))
+    assert GroupResult.restore(result.parent.id, app=proj.app) is not None
+    empty = chord((s for s in ()), proj.tsum.s()).delay()
+    assert empty.get(timeout=60) == 0
+
+
+def test_collect_and_iterdeps_walk_the_result_graph(ledger: Path) -> None:
+    flow = chain(proj.add.s(1, 1), proj.add.s(2), proj.mul.s(10)).delay()
+    assert flow.get(timeout=60) == 40
+    first = flow.parent.parent
+    assert [(r.id, value) for r, value in first.collect(timeout=10)] == [
+        (first.id, 2),
+        (flow.parent.id, 4),
+        (flow.id, 40),
+    ]
+    assert [(p.id if p else None, r.id) for p, r in first.iterdeps()][1:] == [
+        (first.id, flow.parent.id),
+        (flow.parent.id, flow.id),
+    ]
+    waiting = chain(proj.add.s(1, 1).set(countdown=3600), proj.add.s(2)).delay()
+    with pytest.raises(IncompleteStream):
+        list(waiting.parent.iterdeps())
+    assert [r.id for _, r in waiting.parent.iterdeps(intermediate=True)] == [waiting.parent.id]
+    waiting.parent.revoke()
