@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEV_STAMP := $(VENV)/.installed-dev
 
-.PHONY: demo test lint bench bench-explain celery-env loadtest soak clean
+.PHONY: demo test lint bench bench-delays bench-explain celery-env loadtest soak clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -44,6 +44,10 @@ lint: $(DEV_STAMP)
 # has been run and redis-server is installed (apt-get install redis-server).
 bench: $(DEV_STAMP)
 	$(BIN)/python -m bench.throughput
+
+# How late countdown tasks, retries and refills under a global limit start on an idle worker.
+bench-delays: $(DEV_STAMP)
+	$(BIN)/python -m bench.delay_precision
 
 # EXPLAIN ANALYZE of the claim statements with 1,000,000 queued tasks.
 bench-explain: $(DEV_STAMP)

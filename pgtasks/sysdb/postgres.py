@@ -285,6 +285,10 @@ class PostgresSystemDatabase(PostgresSessions, SqlStore):
             "channel": self.channel,
         }
 
+    def queues_announce(self, queues: tuple[str, ...]) -> None:
+        if queues:
+            self._run("queues_announce", {"channel": self.channel, "queues": list(queues)}, lambda cur: None)
+
     def _announce_on(self, conn: psycopg.Connection[Any], queue: str) -> None:
         conn.execute(self.sql["task_announce"], {"channel": self.channel, "queue": queue})
 

@@ -70,6 +70,13 @@ class SqlStore(CompletionStore, EventStore, ScheduleStore, SystemDatabase):
     def tasks_promote_delayed(self) -> int:
         return self._write("tasks_promote_delayed").count
 
+    def tasks_next_due(self, queues: tuple[str, ...]) -> int | None:
+        due = self._read("tasks_next_due", {"queues": self._list(list(queues))})[0]["due_in_ms"]
+        return None if due is None else max(0, int(due))
+
+    def queues_announce(self, queues: tuple[str, ...]) -> None:
+        return None  # a dialect with notifications overrides this
+
     def tasks_expire(self) -> int:
         return self._write("tasks_expire").count
 

@@ -56,6 +56,12 @@ class QueueBook:
                 out.append(QueueClaim(name, room, s.concurrency, s.rate_limit_max, period, s.partition_queue))
         return tuple(out)
 
+    def globally_limited(self, queue: str) -> bool:
+        """Whether ``queue`` has a global concurrency limit (a freed slot is news to others)."""
+        with self._lock:
+            s = self._settings.get(queue)
+        return s is not None and s.concurrency is not None
+
     def started(self, queue: str) -> None:
         with self._lock:
             self._running[queue] = self._running.get(queue, 0) + 1

@@ -310,6 +310,16 @@ UPDATE __schema__.workflow_status
 SET status = 'ENQUEUED', delay_until_epoch_ms = NULL, updated_at = __now_ms__
 WHERE status = 'DELAYED' AND delay_until_epoch_ms <= __now_ms__
 
+-- name: tasks_next_due
+-- Milliseconds until the earliest DELAYED task of the queues is due (negative when one is
+-- overdue, NULL when none waits). workflow_status_delayed_idx walks the due times in order.
+SELECT min(delay_until_epoch_ms) - __now_ms__ AS due_in_ms
+FROM __schema__.workflow_status
+WHERE status = 'DELAYED' AND queue_name = ANY(%(queues)b::text[])
+
+-- name: queues_announce
+SELECT count(pg_notify(%(channel)s, q)) AS n FROM unnest(%(queues)b::text[]) AS q
+
 -- name: task_cancel
 UPDATE __schema__.workflow_status
 SET status = 'CANCELLED', end_reason = 'CANCELLED', deduplication_id = NULL, updated_at = __now_ms__

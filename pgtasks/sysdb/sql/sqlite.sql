@@ -145,6 +145,13 @@ RETURNING workflow_uuid
 -- name: steps_clear
 DELETE FROM operation_outputs WHERE workflow_uuid = :id
 
+-- name: tasks_next_due
+-- Milliseconds until the earliest DELAYED task of the queues is due (negative when one is
+-- overdue, NULL when none waits).
+SELECT min(delay_until_epoch_ms) - __now_ms__ AS due_in_ms
+FROM workflow_status
+WHERE status = 'DELAYED' AND queue_name IN (SELECT value FROM json_each(:queues))
+
 -- name: tasks_promote_delayed
 UPDATE workflow_status
 SET status = 'ENQUEUED', delay_until_epoch_ms = NULL, updated_at = __now_ms__
