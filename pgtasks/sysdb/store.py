@@ -184,8 +184,10 @@ class SqlStore(CompletionStore, EventStore, ScheduleStore, SystemDatabase):
     # -- queues -------------------------------------------------------------------------
     def queue_upsert(self, params: QueueUpsert) -> QueueSettings:
         check_queue_settings(params.settings)
-        rows = self._write("queue_upsert", upsert_params(params, str(uuid.uuid4()))).rows
-        return queue_from_row(rows[0])
+        with self._transaction() as conn:  # the row is locked from the read to the write
+            row = self._on(conn, "queue_get_locked", {"name": params.settings.name}).fetchone()
+            args = upsert_params(params, str(uuid.uuid4()), row)
+            return queue_from_row(self._on(conn, "queue_upsert", args).fetchone())
 
     def queues_get(self, names: tuple[str, ...] = ()) -> list[QueueSettings]:
         if not names:

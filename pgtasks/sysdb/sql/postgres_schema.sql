@@ -149,7 +149,9 @@ CREATE TABLE __schema__.queues (
     partition_queue BOOLEAN NOT NULL DEFAULT FALSE,
     polling_interval_sec DOUBLE PRECISION NOT NULL DEFAULT 1.0,
     created_at BIGINT NOT NULL,
-    updated_at BIGINT NOT NULL
+    updated_at BIGINT NOT NULL,
+    declared TEXT,
+    operator_set TEXT NOT NULL DEFAULT '[]'
 );
 
 CREATE TABLE __schema__.executors (

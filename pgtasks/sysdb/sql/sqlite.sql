@@ -80,16 +80,23 @@ SELECT * FROM queues ORDER BY name
 -- name: queue_get_many
 SELECT * FROM queues WHERE name IN (SELECT value FROM json_each(:names)) ORDER BY name
 
+-- name: queue_get_locked
+SELECT * FROM queues WHERE name = :name
+
 -- name: queue_upsert
 -- A new queue takes every setting; an existing one only the columns whose set_<column> flag
--- is true (the settings the caller named): the others keep their stored value.
+-- is true (the settings the caller named): the others keep their stored value. Which flags
+-- are true is decided from the row queue_get_locked read in the same transaction.
 INSERT INTO queues (
     queue_id, name, concurrency, worker_concurrency, rate_limit_max, rate_limit_period_sec,
-    priority_enabled, partition_queue, polling_interval_sec, created_at, updated_at)
+    priority_enabled, partition_queue, polling_interval_sec, declared, operator_set,
+    created_at, updated_at)
 VALUES (:queue_id, :name, :concurrency, :worker_concurrency, :rate_limit_max,
         :rate_limit_period_sec, :priority_enabled, :partition_queue,
-        :polling_interval_sec, __now_ms__, __now_ms__)
+        :polling_interval_sec, :declared, :operator_set, __now_ms__, __now_ms__)
 ON CONFLICT (name) DO UPDATE SET
+    declared = COALESCE(excluded.declared, queues.declared),
+    operator_set = excluded.operator_set,
     concurrency = CASE WHEN :set_concurrency THEN excluded.concurrency
                        ELSE queues.concurrency END,
     worker_concurrency = CASE WHEN :set_worker_concurrency THEN excluded.worker_concurrency

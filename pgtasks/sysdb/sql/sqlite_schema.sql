@@ -145,7 +145,9 @@ CREATE TABLE queues (
     partition_queue INTEGER NOT NULL DEFAULT 0,
     polling_interval_sec REAL NOT NULL DEFAULT 1.0,
     created_at INTEGER NOT NULL,
-    updated_at INTEGER NOT NULL
+    updated_at INTEGER NOT NULL,
+    declared TEXT,
+    operator_set TEXT NOT NULL DEFAULT '[]'
 );
 
 CREATE TABLE executors (
