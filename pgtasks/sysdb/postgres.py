@@ -179,8 +179,9 @@ class PostgresSystemDatabase(PostgresSessions, SqlStore):
             return []
         if conn is not None:
             return self._enqueue_on(conn, tasks)
-        with self._conn() as own:
-            return self._enqueue_on(own, tasks)
+        # The task ids were fixed before the insert: an attempt whose reply was lost is found
+        # by the next one (ON CONFLICT), so the enqueue is retried through an outage.
+        return self._retrying(lambda own: self._enqueue_on(own, tasks))
 
     def tasks_enqueue_chunks(self, chunks: Iterable[list[NewTask]], conn: Any = None) -> list[EnqueueResult]:
         if conn is not None:

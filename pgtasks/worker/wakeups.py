@@ -63,8 +63,11 @@ class WakeOnEnqueue:
                 except DatabaseUnavailable as exc:
                     delay = RECONNECT_DELAYS[min(failures, len(RECONNECT_DELAYS) - 1)]
                     failures += 1
-                    log.warning(
-                        "cannot listen for new tasks (polling meanwhile), retry in %.1fs: %s", delay, exc
+                    log.log(
+                        logging.WARNING if failures == 1 else logging.DEBUG,  # once per outage
+                        "cannot listen for new tasks (polling meanwhile), retry in %.1fs: %s",
+                        delay,
+                        exc,
                     )
                     self._stop.wait(delay)
                     continue

@@ -20,9 +20,13 @@ def _closed_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def test_postgres_unreachable_server_is_unavailable_on_a_first_attempt() -> None:
+def test_postgres_unreachable_server_is_unavailable_on_a_first_attempt(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     # No connection is ever bound: the pool times out on the very first attempt, which must
-    # surface as DatabaseUnavailable (callers retry it), not as a Python error.
+    # surface as DatabaseUnavailable (callers retry it), not as a Python error. Operations
+    # safe to repeat retry through an outage for PGTASKS_RECONNECT_DEADLINE: shortened here.
+    monkeypatch.setenv("PGTASKS_RECONNECT_DEADLINE", "1")
     url = f"postgresql://postgres@127.0.0.1:{_closed_port()}/postgres?connect_timeout=1"
     db = PostgresSystemDatabase(parse_database_url(url, "pgtasks"), pool_wait_seconds=0.5)
     try:
