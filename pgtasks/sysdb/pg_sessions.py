@@ -195,8 +195,17 @@ class PostgresSessions:
                 yield conn
         except (*LOST_SESSION, PoolTimeout) as exc:
             raise DatabaseUnavailable(
-                f"the pgtasks database {self.target.display_url} is unavailable: {exc}"
+                f"the pgtasks database {self.target.display_url} is unavailable: {self._describe(exc)}"
             ) from exc
+
+    def _describe(self, exc: Exception) -> str:
+        """The error as the caller should read it: a pool timeout says it is one."""
+        if isinstance(exc, PoolTimeout):
+            return (
+                f"no pooled connection within {self._pool_wait:g}s (pool timeout: every connection "
+                "of the pool in use, or the server does not answer)"
+            )
+        return str(exc)
 
     @contextmanager
     def _tx(self, generic: bool = False) -> Iterator[psycopg.Connection[Any]]:
@@ -245,7 +254,7 @@ class PostgresSessions:
             left = self._reconnect_deadline - waited
             if left <= 0:
                 raise DatabaseUnavailable(
-                    f"the pgtasks database {self.target.display_url} is unavailable: {error}"
+                    f"the pgtasks database {self.target.display_url} is unavailable: {self._describe(error)}"
                 ) from error
             time.sleep(min(delay, left))
             delay = min(delay * 2, MAX_RETRY_DELAY)
@@ -263,7 +272,7 @@ class PostgresSessions:
                 "the pgtasks database %s is unavailable; retrying for up to %gs: %s",
                 self.target.display_url,
                 self._reconnect_deadline,
-                str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__,
+                (self._describe(error).strip().splitlines() or [type(error).__name__])[0],
             )
         return now - since
 
