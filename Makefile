@@ -7,7 +7,7 @@ DEV_STAMP := $(VENV)/.installed-dev
 # The dashboard tests drive Debian's chromium through chromium-driver (apt-get, as root).
 BROWSER_STAMP := $(VENV)/.browser
 
-.PHONY: demo test lint bench bench-explain bench-dashboard celery-env loadtest soak clean dashboard-screenshots
+.PHONY: demo test lint bench bench-delays bench-explain bench-dashboard celery-env loadtest soak clean dashboard-screenshots
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -51,6 +51,10 @@ lint: $(DEV_STAMP)
 # has been run and redis-server is installed (apt-get install redis-server).
 bench: $(DEV_STAMP)
 	$(BIN)/python -m bench.throughput
+
+# How late countdown tasks, retries and refills under a global limit start on an idle worker.
+bench-delays: $(DEV_STAMP)
+	$(BIN)/python -m bench.delay_precision
 
 # EXPLAIN ANALYZE of the claim statements with 1,000,000 queued tasks.
 bench-explain: $(DEV_STAMP)

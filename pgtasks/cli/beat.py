@@ -15,6 +15,7 @@ import threading
 from pgtasks.cli.compat_commands import beat_started
 from pgtasks.cli.database import configured_url
 from pgtasks.cli.loader import load_app
+from pgtasks.cli.startup import retry_on_startup, wait_for_database
 from pgtasks.client import Client
 from pgtasks.engine.core import Engine
 from pgtasks.engine.errors import ConfigurationError
@@ -36,6 +37,14 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     beat.add_argument("-l", "--loglevel", default="INFO")
     beat.add_argument(
         "--max-interval", type=float, default=1.0, help="longest sleep between reads of the schedules (1s)"
+    )
+    beat.add_argument(
+        "--no-wait-for-database",
+        dest="wait_for_database",
+        action="store_const",
+        const=False,
+        default=None,
+        help="exit at once if the database is unreachable at start-up (default: wait for it)",
     )
     beat.add_argument(
         "--grace", type=float, default=5.0, help="seconds a due time may be late and still be on time (5)"
@@ -73,6 +82,7 @@ def _beat(args: argparse.Namespace) -> int:
         return 2
     app = load_app(spec)
     logging.basicConfig(level=args.loglevel.upper(), format=LOG_FORMAT, stream=sys.stderr)
+    wait_for_database(app.engine, log, retry_on_startup(app, args.wait_for_database))
     beat = Beat(app.engine, settings=BeatSettings(max_interval=args.max_interval, grace=args.grace))
     configured = app.beat_definitions()
     beat.sync(configured, app.beat_source)

@@ -19,6 +19,7 @@ from pgtasks.cli.database import configured_url
 from pgtasks.cli.loader import load_app
 from pgtasks.cli.provisioning import add_commands as add_provisioning_commands
 from pgtasks.cli.provisioning import print_migrations, print_roles
+from pgtasks.cli.startup import retry_on_startup, wait_for_database
 from pgtasks.client import Client
 from pgtasks.engine.core import Engine
 from pgtasks.engine.errors import ConfigurationError, PgtasksError
@@ -66,6 +67,14 @@ def _parser() -> argparse.ArgumentParser:
     worker.add_argument("--poll-interval", type=float, help="seconds between polls when idle (default 1)")
     worker.add_argument("--shutdown-grace", type=float, default=30.0, help="warm shutdown wait (default 30)")
     worker.add_argument("-B", "--beat", action="store_true", help="also run the scheduler in this worker")
+    worker.add_argument(
+        "--no-wait-for-database",
+        dest="wait_for_database",
+        action="store_const",
+        const=False,
+        default=None,
+        help="exit at once if the database is unreachable at start-up (default: wait for it)",
+    )
 
     migrate = sub.add_parser("migrate", help="create or upgrade the pgtasks schema")
     migrate.add_argument("--database-url", help="default: PGTASKS_DATABASE_URL (no SQLite fallback)")
@@ -173,7 +182,7 @@ def _dispatch(args: argparse.Namespace) -> int:
 
 
 def _worker(args: argparse.Namespace) -> int:
-    from pgtasks.worker.process import run_worker
+    from pgtasks.worker.process import LOG_FORMAT, run_worker
     from pgtasks.worker.worker import WorkerOptions
 
     spec = args.worker_app or args.app
@@ -216,6 +225,8 @@ def _worker(args: argparse.Namespace) -> int:
 
     after_start = hooks.after_start(start_beat if args.beat else None)
     try:
+        logging.basicConfig(level=args.loglevel.upper(), format=LOG_FORMAT, stream=sys.stderr)
+        wait_for_database(engine, log, retry_on_startup(app, args.wait_for_database))
         name = app.main or spec
         return run_worker(
             engine, options, name, args.loglevel, after_start=after_start, before_stop=stop_beat

@@ -7,6 +7,7 @@ import argparse
 from pgtasks.engine.core import Engine
 from pgtasks.engine.settings import Settings
 from pgtasks.sysdb.provisioning import (
+    DEFAULT_ADMIN,
     DEFAULT_OWNER,
     DEFAULT_PRODUCER,
     DEFAULT_WORKER,
@@ -25,11 +26,14 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     roles.add_argument(
         "--producer", default=DEFAULT_PRODUCER, help="enqueues and reads results (default %(default)s)"
     )
+    roles.add_argument(
+        "--admin", default=DEFAULT_ADMIN, help="management commands, dashboard (default %(default)s)"
+    )
     roles.add_argument("--no-create", action="store_true", help="the roles exist: print the GRANTs only")
 
 
 def print_roles(args: argparse.Namespace) -> int:
-    names = RoleNames(args.owner, args.worker, args.producer)
+    names = RoleNames(args.owner, args.worker, args.producer, args.admin)
     print(roles_script(args.schema, names, create_roles=not args.no_create), end="")
     return 0
 

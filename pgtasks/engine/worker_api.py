@@ -81,6 +81,14 @@ class WorkerApi:
         """Move DELAYED tasks that are due to ENQUEUED; return how many."""
         return self._engine._sysdb.tasks_promote_delayed()
 
+    def next_due(self, queues: tuple[str, ...]) -> int | None:
+        """Milliseconds until the earliest DELAYED task of ``queues`` is due, or None."""
+        return self._engine._sysdb.tasks_next_due(queues)
+
+    def announce(self, queues: tuple[str, ...]) -> None:
+        """Wake the workers of ``queues`` (a freed slot under a global limit)."""
+        self._engine._sysdb.queues_announce(queues)
+
     def expire(self) -> int:
         """Cancel waiting tasks whose expiry passed; return how many."""
         return self._engine._sysdb.tasks_expire()

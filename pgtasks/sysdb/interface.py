@@ -158,6 +158,15 @@ class SystemDatabase(ABC):
         """Move DELAYED tasks whose time has come to ENQUEUED; return how many."""
 
     @abstractmethod
+    def tasks_next_due(self, queues: tuple[str, ...]) -> int | None:
+        """Milliseconds (database clock, >= 0) until the earliest DELAYED task of ``queues``
+        is due, or None when none waits."""
+
+    @abstractmethod
+    def queues_announce(self, queues: tuple[str, ...]) -> None:
+        """Wake the workers of ``queues`` (a NOTIFY; nothing where workers only poll)."""
+
+    @abstractmethod
     def task_cancel(self, task_id: str) -> bool:
         """Mark a task that has not finished CANCELLED; True if it was changed."""
 

@@ -7,11 +7,23 @@ server time each, more than running them), because each call's custom plan looks
 than the generic one. Those statements are written so that their generic plans are as good,
 whatever the table statistics (see ``claim_picked`` in ``sql/postgres.sql``; ``make
 bench-explain`` prints both plans).
+
+Connections that heal: after a server restart or a ``pg_terminate_backend`` the pooled idle
+sessions are dead. The pool checks a session before handing it out, cheaply: only one whose
+socket has something to read while idle (the server's goodbye) costs a round trip to test.
+Operations that are safe to repeat (every single statement of :meth:`_run`, and an enqueue
+whose task ids were fixed before the insert) are retried on a lost connection or an
+unreachable server until the outage has lasted ``PGTASKS_RECONNECT_DEADLINE`` seconds
+(default 30); one warning is logged per outage and one when it ends.
 """
 
 from __future__ import annotations
 
+import logging
+import os
+import select
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
@@ -21,7 +33,7 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from pgtasks.sysdb.errors import DatabaseUnavailable
+from pgtasks.sysdb.errors import ConfigurationError, DatabaseUnavailable
 from pgtasks.sysdb.identifiers import quote_identifier
 from pgtasks.sysdb.interface import EnqueueListener
 from pgtasks.sysdb.urls import DatabaseTarget
@@ -50,6 +62,40 @@ def is_unavailable(exc: BaseException) -> bool:
 
 
 GENERIC_POOL_SIZE = 3  # the claim loop, the checkpoint writer, a spare
+RECONNECT_DEADLINE_ENV = "PGTASKS_RECONNECT_DEADLINE"
+DEFAULT_RECONNECT_DEADLINE = 30.0
+FIRST_RETRY_DELAY, MAX_RETRY_DELAY = 0.05, 1.0
+
+log = logging.getLogger("pgtasks.sysdb")
+
+
+def reconnect_deadline() -> float:
+    """Seconds an outage is waited out by operations that are safe to repeat (from
+    ``PGTASKS_RECONNECT_DEADLINE``; 0 turns retries off)."""
+    raw = os.environ.get(RECONNECT_DEADLINE_ENV)
+    if raw is None or raw == "":
+        return DEFAULT_RECONNECT_DEADLINE
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not value >= 0 or value == float("inf"):
+        raise ConfigurationError(f"{RECONNECT_DEADLINE_ENV} must be a number of seconds >= 0, not {raw!r}")
+    return value
+
+
+def session_alive(conn: psycopg.Connection[Any]) -> bool:
+    """Whether an idle pooled session still lives, cheaply. Its socket has nothing to read
+    unless the server spoke: usually to end the session (a restart, a terminated backend).
+    Only then is a round trip spent to test it; a dead one is closed (the pool replaces it)."""
+    try:
+        readable, _, _ = select.select([conn.fileno()], [], [], 0)
+        if readable:
+            ConnectionPool.check_connection(conn)
+    except Exception:
+        conn.close()
+        return False
+    return True
 
 
 def session_options(dsn: str) -> str:
@@ -101,6 +147,9 @@ class PostgresSessions:
         self._pool_wait = POOL_WAIT_SECONDS if pool_wait_seconds is None else pool_wait_seconds
         self._pools: dict[bool, ConnectionPool] = {}
         self._pool_lock = threading.Lock()
+        self._reconnect_deadline = reconnect_deadline()
+        self._outage_since: float | None = None  # time.monotonic() of the first failure
+        self._outage_lock = threading.Lock()
 
     def _close_sessions(self) -> None:
         with self._pool_lock:
@@ -141,18 +190,42 @@ class PostgresSessions:
             return self._pools[generic]
 
     @contextmanager
+    def _pooled(self, generic: bool = False) -> Iterator[psycopg.Connection[Any]]:
+        """A pooled autocommit connection whose session lives (see :func:`session_alive`).
+        On the first dead one found, every idle session of the pool is tested at once, so
+        that after a restart the callers find live sessions, not one dead session each."""
+        pool = self._open_pool(generic)
+        for _ in range(3):
+            with pool.connection() as conn:
+                if session_alive(conn):
+                    yield conn
+                    return
+            pool.check()
+        with pool.connection() as conn:  # sessions keep dying: let the statement tell
+            yield conn
+
+    @contextmanager
     def _conn(self, generic: bool = False) -> Iterator[psycopg.Connection[Any]]:
         """A pooled autocommit connection. A lost connection or an unreachable server
         surfaces as DatabaseUnavailable; the pool drops broken connections when they return."""
         try:
-            with self._open_pool(generic).connection() as conn:
+            with self._pooled(generic) as conn:
                 yield conn
         except (*LOST_SESSION, PoolTimeout) as exc:
             if not isinstance(exc, PoolTimeout) and not is_unavailable(exc):
                 raise
             raise DatabaseUnavailable(
-                f"the pgtasks database {self.target.display_url} is unavailable: {exc}"
+                f"the pgtasks database {self.target.display_url} is unavailable: {self._describe(exc)}"
             ) from exc
+
+    def _describe(self, exc: Exception) -> str:
+        """The error as the caller should read it: a pool timeout says it is one."""
+        if isinstance(exc, PoolTimeout):
+            return (
+                f"no pooled connection within {self._pool_wait:g}s (pool timeout: every connection "
+                "of the pool in use, or the server does not answer)"
+            )
+        return str(exc)
 
     @contextmanager
     def _tx(self, generic: bool = False) -> Iterator[psycopg.Connection[Any]]:
@@ -167,29 +240,75 @@ class PostgresSessions:
         fetch: Callable[[psycopg.Cursor[Any]], T],
         generic: bool = False,
     ) -> T:
-        """One statement in autocommit. A connection that broke while idle in the pool (a
-        server restart, an idle timeout) is retried once on a fresh one, after the pool has
-        replaced every broken idle connection: every statement run here is safe to repeat
-        (reads, and writes that are idempotent or fenced)."""
-        for attempt in (1, 2):
+        """One statement in autocommit, retried through an outage (see :meth:`_retrying`):
+        every statement run here is safe to repeat (reads, and writes that are idempotent or
+        fenced)."""
+        return self._retrying(lambda conn: fetch(conn.execute(self.sql[name], params or {})), generic)
+
+    def _retrying(self, body: Callable[[psycopg.Connection[Any]], T], generic: bool = False) -> T:
+        """``body`` on a pooled autocommit connection; on a lost connection or an unreachable
+        server, again on a fresh one, until the outage has lasted the reconnect deadline
+        (then DatabaseUnavailable). ``body`` must be safe to repeat: an attempt whose reply
+        was lost may have committed."""
+        delay = FIRST_RETRY_DELAY
+        while True:
+            conn: psycopg.Connection[Any] | None = None
             try:
-                with self._open_pool(generic).connection() as conn:
-                    return fetch(conn.execute(self.sql[name], params or {}))
-            # PoolTimeout first: it is an OperationalError too, raised before any connection
-            # is bound, so the retry test below must never see it.
+                with self._pooled(generic) as conn:
+                    result = body(conn)
+            # PoolTimeout is an OperationalError too, raised before any connection is bound.
             except PoolTimeout as exc:
-                raise DatabaseUnavailable(
-                    f"the pgtasks database {self.target.display_url} is unavailable: {exc}"
-                ) from exc
+                error: Exception = exc
             except LOST_SESSION as exc:
                 if not is_unavailable(exc):
-                    raise
-                if attempt == 2 or not conn.broken:
+                    raise  # the request's own fault (a program limit, ...): never an outage
+                if conn is not None and not conn.broken:  # the session lives: not an outage
                     raise DatabaseUnavailable(
                         f"the pgtasks database {self.target.display_url} is unavailable: {exc}"
                     ) from exc
-                self._open_pool(generic).check()
-        raise AssertionError("unreachable")
+                error = exc
+                if conn is not None:
+                    self._open_pool(generic).check()  # replace every other dead idle session
+            else:
+                self._outage_ended()
+                return result
+            waited = self._outage_began(error)
+            left = self._reconnect_deadline - waited
+            if left <= 0:
+                raise DatabaseUnavailable(
+                    f"the pgtasks database {self.target.display_url} is unavailable: {self._describe(error)}"
+                ) from error
+            time.sleep(min(delay, left))
+            delay = min(delay * 2, MAX_RETRY_DELAY)
+
+    def _outage_began(self, error: Exception) -> float:
+        """Note a failed attempt; return how long the outage has lasted. Warns once."""
+        now = time.monotonic()
+        with self._outage_lock:
+            first = self._outage_since is None
+            if self._outage_since is None:
+                self._outage_since = now
+            since = self._outage_since
+        if first:
+            log.warning(
+                "the pgtasks database %s is unavailable; retrying for up to %gs: %s",
+                self.target.display_url,
+                self._reconnect_deadline,
+                (self._describe(error).strip().splitlines() or [type(error).__name__])[0],
+            )
+        return now - since
+
+    def _outage_ended(self) -> None:
+        if self._outage_since is None:  # the common case: no lock taken
+            return
+        with self._outage_lock:
+            since, self._outage_since = self._outage_since, None
+        if since is not None:
+            log.warning(
+                "the pgtasks database %s is reachable again after %.1fs",
+                self.target.display_url,
+                time.monotonic() - since,
+            )
 
     def _all(
         self, name: str, params: dict[str, Any] | None = None, generic: bool = False

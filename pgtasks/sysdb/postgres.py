@@ -179,8 +179,9 @@ class PostgresSystemDatabase(PostgresSessions, SqlStore):
             return []
         if conn is not None:
             return self._enqueue_on(conn, tasks)
-        with self._conn() as own:
-            return self._enqueue_on(own, tasks)
+        # The task ids were fixed before the insert: an attempt whose reply was lost is found
+        # by the next one (ON CONFLICT), so the enqueue is retried through an outage.
+        return self._retrying(lambda own: self._enqueue_on(own, tasks))
 
     def tasks_enqueue_chunks(self, chunks: Iterable[list[NewTask]], conn: Any = None) -> list[EnqueueResult]:
         if conn is not None:
@@ -286,6 +287,10 @@ class PostgresSystemDatabase(PostgresSessions, SqlStore):
             "inputs": [o.inputs for o in params.outcomes],
             "channel": self.channel,
         }
+
+    def queues_announce(self, queues: tuple[str, ...]) -> None:
+        if queues:
+            self._run("queues_announce", {"channel": self.channel, "queues": list(queues)}, lambda cur: None)
 
     def _announce_on(self, conn: psycopg.Connection[Any], queue: str) -> None:
         conn.execute(self.sql["task_announce"], {"channel": self.channel, "queue": queue})

@@ -1,13 +1,19 @@
 """SQL for a database administrator: the migrations as a script (``pgtasks migrate
 --print-sql``), and least-privilege roles (``pgtasks roles``).
 
-Three roles, from most to least trusted:
+Four roles (docs/security.md has the grant table):
 
-- the **owner** runs ``pgtasks migrate``: it owns the schema and every table (DDL);
+- the **owner** runs ``pgtasks migrate``: it owns the schema and every table (DDL), and is
+  the only role that writes ``pgtasks_migrations``;
 - the **worker** (``pgtasks worker``, ``pgtasks beat``, and apps that send canvases or revoke
   tasks) reads and writes rows, and can create nothing;
-- the **producer** (a web app that only enqueues and reads results) can insert tasks and read
-  rows, and can neither change a row nor create anything.
+- the **admin** (the CLI's management commands, the dashboard: cancel, resume, fork, queue
+  settings, schedules) has the worker's row privileges under its own name and password, so
+  operators' credentials are not the workers';
+- the **producer** (a web app that only enqueues and reads results) can read every row and
+  insert only tasks waiting to run: row-level security (migration 0011) refuses any other
+  new row from a role without the UPDATE privilege (a SUCCESS row, a step record, an event,
+  a schedule, an executor, a migration), and it can change no row.
 """
 
 from __future__ import annotations
@@ -49,15 +55,17 @@ def migration_script(dialect: str, schema: str, applied: int) -> str:
 
 
 DEFAULT_OWNER, DEFAULT_WORKER, DEFAULT_PRODUCER = "pgtasks_owner", "pgtasks_worker", "pgtasks_producer"
+DEFAULT_ADMIN = "pgtasks_admin"
 
 
 @dataclass(frozen=True)
 class RoleNames:
-    """The three role names (validated and quoted when the script is built)."""
+    """The role names (validated and quoted when the script is built)."""
 
     owner: str = DEFAULT_OWNER
     worker: str = DEFAULT_WORKER
     producer: str = DEFAULT_PRODUCER
+    admin: str = DEFAULT_ADMIN
 
 
 def roles_script(schema: str, names: RoleNames | None = None, create_roles: bool = True) -> str:
@@ -69,18 +77,26 @@ def roles_script(schema: str, names: RoleNames | None = None, create_roles: bool
     owner = quote_identifier(names.owner, "role name")
     worker = quote_identifier(names.worker, "role name")
     producer = quote_identifier(names.producer, "role name")
+    admin = quote_identifier(names.admin, "role name")
     lines = ["BEGIN;"]
     if create_roles:
         lines += ["-- Set passwords afterwards: ALTER ROLE name PASSWORD '...';"]
-        lines += [f"CREATE ROLE {role} LOGIN;" for role in (owner, worker, producer)]
+        lines += [f"CREATE ROLE {role} LOGIN;" for role in (owner, worker, admin, producer)]
     lines += [
-        "-- The owner runs `pgtasks migrate`: it owns the schema and every table in it.",
+        "-- The owner runs `pgtasks migrate`: it owns the schema and every table in it. Row-level",
+        "-- security (migration 0011) keeps pgtasks_migrations the owner's alone, and limits the",
+        "-- producer's INSERTs to tasks waiting to run.",
         f"CREATE SCHEMA IF NOT EXISTS {s} AUTHORIZATION {owner};",
-        f"GRANT USAGE ON SCHEMA {s} TO {worker}, {producer};",
+        f"GRANT USAGE ON SCHEMA {s} TO {worker}, {admin}, {producer};",
     ]
     for role, tables, comment in (
         (worker, "SELECT, INSERT, UPDATE, DELETE", "The worker reads and writes rows; it creates nothing."),
-        (producer, "SELECT, INSERT", "The producer enqueues and reads results; it changes no row."),
+        (
+            admin,
+            "SELECT, INSERT, UPDATE, DELETE",
+            "The admin (CLI, dashboard) manages rows; it creates nothing.",
+        ),
+        (producer, "SELECT, INSERT", "The producer enqueues and reads; it inserts waiting tasks only."),
     ):
         lines += [
             f"-- {comment}",

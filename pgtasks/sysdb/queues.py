@@ -3,7 +3,9 @@ of the ``queue_upsert`` statement."""
 
 from __future__ import annotations
 
+import json
 import math
+from collections.abc import Mapping
 from dataclasses import fields
 from typing import Any
 
@@ -32,13 +34,36 @@ def check_queue_settings(settings: QueueSettings) -> None:
         )
 
 
-def upsert_params(params: QueueUpsert, queue_id: str) -> dict[str, Any]:
+def upsert_params(params: QueueUpsert, queue_id: str, row: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The parameters of the ``queue_upsert`` statement: every setting, and a ``set_<column>``
-    flag per column saying whether an existing row takes it (only the ``changed`` ones)."""
+    flag per column saying whether the existing ``row`` (None: no row yet) takes it.
+
+    The rule (docs/worker.md): an operator's write takes the columns it names and marks them
+    as set by an operator; the app's declaration takes the named columns except those an
+    operator set, unless the app's declared value of such a column changed since the app's
+    last declaration (then the new declared value wins and the mark is dropped)."""
     changed = frozenset(SETTABLE) if params.changed is None else params.changed
     unknown = changed - set(SETTABLE)
     if unknown:
         raise ConfigurationError(f"unknown queue settings {sorted(unknown)}; known: {list(SETTABLE)}")
     values: dict[str, Any] = {c: getattr(params.settings, c) for c in SETTABLE}
-    flags = {f"set_{c}": c in changed for c in SETTABLE}
-    return {**values, **flags, "queue_id": queue_id, "name": params.settings.name}
+    by_operator: set[str] = set() if row is None else set(json.loads(row["operator_set"] or "[]"))
+    if params.declared:
+        before = None if row is None or row["declared"] is None else json.loads(row["declared"])
+        taken = {
+            c for c in changed if c not in by_operator or (before is not None and before.get(c) != values[c])
+        }
+        by_operator -= taken
+        declared: str | None = json.dumps(values, sort_keys=True)
+    else:
+        taken, declared = set(changed), None
+        by_operator |= changed
+    flags = {f"set_{c}": c in taken for c in SETTABLE}
+    return {
+        **values,
+        **flags,
+        "queue_id": queue_id,
+        "name": params.settings.name,
+        "declared": declared,
+        "operator_set": json.dumps(sorted(by_operator)),
+    }

@@ -319,10 +319,16 @@ class QueueSettings:
 @dataclass(frozen=True, slots=True)
 class QueueUpsert:
     """Create the queue ``settings.name`` if missing; on an existing queue change only the
-    columns named in ``changed`` (all of them when None)."""
+    columns named in ``changed`` (all of them when None).
+
+    ``declared`` marks the app's own declaration (``app.queue(...)``, written by a starting
+    worker): it changes a column an operator set only when the app's declared value of that
+    column changed since its last declaration. Otherwise the write is an operator's
+    (``pgtasks queue set``, the dashboard), and the columns it names stay as set."""
 
     settings: QueueSettings
     changed: frozenset[str] | None = None
+    declared: bool = False
 
 
 @dataclass(frozen=True, slots=True)

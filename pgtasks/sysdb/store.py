@@ -76,6 +76,13 @@ class SqlStore(CompletionStore, EventStore, ScheduleStore, SystemDatabase):
     def tasks_promote_delayed(self) -> int:
         return self._write("tasks_promote_delayed").count
 
+    def tasks_next_due(self, queues: tuple[str, ...]) -> int | None:
+        due = self._read("tasks_next_due", {"queues": self._list(list(queues))})[0]["due_in_ms"]
+        return None if due is None else max(0, int(due))
+
+    def queues_announce(self, queues: tuple[str, ...]) -> None:
+        return None  # a dialect with notifications overrides this
+
     def tasks_expire(self) -> int:
         return self._write("tasks_expire").count
 
@@ -183,8 +190,10 @@ class SqlStore(CompletionStore, EventStore, ScheduleStore, SystemDatabase):
     # -- queues -------------------------------------------------------------------------
     def queue_upsert(self, params: QueueUpsert) -> QueueSettings:
         check_queue_settings(params.settings)
-        rows = self._write("queue_upsert", upsert_params(params, str(uuid.uuid4()))).rows
-        return queue_from_row(rows[0])
+        with self._transaction() as conn:  # the row is locked from the read to the write
+            row = self._on(conn, "queue_get_locked", {"name": params.settings.name}).fetchone()
+            args = upsert_params(params, str(uuid.uuid4()), row)
+            return queue_from_row(self._on(conn, "queue_upsert", args).fetchone())
 
     def queues_get(self, names: tuple[str, ...] = ()) -> list[QueueSettings]:
         if not names:

@@ -97,7 +97,8 @@ class BatchCompleter:
                 if self._give_up.is_set():
                     log.error("could not write %d outcomes (recovery will re-run them): %s", len(batch), exc)
                     return
-                log.warning("writing %d outcomes failed, retrying in %.2fs: %s", len(batch), delay, exc)
+                level = logging.WARNING if delay == FIRST_RETRY_DELAY else logging.DEBUG  # once per outage
+                log.log(level, "writing %d outcomes failed, retrying in %.2fs: %s", len(batch), delay, exc)
                 self._give_up.wait(delay)
                 delay = min(delay * 2, MAX_RETRY_DELAY)
         for outcome in batch:

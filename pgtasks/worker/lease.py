@@ -68,8 +68,15 @@ class LeaseKeeper:
             log.info("cancelled %d tasks that expired before they started", expired)
 
     def _run(self) -> None:
+        failing = False
         while not self._stop.wait(self.interval):
             try:
                 self.tick()
             except Exception as exc:  # the database may be restarting: keep trying
-                log.warning("lease round failed: %s", exc)
+                # One warning per outage, not one per round.
+                log.log(logging.DEBUG if failing else logging.WARNING, "lease round failed: %s", exc)
+                failing = True
+            else:
+                if failing:
+                    log.warning("lease rounds succeed again")
+                failing = False

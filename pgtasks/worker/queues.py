@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from dataclasses import fields
 
 from pgtasks.engine.worker_api import WorkerApi
 from pgtasks.sysdb.records import QueueClaim, QueueSettings, QueueUpsert
@@ -23,9 +24,25 @@ class QueueBook:
         self._lock = threading.Lock()
 
     def declare(self, declared: dict[str, QueueSettings]) -> None:
-        """Write the app's declared queues, and create rows for consumed queues that have none."""
+        """Write the app's declared queues, and create rows for consumed queues that have none.
+
+        A value an operator set (`pgtasks queue set`) stays unless the app's declared value
+        of that column changed since its last declaration; a running value replaced here is
+        logged."""
+        before = {q.name: q for q in self._store.queues(tuple(declared))} if declared else {}
         for settings in declared.values():
-            self._store.upsert_queue(QueueUpsert(settings))
+            after = self._store.upsert_queue(QueueUpsert(settings, declared=True))
+            old = before.get(settings.name)
+            if old is not None and old != after:
+                log.warning(
+                    "queue %s: the app's declared settings replace the running ones: %s",
+                    settings.name,
+                    ", ".join(
+                        f"{c}={getattr(old, c)!r}->{getattr(after, c)!r}"
+                        for c in (f.name for f in fields(QueueSettings))
+                        if getattr(old, c) != getattr(after, c)
+                    ),
+                )
         for name in self._names:
             if name not in declared:
                 self._store.upsert_queue(QueueUpsert(QueueSettings(name), changed=frozenset()))
@@ -55,6 +72,12 @@ class QueueBook:
                 period = None if s.rate_limit_period_sec is None else round(s.rate_limit_period_sec * 1000)
                 out.append(QueueClaim(name, room, s.concurrency, s.rate_limit_max, period, s.partition_queue))
         return tuple(out)
+
+    def globally_limited(self, queue: str) -> bool:
+        """Whether ``queue`` has a global concurrency limit (a freed slot is news to others)."""
+        with self._lock:
+            s = self._settings.get(queue)
+        return s is not None and s.concurrency is not None
 
     def started(self, queue: str) -> None:
         with self._lock:

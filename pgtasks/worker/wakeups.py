@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 
 from pgtasks.engine.errors import DatabaseUnavailable
 from pgtasks.engine.worker_api import EnqueueListener, WorkerApi
@@ -19,12 +20,19 @@ RECONNECT_DELAYS = (0.1, 0.5, 1.0, 2.0, 5.0)
 
 
 class WakeOnEnqueue:
-    """A thread that sets ``wake`` whenever one of ``queues`` is announced."""
+    """A thread that sets ``wake`` (and calls ``also``) whenever one of ``queues`` is announced."""
 
-    def __init__(self, store: WorkerApi, queues: tuple[str, ...], wake: threading.Event) -> None:
+    def __init__(
+        self,
+        store: WorkerApi,
+        queues: tuple[str, ...],
+        wake: threading.Event,
+        also: Callable[[], None] | None = None,
+    ) -> None:
         self._store = store
         self._queues = set(queues)
         self._wake = wake
+        self._also = also
         self._stop = threading.Event()
         self.listening = threading.Event()
 
@@ -55,8 +63,11 @@ class WakeOnEnqueue:
                 except DatabaseUnavailable as exc:
                     delay = RECONNECT_DELAYS[min(failures, len(RECONNECT_DELAYS) - 1)]
                     failures += 1
-                    log.warning(
-                        "cannot listen for new tasks (polling meanwhile), retry in %.1fs: %s", delay, exc
+                    log.log(
+                        logging.WARNING if failures == 1 else logging.DEBUG,  # once per outage
+                        "cannot listen for new tasks (polling meanwhile), retry in %.1fs: %s",
+                        delay,
+                        exc,
                     )
                     self._stop.wait(delay)
                     continue
@@ -66,6 +77,8 @@ class WakeOnEnqueue:
                 while not self._stop.is_set():
                     if listener.wait(timeout=0.5) & self._queues:
                         self._wake.set()
+                        if self._also is not None:
+                            self._also()
             except DatabaseUnavailable as exc:
                 log.warning("lost the listener connection (polling meanwhile): %s", exc)
             finally:

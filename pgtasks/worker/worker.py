@@ -30,6 +30,7 @@ from pgtasks.sysdb.records import (
     TaskRecord,
 )
 from pgtasks.worker.completer import BatchCompleter
+from pgtasks.worker.due import DueTimer
 from pgtasks.worker.lease import LeaseKeeper
 from pgtasks.worker.pools import PoolOptions, make_pool
 from pgtasks.worker.queues import QueueBook
@@ -114,6 +115,11 @@ class Worker:
         self._completer: BatchCompleter | None = None
         self._lease: LeaseKeeper | None = None
         self._wakeups: WakeOnEnqueue | None = None
+        self._due: DueTimer | None = None
+        # Outcomes in the completer's hands that change a due time (a retry with a delay) or
+        # free a slot of a queue under a global limit: acted on once they are committed.
+        self._retrying: set[str] = set()
+        self._freeing: dict[str, str] = {}
         self.listening = False
         self.queues: QueueBook | None = None
 
@@ -138,7 +144,9 @@ class Worker:
         self._lease = LeaseKeeper(store, self.info, self.engine.settings.lease_seconds, self._lease_round)
         self._lease.start()
         self._lease.tick()
-        self._wakeups = WakeOnEnqueue(store, self.options.queues, self._wake)
+        self._due = DueTimer(store, self.options.queues, self._wake, self.engine.settings.poll_interval)
+        self._due.start()
+        self._wakeups = WakeOnEnqueue(store, self.options.queues, self._wake, self._due.poke)
         self.listening = self._wakeups.start()
 
     def _lease_round(self) -> None:
@@ -158,8 +166,22 @@ class Worker:
                 self._pool.terminate(task_id)
 
     def _disown(self, task_ids: list[str]) -> None:
+        """Called by the completer once a batch of outcomes is written (or abandoned)."""
         with self._running_lock:
             self._owned.difference_update(task_ids)
+            retried = bool(self._retrying.intersection(task_ids))
+            self._retrying.difference_update(task_ids)
+            freed = {self._freeing.pop(t) for t in task_ids if t in self._freeing}
+        if retried and self._due is not None:
+            self._due.poke()
+        if freed:
+            # A slot under a global limit is free only now that the outcome is committed:
+            # this worker claims again, and the others hear of it (NOTIFY) at once.
+            self._wake.set()
+            try:
+                self._store.announce(tuple(sorted(freed)))
+            except DatabaseUnavailable as exc:  # the others find the slot at their next poll
+                log.debug("could not announce freed slots: %s", exc)
 
     def _check_executor_id_free(self) -> None:
         for other in self._store.executors():
@@ -292,6 +314,7 @@ class Worker:
                 self._hidden.pop(record.task_id, ()),
             )
             if outcome is not None and self._completer is not None:
+                self._note_effects(record, outcome)
                 if record.has_links:  # its links are resolved in the outcome's transaction
                     outcome = dataclasses.replace(outcome, has_links=True)
                 self._completer.submit(outcome)
@@ -303,6 +326,15 @@ class Worker:
             with self._running_lock:
                 self._running -= 1
             self._wake.set()
+
+    def _note_effects(self, record: TaskRecord, outcome: Outcome) -> None:
+        """Remember what to do once this outcome is committed (see :meth:`_disown`)."""
+        limited = self.queues is not None and self.queues.globally_limited(record.queue_name)
+        with self._running_lock:
+            if outcome.retry_in_ms is not None:
+                self._retrying.add(record.task_id)
+            if limited:
+                self._freeing[record.task_id] = record.queue_name
 
     def broken_part(self, claim_loop: threading.Thread) -> str | None:
         """What of this worker stopped on its own (the claim loop, the pool), or None."""
@@ -344,6 +376,8 @@ class Worker:
             self._completer.stop(timeout=max(1.0, deadline - time.monotonic()))
         if self._lease is not None:
             self._lease.stop()
+        if self._due is not None:
+            self._due.stop()
         if self._wakeups is not None:
             self._wakeups.stop()
         if finished:

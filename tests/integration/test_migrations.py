@@ -35,7 +35,13 @@ def _pg_catalog(conn: psycopg.Connection[Any], schema: str) -> dict[str, Any]:
         [schema],
     ).fetchall()
     strip = [(r[0].split(".")[-1], r[1], r[2].replace(f"{schema}.", "S.")) for r in constraints]
-    return {"columns": columns, "indexes": indexes, "constraints": strip}
+    policies = conn.execute(
+        "SELECT tablename, policyname, cmd, qual, with_check FROM pg_policies WHERE schemaname = %s"
+        " ORDER BY 1, 2",
+        [schema],
+    ).fetchall()
+    policies = [tuple(str(v).replace(f"{schema}.", "S.") for v in p) for p in policies]
+    return {"columns": columns, "indexes": indexes, "constraints": strip, "policies": policies}
 
 
 @pytest.fixture
@@ -58,8 +64,9 @@ def test_postgres_migrated_schema_equals_declared(
         got["columns"] = [c for c in got["columns"] if c[0] != "pgtasks_migrations"]
         got["constraints"] = [c for c in got["constraints"] if c[0] != "pgtasks_migrations"]
         got["indexes"] = [i for i in got["indexes"] if "pgtasks_migrations" not in i[0]]
+        got["policies"] = [p for p in got["policies"] if p[0] != "pgtasks_migrations"]
         assert got == want
-        assert len(want["columns"]) > 50 and len(want["indexes"]) > 10
+        assert len(want["columns"]) > 50 and len(want["indexes"]) > 10 and len(want["policies"]) == 36
     finally:
         pg_conn.execute(f'DROP SCHEMA "{migrated}" CASCADE')
         pg_conn.execute(f'DROP SCHEMA "{declared}" CASCADE')

@@ -1,13 +1,16 @@
-"""Least privilege on PostgreSQL: the roles `pgtasks roles` prints. The owner migrates; the
+"""Least privilege on PostgreSQL: the roles `pgtasks roles` prints (issue 17: each forgery
+from the issue, tried as each role, is refused). The owner migrates; the
 worker runs tasks, steps, canvases and schedules but can create nothing; the producer
 enqueues and reads results but can change no row. Also `pgtasks migrate --print-sql`."""
 
 from __future__ import annotations
 
 import datetime as dt
+import json
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlsplit
 
 import psycopg
@@ -44,6 +47,7 @@ class Roles:
     owner: str
     worker: str
     producer: str
+    admin: str
 
 
 @pytest.fixture
@@ -51,11 +55,11 @@ def roles(pg_server_url: str) -> Iterator[Roles]:
     """Fresh roles and schema, made by the script `pgtasks roles` prints, then migrated by
     the owner; dropped afterwards (roles are global to the server)."""
     suffix = uuid.uuid4().hex[:8]
-    names = RoleNames(f"o_{suffix}", f"w_{suffix}", f"p_{suffix}")
+    names = RoleNames(f"o_{suffix}", f"w_{suffix}", f"p_{suffix}", f"a_{suffix}")
     schema = f"r_{suffix}"
     with psycopg.connect(pg_server_url, autocommit=True) as conn:
         conn.execute(roles_script(schema, names))
-        for role in (names.owner, names.worker, names.producer):
+        for role in (names.owner, names.worker, names.producer, names.admin):
             conn.execute(f"ALTER ROLE \"{role}\" PASSWORD '{PASSWORD}'")
     owner_db = open_system_database(as_role(pg_server_url, names.owner, schema))
     assert owner_db.migrate()  # the owner creates every table
@@ -66,11 +70,12 @@ def roles(pg_server_url: str) -> Iterator[Roles]:
             as_role(pg_server_url, names.owner, schema),
             as_role(pg_server_url, names.worker, schema),
             as_role(pg_server_url, names.producer, schema),
+            as_role(pg_server_url, names.admin, schema),
         )
     finally:
         with psycopg.connect(pg_server_url, autocommit=True) as conn:
             conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
-            for role in (names.owner, names.worker, names.producer):
+            for role in (names.owner, names.worker, names.producer, names.admin):
                 conn.execute(f'DROP OWNED BY "{role}"')
                 conn.execute(f'DROP ROLE "{role}"')
 
@@ -174,3 +179,124 @@ def test_the_worker_role_of_the_test_suite_cannot_create(pg_server_url: str) -> 
         assert ddl_refused(url, schema)
     finally:
         drop_schema(pg_server_url, schema)
+
+
+# -- forgeries (issue 17, item 2) ------------------------------------------------------
+NOW = "(extract(epoch from now()) * 1000)::bigint"
+
+
+def run(url: str, sql: str, params: tuple[Any, ...] = ()) -> int:
+    """Run ``sql`` (``S.`` names the schema) as the URL's role; the rows it changed."""
+    dsn, schema = url.split("?schema=")
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        return conn.execute(sql.replace("S.", f'"{schema}".'), params).rowcount
+
+
+def forged_step(url: str, task_id: str) -> None:
+    """A step record that would make a replay of ``task_id`` return a forged value."""
+    run(
+        url,
+        "INSERT INTO S.operation_outputs (workflow_uuid, function_id, function_name, output)"
+        " VALUES (%s, 1, 'roles.double', %s)",
+        (task_id, json.dumps(666)),
+    )
+
+
+def forged_success(url: str, task_id: str) -> None:
+    """A SUCCESS row under an id that a later genuine enqueue would then return unrun."""
+    run(
+        url,
+        "INSERT INTO S.workflow_status (workflow_uuid, status, name, inputs, queue_name, output,"
+        f" created_at, updated_at) VALUES (%s, 'SUCCESS', 'roles.add', '[]', 'default', '666', {NOW}, {NOW})",
+        (task_id,),
+    )
+
+
+def forged_schedule(url: str) -> None:
+    run(
+        url,
+        "INSERT INTO S.workflow_schedules (schedule_id, schedule_name, workflow_name, schedule)"
+        " VALUES (%s, 'evil', 'roles.add', '* * * * *')",
+        (str(uuid.uuid4()),),
+    )
+
+
+def forged_migration(url: str) -> None:
+    run(url, f"INSERT INTO S.pgtasks_migrations VALUES (999, 'stop everyone', {NOW})")
+
+
+def forged_executor(url: str) -> None:
+    run(
+        url,
+        "INSERT INTO S.executors (executor_id, hostname, pid, application_version, started_at,"
+        f" last_heartbeat) VALUES ('evil', 'h', 1, 'v', {NOW}, {NOW})",
+    )
+
+
+def victim(roles: Roles) -> str:
+    client = Client(roles.worker)
+    task_id = client.enqueue("roles.add", [2, 3]).id
+    client.close()
+    return task_id
+
+
+@pytest.mark.parametrize("forge", ["step", "success", "schedule", "migration", "executor"])
+def test_the_producer_cannot_forge(roles: Roles, forge: str) -> None:
+    attempt = {
+        "step": lambda: forged_step(roles.producer, victim(roles)),
+        "success": lambda: forged_success(roles.producer, "later-" + uuid.uuid4().hex),
+        "schedule": lambda: forged_schedule(roles.producer),
+        "migration": lambda: forged_migration(roles.producer),
+        "executor": lambda: forged_executor(roles.producer),
+    }[forge]
+    with pytest.raises(psycopg.errors.InsufficientPrivilege):
+        attempt()
+
+
+@pytest.mark.parametrize("role", ["worker", "admin", "producer"])
+def test_only_the_owner_writes_the_migrations_table(roles: Roles, role: str) -> None:
+    with pytest.raises(psycopg.errors.InsufficientPrivilege):
+        forged_migration(getattr(roles, role))
+    for change in ("UPDATE S.pgtasks_migrations SET name = 'x'", "DELETE FROM S.pgtasks_migrations"):
+        if role == "producer":  # no UPDATE or DELETE privilege at all
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                run(roles.producer, change)
+        else:  # row-level security shows them no row to change
+            assert run(getattr(roles, role), change) == 0
+    assert run(roles.owner, "SELECT 1 FROM S.pgtasks_migrations WHERE name = 'x' OR version = 999") == 0
+    # Every process still starts: the owner's table is intact.
+    client = Client(roles.producer)
+    assert client.enqueue("roles.add", [1, 1]).status == "ENQUEUED"
+    client.close()
+
+
+def test_a_forged_success_cannot_preempt_a_genuine_enqueue(roles: Roles) -> None:
+    task_id = "genuine-" + uuid.uuid4().hex
+    with pytest.raises(psycopg.errors.InsufficientPrivilege):
+        forged_success(roles.producer, task_id)
+    worker = App("roles", database_url=roles.worker)
+
+    @worker.task(name="roles.add")
+    def add(x: int, y: int) -> int:
+        return x + y
+
+    producer = Client(roles.producer)
+    try:
+        handle = producer.enqueue("roles.add", [2, 3], task_id=task_id)
+        with running_worker(worker):
+            assert handle.get(timeout=60) == 5  # it ran: nothing answered in its place
+        # A producer may still enqueue delayed work, and read results, events and queues.
+        assert producer.enqueue("roles.add", [1, 2], countdown=3600).status == "DELAYED"
+        assert producer.engine.admin.queues() is not None
+    finally:
+        producer.close()
+        worker.close()
+
+
+def test_the_worker_and_admin_roles_still_do_their_work(roles: Roles) -> None:
+    forged_schedule(roles.admin)  # the admin manages schedules (the CLI's `schedule` commands)
+    for role in ("worker", "admin"):
+        client = Client(getattr(roles, role))
+        handle = client.enqueue("roles.add", [1, 2])
+        assert client.engine.admin.cancel(handle.id)  # the CLI's cancel
+        client.close()

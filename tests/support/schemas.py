@@ -58,7 +58,9 @@ def worker_role_url(server_url: str, schema: str) -> str:
     db.close()
     with psycopg.connect(server_url, autocommit=True) as conn:
         exists = conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", [WORKER_ROLE]).fetchone()
-        script = roles_script(schema, RoleNames(owner, WORKER_ROLE, WORKER_ROLE), create_roles=False)
+        script = roles_script(
+            schema, RoleNames(owner, WORKER_ROLE, WORKER_ROLE, WORKER_ROLE), create_roles=False
+        )
         if not exists:
             conn.execute(f"CREATE ROLE {WORKER_ROLE} LOGIN")
         conn.execute(script)

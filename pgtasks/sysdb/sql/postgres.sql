@@ -281,16 +281,23 @@ VALUES (%(queue_id)s, %(name)s, %(paused)s, __now_ms__, __now_ms__)
 ON CONFLICT (name) DO UPDATE SET paused = excluded.paused, updated_at = __now_ms__
 RETURNING *
 
+-- name: queue_get_locked
+SELECT * FROM __schema__.queues WHERE name = %(name)s FOR UPDATE
+
 -- name: queue_upsert
 -- A new queue takes every setting; an existing one only the columns whose set_<column> flag
--- is true (the settings the caller named): the others keep their stored value.
+-- is true (the settings the caller named): the others keep their stored value. Which flags
+-- are true is decided from the row queue_get_locked read in the same transaction.
 INSERT INTO __schema__.queues (
     queue_id, name, concurrency, worker_concurrency, rate_limit_max, rate_limit_period_sec,
-    priority_enabled, partition_queue, polling_interval_sec, created_at, updated_at)
+    priority_enabled, partition_queue, polling_interval_sec, declared, operator_set,
+    created_at, updated_at)
 VALUES (%(queue_id)s, %(name)s, %(concurrency)s, %(worker_concurrency)s, %(rate_limit_max)s,
         %(rate_limit_period_sec)s, %(priority_enabled)s, %(partition_queue)s,
-        %(polling_interval_sec)s, __now_ms__, __now_ms__)
+        %(polling_interval_sec)s, %(declared)s, %(operator_set)s, __now_ms__, __now_ms__)
 ON CONFLICT (name) DO UPDATE SET
+    declared = COALESCE(excluded.declared, queues.declared),
+    operator_set = excluded.operator_set,
     concurrency = CASE WHEN %(set_concurrency)s THEN excluded.concurrency
                        ELSE queues.concurrency END,
     worker_concurrency = CASE WHEN %(set_worker_concurrency)s THEN excluded.worker_concurrency
@@ -356,6 +363,16 @@ SELECT workflow_uuid FROM done, notified
 UPDATE __schema__.workflow_status
 SET status = 'ENQUEUED', delay_until_epoch_ms = NULL, updated_at = __now_ms__
 WHERE status = 'DELAYED' AND delay_until_epoch_ms <= __now_ms__
+
+-- name: tasks_next_due
+-- Milliseconds until the earliest DELAYED task of the queues is due (negative when one is
+-- overdue, NULL when none waits). workflow_status_delayed_idx walks the due times in order.
+SELECT min(delay_until_epoch_ms) - __now_ms__ AS due_in_ms
+FROM __schema__.workflow_status
+WHERE status = 'DELAYED' AND queue_name = ANY(%(queues)b::text[])
+
+-- name: queues_announce
+SELECT count(pg_notify(%(channel)s, q)) AS n FROM unnest(%(queues)b::text[]) AS q
 
 -- name: task_cancel
 UPDATE __schema__.workflow_status

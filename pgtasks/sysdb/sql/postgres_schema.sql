@@ -154,7 +154,9 @@ CREATE TABLE __schema__.queues (
     polling_interval_sec DOUBLE PRECISION NOT NULL DEFAULT 1.0,
     created_at BIGINT NOT NULL,
     updated_at BIGINT NOT NULL,
-    paused BOOLEAN NOT NULL DEFAULT FALSE
+    paused BOOLEAN NOT NULL DEFAULT FALSE,
+    declared TEXT,
+    operator_set TEXT NOT NULL DEFAULT '[]'
 );
 
 CREATE TABLE __schema__.executors (
@@ -183,3 +185,62 @@ CREATE INDEX task_links_child_idx ON __schema__.task_links (child_uuid, kind, po
 -- A chord's body asks, at each parent's outcome, whether any parent is still to come.
 CREATE INDEX task_links_chord_waiting_idx ON __schema__.task_links (child_uuid)
     WHERE kind = 'chord' AND NOT done;
+
+-- Row-level security for the roles of `pgtasks roles` (see migration 0009; the owner bypasses it).
+ALTER TABLE __schema__.workflow_status ENABLE ROW LEVEL SECURITY;
+CREATE POLICY pgtasks_read ON __schema__.workflow_status FOR SELECT USING (true);
+CREATE POLICY pgtasks_update ON __schema__.workflow_status FOR UPDATE USING (true) WITH CHECK (true);
+CREATE POLICY pgtasks_delete ON __schema__.workflow_status FOR DELETE USING (true);
+CREATE POLICY pgtasks_insert ON __schema__.workflow_status FOR INSERT WITH CHECK (
+    has_table_privilege('__schema__.workflow_status'::regclass, 'UPDATE')
+    OR (status IN ('ENQUEUED', 'DELAYED') AND output IS NULL AND error IS NULL
+        AND executor_id IS NULL AND claim_token IS NULL AND recovery_attempts = 0 AND end_reason IS NULL
+        AND started_at_epoch_ms IS NULL));
+
+ALTER TABLE __schema__.operation_outputs ENABLE ROW LEVEL SECURITY;
+CREATE POLICY pgtasks_read ON __schema__.operation_outputs FOR SELECT USING (true);
+CREATE POLICY pgtasks_update ON __schema__.operation_outputs FOR UPDATE USING (true) WITH CHECK (true);
+CREATE POLICY pgtasks_delete ON __schema__.operation_outputs FOR DELETE USING (true);
+CREATE POLICY pgtasks_insert ON __schema__.operation_outputs FOR INSERT WITH CHECK (has_table_privilege('__schema__.operation_outputs'::regclass, 'UPDATE'));
+
+ALTER TABLE __schema__.workflow_events ENABLE ROW LEVEL SECURITY;
+CREATE POLICY pgtasks_read ON __schema__.workflow_events FOR SELECT USING (true);
+CREATE POLICY pgtasks_update ON __schema__.workflow_events FOR UPDATE USING (true) WITH CHECK (true);
+CREATE POLICY pgtasks_delete ON __schema__.workflow_events FOR DELETE USING (true);
+CREATE POLICY pgtasks_insert ON __schema__.workflow_events FOR INSERT WITH CHECK (has_table_privilege('__schema__.workflow_events'::regclass, 'UPDATE'));
+
+ALTER TABLE __schema__.notifications ENABLE ROW LEVEL SECURITY;
+CREATE POLICY pgtasks_read ON __schema__.notifications FOR SELECT USING (true);
+CREATE POLICY pgtasks_update ON __schema__.notifications FOR UPDATE USING (true) WITH CHECK (true);
+CREATE POLICY pgtasks_delete ON __schema__.notifications FOR DELETE USING (true);
+CREATE POLICY pgtasks_insert ON __schema__.notifications FOR INSERT WITH CHECK (has_table_privilege('__schema__.notifications'::regclass, 'UPDATE'));
+
+ALTER TABLE __schema__.workflow_schedules ENABLE ROW LEVEL SECURITY;
+CREATE POLICY pgtasks_read ON __schema__.workflow_schedules FOR SELECT USING (true);
+CREATE POLICY pgtasks_update ON __schema__.workflow_schedules FOR UPDATE USING (true) WITH CHECK (true);
+CREATE POLICY pgtasks_delete ON __schema__.workflow_schedules FOR DELETE USING (true);
+CREATE POLICY pgtasks_insert ON __schema__.workflow_schedules FOR INSERT WITH CHECK (has_table_privilege('__schema__.workflow_schedules'::regclass, 'UPDATE'));
+
+ALTER TABLE __schema__.application_versions ENABLE ROW LEVEL SECURITY;
+CREATE POLICY pgtasks_read ON __schema__.application_versions FOR SELECT USING (true);
+CREATE POLICY pgtasks_update ON __schema__.application_versions FOR UPDATE USING (true) WITH CHECK (true);
+CREATE POLICY pgtasks_delete ON __schema__.application_versions FOR DELETE USING (true);
+CREATE POLICY pgtasks_insert ON __schema__.application_versions FOR INSERT WITH CHECK (has_table_privilege('__schema__.application_versions'::regclass, 'UPDATE'));
+
+ALTER TABLE __schema__.queues ENABLE ROW LEVEL SECURITY;
+CREATE POLICY pgtasks_read ON __schema__.queues FOR SELECT USING (true);
+CREATE POLICY pgtasks_update ON __schema__.queues FOR UPDATE USING (true) WITH CHECK (true);
+CREATE POLICY pgtasks_delete ON __schema__.queues FOR DELETE USING (true);
+CREATE POLICY pgtasks_insert ON __schema__.queues FOR INSERT WITH CHECK (has_table_privilege('__schema__.queues'::regclass, 'UPDATE'));
+
+ALTER TABLE __schema__.executors ENABLE ROW LEVEL SECURITY;
+CREATE POLICY pgtasks_read ON __schema__.executors FOR SELECT USING (true);
+CREATE POLICY pgtasks_update ON __schema__.executors FOR UPDATE USING (true) WITH CHECK (true);
+CREATE POLICY pgtasks_delete ON __schema__.executors FOR DELETE USING (true);
+CREATE POLICY pgtasks_insert ON __schema__.executors FOR INSERT WITH CHECK (has_table_privilege('__schema__.executors'::regclass, 'UPDATE'));
+
+ALTER TABLE __schema__.task_links ENABLE ROW LEVEL SECURITY;
+CREATE POLICY pgtasks_read ON __schema__.task_links FOR SELECT USING (true);
+CREATE POLICY pgtasks_update ON __schema__.task_links FOR UPDATE USING (true) WITH CHECK (true);
+CREATE POLICY pgtasks_delete ON __schema__.task_links FOR DELETE USING (true);
+CREATE POLICY pgtasks_insert ON __schema__.task_links FOR INSERT WITH CHECK (has_table_privilege('__schema__.task_links'::regclass, 'UPDATE'));

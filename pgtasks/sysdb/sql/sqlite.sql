@@ -114,16 +114,23 @@ VALUES (:queue_id, :name, :paused, __now_ms__, __now_ms__)
 ON CONFLICT (name) DO UPDATE SET paused = excluded.paused, updated_at = __now_ms__
 RETURNING *
 
+-- name: queue_get_locked
+SELECT * FROM queues WHERE name = :name
+
 -- name: queue_upsert
 -- A new queue takes every setting; an existing one only the columns whose set_<column> flag
--- is true (the settings the caller named): the others keep their stored value.
+-- is true (the settings the caller named): the others keep their stored value. Which flags
+-- are true is decided from the row queue_get_locked read in the same transaction.
 INSERT INTO queues (
     queue_id, name, concurrency, worker_concurrency, rate_limit_max, rate_limit_period_sec,
-    priority_enabled, partition_queue, polling_interval_sec, created_at, updated_at)
+    priority_enabled, partition_queue, polling_interval_sec, declared, operator_set,
+    created_at, updated_at)
 VALUES (:queue_id, :name, :concurrency, :worker_concurrency, :rate_limit_max,
         :rate_limit_period_sec, :priority_enabled, :partition_queue,
-        :polling_interval_sec, __now_ms__, __now_ms__)
+        :polling_interval_sec, :declared, :operator_set, __now_ms__, __now_ms__)
 ON CONFLICT (name) DO UPDATE SET
+    declared = COALESCE(excluded.declared, queues.declared),
+    operator_set = excluded.operator_set,
     concurrency = CASE WHEN :set_concurrency THEN excluded.concurrency
                        ELSE queues.concurrency END,
     worker_concurrency = CASE WHEN :set_worker_concurrency THEN excluded.worker_concurrency
@@ -178,6 +185,13 @@ RETURNING workflow_uuid
 
 -- name: steps_clear
 DELETE FROM operation_outputs WHERE workflow_uuid = :id
+
+-- name: tasks_next_due
+-- Milliseconds until the earliest DELAYED task of the queues is due (negative when one is
+-- overdue, NULL when none waits).
+SELECT min(delay_until_epoch_ms) - __now_ms__ AS due_in_ms
+FROM workflow_status
+WHERE status = 'DELAYED' AND queue_name IN (SELECT value FROM json_each(:queues))
 
 -- name: tasks_promote_delayed
 UPDATE workflow_status

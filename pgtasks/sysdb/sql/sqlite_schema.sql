@@ -150,7 +150,9 @@ CREATE TABLE queues (
     polling_interval_sec REAL NOT NULL DEFAULT 1.0,
     created_at INTEGER NOT NULL,
     updated_at INTEGER NOT NULL,
-    paused INTEGER NOT NULL DEFAULT 0
+    paused INTEGER NOT NULL DEFAULT 0,
+    declared TEXT,
+    operator_set TEXT NOT NULL DEFAULT '[]'
 );
 
 CREATE TABLE executors (

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from pgtasks.sysdb import DatabaseUnavailable
+from pgtasks.sysdb import ConfigurationError, DatabaseUnavailable
 from pgtasks.sysdb.postgres import PostgresSystemDatabase
 from pgtasks.sysdb.records import RecoverStaleParams
 from pgtasks.sysdb.urls import parse_database_url
@@ -20,9 +20,13 @@ def _closed_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def test_postgres_unreachable_server_is_unavailable_on_a_first_attempt() -> None:
+def test_postgres_unreachable_server_is_unavailable_on_a_first_attempt(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     # No connection is ever bound: the pool times out on the very first attempt, which must
-    # surface as DatabaseUnavailable (callers retry it), not as a Python error.
+    # surface as DatabaseUnavailable (callers retry it), not as a Python error. Operations
+    # safe to repeat retry through an outage for PGTASKS_RECONNECT_DEADLINE: shortened here.
+    monkeypatch.setenv("PGTASKS_RECONNECT_DEADLINE", "1")
     url = f"postgresql://postgres@127.0.0.1:{_closed_port()}/postgres?connect_timeout=1"
     db = PostgresSystemDatabase(parse_database_url(url, "pgtasks"), pool_wait_seconds=0.5)
     try:
@@ -36,3 +40,22 @@ def test_postgres_unreachable_server_is_unavailable_on_a_first_attempt() -> None
         assert time.monotonic() - started < 30
     finally:
         db.close()
+
+
+def test_a_pool_timeout_is_reported_as_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PGTASKS_RECONNECT_DEADLINE", "0")
+    url = f"postgresql://postgres@127.0.0.1:{_closed_port()}/postgres?connect_timeout=1"
+    db = PostgresSystemDatabase(parse_database_url(url, "pgtasks"), pool_wait_seconds=0.5)
+    try:
+        with pytest.raises(DatabaseUnavailable, match=r"no pooled connection within 0.5s \(pool timeout"):
+            db.task_get("some-task")
+        with pytest.raises(DatabaseUnavailable, match=r"no pooled connection within 0.5s \(pool timeout"):
+            db.tasks_recover_stale(RecoverStaleParams())  # a transaction
+    finally:
+        db.close()
+
+
+def test_a_bad_reconnect_deadline_is_refused_with_its_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PGTASKS_RECONNECT_DEADLINE", "soon")
+    with pytest.raises(ConfigurationError, match="PGTASKS_RECONNECT_DEADLINE must be a number of seconds"):
+        PostgresSystemDatabase(parse_database_url("postgresql://postgres@127.0.0.1:1/postgres", "pgtasks"))

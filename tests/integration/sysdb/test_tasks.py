@@ -57,6 +57,25 @@ def test_delayed_tasks_wait_until_due(sysdb: SystemDatabase) -> None:
     assert claim(sysdb) == ["due"]
 
 
+def test_next_due_is_the_earliest_delayed_task_of_the_queues(sysdb: SystemDatabase) -> None:
+    assert sysdb.tasks_next_due(("default",)) is None
+    sysdb.tasks_enqueue(
+        [
+            new("hour", delay_ms=3_600_000),
+            new("minute", delay_ms=60_000),
+            new("elsewhere", queue="other", delay_ms=1_000),
+            new("now"),
+        ]
+    )
+    due = sysdb.tasks_next_due(("default",))
+    assert due is not None and 50_000 < due <= 60_000
+    other = sysdb.tasks_next_due(("other", "default"))
+    assert other is not None and other <= 1_000
+    assert sysdb.tasks_next_due(("nobody",)) is None
+    sysdb.tasks_enqueue([new("overdue", delay_until_epoch_ms=sysdb.now_ms() + 50)])
+    wait_for(lambda: sysdb.tasks_next_due(("default",)) == 0, what="an overdue task to read as due now")
+
+
 def test_cancel_resume_and_fork(sysdb: SystemDatabase) -> None:
     sysdb.tasks_enqueue([new("a")])
     claim(sysdb)

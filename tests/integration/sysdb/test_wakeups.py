@@ -27,6 +27,23 @@ def test_a_listener_hears_the_queues_of_committed_enqueues(sysdb: SystemDatabase
         listener.close()
 
 
+def test_announcing_queues_wakes_their_listeners(sysdb: SystemDatabase) -> None:
+    listener = sysdb.open_listener()
+    sysdb.queues_announce(("mail", "sms"))  # SQLite: nothing to do, and no error
+    if listener is None:
+        assert sysdb.target.dialect == "sqlite"
+        return
+    try:
+        sysdb.queues_announce(("mail", "sms"))
+        heard: set[str] = set()
+        while heard != {"mail", "sms"}:
+            got = listener.wait(timeout=30)
+            assert got, "no notification within 30 s"
+            heard |= got
+    finally:
+        listener.close()
+
+
 def test_close_ends_every_connection_and_a_new_instance_sees_the_rows(database_url: str) -> None:
     db = open_system_database(database_url)
     db.migrate()

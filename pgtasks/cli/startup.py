@@ -1,0 +1,72 @@
+"""Starting before the database: ``pgtasks worker`` and ``pgtasks beat`` wait for it.
+
+In docker-compose or Kubernetes the database often comes up after the processes that use it.
+Like Celery's ``broker_connection_retry_on_startup`` (default on), a worker or beat that
+cannot reach its database at start-up logs one clear line and retries with backoff until the
+database answers; ``--no-wait-for-database`` (or ``broker_connection_retry_on_startup =
+False`` in a Celery app's configuration) makes it exit at once instead (exit code 2). Only
+an unreachable database is waited for: a bad URL, a schema this role may not migrate, or any
+other error ends the command at once.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Any
+
+from pgtasks.engine.core import Engine
+from pgtasks.engine.errors import DatabaseUnavailable
+from pgtasks.sysdb.urls import redact_url
+
+FIRST_DELAY = 0.5  # seconds before the first retry; doubled up to MAX_DELAY
+MAX_DELAY = 10.0
+
+
+def retry_on_startup(app: Any, flag: bool | None) -> bool:
+    """Whether to wait: the command line's flag when given, else a Celery app's
+    ``broker_connection_retry_on_startup`` (default True)."""
+    if flag is not None:
+        return flag
+    getter = getattr(getattr(app, "conf", None), "get", None)
+    value = getter("broker_connection_retry_on_startup") if callable(getter) else None
+    return True if value is None else bool(value)
+
+
+def wait_for_database(
+    engine: Engine, log: logging.Logger, wait: bool = True, stop: threading.Event | None = None
+) -> None:
+    """Return once the database answers (connected and migrated). Raises DatabaseUnavailable
+    at once when ``wait`` is False, or if ``stop`` is set while waiting."""
+    delay, since = FIRST_DELAY, time.monotonic()
+    where = redact_url(engine.settings.database_url)
+    attempts = 0
+    while True:
+        try:
+            engine.worker_api.now_ms()
+        except DatabaseUnavailable as exc:
+            if not wait:
+                raise
+            attempts += 1
+            if attempts == 1:
+                log.warning(
+                    "the database %s is not reachable yet; waiting for it (retrying with backoff up to "
+                    "%.0fs; --no-wait-for-database to fail instead): %s",
+                    where,
+                    MAX_DELAY,
+                    exc,
+                )
+            else:
+                log.info(
+                    "still waiting for the database %s (attempt %d, next in %.1fs)", where, attempts, delay
+                )
+            if stop is not None and stop.wait(delay):
+                raise
+            if stop is None:
+                time.sleep(delay)
+            delay = min(delay * 2, MAX_DELAY)
+            continue
+        if attempts:
+            log.warning("the database %s is reachable after %.1fs; starting", where, time.monotonic() - since)
+        return
