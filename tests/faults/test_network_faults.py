@@ -175,12 +175,12 @@ def test_an_enqueue_whose_commit_reply_is_lost_is_found_by_the_retry(
         assert query(pg_url, "SELECT count(*) FROM {t}") == [(1,)]  # committed once
         assert client.enqueue("faults.steps", [2, 0.0], task_id=single).id == single
         proxy.cut_after_commit(TASK_INSERT)
-        assert client.engine.enqueue(batch) == [r.task_id for r in batch]  # retried
-        assert client.engine.enqueue(batch) == [r.task_id for r in batch]
+        assert client.engine.enqueue(batch) == [r.options.task_id for r in batch]  # retried
+        assert client.engine.enqueue(batch) == [r.options.task_id for r in batch]
     finally:
         client.close()
     assert [c.committed for c in proxy.cuts] == [True, True]
-    ids = [single, *(r.task_id for r in batch)]
+    ids = [single, *(r.options.task_id for r in batch)]
     assert sorted(r[0] for r in query(pg_url, "SELECT workflow_uuid FROM {t}")) == sorted(ids)
     workers.start(pg_url, "w1")
     wait_finished(pg_url, ids)
