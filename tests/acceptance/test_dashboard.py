@@ -179,6 +179,21 @@ def _click(browser: WebDriver, form_css: str) -> None:
     browser.find_element(By.CSS_SELECTOR, f"{form_css} button[type=submit]").click()
 
 
+def _press(browser: WebDriver, url: str, css: str) -> None:
+    """Open ``url`` and click the button ``css`` there. The form an earlier click submitted
+    may still be loading its answer (a redirect) and replace the page ``get`` opened, so the
+    page is opened again until the button is found."""
+
+    def pressed() -> bool:
+        browser.get(url)
+        found = browser.find_elements(By.CSS_SELECTOR, css)
+        if found:
+            found[0].click()
+        return bool(found)
+
+    wait_for(pressed, what=f"{css} on {url}")
+
+
 # -- pages ---------------------------------------------------------------------------------
 def test_every_page_loads_with_real_tasks(board: Board, browser: WebDriver, seeded: dict[str, Any]) -> None:
     browser.get(board.base + "/")
@@ -264,11 +279,9 @@ def test_script_in_a_task_name_or_argument_is_shown_as_text(
 def test_every_action_changes_the_database(board: Board, browser: WebDriver, seeded: dict[str, Any]) -> None:
     app: App = seeded["app"]
     admin = app.engine.admin
-    browser.get(board.base + "/queues")
-    browser.find_element(By.CSS_SELECTOR, "tr[id='queue-held'] button[data-action='queue-pause']").click()
+    _press(browser, board.base + "/queues", "tr[id='queue-held'] button[data-action='queue-pause']")
     wait_for(lambda: any(q.paused for q in admin.queues(("held",))), what="the pause")
-    browser.get(board.base + "/queues")
-    browser.find_element(By.CSS_SELECTOR, "tr[id='queue-held'] button[data-action='queue-resume']").click()
+    _press(browser, board.base + "/queues", "tr[id='queue-held'] button[data-action='queue-resume']")
     wait_for(lambda: not admin.queues(("held",))[0].paused, what="the resume")
     form = browser.find_element(By.ID, "limits-held")
     field = form.find_element(By.NAME, "concurrency")
@@ -282,11 +295,9 @@ def test_every_action_changes_the_database(board: Board, browser: WebDriver, see
     assert admin.queues(("held",))[0].rate_limit_max == 30
 
     target = seeded["held"][0]
-    browser.get(board.base + f"/task/{target}")
-    browser.find_element(By.CSS_SELECTOR, "button[data-action='cancel']").click()
+    _press(browser, board.base + f"/task/{target}", "button[data-action='cancel']")
     wait_for(lambda: app.AsyncResult(target).status == "CANCELLED", what="the cancel")
-    browser.get(board.base + f"/task/{target}")
-    browser.find_element(By.CSS_SELECTOR, "button[data-action='resume']").click()
+    _press(browser, board.base + f"/task/{target}", "button[data-action='resume']")
     wait_for(lambda: app.AsyncResult(target).status == "ENQUEUED", what="the resume")
 
     browser.get(board.base + f"/task/{seeded['ok']}")
@@ -294,20 +305,16 @@ def test_every_action_changes_the_database(board: Board, browser: WebDriver, see
     forks[1].click()  # from step 2: step 1's checkpoint is kept
     wait_for(lambda: any(t.forked_from == seeded["ok"] for t in app.list_tasks(limit=500)), what="the fork")
 
-    browser.get(board.base + "/schedules")
-    browser.find_element(By.CSS_SELECTOR, "button[data-action='schedule-pause']").click()
+    _press(browser, board.base + "/schedules", "button[data-action='schedule-pause']")
     wait_for(lambda: app.get_schedule("nightly").status.value == "PAUSED", what="the schedule pause")
-    browser.get(board.base + "/schedules")
-    browser.find_element(By.CSS_SELECTOR, "button[data-action='schedule-resume']").click()
+    _press(browser, board.base + "/schedules", "button[data-action='schedule-resume']")
     wait_for(lambda: app.get_schedule("nightly").status.value == "ACTIVE", what="the schedule resume")
-    browser.get(board.base + "/schedules")
-    browser.find_element(By.CSS_SELECTOR, "button[data-action='schedule-trigger']").click()
+    _press(browser, board.base + "/schedules", "button[data-action='schedule-trigger']")
     wait_for(
         lambda: len(app.list_tasks(name="board.work", queue="default", limit=500)) > 1, what="the trigger"
     )
 
-    browser.get(board.base + "/dead-letters")
-    browser.find_element(By.CSS_SELECTOR, "button[data-action='resume-many']").click()
+    _press(browser, board.base + "/dead-letters", "button[data-action='resume-many']")
     wait_for(lambda: app.AsyncResult(seeded["dead"]).status == "ENQUEUED", what="the bulk resume")
 
 

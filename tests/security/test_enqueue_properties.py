@@ -340,7 +340,7 @@ def test_mixed_options_on_postgres(pg_app: App, options: dict[str, Any], name: A
             verdicts.append(seconds_verdict(value, option))
         elif option == "deduplication_id":
             known_id = options.get("task_id") in before  # a re-sent id returns its task first
-            verdicts.append((text_ok(value) and (value not in held or known_id), "deduplication_id"))
+            verdicts.append((key_ok(value) and (value not in held or known_id), "deduplication_id"))
         else:
             verdicts.append(
                 {
