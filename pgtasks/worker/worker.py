@@ -31,6 +31,7 @@ from pgtasks.sysdb.records import (
 )
 from pgtasks.worker.completer import BatchCompleter
 from pgtasks.worker.due import DueTimer
+from pgtasks.worker.health import fresh
 from pgtasks.worker.lease import LeaseKeeper
 from pgtasks.worker.pools import PoolOptions, make_pool
 from pgtasks.worker.queues import QueueBook
@@ -122,6 +123,7 @@ class Worker:
         self._freeing: dict[str, str] = {}
         self.listening = False
         self.queues: QueueBook | None = None
+        self._claiming = False  # the last claim reached the database
 
     # -- lifecycle ----------------------------------------------------------------------
     def start(self) -> None:
@@ -245,6 +247,7 @@ class Worker:
                     log.warning("cannot claim tasks, the database is unavailable; retrying: %s", exc)
                 else:
                     log.debug("claim failed again, retrying in %.1fs: %s", backoff, exc)
+                self._claiming = False
                 self._stopping.wait(backoff)
                 backoff = min(backoff * 2, CLAIM_MAX_BACKOFF)
                 continue
@@ -253,6 +256,7 @@ class Worker:
                     "claiming again after %.1fs without the database", time.monotonic() - outage_since
                 )
                 outage_since = None
+            self._claiming = True
             backoff = CLAIM_FIRST_BACKOFF
             backlog = len(claimed) == free
             steps = self._recorded_steps(claimed)
@@ -343,6 +347,19 @@ class Worker:
         if not self._pool.alive():
             return f"{self.options.pool} pool"
         return None
+
+    def alive(self) -> str | None:
+        """None while the heartbeat is fresh (within the lease), else why not (probes)."""
+        beat_at = None if self._lease is None else self._lease.beat_at
+        return fresh(beat_at, self.engine.settings.lease_seconds, "heartbeat")
+
+    def ready(self) -> str | None:
+        """None while alive and claiming from the database, else why not (probes)."""
+        if self._stopping.is_set():
+            return "shutting down"
+        if not self._claiming:
+            return "not claiming: the database is unreachable or the worker is starting"
+        return self.alive()
 
     def running(self) -> int:
         """How many tasks are executing now."""
