@@ -66,6 +66,12 @@ def _parser() -> argparse.ArgumentParser:
     worker.add_argument("--soft-time-limit", type=float, help="raise SoftTimeLimitExceeded after S seconds")
     worker.add_argument("--max-tasks-per-child", type=int, help="replace a child after N tasks (prefork)")
     worker.add_argument("-n", "--hostname", help="executor id (default pgtasks@<host>)")
+    worker.add_argument(
+        "--log-format",
+        choices=("text", "json"),
+        default="text",
+        help="text: Celery's lines (default); json: one JSON object per line, for log collectors",
+    )
     worker.add_argument("-l", "--loglevel", default="INFO", help="DEBUG, INFO (default), WARNING, ERROR")
     worker.add_argument("--lease-seconds", type=float, help="heartbeat lease (default 30)")
     worker.add_argument("--poll-interval", type=float, help="seconds between polls when idle (default 1)")
@@ -214,7 +220,8 @@ def _dispatch(args: argparse.Namespace) -> int:
 
 def _worker(args: argparse.Namespace) -> int:
     from pgtasks.worker.health import HealthOptions
-    from pgtasks.worker.process import LOG_FORMAT, run_worker
+    from pgtasks.worker.logs import configure_logging
+    from pgtasks.worker.process import run_worker
     from pgtasks.worker.worker import WorkerOptions
 
     spec = args.worker_app or args.app
@@ -257,7 +264,7 @@ def _worker(args: argparse.Namespace) -> int:
 
     after_start = hooks.after_start(start_beat if args.beat else None)
     try:
-        logging.basicConfig(level=args.loglevel.upper(), format=LOG_FORMAT, stream=sys.stderr)
+        configure_logging(args.loglevel, args.log_format)
         wait_for_database(engine, log, retry_on_startup(app, args.wait_for_database))
         name = app.main or spec
         health = HealthOptions(args.health_file, args.health_port, args.health_address)

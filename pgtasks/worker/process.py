@@ -19,11 +19,12 @@ from importlib.metadata import version as package_version
 from pgtasks.engine.core import Engine
 from pgtasks.sysdb.urls import redact_url
 from pgtasks.worker.health import HealthOptions, Probe
+from pgtasks.worker.logs import LOG_FORMAT, configure_logging, logs_json
 from pgtasks.worker.worker import Worker, WorkerOptions
 
 log = logging.getLogger("pgtasks.worker")
+__all__ = ["LOG_FORMAT", "banner", "run_worker"]
 
-LOG_FORMAT = "[%(asctime)s: %(levelname)s/%(processName)s] %(message)s"
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGQUIT)
 
 
@@ -64,7 +65,7 @@ def run_worker(
     handler that touched a lock could deadlock with the code it interrupted. The main thread
     reads the signal numbers from the pipe and acts in ordinary context.
     """
-    logging.basicConfig(level=loglevel.upper(), format=LOG_FORMAT, stream=sys.stderr)
+    configure_logging(loglevel)  # unless the command line (or the app) configured it already
     worker = Worker(engine, options)
     wake_read, wake_write = os.pipe()
     os.set_blocking(wake_write, False)
@@ -74,7 +75,10 @@ def run_worker(
     worker.start()
     if after_start is not None:  # e.g. the -B scheduler: started after prefork children fork
         after_start()
-    print(banner(worker, app_name), file=sys.stderr, flush=True)
+    if logs_json():
+        log.info("%s", banner(worker, app_name))
+    else:
+        print(banner(worker, app_name), file=sys.stderr, flush=True)
     probes = (health or HealthOptions()).start(
         Probe(worker.alive, worker.ready), max(0.05, engine.settings.lease_seconds / 4)
     )

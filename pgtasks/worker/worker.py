@@ -33,6 +33,7 @@ from pgtasks.worker.completer import BatchCompleter
 from pgtasks.worker.due import DueTimer
 from pgtasks.worker.health import fresh
 from pgtasks.worker.lease import LeaseKeeper
+from pgtasks.worker.logs import error_repr, log_with_traceback, result_repr
 from pgtasks.worker.pools import PoolOptions, make_pool
 from pgtasks.worker.queues import QueueBook
 from pgtasks.worker.wakeups import WakeOnEnqueue
@@ -408,20 +409,26 @@ class Worker:
 def _log_outcome(
     record: TaskRecord, outcome: Outcome | None, elapsed: float, hidden: tuple[str, ...] = ()
 ) -> None:
-    """One line per finished task. The error shown is its ``Type: message`` (never a
-    traceback or local variables), with the values of secret arguments scrubbed out."""
+    """One record per finished task, in Celery's words: its result's repr on success, the
+    error's ``Type('message')`` and its traceback (never local variables) on failure, with the
+    values of secret arguments scrubbed out of all of them."""
     label = f"Task {record.name}[{record.task_id}]"
     if outcome is None:
         log.warning("%s abandoned: cancelled or taken over by another worker", label)
     elif outcome.status is Status.SUCCESS:
-        log.info("%s succeeded in %.3fs", label, elapsed)
+        if log.isEnabledFor(logging.INFO):
+            log.info("%s succeeded in %.3fs: %s", label, elapsed, scrub(result_repr(outcome.output), hidden))
     elif outcome.retry_in_ms is not None:
         summary = scrub(error_summary(outcome.error), hidden)
         log.info("%s retry in %gs: %s", label, outcome.retry_in_ms / 1000, summary)
     elif outcome.status is Status.ENQUEUED:
         log.warning("%s released after %.3fs: it will run again from its last checkpoint", label, elapsed)
     else:
-        log.error("%s failed in %.3fs: %s", label, elapsed, scrub(error_summary(outcome.error), hidden))
+        shown, traceback = error_repr(outcome.error)
+        traceback = None if traceback is None else scrub(traceback, hidden)
+        log_with_traceback(
+            log, logging.ERROR, traceback, "%s raised unexpected: %s", label, scrub(shown, hidden)
+        )
 
 
 def _pid_alive(pid: int) -> bool:
