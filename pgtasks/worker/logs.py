@@ -126,7 +126,7 @@ def result_repr(output: str | None) -> str:
     if len(output) <= RESULT_PARSE_MAX:
         try:
             return _clip(repr(json.loads(output)))
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested too deep to parse: as stored
             pass
     return _clip(output)
 
@@ -136,12 +136,17 @@ def error_repr(error: str | None) -> tuple[str, str | None]:
     it, and its traceback text (None when none was stored)."""
     try:
         fields = json.loads(error or "")
-    except ValueError:
+    except (ValueError, RecursionError):
         return _clip(repr(error)), None
     if not isinstance(fields, dict):
         return _clip(repr(error)), None
     name = str(fields.get("type") or "Exception")
     args = fields.get("args")
-    shown = ", ".join(repr(a) for a in args) if isinstance(args, list) else repr(fields.get("message", ""))
+    try:
+        shown = (
+            ", ".join(repr(a) for a in args) if isinstance(args, list) else repr(fields.get("message", ""))
+        )
+    except RecursionError:  # arguments nested too deep to show: the message says it
+        shown = repr(fields.get("message", ""))
     traceback = fields.get("traceback")
     return _clip(f"{name}({shown})"), traceback if isinstance(traceback, str) else None
