@@ -34,7 +34,7 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     """Register ``beat`` and ``schedule`` on the main parser's subcommands."""
     beat = sub.add_parser("beat", help="fire periodic tasks (run any number: each due time fires once)")
     beat.add_argument("-A", "--app", dest="beat_app", help="application: module, module:attr")
-    beat.add_argument("-l", "--loglevel", default="INFO")
+    beat.add_argument("-l", "--loglevel", default="INFO", help="DEBUG, INFO (default), WARNING, ERROR")
     beat.add_argument(
         "--max-interval", type=float, default=1.0, help="longest sleep between reads of the schedules (1s)"
     )
@@ -52,7 +52,7 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
 
     schedule = sub.add_parser("schedule", help="list and manage schedules at runtime")
     schedule.add_argument("--database-url", help="default: PGTASKS_DATABASE_URL (no SQLite fallback)")
-    schedule.add_argument("--schema", default="pgtasks")
+    schedule.add_argument("--schema", default="pgtasks", help="the pgtasks schema (default pgtasks)")
     actions = schedule.add_subparsers(dest="action", required=True)
     listing = actions.add_parser("list", help="schedules with their next fire time")
     listing.add_argument("--status", help="ACTIVE, PAUSED or INACTIVE")
@@ -62,9 +62,9 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         ("delete", "delete the schedule (its fired tasks stay)"),
         ("trigger", "fire once now"),
     ):
-        actions.add_parser(action, help=text).add_argument("name")
+        actions.add_parser(action, help=text).add_argument("name", help="the schedule")
     backfill = actions.add_parser("backfill", help="fire every due time in a range that has not fired")
-    backfill.add_argument("name")
+    backfill.add_argument("name", help="the schedule")
     backfill.add_argument("--since", required=True, help="ISO time, e.g. 2026-11-22T08:00:00Z (naive: UTC)")
     backfill.add_argument("--until", help="ISO time (default: now)")
 

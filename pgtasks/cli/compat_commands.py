@@ -22,7 +22,14 @@ from pgtasks.compat import worker_start
 from pgtasks.compat.install import install
 from pgtasks.compat.worker_start import WorkerHooks, beat_started
 
-__all__ = ["WorkerHooks", "beat_started", "prepare_argv", "run_compat_command", "worker_hooks"]
+__all__ = [
+    "WorkerHooks",
+    "add_compat_commands",
+    "beat_started",
+    "prepare_argv",
+    "run_compat_command",
+    "worker_hooks",
+]
 
 # Celery flags with no effect on pgtasks: name -> takes a value.
 IGNORED_FLAGS: dict[str, bool] = {
@@ -155,35 +162,60 @@ def worker_hooks(app: Any, args: argparse.Namespace) -> WorkerHooks:
 
 
 # -- Celery's other commands ----------------------------------------------------------------
+def add_compat_commands(sub: Any) -> None:
+    """Celery's commands as subparsers of ``sub`` (they run through :func:`run_compat_command`;
+    the main parser has them too so that ``pgtasks --help`` lists them)."""
+    sub.add_parser(
+        "celery-check",
+        help="list the Celery settings and features of a Celery app that pgtasks ignores or lacks",
+        description="Exit 1 when the app uses something pgtasks does not support.",
+    )
+    inspect = sub.add_parser(
+        "inspect",
+        help="ask the live workers: ping, active, scheduled, registered, stats, ...",
+        description="Answered from the database (worker heartbeats and running tasks). Exit 0 when "
+        "at least one worker replies, 1 when none does (a Kubernetes probe can run `inspect ping`).",
+    )
+    inspect.add_argument("method", help="ping, active, scheduled, reserved, registered, stats, revoked, ...")
+    inspect.add_argument("ids", nargs="*", help="task ids (query_task)")
+    inspect.add_argument("-d", "--destination", help="comma-separated worker names to ask (default: all)")
+    inspect.add_argument(
+        "-t", "--timeout", type=float, default=1.0, help="accepted for Celery; replies are immediate"
+    )
+    inspect.add_argument("-j", "--json", action="store_true", help="print the replies as one JSON object")
+    purge = sub.add_parser("purge", help="discard every waiting task (of some queues)")
+    purge.add_argument("-f", "--force", action="store_true", help="do not ask for confirmation")
+    purge.add_argument("-Q", "--queues", help="comma-separated queues (default: all)")
+    status = sub.add_parser(
+        "status",
+        help="list the live workers (exit 1 when none is alive)",
+        description="A worker is alive while its heartbeat is within its lease.",
+    )
+    status.add_argument("-j", "--json", action="store_true", help="print the workers as JSON")
+    result = sub.add_parser("result", help="print a task's result")
+    result.add_argument("task_id", help="the task id")
+    result.add_argument(
+        "--traceback", action="store_true", help="print the traceback of a failed task instead"
+    )
+    result.add_argument("-t", "--task", help="accepted for Celery; the name is read from the task")
+    call = sub.add_parser("call", help="send a task by name and print its id")
+    call.add_argument("name", help="the registered task name")
+    call.add_argument("-a", "--args", default="[]", help="positional arguments as a JSON list")
+    call.add_argument("-k", "--kwargs", default="{}", help="keyword arguments as a JSON object")
+    call.add_argument("--queue", help="the queue (default: the task's)")
+    call.add_argument("--countdown", type=float, help="run no sooner than S seconds from now")
+    call.add_argument("--eta", help="run no sooner than this ISO 8601 time")
+    call.add_argument("--expires", help="seconds, or an ISO 8601 time, after which the task is dropped")
+    for name in COMPAT_COMMANDS:
+        sub.choices[name].add_argument(
+            "-A", "--app", dest="sub_app", metavar="APP", help="application: module, module:attr"
+        )
+
+
 def _compat_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="pgtasks", description="Celery's commands on pgtasks.")
     parser.add_argument("-A", "--app")
-    sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("celery-check", help="list the Celery settings and features pgtasks ignores or lacks")
-    inspect = sub.add_parser("inspect", help="ping, active, scheduled, reserved, registered, stats, ...")
-    inspect.add_argument("method")
-    inspect.add_argument("ids", nargs="*")
-    inspect.add_argument("-d", "--destination")
-    inspect.add_argument("-t", "--timeout", type=float, default=1.0)
-    inspect.add_argument("-j", "--json", action="store_true")
-    purge = sub.add_parser("purge", help="discard every waiting task")
-    purge.add_argument("-f", "--force", action="store_true")
-    purge.add_argument("-Q", "--queues")
-    sub.add_parser("status", help="list the live workers")
-    result = sub.add_parser("result", help="print a task's result")
-    result.add_argument("task_id")
-    result.add_argument("--traceback", action="store_true")
-    result.add_argument("-t", "--task")
-    call = sub.add_parser("call", help="send a task by name")
-    call.add_argument("name")
-    call.add_argument("-a", "--args", default="[]")
-    call.add_argument("-k", "--kwargs", default="{}")
-    call.add_argument("--queue")
-    call.add_argument("--countdown", type=float)
-    call.add_argument("--eta")
-    call.add_argument("--expires")
-    for sp in sub.choices.values():
-        sp.add_argument("-A", "--app", dest="sub_app")
+    add_compat_commands(parser.add_subparsers(dest="command", required=True))
     return parser
 
 

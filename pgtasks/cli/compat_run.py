@@ -9,6 +9,7 @@ import sys
 from typing import Any
 
 from pgtasks.cli.loader import load_app
+from pgtasks.cli.workers import native_inspect, native_status
 from pgtasks.compat.app import Celery
 from pgtasks.compat.check import UNSUPPORTED, check_app, report
 from pgtasks.compat.exceptions import ImproperlyConfigured
@@ -30,13 +31,19 @@ INSPECT_METHODS = (
 )
 
 
+NATIVE_COMMANDS = {"inspect": native_inspect, "status": native_status}
+
+
 def _load(args: argparse.Namespace) -> Any:
     spec = getattr(args, "sub_app", None) or args.app
     if not spec:
         raise ConfigurationError(f"pgtasks {args.command}: -A/--app is required")
     app = load_app(spec)
-    if not isinstance(app, Celery):
-        raise ConfigurationError(f"pgtasks {args.command}: -A {spec} is a pgtasks App, not a Celery app")
+    if not isinstance(app, Celery) and args.command not in NATIVE_COMMANDS:
+        raise ConfigurationError(
+            f"pgtasks {args.command}: -A {spec} is a pgtasks App, and `{args.command}` needs a Celery "
+            "app; for a pgtasks App use `pgtasks tasks` and `pgtasks queue` (see `pgtasks --help`)"
+        )
     return app
 
 
@@ -47,6 +54,8 @@ def run(args: argparse.Namespace) -> int:
     except ImproperlyConfigured as exc:
         print(f"pgtasks {args.command}: {exc}", file=sys.stderr)
         return 2
+    if not isinstance(app, Celery):  # a native App: answered through the management API
+        return NATIVE_COMMANDS[args.command](app, args)
     command = args.command.replace("-", "_")
     handler = globals()[f"_{command}"]
     return int(handler(app, args))

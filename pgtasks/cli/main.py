@@ -4,34 +4,37 @@ roles, dashboard, demo."""
 from __future__ import annotations
 
 import argparse
-import dataclasses
-import json
 import logging
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
+from pgtasks import __version__
 from pgtasks.app import App
 from pgtasks.cli.beat import add_commands as add_beat_commands
 from pgtasks.cli.beat import run_command as run_beat_command
+from pgtasks.cli.compat_commands import add_compat_commands
 from pgtasks.cli.database import configured_url
+from pgtasks.cli.health import add_health_command, run_health
 from pgtasks.cli.loader import load_app
 from pgtasks.cli.provisioning import add_commands as add_provisioning_commands
 from pgtasks.cli.provisioning import print_migrations, print_roles
 from pgtasks.cli.startup import retry_on_startup, wait_for_database
+from pgtasks.cli.tasks import run_queue, run_tasks
 from pgtasks.client import Client
 from pgtasks.engine.core import Engine
 from pgtasks.engine.errors import ConfigurationError, PgtasksError
-from pgtasks.engine.flow import parse_rate_limit
-from pgtasks.engine.settings import Settings, validate_queue_name
+from pgtasks.engine.settings import Settings
 from pgtasks.management import TaskManagement
 from pgtasks.scheduler.beat import BeatThread, start_beat_thread
-from pgtasks.sysdb.records import QueueSettings, QueueUpsert
 from pgtasks.sysdb.urls import redact_url
 from pgtasks.worker.pools import POOLS
 
 log = logging.getLogger("pgtasks.worker")
+URL_HELP = "default: PGTASKS_DATABASE_URL"
+SCHEMA_HELP = "the pgtasks schema (default pgtasks)"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -39,7 +42,8 @@ def _parser() -> argparse.ArgumentParser:
         prog="pgtasks", description="A Celery-compatible task queue on PostgreSQL."
     )
     parser.add_argument("-A", "--app", help="application: module, module:attr")
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser.add_argument("--version", action="version", version=f"pgtasks {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     worker = sub.add_parser("worker", help="run tasks from queues")
     worker.add_argument("-A", "--app", dest="worker_app", help="application: module, module:attr")
@@ -62,7 +66,13 @@ def _parser() -> argparse.ArgumentParser:
     worker.add_argument("--soft-time-limit", type=float, help="raise SoftTimeLimitExceeded after S seconds")
     worker.add_argument("--max-tasks-per-child", type=int, help="replace a child after N tasks (prefork)")
     worker.add_argument("-n", "--hostname", help="executor id (default pgtasks@<host>)")
-    worker.add_argument("-l", "--loglevel", default="INFO")
+    worker.add_argument(
+        "--log-format",
+        choices=("text", "json"),
+        default="text",
+        help="text: Celery's lines (default); json: one JSON object per line, for log collectors",
+    )
+    worker.add_argument("-l", "--loglevel", default="INFO", help="DEBUG, INFO (default), WARNING, ERROR")
     worker.add_argument("--lease-seconds", type=float, help="heartbeat lease (default 30)")
     worker.add_argument("--poll-interval", type=float, help="seconds between polls when idle (default 1)")
     worker.add_argument("--shutdown-grace", type=float, default=30.0, help="warm shutdown wait (default 30)")
@@ -75,59 +85,84 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         help="exit at once if the database is unreachable at start-up (default: wait for it)",
     )
+    worker.add_argument(
+        "--health-file",
+        type=Path,
+        help="renew this file's time while the heartbeat is fresh (check: pgtasks health --file)",
+    )
+    worker.add_argument(
+        "--health-port", type=int, help="serve GET /livez and /readyz on this port (0: any free port)"
+    )
+    worker.add_argument(
+        "--health-address", default="0.0.0.0", help="interface of --health-port (default 0.0.0.0)"
+    )
 
     migrate = sub.add_parser("migrate", help="create or upgrade the pgtasks schema")
     migrate.add_argument("--database-url", help="default: PGTASKS_DATABASE_URL (no SQLite fallback)")
-    migrate.add_argument("--schema", default="pgtasks")
+    migrate.add_argument("--schema", default="pgtasks", help=SCHEMA_HELP)
     migrate.add_argument(
         "--print-sql", action="store_true", help="print the pending migrations as SQL instead of running them"
     )
 
     tasks = sub.add_parser("tasks", help="list and manage tasks")
-    tasks.add_argument("--database-url")
-    tasks.add_argument("--schema", default="pgtasks")
-    tsub = tasks.add_subparsers(dest="action", required=True)
-    listing = tsub.add_parser("list")
-    listing.add_argument("--status")
-    listing.add_argument("--name")
-    listing.add_argument("--queue")
-    listing.add_argument("--limit", type=int, default=50)
-    for action in ("get", "cancel", "resume"):
-        tsub.add_parser(action).add_argument("task_id")
-    fork = tsub.add_parser("fork")
-    fork.add_argument("task_id")
-    fork.add_argument("--start-step", type=int, default=1)
+    tasks.add_argument("--database-url", help=URL_HELP)
+    tasks.add_argument("--schema", default="pgtasks", help=SCHEMA_HELP)
+    tsub = tasks.add_subparsers(dest="action", required=True, metavar="ACTION")
+    listing = tsub.add_parser("list", help="newest tasks first: state, name, queue, time, worker, error")
+    listing.add_argument("--status", help="ENQUEUED, DELAYED, PENDING, SUCCESS, ERROR, CANCELLED, ...")
+    listing.add_argument("--name", help="only tasks of this name")
+    listing.add_argument("--queue", help="only tasks of this queue")
+    listing.add_argument("--limit", type=int, default=50, help="at most N tasks (default 50)")
+    get = tsub.add_parser("get", help="one task: fields, steps and traceback")
+    get.add_argument("task_id", help="the task id")
+    get.add_argument("--json", action="store_true", help="print the task as JSON (times in epoch ms)")
+    actions = {
+        "cancel": "cancel a task that has not finished",
+        "resume": "re-enqueue a cancelled or dead-lettered task from its last step",
+    }
+    for action, text in actions.items():
+        tsub.add_parser(action, help=text).add_argument("task_id", help="the task id")
+    fork = tsub.add_parser("fork", help="start a copy of a task that reuses its steps before --start-step")
+    fork.add_argument("task_id", help="the task id")
+    fork.add_argument("--start-step", type=int, default=1, help="the first step to run again (1-based)")
 
     queue = sub.add_parser("queue", help="list queues, change their flow control, pause and resume them")
-    queue.add_argument("--database-url")
-    queue.add_argument("--schema", default="pgtasks")
-    qsub = queue.add_subparsers(dest="action", required=True)
-    qsub.add_parser("list")
+    queue.add_argument("--database-url", help=URL_HELP)
+    queue.add_argument("--schema", default="pgtasks", help=SCHEMA_HELP)
+    qsub = queue.add_subparsers(dest="action", required=True, metavar="ACTION")
+    qsub.add_parser("list", help="queues: waiting and running counts, oldest waiting age, limits")
     qset = qsub.add_parser("set", help="change settings; running workers pick them up")
-    qset.add_argument("name")
+    qset.add_argument("name", help="the queue")
     qset.add_argument("--concurrency", help="global limit across workers, or 'none'")
     qset.add_argument("--worker-concurrency", help="limit per worker process, or 'none'")
     qset.add_argument("--rate-limit", help="'10/m', '100/s', '5/30s', or 'none'")
-    qset.add_argument("--partitioned", action=argparse.BooleanOptionalAction, default=None)
+    qset.add_argument(
+        "--partitioned",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="apply the limits per partition key",
+    )
     pause = qsub.add_parser("pause", help="stop workers from claiming the queue's tasks (running ones go on)")
-    pause.add_argument("name")
+    pause.add_argument("name", help="the queue")
     resume = qsub.add_parser("resume", help="let workers claim from a paused queue again")
-    resume.add_argument("name")
+    resume.add_argument("name", help="the queue")
 
     add_beat_commands(sub)
     add_provisioning_commands(sub)
 
     board = sub.add_parser("dashboard", help="serve the web dashboard, Flower's REST API and /metrics")
     board.add_argument("--address", default="127.0.0.1", help="interface to listen on (default 127.0.0.1)")
-    board.add_argument("--port", type=int, default=5555)
+    board.add_argument("--port", type=int, default=5555, help="TCP port (default 5555, as Flower)")
     board.add_argument("--basic-auth", help="user:password[,user2:password2]; required off localhost")
     board.add_argument("--read-only", action="store_true", help="show everything, change nothing")
     board.add_argument("--database-url", help="without -A: the database to show")
-    board.add_argument("--schema", default="pgtasks")
+    board.add_argument("--schema", default="pgtasks", help=SCHEMA_HELP)
+    add_compat_commands(sub)
+    add_health_command(sub)
 
     demo = sub.add_parser("demo", help="run a small durable workload on the embedded SQLite database")
     demo.add_argument("--database-url", help="default: sqlite:///pgtasks-demo.sqlite3")
-    demo.add_argument("--tasks", type=int, default=12)
+    demo.add_argument("--tasks", type=int, default=12, help="orders to run (default 12)")
     return parser
 
 
@@ -174,6 +209,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         return _dashboard(args)
     if args.command in ("beat", "schedule"):
         return run_beat_command(args)
+    if args.command == "health":
+        return run_health(args)
     if args.command == "demo":
         from pgtasks.demo import run_demo
 
@@ -182,7 +219,9 @@ def _dispatch(args: argparse.Namespace) -> int:
 
 
 def _worker(args: argparse.Namespace) -> int:
-    from pgtasks.worker.process import LOG_FORMAT, run_worker
+    from pgtasks.worker.health import HealthOptions
+    from pgtasks.worker.logs import configure_logging
+    from pgtasks.worker.process import run_worker
     from pgtasks.worker.worker import WorkerOptions
 
     spec = args.worker_app or args.app
@@ -225,23 +264,21 @@ def _worker(args: argparse.Namespace) -> int:
 
     after_start = hooks.after_start(start_beat if args.beat else None)
     try:
-        logging.basicConfig(level=args.loglevel.upper(), format=LOG_FORMAT, stream=sys.stderr)
+        configure_logging(args.loglevel, args.log_format)
         wait_for_database(engine, log, retry_on_startup(app, args.wait_for_database))
         name = app.main or spec
+        health = HealthOptions(args.health_file, args.health_port, args.health_address)
         return run_worker(
-            engine, options, name, args.loglevel, after_start=after_start, before_stop=stop_beat
+            engine,
+            options,
+            name,
+            args.loglevel,
+            after_start=after_start,
+            before_stop=stop_beat,
+            health=health,
         )
     finally:
         hooks.stopped()
-
-
-def _optional_int(value: str, flag: str) -> int | None:
-    if value.lower() == "none":
-        return None
-    try:
-        return int(value)
-    except ValueError:
-        raise ConfigurationError(f"{flag} takes a whole number or 'none', not {value!r}") from None
 
 
 def _engine(database_url: str | None, schema: str) -> Engine:
@@ -251,35 +288,10 @@ def _engine(database_url: str | None, schema: str) -> Engine:
 
 def _queue(args: argparse.Namespace) -> int:
     engine = _engine(args.database_url, args.schema)
-    admin = engine.admin
     try:
-        if args.action == "set":
-            validate_queue_name(args.name)
-            changes: dict[str, object] = {}
-            if args.concurrency is not None:
-                changes["concurrency"] = _optional_int(args.concurrency, "--concurrency")
-            if args.worker_concurrency is not None:
-                changes["worker_concurrency"] = _optional_int(args.worker_concurrency, "--worker-concurrency")
-            if args.rate_limit is not None:
-                rate = None if args.rate_limit.lower() == "none" else args.rate_limit
-                changes["rate_limit_max"], changes["rate_limit_period_sec"] = parse_rate_limit(rate)
-            if args.partitioned is not None:
-                changes["partition_queue"] = args.partitioned
-            current = {q.name: q for q in admin.queues((args.name,))}.get(args.name, QueueSettings(args.name))
-            wanted = dataclasses.replace(current, **changes)  # type: ignore[arg-type]
-            admin.upsert_queue(QueueUpsert(wanted, frozenset(changes)))
-        elif args.action in ("pause", "resume"):
-            admin.set_queue_paused(args.name, args.action == "pause")
-        print(f"{'queue':20} {'concurrency':>11} {'per worker':>10} {'rate limit':>14} partitioned  paused")
-        for q in admin.queues():
-            rate = f"{q.rate_limit_max}/{q.rate_limit_period_sec:g}s" if q.rate_limit_max else "-"
-            print(
-                f"{q.name:20} {q.concurrency or '-':>11} {q.worker_concurrency or '-':>10} {rate:>14} "
-                f"{'yes' if q.partition_queue else 'no':11}  {'yes' if q.paused else 'no'}"
-            )
+        return run_queue(engine, args)
     finally:
         engine.close()
-    return 0
 
 
 def _dashboard(args: argparse.Namespace) -> int:
@@ -303,28 +315,4 @@ def _tasks(args: argparse.Namespace) -> int:
     manager: TaskManagement = (
         load_app(args.app) if args.app else Client(configured_url(args.database_url), schema=args.schema)
     )
-    if args.action == "list":
-        rows = manager.list_tasks(status=args.status, name=args.name, queue=args.queue, limit=args.limit)
-        print(f"{'id':36}  {'status':10}  {'name':30}  {'queue':12}  attempts")
-        for r in rows:
-            name, queue = r.name[:30], r.queue_name[:12]
-            print(f"{r.task_id:36}  {r.status.value:10}  {name:30}  {queue:12}  {r.recovery_attempts}")
-        return 0
-    if args.action == "get":
-        info = manager.get_task(args.task_id)
-        if info is None:
-            print(f"no task with id {args.task_id!r}", file=sys.stderr)
-            return 1
-        task = dataclasses.asdict(info)
-        task["status"] = info.status.value
-        task["steps"] = [dataclasses.asdict(s) for s in info.steps or ()]
-        task["error_summary"] = info.error_summary
-        print(json.dumps(task, indent=2, default=str))
-        return 0
-    if args.action == "fork":
-        print(manager.fork_task(args.task_id, start_step=args.start_step))
-        return 0
-    done = manager.cancel_task(args.task_id) if args.action == "cancel" else manager.resume_task(args.task_id)
-    verdict = "done" if done else "nothing to do (unknown task, or a state that forbids it)"
-    print(f"{args.action}: {verdict}")
-    return 0 if done else 1
+    return run_tasks(manager, args)

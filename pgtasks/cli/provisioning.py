@@ -20,7 +20,7 @@ from pgtasks.sysdb.urls import resolve_database_url
 def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``roles`` on the main parser's subcommands."""
     roles = sub.add_parser("roles", help="print the SQL that creates least-privilege roles (PostgreSQL)")
-    roles.add_argument("--schema", default="pgtasks")
+    roles.add_argument("--schema", default="pgtasks", help="the pgtasks schema (default pgtasks)")
     roles.add_argument("--owner", default=DEFAULT_OWNER, help="runs migrations (default %(default)s)")
     roles.add_argument("--worker", default=DEFAULT_WORKER, help="reads and writes rows (default %(default)s)")
     roles.add_argument(

@@ -9,14 +9,13 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import sys
 import types
 from collections.abc import Callable, Collection
 from typing import Any
 
 from pgtasks.compat import django_support, signals
 from pgtasks.compat.app import Celery
-from pgtasks.worker.process import LOG_FORMAT
+from pgtasks.worker.logs import LOG_FORMAT, configure_logging
 
 
 class WorkerHooks:
@@ -45,14 +44,14 @@ class WorkerHooks:
         signals.worker_shutdown.send(sender=self.sender)
 
 
-def _setup_logging(loglevel: str) -> None:
+def _setup_logging(loglevel: str, log_format: str) -> None:
     level = loglevel.upper()
     if signals.setup_logging.receivers:
         signals.setup_logging.send(
             sender=None, loglevel=level, logfile=None, format=LOG_FORMAT, colorize=False
         )
     else:
-        logging.basicConfig(level=level, format=LOG_FORMAT, stream=sys.stderr)
+        configure_logging(level, log_format)
     for signal, logger in (
         (signals.after_setup_logger, logging.getLogger()),
         (signals.after_setup_task_logger, logging.getLogger("celery.task")),
@@ -92,7 +91,7 @@ def worker_hooks(app: Any, args: argparse.Namespace, given: Collection[str] = ()
             setattr(args, name, conf.get(setting))
     hostname = args.hostname or ""
     hooks = WorkerHooks(app, hostname)
-    _setup_logging(args.loglevel)
+    _setup_logging(args.loglevel, getattr(args, "log_format", "text"))
     signals.celeryd_init.send(sender=hostname, instance=hooks.sender, conf=conf, options=vars(args))
     signals.worker_init.send(sender=hooks.sender)
     signals.celeryd_after_setup.send(sender=hostname, instance=hooks.sender, conf=conf)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 
 from pgtasks.engine.worker_api import WorkerApi
@@ -32,6 +33,7 @@ class LeaseKeeper:
         self.interval = max(0.05, lease_seconds / 4)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="pgtasks-lease", daemon=True)
+        self.beat_at: float | None = None  # time.monotonic() of the last renewed heartbeat
 
     def start(self) -> None:
         self._thread.start()
@@ -50,6 +52,7 @@ class LeaseKeeper:
                 self._info.executor_id,
             )
             self._store.register_executor(self._info)
+        self.beat_at = time.monotonic()
         # Each executor's lease is judged by its own length (stored with its heartbeat).
         report = self._store.recover_stale(RecoverStaleParams(exclude_executor_id=self._info.executor_id))
         if report.requeued:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import multiprocessing
 import os
 import signal
 import threading
@@ -182,6 +183,7 @@ class PreforkPool:
         self._broken: ForkServerError | None = None  # the fork server is gone
         self._wake_read, self._wake_write = Pipe(duplex=False)
         self._monitor = threading.Thread(target=self._watch, name="pgtasks-prefork", daemon=True)
+        self._spawned = 0  # children started so far: the next is ForkPoolWorker-<n+1>, as in Celery
 
     def start(self) -> None:
         # The fork server is forked before the worker starts its other threads, and with no
@@ -195,6 +197,8 @@ class PreforkPool:
 
     def _spawn(self) -> _Child:
         process, conn = self._forks.spawn()
+        self._spawned += 1
+        conn.send(f"ForkPoolWorker-{self._spawned}")  # the child's first message: its name
         return _Child(process, conn)
 
     def _child_main(self, conn: Connection) -> None:
@@ -382,6 +386,11 @@ def _child_main(conn: Connection, engine: Engine, executor_id: str, options: Poo
     signal.signal(signal.SIGQUIT, signal.SIG_DFL)
     engine.forget_connections()  # the parent's sockets must not be used (or closed) here
     signal.signal(signal.SIGALRM, _soft_limit_reached)
+    try:
+        # processName in log records, Celery's name for a pool process
+        multiprocessing.current_process().name = conn.recv()
+    except (EOFError, OSError):
+        os._exit(0)
     done = 0
     while True:
         try:

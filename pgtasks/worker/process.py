@@ -18,11 +18,13 @@ from importlib.metadata import version as package_version
 
 from pgtasks.engine.core import Engine
 from pgtasks.sysdb.urls import redact_url
+from pgtasks.worker.health import HealthOptions, Probe
+from pgtasks.worker.logs import LOG_FORMAT, configure_logging, logs_json
 from pgtasks.worker.worker import Worker, WorkerOptions
 
 log = logging.getLogger("pgtasks.worker")
+__all__ = ["LOG_FORMAT", "banner", "run_worker"]
 
-LOG_FORMAT = "[%(asctime)s: %(levelname)s/%(processName)s] %(message)s"
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGQUIT)
 
 
@@ -51,17 +53,19 @@ def run_worker(
     loglevel: str = "INFO",
     after_start: Callable[[], object] | None = None,
     before_stop: Callable[[], object] | None = None,
+    health: HealthOptions | None = None,
 ) -> int:
     """Run a worker in this process until a signal stops it; return the exit code.
 
     ``after_start`` runs once the worker serves (and its prefork children exist);
     ``before_stop`` runs first thing in a warm shutdown, before the worker drains.
+    ``health`` starts the probes (a file, an HTTP port) once the worker serves.
 
     Signal handlers do nothing but wake the main thread through ``signal.set_wakeup_fd``: a
     handler that touched a lock could deadlock with the code it interrupted. The main thread
     reads the signal numbers from the pipe and acts in ordinary context.
     """
-    logging.basicConfig(level=loglevel.upper(), format=LOG_FORMAT, stream=sys.stderr)
+    configure_logging(loglevel)  # unless the command line (or the app) configured it already
     worker = Worker(engine, options)
     wake_read, wake_write = os.pipe()
     os.set_blocking(wake_write, False)
@@ -71,7 +75,13 @@ def run_worker(
     worker.start()
     if after_start is not None:  # e.g. the -B scheduler: started after prefork children fork
         after_start()
-    print(banner(worker, app_name), file=sys.stderr, flush=True)
+    if logs_json():
+        log.info("%s", banner(worker, app_name))
+    else:
+        print(banner(worker, app_name), file=sys.stderr, flush=True)
+    probes = (health or HealthOptions()).start(
+        Probe(worker.alive, worker.ready), max(0.05, engine.settings.lease_seconds / 4)
+    )
     log.info("%s ready.", worker.executor_id)
     runner = threading.Thread(target=worker.run, name="pgtasks-claim", daemon=True)
     runner.start()
@@ -106,6 +116,8 @@ def run_worker(
             stopper.start()
         if stopper is not None and not stopper.is_alive():
             break
+    for probe in probes:
+        probe.stop()
     if not finished.is_set():
         log.warning("grace period over with tasks still running; they will be recovered")
     log.info("worker stopped")

@@ -31,7 +31,9 @@ from pgtasks.sysdb.records import (
 )
 from pgtasks.worker.completer import BatchCompleter
 from pgtasks.worker.due import DueTimer
+from pgtasks.worker.health import fresh
 from pgtasks.worker.lease import LeaseKeeper
+from pgtasks.worker.logs import error_repr, log_with_traceback, result_repr
 from pgtasks.worker.pools import PoolOptions, make_pool
 from pgtasks.worker.queues import QueueBook
 from pgtasks.worker.wakeups import WakeOnEnqueue
@@ -122,6 +124,7 @@ class Worker:
         self._freeing: dict[str, str] = {}
         self.listening = False
         self.queues: QueueBook | None = None
+        self._claiming = False  # the last claim reached the database
 
     # -- lifecycle ----------------------------------------------------------------------
     def start(self) -> None:
@@ -245,6 +248,7 @@ class Worker:
                     log.warning("cannot claim tasks, the database is unavailable; retrying: %s", exc)
                 else:
                     log.debug("claim failed again, retrying in %.1fs: %s", backoff, exc)
+                self._claiming = False
                 self._stopping.wait(backoff)
                 backoff = min(backoff * 2, CLAIM_MAX_BACKOFF)
                 continue
@@ -253,6 +257,7 @@ class Worker:
                     "claiming again after %.1fs without the database", time.monotonic() - outage_since
                 )
                 outage_since = None
+            self._claiming = True
             backoff = CLAIM_FIRST_BACKOFF
             backlog = len(claimed) == free
             steps = self._recorded_steps(claimed)
@@ -344,6 +349,19 @@ class Worker:
             return f"{self.options.pool} pool"
         return None
 
+    def alive(self) -> str | None:
+        """None while the heartbeat is fresh (within the lease), else why not (probes)."""
+        beat_at = None if self._lease is None else self._lease.beat_at
+        return fresh(beat_at, self.engine.settings.lease_seconds, "heartbeat")
+
+    def ready(self) -> str | None:
+        """None while alive and claiming from the database, else why not (probes)."""
+        if self._stopping.is_set():
+            return "shutting down"
+        if not self._claiming:
+            return "not claiming: the database is unreachable or the worker is starting"
+        return self.alive()
+
     def running(self) -> int:
         """How many tasks are executing now."""
         with self._running_lock:
@@ -391,20 +409,26 @@ class Worker:
 def _log_outcome(
     record: TaskRecord, outcome: Outcome | None, elapsed: float, hidden: tuple[str, ...] = ()
 ) -> None:
-    """One line per finished task. The error shown is its ``Type: message`` (never a
-    traceback or local variables), with the values of secret arguments scrubbed out."""
+    """One record per finished task, in Celery's words: its result's repr on success, the
+    error's ``Type('message')`` and its traceback (never local variables) on failure, with the
+    values of secret arguments scrubbed out of all of them."""
     label = f"Task {record.name}[{record.task_id}]"
     if outcome is None:
         log.warning("%s abandoned: cancelled or taken over by another worker", label)
     elif outcome.status is Status.SUCCESS:
-        log.info("%s succeeded in %.3fs", label, elapsed)
+        if log.isEnabledFor(logging.INFO):
+            log.info("%s succeeded in %.3fs: %s", label, elapsed, scrub(result_repr(outcome.output), hidden))
     elif outcome.retry_in_ms is not None:
         summary = scrub(error_summary(outcome.error), hidden)
         log.info("%s retry in %gs: %s", label, outcome.retry_in_ms / 1000, summary)
     elif outcome.status is Status.ENQUEUED:
         log.warning("%s released after %.3fs: it will run again from its last checkpoint", label, elapsed)
     else:
-        log.error("%s failed in %.3fs: %s", label, elapsed, scrub(error_summary(outcome.error), hidden))
+        shown, traceback = error_repr(outcome.error)
+        traceback = None if traceback is None else scrub(traceback, hidden)
+        log_with_traceback(
+            log, logging.ERROR, traceback, "%s raised unexpected: %s", label, scrub(shown, hidden)
+        )
 
 
 def _pid_alive(pid: int) -> bool:

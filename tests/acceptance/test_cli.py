@@ -32,7 +32,7 @@ def test_migrate_and_manage_tasks(database_url: str) -> None:
     waiting = client.enqueue("durable.three_steps", [1])
     listing = run_pgtasks("tasks", "list", "--status", "ENQUEUED", env=env)
     assert waiting.id in listing.stdout and "durable.three_steps" in listing.stdout
-    got = json.loads(run_pgtasks("tasks", "get", waiting.id, env=env).stdout)
+    got = json.loads(run_pgtasks("tasks", "get", waiting.id, "--json", env=env).stdout)
     assert got["status"] == "ENQUEUED" and got["steps"] == []
     assert run_pgtasks("tasks", "cancel", waiting.id, env=env).stdout.startswith("cancel: done")
     again = run_pgtasks("tasks", "cancel", waiting.id, env=env)

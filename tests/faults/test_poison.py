@@ -73,7 +73,7 @@ def test_a_task_past_its_memory_limit_fails_with_memory_error(database_url: str,
     record = client.engine.get_task(hog.id)
     assert record is not None and record.status.value == "ERROR" and record.recovery_attempts == 1
     assert json.loads(record.error or "{}")["type"] == "MemoryError"
-    assert f"Task faults.hog[{hog.id}] failed" in out and "died" not in out  # the child lived on
+    assert f"Task faults.hog[{hog.id}] raised unexpected" in out and "died" not in out  # the child lived on
     report = check(database_url, [hog.id, child.id, *others], ledger=ledger)
     assert report.statuses == {"ERROR": 1, "SUCCESS": len(others) + 1}
     client.close()

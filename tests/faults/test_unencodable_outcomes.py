@@ -56,6 +56,6 @@ def test_an_outcome_that_cannot_be_encoded_ends_the_task_once(
         assert runs[ids[name]] == 1, (name, runs)  # the body ran once
         error = json.loads(record.error or "{}")
         assert error["type"] == error_type and says in error["message"], (name, error)
-        assert f"[{ids[name]}] failed" in out, out
+        assert f"[{ids[name]}] raised unexpected" in out, out
     assert "internal error" not in out, out
     client.close()

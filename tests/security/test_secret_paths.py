@@ -66,8 +66,11 @@ def test_no_line_of_a_run_shows_a_secret(
                 and f"[{task_id}] retry in 0s: ValueError: try *** again" in out
             )
         else:
-            assert record.status is Status.ERROR and f"[{task_id}] failed" in out, (name, record.error)
-    assert f"[{ids['paths.internal']}] failed" in out and "CardError: card *** declined" in out
+            assert record.status is Status.ERROR and f"[{task_id}] raised unexpected" in out, (
+                name,
+                record.error,
+            )
+    assert f"[{ids['paths.internal']}] raised unexpected" in out and "CardError: card *** declined" in out
     assert "internal error" not in out
     if app == "logged":
         assert out.count('["***"]') >= len(TASKS)  # the received lines masked the argument

@@ -1,0 +1,209 @@
+"""``pgtasks tasks ...`` and ``pgtasks queue ...``: tasks and queues as an operator reads
+them (times in ISO 8601 in the local zone, tracebacks rendered), all through the management
+API (``TaskManagement`` and ``engine.admin``), never SQL of its own."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime as dt
+import json
+import sys
+from typing import Any
+
+from pgtasks.engine.core import Engine
+from pgtasks.engine.errors import ConfigurationError
+from pgtasks.engine.flow import parse_rate_limit
+from pgtasks.engine.redaction import masked_inputs, secret_args_of
+from pgtasks.engine.settings import validate_queue_name
+from pgtasks.management import TaskInfo, TaskManagement
+from pgtasks.sysdb.records import QueueSettings, QueueUpsert
+
+WAITING_STATES = ("ENQUEUED", "DELAYED", "PENDING")
+
+
+def iso_time(epoch_ms: int | None) -> str:
+    """An epoch-milliseconds time as ISO 8601 in the local zone (``-`` when absent)."""
+    if epoch_ms is None:
+        return "-"
+    return (
+        dt.datetime.fromtimestamp(epoch_ms / 1000, dt.timezone.utc)
+        .astimezone()
+        .isoformat(timespec="milliseconds")
+    )
+
+
+def age(seconds: float | None) -> str:
+    """A duration as ``4s``, ``3m12s`` or ``2h05m`` (``-`` when absent)."""
+    if seconds is None:
+        return "-"
+    whole = int(seconds)
+    if whole < 60:
+        return f"{seconds:.1f}s" if seconds < 10 else f"{whole}s"
+    if whole < 3600:
+        return f"{whole // 60}m{whole % 60:02d}s"
+    return f"{whole // 3600}h{whole % 3600 // 60:02d}m"
+
+
+def _error_fields(error: str | None) -> dict[str, Any]:
+    if not error:
+        return {}
+    try:
+        parsed = json.loads(error)
+    except ValueError:
+        return {"message": error}
+    return parsed if isinstance(parsed, dict) else {"message": error}
+
+
+def _clip(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def print_task_list(rows: list[TaskInfo]) -> None:
+    """One line per task: id, state, name, queue, attempts, creation time, worker, error."""
+    print(
+        f"{'id':36}  {'status':10}  {'name':30}  {'queue':12}  attempts  {'created':29}  {'worker':24}  error"
+    )
+    for r in rows:
+        print(
+            f"{r.task_id:36}  {r.status.value:10}  {_clip(r.name, 30):30}  {_clip(r.queue_name, 12):12}  "
+            f"{r.recovery_attempts:>8}  {iso_time(r.created_at):29}  {_clip(r.executor_id or '-', 24):24}  "
+            f"{_clip(r.error_summary, 60) or '-'}"
+        )
+
+
+def shown_inputs(manager: TaskManagement, info: TaskInfo) -> str:
+    """The task's inputs with its declared secret arguments masked (known with ``-A`` only:
+    a Client has no registry)."""
+    engine = manager.engine
+    secrets = secret_args_of(engine.registry, info.name)
+    if secrets is None:
+        return info.inputs
+    shown, _ = masked_inputs(engine.codec, secrets, info.serialization, info.inputs, info.name)
+    return shown
+
+
+def print_task(info: TaskInfo, inputs: str) -> None:
+    """A task for a person: fields with local ISO times, its steps, and its traceback as text."""
+    times = (
+        ("created", info.created_at),
+        ("updated", info.updated_at),
+        ("started", info.started_at_epoch_ms),
+        ("delayed until", info.delay_until_epoch_ms),
+        ("expires", info.expires_at_epoch_ms),
+    )
+    fields: list[tuple[str, object]] = [
+        ("id", info.task_id),
+        ("status", info.status.value),
+        ("name", info.name),
+        ("queue", info.queue_name),
+        ("priority", info.priority),
+        ("worker", info.executor_id or "-"),
+        ("version", info.application_version or "-"),
+        ("attempts", f"{info.recovery_attempts} of {info.max_recovery_attempts}"),
+        ("retries", info.retries),
+        *((label, iso_time(value)) for label, value in times if value is not None),
+        ("parent", info.parent_task_id or "-"),
+        ("forked from", info.forked_from or "-"),
+        ("inputs", inputs),
+        ("result", info.output if info.output is not None else "-"),
+    ]
+    if info.error:
+        fields.append(("error", info.error_summary))
+    for label, value in fields:
+        print(f"{label + ':':15}{value}")
+    steps = info.steps or ()
+    print(f"{'steps:':15}{len(steps) if steps else 'none recorded'}")
+    for s in steps:
+        outcome = f"error {_error_fields(s.error).get('type', '?')}" if s.error else f"-> {s.output}"
+        print(f"  {s.function_id:>3}  {s.function_name}  {iso_time(s.completed_at_epoch_ms)}  {outcome}")
+    traceback = _error_fields(info.error).get("traceback")
+    if traceback:
+        print("traceback:")
+        print(str(traceback).rstrip("\n"))
+
+
+def task_json(info: TaskInfo) -> str:
+    """The task as JSON for scripts (times stay epoch milliseconds, as stored)."""
+    task = dataclasses.asdict(info)
+    task["status"] = info.status.value
+    task["steps"] = [dataclasses.asdict(s) for s in info.steps or ()]
+    task["error_summary"] = info.error_summary
+    return json.dumps(task, indent=2, default=str)
+
+
+def run_tasks(manager: TaskManagement, args: argparse.Namespace) -> int:
+    """``pgtasks tasks list|get|cancel|resume|fork``."""
+    if args.action == "list":
+        rows = manager.list_tasks(status=args.status, name=args.name, queue=args.queue, limit=args.limit)
+        print_task_list(rows)
+        return 0
+    if args.action == "get":
+        info = manager.get_task(args.task_id)
+        if info is None:
+            print(f"no task with id {args.task_id!r}", file=sys.stderr)
+            return 1
+        if args.json:
+            print(task_json(info))
+        else:
+            print_task(info, shown_inputs(manager, info))
+        return 0
+    if args.action == "fork":
+        print(manager.fork_task(args.task_id, start_step=args.start_step))
+        return 0
+    done = manager.cancel_task(args.task_id) if args.action == "cancel" else manager.resume_task(args.task_id)
+    verdict = "done" if done else "nothing to do (unknown task, or a state that forbids it)"
+    print(f"{args.action}: {verdict}")
+    return 0 if done else 1
+
+
+def _optional_int(value: str, flag: str) -> int | None:
+    if value.lower() == "none":
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        raise ConfigurationError(f"{flag} takes a whole number or 'none', not {value!r}") from None
+
+
+def run_queue(engine: Engine, args: argparse.Namespace) -> int:
+    """``pgtasks queue list|set|pause|resume``; every action ends with the queue table."""
+    admin = engine.admin
+    if args.action == "set":
+        validate_queue_name(args.name)
+        changes: dict[str, object] = {}
+        if args.concurrency is not None:
+            changes["concurrency"] = _optional_int(args.concurrency, "--concurrency")
+        if args.worker_concurrency is not None:
+            changes["worker_concurrency"] = _optional_int(args.worker_concurrency, "--worker-concurrency")
+        if args.rate_limit is not None:
+            rate = None if args.rate_limit.lower() == "none" else args.rate_limit
+            changes["rate_limit_max"], changes["rate_limit_period_sec"] = parse_rate_limit(rate)
+        if args.partitioned is not None:
+            changes["partition_queue"] = args.partitioned
+        current = {q.name: q for q in admin.queues((args.name,))}.get(args.name, QueueSettings(args.name))
+        wanted = dataclasses.replace(current, **changes)  # type: ignore[arg-type]
+        admin.upsert_queue(QueueUpsert(wanted, frozenset(changes)))
+    elif args.action in ("pause", "resume"):
+        admin.set_queue_paused(args.name, args.action == "pause")
+    now = admin.now_ms()
+    settings = {q.name: q for q in admin.queues()}
+    stats = {s.name: s for s in admin.queue_stats()}
+    print(
+        f"{'queue':20} {'enqueued':>8} {'delayed':>8} {'running':>8} {'oldest':>8}  "
+        f"{'concurrency':>11} {'per worker':>10} {'rate limit':>14} partitioned  paused"
+    )
+    for name in sorted(set(settings) | set(stats)):
+        q = settings.get(name, QueueSettings(name))
+        stat = stats.get(name)
+        counts = {state: (stat.counts.get(state, 0) if stat else 0) for state in WAITING_STATES}
+        oldest = None
+        if stat is not None and stat.oldest_waiting_ms is not None:
+            oldest = max(0.0, (now - stat.oldest_waiting_ms) / 1000)
+        rate = f"{q.rate_limit_max}/{q.rate_limit_period_sec:g}s" if q.rate_limit_max else "-"
+        print(
+            f"{q.name:20} {counts['ENQUEUED']:>8} {counts['DELAYED']:>8} {counts['PENDING']:>8} "
+            f"{age(oldest):>8}  {q.concurrency or '-':>11} {q.worker_concurrency or '-':>10} {rate:>14} "
+            f"{'yes' if q.partition_queue else 'no':11}  {'yes' if q.paused else 'no'}"
+        )
+    return 0

@@ -1,0 +1,136 @@
+"""Liveness and readiness of a worker for probes (Kubernetes, systemd, a load balancer).
+
+Alive: the worker's last heartbeat in the database is younger than its lease. Ready: alive,
+and its claim loop runs and reaches the database (not in an outage, not shutting down).
+
+- ``--health-file PATH``: the file's modification time is renewed while the worker is alive
+  (``pgtasks health --file PATH --max-age N`` checks it), and removed when the worker stops.
+- ``--health-port N``: HTTP on the standard library's server: ``GET /livez`` and
+  ``GET /readyz`` answer 200 ``ok`` or 503 with the reason.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+log = logging.getLogger("pgtasks.worker")
+
+
+@dataclass(frozen=True, slots=True)
+class Probe:
+    """What a probe reads from the worker: ``alive()`` and ``ready()`` each return None when
+    true, or the reason they are not."""
+
+    alive: Callable[[], str | None]
+    ready: Callable[[], str | None]
+
+
+class HealthFile:
+    """Renews ``path``'s modification time every ``interval`` seconds while the worker is
+    alive; removes it on :meth:`stop`."""
+
+    def __init__(self, path: Path, probe: Probe, interval: float) -> None:
+        self.path = path
+        self._probe = probe
+        self._interval = interval
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="pgtasks-health-file", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+        self.path.unlink(missing_ok=True)
+
+    def _run(self) -> None:
+        while True:
+            if self._probe.alive() is None:
+                try:
+                    self.path.touch()
+                    os.utime(self.path)
+                except OSError as exc:  # a full or read-only disk: the probe will say so
+                    log.warning("cannot renew the health file %s: %s", self.path, exc)
+            if self._stop.wait(self._interval):
+                return
+
+
+def _handler(probe: Probe) -> type[BaseHTTPRequestHandler]:
+    checks = {"/livez": probe.alive, "/readyz": probe.ready}
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            check = checks.get(self.path.split("?", 1)[0])
+            if check is None:
+                self._answer(404, "not found: /livez or /readyz\n")
+                return
+            reason = check()
+            self._answer(200, "ok\n") if reason is None else self._answer(503, f"{reason}\n")
+
+        def _answer(self, code: int, body: str) -> None:
+            data = body.encode()
+            self.send_response(code)
+            self.send_header("Content-Type", "text/plain; charset=utf-8")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass  # a probe every few seconds is not worth a log line
+
+    return Handler
+
+
+class HealthServer:
+    """``/livez`` and ``/readyz`` over HTTP on a daemon thread."""
+
+    def __init__(self, address: str, port: int, probe: Probe) -> None:
+        self._server = ThreadingHTTPServer((address, port), _handler(probe))
+        self._server.daemon_threads = True
+        self.port = self._server.server_address[1]
+        self._thread = threading.Thread(target=self._server.serve_forever, name="pgtasks-health", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+def fresh(since: float | None, limit: float, what: str) -> str | None:
+    """None when ``since`` (a ``time.monotonic()``) is within ``limit`` seconds, else why not."""
+    if since is None:
+        return f"no {what} yet"
+    old = time.monotonic() - since
+    return None if old <= limit else f"last {what} {old:.1f}s ago (limit {limit:g}s)"
+
+
+@dataclass(frozen=True, slots=True)
+class HealthOptions:
+    """The worker's probes: a file to renew, an HTTP port (0 picks a free one), both or none."""
+
+    file: Path | None = None
+    port: int | None = None
+    address: str = "0.0.0.0"  # probes come from the kubelet, off the pod's host
+
+    def start(self, probe: Probe, interval: float) -> list[HealthFile | HealthServer]:
+        """Start what is asked for; stop each returned part when the worker stops."""
+        parts: list[HealthFile | HealthServer] = []
+        if self.file is not None:
+            parts.append(HealthFile(self.file, probe, interval))
+        if self.port is not None:
+            server = HealthServer(self.address, self.port, probe)
+            log.info("health probes on http://%s:%d/livez and /readyz", self.address, server.port)
+            parts.append(server)
+        for part in parts:
+            part.start()
+        return parts

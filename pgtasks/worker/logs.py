@@ -1,0 +1,152 @@
+"""The worker's log as Celery users read it, or as JSON for log collectors.
+
+Every record carries ``task_name`` and ``task_id`` (``???`` outside a task, as in Celery),
+read from the engine's task context by a record factory, so a record from the task's own
+logger (``get_task_logger(__name__)``, or any logger but pgtasks' own) inside a task reads
+``[time: LEVEL/ForkPoolWorker-1] proj.add[id]: message``, Celery's task format. A record's
+``exc_text`` (a stored traceback) follows its message, in either format.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+import sys
+from typing import Any
+
+from pgtasks.engine.context import running_context
+
+LOG_FORMAT = "[%(asctime)s: %(levelname)s/%(processName)s] %(message)s"
+TASK_FORMAT = "[%(asctime)s: %(levelname)s/%(processName)s] %(task_name)s[%(task_id)s]: %(message)s"
+LOG_FORMATS = ("text", "json")
+NO_TASK = "???"
+OWN_LOGGERS = "pgtasks."  # the worker's own lines name the task themselves
+
+
+class TaskFormatter(logging.Formatter):
+    """Celery's format, and Celery's task format for records logged inside a task."""
+
+    def __init__(self) -> None:
+        super().__init__(LOG_FORMAT)
+        self._task = logging.Formatter(TASK_FORMAT)
+
+    def format(self, record: logging.LogRecord) -> str:
+        in_task = getattr(record, "task_id", NO_TASK) != NO_TASK
+        if in_task and not record.name.startswith(OWN_LOGGERS):
+            return self._task.format(record)
+        return super().format(record)
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line: time, level, logger, process, message, task_name, task_id,
+    exc_info (the traceback text, or null)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        if record.exc_info and not record.exc_text:
+            record.exc_text = self.formatException(record.exc_info)
+        task_id = getattr(record, "task_id", NO_TASK)
+        fields: dict[str, Any] = {
+            "time": dt.datetime.fromtimestamp(record.created).astimezone().isoformat(timespec="milliseconds"),
+            "level": record.levelname,
+            "logger": record.name,
+            "process": record.processName,
+            "message": record.getMessage(),
+            "task_name": None if task_id == NO_TASK else getattr(record, "task_name", None),
+            "task_id": None if task_id == NO_TASK else task_id,
+            "exc_info": record.exc_text or None,
+        }
+        return json.dumps(fields, default=str)
+
+
+def install_task_fields() -> None:
+    """Give every log record ``task_name`` and ``task_id`` (once per process; children
+    forked later inherit it)."""
+    previous = logging.getLogRecordFactory()
+    if getattr(previous, "pgtasks_task_fields", False):
+        return
+
+    def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
+        record = previous(*args, **kwargs)
+        ctx = running_context()
+        record.task_name = NO_TASK if ctx is None else ctx.record.name
+        record.task_id = NO_TASK if ctx is None else ctx.record.task_id
+        return record
+
+    factory.pgtasks_task_fields = True  # type: ignore[attr-defined]
+    logging.setLogRecordFactory(factory)
+
+
+def configure_logging(loglevel: str, log_format: str = "text") -> None:
+    """Log to stderr at ``loglevel`` in ``log_format`` (``text``: Celery's, or ``json``),
+    unless the root logger already has handlers (the application configured logging: then
+    only the task fields are added to its records)."""
+    if log_format not in LOG_FORMATS:
+        raise ValueError(f"log format {log_format!r}: one of {', '.join(LOG_FORMATS)}")
+    install_task_fields()
+    root = logging.getLogger()
+    if root.handlers:
+        return
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(JsonFormatter() if log_format == "json" else TaskFormatter())
+    root.addHandler(handler)
+    root.setLevel(loglevel.upper())
+
+
+def logs_json() -> bool:
+    """True when the root logger writes JSON lines (anything else on stderr would break them)."""
+    return any(isinstance(h.formatter, JsonFormatter) for h in logging.getLogger().handlers)
+
+
+def log_with_traceback(
+    logger: logging.Logger, level: int, traceback_text: str | None, msg: str, *args: object
+) -> None:
+    """Log ``msg % args`` followed by ``traceback_text`` (a traceback stored as text: there is
+    no live exception to hand to ``exc_info``); any formatter prints it as an exception's."""
+    if not logger.isEnabledFor(level):
+        return
+    record = logger.makeRecord(logger.name, level, "(worker)", 0, msg, args, None)
+    record.exc_text = traceback_text.rstrip("\n") if traceback_text else None
+    logger.handle(record)
+
+
+RESULT_REPR_MAX = 1024  # Celery's resultrepr_maxsize
+RESULT_PARSE_MAX = 64 * 1024  # larger outputs are not parsed for a log line
+
+
+def _clip(text: str, limit: int = RESULT_REPR_MAX) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def result_repr(output: str | None) -> str:
+    """The repr of a task's result as its success line shows it, from the stored JSON (other
+    serializations, and outputs too large to parse for a log line, are shown as stored)."""
+    if output is None:
+        return "None"
+    if len(output) <= RESULT_PARSE_MAX:
+        try:
+            return _clip(repr(json.loads(output)))
+        except (ValueError, RecursionError):  # not JSON, or nested too deep to parse: as stored
+            pass
+    return _clip(output)
+
+
+def error_repr(error: str | None) -> tuple[str, str | None]:
+    """``Type('message')`` of a stored error, as Celery's ``raised unexpected`` line shows
+    it, and its traceback text (None when none was stored)."""
+    try:
+        fields = json.loads(error or "")
+    except (ValueError, RecursionError):
+        return _clip(repr(error)), None
+    if not isinstance(fields, dict):
+        return _clip(repr(error)), None
+    name = str(fields.get("type") or "Exception")
+    args = fields.get("args")
+    try:
+        shown = (
+            ", ".join(repr(a) for a in args) if isinstance(args, list) else repr(fields.get("message", ""))
+        )
+    except RecursionError:  # arguments nested too deep to show: the message says it
+        shown = repr(fields.get("message", ""))
+    traceback = fields.get("traceback")
+    return _clip(f"{name}({shown})"), traceback if isinstance(traceback, str) else None

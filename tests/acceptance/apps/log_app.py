@@ -1,0 +1,30 @@
+"""An application for the log tests: tasks that log through ``get_task_logger`` and a plain
+logger, return a small or a very long result, and fail."""
+
+from __future__ import annotations
+
+import logging
+
+from pgtasks import App
+from pgtasks.compat.logs import get_task_logger
+
+app = App("logs", poll_interval=0.05)
+task_log = get_task_logger(__name__)
+plain_log = logging.getLogger("logs.plain")
+
+
+@app.task(name="logs.add")
+def add(x: int, y: int) -> int:
+    task_log.info("adding %s and %s", x, y)
+    plain_log.warning("a plain logger inside the task")
+    return x + y
+
+
+@app.task(name="logs.long")
+def long() -> str:
+    return "x" * 5000
+
+
+@app.task(name="logs.fail")
+def fail(message: str) -> None:
+    raise ValueError(message)
