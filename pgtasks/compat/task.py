@@ -10,12 +10,13 @@ import uuid
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pgtasks.compat import django_support, exceptions, retrying, states
-from pgtasks.compat.canvas import Signature, chunks, xmap, xstarmap
 from pgtasks.compat.current import current_app
 from pgtasks.compat.eager import apply_eagerly
+from pgtasks.compat.mapping import chunks, xmap, xstarmap
 from pgtasks.compat.planning import replacement_of, send_replacement
 from pgtasks.compat.request import Context, executing, request_of
 from pgtasks.compat.sending import send_task
+from pgtasks.compat.signatures import Signature
 from pgtasks.engine.context import running_context
 from pgtasks.engine.events import record_task_state
 
