@@ -82,8 +82,8 @@ def enqueue_canvas(
     until their links release them; the others are queued as usual. ``replacing`` (task id,
     executor id, claim token) names the running task this canvas replaces: it waits, from
     the same transaction, for its ``replace`` link, and is the parent of the tasks that start
-    at once. ``stored``: ids outside this canvas its
-    links may name (tasks stored before, a chord header's group id)."""
+    at once. ``stored``: ids outside this canvas its links may name (tasks stored before, a
+    chord header's group id)."""
     ids = [r.options.task_id for r in requests]
     if any(i is None for i in ids) or len(set(ids)) != len(ids):
         raise ConfigurationError("every task of a canvas needs its own task_id")
