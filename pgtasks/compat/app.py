@@ -22,7 +22,6 @@ from pgtasks.app import App
 from pgtasks.compat import current, django_support, registration
 from pgtasks.compat.backend import DatabaseBackend
 from pgtasks.compat.beat_schedule import add_entry, definitions_for_app
-from pgtasks.compat.canvas import Signature, signature
 from pgtasks.compat.command_line import run_command
 from pgtasks.compat.conf import CeleryConf, attributes_of, import_object
 from pgtasks.compat.control import Control
@@ -33,6 +32,7 @@ from pgtasks.compat.retrying import with_autoretry
 from pgtasks.compat.routing import RouterFunction, prepare_routers
 from pgtasks.compat.sending import send_task
 from pgtasks.compat.signals import Signal
+from pgtasks.compat.signatures import Signature, signature
 from pgtasks.compat.task import Task
 from pgtasks.engine.errors import ConfigurationError
 from pgtasks.engine.registry import TaskDefinition

@@ -12,11 +12,11 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 from pgtasks.compat import states
-from pgtasks.compat.canvas import maybe_signature, takes_request
 from pgtasks.compat.exceptions import Retry
 from pgtasks.compat.execution import trace
 from pgtasks.compat.request import eager_request
 from pgtasks.compat.result import EagerResult
+from pgtasks.compat.signatures import maybe_signature, takes_request
 
 if TYPE_CHECKING:
     from pgtasks.compat.task import Task

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pgtasks.compat import django_support, signals, states
-from pgtasks.compat.canvas import Signature
 from pgtasks.compat.exceptions import Ignore, Reject, Replaced, Retry
 from pgtasks.compat.request import Context, executing, request_from_record
+from pgtasks.compat.signatures import Signature
 from pgtasks.engine.context import running_context
 from pgtasks.engine.errors import RetryRequested, TaskAbandoned
 

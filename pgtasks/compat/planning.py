@@ -24,10 +24,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from pgtasks.compat.canvas import Signature, chain, chord, group, maybe_signature, takes_request
 from pgtasks.compat.exceptions import ImproperlyConfigured
 from pgtasks.compat.publishing import Prepared, prepare
 from pgtasks.compat.result import AsyncResult, GroupResult
+from pgtasks.compat.signatures import Signature, maybe_signature, takes_request
+from pgtasks.compat.workflows import chain, chord, group
 from pgtasks.engine.canvas import close_chord_header, enqueue_canvas
 from pgtasks.sysdb.records import LinkKind, TaskLink
 

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from pgtasks.compat import current
 from pgtasks.compat.exceptions import NotRegistered
 from pgtasks.compat.execution import worker_entry
+from pgtasks.compat.pydantic_tasks import pydantic_options, with_pydantic
 from pgtasks.compat.retrying import with_autoretry
 from pgtasks.compat.task import Task
 from pgtasks.engine.registry import refuse_async
@@ -66,12 +67,25 @@ def make_task(
     **options: Any,
 ) -> Task:
     """A Task subclass named after ``fun`` whose ``run`` is ``fun`` (taking ``self`` when
-    ``bind``), with ``options`` as class attributes; returns its instance."""
+    ``bind``), with ``options`` as class attributes; returns its instance. With
+    ``pydantic=True`` the body validates its model arguments and dumps its model result
+    (pydantic_tasks.py)."""
     refuse_async(fun, "task")
+    typed = pydantic_options(options)
     for key in ("autoretry_for", "dont_autoretry_for"):
         if key in options and options[key] is not None:
             options[key] = tuple(options[key])
-    run = fun if bind else staticmethod(fun)
+    body = fun
+    if typed.get("pydantic"):
+        body = with_pydantic(
+            fun,
+            lambda: task.app,
+            name,
+            strict=bool(typed.get("pydantic_strict", False)),
+            context=typed.get("pydantic_context"),
+            dump_kwargs=typed.get("pydantic_dump_kwargs"),
+        )
+    run = body if bind else staticmethod(body)
     attrs: dict[str, Any] = {
         "name": name,
         "run": run,

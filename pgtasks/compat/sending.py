@@ -6,10 +6,10 @@ from __future__ import annotations
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from pgtasks.compat.canvas import Signature
 from pgtasks.compat.planning import send_canvas
 from pgtasks.compat.publishing import prepare
 from pgtasks.compat.result import AsyncResult
+from pgtasks.compat.signatures import Signature
 from pgtasks.engine.errors import ConfigurationError
 
 if TYPE_CHECKING:

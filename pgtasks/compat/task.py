@@ -10,12 +10,13 @@ import uuid
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pgtasks.compat import django_support, exceptions, retrying, states
-from pgtasks.compat.canvas import Signature, chain, chunks, xmap, xstarmap
 from pgtasks.compat.current import current_app
 from pgtasks.compat.eager import apply_eagerly
+from pgtasks.compat.mapping import chunks, xmap, xstarmap
 from pgtasks.compat.planning import replacement_of, send_replacement
 from pgtasks.compat.request import Context, executing, request_of
 from pgtasks.compat.sending import send_task
+from pgtasks.compat.signatures import Signature
 from pgtasks.engine.context import running_context
 from pgtasks.engine.events import record_task_state
 
@@ -260,9 +261,11 @@ class Task:
         waited for it (chain, chord, callbacks, errbacks) follows from there. Raises
         :class:`~celery.exceptions.Ignore` in a worker; eagerly, returns the result."""
         sig = replacement_of(self.app, sig)
-        for errback in self.request.errbacks or ():  # errbacks called in the failing worker
-            if isinstance(sig, Signature) and not isinstance(sig, chain):
-                sig.link_error(Signature(dict(errback), app=self.app))
+        # Errbacks called in the failing worker go with the replacement (on every task of a
+        # chain or chord, where only the one that fails calls them); the others stay linked
+        # to this task, which fails with its replacement.
+        for errback in self.request.errbacks or ():
+            sig.link_error(Signature(dict(errback), app=self.app))
         return self.on_replace(sig)
 
     def on_replace(self, sig: Any) -> Any:

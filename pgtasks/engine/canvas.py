@@ -81,8 +81,9 @@ def enqueue_canvas(
     Every request needs its ``task_id`` (links name them). Tasks in ``waiting`` are not run
     until their links release them; the others are queued as usual. ``replacing`` (task id,
     executor id, claim token) names the running task this canvas replaces: it waits, from
-    the same transaction, for its ``replace`` link. ``stored``: ids outside this canvas its
-    links may name (tasks stored before, a chord header's group id)."""
+    the same transaction, for its ``replace`` link, and is the parent of the tasks that start
+    at once. ``stored``: ids outside this canvas its links may name (tasks stored before, a
+    chord header's group id)."""
     ids = [r.options.task_id for r in requests]
     if any(i is None for i in ids) or len(set(ids)) != len(ids):
         raise ConfigurationError("every task of a canvas needs its own task_id")
@@ -91,12 +92,15 @@ def enqueue_canvas(
         if link.child_id not in known or (link.kind is not LinkKind.GROUP and link.parent_id not in known):
             raise ConfigurationError(f"a link names a task outside the canvas: {link}")
     settings = engine.settings
+    # A replacement's first tasks are the replaced task's children, as if it had sent them.
+    sender = replacing[0] if replacing is not None else None
     tasks = tuple(
         build_new_task(
             request,
             engine.codec,
             settings.default_queue,
             settings.max_recovery_attempts,
+            None if request.options.task_id in waiting else sender,
             max_payload_bytes=settings.max_payload_bytes,
         )
         for request in requests

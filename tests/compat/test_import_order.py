@@ -93,7 +93,19 @@ def test_the_module_level_imports_of_compat_form_no_cycle() -> None:
     # Readable bottom-up, in the order of issue 12: no layer reaches a later one.
     layers = [
         f"{PACKAGE}.{m}"
-        for m in ("states", "exceptions", "request", "result", "canvas", "sending", "task", "app")
+        for m in (
+            "states",
+            "exceptions",
+            "request",
+            "result",
+            "signatures",
+            "workflows",
+            "mapping",
+            "canvas",
+            "sending",
+            "task",
+            "app",
+        )
     ]
     upward = [
         (lower, higher)
@@ -131,7 +143,7 @@ def test_every_import_inside_a_function_says_why_or_is_of_an_outside_dependency(
 def test_the_checks_see_what_they_check() -> None:
     """Guards the three tests above against passing by reading nothing."""
     trees = modules()
-    assert {f"{PACKAGE}.app", f"{PACKAGE}.canvas", f"{PACKAGE}.current"} <= set(trees)
+    assert {f"{PACKAGE}.app", f"{PACKAGE}.canvas", f"{PACKAGE}.current", f"{PACKAGE}.workflows"} <= set(trees)
     app_imports = {t for node in module_level_imports(trees[f"{PACKAGE}.app"]) for t in imported_names(node)}
     assert f"{PACKAGE}.task" in app_imports
     sample = ast.parse("def f():\n    from pgtasks.compat import app\n")

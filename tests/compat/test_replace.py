@@ -69,6 +69,48 @@ def test_the_chain_chord_and_callbacks_of_a_replaced_task_follow_its_replacement
     assert f"errback {fine.id}" not in entries
 
 
+def test_errbacks_called_in_the_worker_move_to_a_chain_or_group_replacement(ledger: Path) -> None:
+    """A ``(request, exc, traceback)`` errback of a replaced task runs once, in the worker of
+    the replacement's task that fails, whatever the replacement's shape."""
+    by_chain = proj.replace_by_failing_chain.apply_async((7,), link_error=proj.error_handler.s())
+    with pytest.raises(proj.Broken, match=r"failed with \[8\]"):
+        by_chain.get(timeout=60)
+    by_group = proj.replace_by_failing_group.apply_async((5,), link_error=proj.error_handler.s())
+    with pytest.raises(Exception, match=r"failed with \[5\]"):
+        by_group.get(timeout=60)
+    assert AsyncResult(by_chain.id).state == "FAILURE" and AsyncResult(by_group.id).state == "FAILURE"
+
+    def handlers() -> list[str]:
+        return [line for line in lines(ledger) if line.startswith("handler ")]
+
+    wait_for(lambda: len(handlers()) >= 2, timeout=60, what="both handlers")
+    called = handlers()
+    assert len(called) == 2 and all(line.endswith(" Broken") for line in called)
+    failed_ids = {line.split()[1] for line in called}
+    # Called with the request of the replacement's task that failed, not the replaced one.
+    assert by_chain.id not in failed_ids and by_group.id not in failed_ids
+    fail_runs = {proj.fail.name}
+    assert all(AsyncResult(i).name in fail_runs for i in failed_ids)
+
+
+def test_a_replaced_task_lists_its_replacement_as_its_child(ledger: Path) -> None:
+    single = proj.replace_by_add.delay(5)
+    assert single.get(timeout=60) == 105
+    children = AsyncResult(single.id).children
+    assert children is not None and len(children) == 1
+    (child,) = children
+    assert child.id != single.id and child.name == proj.add.name and child.get(timeout=10) == 105
+    assert child.parent is not None and child.parent.id == single.id
+    flow = proj.replace_with.delay(proj.add.s(1, 1) | proj.mul.s(10))
+    assert flow.get(timeout=60) == 20
+    (first,) = AsyncResult(flow.id).children or []
+    assert first.name == proj.add.name and first.get(timeout=10) == 2
+    # The chain's first task hands its result to the second: the graph goes on from there.
+    (second,) = first.children or []
+    assert second.name == proj.mul.name and second.get(timeout=10) == 20
+    assert [value for _, value in AsyncResult(flow.id).collect(timeout=10)] == [20, 2, 20]
+
+
 def test_replace_in_eager_mode_returns_the_result(
     database_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -127,3 +127,51 @@ def test_a_worker_killed_around_a_replace_or_in_nested_chords_leaves_them_to_fin
         # The replacement ran once: one add(2, 100) task, whatever the crash.
         adds = [t for t in rep.app.engine.admin.tasks(ListTasksParams(limit=1000)) if t.name == rep.add.name]
         assert len(adds) == 5  # add(1, 1), the replacement, and the three of the chords
+
+
+@pytest.mark.parametrize("point", ["after_claim_commit:task_id={replaced}", "after_replace_commit"])
+def test_a_worker_killed_around_a_replace_by_a_failing_chain_calls_its_errback_once(
+    pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, point: str
+) -> None:
+    """The replaced task's ``(request, exc, traceback)`` errback moved to its chain replacement:
+    whatever the crash around the replace, the chain fails once and the errback runs once."""
+    from tests.compat.apps import replace_app as rep
+
+    install_history(pg_url)
+    rep.app.conf.task_always_eager = False
+    ledger = tmp_path / "ledger"
+    with celery_app_on(rep.app, pg_url, ledger, monkeypatch):
+        replaced = rep.replace_by_failing_chain.apply_async((7,), link_error=rep.error_handler.s())
+        crashing = worker_process(
+            pg_url,
+            ledger,
+            "w1",
+            app=REPLACE_APP,
+            crashpoint=point.format(replaced=replaced.id),
+            concurrency=1,
+        )
+        rescuer = None
+        try:
+            assert crashing.wait(timeout=60) == -signal.SIGKILL
+            assert unfinished(pg_url, [replaced.id])
+            rescuer = worker_process(pg_url, ledger, "w2", app=REPLACE_APP, concurrency=2)
+            wait_for(
+                lambda: not unfinished(pg_url, [replaced.id]), timeout=60, what="the replaced task to end"
+            )
+            wait_for(
+                lambda: any(line.startswith("handler ") for line in ledger.read_text().splitlines()),
+                timeout=60,
+                what="the errback",
+            )
+        finally:
+            for process in (crashing, rescuer):
+                if process is not None:
+                    stop(process, signal.SIGKILL)
+        with pytest.raises(rep.Broken, match=r"failed with \[8\]"):
+            replaced.get(timeout=5)
+        handlers = [line for line in ledger.read_text().splitlines() if line.startswith("handler ")]
+        assert len(handlers) == 1 and handlers[0].endswith(" Broken")
+        fails = [
+            t for t in rep.app.engine.admin.tasks(ListTasksParams(limit=1000)) if t.name == rep.fail.name
+        ]
+        assert len(fails) == 1  # the replacement was inserted once

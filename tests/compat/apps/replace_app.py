@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-from celery import Celery, Task, signature
+from celery import Celery, Task, group, signature
 
 from tests.compat.apps.ledger import note
 
@@ -58,6 +58,18 @@ def replace_by_add(self, x):
 @app.task(bind=True)
 def replace_by_fail(self, x):
     return self.replace(fail.s(x))
+
+
+@app.task(bind=True)
+def replace_by_failing_chain(self, x):
+    """Replaced by a chain whose second task fails (the third never runs)."""
+    return self.replace(add.s(x, 1) | fail.s() | add.s(1))
+
+
+@app.task(bind=True)
+def replace_by_failing_group(self, x):
+    """Replaced by a group (a chord with Celery's accumulate body) with one failing task."""
+    return self.replace(group(add.s(x, 1), fail.s(x)))
 
 
 @app.task(bind=True)
