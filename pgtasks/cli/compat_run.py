@@ -9,7 +9,7 @@ import sys
 from typing import Any
 
 from pgtasks.cli.loader import load_app
-from pgtasks.cli.workers import native_inspect, native_status
+from pgtasks.cli.workers import native_inspect, native_status, print_replies
 from pgtasks.compat.app import Celery
 from pgtasks.compat.check import UNSUPPORTED, check_app, report
 from pgtasks.compat.exceptions import ImproperlyConfigured
@@ -67,26 +67,6 @@ def _celery_check(app: Any, args: argparse.Namespace) -> int:
     return 1 if any(f.status == UNSUPPORTED for f in findings) else 0
 
 
-def _print_replies(replies: dict[str, Any] | None, as_json: bool) -> None:
-    if as_json:
-        print(json.dumps(replies or {}, default=str))
-        return
-    if not replies:
-        print("Error: No nodes replied within time constraint", file=sys.stderr)
-        return
-    for node, reply in replies.items():
-        print(f"->  {node}: OK")
-        if isinstance(reply, dict) and reply.get("ok") == "pong":
-            print("        pong")
-        elif isinstance(reply, list) and not reply:
-            print("    - empty -")
-        else:
-            for line in json.dumps(reply, indent=4, default=str).splitlines():
-                print(f"    {line}")
-    count = len(replies)
-    print(f"\n{count} node{'s' if count != 1 else ''} online.")
-
-
 def _inspect(app: Any, args: argparse.Namespace) -> int:
     if args.method not in INSPECT_METHODS:
         print(
@@ -97,8 +77,7 @@ def _inspect(app: Any, args: argparse.Namespace) -> int:
     inspector = app.control.inspect(destination=args.destination.split(",") if args.destination else None)
     method = getattr(inspector, args.method)
     replies = method(*args.ids) if args.method == "query_task" else method()
-    _print_replies(replies, args.json)
-    return 0 if replies else 1
+    return print_replies(replies, args.json)
 
 
 def _status(app: Any, args: argparse.Namespace) -> int:

@@ -79,23 +79,7 @@ def native_inspect(app: App, args: argparse.Namespace) -> int:
     wanted = {d.strip() for d in args.destination.split(",")} if args.destination else None
     workers = [(w, age) for w, age in live_workers(app.engine) if wanted is None or w.executor_id in wanted]
     replies = {w.executor_id: _reply(app, args.method, w, age) for w, age in workers}
-    if args.json:
-        print(json.dumps(replies, default=str))
-        return 0 if replies else 1
-    if not replies:
-        return _no_replies()
-    for node, reply in replies.items():
-        print(f"->  {node}: OK")
-        if args.method == "ping":
-            print("        pong")
-        elif isinstance(reply, list) and not reply:
-            print("    - empty -")
-        else:
-            for line in json.dumps(reply, indent=4, default=str).splitlines():
-                print(f"    {line}")
-    count = len(replies)
-    print(f"\n{count} node{'s' if count != 1 else ''} online.")
-    return 0
+    return print_replies(replies, args.json)
 
 
 def native_status(app: App, args: argparse.Namespace) -> int:
@@ -111,4 +95,26 @@ def native_status(app: App, args: argparse.Namespace) -> int:
     for worker, _ in workers:
         print(f"{worker.executor_id}: OK")
     print(f"\n{len(workers)} node{'s' if len(workers) != 1 else ''} online.")
+    return 0
+
+
+def print_replies(replies: dict[str, Any] | None, as_json: bool) -> int:
+    """Print workers' replies in Celery's layout (or as one JSON object); exit status 0 when a
+    worker replied, 1 when none did."""
+    if as_json:
+        print(json.dumps(replies or {}, default=str))
+        return 0 if replies else 1
+    if not replies:
+        return _no_replies()
+    for node, reply in replies.items():
+        print(f"->  {node}: OK")
+        if isinstance(reply, dict) and reply.get("ok") == "pong":
+            print("        pong")
+        elif isinstance(reply, list) and not reply:
+            print("    - empty -")
+        else:
+            for line in json.dumps(reply, indent=4, default=str).splitlines():
+                print(f"    {line}")
+    count = len(replies)
+    print(f"\n{count} node{'s' if count != 1 else ''} online.")
     return 0
