@@ -21,7 +21,7 @@ from pgtasks.sysdb.errors import ConfigurationError, DatabaseUnavailable
 from pgtasks.sysdb.identifiers import quote_identifier, validate_identifier
 from pgtasks.sysdb.interface import EnqueueListener
 from pgtasks.sysdb.overlapped import enqueue_overlapped
-from pgtasks.sysdb.pg_sessions import PostgresListener, PostgresSessions
+from pgtasks.sysdb.pg_sessions import LOST_SESSION, PostgresListener, PostgresSessions, is_unavailable
 from pgtasks.sysdb.primitives import Written
 from pgtasks.sysdb.records import (
     ClaimParams,
@@ -134,18 +134,24 @@ class PostgresSystemDatabase(PostgresSessions, SqlStore):
             raise DatabaseUnavailable(
                 f"cannot connect to the pgtasks database {self.target.display_url}: {exc}"
             ) from exc
-        with conn:
-            if self._applied_versions(conn) == len(migrations):
-                return []  # fast path: no lock when the schema is current
-            conn.rollback()
-            try:
+        try:
+            with conn:
+                if self._applied_versions(conn) == len(migrations):
+                    return []  # fast path: no lock when the schema is current
+                conn.rollback()
                 return self._apply(conn, migrations)
-            except psycopg.errors.InsufficientPrivilege as exc:
-                raise ConfigurationError(
-                    f"the schema {self.target.schema!r} needs migrations that this database role "
-                    f"cannot run ({exc.diag.message_primary}); run `pgtasks migrate` as the role "
-                    "that owns the schema (see `pgtasks roles`)"
-                ) from None
+        except psycopg.errors.InsufficientPrivilege as exc:
+            raise ConfigurationError(
+                f"the schema {self.target.schema!r} needs migrations that this database role "
+                f"cannot run ({exc.diag.message_primary}); run `pgtasks migrate` as the role "
+                "that owns the schema (see `pgtasks roles`)"
+            ) from None
+        except LOST_SESSION as exc:  # the server went away after the connection was made
+            if not is_unavailable(exc):
+                raise
+            raise DatabaseUnavailable(
+                f"lost the pgtasks database {self.target.display_url} while migrating: {exc}"
+            ) from exc
 
     def _apply(self, conn: psycopg.Connection[Any], migrations: list[Migration]) -> list[MigrationInfo]:
         with conn.transaction():

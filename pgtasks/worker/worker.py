@@ -12,7 +12,9 @@ import os
 import socket
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from pgtasks.engine.core import Engine
 from pgtasks.engine.crashpoints import crashpoint
@@ -24,6 +26,7 @@ from pgtasks.sysdb.records import (
     ClaimParams,
     ExecutorInfo,
     Outcome,
+    RecoveryReport,
     ReleaseStrayParams,
     Status,
     StepRecord,
@@ -44,6 +47,10 @@ STRAY_GRACE_SECONDS = 10.0  # a claim this young may still be on its way to the 
 GATHER_SECONDS = 0.002  # with a backlog, how long a claim waits for more slots to free up
 CLAIM_FIRST_BACKOFF = 0.1  # seconds before the first retry of a claim the database refused
 CLAIM_MAX_BACKOFF = 5.0
+# How long a worker's start-up writes wait out a database that went away after the start-up
+# wait found it (a restart in the middle of the start), before the start fails.
+START_OUTAGE_SECONDS = 120.0
+T = TypeVar("T")
 
 
 def default_executor_id() -> str:
@@ -130,13 +137,10 @@ class Worker:
     def start(self) -> None:
         """Register the executor, recover its own unfinished tasks, start the helpers."""
         store = self._store
-        self._check_executor_id_free()
+        _through_outages(self._check_executor_id_free)
         self._pool.start()  # prefork: fork the children before this process starts threads
-        store.register_version(self.version)
-        store.register_executor(self.info)
         self.queues = QueueBook(store, self.options.queues)
-        self.queues.declare(self.engine.declared_queues)
-        report = store.recover_own(self.executor_id)
+        report = _through_outages(self._register)
         if report.requeued:
             log.warning("resuming %d tasks this executor was running when it stopped", len(report.requeued))
         if report.dead_lettered:
@@ -151,6 +155,15 @@ class Worker:
         self._due.start()
         self._wakeups = WakeOnEnqueue(store, self.options.queues, self._wake, self._due.poke)
         self.listening = self._wakeups.start()
+
+    def _register(self) -> RecoveryReport:
+        """The start-up writes, each safe to repeat: the version, the executor row, the
+        declared queues, and the recovery of this executor's unfinished tasks."""
+        assert self.queues is not None
+        self._store.register_version(self.version)
+        self._store.register_executor(self.info)
+        self.queues.declare(self.engine.declared_queues)
+        return self._store.recover_own(self.executor_id)
 
     def _lease_round(self) -> None:
         """Runs with every heartbeat: re-read queue settings, give back any PENDING task of this
@@ -439,3 +452,22 @@ def _pid_alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def _through_outages(step: Callable[[], T]) -> T:
+    """Run a start-up ``step`` that is safe to repeat, waiting out a database outage that
+    begins after the start-up wait found the database (a restart in the middle of a worker's
+    start): retried with backoff for up to START_OUTAGE_SECONDS, then DatabaseUnavailable."""
+    delay, deadline = CLAIM_FIRST_BACKOFF, time.monotonic() + START_OUTAGE_SECONDS
+    warned = False
+    while True:
+        try:
+            return step()
+        except DatabaseUnavailable as exc:
+            if time.monotonic() + delay > deadline:
+                raise
+            if not warned:
+                log.warning("the database went away while the worker was starting; retrying: %s", exc)
+                warned = True
+            time.sleep(delay)
+            delay = min(delay * 2, CLAIM_MAX_BACKOFF)

@@ -57,6 +57,7 @@ from tests.faults.apps.fault_app import (
 )
 from tests.faults.fires import FireReport, check_fires
 from tests.faults.invariants import Report, check, install_history, status_history, touched, unfinished
+from tests.support.ledger import lines_of
 from tests.support.pgserver import PostgresServer
 from tests.support.processes import beat_process, worker_process
 
@@ -177,7 +178,11 @@ class Soak:
                 code = worker.process.poll()
                 if code is not None:
                     now = time.time()
-                    self.problems.append(f"{worker.name} exited on its own with code {code}")
+                    # Its log is overwritten by the restart: keep its last lines in the report.
+                    tail = "".join(
+                        f"\n      | {line}" for line in lines_of(self.out / f"{worker.name}.log")[-15:]
+                    )
+                    self.problems.append(f"{worker.name} exited on its own with code {code}{tail}")
                     self.faults.append(Fault("unexpected-exit", worker.name, now, now))
                     processes[i] = self._restart(worker)
 
