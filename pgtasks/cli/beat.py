@@ -86,9 +86,12 @@ def _beat(args: argparse.Namespace) -> int:
     beat = Beat(app.engine, settings=BeatSettings(max_interval=args.max_interval, grace=args.grace))
     configured = app.beat_definitions()
     beat.sync(configured, app.beat_source)
+    # Signals are caught before beat_init is sent: a supervisor that stops the beat as soon as
+    # it has started must get a clean stop, not the default action of SIGTERM.
+    wake_read = _catch_stop_signals()
     beat_started(app, beat, embedded=False)
     print(banner(app.engine, app.main or spec, len(configured)), file=sys.stderr, flush=True)
-    return _run_until_signal(beat)
+    return _run_until_signal(beat, wake_read)
 
 
 def banner(engine: Engine, app_name: str, configured: int) -> str:
@@ -113,15 +116,21 @@ def _schedule_line(record: ScheduleRecord, now: dt.datetime) -> str:
     return f"  {record.name:30} {record.status.value:8} {timing:34} next {when:20} -> {record.task_name}"
 
 
-def _run_until_signal(beat: Beat) -> int:
-    """Beat on a thread; the main thread waits for SIGTERM/SIGINT (through the wakeup fd, so
-    no handler touches a lock) and then stops the loop between two ticks."""
-    stop = threading.Event()
+def _catch_stop_signals() -> int:
+    """Route SIGTERM/SIGINT/SIGQUIT to a pipe (the wakeup fd, so no handler touches a lock);
+    return the pipe's read end."""
     wake_read, wake_write = os.pipe()
     os.set_blocking(wake_write, False)
     signal.set_wakeup_fd(wake_write)
     for signum in STOP_SIGNALS:
         signal.signal(signum, lambda _signum, _frame: None)
+    return wake_read
+
+
+def _run_until_signal(beat: Beat, wake_read: int) -> int:
+    """Beat on a thread; the main thread waits for a stop signal on ``wake_read`` and then
+    stops the loop between two ticks."""
+    stop = threading.Event()
     runner = threading.Thread(target=beat.run, args=(stop,), name="pgtasks-beat", daemon=True)
     runner.start()
     log.info("beat ready")
