@@ -74,14 +74,16 @@ ORDER BY 1, 2
 
 -- name: queue_latency
 -- Enqueue-to-start latency per known queue, p50 and p95 (nearest rank), over the tasks
--- started in the last :window_ms, at most the :sample latest starts per queue (a backward
--- walk of the (queue_name, started_at_epoch_ms) index per queue).
+-- started in the last :window_ms, at most the :sample latest starts per queue (a range of
+-- the (queue_name, started_at_epoch_ms) index per queue).
 WITH recent AS (
     SELECT w.queue_name,
            max(w.started_at_epoch_ms - max(w.created_at, coalesce(w.delay_until_epoch_ms, 0)), 0) AS wait,
            row_number() OVER (PARTITION BY w.queue_name ORDER BY w.started_at_epoch_ms DESC) AS age_rank
-    FROM queues AS q JOIN workflow_status AS w ON w.queue_name = q.name
-    WHERE w.started_at_epoch_ms > __now_ms__ - :window_ms
+    -- CROSS JOIN keeps queues the outer loop (SQLite never reorders it): one range of the
+    -- index per queue instead of a walk of every started task.
+    FROM queues AS q CROSS JOIN workflow_status AS w
+    WHERE w.queue_name = q.name AND w.started_at_epoch_ms > __now_ms__ - :window_ms
 ), ranked AS (
     SELECT queue_name, wait,
            row_number() OVER (PARTITION BY queue_name ORDER BY wait) AS rn,
