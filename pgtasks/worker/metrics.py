@@ -41,6 +41,18 @@ def _prometheus() -> Any:
     return prometheus_client
 
 
+@dataclass(frozen=True, slots=True)
+class _Series:
+    """The labelled children of one (queue, task name)."""
+
+    started: Any
+    succeeded: Any
+    failed: Any
+    retried: Any
+    runtime: Any
+    latency: Any
+
+
 class WorkerMetrics:
     """The worker's counters, in a registry of their own. ``started`` and ``finished`` are the
     hooks the worker calls; each is a few label look-ups and increments."""
@@ -74,25 +86,45 @@ class WorkerMetrics:
         running_gauge.set_function(running)
         pool = prom.Gauge("pgtasks_worker_pool_size", "Concurrency of this worker's pool", registry=r)
         pool.set(pool_size)
+        self._by_task: dict[tuple[str, str], _Series] = {}
 
     def started(self, record: TaskRecord) -> None:
         """A claimed task goes to the pool."""
-        self._started.labels(record.queue_name, record.name).inc()
+        series = self._series(record)
+        series.started.inc()
         claimed_ms = record.started_at_epoch_ms or round(time.time() * 1000)
         due_ms = max(record.created_at, record.delay_until_epoch_ms or 0)
-        self._latency.labels(record.queue_name).observe(max(0.0, (claimed_ms - due_ms) / 1000))
+        series.latency.observe(max(0.0, (claimed_ms - due_ms) / 1000))
 
     def finished(self, record: TaskRecord, outcome: Outcome | None, elapsed: float) -> None:
         """A task's body is done; ``outcome`` None: abandoned (cancelled or taken over)."""
         if outcome is None:
             return
-        self._runtime.labels(record.queue_name).observe(elapsed)
+        series = self._series(record)
+        series.runtime.observe(elapsed)
         if outcome.retry_in_ms is not None:
-            self._retried.labels(record.queue_name, record.name).inc()
+            series.retried.inc()
         elif outcome.status is Status.SUCCESS:
-            self._succeeded.labels(record.queue_name, record.name).inc()
+            series.succeeded.inc()
         elif outcome.status is Status.ERROR:
-            self._failed.labels(record.queue_name, record.name).inc()
+            series.failed.inc()
+
+    def _series(self, record: TaskRecord) -> _Series:
+        # ``labels()`` costs microseconds (it validates and locks); a dict lookup does not.
+        key = (record.queue_name, record.name)
+        series = self._by_task.get(key)
+        if series is None:
+            queue, name = key
+            series = _Series(
+                self._started.labels(queue, name),
+                self._succeeded.labels(queue, name),
+                self._failed.labels(queue, name),
+                self._retried.labels(queue, name),
+                self._runtime.labels(queue),
+                self._latency.labels(queue),
+            )
+            self._by_task[key] = series  # a racing thread builds the same children: harmless
+        return series
 
     def scrape(self) -> bytes:
         """The registry in Prometheus's text format."""
