@@ -90,24 +90,30 @@ class WorkerMetrics:
 
     def started(self, record: TaskRecord) -> None:
         """A claimed task goes to the pool."""
-        series = self._series(record)
-        series.started.inc()
-        claimed_ms = record.started_at_epoch_ms or round(time.time() * 1000)
-        due_ms = max(record.created_at, record.delay_until_epoch_ms or 0)
-        series.latency.observe(max(0.0, (claimed_ms - due_ms) / 1000))
+        try:
+            series = self._series(record)
+            series.started.inc()
+            claimed_ms = record.started_at_epoch_ms or round(time.time() * 1000)
+            due_ms = max(record.created_at, record.delay_until_epoch_ms or 0)
+            series.latency.observe(max(0.0, (claimed_ms - due_ms) / 1000))
+        except Exception:  # a figure lost is better than a task not started
+            log.exception("could not count the start of task %s", record.task_id)
 
     def finished(self, record: TaskRecord, outcome: Outcome | None, elapsed: float) -> None:
         """A task's body is done; ``outcome`` None: abandoned (cancelled or taken over)."""
         if outcome is None:
             return
-        series = self._series(record)
-        series.runtime.observe(elapsed)
-        if outcome.retry_in_ms is not None:
-            series.retried.inc()
-        elif outcome.status is Status.SUCCESS:
-            series.succeeded.inc()
-        elif outcome.status is Status.ERROR:
-            series.failed.inc()
+        try:
+            series = self._series(record)
+            series.runtime.observe(elapsed)
+            if outcome.retry_in_ms is not None:
+                series.retried.inc()
+            elif outcome.status is Status.SUCCESS:
+                series.succeeded.inc()
+            elif outcome.status is Status.ERROR:
+                series.failed.inc()
+        except Exception:  # never in the way of the outcome being written
+            log.exception("could not count the outcome of task %s", record.task_id)
 
     def _series(self, record: TaskRecord) -> _Series:
         # ``labels()`` costs microseconds (it validates and locks); a dict lookup does not.
