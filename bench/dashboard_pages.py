@@ -126,7 +126,8 @@ def main() -> int:
                 time.sleep(0.2)
         middle = f"f{args.rows // 2}"
         paths = [
-            "/", "/live", "/queues", "/workers", "/schedules", "/dead-letters",
+            "/", "/live", "/queues", "/workers", "/live/workers", "/schedules", "/dead-letters",
+            "/live/tasks", "/live/tasks?status=ERROR",
             "/tasks", "/tasks?status=ERROR", "/tasks?queue=emails", "/tasks?name=bench.task3",
             "/tasks?worker=gone-7", f"/tasks?key={int(time.time() * 1000) - 10 * 24 * 3600 * 1000}.0",
             f"/task/{middle}", "/metrics",

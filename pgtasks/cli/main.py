@@ -96,6 +96,14 @@ def _parser() -> argparse.ArgumentParser:
     worker.add_argument(
         "--health-address", default="0.0.0.0", help="interface of --health-port (default 0.0.0.0)"
     )
+    worker.add_argument(
+        "--metrics-port",
+        type=int,
+        help="serve Prometheus GET /metrics on this port (0: any free port; needs pgtasks[dashboard])",
+    )
+    worker.add_argument(
+        "--metrics-address", default="0.0.0.0", help="interface of --metrics-port (default 0.0.0.0)"
+    )
 
     migrate = sub.add_parser("migrate", help="create or upgrade the pgtasks schema")
     migrate.add_argument("--database-url", help="default: PGTASKS_DATABASE_URL (no SQLite fallback)")
@@ -221,6 +229,7 @@ def _dispatch(args: argparse.Namespace) -> int:
 def _worker(args: argparse.Namespace) -> int:
     from pgtasks.worker.health import HealthOptions
     from pgtasks.worker.logs import configure_logging
+    from pgtasks.worker.metrics import MetricsOptions
     from pgtasks.worker.process import run_worker
     from pgtasks.worker.worker import WorkerOptions
 
@@ -250,6 +259,7 @@ def _worker(args: argparse.Namespace) -> int:
         soft_time_limit=args.soft_time_limit,
         max_tasks_per_child=args.max_tasks_per_child,
     )
+    metrics = MetricsOptions(args.metrics_port, args.metrics_address)  # refused early if not installed
     definitions = app.beat_definitions() if args.beat else []  # checked before the worker starts
     beats: list[BeatThread] = []
 
@@ -276,6 +286,7 @@ def _worker(args: argparse.Namespace) -> int:
             after_start=after_start,
             before_stop=stop_beat,
             health=health,
+            metrics=metrics,
         )
     finally:
         hooks.stopped()

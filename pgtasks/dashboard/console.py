@@ -10,6 +10,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from pgtasks.dashboard.canvas_graph import CanvasGraph, graph_around
 from pgtasks.engine.core import Engine
 from pgtasks.engine.failures import error_summary
 from pgtasks.engine.redaction import masked_inputs, secret_args_of
@@ -19,6 +20,7 @@ from pgtasks.sending import Sending
 from pgtasks.sysdb.records import (
     ExecutorInfo,
     ListTasksParams,
+    QueueLatency,
     QueueSettings,
     QueueUpsert,
     Status,
@@ -30,6 +32,8 @@ from pgtasks.sysdb.schedule_records import ScheduleRecord, ScheduleStatus
 LIVE_STATES = ("ENQUEUED", "DELAYED", "PENDING")
 ACTIVITY_WINDOW_MS = 15 * 60_000
 ACTIVITY_BUCKET_MS = 60_000
+LATENCY_WINDOW_MS = 5 * 60_000
+LATENCY_SAMPLE = 10_000  # latest starts per queue: bounds the cost at any throughput
 PAGE_SIZE = 50
 
 
@@ -68,6 +72,7 @@ class TaskView:
     traceback: str | None
     steps: list[StepRecord]
     children: list[str]
+    graph: CanvasGraph
 
 
 def _zone(name: str) -> dt.tzinfo:
@@ -121,6 +126,10 @@ class Console:
             queue: [(b, *by_bucket.get(b, [0, 0])) for b in buckets]  # type: ignore[misc]
             for queue, by_bucket in sorted(found.items())
         }
+
+    def latency(self) -> dict[str, QueueLatency]:
+        """Per queue, enqueue-to-start latency p50/p95 over the starts of the last 5 minutes."""
+        return {q.queue: q for q in self.engine.admin.queue_latency(LATENCY_WINDOW_MS, LATENCY_SAMPLE)}
 
     def workers(self) -> list[tuple[ExecutorInfo, float, list[TaskRecord]]]:
         """Live executors (heartbeat within their lease), each with its heartbeat age in
@@ -188,6 +197,7 @@ class Console:
             traceback=traceback,
             steps=admin.steps(task_id),
             children=admin.children(task_id),
+            graph=graph_around(self.engine, task_id),
         )
 
     def arguments(self, record: TaskRecord) -> str:
@@ -217,6 +227,26 @@ class Console:
 
     def fork(self, task_id: str, start_step: int) -> str:
         return self.manager.fork_task(task_id, start_step=start_step)
+
+    def retry(self, task_id: str) -> str:
+        """Run a task in ERROR again as a new task (a new id, the same inputs, no recorded
+        steps kept: a fork from step 1); the failed task stays as it was, for the record."""
+        record = self.engine.admin.task(task_id)
+        if record is None:
+            raise KeyError(f"no task with id {task_id!r}")
+        if record.status is not Status.ERROR:
+            raise ValueError(f"only a task in ERROR can be retried; {task_id!r} is {record.status.value}")
+        return self.manager.fork_task(task_id, start_step=1)
+
+    def terminate(self, task_id: str) -> bool:
+        """Revoke with terminate: cancel the task and ask its worker to kill the process
+        running it (SIGTERM; prefork pools). False if the task had already finished."""
+        return self.revoke(task_id, True, "SIGTERM")
+
+    def backfill_schedule(self, name: str, since: dt.datetime, until: dt.datetime | None) -> list[str]:
+        """Fire the due times of schedule ``name`` in ``[since, until]`` that have not fired;
+        returns the due times fired now."""
+        return schedule_admin.backfill(self.engine, name, since, until).fired
 
     def set_queue_paused(self, name: str, paused: bool) -> None:
         if paused:

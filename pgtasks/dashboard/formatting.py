@@ -24,6 +24,13 @@ def age(seconds: float | None) -> str:
     return f"{seconds / 3600:.1f} h"
 
 
+def millis(ms: int | None) -> str:
+    """A latency: ``850 ms``, ``3.2 s``, ``4 min``; empty for None."""
+    if ms is None:
+        return ""
+    return f"{ms} ms" if ms < 1000 else age(ms / 1000)
+
+
 def duration(start_ms: int | None, end_ms: int | None) -> str:
     if start_ms is None or end_ms is None:
         return ""

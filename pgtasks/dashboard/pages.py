@@ -4,6 +4,7 @@ letters), the JSON the pages poll for live updates, and the actions their forms 
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import parse_qs, urlencode
 
@@ -13,9 +14,10 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Route
 
+from pgtasks.dashboard.canvas_graph import graph_svg
 from pgtasks.dashboard.charts import activity_svg
 from pgtasks.dashboard.console import Console, TaskFilter
-from pgtasks.dashboard.formatting import age, duration, iso, pretty
+from pgtasks.dashboard.formatting import age, duration, iso, millis, pretty
 from pgtasks.dashboard.security import Guard, refuse, same_origin
 from pgtasks.engine.errors import PgtasksError
 from pgtasks.engine.flow import parse_rate_limit
@@ -29,7 +31,7 @@ def _environment() -> Environment:
         loader=PackageLoader("pgtasks.dashboard", "templates"),
         autoescape=select_autoescape(default=True, default_for_string=True),
     )
-    env.filters.update(iso=iso, age=age, pretty=pretty)
+    env.filters.update(iso=iso, age=age, pretty=pretty, millis=millis)
     env.globals.update(duration=duration, statuses=[s.value for s in Status])
     return env
 
@@ -52,6 +54,8 @@ class Pages:
             Route("/schedules", self.schedules),
             Route("/dead-letters", self.dead_letters),
             Route("/live", self.live),
+            Route("/live/tasks", self.live_tasks),
+            Route("/live/workers", self.live_workers),
             Route("/action/{kind}", self.action, methods=["POST"]),
         ]
 
@@ -73,6 +77,7 @@ class Pages:
         activity = self.console.activity()
         return {
             "queues": self.console.queues(),
+            "latency": self.console.latency(),
             "charts": {queue: activity_svg(series) for queue, series in activity.items()},
             "workers": self.console.workers(),
             "schedules": [s for s in self.console.schedules() if s[1] is not None][:10],
@@ -87,6 +92,9 @@ class Pages:
                 values[f"count:{row.settings.name}:{state}"] = str(n)
             values[f"oldest:{row.settings.name}"] = age(row.oldest_waiting_s)
             values[f"paused:{row.settings.name}"] = "paused" if row.settings.paused else "active"
+            lat = data["latency"].get(row.settings.name)
+            values[f"p50:{row.settings.name}"] = millis(lat.p50_ms if lat else None)
+            values[f"p95:{row.settings.name}"] = millis(lat.p95_ms if lat else None)
         values["workers-online"] = str(len(data["workers"]))
         return JSONResponse({"values": values, "charts": data["charts"], "now": iso(self.console.now_ms())})
 
@@ -103,17 +111,7 @@ class Pages:
                 "tasks.html", request, tasks=[], next_url=None, f=TaskFilter(), missing=wanted
             )
         try:
-            f = TaskFilter(
-                status=q.get("status") or None,
-                queue=q.get("queue") or None,
-                name=q.get("name") or None,
-                worker=q.get("worker") or None,
-                created_after_ms=_time_ms(q.get("after")),
-                created_before_ms=_time_ms(q.get("before")),
-                after_key=_key(q.get("key")),
-            )
-            if f.status is not None:
-                Status(f.status)
+            f = _task_filter(q)
         except ValueError as exc:
             return PlainTextResponse(f"bad filter: {exc}", 400)
         rows, key = self.console.tasks(f)
@@ -121,13 +119,33 @@ class Pages:
         if key is not None:
             params = {k: v for k, v in q.items() if k != "key" and v}
             next_url = "/tasks?" + urlencode({**params, "key": f"{key[0]}.{key[1]}"})
-        return self._render("tasks.html", request, tasks=rows, next_url=next_url, f=f, missing=None)
+        region = "/live/tasks?" + urlencode({k: v for k, v in q.items() if v})
+        return self._render(
+            "tasks.html", request, tasks=rows, next_url=next_url, f=f, missing=None, region=region
+        )
+
+    def live_tasks(self, request: Request) -> Response:
+        """The rows of the Tasks page for its filters and page, for live updates."""
+        try:
+            f = _task_filter(request.query_params)
+        except ValueError as exc:
+            return PlainTextResponse(f"bad filter: {exc}", 400)
+        rows, _ = self.console.tasks(f)
+        return self._fragment("tasks_rows.html", tasks=rows)
+
+    def live_workers(self, request: Request) -> Response:
+        """The rows of the Workers page, for live updates."""
+        return self._fragment("workers_rows.html", workers=self.console.workers())
+
+    def _fragment(self, name: str, **context: Any) -> HTMLResponse:
+        html = self.templates.get_template(name).render(**context)
+        return HTMLResponse(html, headers={"Cache-Control": "no-store"})
 
     def task(self, request: Request) -> Response:
         view = self.console.task(request.path_params["task_id"])
         if view is None:
             return PlainTextResponse("no such task", 404)
-        return self._render("task.html", request, t=view, r=view.record)
+        return self._render("task.html", request, t=view, r=view.record, graph=graph_svg(view.graph))
 
     def workers(self, request: Request) -> Response:
         return self._render("workers.html", request, workers=self.console.workers())
@@ -173,6 +191,10 @@ class Pages:
             return str(sum(c.resume(i) for i in ids))
         if kind == "fork":
             return c.fork(form["task_id"], int(form.get("start_step", "1")))
+        if kind == "retry":
+            return c.retry(form["task_id"])
+        if kind == "terminate":
+            return str(c.terminate(form["task_id"]))
         if kind in ("queue-pause", "queue-resume"):
             c.set_queue_paused(form["queue"], kind == "queue-pause")
             return kind
@@ -191,17 +213,46 @@ class Pages:
             return kind
         if kind == "schedule-trigger":
             return c.trigger_schedule(form["schedule"])
+        if kind == "schedule-backfill":
+            since = _datetime(form.get("since"), "since")
+            if since is None:
+                raise ValueError("since is required: the start of the window to backfill")
+            c.backfill_schedule(form["schedule"], since, _datetime(form.get("until"), "until"))
+            return kind
         return None
+
+
+def _task_filter(q: Mapping[str, str]) -> TaskFilter:
+    """The Tasks page's filters from its query string (ValueError when one is malformed)."""
+    f = TaskFilter(
+        status=q.get("status") or None,
+        queue=q.get("queue") or None,
+        name=q.get("name") or None,
+        worker=q.get("worker") or None,
+        created_after_ms=_time_ms(q.get("after")),
+        created_before_ms=_time_ms(q.get("before")),
+        after_key=_key(q.get("key")),
+    )
+    if f.status is not None:
+        Status(f.status)
+    return f
+
+
+def _datetime(text: str | None, field: str = "time") -> dt.datetime | None:
+    """An ISO date-time from a form (naive: UTC); None when empty."""
+    if not text or not text.strip():
+        return None
+    try:
+        value = dt.datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise ValueError(f"{field} must be an ISO date-time such as 2026-01-31T03:00, not {text!r}") from None
+    return value if value.tzinfo is not None else value.replace(tzinfo=dt.timezone.utc)
 
 
 def _time_ms(text: str | None) -> int | None:
     """An ISO date-time from a filter (naive: UTC) as epoch ms."""
-    if not text:
-        return None
-    value = dt.datetime.fromisoformat(text)
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=dt.timezone.utc)
-    return round(value.timestamp() * 1000)
+    value = _datetime(text)
+    return None if value is None else round(value.timestamp() * 1000)
 
 
 def _key(text: str | None) -> tuple[int, int] | None:

@@ -16,11 +16,13 @@ from pgtasks.sysdb.records import (
     ListTasksParams,
     MigrationInfo,
     QueueActivity,
+    QueueLatency,
     QueuePause,
     QueueSettings,
     QueueStats,
     QueueUpsert,
     StepRecord,
+    TaskLinkInfo,
     TaskRecord,
 )
 
@@ -84,6 +86,11 @@ class TaskAdmin:
         """The tasks ``task_id`` sent and those waiting for its result."""
         return self._engine._sysdb.task_children(task_id)
 
+    def links_around(self, task_id: str, limit: int = 200) -> list[TaskLinkInfo]:
+        """The canvas links that start or end at ``task_id`` (chain, chord, group, errback,
+        replace) and the tasks it sent ('sent'): one step of the graph around a task."""
+        return self._engine._sysdb.task_links_around(task_id, limit)
+
     def group_members(self, group_id: str) -> list[str]:
         """The task ids of a group sent with ``group_id``, in order."""
         return self._engine._sysdb.group_members(group_id)
@@ -116,6 +123,11 @@ class TaskAdmin:
     def queue_activity(self, window_ms: int, bucket_ms: int) -> list[QueueActivity]:
         """Tasks started in the last ``window_ms`` by queue, bucket and state now."""
         return self._engine._sysdb.queue_activity(window_ms, bucket_ms)
+
+    def queue_latency(self, window_ms: int, sample: int = 10_000) -> list[QueueLatency]:
+        """Enqueue-to-start latency p50/p95 per queue over the tasks started in the last
+        ``window_ms`` (at most the ``sample`` latest per queue)."""
+        return self._engine._sysdb.queue_latency(window_ms, sample)
 
     def set_queue_paused(self, name: str, paused: bool) -> QueueSettings:
         """Pause (no worker claims its tasks from the moment this returns) or resume a queue

@@ -24,6 +24,7 @@ from pgtasks.sysdb.records import (
     MigrationInfo,
     NewTask,
     QueueActivity,
+    QueueLatency,
     QueuePause,
     QueueSettings,
     QueueStats,
@@ -35,6 +36,7 @@ from pgtasks.sysdb.records import (
     StepRecord,
     StepWrite,
     StoredOutcome,
+    TaskLinkInfo,
     TaskRecord,
 )
 from pgtasks.sysdb.schedule_records import (
@@ -134,6 +136,10 @@ class SystemDatabase(ABC):
     @abstractmethod
     def task_children(self, task_id: str) -> list[str]:
         """The tasks ``task_id`` sent, and those waiting for its result."""
+
+    @abstractmethod
+    def task_links_around(self, task_id: str, limit: int) -> list[TaskLinkInfo]:
+        """The links that start or end at ``task_id`` and the tasks it sent (at most ``limit``)."""
 
     @abstractmethod
     def task_event_set(self, task_id: str, key: str, value: str, serialization: str) -> bool:
@@ -252,6 +258,12 @@ class SystemDatabase(ABC):
     def queue_activity(self, window_ms: int, bucket_ms: int) -> list[QueueActivity]:
         """Tasks of the known queues started in the last ``window_ms``, counted per bucket of
         ``bucket_ms`` and per state now."""
+
+    @abstractmethod
+    def queue_latency(self, window_ms: int, sample: int) -> list[QueueLatency]:
+        """Enqueue-to-start latency (p50, p95) of each known queue over the tasks started in
+        the last ``window_ms``, at most the ``sample`` latest per queue (an index range, never
+        the history)."""
 
     @abstractmethod
     def queue_set_paused(self, params: QueuePause) -> QueueSettings:

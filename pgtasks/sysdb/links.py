@@ -44,6 +44,7 @@ from pgtasks.sysdb.records import (
     Outcome,
     Status,
     StoredOutcome,
+    TaskLinkInfo,
 )
 
 # What building a child's arguments may raise (a result the child's serializer cannot carry,
@@ -142,6 +143,13 @@ class LinkStore(Primitives):
 
     def task_children(self, task_id: str) -> list[str]:
         return [r["child_uuid"] for r in self._read("task_children", {"id": task_id})]
+
+    def task_links_around(self, task_id: str, limit: int) -> list[TaskLinkInfo]:
+        rows = self._read("task_links_around", {"id": task_id, "limit": limit})
+        return [
+            TaskLinkInfo(r["parent_uuid"], r["child_uuid"], r["kind"], int(r["position"]), bool(r["done"]))
+            for r in rows
+        ]
 
     def _resolve(self, conn: Any, outcomes: Iterable[Outcome], links: LinkResolver) -> None:
         # Work list of (parent id, status, serialized output, error); failures cascade.

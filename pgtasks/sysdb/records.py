@@ -352,6 +352,29 @@ class QueueActivity:
 
 
 @dataclass(frozen=True, slots=True)
+class TaskLinkInfo:
+    """One edge of the canvas graph: ``child_id`` follows ``parent_id`` as ``kind`` says
+    (chain, chord, group, errback, replace, or 'sent' for a task sent from another's body)."""
+
+    parent_id: str
+    child_id: str
+    kind: str
+    position: int
+    done: bool
+
+
+@dataclass(frozen=True, slots=True)
+class QueueLatency:
+    """Enqueue-to-start latency of ``queue`` over ``count`` recent starts (nearest-rank
+    percentiles, milliseconds)."""
+
+    queue: str
+    count: int
+    p50_ms: int
+    p95_ms: int
+
+
+@dataclass(frozen=True, slots=True)
 class QueuePause:
     """Pause (``paused=True``) or resume the queue ``name``; its row is created if missing."""
 

@@ -22,6 +22,7 @@ from pgtasks.sysdb.records import (
     ListTasksParams,
     MigrationInfo,
     QueueActivity,
+    QueueLatency,
     QueuePause,
     QueueSettings,
     QueueStats,
@@ -212,6 +213,10 @@ class SqlStore(CompletionStore, EventStore, ScheduleStore, SystemDatabase):
     def queue_activity(self, window_ms: int, bucket_ms: int) -> list[QueueActivity]:
         rows = self._read("queue_activity", {"window_ms": window_ms, "bucket_ms": bucket_ms})
         return [QueueActivity(r["queue_name"], int(r["bucket"]), r["status"], int(r["n"])) for r in rows]
+
+    def queue_latency(self, window_ms: int, sample: int) -> list[QueueLatency]:
+        rows = self._read("queue_latency", {"window_ms": window_ms, "sample": sample})
+        return [QueueLatency(r["queue_name"], int(r["n"]), int(r["p50"]), int(r["p95"])) for r in rows]
 
     def queue_set_paused(self, params: QueuePause) -> QueueSettings:
         args = {"queue_id": str(uuid.uuid4()), "name": params.name, "paused": params.paused}

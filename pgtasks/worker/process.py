@@ -20,6 +20,7 @@ from pgtasks.engine.core import Engine
 from pgtasks.sysdb.urls import redact_url
 from pgtasks.worker.health import HealthOptions, Probe
 from pgtasks.worker.logs import LOG_FORMAT, configure_logging, logs_json
+from pgtasks.worker.metrics import MetricsOptions, WorkerMetrics
 from pgtasks.worker.worker import Worker, WorkerOptions
 
 log = logging.getLogger("pgtasks.worker")
@@ -54,12 +55,14 @@ def run_worker(
     after_start: Callable[[], object] | None = None,
     before_stop: Callable[[], object] | None = None,
     health: HealthOptions | None = None,
+    metrics: MetricsOptions | None = None,
 ) -> int:
     """Run a worker in this process until a signal stops it; return the exit code.
 
     ``after_start`` runs once the worker serves (and its prefork children exist);
     ``before_stop`` runs first thing in a warm shutdown, before the worker drains.
-    ``health`` starts the probes (a file, an HTTP port) once the worker serves.
+    ``health`` starts the probes (a file, an HTTP port) once the worker serves; ``metrics``
+    the Prometheus endpoint, counting from the first claim.
 
     Signal handlers do nothing but wake the main thread through ``signal.set_wakeup_fd``: a
     handler that touched a lock could deadlock with the code it interrupted. The main thread
@@ -67,6 +70,9 @@ def run_worker(
     """
     configure_logging(loglevel)  # unless the command line (or the app) configured it already
     worker = Worker(engine, options)
+    metrics = metrics or MetricsOptions()
+    if metrics.port is not None:
+        worker.metrics = WorkerMetrics(worker.running, options.concurrency)
     wake_read, wake_write = os.pipe()
     os.set_blocking(wake_write, False)
     signal.set_wakeup_fd(wake_write)
@@ -82,6 +88,7 @@ def run_worker(
     probes = (health or HealthOptions()).start(
         Probe(worker.alive, worker.ready), max(0.05, engine.settings.lease_seconds / 4)
     )
+    metrics_server = metrics.start(worker.metrics)
     log.info("%s ready.", worker.executor_id)
     runner = threading.Thread(target=worker.run, name="pgtasks-claim", daemon=True)
     runner.start()
@@ -118,6 +125,8 @@ def run_worker(
             break
     for probe in probes:
         probe.stop()
+    if metrics_server is not None:
+        metrics_server.stop()
     if not finished.is_set():
         log.warning("grace period over with tasks still running; they will be recovered")
     log.info("worker stopped")

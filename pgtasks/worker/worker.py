@@ -37,6 +37,7 @@ from pgtasks.worker.due import DueTimer
 from pgtasks.worker.health import fresh
 from pgtasks.worker.lease import LeaseKeeper
 from pgtasks.worker.logs import error_repr, log_with_traceback, result_repr
+from pgtasks.worker.metrics import WorkerMetrics
 from pgtasks.worker.pools import PoolOptions, make_pool
 from pgtasks.worker.queues import QueueBook
 from pgtasks.worker.wakeups import WakeOnEnqueue
@@ -132,6 +133,7 @@ class Worker:
         self.listening = False
         self.queues: QueueBook | None = None
         self._claiming = False  # the last claim reached the database
+        self.metrics: WorkerMetrics | None = None  # set before start() to count tasks (--metrics-port)
 
     # -- lifecycle ----------------------------------------------------------------------
     def start(self) -> None:
@@ -316,6 +318,8 @@ class Worker:
         else:
             log.info("Task %s[%s] received", record.name, record.task_id)
         self._started[record.task_id] = time.monotonic()
+        if self.metrics is not None:
+            self.metrics.started(record)
         try:
             self._pool.submit(record, steps)
         except Exception:  # the pool could not take it: give the task back, keep claiming
@@ -325,12 +329,10 @@ class Worker:
     def _finish(self, record: TaskRecord, outcome: Outcome | None) -> None:
         """Called by the pool when a task's body is done (on a pool thread)."""
         try:
-            _log_outcome(
-                record,
-                outcome,
-                time.monotonic() - self._started.pop(record.task_id, time.monotonic()),
-                self._hidden.pop(record.task_id, ()),
-            )
+            elapsed = time.monotonic() - self._started.pop(record.task_id, time.monotonic())
+            _log_outcome(record, outcome, elapsed, self._hidden.pop(record.task_id, ()))
+            if self.metrics is not None:
+                self.metrics.finished(record, outcome, elapsed)
             if outcome is not None and self._completer is not None:
                 self._note_effects(record, outcome)
                 if record.has_links:  # its links are resolved in the outcome's transaction

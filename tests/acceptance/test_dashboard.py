@@ -28,8 +28,16 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 
 from pgtasks import App
+from pgtasks.dashboard.formatting import millis
 from pgtasks.sysdb import open_system_database
-from pgtasks.sysdb.records import ClaimParams, RecoverOwnParams
+from pgtasks.sysdb.records import (
+    CanvasEnqueue,
+    ClaimParams,
+    LinkKind,
+    NewTask,
+    RecoverOwnParams,
+    TaskLink,
+)
 from tests.support.cli import cli_env, run_pgtasks, spawn_pgtasks
 from tests.support.inprocess import wait_for
 from tests.support.processes import stop, worker_process
@@ -110,10 +118,41 @@ def seeded(database_url: str, tmp_path_factory: pytest.TempPathFactory) -> Itera
         db = open_system_database(database_url)
         assert [t.task_id for t in db.tasks_claim(ClaimParams("ghost", "v0", ("graveyard",), 1))] == [dead]
         db.tasks_recover_own(RecoverOwnParams("ghost"))  # one attempt over a limit of 0: dead
+        # A canvas nobody runs (queue "canvas"): group (cv-h1, cv-h2) | chord body cv-body,
+        # then a chain to cv-tail, whose name is a script.
+        canvas = [
+            NewTask(i, n, '{"args":[],"kwargs":{}}', "canvas")
+            for i, n in [
+                ("cv-h1", "board.work"),
+                ("cv-h2", "board.work"),
+                ("cv-body", "board.work"),
+                ("cv-tail", "<script>window.__xss=4</script>"),
+            ]
+        ]
+        db.tasks_enqueue_canvas(
+            CanvasEnqueue(
+                tuple(canvas),
+                waiting=frozenset({"cv-body", "cv-tail"}),
+                links=(
+                    TaskLink("cv-grp", "cv-h1", LinkKind.GROUP, position=0),
+                    TaskLink("cv-grp", "cv-h2", LinkKind.GROUP, position=1),
+                    TaskLink("cv-h1", "cv-body", LinkKind.CHORD, position=0),
+                    TaskLink("cv-h2", "cv-body", LinkKind.CHORD, position=1),
+                    TaskLink("cv-body", "cv-tail", LinkKind.CHAIN),
+                ),
+            )
+        )
         db.close()
         app.schedule("nightly", "board.work", "0 3 * * *", timezone="Europe/Paris", args=(1,))
         evil = app.enqueue("<script>window.__xss=1</script>", ["<img src=x onerror='window.__xss=2'>"]).id
-        yield {"app": app, "ok": ok.id, "failed": failed.id, "held": held, "dead": dead, "evil": evil}
+        yield {
+            "app": app,
+            "ok": ok.id,
+            "failed": failed.id,
+            "held": held,
+            "dead": dead,
+            "evil": evil,
+        }
     finally:
         stop(worker)
         app.close()
@@ -201,6 +240,11 @@ def test_every_page_loads_with_real_tasks(board: Board, browser: WebDriver, seed
     assert "held" in queues and "default" in queues
     assert _text(browser, "[data-live='count:held:ENQUEUED']") == "3"
     assert "nightly" in _text(browser, "main")
+    [latency] = [q for q in seeded["app"].engine.admin.queue_latency(300_000) if q.queue == "default"]
+    assert latency.count >= 2 and latency.p50_ms <= latency.p95_ms
+    assert _text(browser, "[data-live='p50:default']") == millis(latency.p50_ms)
+    assert _text(browser, "[data-live='p95:default']") == millis(latency.p95_ms)
+    assert _text(browser, "[data-live='p50:held']") == ""  # nothing started there
     _shot(browser, "overview")
     browser.get(board.base + "/queues")
     assert browser.find_element(By.CSS_SELECTOR, "#limits-held") is not None
@@ -220,6 +264,22 @@ def test_every_page_loads_with_real_tasks(board: Board, browser: WebDriver, seed
     traceback = _text(browser, "#traceback")
     assert traceback.startswith("Traceback") and "\n" in traceback and "it broke" in traceback
     _shot(browser, "task-failed")
+    browser.get(board.base + "/task/cv-body")
+    graph = browser.find_element(By.ID, "canvas-graph")
+    nodes = {n.get_attribute("data-task") for n in graph.find_elements(By.CSS_SELECTOR, "g.node")}
+    assert nodes == {"cv-grp", "cv-h1", "cv-h2", "cv-body", "cv-tail"}
+    assert browser.find_element(By.ID, "graph-current").get_attribute("data-task") == "cv-body"
+    kinds = sorted(
+        str(e.get_attribute("data-kind")) for e in graph.find_elements(By.CSS_SELECTOR, "line.edge")
+    )
+    assert kinds == ["chain", "chord", "chord", "group", "group"]
+    assert "<script>window.__xss=4</scr…" in graph.text and browser.execute_script(  # a long name is cut
+        "return window.__xss === undefined"
+    )
+    graph.find_element(By.CSS_SELECTOR, "g[data-task='cv-h1']").click()  # each other task links to its page
+    wait_for(lambda: browser.current_url.endswith("/task/cv-h1"), what="the page of the graph's task")
+    assert browser.find_element(By.ID, "graph-current").get_attribute("data-task") == "cv-h1"
+    _shot(browser, "task-canvas")
     browser.get(board.base + "/workers")
     assert "board-worker" in _text(browser, "#workers")
     _shot(browser, "workers")
@@ -265,6 +325,32 @@ def test_live_update_arrives_without_reload(board: Board, browser: WebDriver, se
     assert browser.execute_script("return window.__stillHere") == 42
 
 
+def test_tasks_and_workers_pages_update_live(
+    board: Board, browser: WebDriver, seeded: dict[str, Any], database_url: str, tmp_path: Path
+) -> None:
+    app: App = seeded["app"]
+    browser.get(board.base + "/tasks?queue=live")
+    browser.execute_script("window.__stillHere = 43")
+    assert browser.find_elements(By.CSS_SELECTOR, "#tasks tbody tr") == []
+    sent = app.enqueue("<b>board.live</b>", [1], queue="live").id
+    wait_for(lambda: sent in _text(browser, "#tasks"), what="the new task on the Tasks page")
+    assert "<b>board.live</b>" in _text(browser, "#tasks")  # as text, never as markup
+    assert browser.execute_script("return window.__stillHere") == 43
+    browser.get(board.base + "/workers")
+    browser.execute_script("window.__stillHere = 44")
+    assert "board-live-worker" not in _text(browser, "#workers")
+    ledger = tmp_path / "effects.log"
+    ledger.touch()
+    extra = worker_process(
+        database_url, ledger, "board-live-worker", app=BOARD_APP, extra_args=("-Q", "live2")
+    )
+    try:
+        wait_for(lambda: "board-live-worker" in _text(browser, "#workers"), what="the new worker on the page")
+    finally:
+        stop(extra)
+    assert browser.execute_script("return window.__stillHere") == 44
+
+
 def test_script_in_a_task_name_or_argument_is_shown_as_text(
     board: Board, browser: WebDriver, seeded: dict[str, Any]
 ) -> None:
@@ -276,7 +362,9 @@ def test_script_in_a_task_name_or_argument_is_shown_as_text(
 
 
 # -- actions -------------------------------------------------------------------------------
-def test_every_action_changes_the_database(board: Board, browser: WebDriver, seeded: dict[str, Any]) -> None:
+def test_every_action_changes_the_database(
+    board: Board, browser: WebDriver, seeded: dict[str, Any], database_url: str
+) -> None:
     app: App = seeded["app"]
     admin = app.engine.admin
     _press(browser, board.base + "/queues", "tr[id='queue-held'] button[data-action='queue-pause']")
@@ -314,6 +402,40 @@ def test_every_action_changes_the_database(board: Board, browser: WebDriver, see
         lambda: len(app.list_tasks(name="board.work", queue="default", limit=500)) > 1, what="the trigger"
     )
 
+    def backfill_form() -> bool:  # opened again if an earlier form's answer replaced the page
+        browser.get(board.base + "/schedules")
+        forms = browser.find_elements(By.ID, "backfill-nightly")
+        if forms:
+            forms[0].find_element(By.NAME, "since").send_keys("2026-01-10T00:00")
+            forms[0].find_element(By.NAME, "until").send_keys("2026-01-13T00:00")
+            forms[0].find_element(By.CSS_SELECTOR, "button[type=submit]").click()
+        return bool(forms)
+
+    def fired() -> list[str]:  # the schedule's fires of January 2026: only the backfill makes them
+        return [t.task_id for t in app.list_tasks(name="board.work", limit=1000) if "2026-01-1" in t.task_id]
+
+    assert fired() == []
+    wait_for(backfill_form, what="the backfill form")
+    wait_for(lambda: len(fired()) == 3, what="the backfill of three nightly fires (3:00 Paris = 2:00 UTC)")
+    assert all(task_id.startswith("sched-nightly-") for task_id in fired())
+
+    _press(browser, board.base + f"/task/{seeded['failed']}", "button[data-action='retry']")
+    wait_for(
+        lambda: [t for t in app.list_tasks(limit=1000) if t.forked_from == seeded["failed"]], what="the retry"
+    )
+    [retried] = [t for t in app.list_tasks(limit=1000) if t.forked_from == seeded["failed"]]
+    assert retried.task_id != seeded["failed"] and app.AsyncResult(seeded["failed"]).status == "ERROR"
+    wait_for(lambda: browser.current_url.endswith(f"/task/{seeded['failed']}"), what="back on the task page")
+
+    running = app.enqueue("board.work", [8], queue="victims").id  # no worker: cancelled before it runs
+    _press(browser, board.base + f"/task/{running}", "button[data-action='terminate']")
+    wait_for(lambda: app.AsyncResult(running).status == "CANCELLED", what="the terminate")
+    db = open_system_database(database_url)
+    try:  # the worker running it would kill its process on this event
+        assert db.task_event_get(running, "terminate") == ("json", '"SIGTERM"')
+    finally:
+        db.close()
+
     _press(browser, board.base + "/dead-letters", "button[data-action='resume-many']")
     wait_for(lambda: app.AsyncResult(seeded["dead"]).status == "ENQUEUED", what="the bulk resume")
 
@@ -341,6 +463,24 @@ def test_an_action_without_the_csrf_token_is_refused(board: Board, seeded: dict[
     )
     assert bad[0] == 400
     assert _http(board.base + "/action/resume", "POST", body + b"&" + urlencode(token).encode())[0] == 200
+    backfill = {**token, "schedule": "nightly", "since": "last tuesday"}
+    bad = _http(board.base + "/action/schedule-backfill", "POST", urlencode(backfill).encode())
+    assert bad[0] == 400 and b"since must be an ISO date-time" in bad[1]
+    future = {**backfill, "since": "2026-01-10T00:00", "until": "2999-01-01T00:00"}
+    bad = _http(board.base + "/action/schedule-backfill", "POST", urlencode(future).encode())
+    assert bad[0] == 400 and b"in the future" in bad[1]
+    bad = _http(
+        board.base + "/action/schedule-backfill", "POST", urlencode({**token, "schedule": "nightly"}).encode()
+    )
+    assert bad[0] == 400 and b"since is required" in bad[1]
+    retry = _http(board.base + "/action/retry", "POST", body + b"&" + urlencode(token).encode())
+    assert retry[0] == 400 and b"only a task in ERROR can be retried" in retry[1]
+    assert (
+        _http(board.base + "/action/backfill", "POST", urlencode({**token, "schedule": "nightly"}).encode())[
+            0
+        ]
+        == 404
+    )
 
 
 def test_without_credentials_everything_is_refused_and_read_only_changes_nothing(

@@ -1,6 +1,8 @@
 // Live updates without reloading: every 1.5 s, fetch /live and put each value into the
 // element with the matching data-live key (as text, never as HTML) and each queue's chart
-// (SVG drawn by the server from numbers only).
+// (SVG drawn by the server from numbers only). An element with data-region="<url>" (the
+// Tasks and Workers tables) gets its rows again from that URL: HTML the server rendered
+// with every user-supplied string escaped, exactly as in the page itself.
 (function () {
   "use strict";
   function tick() {
@@ -20,5 +22,19 @@
       })
       .catch(function () {});
   }
+  function regions() {
+    document.querySelectorAll("[data-region]").forEach(function (el) {
+      fetch(el.getAttribute("data-region"), { credentials: "same-origin", cache: "no-store" })
+        .then(function (r) { return r.ok ? r.text() : null; })
+        .then(function (html) {
+          if (html !== null && el.pgtasksHtml !== html) {
+            el.innerHTML = html;
+            el.pgtasksHtml = html;
+          }
+        })
+        .catch(function () {});
+    });
+  }
   setInterval(tick, 1500);
+  setInterval(regions, 1500);
 })();

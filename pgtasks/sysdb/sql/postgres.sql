@@ -98,6 +98,31 @@ CROSS JOIN LATERAL (
 ) AS s
 ORDER BY q.name, s.bucket
 
+-- name: queue_latency
+-- Enqueue-to-start latency of each known queue: p50 and p95 (nearest rank) over the tasks
+-- started in the last %(window_ms)s, at most the %(sample)s latest starts per queue. One
+-- backward range probe of the (queue_name, started_at_epoch_ms) index per queue, so the
+-- cost is bounded by the sample, never by the history. A start before its due time (a
+-- delayed task, an ETA) counts from the due time, not from the send.
+SELECT q.name AS queue_name, count(*) AS n,
+       max(CASE WHEN r.rn <= (r.total * 50 + 99) / 100 THEN r.wait END) AS p50,
+       max(CASE WHEN r.rn <= (r.total * 95 + 99) / 100 THEN r.wait END) AS p95
+FROM __schema__.queues AS q
+CROSS JOIN LATERAL (
+    SELECT s.wait, row_number() OVER (ORDER BY s.wait) AS rn, count(*) OVER () AS total
+    FROM (
+        SELECT greatest(w.started_at_epoch_ms - greatest(w.created_at, coalesce(w.delay_until_epoch_ms, 0)), 0)
+               AS wait
+        FROM __schema__.workflow_status AS w
+        WHERE w.queue_name = q.name
+          AND w.started_at_epoch_ms > __now_ms__ - %(window_ms)s::bigint
+        ORDER BY w.started_at_epoch_ms DESC
+        LIMIT %(sample)s
+    ) AS s
+) AS r
+GROUP BY q.name
+ORDER BY q.name
+
 -- name: task_get
 SELECT * FROM __schema__.workflow_status WHERE workflow_uuid = %(task_id)s
 
@@ -802,6 +827,18 @@ SELECT workflow_uuid AS child_uuid FROM __schema__.workflow_status WHERE parent_
 UNION
 SELECT child_uuid FROM __schema__.task_links WHERE parent_uuid = %(id)s AND kind IN ('chain', 'chord')
 ORDER BY child_uuid
+
+-- name: task_links_around
+-- Every link that ends or starts at one task (the canvas graph around it): the primary key
+-- serves the first half, task_links_child_idx the second; the tasks it sent join as 'sent'.
+SELECT parent_uuid, child_uuid, kind, position, done FROM __schema__.task_links WHERE parent_uuid = %(id)s
+UNION ALL
+SELECT parent_uuid, child_uuid, kind, position, done FROM __schema__.task_links WHERE child_uuid = %(id)s
+UNION ALL
+SELECT parent_workflow_id, workflow_uuid, 'sent', 0, status NOT IN ('ENQUEUED', 'DELAYED', 'PENDING')
+FROM __schema__.workflow_status WHERE parent_workflow_id = %(id)s
+ORDER BY 3, 4, 1, 2
+LIMIT %(limit)s
 
 -- name: task_event_set
 -- A value published by a running task under a key (Celery's update_state uses 'state').

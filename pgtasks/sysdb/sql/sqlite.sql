@@ -72,6 +72,31 @@ WHERE w.started_at_epoch_ms > __now_ms__ - :window_ms
 GROUP BY 1, 2, 3
 ORDER BY 1, 2
 
+-- name: queue_latency
+-- Enqueue-to-start latency per known queue, p50 and p95 (nearest rank), over the tasks
+-- started in the last :window_ms, at most the :sample latest starts per queue (a range of
+-- the (queue_name, started_at_epoch_ms) index per queue).
+WITH recent AS (
+    SELECT w.queue_name,
+           max(w.started_at_epoch_ms - max(w.created_at, coalesce(w.delay_until_epoch_ms, 0)), 0) AS wait,
+           row_number() OVER (PARTITION BY w.queue_name ORDER BY w.started_at_epoch_ms DESC) AS age_rank
+    -- CROSS JOIN keeps queues the outer loop (SQLite never reorders it): one range of the
+    -- index per queue instead of a walk of every started task.
+    FROM queues AS q CROSS JOIN workflow_status AS w
+    WHERE w.queue_name = q.name AND w.started_at_epoch_ms > __now_ms__ - :window_ms
+), ranked AS (
+    SELECT queue_name, wait,
+           row_number() OVER (PARTITION BY queue_name ORDER BY wait) AS rn,
+           count(*) OVER (PARTITION BY queue_name) AS total
+    FROM recent WHERE age_rank <= :sample
+)
+SELECT queue_name, count(*) AS n,
+       max(CASE WHEN rn <= (total * 50 + 99) / 100 THEN wait END) AS p50,
+       max(CASE WHEN rn <= (total * 95 + 99) / 100 THEN wait END) AS p95
+FROM ranked
+GROUP BY queue_name
+ORDER BY queue_name
+
 -- name: task_get
 SELECT *, rowid AS enqueue_seq FROM workflow_status WHERE workflow_uuid = :task_id
 
@@ -543,6 +568,18 @@ SELECT workflow_uuid AS child_uuid FROM workflow_status WHERE parent_workflow_id
 UNION
 SELECT child_uuid FROM task_links WHERE parent_uuid = :id AND kind IN ('chain', 'chord')
 ORDER BY child_uuid
+
+-- name: task_links_around
+-- Every link that ends or starts at one task (the canvas graph around it), and the tasks it
+-- sent as 'sent' links.
+SELECT parent_uuid, child_uuid, kind, position, done FROM task_links WHERE parent_uuid = :id
+UNION ALL
+SELECT parent_uuid, child_uuid, kind, position, done FROM task_links WHERE child_uuid = :id
+UNION ALL
+SELECT parent_workflow_id, workflow_uuid, 'sent', 0, status NOT IN ('ENQUEUED', 'DELAYED', 'PENDING')
+FROM workflow_status WHERE parent_workflow_id = :id
+ORDER BY 3, 4, 1, 2
+LIMIT :limit
 
 -- name: task_event_set
 -- A value published by a running task under a key (Celery's update_state uses 'state').

@@ -63,6 +63,16 @@ def test_a_canvas_is_stored_with_its_links_groups_and_meta(sysdb: SystemDatabase
     assert sysdb.group_members("grp") == ["g1", "g2"] and sysdb.group_members("none") == []
     assert sysdb.task_children("a") == ["b"] and sysdb.task_children("b") == []
     assert sysdb.task_get("g1").has_links is False  # type: ignore[union-attr]  # a group id is no task
+    around = {
+        (x.parent_id, x.child_id, x.kind, x.position, x.done) for x in sysdb.task_links_around("g2", 10)
+    }
+    assert around == {("grp", "g2", "group", 1, False)}
+    assert [(x.parent_id, x.child_id, x.kind) for x in sysdb.task_links_around("a", 10)] == [
+        ("a", "b", "chain")
+    ]
+    assert [x.kind for x in sysdb.task_links_around("b", 10)] == ["chain"]
+    assert [x.child_id for x in sysdb.task_links_around("grp", 10)] == ["g1", "g2"]
+    assert len(sysdb.task_links_around("grp", 1)) == 1 and sysdb.task_links_around("none", 10) == []
 
 
 def test_success_activates_chain_and_chord_children_and_drops_errbacks(sysdb: SystemDatabase) -> None:

@@ -86,6 +86,28 @@ def test_queue_stats_count_unfinished_tasks_by_state(sysdb: SystemDatabase) -> N
     assert stats["reports"].oldest_waiting_ms is None
 
 
+def test_queue_latency_is_nearest_rank_percentiles_of_recent_starts(sysdb: SystemDatabase) -> None:
+    sysdb.queue_upsert(QueueUpsert(QueueSettings("mail"), changed=frozenset()))
+    sysdb.queue_upsert(QueueUpsert(QueueSettings("idle"), changed=frozenset()))
+    for batch in range(4):
+        sysdb.tasks_enqueue([new(f"e{batch}-{i}", queue="mail") for i in range(5)])
+    sysdb.tasks_enqueue([new("never", queue="idle")])
+    for _ in range(4):
+        claim(sysdb, queues=("mail",), limit=5)
+    waits = []
+    for batch in range(4):
+        for i in range(5):
+            t = sysdb.task_get(f"e{batch}-{i}")
+            assert t is not None and t.started_at_epoch_ms is not None
+            waits.append(t.started_at_epoch_ms - t.created_at)
+    waits.sort()
+    [mail] = sysdb.queue_latency(window_ms=600_000, sample=1000)  # "idle" started nothing
+    assert (mail.queue, mail.count) == ("mail", 20)
+    assert (mail.p50_ms, mail.p95_ms) == (waits[9], waits[18])  # ranks ceil(0.5*20), ceil(0.95*20)
+    assert sysdb.queue_latency(window_ms=600_000, sample=5)[0].count == 5
+    assert sysdb.queue_latency(window_ms=-3_600_000, sample=1000) == []  # a window that ends an hour ago
+
+
 def test_queue_activity_buckets_recent_starts_by_state(sysdb: SystemDatabase) -> None:
     sysdb.queue_upsert(QueueUpsert(QueueSettings("mail"), changed=frozenset()))
     sysdb.tasks_enqueue([new(f"e{i}", queue="mail") for i in range(3)])
