@@ -17,8 +17,9 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+
+from pgtasks.worker.endpoint import Endpoint, Route
 
 log = logging.getLogger("pgtasks.worker")
 
@@ -63,47 +64,21 @@ class HealthFile:
                 return
 
 
-def _handler(probe: Probe) -> type[BaseHTTPRequestHandler]:
-    checks = {"/livez": probe.alive, "/readyz": probe.ready}
+def _check(check: Callable[[], str | None]) -> Route:
+    def answer() -> tuple[int, str, bytes]:
+        reason = check()
+        code, body = (200, "ok") if reason is None else (503, reason)
+        return code, "text/plain; charset=utf-8", f"{body}\n".encode()
 
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            check = checks.get(self.path.split("?", 1)[0])
-            if check is None:
-                self._answer(404, "not found: /livez or /readyz\n")
-                return
-            reason = check()
-            self._answer(200, "ok\n") if reason is None else self._answer(503, f"{reason}\n")
-
-        def _answer(self, code: int, body: str) -> None:
-            data = body.encode()
-            self.send_response(code)
-            self.send_header("Content-Type", "text/plain; charset=utf-8")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def log_message(self, format: str, *args: object) -> None:
-            pass  # a probe every few seconds is not worth a log line
-
-    return Handler
+    return answer
 
 
-class HealthServer:
+class HealthServer(Endpoint):
     """``/livez`` and ``/readyz`` over HTTP on a daemon thread."""
 
     def __init__(self, address: str, port: int, probe: Probe) -> None:
-        self._server = ThreadingHTTPServer((address, port), _handler(probe))
-        self._server.daemon_threads = True
-        self.port = self._server.server_address[1]
-        self._thread = threading.Thread(target=self._server.serve_forever, name="pgtasks-health", daemon=True)
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        routes = {"/livez": _check(probe.alive), "/readyz": _check(probe.ready)}
+        super().__init__(address, port, routes, "pgtasks-health")
 
 
 def fresh(since: float | None, limit: float, what: str) -> str | None:

@@ -11,15 +11,14 @@ prometheus-client comes with the optional ``dashboard`` extra.
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
 
 from pgtasks.engine.errors import ConfigurationError
 from pgtasks.sysdb.records import Outcome, Status, TaskRecord
+from pgtasks.worker.endpoint import Endpoint, Route
 
 if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
@@ -138,44 +137,13 @@ class WorkerMetrics:
         return data
 
 
-def _handler(metrics: WorkerMetrics) -> type[BaseHTTPRequestHandler]:
-    content_type = _prometheus().CONTENT_TYPE_LATEST
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            if self.path.split("?", 1)[0] != "/metrics":
-                body, code, kind = b"not found: /metrics\n", 404, "text/plain; charset=utf-8"
-            else:
-                body, code, kind = metrics.scrape(), 200, content_type
-            self.send_response(code)
-            self.send_header("Content-Type", kind)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, format: str, *args: object) -> None:
-            pass  # a scrape every few seconds is not worth a log line
-
-    return Handler
-
-
-class MetricsServer:
+class MetricsServer(Endpoint):
     """``GET /metrics`` over HTTP on a daemon thread."""
 
     def __init__(self, address: str, port: int, metrics: WorkerMetrics) -> None:
-        self._server = ThreadingHTTPServer((address, port), _handler(metrics))
-        self._server.daemon_threads = True
-        self.port = self._server.server_address[1]
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, name="pgtasks-metrics", daemon=True
-        )
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        content_type = _prometheus().CONTENT_TYPE_LATEST
+        routes: dict[str, Route] = {"/metrics": lambda: (200, content_type, metrics.scrape())}
+        super().__init__(address, port, routes, "pgtasks-metrics")
 
 
 @dataclass(frozen=True, slots=True)
