@@ -8,9 +8,11 @@ Celery's chain, group and chord; the engine only knows links.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from pgtasks.engine import tracing
 from pgtasks.engine.crashpoints import crashpoint
 from pgtasks.engine.errors import ChordError, ConfigurationError, TaskError
 from pgtasks.engine.failures import encode_exception, error_summary
@@ -94,19 +96,26 @@ def enqueue_canvas(
     settings = engine.settings
     # A replacement's first tasks are the replaced task's children, as if it had sent them.
     sender = replacing[0] if replacing is not None else None
-    tasks = tuple(
-        build_new_task(
-            request,
-            engine.codec,
-            settings.default_queue,
-            settings.max_recovery_attempts,
-            None if request.options.task_id in waiting else sender,
-            max_payload_bytes=settings.max_payload_bytes,
+    meta = meta or {}
+    with tracing.sending([r.name for r in requests]) as stamp:
+        tasks = tuple(
+            stamp(
+                dataclasses.replace(
+                    build_new_task(
+                        request,
+                        engine.codec,
+                        settings.default_queue,
+                        settings.max_recovery_attempts,
+                        None if request.options.task_id in waiting else sender,
+                        max_payload_bytes=settings.max_payload_bytes,
+                    ),
+                    meta=meta.get(str(request.options.task_id)),
+                )
+            )
+            for request in requests
         )
-        for request in requests
-    )
-    params = CanvasEnqueue(tasks, frozenset(waiting), tuple(links), dict(meta or {}), replacing)
-    inserted = [r.task_id for r in engine._sysdb.tasks_enqueue_canvas(params)]
+        params = CanvasEnqueue(tasks, frozenset(waiting), tuple(links), replacing)
+        inserted = [r.task_id for r in engine._sysdb.tasks_enqueue_canvas(params)]
     if replacing is not None:
         crashpoint("after_replace_commit", task_id=replacing[0])
     return inserted

@@ -10,6 +10,7 @@ import dataclasses
 import time
 from typing import Any
 
+from pgtasks.engine import tracing
 from pgtasks.engine.canvas import CanvasLinks
 from pgtasks.engine.connection import DatabaseHandle
 from pgtasks.engine.context import running_context
@@ -205,23 +206,28 @@ class Engine:
                         options = dataclasses.replace(request.options, task_id=child_id)
                         request = dataclasses.replace(request, options=options)
                 built.append(
-                    build_new_task(
-                        request,
-                        self.codec,
-                        self.settings.default_queue,
-                        self.settings.max_recovery_attempts,
-                        parent_id,
-                        max_payload_bytes=self.settings.max_payload_bytes,
+                    stamp(
+                        build_new_task(
+                            request,
+                            self.codec,
+                            self.settings.default_queue,
+                            self.settings.max_recovery_attempts,
+                            parent_id,
+                            max_payload_bytes=self.settings.max_payload_bytes,
+                        )
                     )
                 )
             rows.extend(built)
             return built
 
-        if len(requests) <= ENQUEUE_CHUNK:
-            results = self._sysdb.tasks_enqueue(build(requests), conn=conn)
-        else:  # the database writes one chunk while the next is being serialized
-            chunks = (build(requests[i : i + ENQUEUE_CHUNK]) for i in range(0, len(requests), ENQUEUE_CHUNK))
-            results = self._sysdb.tasks_enqueue_chunks(chunks, conn=conn)
+        with tracing.sending([r.name for r in requests]) as stamp:
+            if len(requests) <= ENQUEUE_CHUNK:
+                results = self._sysdb.tasks_enqueue(build(requests), conn=conn)
+            else:  # the database writes one chunk while the next is being serialized
+                chunks = (
+                    build(requests[i : i + ENQUEUE_CHUNK]) for i in range(0, len(requests), ENQUEUE_CHUNK)
+                )
+                results = self._sysdb.tasks_enqueue_chunks(chunks, conn=conn)
         ids = []
         for row, result in zip(rows, results, strict=True):
             if result.duplicate_of is None:

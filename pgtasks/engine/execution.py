@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from pgtasks.engine import context
+from pgtasks.engine import context, tracing
 from pgtasks.engine.errors import (
     RetryRequested,
     SerializationError,
@@ -51,22 +51,30 @@ def execute_task(
         except TaskReleased:
             return release
     ctx = context.TaskContext(record, executor_id, engine, {s.function_id: s for s in steps})
-    token = context.enter(ctx)
-    try:
-        value = definition.fn(*args, **kwargs)
-    except TaskAbandoned:
-        return None
-    except TaskReleased:
-        return release
-    except RetryRequested as retry:
-        return _retry_outcome(engine, record, retry, args, kwargs)
-    except BaseException as exc:  # a failing task never takes the worker down (CancelledError too)
-        return Outcome(
-            record.task_id, Status.ERROR, error=encode_exception(exc), claim_token=record.claim_token
-        )
-    finally:
-        context.leave(token)
-    return _success_outcome(engine, record, value)
+    with tracing.running(record, executor_id) as span:
+        token = context.enter(ctx)
+        try:
+            value = definition.fn(*args, **kwargs)
+        except TaskAbandoned:
+            span.note("abandoned")
+            return None
+        except TaskReleased:
+            span.note("released")
+            return release
+        except RetryRequested as retry:
+            span.retrying(retry.countdown, retry.reason)
+            return _retry_outcome(engine, record, retry, args, kwargs)
+        except BaseException as exc:  # a failing task never takes the worker down (CancelledError too)
+            span.failed(exc)
+            return Outcome(
+                record.task_id, Status.ERROR, error=encode_exception(exc), claim_token=record.claim_token
+            )
+        finally:
+            context.leave(token)
+        outcome = _success_outcome(engine, record, value)
+        if outcome.status is Status.ERROR:
+            span.note("return value not recorded")
+        return outcome
 
 
 def _success_outcome(engine: Engine, record: TaskRecord, value: Any) -> Outcome:

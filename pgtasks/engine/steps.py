@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from pgtasks.engine import tracing
 from pgtasks.engine.context import TaskContext, running_context
 from pgtasks.engine.crashpoints import crashpoint
 from pgtasks.engine.errors import ConfigurationError, NonDeterminismError, TaskAbandoned
@@ -59,6 +60,7 @@ def run_step(
     function_id = ctx.take_function_id()
     recorded = ctx.steps.get(function_id)
     if recorded is not None:
+        tracing.replayed(options.name, function_id)
         return _replay(ctx, options, recorded)
     engine = ctx.engine
     if ctx.confirmed_at is None or time.monotonic() - ctx.confirmed_at > OWNERSHIP_FRESH_SECONDS:
@@ -79,17 +81,18 @@ def run_step(
     crashpoint("before_step_body", **point)
     started = int(time.time() * 1000)
     attempt = 0
-    while True:
-        try:
-            value = fn(*args, **kwargs)
-            break
-        except Exception as exc:
-            if attempt < options.retries:
-                attempt += 1
-                time.sleep(options.delay(attempt))
-                continue
-            _checkpoint(ctx, function_id, options.name, None, encode_exception(exc), started, point)
-            raise
+    with tracing.stepping(options.name, function_id, ctx.task_id):
+        while True:
+            try:
+                value = fn(*args, **kwargs)
+                break
+            except Exception as exc:
+                if attempt < options.retries:
+                    attempt += 1
+                    time.sleep(options.delay(attempt))
+                    continue
+                _checkpoint(ctx, function_id, options.name, None, encode_exception(exc), started, point)
+                raise
     tag, text = engine.codec.dumps(value, f"return value of step {options.name!r}", ctx.record.serialization)
     _checkpoint(ctx, function_id, options.name, text, None, started, point, tag)
     # Hand back what a replay would return, so the first run and a re-run see the same value.

@@ -56,6 +56,7 @@ def enqueue_columns(tasks: list[NewTask]) -> dict[str, list[Any]]:
         "parents": [t.parent_task_id for t in tasks],
         "expires": [t.expires_at_epoch_ms for t in tasks],
         "expires_rel": [t.expires_in_ms for t in tasks],
+        "metas": [t.meta for t in tasks],
     }
 
 
@@ -77,4 +78,5 @@ def single_task_params(task: NewTask) -> dict[str, Any]:
         "parent": task.parent_task_id,
         "expires": task.expires_at_epoch_ms,
         "expires_rel": task.expires_in_ms,
+        "meta": task.meta,
     }

@@ -72,9 +72,6 @@ class LinkStore(Primitives):
             waiting = [{"id": i} for i in sorted(params.waiting & inserted)]
             if waiting:
                 cur.executemany(self.sql["task_set_waiting"], waiting)
-            meta = [{"id": i, "meta": m} for i, m in sorted(params.meta.items()) if i in inserted]
-            if meta:
-                cur.executemany(self.sql["task_set_meta"], meta)
             if params.links:
                 cur.executemany(
                     self.sql["link_insert"],

@@ -45,18 +45,19 @@ from pgtasks.sysdb.urls import DatabaseTarget
 NOW_MS = "(extract(epoch from statement_timestamp()) * 1000)::bigint"
 MIGRATIONS_TABLE = "pgtasks_migrations"
 # The rows tasks_enqueue inserts: column arrays for many tasks (one statement, any count), or
-# plain parameters for one task (much cheaper to send than fifteen one-element arrays).
+# plain parameters for one task (much cheaper to send than sixteen one-element arrays).
 ENQUEUE_MANY = """unnest(%(ids)b::text[], %(names)b::text[], %(inputs)b::text[],
                 %(serializations)b::text[], %(queues)b::text[], %(priorities)b::int[],
                 %(dedups)b::text[], %(partition_keys)b::text[], %(delays_abs)b::bigint[],
                 %(delays_rel)b::bigint[], %(versions)b::text[], %(max_attempts)b::int[],
-                %(parents)b::text[], %(expires)b::bigint[], %(expires_rel)b::bigint[])
+                %(parents)b::text[], %(expires)b::bigint[], %(expires_rel)b::bigint[],
+                %(metas)b::text[])
          WITH ORDINALITY"""
 ENQUEUE_ONE = """(VALUES (%(id)s::text, %(name)s::text, %(inputs)s::text, %(serialization)s::text,
                 %(queue)s::text, %(priority)s::int, %(dedup)s::text, %(partition_key)s::text,
                 %(delay_abs)s::bigint, %(delay_rel)s::bigint, %(version)s::text,
                 %(max_attempts)s::int, %(parent)s::text, %(expires)s::bigint,
-                %(expires_rel)s::bigint, 1::bigint))"""
+                %(expires_rel)s::bigint, %(meta)s::text, 1::bigint))"""
 
 
 def advisory_lock_key(schema: str) -> int:

@@ -75,6 +75,7 @@ class NewTask:
     parent_task_id: str | None = None
     expires_at_epoch_ms: int | None = None  # not started by then: cancelled, never run
     expires_in_ms: int | None = None  # relative to the database clock; the absolute value wins
+    meta: str | None = None  # JSON: the Celery request extras, the producer's trace context
 
 
 # duplicate_of when the task holding the deduplication id finished while we looked it up.
@@ -428,12 +429,11 @@ class TaskLink:
 @dataclass(frozen=True, slots=True)
 class CanvasEnqueue:
     """Insert a canvas in one transaction: ``tasks`` (those in ``waiting`` wait, WAITING, for
-    their links), the ``links`` between them, and each task's ``meta`` (JSON)."""
+    their links) and the ``links`` between them."""
 
     tasks: tuple[NewTask, ...]
     waiting: frozenset[str] = frozenset()
     links: tuple[TaskLink, ...] = ()
-    meta: Mapping[str, str] = field(default_factory=dict)
     # (task id, executor id, claim token) of a running task that this canvas replaces: in the
     # same transaction it stops running (WAITING), fenced on its executor, or nothing is inserted.
     replacing: tuple[str, str, str | None] | None = None

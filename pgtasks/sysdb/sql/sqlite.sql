@@ -6,13 +6,13 @@
 INSERT INTO workflow_status (
     workflow_uuid, status, name, inputs, serialization, queue_name, priority,
     deduplication_id, queue_partition_key, delay_until_epoch_ms, application_version,
-    max_recovery_attempts, parent_workflow_id, expires_at_epoch_ms, created_at, updated_at)
+    max_recovery_attempts, parent_workflow_id, expires_at_epoch_ms, meta, created_at, updated_at)
 SELECT :id,
        CASE WHEN t.delay_until > __now_ms__ THEN 'DELAYED' ELSE 'ENQUEUED' END,
        :name, :inputs, :serialization, :queue, :priority, :dedup, :partition_key,
        CASE WHEN t.delay_until > __now_ms__ THEN t.delay_until END,
        :version, :max_attempts, :parent, COALESCE(:expires, __now_ms__ + :expires_rel),
-       __now_ms__, __now_ms__
+       :meta, __now_ms__, __now_ms__
 FROM (SELECT COALESCE(:delay_abs, __now_ms__ + :delay_rel) AS delay_until) AS t
 WHERE true
 ON CONFLICT DO NOTHING
@@ -477,9 +477,6 @@ LIMIT 1
 -- name: task_set_waiting
 UPDATE workflow_status SET status = 'WAITING'
 WHERE workflow_uuid = :id AND status IN ('ENQUEUED', 'DELAYED')
-
--- name: task_set_meta
-UPDATE workflow_status SET meta = :meta WHERE workflow_uuid = :id
 
 -- name: task_set_has_links
 UPDATE workflow_status SET has_links = 1 WHERE workflow_uuid = :id

@@ -1,0 +1,214 @@
+"""OpenTelemetry spans for sending, running and stepping through tasks, when the application
+has configured a tracer provider.
+
+pgtasks depends only on ``opentelemetry-api`` (the ``pgtasks[tracing]`` extra), imported the
+first time a task is sent or run, never when it is not installed. Without a configured
+provider (the API alone, or ``PGTASKS_TRACING=off``) every hook here is a no-op that costs
+a global lookup and writes nothing to the database.
+
+With a provider:
+- sending opens a PRODUCER span ``send <task name>`` (one per call: a bulk send or a canvas
+  is one span) and stores its context, W3C ``traceparent`` as the configured propagator
+  writes it, in each task's ``meta`` under ``"trace"``;
+- running opens a CONSUMER span ``run <task name>`` whose parent is that context, in the
+  worker's process, current while the task body runs; a failure is recorded on it;
+- each executed ``@app.step`` is an INTERNAL span ``step <step name>`` under the task's span.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import replace
+from typing import Any
+
+from pgtasks.sysdb.records import NewTask, TaskRecord
+
+TRACE_KEY = "trace"
+DISABLED_VALUES = ("0", "off", "false", "no")
+
+_api: Any = None  # the opentelemetry modules once imported; False when unavailable
+
+
+def _tracer() -> Any:
+    """The pgtasks tracer when spans would be recorded somewhere, else None."""
+    global _api
+    if _api is None:
+        _api = _import_api()
+    if _api is False:
+        return None
+    trace = _api.trace
+    provider = trace.get_tracer_provider()
+    # The API's own providers record nothing: skip the span machinery altogether.
+    if isinstance(provider, (trace.ProxyTracerProvider, trace.NoOpTracerProvider)):
+        return None
+    return provider.get_tracer("pgtasks")
+
+
+def _import_api() -> Any:
+    if os.environ.get("PGTASKS_TRACING", "").strip().lower() in DISABLED_VALUES:
+        return False
+    try:
+        # why: optional dependency, imported only where tracing may be used
+        from opentelemetry import propagate, trace
+        from opentelemetry.trace import SpanKind, Status, StatusCode
+    except ImportError:
+        return False
+
+    class Api:
+        pass
+
+    api = Api()
+    api.trace = trace  # type: ignore[attr-defined]
+    api.propagate = propagate  # type: ignore[attr-defined]
+    api.SpanKind = SpanKind  # type: ignore[attr-defined]
+    api.Status = Status  # type: ignore[attr-defined]
+    api.StatusCode = StatusCode  # type: ignore[attr-defined]
+    return api
+
+
+def reset() -> None:
+    """Forget whether tracing is available (tests that change ``PGTASKS_TRACING``)."""
+    global _api
+    _api = None
+
+
+def _stamped(task: NewTask, carrier: dict[str, str]) -> NewTask:
+    """``task`` with the producer's trace context added to its meta (a JSON object)."""
+    meta: dict[str, Any] = {}
+    if task.meta:
+        loaded = json.loads(task.meta)
+        if isinstance(loaded, dict):
+            meta = loaded
+    meta[TRACE_KEY] = carrier
+    return replace(task, meta=json.dumps(meta, separators=(",", ":")))
+
+
+def _unchanged(task: NewTask) -> NewTask:
+    return task
+
+
+@contextmanager
+def sending(names: Sequence[str]) -> Iterator[Callable[[NewTask], NewTask]]:
+    """The span of one send of the tasks named ``names``; yields the function that stamps
+    each built task with the span's context (the identity when not tracing)."""
+    tracer = _tracer()
+    if tracer is None or not names:
+        yield _unchanged
+        return
+    api = _api
+    distinct = sorted(set(names))
+    name = f"send {distinct[0]}" if len(distinct) == 1 else "send"
+    attributes: dict[str, Any] = {
+        "messaging.system": "pgtasks",
+        "messaging.operation": "publish",
+        "messaging.batch.message_count": len(names),
+    }
+    if len(distinct) == 1:
+        attributes["pgtasks.task.name"] = distinct[0]
+    with tracer.start_as_current_span(name, kind=api.SpanKind.PRODUCER, attributes=attributes) as span:
+        carrier: dict[str, str] = {}
+        api.propagate.inject(carrier)
+        single = len(names) == 1
+
+        def stamp(task: NewTask) -> NewTask:
+            if single:
+                span.set_attribute("messaging.message.id", task.task_id)
+                span.set_attribute("messaging.destination.name", task.queue_name)
+            return _stamped(task, carrier) if carrier else task
+
+        yield stamp
+
+
+class TaskSpan:
+    """What the running task reports to its span; every method is a no-op without one."""
+
+    def __init__(self, span: Any = None) -> None:
+        self._span = span
+
+    def failed(self, exc: BaseException) -> None:
+        """Record ``exc`` as the task's failure."""
+        if self._span is not None:
+            self._span.record_exception(exc)
+            self._span.set_status(_api.Status(_api.StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
+
+    def retrying(self, countdown: float, reason: BaseException | None) -> None:
+        """The task asked to run again in ``countdown`` seconds."""
+        if self._span is not None:
+            attributes: dict[str, Any] = {"pgtasks.retry.countdown_s": countdown}
+            if reason is not None:
+                attributes["exception.type"] = type(reason).__name__
+            self._span.add_event("retry", attributes)
+
+    def note(self, event: str) -> None:
+        """An event on the task's span (released, abandoned)."""
+        if self._span is not None:
+            self._span.add_event(event)
+
+
+def _parent_context(meta: str | None) -> Any:
+    if not meta:
+        return None
+    try:
+        loaded = json.loads(meta)
+    except ValueError:
+        return None
+    carrier = loaded.get(TRACE_KEY) if isinstance(loaded, dict) else None
+    if not isinstance(carrier, dict):
+        return None
+    return _api.propagate.extract({str(k): str(v) for k, v in carrier.items()})
+
+
+@contextmanager
+def running(record: TaskRecord, executor_id: str) -> Iterator[TaskSpan]:
+    """The span of one run of a claimed task, current while its body runs; its parent is the
+    span that sent the task, read from the task's meta."""
+    tracer = _tracer()
+    if tracer is None:
+        yield TaskSpan()
+        return
+    attributes = {
+        "messaging.system": "pgtasks",
+        "messaging.operation": "process",
+        "messaging.destination.name": record.queue_name,
+        "messaging.message.id": record.task_id,
+        "pgtasks.task.name": record.name,
+        "pgtasks.task.retries": record.retries,
+        "pgtasks.task.recovery_attempt": record.recovery_attempts,
+        "pgtasks.executor_id": executor_id,
+    }
+    with tracer.start_as_current_span(
+        f"run {record.name}",
+        context=_parent_context(record.meta),
+        kind=_api.SpanKind.CONSUMER,
+        attributes=attributes,
+        record_exception=False,
+        set_status_on_exception=False,
+    ) as span:
+        yield TaskSpan(span)
+
+
+@contextmanager
+def stepping(step: str, function_id: int, task_id: str) -> Iterator[None]:
+    """The span of one executed step of the running task (a replayed step has none)."""
+    tracer = _tracer()
+    if tracer is None:
+        yield
+        return
+    attributes = {
+        "pgtasks.step.name": step,
+        "pgtasks.step.function_id": function_id,
+        "pgtasks.task.id": task_id,
+    }
+    with tracer.start_as_current_span(f"step {step}", kind=_api.SpanKind.INTERNAL, attributes=attributes):
+        yield
+
+
+def replayed(step: str, function_id: int) -> None:
+    """Mark on the current span that a step's recorded output was returned, not re-run."""
+    if _tracer() is None:
+        return
+    span = _api.trace.get_current_span()
+    span.add_event("step replayed", {"pgtasks.step.name": step, "pgtasks.step.function_id": function_id})
