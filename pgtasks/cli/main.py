@@ -258,6 +258,7 @@ def _worker(args: argparse.Namespace) -> int:
         time_limit=args.time_limit,
         soft_time_limit=args.soft_time_limit,
         max_tasks_per_child=args.max_tasks_per_child,
+        outcome_logger=hooks.outcome_logger,
     )
     metrics = MetricsOptions(args.metrics_port, args.metrics_address)  # refused early if not installed
     definitions = app.beat_definitions() if args.beat else []  # checked before the worker starts

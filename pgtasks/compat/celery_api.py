@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import types
 import uuid as _uuid
 
 from pgtasks.compat.app import Celery
@@ -31,6 +32,9 @@ SERIES = "pgtasks"
 
 current_app = Proxy(_current_app)
 current_task = Proxy(current_task_object)
+# Celery's old ``celery.registry`` module: ``registry.tasks`` is the current app's tasks.
+registry = types.SimpleNamespace()
+registry.tasks = Proxy(lambda: _current_app().tasks)
 
 
 def uuid() -> str:

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pgtasks.compat import django_support, signals, states
+from pgtasks.compat import app_trace, django_support, signals, states
 from pgtasks.compat.exceptions import Ignore, Reject, Replaced, Retry
 from pgtasks.compat.request import Context, executing, request_from_record
 from pgtasks.compat.signatures import Signature
@@ -165,7 +165,10 @@ def worker_entry(task: Task, run: Callable[..., Any]) -> Callable[..., Any]:
         request.timelimit = (request.time_limit, request.soft_time_limit)
         django_support.close_old_connections()
         try:
-            attempt = trace(task, request, tuple(args), dict(kwargs))
+            # Through the module attribute at every run: instrumentation that wraps
+            # celery.app.trace.build_tracer (sentry-sdk) sees each task, as on Celery.
+            tracer = app_trace.build_tracer(str(task.name), task, hostname=ctx.executor_id, app=task.app)
+            attempt = tracer(request.id, tuple(args), dict(kwargs), request.as_dict()).info
         finally:
             django_support.close_old_connections()
         return outcome_of(attempt)

@@ -18,6 +18,7 @@ import sys
 import threading
 import types
 
+from pgtasks.compat import billiard
 from pgtasks.compat.app import Celery
 from pgtasks.compat.celery_api import uuid
 from pgtasks.compat.current import current_app
@@ -37,10 +38,13 @@ MODULES = {
     "celery.canvas": "pgtasks.compat.canvas",
     "celery.utils.log": "pgtasks.compat.logs",
     "celery.app.task": "pgtasks.compat.task",
+    "celery.app.trace": "pgtasks.compat.app_trace",
+    "celery.beat": "pgtasks.compat.celery_beat",
+    "celery.worker.request": "pgtasks.compat.worker_request",
     "kombu": "pgtasks.compat.kombu",
 }
 # Packages that only hold the modules above, built here.
-PACKAGES = ("celery.app", "celery.utils", "kombu.serialization")
+PACKAGES = ("celery.app", "celery.utils", "celery.worker", "kombu.serialization")
 MARK = "__pgtasks_compat__"
 
 _lock = threading.Lock()
@@ -83,6 +87,22 @@ def _note_real_celery() -> None:
         log.debug("the real celery package is installed; pgtasks.compat.install() takes its place here")
 
 
+def _billiard() -> dict[str, types.ModuleType]:
+    """billiard's names, where the real billiard (installed with the real celery) is absent."""
+    try:
+        real = "billiard" in sys.modules or importlib.util.find_spec("billiard") is not None
+    except (ImportError, ValueError):
+        real = False
+    if real:
+        return {}
+    module = importlib.import_module("pgtasks.compat.billiard")
+    setattr(module, MARK, True)
+    submodules = billiard.submodules()
+    for sub in submodules.values():
+        setattr(sub, MARK, True)
+    return {"billiard": module, **submodules}
+
+
 def install() -> None:
     """Make Celery's and kombu's names import from pgtasks in this process (idempotent)."""
     with _lock:
@@ -101,6 +121,7 @@ def install() -> None:
         for name in PACKAGES:
             modules[name] = _package(name)
         modules["kombu"].serialization = modules["kombu.serialization"]  # type: ignore[attr-defined]
+        modules.update(_billiard())
         for name, module in sorted(modules.items()):
             parent, _, child = name.rpartition(".")
             if parent:
@@ -113,7 +134,7 @@ def install() -> None:
 def uninstall() -> None:
     """Remove the names ``install()`` added (the next ``import celery`` finds the real one)."""
     with _lock:
-        for name in [*MODULES, *PACKAGES]:
+        for name in [*MODULES, *PACKAGES, "billiard", "billiard.einfo", "billiard.pool"]:
             module = sys.modules.get(name)
             if module is not None and getattr(module, MARK, False):
                 del sys.modules[name]

@@ -9,7 +9,7 @@ from typing import Any
 
 log = logging.getLogger("pgtasks.compat")
 
-__all__ = ["Exchange", "Queue", "register"]
+__all__ = ["Exchange", "Producer", "Queue", "register"]
 
 
 class Exchange:
@@ -51,6 +51,26 @@ class Queue:
 
     def __hash__(self) -> int:
         return hash(self.name)
+
+
+class Producer:
+    """kombu's message producer, for code that names or wraps it (error trackers patch
+    ``Producer.publish``). pgtasks has no broker to publish to: tasks are sent with
+    ``Task.apply_async`` or ``app.send_task``."""
+
+    def __init__(
+        self, channel: Any = None, exchange: Any = None, routing_key: str = "", **kwargs: Any
+    ) -> None:
+        self.channel = channel
+        self.exchange = exchange
+        self.routing_key = routing_key
+        self.options = kwargs
+
+    def publish(self, body: Any, routing_key: str | None = None, **kwargs: Any) -> None:
+        raise NotImplementedError(
+            "pgtasks has no message broker to publish to: send tasks with Task.apply_async() "
+            "or app.send_task()"
+        )
 
 
 _serializers: dict[str, tuple[Any, Any, str, str]] = {}

@@ -25,6 +25,9 @@ class WorkerHooks:
         self.app = app
         self.hostname = hostname
         self.sender = types.SimpleNamespace(app=app, hostname=hostname)
+        # Celery's worker logs each task's outcome on "celery.app.trace": logging configs
+        # name it, and error trackers (sentry-sdk) ignore it to avoid a second event.
+        self.outcome_logger = "pgtasks.worker" if app is None else "celery.app.trace"
 
     def after_start(self, then: Callable[[], object] | None) -> Callable[[], object] | None:
         if self.app is None:

@@ -71,6 +71,8 @@ class WorkerOptions:
     time_limit: float | None = None
     soft_time_limit: float | None = None
     max_tasks_per_child: int | None = None
+    # The logger of the one line per finished task (a Celery app's worker: "celery.app.trace").
+    outcome_logger: str = "pgtasks.worker"
 
     def __post_init__(self) -> None:
         if self.concurrency < 1:
@@ -101,6 +103,7 @@ class Worker:
         self.engine = engine
         self._store = engine.worker_api
         self.options = options
+        self._outcome_log = logging.getLogger(options.outcome_logger)
         self.executor_id = options.executor_id or default_executor_id()
         self.version = engine.version()
         self._running = 0
@@ -330,7 +333,7 @@ class Worker:
         """Called by the pool when a task's body is done (on a pool thread)."""
         try:
             elapsed = time.monotonic() - self._started.pop(record.task_id, time.monotonic())
-            _log_outcome(record, outcome, elapsed, self._hidden.pop(record.task_id, ()))
+            _log_outcome(self._outcome_log, record, outcome, elapsed, self._hidden.pop(record.task_id, ()))
             if self.metrics is not None:
                 self.metrics.finished(record, outcome, elapsed)
             if outcome is not None and self._completer is not None:
@@ -422,7 +425,11 @@ class Worker:
 
 
 def _log_outcome(
-    record: TaskRecord, outcome: Outcome | None, elapsed: float, hidden: tuple[str, ...] = ()
+    log: logging.Logger,
+    record: TaskRecord,
+    outcome: Outcome | None,
+    elapsed: float,
+    hidden: tuple[str, ...] = (),
 ) -> None:
     """One record per finished task, in Celery's words: its result's repr on success, the
     error's ``Type('message')`` and its traceback (never local variables) on failure, with the

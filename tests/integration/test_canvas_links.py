@@ -57,10 +57,9 @@ def status(db: SystemDatabase, task_id: str) -> Status:
 def chain_of_three(db: SystemDatabase) -> None:
     db.tasks_enqueue_canvas(
         CanvasEnqueue(
-            (task("a", 1), task("b", 2), task("c", 3)),
+            (dataclasses.replace(task("a", 1), meta='{"root_id": "a"}'), task("b", 2), task("c", 3)),
             waiting=frozenset({"b", "c"}),
             links=(TaskLink("a", "b", LinkKind.CHAIN), TaskLink("b", "c", LinkKind.CHAIN, prepend=False)),
-            meta={"a": '{"root_id": "a"}'},
         )
     )
 

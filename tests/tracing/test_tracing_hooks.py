@@ -152,3 +152,32 @@ def test_pgtasks_runs_without_opentelemetry_and_never_imports_it(tmp_path: Path)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "ok"
     tracing.reset()
+
+
+def test_a_project_that_calls_celery_instrumentor_still_starts_and_is_traced(tmp_path: Path) -> None:
+    """opentelemetry-instrumentation-celery imports Celery's and billiard's names; without the
+    celery distribution it instruments nothing (it says so) and pgtasks' own spans remain."""
+    script = textwrap.dedent(
+        f"""
+        from pgtasks.compat import install
+        install()
+        from opentelemetry.instrumentation.celery import CeleryInstrumentor
+        CeleryInstrumentor().instrument()
+        from celery import Celery
+        from tests.support.tracing import spans_in_memory
+        app = Celery("instrumented", broker="sqlite:///{tmp_path}/db.sqlite3")
+
+        @app.task(name="i.add")
+        def add(x, y):
+            return x + y
+
+        with spans_in_memory() as exporter:
+            add.delay(1, 2)
+            print(sorted(s.name for s in exporter.get_finished_spans()))
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "['send i.add']"

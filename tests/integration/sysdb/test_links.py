@@ -5,6 +5,7 @@ suite is tests/integration/test_canvas_links.py)."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 from pgtasks.sysdb import Status, SystemDatabase
 from pgtasks.sysdb.records import (
@@ -41,14 +42,13 @@ def ended(db: SystemDatabase, task_id: str) -> tuple[Status, EndReason | None]:
 def test_a_canvas_is_stored_with_its_links_groups_and_meta(sysdb: SystemDatabase) -> None:
     results = sysdb.tasks_enqueue_canvas(
         CanvasEnqueue(
-            (task("a", 1), task("b", 2), task("g1"), task("g2")),
+            (replace(task("a", 1), meta='{"root_id": "a"}'), task("b", 2), task("g1"), task("g2")),
             waiting=frozenset({"b"}),
             links=(
                 TaskLink("a", "b", LinkKind.CHAIN),
                 TaskLink("grp", "g2", LinkKind.GROUP, position=1),
                 TaskLink("grp", "g1", LinkKind.GROUP, position=0),
             ),
-            meta={"a": '{"root_id": "a"}'},
         )
     )
     assert [(r.task_id, r.inserted) for r in results] == [
