@@ -7,7 +7,7 @@ DEV_STAMP := $(VENV)/.installed-dev
 # The dashboard tests drive Debian's chromium through chromium-driver (apt-get, as root).
 BROWSER_STAMP := $(VENV)/.browser
 
-.PHONY: demo test lint bench bench-delays bench-explain bench-dashboard celery-env loadtest soak clean dashboard-screenshots
+.PHONY: demo test lint bench bench-tracing bench-delays bench-explain bench-dashboard celery-env loadtest soak clean dashboard-screenshots
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -78,6 +78,10 @@ celery-env:
 
 clean:
 	rm -rf $(VENV) build *.egg-info pgtasks-demo.sqlite3*
+
+# What the OpenTelemetry hooks cost per task (send, run, one step), with and without a provider.
+bench-tracing: $(DEV_STAMP)
+	$(BIN)/python -m bench.tracing_overhead
 
 # Render time of every dashboard page and API endpoint with 10 million finished tasks.
 bench-dashboard: $(DEV_STAMP)
