@@ -53,9 +53,12 @@ def test_real_celery_is_not_installed_here() -> None:
     try:
         assert "celery" not in sys.modules and not installed()
         assert importlib.util.find_spec("celery") is None and importlib.util.find_spec("kombu") is None
+        assert importlib.util.find_spec("billiard") is None
     finally:
         install()
-    assert installed() and not any(m.startswith("billiard") for m in sys.modules)
+    # billiard's names that integrations import are pgtasks' own
+    billiard = [sys.modules[m] for m in sys.modules if m.startswith("billiard")]
+    assert installed() and billiard and all(getattr(m, "__pgtasks_compat__", False) for m in billiard)
 
 
 def test_task_names_follow_celery() -> None:
