@@ -7,7 +7,7 @@ DEV_STAMP := $(VENV)/.installed-dev
 # The dashboard tests drive Debian's chromium through chromium-driver (apt-get, as root).
 BROWSER_STAMP := $(VENV)/.browser
 
-.PHONY: demo test lint bench bench-tracing bench-delays bench-explain bench-dashboard celery-env loadtest soak clean dashboard-screenshots
+.PHONY: demo test test-floors lint bench bench-tracing bench-delays bench-explain bench-dashboard celery-env loadtest soak clean dashboard-screenshots
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -43,6 +43,25 @@ test: $(DEV_STAMP) $(BROWSER_STAMP)
 	$(BIN)/python -m pytest -q -n 2
 	@echo "The system database suites again, connected as the least-privilege worker role:"
 	PGTASKS_TEST_AS_ROLE=worker $(BIN)/python -m pytest -q -n 2 -p no:cacheprovider -k postgres $(WORKER_ROLE_SUITES)
+	$(MAKE) --no-print-directory test-floors
+
+# Part of the suite (storage, engine, workers, canvas, beat, crash recovery) in a venv holding
+# the lowest versions pyproject.toml allows, so the floors stay true.
+FLOOR_SUITES := tests/integration tests/acceptance/test_crash_recovery.py tests/acceptance/test_prefork.py \
+	tests/compat/test_canvas.py tests/acceptance/test_beat.py
+FLOORS_STAMP := .venv-floors/.installed
+
+$(FLOORS_STAMP): pyproject.toml tests/support/floors.py | $(BIN)/python
+	rm -rf .venv-floors
+	$(PYTHON) -m venv .venv-floors
+	$(BIN)/python -m tests.support.floors > .venv-floors/floors.txt
+	.venv-floors/bin/python -m pip install --quiet -r .venv-floors/floors.txt 'pytest>=8' pytest-xdist 'hypothesis>=6'
+	.venv-floors/bin/python -m pip install --quiet --no-deps -e .
+	touch $@
+
+test-floors: $(FLOORS_STAMP)
+	@echo "Part of the suite at the dependency floors: $$(tr '\n' ' ' < .venv-floors/floors.txt)"
+	.venv-floors/bin/python -m pytest -q -n 2 -p no:cacheprovider $(FLOOR_SUITES)
 
 lint: $(DEV_STAMP)
 	$(BIN)/ruff check pgtasks tests bench loadtest
@@ -79,7 +98,7 @@ celery-env:
 	.venv-celery/bin/python -m pip install --quiet 'celery[redis]>=5.3,<6' 'locust>=2.20'
 
 clean:
-	rm -rf $(VENV) build *.egg-info pgtasks-demo.sqlite3*
+	rm -rf $(VENV) .venv-floors build *.egg-info pgtasks-demo.sqlite3*
 
 # What the OpenTelemetry hooks cost per task (send, run, one step), with and without a provider.
 bench-tracing: $(DEV_STAMP)

@@ -124,12 +124,27 @@ class PostgresListener(EnqueueListener):
             raise DatabaseUnavailable(f"cannot listen on {target.display_url}: {exc}") from exc
 
     def wait(self, timeout: float) -> set[str]:
+        # libpq's own calls, not Connection.notifies(): its timeout and stop_after arguments
+        # need psycopg 3.2, and projects pin 3.1. The connection only ever sits idle in LISTEN.
         try:
-            return {n.payload for n in self._conn.notifies(timeout=timeout, stop_after=1)} | {
-                n.payload for n in self._conn.notifies(timeout=0)
-            }
-        except psycopg.OperationalError as exc:
+            payloads = self._received()
+            if not payloads:
+                readable, _, _ = select.select([self._conn.fileno()], [], [], max(timeout, 0.0))
+                if readable:
+                    payloads = self._received()
+            return payloads
+        except (psycopg.OperationalError, OSError, ValueError) as exc:
             raise DatabaseUnavailable(f"listener connection lost: {exc}") from exc
+
+    def _received(self) -> set[str]:
+        """The payloads of the notifications that have arrived, without waiting."""
+        pgconn = self._conn.pgconn
+        pgconn.consume_input()  # a closed or broken connection raises OperationalError
+        encoding = self._conn.info.encoding
+        payloads = set()
+        while (notify := pgconn.notifies()) is not None:
+            payloads.add(notify.extra.decode(encoding))
+        return payloads
 
     def close(self) -> None:
         self._conn.close()
