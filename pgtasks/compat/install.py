@@ -12,15 +12,15 @@ installed, ``install()`` still wins for this process and says so once at debug l
 from __future__ import annotations
 
 import importlib
-import importlib.util
+import importlib.machinery
+import importlib.metadata
 import logging
 import sys
 import threading
 import types
 
-from pgtasks.compat import billiard
+from pgtasks.compat import billiard, kombu_utils, utils_misc
 from pgtasks.compat.app import Celery
-from pgtasks.compat.celery_api import uuid
 from pgtasks.compat.current import current_app
 from pgtasks.compat.kombu import register, registered_serializers
 from pgtasks.compat.registration import shared_task
@@ -39,16 +39,48 @@ MODULES = {
     "celery.utils.log": "pgtasks.compat.logs",
     "celery.app.task": "pgtasks.compat.task",
     "celery.app.trace": "pgtasks.compat.app_trace",
+    "celery.app.base": "pgtasks.compat.app",
+    "celery.app.control": "pgtasks.compat.control",
     "celery.beat": "pgtasks.compat.celery_beat",
+    "celery.local": "pgtasks.compat.local",
+    "celery.utils": "pgtasks.compat.utils_misc",
+    "celery.utils.time": "pgtasks.compat.utils_time",
+    "celery.backends.base": "pgtasks.compat.backends_base",
+    "celery.contrib.abortable": "pgtasks.compat.abortable",
     "celery.worker.request": "pgtasks.compat.worker_request",
     "kombu": "pgtasks.compat.kombu",
+    "kombu.utils": "pgtasks.compat.kombu_utils",
 }
 # Packages that only hold the modules above, built here.
-PACKAGES = ("celery.app", "celery.utils", "celery.worker", "kombu.serialization")
+PACKAGES = (
+    "celery.__main__",
+    "celery.app",
+    "celery.backends",
+    "celery.contrib",
+    "celery.worker",
+    "kombu.serialization",
+)
 MARK = "__pgtasks_compat__"
 
-_lock = threading.Lock()
+_lock = threading.RLock()
+
+
+def _really_installed(name: str) -> bool:
+    """Whether the distribution's own package is on the path, asking only the path finder:
+    the import hook (pgtasks_celery_hook) would answer with pgtasks' modules."""
+    return importlib.machinery.PathFinder.find_spec(name) is not None
 _real_celery_noted = False
+
+
+def _celery_main() -> int:
+    """``celery.__main__.main``: the real celery's console script run while pgtasks' names
+    win (PGTASKS_CELERY=1) runs the pgtasks command line."""
+    # The command is found as the installed console script (as app.start() does), so this
+    # layer never imports the command line's modules.
+    scripts = importlib.metadata.entry_points(group="console_scripts", name="pgtasks")
+    if not scripts:
+        raise RuntimeError("the celery command needs the pgtasks command: install the pgtasks package")
+    return int(next(iter(scripts)).load()(sys.argv[1:]))
 
 
 def _package(name: str) -> types.ModuleType:
@@ -58,9 +90,8 @@ def _package(name: str) -> types.ModuleType:
         module.Celery = Celery  # type: ignore[attr-defined]
         module.shared_task = shared_task  # type: ignore[attr-defined]
         module.app_or_default = lambda app=None: app if app is not None else current_app()  # type: ignore[attr-defined]
-    elif name == "celery.utils":
-        module.uuid = uuid  # type: ignore[attr-defined]
-        module.gen_unique_id = uuid  # type: ignore[attr-defined]
+    elif name == "celery.__main__":
+        module.main = _celery_main  # type: ignore[attr-defined]
     elif name == "kombu.serialization":
         module.register = register  # type: ignore[attr-defined]
         module.registry = registered_serializers  # type: ignore[attr-defined]
@@ -80,7 +111,7 @@ def _note_real_celery() -> None:
     _real_celery_noted = True
     present = "celery" in sys.modules and not installed()
     try:
-        found = present or importlib.util.find_spec("celery") is not None
+        found = present or _really_installed("celery")
     except (ImportError, ValueError):
         found = present
     if found:
@@ -90,7 +121,9 @@ def _note_real_celery() -> None:
 def _billiard() -> dict[str, types.ModuleType]:
     """billiard's names, where the real billiard (installed with the real celery) is absent."""
     try:
-        real = "billiard" in sys.modules or importlib.util.find_spec("billiard") is not None
+        real = (
+            "billiard" in sys.modules and not getattr(sys.modules["billiard"], MARK, False)
+        ) or _really_installed("billiard")
     except (ImportError, ValueError):
         real = False
     if real:
@@ -122,6 +155,15 @@ def install() -> None:
             modules[name] = _package(name)
         modules["kombu"].serialization = modules["kombu.serialization"]  # type: ignore[attr-defined]
         modules.update(_billiard())
+        for generated in (utils_misc.submodules(), kombu_utils.submodules()):
+            for name, module in generated.items():
+                setattr(module, MARK, True)
+                modules[name] = module
+        for name, module in modules.items():
+            # A parent of other names is a package: importing a name below it that pgtasks
+            # does not serve then reaches the import hook, which says so clearly.
+            if any(other.startswith(name + ".") for other in modules) and not hasattr(module, "__path__"):
+                module.__path__ = []
         for name, module in sorted(modules.items()):
             parent, _, child = name.rpartition(".")
             if parent:
@@ -134,7 +176,8 @@ def install() -> None:
 def uninstall() -> None:
     """Remove the names ``install()`` added (the next ``import celery`` finds the real one)."""
     with _lock:
-        for name in [*MODULES, *PACKAGES, "billiard", "billiard.einfo", "billiard.pool"]:
+        generated = [*utils_misc.submodules(), *kombu_utils.submodules()]
+        for name in [*MODULES, *PACKAGES, *generated, "billiard", "billiard.einfo", "billiard.pool"]:
             module = sys.modules.get(name)
             if module is not None and getattr(module, MARK, False):
                 del sys.modules[name]

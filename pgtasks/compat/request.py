@@ -181,6 +181,32 @@ def current_request() -> Context | None:
     return stack[-1][1] if stack else None
 
 
+_join_allowed: contextvars.ContextVar[bool] = contextvars.ContextVar("pgtasks_join_allowed", default=False)
+
+
 def inside_worker_task() -> bool:
-    """True while a task executed by a worker (not eagerly or directly) runs on this thread."""
+    """True while a task executed by a worker (not eagerly or directly) runs on this thread,
+    outside an ``allow_join_result()`` block."""
+    if _join_allowed.get():
+        return False
     return any(not r.is_eager and not r.called_directly for _, r in _stack.get())
+
+
+@contextmanager
+def allow_join_result() -> Iterator[None]:
+    """Celery's ``allow_join_result()``: inside it, a task may wait for another's result."""
+    token = _join_allowed.set(True)
+    try:
+        yield
+    finally:
+        _join_allowed.reset(token)
+
+
+@contextmanager
+def denied_join_result() -> Iterator[None]:
+    """Celery's ``denied_join_result()``: the default again inside an allowed block."""
+    token = _join_allowed.set(False)
+    try:
+        yield
+    finally:
+        _join_allowed.reset(token)

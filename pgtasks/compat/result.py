@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from pgtasks.compat import states
 from pgtasks.compat.current import current_app
 from pgtasks.compat.exceptions import IncompleteStream, TaskRevokedError, TimeoutError
-from pgtasks.compat.request import inside_worker_task
+from pgtasks.compat.request import allow_join_result, denied_join_result, inside_worker_task
 from pgtasks.engine.errors import DatabaseUnavailable, MaxRecoveryAttemptsExceeded
 from pgtasks.engine.events import task_state
 from pgtasks.engine.failures import decode_exception
@@ -28,7 +28,16 @@ from pgtasks.sysdb.records import Status, TaskRecord
 if TYPE_CHECKING:
     from pgtasks.compat.app import Celery
 
-__all__ = ["AsyncResult", "EagerResult", "GroupResult", "ResultBase", "ResultSet", "result_from_tuple"]
+__all__ = [
+    "AsyncResult",
+    "EagerResult",
+    "GroupResult",
+    "ResultBase",
+    "ResultSet",
+    "allow_join_result",
+    "denied_join_result",
+    "result_from_tuple",
+]
 
 FIRST_POLL = 0.005
 SYNC_SUBTASK_MESSAGE = (

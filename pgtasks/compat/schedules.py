@@ -12,14 +12,40 @@ day_of_week='mon')`` is the first Monday of the month); plain cron strings follo
 from __future__ import annotations
 
 import datetime as dt
+from collections import namedtuple
 from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["NotSupported", "crontab", "maybe_schedule", "schedule", "solar"]
+__all__ = ["BaseSchedule", "NotSupported", "crontab", "maybe_schedule", "schedstate", "schedule", "solar"]
 
 from pgtasks.engine.errors import ConfigurationError
 from pgtasks.scheduler.cron import parse_cron
 from pgtasks.scheduler.timing import CronTiming, IntervalTiming, check_interval
+
+# What Celery's ``is_due()`` returns: due now, and seconds until the next check.
+schedstate = namedtuple("schedstate", ("is_due", "next"))
+
+
+class BaseSchedule:
+    """Celery's schedule base class, for schedules libraries define (django-celery-beat's
+    ``clocked``). ``pgtasks beat`` fires crontab and interval schedules itself; a schedule of
+    another class is refused when a beat syncs it, naming the class."""
+
+    nowfun: Any = None
+    _app: Any = None
+
+    def __init__(self, nowfun: Any = None, app: Any = None) -> None:
+        self.nowfun = nowfun
+        self._app = app
+
+    def now(self) -> dt.datetime:
+        return (self.nowfun or (lambda: dt.datetime.now(dt.timezone.utc)))()
+
+    def remaining_estimate(self, last_run_at: dt.datetime) -> dt.timedelta:
+        raise NotImplementedError("subclasses of BaseSchedule define remaining_estimate()")
+
+    def is_due(self, last_run_at: dt.datetime) -> schedstate:
+        raise NotImplementedError("subclasses of BaseSchedule define is_due()")
 
 
 class NotSupported(ConfigurationError):
@@ -46,7 +72,7 @@ def _field(value: Any, name: str) -> str:
     raise ConfigurationError(f"crontab {name} must be a string, a number or a set of them, not {value!r}")
 
 
-class crontab:
+class crontab(BaseSchedule):
     """``crontab(minute='*', hour='*', day_of_week='*', day_of_month='*', month_of_year='*')``.
 
     Fields take cron syntax (``'*/15'``, ``'9-17'``, ``'mon-fri'``), numbers, or sets of
@@ -101,7 +127,7 @@ class crontab:
         return hash((self.cron_expression, self.day_and))
 
 
-class schedule:
+class schedule(BaseSchedule):
     """``schedule(run_every)``: every ``run_every`` (a timedelta or seconds), at the multiples
     of the period since the Unix epoch (so every scheduler agrees on the due times)."""
 

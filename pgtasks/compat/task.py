@@ -156,6 +156,8 @@ class Task:
             link_error=link_error,
             **merged,
         )
+        if type(self).AsyncResult is not Task.AsyncResult:  # its own result class, as Celery's
+            result = self.AsyncResult(result.id)  # result_cls=self.AsyncResult (AbortableTask)
         ignored = options.get("ignore_result")
         if self.ignore_result if ignored is None else ignored:
             result.ignored = True  # as Celery: get() returns None at once

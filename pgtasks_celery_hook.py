@@ -1,0 +1,87 @@
+"""Makes ``import celery`` and ``import kombu`` give pgtasks' Celery layer in any process.
+
+``pgtasks_celery.pth`` (installed into site-packages with pgtasks) runs :func:`register` at
+interpreter start-up. It costs one small module and one finder appended to ``sys.meta_path``;
+nothing of pgtasks is imported until a process imports ``celery``, ``kombu`` or ``billiard``.
+
+- Celery not installed: ``import celery`` (and ``kombu``, and the ``billiard`` names the
+  integrations import) finds pgtasks' modules (:func:`pgtasks.compat.install`).
+- Celery installed as well: the real one is imported, unless ``PGTASKS_CELERY=1`` is in the
+  environment, which puts pgtasks' names first.
+- ``PGTASKS_CELERY=0`` turns the hook off.
+"""
+
+from __future__ import annotations
+
+import importlib.abc
+import importlib.machinery
+import os
+import sys
+import threading
+import types
+from collections.abc import Sequence
+
+ROOTS = ("celery", "kombu", "billiard")
+DOCS = "see docs/celery-migration.md"
+
+
+def _root(fullname: str) -> str | None:
+    head = fullname.partition(".")[0]
+    return head if head in ROOTS else None
+
+
+class _Present(importlib.abc.Loader):
+    """Hands over the module that ``install()`` put into ``sys.modules``."""
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
+        return sys.modules[spec.name]
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        return None
+
+
+class CeleryFinder(importlib.abc.MetaPathFinder):
+    """Serves Celery's, kombu's and billiard's names from :mod:`pgtasks.compat`."""
+
+    def __init__(self) -> None:
+        # install() itself asks whether a real celery or billiard exists (find_spec): those
+        # questions, from this thread, must not come back here.
+        self._installing = threading.local()
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None = None, target: types.ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        root = _root(fullname)
+        if root is None or getattr(self._installing, "active", False):
+            return None
+        self._installing.active = True
+        try:
+            from pgtasks.compat import install, installed  # only now: pgtasks is imported on demand
+
+            if not installed():
+                install()
+        finally:
+            self._installing.active = False
+        if fullname in sys.modules:
+            return importlib.machinery.ModuleSpec(fullname, _Present(), is_package=fullname in ROOTS)
+        if root == "billiard":
+            return None  # only the names the integrations use; nothing else pretends to exist
+        raise ModuleNotFoundError(
+            f"No module named {fullname!r}: pgtasks serves Celery's public modules, and not this one "
+            f"({DOCS}; `pgtasks celery-check` lists what an app uses)",
+            name=fullname,
+        )
+
+
+def register() -> None:
+    """Add the finder: last (only where nothing else finds celery), or first with
+    ``PGTASKS_CELERY=1``. Idempotent."""
+    setting = os.environ.get("PGTASKS_CELERY", "").strip().lower()
+    if setting in ("0", "off", "false", "no"):
+        return
+    if any(isinstance(f, CeleryFinder) for f in sys.meta_path):
+        return
+    if setting in ("1", "on", "true", "yes"):
+        sys.meta_path.insert(0, CeleryFinder())
+    else:
+        sys.meta_path.append(CeleryFinder())

@@ -1,0 +1,230 @@
+"""The Celery and kombu modules that applications and their libraries import, served by
+pgtasks, and the import hook that serves them in any process (pgtasks_celery.pth)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import importlib
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pgtasks.compat import install
+from tests.support.cli import REPO, cli_env
+from tests.support.inprocess import wait_for
+from tests.support.processes import stop, worker_process
+
+install()
+
+
+def _python(
+    code: str, env: dict[str, str] | None = None, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    """A fresh interpreter of this venv: its site-packages hold pgtasks_celery.pth."""
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=cwd or REPO,
+        env=cli_env(None, env),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_celery_utils_time_behaves_as_celerys() -> None:
+    from celery.utils.time import (
+        get_exponential_backoff_interval,
+        humanize_seconds,
+        maybe_make_aware,
+        maybe_timedelta,
+        rate,
+        remaining,
+        timezone,
+        to_utc,
+        weekday,
+    )
+
+    naive = dt.datetime(2026, 1, 2, 3, 4, 5)
+    assert maybe_make_aware(naive) == naive.replace(tzinfo=dt.timezone.utc)
+    berlin = timezone.get_timezone("Europe/Berlin")
+    assert maybe_make_aware(naive, berlin).utcoffset() == dt.timedelta(hours=1)
+    assert to_utc(dt.datetime(2026, 7, 1, 12, tzinfo=berlin)).hour == 10
+    assert maybe_timedelta(30) == dt.timedelta(seconds=30) and maybe_timedelta("x") == "x"
+    assert rate("120/m") == 2.0 and rate("3600/h") == 1.0 and rate(None) == 0
+    assert weekday("monday") == 1 and weekday("sun") == 0
+    assert humanize_seconds(120, prefix="in ") == "in 2.00 minutes" and humanize_seconds(0) == "now"
+    assert (
+        get_exponential_backoff_interval(2, 3, 100) == 16
+        and get_exponential_backoff_interval(2, 10, 100) == 100
+    )
+    start = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
+    assert remaining(start, dt.timedelta(hours=1), now=start) == dt.timedelta(hours=1)
+    with pytest.raises(KeyError):
+        weekday("funday")
+
+
+def test_kombu_json_encoding_and_exceptions() -> None:
+    from kombu.exceptions import DecodeError, KombuError
+    from kombu.utils.encoding import bytes_to_str, safe_repr
+    from kombu.utils.json import dumps, loads, register_type
+
+    class Point:
+        def __init__(self, x: int) -> None:
+            self.x = x
+
+    register_type(Point, "point", lambda p: p.x, Point)
+    text = dumps({"when": dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc), "p": Point(3)})
+    back = loads(text.encode())
+    assert back["when"] == "2026-01-01T00:00:00+00:00" and isinstance(back["p"], Point) and back["p"].x == 3
+    assert issubclass(DecodeError, KombuError) and bytes_to_str(b"ab") == "ab"
+
+    class Unprintable:
+        def __repr__(self) -> str:
+            raise RuntimeError("no")
+
+    assert "Unprintable" in safe_repr(Unprintable())
+
+
+def test_the_modules_django_celery_beat_and_results_import() -> None:
+    from celery import current_app, maybe_signature, schedules, states  # noqa: F401
+    from celery.backends.base import BaseDictBackend, KeyValueStoreBackend, get_current_task  # noqa: F401
+    from celery.beat import ScheduleEntry, Scheduler  # noqa: F401
+    from celery.result import GroupResult, allow_join_result, result_from_tuple  # noqa: F401
+    from celery.utils import cached_property, get_full_cls_name  # noqa: F401
+    from celery.utils.serialization import b64decode, b64encode
+    from kombu.utils import symbol_by_name
+
+    class Clocked(schedules.BaseSchedule):  # django-celery-beat's clocked, reduced
+        def is_due(self, last_run_at: dt.datetime) -> schedules.schedstate:
+            return schedules.schedstate(is_due=True, next=5.0)
+
+    assert Clocked().is_due(dt.datetime.now()).next == 5.0
+    assert isinstance(schedules.crontab(minute="0"), schedules.BaseSchedule)
+    assert (
+        b64decode(b64encode(b"x")) == b"x"
+        and symbol_by_name("os.path:join") is importlib.import_module("os.path").join
+    )
+
+    class Results(BaseDictBackend):  # django-celery-results' DatabaseBackend, reduced
+        pass
+
+    with pytest.raises(NotImplementedError, match="own database tables"):
+        Results(app=current_app).store_result("id", 1, "SUCCESS")
+
+
+def test_a_module_pgtasks_does_not_serve_fails_clearly() -> None:
+    with pytest.raises(
+        ModuleNotFoundError, match=r"celery\.utils\.dispatch.*pgtasks serves Celery's public modules"
+    ):
+        importlib.import_module("celery.utils.dispatch")
+
+
+def test_any_process_of_the_venv_imports_celery_from_pgtasks(tmp_path: Path) -> None:
+    done = _python(
+        "import sys; assert 'pgtasks' not in sys.modules\n"
+        "import celery, kombu\n"
+        "from celery import Celery, shared_task\n"
+        "from celery.utils.log import get_task_logger\n"
+        "print(celery.__name__, kombu.Queue.__module__)",
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["pgtasks.compat.celery_api", "pgtasks.compat.kombu"]
+    # A process that never imports celery never imports pgtasks either.
+    untouched = _python(
+        "import sys, json; print('pgtasks' in sys.modules or 'pgtasks.compat' in sys.modules)"
+    )
+    assert untouched.stdout.strip() == "False"
+    off = _python("import celery", {"PGTASKS_CELERY": "0"}, cwd=tmp_path)
+    assert off.returncode == 1 and "No module named 'celery'" in off.stderr
+
+
+def test_a_real_celery_wins_unless_pgtasks_celery_is_set(tmp_path: Path) -> None:
+    # A stand-in for the real distribution: a package named celery ahead on the path.
+    package = tmp_path / "site" / "celery"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("REAL = True\n")
+    (package / "__main__.py").write_text("def main():\n    print('the real celery command')\n")
+    env = {"PYTHONPATH": str(tmp_path / "site")}
+    real = _python("import celery; print(getattr(celery, 'REAL', False))", env, cwd=tmp_path)
+    assert real.stdout.strip() == "True", real.stderr
+    ours = _python("import celery; print(celery.__name__)", {**env, "PGTASKS_CELERY": "1"}, cwd=tmp_path)
+    assert ours.stdout.strip() == "pgtasks.compat.celery_api", ours.stderr
+    command = Path(sys.executable).parent / "celery"
+    delegated = subprocess.run(
+        [str(command), "--version"],
+        env=cli_env(None, env),
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=60,
+    )
+    assert delegated.stdout.strip() == "the real celery command", delegated.stderr
+    forced = subprocess.run(
+        [str(command), "--version"],
+        env=cli_env(None, {**env, "PGTASKS_CELERY": "1"}),
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=60,
+    )
+    assert forced.stdout.startswith("pgtasks "), forced.stderr
+
+
+def test_the_celery_command_line_of_a_procfile_runs_a_pgtasks_worker(pg_url: str, tmp_path: Path) -> None:
+    from tests.compat.apps import results_app as proj
+
+    command = Path(sys.executable).parent / "celery"
+    worker = subprocess.Popen(
+        [
+            str(command),
+            "-A",
+            "tests.compat.apps.results_app",
+            "worker",
+            "-l",
+            "info",
+            "-Q",
+            "celery,named",
+            "-c",
+            "2",
+            "-P",
+            "threads",
+            "-n",
+            "procfile@host",
+        ],
+        cwd=REPO,
+        env=cli_env(pg_url, {"PGTASKS_TEST_LEDGER": str(tmp_path / "ledger")}),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    proj.app.conf.broker_url = pg_url
+    try:
+        assert proj.add.delay(2, 3).get(timeout=60) == 5
+    finally:
+        worker.terminate()
+        output, _ = worker.communicate(timeout=60)
+        proj.app.close()
+    assert worker.returncode == 0, output
+    assert "procfile@host" in output
+
+
+def test_an_abortable_task_stops_when_aborted(pg_url: str, tmp_path: Path) -> None:
+    from celery.contrib.abortable import AbortableAsyncResult
+
+    from tests.compat.apps import abortable_app
+
+    abortable_app.app.conf.broker_url = pg_url
+    worker = worker_process(pg_url, tmp_path / "ledger", "w-abort", app="tests.compat.apps.abortable_app")
+    try:
+        sent = abortable_app.long_running.delay()
+        assert isinstance(sent, AbortableAsyncResult)
+        wait_for(lambda: sent.state == "PROGRESS", timeout=60, what="the task to start")
+        assert not sent.is_aborted()
+        sent.abort()
+        assert sent.get(timeout=60) == "aborted"
+    finally:
+        stop(worker)
+        abortable_app.app.close()
