@@ -13,13 +13,16 @@ nothing of pgtasks is imported until a process imports ``celery``, ``kombu`` or 
 
 from __future__ import annotations
 
-import importlib.abc
-import importlib.machinery
 import os
 import sys
-import threading
-import types
-from collections.abc import Sequence
+from _thread import get_ident
+
+TYPE_CHECKING = False  # typing itself costs 2 ms of start-up; mypy reads this name as True
+if TYPE_CHECKING:  # kept out of start-up: every Python process of the environment loads this
+    import importlib.machinery
+    import types
+    from collections.abc import Sequence
+    from typing import Any
 
 ROOTS = ("celery", "kombu", "billiard")
 DOCS = "see docs/celery-migration.md"
@@ -30,8 +33,8 @@ def _root(fullname: str) -> str | None:
     return head if head in ROOTS else None
 
 
-class _Present(importlib.abc.Loader):
-    """Hands over the module that ``install()`` put into ``sys.modules``."""
+class _Present:
+    """A loader that hands over the module ``install()`` put into ``sys.modules``."""
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
         return sys.modules[spec.name]
@@ -40,30 +43,34 @@ class _Present(importlib.abc.Loader):
         return None
 
 
-class CeleryFinder(importlib.abc.MetaPathFinder):
-    """Serves Celery's, kombu's and billiard's names from :mod:`pgtasks.compat`."""
+class CeleryFinder:
+    """A meta path finder serving Celery's, kombu's and billiard's names from
+    :mod:`pgtasks.compat`."""
 
     def __init__(self) -> None:
-        # install() itself asks whether a real celery or billiard exists (find_spec): those
-        # questions, from this thread, must not come back here.
-        self._installing = threading.local()
+        # Threads running install(): imports it makes from that thread must not come back here.
+        self._installing: set[int] = set()
 
     def find_spec(
         self, fullname: str, path: Sequence[str] | None = None, target: types.ModuleType | None = None
     ) -> importlib.machinery.ModuleSpec | None:
         root = _root(fullname)
-        if root is None or getattr(self._installing, "active", False):
+        thread = get_ident()
+        if root is None or thread in self._installing:
             return None
-        self._installing.active = True
+        self._installing.add(thread)
         try:
             from pgtasks.compat import install, installed  # only now: pgtasks is imported on demand
 
             if not installed():
                 install()
         finally:
-            self._installing.active = False
+            self._installing.discard(thread)
         if fullname in sys.modules:
-            return importlib.machinery.ModuleSpec(fullname, _Present(), is_package=fullname in ROOTS)
+            import importlib.machinery
+
+            loader: Any = _Present()  # a loader by its two methods (importlib.abc is slow to import)
+            return importlib.machinery.ModuleSpec(fullname, loader, is_package=fullname in ROOTS)
         if root == "billiard":
             return None  # only the names the integrations use; nothing else pretends to exist
         raise ModuleNotFoundError(

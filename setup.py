@@ -6,7 +6,6 @@ in every process (see pgtasks_celery_hook.py and docs/celery-migration.md)."""
 from __future__ import annotations
 
 from pathlib import Path
-
 from typing import Any
 
 from setuptools import setup
