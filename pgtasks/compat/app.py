@@ -23,7 +23,7 @@ from pgtasks.compat import current, django_support, registration
 from pgtasks.compat.backend import DatabaseBackend
 from pgtasks.compat.beat_schedule import add_entry, definitions_for_app
 from pgtasks.compat.command_line import run_command
-from pgtasks.compat.conf import CeleryConf, attributes_of, import_object
+from pgtasks.compat.conf import CeleryConf, attributes_of, import_object, settings_from_mapping
 from pgtasks.compat.control import Control
 from pgtasks.compat.exceptions import ChordError, ImproperlyConfigured
 from pgtasks.compat.planning import send_canvas
@@ -34,6 +34,7 @@ from pgtasks.compat.sending import send_task
 from pgtasks.compat.signals import Signal
 from pgtasks.compat.signatures import Signature, signature
 from pgtasks.compat.task import Task
+from pgtasks.engine.core import Engine
 from pgtasks.engine.errors import ConfigurationError
 from pgtasks.engine.registry import TaskDefinition
 from pgtasks.scheduler.definitions import ScheduleDefinition
@@ -45,6 +46,11 @@ DATABASE_SCHEMES = ("postgresql", "postgres", "postgresql+psycopg", "postgresql+
 ENGINE_SETTINGS = frozenset({"broker_url", "task_default_queue", "task_serializer", "accept_content"})
 _MIME = {"application/json": "json", "application/x-python-serialize": "pickle"}
 CeleryTask = Task  # inside Celery, ``Task`` is the property below
+
+
+def _lazy(obj: Any) -> bool:
+    """Django's settings object: read on first use only (reading it configures Django)."""
+    return type(obj).__name__ in ("LazySettings", "Settings") and type(obj).__module__.startswith("django.")
 
 
 class BrokerNotSupported(ConfigurationError, ImproperlyConfigured):
@@ -91,6 +97,7 @@ class Celery(App):
         **kwargs: Any,
     ) -> None:
         self._ready = False
+        self._engine_stale = False
         self.conf = CeleryConf(on_change=self._conf_changed)
         self.namespace = namespace
         self.autofinalize = autofinalize
@@ -116,7 +123,7 @@ class Celery(App):
         # What a chord body whose header failed raises: Celery's ChordError, fixed for the engine.
         self.engine = self.engine.with_chord_error(ChordError)
         self._ready = True
-        self._conf_changed(set(ENGINE_SETTINGS) | {"timezone"})
+        self._conf_changed(set(ENGINE_SETTINGS))
         if config_source is not None:
             self.config_from_object(config_source)
         self.control = Control(self)
@@ -135,40 +142,74 @@ class Celery(App):
             return check_broker_url(str(broker))
         return os.environ.get(DATABASE_URL_ENV) or DEFAULT_DATABASE_URL
 
+    @property
+    def engine(self) -> Engine:
+        """The engine, rebuilt from the settings on first use after they changed."""
+        if self._engine_stale:
+            self._engine_stale = False
+            self._rebuild_engine()
+        return self._engine
+
+    @engine.setter
+    def engine(self, value: Engine) -> None:
+        self._engine = value
+
+    def close(self) -> None:
+        """Close the database connections (of the engine as it is: no settings are read)."""
+        self._engine_stale = False
+        super().close()
+
+    @property
+    def timezone(self) -> str:
+        """The ``timezone`` setting (UTC when unset)."""
+        return str(self.conf.timezone or "UTC")
+
+    @timezone.setter
+    def timezone(self, value: str) -> None:
+        self.conf.timezone = value
+
     def _conf_changed(self, names: set[str]) -> None:
         if not self._ready:
             return
         if names & ENGINE_SETTINGS:
-            accept = tuple(_MIME.get(c, c) for c in self.conf.accept_content or ("json",))
-            serializer = _MIME.get(self.conf.task_serializer, self.conf.task_serializer)
-            settings = dataclasses.replace(
-                self.engine.settings,
-                database_url=self._database_url(),
-                default_queue=self.conf.task_default_queue or "celery",
-                serializer=serializer,
-                accept_content=accept,
-            )
-            previous, self.engine = self.engine, self.engine.with_settings(settings)
-            if settings.database_url != previous.settings.database_url:
-                previous.close()  # the new engine opens its own connections on the new database
-        if "timezone" in names:
-            self.timezone = str(self.conf.timezone or "UTC")
+            self._engine_stale = True  # rebuilt when next used: a source is not read before
+        if "broker_url" in names and dict.__contains__(self.conf, "broker_url"):
+            self._database_url()  # a message broker's URL set here is refused at once
         if "task_routes" in names:
             self._routers = None
+
+    def _rebuild_engine(self) -> None:
+        accept = tuple(_MIME.get(c, c) for c in self.conf.accept_content or ("json",))
+        serializer = _MIME.get(self.conf.task_serializer, self.conf.task_serializer)
+        settings = dataclasses.replace(
+            self._engine.settings,
+            database_url=self._database_url(),
+            default_queue=self.conf.task_default_queue or "celery",
+            serializer=serializer,
+            accept_content=accept,
+        )
+        previous, self._engine = self._engine, self._engine.with_settings(settings)
+        if settings.database_url != previous.settings.database_url:
+            previous.close()  # the new engine opens its own connections on the new database
 
     def config_from_object(
         self, obj: Any, silent: bool = False, force: bool = False, namespace: str | None = None
     ) -> None:
         """Read settings from an object, a module or an import path (``'proj.settings'``,
         ``'django.conf:settings'``); with ``namespace='CELERY'`` only ``CELERY_`` names."""
+        namespace = namespace if namespace is not None else self.namespace
         if isinstance(obj, str):
             try:
-                obj = import_object(obj)
+                obj = import_object(obj)  # imports the module; reads no setting yet
             except (ImportError, AttributeError):
                 if silent:
                     return
                 raise
-        self.conf.load(attributes_of(obj), namespace if namespace is not None else self.namespace)
+        if not namespace and not _lazy(obj):
+            settings_from_mapping(attributes_of(obj), None)  # old and new names mixed: refused now
+        # Read at each lookup, as Celery does: a setting changed on the object later (a test's
+        # settings fixture) takes effect, and Django's settings are not read before first use.
+        self.conf.add_source(obj, namespace)
 
     def config_from_envvar(self, variable_name: str, silent: bool = False, force: bool = False) -> None:
         """``config_from_object`` of the module named by an environment variable."""
@@ -180,10 +221,9 @@ class Celery(App):
         self.config_from_object(module_name, silent=silent, force=force)
 
     def add_defaults(self, fun: Any) -> None:
+        """Defaults below every other setting (a callable is called for them)."""
         values = fun() if callable(fun) else fun
-        for key, value in attributes_of(values).items():
-            if key not in self.conf:
-                self.conf[key] = value
+        self.conf.add_defaults(attributes_of(values))
 
     @property
     def routers(self) -> list[RouterFunction]:

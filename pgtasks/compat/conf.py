@@ -107,6 +107,55 @@ def import_object(path: str) -> Any:
     return target
 
 
+MISSING = object()
+# What a new source may change: everything the app derives from its settings.
+SOURCE_CHANGES = frozenset(
+    {"broker_url", "task_default_queue", "task_serializer", "accept_content", "timezone", "task_routes"}
+)
+
+
+class _Source:
+    """One ``config_from_object`` source, read at lookup time."""
+
+    def __init__(self, obj: Any, namespace: str | None) -> None:
+        self._obj = obj
+        self._resolved = not isinstance(obj, str)
+        self.prefix = namespace.rstrip("_") + "_" if namespace else None
+
+    @property
+    def obj(self) -> Any:
+        if not self._resolved:  # an import path: imported on first use, as Celery does
+            self._obj = import_object(self._obj)
+            self._resolved = True
+        return self._obj
+
+    def _names(self, name: str) -> list[str]:
+        """The attribute names that may hold setting ``name`` in this source."""
+        old = NEW_TO_OLD.get(name)
+        if self.prefix is None:
+            return [name] if old is None else [name, old]
+        names = [self.prefix + name.upper()]
+        if old is not None and old.startswith(self.prefix):
+            names.append(old)
+        return [*names, name]  # as Celery: a setting by its own name counts too
+
+    def lookup(self, name: str) -> Any:
+        obj = self.obj
+        for attribute in self._names(name):
+            if isinstance(obj, Mapping):
+                if attribute in obj:
+                    return obj[attribute]
+            else:
+                value = getattr(obj, attribute, MISSING)
+                if value is not MISSING:
+                    return value
+        return MISSING
+
+    def settings(self) -> dict[str, Any]:
+        """Every setting this source holds now, by current name."""
+        return settings_from_mapping(attributes_of(self.obj), self.prefix)
+
+
 class CeleryConf(dict):  # type: ignore[type-arg]
     """Settings by current name; attribute access, old names and change notification.
 
@@ -116,12 +165,49 @@ class CeleryConf(dict):  # type: ignore[type-arg]
     def __init__(self, on_change: Callable[[set[str]], None] | None = None) -> None:
         super().__init__()
         object.__setattr__(self, "_on_change", on_change)
+        # config_from_object sources, newest last: read at each lookup, as Celery reads them
+        # (a Django setting changed by a test is seen at once; Django is not read before).
+        object.__setattr__(self, "_sources", [])
+        object.__setattr__(self, "_added_defaults", {})
+
+    # -- sources ---------------------------------------------------------------------------
+    def add_source(self, obj: Any, namespace: str | None = None) -> None:
+        """Read settings from ``obj`` (an object, module, mapping or import path, resolved on
+        first use) whenever they are looked up, below the ones set on the conf itself."""
+        self._sources.append(_Source(obj, namespace))
+        self._notify(set(SOURCE_CHANGES))
+
+    def add_defaults(self, values: Mapping[str, Any]) -> None:
+        """Defaults below every other layer (Celery's ``app.add_defaults``)."""
+        self._added_defaults.update({current_name(k): v for k, v in values.items()})
+        self._notify({current_name(k) for k in values})
+
+    def _layered(self, name: str) -> Any:
+        """The value of ``name`` from the sources or the added defaults, else MISSING."""
+        for source in reversed(self._sources):
+            value = source.lookup(name)
+            if value is not MISSING:
+                return value
+        return self._added_defaults.get(name, MISSING)
+
+    def known(self, key: str) -> bool:
+        """Whether ``key`` is a setting here: set, found in a source, or one of Celery's."""
+        name = current_name(key)
+        return (
+            dict.__contains__(self, name)
+            or name in DEFAULTS
+            or name in CURRENT_NAMES
+            or self._layered(name) is not MISSING
+        )
 
     # -- reading -------------------------------------------------------------------------
     def __getitem__(self, key: str) -> Any:
         name = current_name(key)
         if dict.__contains__(self, name):
             return dict.__getitem__(self, name)
+        layered = self._layered(name)
+        if layered is not MISSING:
+            return layered
         if name in DEFAULTS:
             value = DEFAULTS[name]
             if isinstance(value, (dict, list)):  # a mutable default is this app's own, as in Celery
@@ -141,14 +227,14 @@ class CeleryConf(dict):  # type: ignore[type-arg]
             raise AttributeError(f"no setting {key!r}") from None
 
     def __contains__(self, key: object) -> bool:
-        return isinstance(key, str) and dict.__contains__(self, current_name(key))
+        # As Celery's: every setting is in the conf, with its default (None for most).
+        return isinstance(key, str) and self.known(key)
 
     def get(self, key: str, default: Any = None) -> Any:
         try:
-            value = self[key]
+            return self[key]
         except KeyError:
             return default
-        return default if value is None and not dict.__contains__(self, current_name(key)) else value
 
     def first(self, *keys: str) -> Any:
         """The first of ``keys`` that has a value."""
@@ -164,11 +250,15 @@ class CeleryConf(dict):  # type: ignore[type-arg]
 
     def humanize(self, with_defaults: bool = False) -> str:
         """The settings as ``name: value`` lines."""
-        values = {**DEFAULTS, **self} if with_defaults else dict(self)
-        return "\n".join(f"{k}: {v!r}" for k, v in sorted(values.items()))
+        return "\n".join(f"{k}: {v!r}" for k, v in sorted(self.table(with_defaults).items()))
 
     def table(self, with_defaults: bool = False) -> dict[str, Any]:
-        return {**DEFAULTS, **self} if with_defaults else dict(self)
+        """Every setting with its value: explicit ones and those of the sources (and the
+        defaults with ``with_defaults``)."""
+        layered: dict[str, Any] = dict(self._added_defaults) if with_defaults else {}
+        for source in self._sources:
+            layered.update(source.settings())
+        return {**(DEFAULTS if with_defaults else {}), **layered, **self}
 
     def old_name(self, key: str) -> str | None:
         """The old (uppercase) name of a current setting, if it had one."""
@@ -196,7 +286,7 @@ class CeleryConf(dict):  # type: ignore[type-arg]
         self._notify(names)
 
     def setdefault(self, key: str, default: Any = None) -> Any:
-        if key not in self:
+        if self.get(key) is None:
             self[key] = default
         return self[key]
 

@@ -69,6 +69,8 @@ def _really_installed(name: str) -> bool:
     """Whether the distribution's own package is on the path, asking only the path finder:
     the import hook (pgtasks_celery_hook) would answer with pgtasks' modules."""
     return importlib.machinery.PathFinder.find_spec(name) is not None
+
+
 _real_celery_noted = False
 
 

@@ -98,3 +98,62 @@ def test_result_backend_is_accepted_and_postgres_urls_are_the_database(pg_url: s
     assert app.settings.database_url.startswith("postgres://") and app.conf.result_backend == "redis://x/1"
     assert app.send_task("cfg.anything").state == "PENDING"
     app.close()
+
+
+class _SettingsNotReady:
+    """Stands in for Django's settings while its settings module is still importing: any
+    read raises, as Django's does (ImproperlyConfigured)."""
+
+    ready = False
+
+    def __getattr__(self, name: str) -> object:
+        if not type(self).ready:
+            raise RuntimeError(f"settings read too early: {name}")
+        values = {"CELERY_TASK_DEFAULT_QUEUE": "from-django", "CELERY_TASK_ALWAYS_EAGER": False}
+        if name not in values:
+            raise AttributeError(name)
+        return values[name]
+
+
+def test_config_from_object_reads_nothing_until_a_setting_is_used(url: str) -> None:
+    settings = _SettingsNotReady()
+    app = Celery("lazy", broker=url)
+    app.config_from_object(settings, namespace="CELERY")  # Django's settings not read yet
+    _SettingsNotReady.ready = True
+    try:
+        assert app.conf.task_default_queue == "from-django"
+        assert app.settings.default_queue == "from-django"  # the engine follows on first use
+    finally:
+        _SettingsNotReady.ready = False
+        app.close()
+
+
+def test_settings_changed_after_config_from_object_take_effect(url: str) -> None:
+    settings = types.SimpleNamespace(CELERY_TASK_ALWAYS_EAGER=False, CELERY_BROKER_URL=url)
+    app = Celery("live")
+    app.config_from_object(settings, namespace="CELERY")
+
+    @app.task(name="live.double")
+    def double(x: int) -> int:
+        return 2 * x
+
+    assert app.conf.task_always_eager is False
+    settings.CELERY_TASK_ALWAYS_EAGER = True  # what pytest-django's settings fixture does
+    result = double.delay(21)
+    assert result.get() == 42 and type(result).__name__ == "EagerResult"
+    app.conf.task_always_eager = False  # set on the conf itself: wins over the source
+    assert app.conf.task_always_eager is False
+    app.close()
+
+
+def test_every_celery_setting_is_in_the_conf_with_its_default(url: str) -> None:
+    app = Celery("defaults", broker=url)
+    assert "task_time_limit" in app.conf and "timezone" in app.conf and "CELERYD_TASK_TIME_LIMIT" in app.conf
+    assert app.conf.get("task_time_limit", 5) is None and app.conf.get("timezone", "x") is None
+    assert app.conf.get("task_default_queue", "x") == "celery"
+    assert "no_such_setting" not in app.conf and app.conf.get("no_such_setting", 5) == 5
+    app.add_defaults({"task_soft_time_limit": 30, "task_default_queue": "from-defaults"})
+    assert app.conf.task_soft_time_limit == 30  # added defaults fill what nothing else sets
+    app.config_from_object({"task_soft_time_limit": 10})
+    assert app.conf.task_soft_time_limit == 10
+    app.close()
