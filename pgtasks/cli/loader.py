@@ -8,20 +8,37 @@ import sys
 from typing import Any
 
 from pgtasks.app import App
+from pgtasks.compat import django_support
 from pgtasks.engine.errors import ConfigurationError
 
 
 def load_app(spec: str) -> App:
-    """Resolve ``-A spec``: ``module:attr``; else the module's ``app``, else ``celery``, else
-    the submodule ``module.celery``, else the one App instance in the module."""
+    """Resolve ``-A spec`` as Celery does: ``module:attr``; ``module.attr`` (``main.celery``,
+    ``config.celery_app.app``) when no module has the whole name; else the module's ``app``,
+    else ``celery``, else the submodule ``module.celery``, else the one App instance in the
+    module. An app behind ``celery.current_app`` is unwrapped. Then Django is set up (when
+    DJANGO_SETTINGS_MODULE is set), as the worker does, for every command."""
+    app = _find_app(spec)
+    django_support.setup_django()
+    return app
+
+
+def _find_app(spec: str) -> App:
     if os.getcwd() not in sys.path and "" not in sys.path:
         sys.path.insert(0, os.getcwd())  # like celery: the current folder is importable
     module_name, _, attr = spec.partition(":")
     try:
         module = importlib.import_module(module_name)
     except ModuleNotFoundError as exc:
+        parent, _, last = module_name.rpartition(".")
+        if not attr and exc.name == module_name and parent:
+            # ``main.celery``: the attribute ``celery`` of module ``main``, as Celery reads it
+            return _as_app(_attribute_of_module(spec, parent, last), spec)
         if exc.name and (exc.name == module_name or module_name.startswith(exc.name + ".")):
-            raise ConfigurationError(f"-A {spec}: no module named {exc.name!r} (from {os.getcwd()})") from exc
+            raise ConfigurationError(
+                f"-A {spec}: Unable to load celery application: no module named {exc.name!r} "
+                f"(from {os.getcwd()})"
+            ) from exc
         raise
     if attr:
         found = _attr_path(module, attr)
@@ -60,7 +77,28 @@ def _attr_path(obj: Any, path: str) -> Any:
     return obj
 
 
+def _attribute_of_module(spec: str, module_name: str, attr: str) -> Any:
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name and (exc.name == module_name or module_name.startswith(exc.name + ".")):
+            raise ConfigurationError(
+                f"-A {spec}: Unable to load celery application: no module named {exc.name!r} "
+                f"(from {os.getcwd()})"
+            ) from exc
+        raise
+    found = getattr(module, attr, None)
+    if found is None:
+        raise ConfigurationError(
+            f"-A {spec}: Unable to load celery application. Module {module_name!r} has no attribute {attr!r}"
+        )
+    return found
+
+
 def _as_app(value: Any, spec: str) -> App:
+    unwrap = getattr(value, "_get_current_object", None)  # celery.current_app and other proxies
+    if callable(unwrap) and not isinstance(value, App):
+        value = unwrap()
     if callable(value) and not isinstance(value, App):
         value = value()
     if not isinstance(value, App):

@@ -156,3 +156,39 @@ def test_missing_dependency_whose_name_prefixes_the_module_is_not_hidden(workdir
     with pytest.raises(ModuleNotFoundError) as info:
         load_app(name)
     assert info.value.name == dep and not isinstance(info.value, ConfigurationError)
+
+
+def test_module_dot_attribute_forms_as_celery_reads_them(workdir: Path) -> None:
+    # `-A main.celery`: the attribute `celery` of module `main` (FastAPI projects)
+    name = module(workdir, 'celery = pgtasks.App("main_app", database_url=DB)\n')
+    assert load_app(f"{name}.celery").main == "main_app"
+    # `-A config.celery_app.app`: module path plus attribute (cookiecutter-django)
+    package = unique("ldconfig")
+    write(workdir / package / "__init__.py", "", workdir / "db.sqlite3")
+    write(
+        workdir / package / "celery_app.py",
+        'app = pgtasks.App("cookie", database_url=DB)\n',
+        workdir / "db.sqlite3",
+    )
+    assert load_app(f"{package}.celery_app.app").main == "cookie"
+    assert load_app(f"{package}.celery_app").main == "cookie"
+    with pytest.raises(
+        ConfigurationError, match="Unable to load celery application.*has no attribute 'nope'"
+    ):
+        load_app(f"{package}.celery_app.nope")
+
+
+def test_an_app_behind_the_current_app_proxy(workdir: Path) -> None:
+    name = module(
+        workdir,
+        """
+        from pgtasks.compat import Celery
+        from pgtasks.compat.celery_api import current_app
+        app_instance = Celery("proxied", broker=DB)
+        app_instance.set_current()
+        app = current_app
+        """,
+    )
+    found = load_app(name + ":app")
+    assert isinstance(found, App) and found.main == "proxied"
+    assert load_app(name).main == "proxied"
