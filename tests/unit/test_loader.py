@@ -173,7 +173,7 @@ def test_module_dot_attribute_forms_as_celery_reads_them(workdir: Path) -> None:
     assert load_app(f"{package}.celery_app.app").main == "cookie"
     assert load_app(f"{package}.celery_app").main == "cookie"
     with pytest.raises(
-        ConfigurationError, match="Unable to load celery application.*has no attribute 'nope'"
+        ConfigurationError, match=r"Unable to load celery application.*has no attribute 'nope'"
     ):
         load_app(f"{package}.celery_app.nope")
 
