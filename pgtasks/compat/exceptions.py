@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+from pgtasks.engine import errors as engine_errors
 from pgtasks.engine.errors import SoftTimeLimitExceeded, TimeLimitExceeded, WorkerLostError
 
 __all__ = [
@@ -195,8 +196,8 @@ class IncompleteStream(TaskError):
     """Found the end of a stream of data, but the data isn't complete."""
 
 
-class NotRegistered(KeyError, TaskError):
-    """The task is not registered."""
+class NotRegistered(engine_errors.TaskNotRegistered, TaskError):
+    """The task is not registered (a KeyError; pgtasks' own ``TaskNotRegistered`` too)."""
 
     def __repr__(self) -> str:
         return f"<NotRegistered: {self.args[0] if self.args else ''!r}>"
@@ -260,3 +261,13 @@ def reraise(tp: type[BaseException], value: BaseException, tb: Any = None) -> No
     if value.__traceback__ is not tb:
         raise value.with_traceback(tb)
     raise value
+
+
+def celery_exception(exc: BaseException) -> BaseException:
+    """``exc`` under Celery's class where pgtasks' engine recorded it under its own: a task a
+    worker did not know (``TaskNotRegistered``) is Celery's ``NotRegistered``."""
+    if isinstance(exc, engine_errors.TaskNotRegistered) and not isinstance(exc, NotRegistered):
+        mapped = NotRegistered(*exc.args)
+        mapped.remote_traceback = getattr(exc, "remote_traceback", None)  # type: ignore[attr-defined]
+        return mapped
+    return exc

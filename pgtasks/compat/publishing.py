@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pgtasks.compat import signals
+from pgtasks.compat.exceptions import QueueNotFound
 from pgtasks.compat.routing import route
 from pgtasks.engine.errors import ConfigurationError
 from pgtasks.engine.options import EnqueueRequest, SendOptions
@@ -142,6 +143,7 @@ def prepare(
     routing = {k: v for k, v in options.items() if k not in ("conn", "on_duplicate")}
     routed = route(app.routers, name, args, kwargs, routing, app.conf.task_default_queue, task)
     queue = routed["queue"]
+    _check_declared(app, queue)
     priority = routed.get("priority", app.conf.task_default_priority)
     countdown, eta = routed.get("countdown"), routed.get("eta")
     if isinstance(eta, str):
@@ -190,3 +192,13 @@ def prepare(
     ).request(name, args, kwargs)
     body = (args, kwargs, {"callbacks": None, "errbacks": None, "chain": None, "chord": None})
     return Prepared(request, headers, body, {"correlation_id": task_id, "priority": priority})
+
+
+def _check_declared(app: Celery, queue: str) -> None:
+    """With ``task_create_missing_queues=False``, a queue outside ``task_queues`` (and not the
+    default queue) is refused, as Celery's router refuses it."""
+    if app.conf.task_create_missing_queues is not False:
+        return
+    declared = {getattr(q, "name", q) for q in (app.conf.task_queues or ())}
+    if queue not in declared and queue != app.conf.task_default_queue:
+        raise QueueNotFound(f"Queue {queue!r} missing from task_queues")

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from pgtasks.compat import states
 from pgtasks.compat.current import current_app
-from pgtasks.compat.exceptions import IncompleteStream, TaskRevokedError, TimeoutError
+from pgtasks.compat.exceptions import IncompleteStream, TaskRevokedError, TimeoutError, celery_exception
 from pgtasks.compat.request import allow_join_result, denied_join_result, inside_worker_task
 from pgtasks.engine.errors import DatabaseUnavailable, MaxRecoveryAttemptsExceeded
 from pgtasks.engine.events import task_state
@@ -160,7 +160,7 @@ class AsyncResult(ResultBase):
             except MaxRecoveryAttemptsExceeded as exc:
                 return exc
         if record.error and state in (states.FAILURE, states.RETRY):
-            return decode_exception(record.error, self.app.engine.trusted_modules())
+            return celery_exception(decode_exception(record.error, self.app.engine.trusted_modules()))
         return None
 
     @property

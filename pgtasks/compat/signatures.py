@@ -208,6 +208,11 @@ class Signature(dict):  # type: ignore[type-arg]
         return self.type.apply(merged_args, merged_kwargs, **merged_options)
 
     # -- workflows --------------------------------------------------------------------
+    def __invert__(self) -> Any:
+        """``~sig``: send it and wait for its result (Celery's shortcut for
+        ``sig.apply_async().get()``)."""
+        return self.apply_async().get()
+
     def __or__(self, other: Any) -> Any:
         return workflow_type("celery.chain")(self, other)
 

@@ -1,0 +1,53 @@
+"""Celery API entries that real projects hit: ``~sig``, NotRegistered for a task no worker
+has, QueueNotFound with ``task_create_missing_queues=False``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pgtasks.compat import install
+from tests.support.celery_worker import celery_worker
+
+install()
+
+from celery import chain  # noqa: E402
+from celery.exceptions import NotRegistered, QueueNotFound  # noqa: E402
+from kombu import Queue  # noqa: E402
+
+from tests.compat.apps import results_app as proj  # noqa: E402
+
+
+def test_invert_sends_and_waits_and_unknown_tasks_fail_as_not_registered(
+    pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with celery_worker(
+        proj.app, "tests.compat.apps.results_app", pg_url, tmp_path / "ledger", monkeypatch, "w-gaps"
+    ):
+        assert ~proj.add.s(2, 3) == 5
+        assert ~chain(proj.add.s(1, 2), proj.add.s(10)) == 13
+        unknown = proj.app.send_task("no.worker.has.this")
+        with pytest.raises(NotRegistered) as caught:
+            unknown.get(timeout=60)
+        assert isinstance(caught.value, KeyError) and "no.worker.has.this" in str(caught.value)
+
+
+def test_a_missing_queue_is_refused_when_queues_are_not_created(sqlite_url: str) -> None:
+    from celery import Celery
+
+    app = Celery("strict", broker=sqlite_url)
+    app.conf.task_queues = [Queue("known")]
+    app.conf.task_default_queue = "known"
+
+    @app.task(name="strict.t")
+    def t() -> None:
+        return None
+
+    assert t.apply_async(queue="typo").state == "PENDING"  # Celery's default: created as needed
+    app.conf.task_create_missing_queues = False
+    with pytest.raises(QueueNotFound, match="Queue 'typo' missing from task_queues"):
+        t.apply_async(queue="typo")
+    assert t.apply_async(queue="known").state == "PENDING"
+    assert t.delay().state == "PENDING"
+    app.close()
