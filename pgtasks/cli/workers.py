@@ -47,8 +47,12 @@ def _reply(app: App, method: str, worker: ExecutorInfo, age_ms: int) -> Any:
         return {"ok": "pong"}
     if method == "active":
         return _active(app.engine, worker.executor_id)
-    if method == "registered":
-        return sorted(app.engine.registry.names())
+    if method == "registered":  # as the worker recorded them when it started
+        try:
+            details = json.loads(worker.details or "{}")
+        except ValueError:
+            details = {}
+        return sorted(details.get("registered", [])) if isinstance(details, dict) else []
     if method == "active_queues":
         return [{"name": q, "routing_key": q} for q in worker.queues]
     return {  # stats

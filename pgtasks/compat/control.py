@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import json
 import logging
 import os
 from typing import TYPE_CHECKING, Any
@@ -107,6 +108,15 @@ class Control:
     shutdown = pool_restart = heartbeat = election = _unsupported
 
 
+def _details(executor: ExecutorInfo) -> dict[str, Any]:
+    """What the worker recorded about itself when it started (nothing from older workers)."""
+    try:
+        details = json.loads(executor.details or "{}")
+    except ValueError:
+        return {}
+    return details if isinstance(details, dict) else {}
+
+
 def _lease_alive(executor: ExecutorInfo, now_ms: int) -> bool:
     return now_ms - executor.last_heartbeat <= executor.lease_ms
 
@@ -184,10 +194,17 @@ class Inspect:
         """Workers claim only free slots, so nothing is reserved beyond what is active."""
         return self._reply({node: [] for node in self.nodes()})
 
-    def registered(self, *taskinfoitems: Any) -> dict[str, Any] | None:
-        """Task names registered in this application (every worker of its version runs them)."""
-        names = sorted(self.app.tasks)
-        return self._reply({node: names for node in self.nodes()})
+    def registered(self, *taskinfoitems: Any, builtins: bool = False) -> dict[str, Any] | None:
+        """The task names each worker registered, as the worker recorded them when it started
+        (Celery's own ``celery.*`` tasks only with ``builtins=True``)."""
+        return self._reply(
+            {
+                e.executor_id: [
+                    n for n in _details(e).get("registered", []) if builtins or not n.startswith("celery.")
+                ]
+                for e in self._executors()
+            }
+        )
 
     registered_tasks = registered
 
@@ -201,7 +218,10 @@ class Inspect:
                     "hostname": e.hostname,
                     "clock": str(now),
                     "uptime": max(0, (now - e.started_at) // 1000),
-                    "pool": {"implementation": "pgtasks"},
+                    "pool": {
+                        "implementation": _details(e).get("pool", "pgtasks"),
+                        "max-concurrency": _details(e).get("concurrency"),
+                    },
                     "broker": {"transport": admin.dialect()},
                     "application_version": e.application_version,
                     "queues": list(e.queues),

@@ -273,6 +273,7 @@ class ExecutorInfo:
     started_at: int = 0
     last_heartbeat: int = 0
     lease_ms: int = 30_000
+    details: str | None = None  # JSON the worker writes about itself (tasks, pool), for inspect
 
 
 @dataclass(frozen=True, slots=True)

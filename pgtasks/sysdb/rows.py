@@ -94,6 +94,7 @@ def executor_from_row(row: Mapping[str, Any]) -> ExecutorInfo:
         started_at=row["started_at"],
         last_heartbeat=row["last_heartbeat"],
         lease_ms=row["lease_ms"],
+        details=row.get("details"),
     )
 
 

@@ -152,6 +152,7 @@ class SqlStore(CompletionStore, EventStore, ScheduleStore, SystemDatabase):
             "version": info.application_version,
             "queues": ",".join(info.queues),
             "lease_ms": info.lease_ms,
+            "details": info.details,
         }
         with self._transaction() as conn:
             previous = self._on(conn, "executor_get", args).fetchone()

@@ -7,6 +7,7 @@ banner) live in :mod:`pgtasks.worker.process`.
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 import os
 import socket
@@ -124,6 +125,14 @@ class Worker:
             application_version=self.version,
             queues=options.queues,
             lease_ms=round(engine.settings.lease_seconds * 1000),
+            details=json.dumps(
+                {
+                    "registered": sorted(engine.registry.names()),
+                    "pool": options.pool,
+                    "concurrency": options.concurrency,
+                    "software": "pgtasks",
+                }
+            ),
         )
         self._completer: BatchCompleter | None = None
         self._lease: LeaseKeeper | None = None

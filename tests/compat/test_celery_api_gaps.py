@@ -9,6 +9,7 @@ import pytest
 
 from pgtasks.compat import install
 from tests.support.celery_worker import celery_worker
+from tests.support.inprocess import wait_for
 
 install()
 
@@ -51,3 +52,28 @@ def test_a_missing_queue_is_refused_when_queues_are_not_created(sqlite_url: str)
     assert t.apply_async(queue="known").state == "PENDING"
     assert t.delay().state == "PENDING"
     app.close()
+
+
+def test_inspect_registered_describes_each_worker_as_it_runs(
+    pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    module = "tests.compat.apps.results_app"
+    with celery_worker(proj.app, module, pg_url, tmp_path / "ledger", monkeypatch, "w-registered"):
+
+        @proj.app.task(name="only.in.this.process")
+        def local_only() -> None:
+            return None
+
+        wait_for(
+            lambda: "w-registered" in (proj.app.control.inspect().ping() or {}),
+            timeout=60,
+            what="the worker to answer ping",
+        )
+        registered = proj.app.control.inspect().registered()
+        assert registered is not None
+        names = registered["w-registered"]
+        assert "tests.compat.apps.results_app.add" in names
+        assert "only.in.this.process" not in names  # the caller's own task, not the worker's
+        assert not any(n.startswith("celery.") for n in names)
+        stats = proj.app.control.inspect().stats()
+        assert stats is not None and stats["w-registered"]["pool"]["implementation"] == "threads"

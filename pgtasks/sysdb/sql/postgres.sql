@@ -522,14 +522,15 @@ SELECT * FROM __schema__.executors WHERE executor_id = %(executor_id)s
 
 -- name: executor_upsert
 INSERT INTO __schema__.executors (
-    executor_id, hostname, pid, application_version, queues, started_at, last_heartbeat, lease_ms)
+    executor_id, hostname, pid, application_version, queues, started_at, last_heartbeat, lease_ms,
+    details)
 VALUES (%(executor_id)s, %(hostname)s, %(pid)s, %(version)s, %(queues)s,
-        __now_ms__, __now_ms__, %(lease_ms)s)
+        __now_ms__, __now_ms__, %(lease_ms)s, %(details)s)
 ON CONFLICT (executor_id) DO UPDATE
 SET hostname = EXCLUDED.hostname, pid = EXCLUDED.pid,
     application_version = EXCLUDED.application_version, queues = EXCLUDED.queues,
     started_at = EXCLUDED.started_at, last_heartbeat = EXCLUDED.last_heartbeat,
-    lease_ms = EXCLUDED.lease_ms
+    lease_ms = EXCLUDED.lease_ms, details = EXCLUDED.details
 
 -- name: executor_heartbeat
 UPDATE __schema__.executors SET last_heartbeat = __now_ms__

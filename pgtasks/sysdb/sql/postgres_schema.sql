@@ -167,7 +167,8 @@ CREATE TABLE __schema__.executors (
     queues TEXT NOT NULL DEFAULT '',
     started_at BIGINT NOT NULL,
     last_heartbeat BIGINT NOT NULL,
-    lease_ms BIGINT NOT NULL DEFAULT 30000
+    lease_ms BIGINT NOT NULL DEFAULT 30000,
+    details TEXT
 );
 
 CREATE TABLE __schema__.task_links (

@@ -295,13 +295,14 @@ SELECT * FROM executors WHERE executor_id = :executor_id
 
 -- name: executor_upsert
 INSERT INTO executors (
-    executor_id, hostname, pid, application_version, queues, started_at, last_heartbeat, lease_ms)
-VALUES (:executor_id, :hostname, :pid, :version, :queues, __now_ms__, __now_ms__, :lease_ms)
+    executor_id, hostname, pid, application_version, queues, started_at, last_heartbeat, lease_ms,
+    details)
+VALUES (:executor_id, :hostname, :pid, :version, :queues, __now_ms__, __now_ms__, :lease_ms, :details)
 ON CONFLICT (executor_id) DO UPDATE
 SET hostname = excluded.hostname, pid = excluded.pid,
     application_version = excluded.application_version, queues = excluded.queues,
     started_at = excluded.started_at, last_heartbeat = excluded.last_heartbeat,
-    lease_ms = excluded.lease_ms
+    lease_ms = excluded.lease_ms, details = excluded.details
 
 -- name: executor_heartbeat
 UPDATE executors SET last_heartbeat = __now_ms__ WHERE executor_id = :executor_id

@@ -163,7 +163,8 @@ CREATE TABLE executors (
     queues TEXT NOT NULL DEFAULT '',
     started_at INTEGER NOT NULL,
     last_heartbeat INTEGER NOT NULL,
-    lease_ms INTEGER NOT NULL DEFAULT 30000
+    lease_ms INTEGER NOT NULL DEFAULT 30000,
+    details TEXT
 );
 
 CREATE TABLE task_links (
