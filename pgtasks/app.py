@@ -10,7 +10,7 @@ from pgtasks.engine.core import Engine
 from pgtasks.engine.flow import declare_queue
 from pgtasks.engine.redaction import SECRET_ARGS_OPTION, SecretArgs
 from pgtasks.engine.registry import Registry, TaskDefinition, refuse_async
-from pgtasks.engine.settings import DEFAULT_MAX_PAYLOAD_BYTES, Settings
+from pgtasks.engine.settings import DEFAULT_MAX_PAYLOAD_BYTES, DEFAULT_RESULT_EXPIRES, Settings
 from pgtasks.engine.steps import StepOptions, run_step
 from pgtasks.management import TaskManagement
 from pgtasks.result import AsyncResult
@@ -47,6 +47,7 @@ class App(Sending, Scheduling, TaskManagement):
         pool_size: int = 10,
         log_task_args: bool = False,
         max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
+        result_expires: float | None = DEFAULT_RESULT_EXPIRES,
     ) -> None:
         self.main = main
         overrides: dict[str, Any] = {}
@@ -64,6 +65,7 @@ class App(Sending, Scheduling, TaskManagement):
             pool_size=pool_size,
             log_task_args=log_task_args,
             max_payload_bytes=max_payload_bytes,
+            result_expires=result_expires,
             **overrides,
         )
         self.engine = Engine(settings, Registry())

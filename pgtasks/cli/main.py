@@ -21,6 +21,8 @@ from pgtasks.cli.health import add_health_command, run_health
 from pgtasks.cli.loader import load_app
 from pgtasks.cli.provisioning import add_commands as add_provisioning_commands
 from pgtasks.cli.provisioning import print_migrations, print_roles
+from pgtasks.cli.prune import add_command as add_prune_command
+from pgtasks.cli.prune import run as run_prune
 from pgtasks.cli.startup import retry_on_startup, wait_for_database
 from pgtasks.cli.tasks import run_queue, run_tasks
 from pgtasks.client import Client
@@ -157,6 +159,7 @@ def _parser() -> argparse.ArgumentParser:
 
     add_beat_commands(sub)
     add_provisioning_commands(sub)
+    add_prune_command(sub, URL_HELP, SCHEMA_HELP)
 
     board = sub.add_parser("dashboard", help="serve the web dashboard, Flower's REST API and /metrics")
     board.add_argument("--address", default="127.0.0.1", help="interface to listen on (default 127.0.0.1)")
@@ -211,6 +214,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         return 0
     if args.command == "tasks":
         return _tasks(args)
+    if args.command == "prune":
+        return _prune(args)
     if args.command == "queue":
         return _queue(args)
     if args.command == "dashboard":
@@ -296,6 +301,16 @@ def _worker(args: argparse.Namespace) -> int:
 def _engine(database_url: str | None, schema: str) -> Engine:
     """An engine on the database the flags name, for the commands that need no app."""
     return Engine(Settings(database_url=configured_url(database_url), schema=schema))
+
+
+def _prune(args: argparse.Namespace) -> int:
+    if args.app:
+        return run_prune(load_app(args.app).engine, args)
+    engine = _engine(args.database_url, args.schema)
+    try:
+        return run_prune(engine, args)
+    finally:
+        engine.close()
 
 
 def _queue(args: argparse.Namespace) -> int:

@@ -43,9 +43,23 @@ from pgtasks.sysdb.urls import DATABASE_URL_ENV, DEFAULT_DATABASE_URL, redact_ur
 log = logging.getLogger("pgtasks.compat")
 
 DATABASE_SCHEMES = ("postgresql", "postgres", "postgresql+psycopg", "postgresql+psycopg2", "sqlite")
-ENGINE_SETTINGS = frozenset({"broker_url", "task_default_queue", "task_serializer", "accept_content"})
+ENGINE_SETTINGS = frozenset(
+    {"broker_url", "task_default_queue", "task_serializer", "accept_content", "result_expires"}
+)
 _MIME = {"application/json": "json", "application/x-python-serialize": "pickle"}
 CeleryTask = Task  # inside Celery, ``Task`` is the property below
+
+
+def _expires_seconds(value: Any) -> float | None:
+    """Celery's ``result_expires`` (a timedelta or seconds; None or 0: keep results) as the
+    engine's retention in seconds."""
+    if isinstance(value, dt.timedelta):
+        value = value.total_seconds()
+    if value is None or value == 0:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+        raise ImproperlyConfigured(f"result_expires must be a timedelta or seconds, not {value!r}")
+    return float(value)
 
 
 def _lazy(obj: Any) -> bool:
@@ -187,6 +201,7 @@ class Celery(App):
             default_queue=self.conf.task_default_queue or "celery",
             serializer=serializer,
             accept_content=accept,
+            result_expires=_expires_seconds(self.conf.result_expires),
         )
         previous, self._engine = self._engine, self._engine.with_settings(settings)
         if settings.database_url != previous.settings.database_url:

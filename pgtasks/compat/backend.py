@@ -235,10 +235,12 @@ class DatabaseBackend:
             self.store_result(task_id, {"exc_type": type(exc).__name__, "exc_message": str(exc)}, state)
 
     def forget(self, task_id: str) -> None:
-        """Celery deletes the result; pgtasks keeps task rows (they are the history)."""
+        """Delete one finished task's result now (see ``AsyncResult.forget``)."""
+        self.app.engine.admin.forget(task_id)
 
     def cleanup(self) -> None:
-        """Celery deletes expired results; pgtasks keeps the history (nothing to do here)."""
+        """Delete the results past ``result_expires`` now (workers also do it every minute)."""
+        self.app.engine.admin.prune()
 
     # -- groups --------------------------------------------------------------------------
     def save_group(self, group_id: str, result: GroupResult) -> GroupResult:

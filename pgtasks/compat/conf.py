@@ -110,7 +110,15 @@ def import_object(path: str) -> Any:
 MISSING = object()
 # What a new source may change: everything the app derives from its settings.
 SOURCE_CHANGES = frozenset(
-    {"broker_url", "task_default_queue", "task_serializer", "accept_content", "timezone", "task_routes"}
+    {
+        "broker_url",
+        "task_default_queue",
+        "task_serializer",
+        "accept_content",
+        "result_expires",
+        "timezone",
+        "task_routes",
+    }
 )
 
 

@@ -318,8 +318,10 @@ class AsyncResult(ResultBase):
         self.app.control.revoke(self.id, terminate=terminate, signal=signal)
 
     def forget(self) -> None:
-        """Celery deletes the stored result; pgtasks keeps task rows (they are the history) and
-        does nothing here."""
+        """Delete the stored result now, as Celery does: a finished task's row, steps and
+        events go (it reads as PENDING afterwards). An unfinished task, or one a waiting
+        canvas still needs, is kept."""
+        self.app.engine.admin.forget(self.id)
 
     def as_tuple(self) -> tuple[Any, ...]:
         parent = self._parent

@@ -14,6 +14,9 @@ VERSION_ENV = "PGTASKS_APPLICATION_VERSION"
 DEFAULT_MAX_PAYLOAD_BYTES = 16 * 1024 * 1024  # serialized arguments of one task
 
 
+DEFAULT_RESULT_EXPIRES = 86400.0  # seconds: one day, as Celery's result_expires
+
+
 @dataclass(frozen=True, slots=True)
 class Settings:
     """Everything an App or Client is configured with. Frozen: build a new one to change it."""
@@ -30,6 +33,9 @@ class Settings:
     pool_size: int = 10
     log_task_args: bool = False
     max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES
+    # Retention: finished tasks are deleted this long after they finished (Celery's
+    # result_expires, one day by default); None keeps them forever.
+    result_expires: float | None = DEFAULT_RESULT_EXPIRES
 
     def __post_init__(self) -> None:
         # The schema is checked whatever the dialect, so a bad name never waits for the day
@@ -47,6 +53,16 @@ class Settings:
                 raise ConfigurationError(f"{name} must be a positive number of seconds, not {value!r}")
         if self.pool_size < 1:
             raise ConfigurationError("pool_size must be >= 1")
+        expires = self.result_expires
+        if expires is not None and (
+            isinstance(expires, bool)
+            or not isinstance(expires, (int, float))
+            or not math.isfinite(expires)
+            or expires <= 0
+        ):
+            raise ConfigurationError(
+                f"result_expires must be a positive number of seconds, or None to keep them, not {expires!r}"
+            )
         cap = self.max_payload_bytes
         if isinstance(cap, bool) or not isinstance(cap, int) or cap < 1:
             raise ConfigurationError(f"max_payload_bytes must be a positive number of bytes, not {cap!r}")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
+from pgtasks.engine import retention
 from pgtasks.engine.errors import ConfigurationError
 from pgtasks.engine.settings import validate_queue_name
 from pgtasks.sysdb.provisioning import migration_script
@@ -96,6 +97,21 @@ class TaskAdmin:
         return self._engine._sysdb.group_members(group_id)
 
     # -- executors, queues, the database -------------------------------------------------
+    def prune(
+        self, older_than: float | None = None, queue: str | None = None, max_batches: int | None = None
+    ) -> dict[str, int]:
+        """Delete finished tasks older than ``older_than`` seconds (default: the
+        ``result_expires`` setting) in small batches; the counts per queue."""
+        return retention.prune(self._engine, older_than, queue, max_batches=max_batches)
+
+    def prunable(self, older_than: float | None = None, queue: str | None = None) -> dict[str, int]:
+        """What :meth:`prune` would delete now, per queue (a dry run)."""
+        return retention.prunable(self._engine, older_than, queue)
+
+    def forget(self, task_id: str) -> bool:
+        """Delete one finished task now (False: unfinished, needed by a canvas, or unknown)."""
+        return self._engine._sysdb.task_forget(task_id)
+
     def executors(self) -> list[ExecutorInfo]:
         """Every registered executor, live or not (compare heartbeats with :meth:`now_ms`)."""
         return self._engine._sysdb.executors_list()

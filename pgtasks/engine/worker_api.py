@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from pgtasks.engine import retention
 from pgtasks.sysdb.interface import EnqueueListener
 from pgtasks.sysdb.records import (
     ClaimParams,
@@ -55,6 +56,10 @@ class WorkerApi:
     def unregister_executor(self, executor_id: str) -> None:
         """Remove this worker's executor row (after a clean shutdown)."""
         self._engine._sysdb.executor_unregister(executor_id)
+
+    def prune(self, max_batches: int) -> dict[str, int]:
+        """Delete finished tasks past ``result_expires`` (at most ``max_batches`` batches)."""
+        return retention.prune(self._engine, max_batches=max_batches)
 
     def executors(self) -> list[ExecutorInfo]:
         """Every registered executor, live or not."""

@@ -228,6 +228,20 @@ class SystemDatabase(ABC):
     def executors_list(self) -> list[ExecutorInfo]:
         """Every registered executor with its last heartbeat."""
 
+    # -- retention -------------------------------------------------------------------------
+    @abstractmethod
+    def tasks_prune(self, older_than_ms: int, limit: int, queue: str | None = None) -> dict[str, int]:
+        """Delete up to ``limit`` tasks finished more than ``older_than_ms`` ago (not dead
+        letters, not tasks an unfinished canvas child needs); return the count per queue."""
+
+    @abstractmethod
+    def tasks_prunable(self, older_than_ms: int, queue: str | None = None) -> dict[str, int]:
+        """What :meth:`tasks_prune` would delete now, per queue, without deleting."""
+
+    @abstractmethod
+    def task_forget(self, task_id: str) -> bool:
+        """Delete one finished task now (False: unfinished, needed by a canvas, or unknown)."""
+
     @abstractmethod
     def tasks_recover_own(self, params: RecoverOwnParams) -> RecoveryReport:
         """Re-enqueue this executor's PENDING tasks (start-up recovery)."""

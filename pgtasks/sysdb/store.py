@@ -35,6 +35,7 @@ from pgtasks.sysdb.records import (
     StepWrite,
     TaskRecord,
 )
+from pgtasks.sysdb.retention import RetentionStore
 from pgtasks.sysdb.rows import (
     executor_from_row,
     existing_step,
@@ -47,7 +48,7 @@ from pgtasks.sysdb.rows import (
 from pgtasks.sysdb.schedules import ScheduleStore
 
 
-class SqlStore(CompletionStore, EventStore, ScheduleStore, SystemDatabase):
+class SqlStore(CompletionStore, EventStore, ScheduleStore, RetentionStore, SystemDatabase):
     """The methods of :class:`SystemDatabase` both dialects share."""
 
     # -- schema -------------------------------------------------------------------------

@@ -86,6 +86,17 @@ class WorkerMetrics:
         pool = prom.Gauge("pgtasks_worker_pool_size", "Concurrency of this worker's pool", registry=r)
         pool.set(pool_size)
         self._by_task: dict[tuple[str, str], _Series] = {}
+        self._pruned = prom.Counter(
+            "pgtasks_tasks_pruned",
+            "Finished tasks this worker deleted past result_expires",
+            ("queue",),
+            registry=r,
+        )
+
+    def pruned(self, counts: dict[str, int]) -> None:
+        """A pruning round deleted ``counts`` tasks per queue."""
+        for queue, n in counts.items():
+            self._pruned.labels(queue=queue).inc(n)
 
     def started(self, record: TaskRecord) -> None:
         """A claimed task goes to the pool."""

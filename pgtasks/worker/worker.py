@@ -40,6 +40,7 @@ from pgtasks.worker.lease import LeaseKeeper
 from pgtasks.worker.logs import error_repr, log_with_traceback, result_repr
 from pgtasks.worker.metrics import WorkerMetrics
 from pgtasks.worker.pools import PoolOptions, make_pool
+from pgtasks.worker.pruner import PRUNE_INTERVAL, Pruner
 from pgtasks.worker.queues import QueueBook
 from pgtasks.worker.wakeups import WakeOnEnqueue
 
@@ -74,6 +75,8 @@ class WorkerOptions:
     max_tasks_per_child: int | None = None
     # The logger of the one line per finished task (a Celery app's worker: "celery.app.trace").
     outcome_logger: str = "pgtasks.worker"
+    # Seconds between two rounds of deleting finished tasks past result_expires.
+    prune_interval: float = PRUNE_INTERVAL
 
     def __post_init__(self) -> None:
         if self.concurrency < 1:
@@ -137,6 +140,7 @@ class Worker:
         self._completer: BatchCompleter | None = None
         self._lease: LeaseKeeper | None = None
         self._wakeups: WakeOnEnqueue | None = None
+        self._pruner: Pruner | None = None
         self._due: DueTimer | None = None
         # Outcomes in the completer's hands that change a due time (a retry with a delay) or
         # free a slot of a queue under a global limit: acted on once they are committed.
@@ -167,6 +171,10 @@ class Worker:
         self._lease.tick()
         self._due = DueTimer(store, self.options.queues, self._wake, self.engine.settings.poll_interval)
         self._due.start()
+        if self.engine.settings.result_expires is not None:
+            on_pruned = self.metrics.pruned if self.metrics is not None else None
+            self._pruner = Pruner(store, self.options.prune_interval, on_pruned)
+            self._pruner.start()
         self._wakeups = WakeOnEnqueue(store, self.options.queues, self._wake, self._due.poke)
         self.listening = self._wakeups.start()
 
@@ -423,6 +431,8 @@ class Worker:
             self._lease.stop()
         if self._due is not None:
             self._due.stop()
+        if self._pruner is not None:
+            self._pruner.stop()
         if self._wakeups is not None:
             self._wakeups.stop()
         if finished:

@@ -855,3 +855,61 @@ WHERE workflow_uuid = %(id)s AND key = %(key)s
 SELECT s.workflow_uuid FROM __schema__.workflow_status AS s
 JOIN __schema__.workflow_events AS e ON e.workflow_uuid = s.workflow_uuid AND e.key = 'terminate'
 WHERE s.workflow_uuid = ANY(%(ids)s::text[]) AND s.status = 'CANCELLED'
+
+
+-- name: tasks_prune_pick
+-- Retention: up to %(limit)s tasks that finished more than %(older_than_ms)s ago. Dead letters
+-- stay (they wait to be resumed); so does a finished task a canvas still needs (a link to a
+-- child that has not finished: a chain's next task, a chord body, a callback). The walk goes
+-- through the created_at index, oldest first (created_at <= updated_at); SKIP LOCKED lets
+-- workers prune side by side without waiting on each other or on a completion.
+SELECT ws.workflow_uuid, ws.queue_name
+FROM __schema__.workflow_status ws
+WHERE ws.created_at < __now_ms__ - %(older_than_ms)s
+  AND ws.updated_at < __now_ms__ - %(older_than_ms)s
+  AND ws.status IN ('SUCCESS', 'ERROR', 'CANCELLED')
+  AND (%(queue)s::text IS NULL OR ws.queue_name = %(queue)s)
+  AND NOT EXISTS (
+          SELECT 1 FROM __schema__.task_links l
+          JOIN __schema__.workflow_status c ON c.workflow_uuid = l.child_uuid
+          WHERE l.parent_uuid = ws.workflow_uuid
+            AND c.status NOT IN ('SUCCESS', 'ERROR', 'CANCELLED', 'MAX_RECOVERY_ATTEMPTS_EXCEEDED'))
+ORDER BY ws.created_at
+LIMIT %(limit)s
+FOR UPDATE OF ws SKIP LOCKED
+
+-- name: tasks_prunable
+-- What pruning would delete now, per queue (pgtasks prune --dry-run).
+SELECT ws.queue_name, count(*) AS n
+FROM __schema__.workflow_status ws
+WHERE ws.created_at < __now_ms__ - %(older_than_ms)s
+  AND ws.updated_at < __now_ms__ - %(older_than_ms)s
+  AND ws.status IN ('SUCCESS', 'ERROR', 'CANCELLED')
+  AND (%(queue)s::text IS NULL OR ws.queue_name = %(queue)s)
+  AND NOT EXISTS (
+          SELECT 1 FROM __schema__.task_links l
+          JOIN __schema__.workflow_status c ON c.workflow_uuid = l.child_uuid
+          WHERE l.parent_uuid = ws.workflow_uuid
+            AND c.status NOT IN ('SUCCESS', 'ERROR', 'CANCELLED', 'MAX_RECOVERY_ATTEMPTS_EXCEEDED'))
+GROUP BY ws.queue_name
+
+-- name: task_forget_pick
+-- AsyncResult.forget(): one finished task, unless a canvas still needs it.
+SELECT ws.workflow_uuid, ws.queue_name
+FROM __schema__.workflow_status ws
+WHERE ws.workflow_uuid = %(id)s
+  AND ws.status IN ('SUCCESS', 'ERROR', 'CANCELLED', 'MAX_RECOVERY_ATTEMPTS_EXCEEDED')
+  AND NOT EXISTS (
+          SELECT 1 FROM __schema__.task_links l
+          JOIN __schema__.workflow_status c ON c.workflow_uuid = l.child_uuid
+          WHERE l.parent_uuid = ws.workflow_uuid
+            AND c.status NOT IN ('SUCCESS', 'ERROR', 'CANCELLED', 'MAX_RECOVERY_ATTEMPTS_EXCEEDED'))
+FOR UPDATE OF ws
+
+-- name: tasks_delete_finished
+-- The picked tasks, with their steps, events and notifications (ON DELETE CASCADE).
+DELETE FROM __schema__.workflow_status WHERE workflow_uuid = ANY(%(ids)s::text[])
+
+-- name: task_links_delete_for
+DELETE FROM __schema__.task_links
+WHERE parent_uuid = ANY(%(ids)s::text[]) OR child_uuid = ANY(%(ids)s::text[])

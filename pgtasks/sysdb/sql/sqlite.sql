@@ -597,3 +597,52 @@ WHERE workflow_uuid = :id AND key = :key
 SELECT s.workflow_uuid FROM workflow_status AS s
 JOIN workflow_events AS e ON e.workflow_uuid = s.workflow_uuid AND e.key = 'terminate'
 WHERE s.workflow_uuid IN (SELECT value FROM json_each(:ids)) AND s.status = 'CANCELLED'
+
+-- name: tasks_prune_pick
+-- Retention (see the PostgreSQL statement): finished, older than :older_than_ms, not dead
+-- letters, not needed by an unfinished canvas child; oldest first.
+SELECT ws.workflow_uuid, ws.queue_name
+FROM workflow_status ws
+WHERE ws.created_at < __now_ms__ - :older_than_ms
+  AND ws.updated_at < __now_ms__ - :older_than_ms
+  AND ws.status IN ('SUCCESS', 'ERROR', 'CANCELLED')
+  AND (:queue IS NULL OR ws.queue_name = :queue)
+  AND NOT EXISTS (
+      SELECT 1 FROM task_links l
+      JOIN workflow_status c ON c.workflow_uuid = l.child_uuid
+      WHERE l.parent_uuid = ws.workflow_uuid
+        AND c.status NOT IN ('SUCCESS', 'ERROR', 'CANCELLED', 'MAX_RECOVERY_ATTEMPTS_EXCEEDED'))
+ORDER BY ws.created_at
+LIMIT :limit
+
+-- name: tasks_prunable
+SELECT ws.queue_name, count(*) AS n
+FROM workflow_status ws
+WHERE ws.created_at < __now_ms__ - :older_than_ms
+  AND ws.updated_at < __now_ms__ - :older_than_ms
+  AND ws.status IN ('SUCCESS', 'ERROR', 'CANCELLED')
+  AND (:queue IS NULL OR ws.queue_name = :queue)
+  AND NOT EXISTS (
+      SELECT 1 FROM task_links l
+      JOIN workflow_status c ON c.workflow_uuid = l.child_uuid
+      WHERE l.parent_uuid = ws.workflow_uuid
+        AND c.status NOT IN ('SUCCESS', 'ERROR', 'CANCELLED', 'MAX_RECOVERY_ATTEMPTS_EXCEEDED'))
+GROUP BY ws.queue_name
+
+-- name: task_forget_pick
+SELECT ws.workflow_uuid, ws.queue_name
+FROM workflow_status ws
+WHERE ws.workflow_uuid = :id
+  AND ws.status IN ('SUCCESS', 'ERROR', 'CANCELLED', 'MAX_RECOVERY_ATTEMPTS_EXCEEDED')
+  AND NOT EXISTS (
+      SELECT 1 FROM task_links l
+      JOIN workflow_status c ON c.workflow_uuid = l.child_uuid
+      WHERE l.parent_uuid = ws.workflow_uuid
+        AND c.status NOT IN ('SUCCESS', 'ERROR', 'CANCELLED', 'MAX_RECOVERY_ATTEMPTS_EXCEEDED'))
+
+-- name: tasks_delete_finished
+DELETE FROM workflow_status WHERE workflow_uuid IN (SELECT value FROM json_each(:ids))
+
+-- name: task_links_delete_for
+DELETE FROM task_links
+WHERE parent_uuid IN (SELECT value FROM json_each(:ids)) OR child_uuid IN (SELECT value FROM json_each(:ids))

@@ -1,0 +1,44 @@
+"""``pgtasks prune``: delete finished tasks past ``result_expires`` now (workers also do it
+every minute), or show with ``--dry-run`` what would go."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from pgtasks.engine.core import Engine
+from pgtasks.engine.errors import ConfigurationError
+
+
+def add_command(sub: Any, url_help: str, schema_help: str) -> None:
+    prune = sub.add_parser(
+        "prune",
+        help="delete finished tasks older than result_expires (or --older-than), in small batches",
+        description="Unfinished tasks, dead letters and tasks a waiting canvas still needs are kept.",
+    )
+    prune.add_argument(
+        "--older-than", type=float, help="seconds since they finished (default: result_expires)"
+    )
+    prune.add_argument("--queue", help="only this queue")
+    prune.add_argument("--dry-run", action="store_true", help="count what would be deleted; delete nothing")
+    prune.add_argument("--database-url", help=url_help)
+    prune.add_argument("--schema", default="pgtasks", help=schema_help)
+
+
+def run(engine: Engine, args: argparse.Namespace) -> int:
+    if args.older_than is not None and args.older_than < 0:
+        raise ConfigurationError(f"--older-than must be seconds >= 0, not {args.older_than}")
+    if args.older_than is None and engine.settings.result_expires is None:
+        print("result_expires is None: finished tasks are kept (give --older-than to prune anyway)")
+        return 0
+    admin = engine.admin
+    if args.dry_run:
+        counts = admin.prunable(args.older_than, args.queue)
+        verb = "would delete"
+    else:
+        counts = admin.prune(args.older_than, args.queue)
+        verb = "deleted"
+    for queue, n in sorted(counts.items()):
+        print(f"{queue}: {n}")
+    print(f"{verb} {sum(counts.values())} finished tasks")
+    return 0

@@ -1,0 +1,59 @@
+"""Retention: finished tasks are deleted once they are older than ``result_expires``, in
+batches of :data:`PRUNE_BATCH` so that no statement holds many row locks for long."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import TYPE_CHECKING
+
+from pgtasks.engine.errors import ConfigurationError
+
+if TYPE_CHECKING:
+    from pgtasks.engine.core import Engine
+
+PRUNE_BATCH = 1000
+
+
+def older_than_ms(engine: Engine, older_than: float | None) -> int | None:
+    """The age (ms) past which finished tasks go: ``older_than`` seconds, else the engine's
+    ``result_expires``; None when results are kept forever."""
+    seconds = engine.settings.result_expires if older_than is None else older_than
+    if seconds is None:
+        return None
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or seconds < 0:
+        raise ConfigurationError(
+            f"the age of tasks to prune must be a number of seconds >= 0, not {seconds!r}"
+        )
+    return round(seconds * 1000)
+
+
+def prune(
+    engine: Engine,
+    older_than: float | None = None,
+    queue: str | None = None,
+    batch: int = PRUNE_BATCH,
+    max_batches: int | None = None,
+) -> dict[str, int]:
+    """Delete finished tasks older than ``older_than`` seconds (default: ``result_expires``),
+    batch after batch until none is left (or ``max_batches``); return the counts per queue.
+    Unfinished tasks, dead letters and tasks a waiting canvas needs are never deleted."""
+    age = older_than_ms(engine, older_than)
+    if age is None:
+        return {}
+    if batch < 1:
+        raise ConfigurationError(f"batch must be >= 1, not {batch!r}")
+    total: Counter[str] = Counter()
+    done = 0
+    while max_batches is None or done < max_batches:
+        deleted = engine._sysdb.tasks_prune(age, batch, queue)
+        total.update(deleted)
+        done += 1
+        if sum(deleted.values()) < batch:
+            break
+    return dict(total)
+
+
+def prunable(engine: Engine, older_than: float | None = None, queue: str | None = None) -> dict[str, int]:
+    """What :func:`prune` would delete now, per queue."""
+    age = older_than_ms(engine, older_than)
+    return {} if age is None else engine._sysdb.tasks_prunable(age, queue)
