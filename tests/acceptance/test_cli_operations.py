@@ -21,6 +21,7 @@ COMMANDS = (
     "migrate",
     "tasks",
     "queue",
+    "prune",
     "beat",
     "schedule",
     "roles",

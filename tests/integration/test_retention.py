@@ -1,0 +1,98 @@
+"""Retention end to end: workers prune finished tasks past result_expires on their own,
+`pgtasks prune` (and --dry-run) from the command line, and Celery's result_expires and
+forget()."""
+
+from __future__ import annotations
+
+import datetime as dt
+import threading
+
+import pytest
+
+from pgtasks import App
+from pgtasks.compat import Celery
+from pgtasks.engine.errors import ConfigurationError
+from pgtasks.worker import Worker, WorkerOptions
+from tests.support.cli import run_pgtasks
+from tests.support.inprocess import running_worker, wait_for
+
+
+def test_workers_prune_what_is_past_result_expires(database_url: str) -> None:
+    app = App("pruned", database_url=database_url, result_expires=0.05)
+
+    @app.task(name="r.add")
+    def add(x: int, y: int) -> int:
+        return x + y
+
+    worker = Worker(app.engine, WorkerOptions(queues=("default",), concurrency=2, prune_interval=0.05))
+    worker.start()
+    thread = threading.Thread(target=worker.run, daemon=True)
+    thread.start()
+    try:
+        sent = [add.delay(i, i) for i in range(5)]
+        assert [r.get(timeout=30) for r in sent] == [0, 2, 4, 6, 8]
+        wait_for(
+            lambda: all(app.engine.get_task(r.id) is None for r in sent),
+            timeout=30,
+            what="the worker to prune the finished tasks",
+        )
+    finally:
+        worker.shutdown(grace=10)
+        thread.join(10)
+        app.close()
+
+
+def test_result_expires_none_keeps_everything_and_bad_values_are_refused(database_url: str) -> None:
+    app = App("kept", database_url=database_url, result_expires=None)
+    assert app.engine.admin.prune() == {} and app.engine.admin.prunable() == {}
+    with pytest.raises(ConfigurationError, match="result_expires must be a positive number of seconds"):
+        App("bad", database_url=database_url, result_expires=-1)
+    app.close()
+
+
+def test_the_prune_command_and_its_dry_run(database_url: str) -> None:
+    app = App("cli-prune", database_url=database_url)
+
+    @app.task(name="r.noop")
+    def noop() -> None:
+        return None
+
+    with running_worker(app):
+        ids = [noop.delay().id for _ in range(3)]
+        for task_id in ids:
+            app.AsyncResult(task_id).get(timeout=30)
+    url = database_url
+    wait_for(lambda: app.engine.admin.prunable(0) == {"default": 3}, what="three prunable tasks")
+    dry = run_pgtasks("prune", "--older-than", "0", "--dry-run", url=url)
+    assert dry.returncode == 0, dry.stderr
+    assert dry.stdout.splitlines() == ["default: 3", "would delete 3 finished tasks"]
+    assert all(app.engine.get_task(i) is not None for i in ids)
+    kept = run_pgtasks("prune", url=url)  # result_expires (a day): nothing is that old
+    assert kept.stdout.strip() == "deleted 0 finished tasks", kept.stderr
+    done = run_pgtasks("prune", "--older-than", "0", url=url)
+    assert done.stdout.splitlines() == ["default: 3", "deleted 3 finished tasks"], done.stderr
+    assert all(app.engine.get_task(i) is None for i in ids)
+    bad = run_pgtasks("prune", "--older-than", "-5", url=url)
+    assert bad.returncode == 2 and "--older-than must be seconds >= 0" in bad.stderr
+    app.close()
+
+
+def test_celery_result_expires_and_forget(sqlite_url: str) -> None:
+    app = Celery("celery-retention", broker=sqlite_url)
+    assert app.settings.result_expires == 86400.0  # Celery's default: one day
+    app.conf.result_expires = dt.timedelta(hours=2)
+    assert app.settings.result_expires == 7200.0
+    app.conf.result_expires = None
+    assert app.settings.result_expires is None
+
+    @app.task(name="c.echo")
+    def echo(x: int) -> int:
+        return x
+
+    with running_worker(app, queues=("celery",)):
+        result = echo.delay(7)
+        assert result.get(timeout=30) == 7
+    assert result.state == "SUCCESS"
+    result.forget()
+    assert result.state == "PENDING" and app.engine.get_task(result.id) is None
+    app.close()
