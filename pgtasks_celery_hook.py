@@ -61,9 +61,12 @@ class CeleryFinder:
         self._installing.add(thread)
         try:
             from pgtasks.compat import install, installed  # only now: pgtasks is imported on demand
+            from pgtasks.compat.install import load_lazy
 
             if not installed():
                 install()
+            if fullname not in sys.modules:
+                load_lazy(fullname)  # celery.contrib.pytest: imported only when asked for
         finally:
             self._installing.discard(thread)
         if fullname in sys.modules:

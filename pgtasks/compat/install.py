@@ -47,16 +47,21 @@ MODULES = {
     "celery.utils.time": "pgtasks.compat.utils_time",
     "celery.backends.base": "pgtasks.compat.backends_base",
     "celery.contrib.abortable": "pgtasks.compat.abortable",
+    "celery.contrib.testing.worker": "pgtasks.compat.testing",
     "celery.worker.request": "pgtasks.compat.worker_request",
     "kombu": "pgtasks.compat.kombu",
     "kombu.utils": "pgtasks.compat.kombu_utils",
 }
+# Served on first import only (by the import hook, pgtasks_celery_hook): they import what a
+# running application does not need (pytest).
+LAZY_MODULES = {"celery.contrib.pytest": "pgtasks.compat.testing_pytest"}
 # Packages that only hold the modules above, built here.
 PACKAGES = (
     "celery.__main__",
     "celery.app",
     "celery.backends",
     "celery.contrib",
+    "celery.contrib.testing",
     "celery.worker",
     "kombu.serialization",
 )
@@ -175,11 +180,34 @@ def install() -> None:
             sys.modules[name] = module
 
 
+def load_lazy(name: str) -> types.ModuleType | None:
+    """Import the pgtasks module serving ``name`` of :data:`LAZY_MODULES` into ``sys.modules``
+    under that name; None when ``name`` is not one of them."""
+    target = LAZY_MODULES.get(name)
+    if target is None:
+        return None
+    module = importlib.import_module(target)
+    setattr(module, MARK, True)
+    sys.modules[name] = module
+    parent, _, child = name.rpartition(".")
+    if parent in sys.modules:
+        setattr(sys.modules[parent], child, module)
+    return module
+
+
 def uninstall() -> None:
     """Remove the names ``install()`` added (the next ``import celery`` finds the real one)."""
     with _lock:
         generated = [*utils_misc.submodules(), *kombu_utils.submodules()]
-        for name in [*MODULES, *PACKAGES, *generated, "billiard", "billiard.einfo", "billiard.pool"]:
+        for name in [
+            *MODULES,
+            *LAZY_MODULES,
+            *PACKAGES,
+            *generated,
+            "billiard",
+            "billiard.einfo",
+            "billiard.pool",
+        ]:
             module = sys.modules.get(name)
             if module is not None and getattr(module, MARK, False):
                 del sys.modules[name]

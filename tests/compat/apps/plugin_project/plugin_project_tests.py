@@ -1,0 +1,42 @@
+"""A project's own tests written with Celery's pytest plugin, as Celery's docs show them
+(the plugin enabled with ``-p celery.contrib.pytest``): run by
+tests/compat/test_pytest_plugin.py in a pytest of their own."""
+
+import pytest
+from celery import shared_task
+from celery.contrib.abortable import AbortableTask  # noqa: F401 (the project imports it)
+
+
+@shared_task(name="plugin.mul")
+def mul(x, y):
+    return x * y
+
+
+@pytest.fixture(scope="session")
+def celery_config():
+    return {"broker_url": "memory://", "result_backend": "rpc://"}
+
+
+def test_create_task(celery_app, celery_worker):
+    @celery_app.task
+    def add(x, y):
+        return x + y
+
+    assert add.delay(4, 4).get(timeout=30) == 8
+
+
+def test_shared_task_runs_on_the_test_app(celery_app, celery_worker):
+    assert mul.delay(4, 5).get(timeout=30) == 20
+
+
+@pytest.mark.celery(task_default_queue="marked")
+def test_the_celery_marker_overrides_settings(celery_app):
+    assert celery_app.conf.task_default_queue == "marked"
+
+
+def test_session_worker(celery_session_app, celery_session_worker):
+    @celery_session_app.task(name="plugin.session.sub")
+    def sub(x, y):
+        return x - y
+
+    assert sub.delay(9, 4).get(timeout=30) == 5
