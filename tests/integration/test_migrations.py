@@ -41,7 +41,18 @@ def _pg_catalog(conn: psycopg.Connection[Any], schema: str) -> dict[str, Any]:
         [schema],
     ).fetchall()
     policies = [tuple(str(v).replace(f"{schema}.", "S.") for v in p) for p in policies]
-    return {"columns": columns, "indexes": indexes, "constraints": strip, "policies": policies}
+    options = conn.execute(
+        "SELECT c.relname, c.reloptions FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
+        " WHERE n.nspname = %s AND c.reloptions IS NOT NULL ORDER BY 1",
+        [schema],
+    ).fetchall()
+    return {
+        "columns": columns,
+        "indexes": indexes,
+        "constraints": strip,
+        "policies": policies,
+        "options": options,
+    }
 
 
 @pytest.fixture

@@ -245,3 +245,19 @@ CREATE POLICY pgtasks_read ON __schema__.task_links FOR SELECT USING (true);
 CREATE POLICY pgtasks_update ON __schema__.task_links FOR UPDATE USING (true) WITH CHECK (true);
 CREATE POLICY pgtasks_delete ON __schema__.task_links FOR DELETE USING (true);
 CREATE POLICY pgtasks_insert ON __schema__.task_links FOR INSERT WITH CHECK (has_table_privilege('__schema__.task_links'::regclass, 'UPDATE'));
+
+-- Autovacuum for the tables that churn (see migration 0013).
+ALTER TABLE __schema__.workflow_status SET (
+    autovacuum_vacuum_scale_factor = 0.01,
+    autovacuum_vacuum_threshold = 1000,
+    autovacuum_vacuum_insert_scale_factor = 0.05,
+    autovacuum_analyze_scale_factor = 0.02
+);
+ALTER TABLE __schema__.operation_outputs SET (
+    autovacuum_vacuum_scale_factor = 0.02,
+    autovacuum_vacuum_insert_scale_factor = 0.05
+);
+ALTER TABLE __schema__.workflow_events SET (
+    autovacuum_vacuum_scale_factor = 0.02,
+    autovacuum_vacuum_insert_scale_factor = 0.05
+);
