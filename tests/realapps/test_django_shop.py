@@ -1,0 +1,110 @@
+"""A Django + Celery project (tests/realapps/django_shop), installed into a fresh venv without
+celery or kombu, started exactly as its README says: `manage.py check` with
+django-celery-beat and django-celery-results in INSTALLED_APPS, its own pytest-django suite
+(eager mode flipped by the settings fixture), its Procfile's `celery -A shop worker` line and a
+plain script that sends a task to that worker."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.support.cli import REPO
+
+PROJECT = Path(__file__).parent / "django_shop"
+# django-celery-beat and -results declare celery as a dependency: installed without it
+# (--no-deps) and with the dependencies they do need, the path "celery absent" of the docs.
+LIBRARIES = ["django-celery-beat", "django-celery-results"]
+THEIR_DEPENDENCIES = ["django-timezone-field", "python-crontab", "cron-descriptor"]
+
+
+def _run(argv: list[str], cwd: Path, env: dict[str, str] | None = None, timeout: float = 600) -> str:
+    done = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+    assert done.returncode == 0, f"{argv}:\n{done.stdout}\n{done.stderr}"
+    return done.stdout
+
+
+@pytest.fixture(scope="module")
+def venv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    root = tmp_path_factory.mktemp("realapp")
+    wheels = root / "wheels"
+    _run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(wheels), str(REPO)], REPO)
+    _run([sys.executable, "-m", "venv", str(root / "venv")], root)
+    python = root / "venv" / "bin" / "python"
+    pip = [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+    _run(
+        [
+            *pip,
+            *map(str, wheels.glob("pgtasks-*.whl")),
+            "Django>=4.2",
+            "pytest",
+            "pytest-django",
+            *THEIR_DEPENDENCIES,
+        ],
+        root,
+    )
+    _run([*pip, "--no-deps", *LIBRARIES], root)
+    # the path finder: pgtasks_celery.pth (installed with the wheel) answers for celery and kombu
+    check = (
+        "import importlib.machinery as m; assert not any(map(m.PathFinder.find_spec, ('celery', 'kombu')))"
+    )
+    _run([str(python), "-c", check], root)
+    yield root / "venv"
+
+
+def _project(tmp_path: Path) -> Path:
+    copy = tmp_path / "django_shop"
+    shutil.copytree(PROJECT, copy)
+    return copy
+
+
+def _env(venv: Path, database_url: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PGTASKS_", "PYTHON", "DJANGO"))}
+    env.update(
+        PATH=f"{venv / 'bin'}:{env.get('PATH', '')}", CELERY_BROKER_URL=database_url, VIRTUAL_ENV=str(venv)
+    )
+    return env
+
+
+def test_the_project_runs_unchanged_without_celery(venv: Path, pg_url: str, tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    env = _env(venv, pg_url)
+    python = str(venv / "bin" / "python")
+    real_celery = subprocess.run(
+        [python, "-c", "import importlib.machinery as m; print(m.PathFinder.find_spec('celery'))"],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert real_celery.stdout.strip() == "None"  # the real celery is not installed
+    assert "System check identified no issues" in _run([python, "manage.py", "check"], project, env)
+    _run([python, "manage.py", "migrate", "--noinput"], project, env)
+    suite = _run([python, "-m", "pytest", "-q", "-p", "no:cacheprovider"], project, env)
+    assert "2 passed" in suite, suite
+    command = Path(venv / "bin" / "celery")
+    procfile = (project / "Procfile").read_text().split(":", 1)[1].split()
+    assert procfile[0] == "celery"
+    worker = subprocess.Popen(
+        [str(command), *procfile[1:]],
+        cwd=project,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        sent = _run([python, "send.py"], project, env, timeout=120)
+        assert sent.strip() == "42"
+    finally:
+        worker.terminate()
+        output, _ = worker.communicate(timeout=60)
+    assert worker.returncode == 0, output
+    assert "orders.tasks.add" in output and "succeeded" in output, output
