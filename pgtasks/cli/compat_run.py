@@ -54,11 +54,23 @@ def run(args: argparse.Namespace) -> int:
     except ImproperlyConfigured as exc:
         print(f"pgtasks {args.command}: {exc}", file=sys.stderr)
         return 2
+    except ModuleNotFoundError as exc:
+        if args.command == "celery-check" and _celery_name(exc.name):
+            # The app imports a Celery or kombu module pgtasks does not serve: that is the
+            # finding, reported like the others, not a crash.
+            print(f"unsupported  import {exc.name}: {exc.msg}")
+            print("1 unsupported: the app cannot be loaded until this import is removed or replaced")
+            return 1
+        raise
     if not isinstance(app, Celery):  # a native App: answered through the management API
         return NATIVE_COMMANDS[args.command](app, args)
     command = args.command.replace("-", "_")
     handler = globals()[f"_{command}"]
     return int(handler(app, args))
+
+
+def _celery_name(name: str | None) -> bool:
+    return bool(name) and str(name).split(".")[0] in ("celery", "kombu")
 
 
 def _celery_check(app: Any, args: argparse.Namespace) -> int:

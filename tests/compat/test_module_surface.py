@@ -228,3 +228,12 @@ def test_an_abortable_task_stops_when_aborted(pg_url: str, tmp_path: Path) -> No
     finally:
         stop(worker)
         abortable_app.app.close()
+
+
+def test_celery_check_reports_a_module_it_cannot_serve(sqlite_url: str) -> None:
+    from tests.support.cli import run_pgtasks
+
+    done = run_pgtasks("-A", "tests.compat.apps.unserved_app", "celery-check", url=sqlite_url)
+    assert done.returncode == 1, done.stderr
+    assert "unsupported  import celery.utils.dispatch" in done.stdout
+    assert "Traceback" not in done.stderr
