@@ -6,6 +6,8 @@ STAMP := $(VENV)/.installed
 DEV_STAMP := $(VENV)/.installed-dev
 # The dashboard tests drive Debian's chromium through chromium-driver (apt-get, as root).
 BROWSER_STAMP := $(VENV)/.browser
+# Debian's PgBouncer, for the suites run through it in transaction pooling mode.
+PGBOUNCER_STAMP := $(VENV)/.pgbouncer
 
 .PHONY: demo test test-floors lint bench bench-tracing bench-delays bench-explain bench-dashboard celery-env loadtest soak clean dashboard-screenshots
 
@@ -26,8 +28,17 @@ $(BROWSER_STAMP): | $(BIN)/python
 		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver)
 	touch $@
 
+$(PGBOUNCER_STAMP): | $(BIN)/python
+	test -x /usr/sbin/pgbouncer || \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq pgbouncer)
+	touch $@
+
 demo: $(STAMP)
 	$(BIN)/pgtasks demo
+
+PGBOUNCER_SUITES := tests/integration/test_engine.py tests/integration/test_canvas_links.py \
+	tests/integration/sysdb tests/compat/test_canvas.py tests/compat/test_canvas_shapes.py \
+	tests/acceptance/test_crash_recovery.py tests/acceptance/test_prefork.py tests/acceptance/test_beat.py
 
 WORKER_ROLE_SUITES := tests/integration/sysdb tests/integration/test_canvas_links.py \
 	tests/integration/test_schedules_store.py tests/integration/test_schedules_beat.py \
@@ -37,12 +48,14 @@ WORKER_ROLE_SUITES := tests/integration/sysdb tests/integration/test_canvas_link
 # PGTASKS_TEST_DATABASE_URL names a server; SQLite needs nothing. Two pytest processes (xdist),
 # each with its own server: most tests wait on subprocesses and the database, so the suite
 # takes about half the time of one process on two cores.
-test: $(DEV_STAMP) $(BROWSER_STAMP)
+test: $(DEV_STAMP) $(BROWSER_STAMP) $(PGBOUNCER_STAMP)
 	$(BIN)/ruff check pgtasks pgtasks_celery_hook.py setup.py tests bench loadtest
 	$(BIN)/mypy
 	$(BIN)/python -m pytest -q -n 2
 	@echo "The system database suites again, connected as the least-privilege worker role:"
 	PGTASKS_TEST_AS_ROLE=worker $(BIN)/python -m pytest -q -n 2 -p no:cacheprovider -k postgres $(WORKER_ROLE_SUITES)
+	@echo "The storage, engine, canvas, worker, beat and crash suites again, through PgBouncer (transaction pooling):"
+	PGTASKS_TEST_THROUGH=pgbouncer $(BIN)/python -m pytest -q -n 2 -p no:cacheprovider -k "not sqlite" $(PGBOUNCER_SUITES)
 	$(MAKE) --no-print-directory test-floors
 
 # Part of the suite (storage, engine, workers, canvas, beat, crash recovery) in a venv holding

@@ -11,11 +11,27 @@ from pathlib import Path
 import pytest
 
 from pgtasks.sysdb import SystemDatabase, open_system_database
+from tests.support.pgbouncer import PgBouncer
 from tests.support.pgserver import PostgresServer
 from tests.support.schemas import scratch_schema, with_schema, worker_role_url
 
 DIALECTS = ("postgres", "sqlite")
 AS_ROLE_ENV = "PGTASKS_TEST_AS_ROLE"
+THROUGH_ENV = "PGTASKS_TEST_THROUGH"  # "pgbouncer": the PostgreSQL URLs go through PgBouncer
+
+
+@pytest.fixture(scope="session")
+def pgbouncer(pg_server_url: str) -> Iterator[PgBouncer | None]:
+    """A transaction-pooling PgBouncer in front of the test server when
+    PGTASKS_TEST_THROUGH=pgbouncer, else None."""
+    if os.environ.get(THROUGH_ENV) != "pgbouncer":
+        yield None
+        return
+    bouncer = PgBouncer(pg_server_url).start()
+    try:
+        yield bouncer
+    finally:
+        bouncer.stop()
 
 
 @pytest.fixture(scope="session")
@@ -35,7 +51,7 @@ def pg_server_url() -> Iterator[str]:
 
 
 @pytest.fixture
-def pg_url(pg_server_url: str) -> Iterator[str]:
+def pg_url(pg_server_url: str, pgbouncer: PgBouncer | None) -> Iterator[str]:
     """A PostgreSQL URL whose ``?schema=`` is fresh for this test (dropped afterwards).
 
     With ``PGTASKS_TEST_AS_ROLE=worker`` the schema is migrated here, by the server's
@@ -47,9 +63,10 @@ def pg_url(pg_server_url: str) -> Iterator[str]:
     # PostgreSQL suites, less than the run-to-run noise, and would bypass migrate().
     with scratch_schema(pg_server_url) as schema:
         if os.environ.get(AS_ROLE_ENV) == "worker":
-            yield worker_role_url(pg_server_url, schema)
+            url = worker_role_url(pg_server_url, schema)
         else:
-            yield with_schema(pg_server_url, schema)
+            url = with_schema(pg_server_url, schema)
+        yield url if pgbouncer is None else pgbouncer.url(url)
 
 
 @pytest.fixture

@@ -118,7 +118,8 @@ class PostgresListener(EnqueueListener):
 
     def __init__(self, target: DatabaseTarget, channel: str) -> None:
         try:
-            self._conn = psycopg.connect(target.dsn, autocommit=True, connect_timeout=10)
+            dsn = target.listen_dsn or target.dsn
+            self._conn = psycopg.connect(dsn, autocommit=True, connect_timeout=10)
             self._conn.execute(f"LISTEN {quote_identifier(channel, 'channel name')}")
         except psycopg.OperationalError as exc:
             raise DatabaseUnavailable(f"cannot listen on {target.display_url}: {exc}") from exc
@@ -173,6 +174,11 @@ class PostgresSessions:
             pool.close()
 
     def _connect_kwargs(self) -> dict[str, Any]:
+        if self.target.transaction_pooling:
+            # Behind a transaction-pooling PgBouncer a session is not ours: no startup options
+            # (PgBouncer refuses them; set jit=off on the role instead, docs/production.md) and
+            # no server-side prepared statements (PgBouncer before 1.21 cannot carry them).
+            return {"row_factory": dict_row, "application_name": "pgtasks", "prepare_threshold": None}
         return {
             "row_factory": dict_row,
             "application_name": "pgtasks",
@@ -183,7 +189,7 @@ class PostgresSessions:
         # Autocommit: a single-statement operation is one round trip (no BEGIN, no COMMIT);
         # operations of several statements open a transaction explicitly (_tx).
         kwargs = {**self._connect_kwargs(), "autocommit": True}
-        if generic:
+        if generic and not self.target.transaction_pooling:  # generic plans: for prepared ones
             kwargs["options"] += " -c plan_cache_mode=force_generic_plan"
         return kwargs
 

@@ -334,7 +334,9 @@ class PostgresSystemDatabase(PostgresSessions, SqlStore):
         return results
 
     # -- wake-ups -----------------------------------------------------------------------
-    def open_listener(self) -> EnqueueListener:
+    def open_listener(self) -> EnqueueListener | None:
+        if self.target.transaction_pooling and not self.target.listen_dsn:
+            return None  # LISTEN through a transaction pool would lose notifications: poll
         return PostgresListener(self.target, self.channel)
 
     def close(self) -> None:

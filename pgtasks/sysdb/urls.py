@@ -43,6 +43,11 @@ class DatabaseTarget:
     dsn: str = ""
     sqlite_path: str = ""
     schema: str = DEFAULT_SCHEMA
+    # ?pgbouncer=transaction: a transaction-pooling PgBouncer between pgtasks and PostgreSQL
+    # (no session state, no server-side prepared statements, no LISTEN through it).
+    transaction_pooling: bool = False
+    # ?listen_url=...: a direct connection for LISTEN when the main URL goes through PgBouncer.
+    listen_dsn: str = ""
 
     @property
     def display_url(self) -> str:
@@ -54,15 +59,20 @@ def redact_url(url: str) -> str:
     """Hide the password of a URL (in the user part or a ``password=`` parameter) so it can be
     logged or shown in a banner."""
     parts = urlsplit(url)
-    if parts.password is None and "password" not in parts.query.lower():
+    nested = "listen_url" in parts.query  # a second URL, with its own password, inside this one
+    if parts.password is None and "password" not in parts.query.lower() and not nested:
         return url
     netloc = parts.netloc
     if parts.password is not None:
         netloc = netloc.replace(":" + parts.password + "@", ":***@", 1)
     query = parts.query
-    if "password" in query.lower():
+    if "password" in query.lower() or nested:
         pairs = parse_qsl(query, keep_blank_values=True)
-        query = urlencode([(k, "***" if k.lower() == "password" else v) for k, v in pairs], safe="*")
+        shown = [
+            (k, "***" if k.lower() == "password" else redact_url(v) if k == "listen_url" else v)
+            for k, v in pairs
+        ]
+        query = urlencode(shown, safe="*:/@")
     return urlunsplit(parts._replace(netloc=netloc, query=query))
 
 
@@ -88,13 +98,38 @@ def parse_database_url(url: str, schema: str = DEFAULT_SCHEMA) -> DatabaseTarget
     if scheme in _POSTGRES_SCHEMES:
         validate_identifier(schema, "schema name")
         parts = urlsplit(url)
-        query = [(k, v) for k, v in parse_qsl(parts.query) if k != "schema"]
-        schema = dict(parse_qsl(parts.query)).get("schema", schema)
+        ours = ("schema", "pgbouncer", "listen_url")
+        query = [(k, v) for k, v in parse_qsl(parts.query) if k not in ours]
+        given = dict(parse_qsl(parts.query))
+        schema = given.get("schema", schema)
         validate_identifier(schema, "schema name")
+        pooling = given.get("pgbouncer", "session")
+        if pooling not in ("transaction", "session"):
+            raise ConfigurationError(
+                f"database URL {redact_url(url)!r}: pgbouncer={pooling!r} is not a pooling mode; "
+                "use pgbouncer=transaction behind a transaction-pooling PgBouncer (session pooling "
+                "needs nothing)"
+            )
+        listen_dsn = ""
+        if "listen_url" in given:
+            listen = parse_database_url(given["listen_url"], schema)
+            if listen.dialect != "postgres" or listen.transaction_pooling:
+                raise ConfigurationError(
+                    f"database URL {redact_url(url)!r}: listen_url must be a direct PostgreSQL URL "
+                    "(LISTEN cannot go through a transaction-pooling PgBouncer)"
+                )
+            listen_dsn = listen.dsn
 
         # quote, not quote_plus: libpq reads "+" in a URI literally (options=-c%20x=y).
         dsn = urlunsplit(("postgresql", parts.netloc, parts.path, urlencode(query, quote_via=quote), ""))
-        return DatabaseTarget("postgres", url=url, dsn=dsn, schema=schema)
+        return DatabaseTarget(
+            "postgres",
+            url=url,
+            dsn=dsn,
+            schema=schema,
+            transaction_pooling=pooling == "transaction",
+            listen_dsn=listen_dsn,
+        )
     if scheme == "sqlite":
         rest, _, sqlite_query = url[len("sqlite://") :].partition("?")
         mode = dict(parse_qsl(sqlite_query)).get("mode", "")
