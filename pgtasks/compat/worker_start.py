@@ -17,6 +17,8 @@ from pgtasks.compat import django_support, signals
 from pgtasks.compat.app import Celery
 from pgtasks.worker.logs import LOG_FORMAT, configure_logging
 
+log = logging.getLogger("pgtasks.compat")
+
 
 class WorkerHooks:
     """What a worker of a Celery app does around pgtasks' own start-up (no-op for an App)."""
@@ -68,6 +70,16 @@ def beat_started(app: Any, beat: Any, embedded: bool) -> None:
     """Celery's ``beat_init`` (``pgtasks beat``) or ``beat_embedded_init`` (``worker -B``), sent
     with the beat as sender once it has synced its schedules; nothing for a pgtasks App."""
     if isinstance(app, Celery):
+        scheduler = app.conf.beat_scheduler
+        if scheduler and "PersistentScheduler" not in str(scheduler):
+            # A database scheduler (django-celery-beat's) holds periodic tasks pgtasks never
+            # reads: say so loudly instead of leaving them silently unfired.
+            log.warning(
+                "beat_scheduler %r is not used: pgtasks beat fires the app's beat_schedule and the "
+                "schedules of `pgtasks schedule`, not periodic tasks stored by another scheduler "
+                "(such as those edited in Django's admin); move them to beat_schedule",
+                str(scheduler),
+            )
         (signals.beat_embedded_init if embedded else signals.beat_init).send(sender=beat)
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.cli import REPO
+from tests.support.inprocess import wait_for
 
 PROJECT = Path(__file__).parent / "django_shop"
 # django-celery-beat and -results declare celery as a dependency: installed without it
@@ -108,3 +109,17 @@ def test_the_project_runs_unchanged_without_celery(venv: Path, pg_url: str, tmp_
         output, _ = worker.communicate(timeout=60)
     assert worker.returncode == 0, output
     assert "orders.tasks.add" in output and "succeeded" in output, output
+
+    # `celery -A shop beat`: starts, and says that the DatabaseScheduler rows are not fired.
+    log = tmp_path / "beat.log"
+    with log.open("w") as sink:
+        beat = subprocess.Popen(
+            [str(command), "-A", "shop", "beat"], cwd=project, env=env, stdout=sink, stderr=subprocess.STDOUT
+        )
+    try:
+        wait_for(lambda: "schedules from beat_schedule" in log.read_text(), timeout=60, what="the beat")
+    finally:
+        beat.terminate()
+        beat.wait(timeout=60)
+    assert beat.returncode == 0, log.read_text()
+    assert "beat_scheduler 'django_celery_beat.schedulers:DatabaseScheduler' is not used" in log.read_text()
