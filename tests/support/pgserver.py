@@ -50,6 +50,7 @@ class PostgresServer:
     port: int = field(default_factory=free_port)
     base: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="pgtasks-pg-")))
     process: subprocess.Popen[bytes] | None = None
+    settings: tuple[str, ...] = ()  # more server settings, "name=value" each
 
     @property
     def data_dir(self) -> Path:
@@ -112,6 +113,8 @@ class PostgresServer:
             "-c",
             "log_min_messages=warning",
         ]
+        for setting in self.settings:
+            argv += ["-c", setting]
         with open(self.base / "server.log", "ab") as log:  # the child keeps its own copy
             self.process = subprocess.Popen(self._as_owner(argv), stdout=log, stderr=log)
         deadline = time.monotonic() + timeout
