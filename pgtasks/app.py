@@ -9,9 +9,9 @@ from typing import Any, TypeVar, overload
 from pgtasks.engine.core import Engine
 from pgtasks.engine.flow import declare_queue
 from pgtasks.engine.redaction import SECRET_ARGS_OPTION, SecretArgs
-from pgtasks.engine.registry import Registry, TaskDefinition, refuse_async
+from pgtasks.engine.registry import Registry, TaskDefinition, is_async, refuse_async_generator
 from pgtasks.engine.settings import DEFAULT_MAX_PAYLOAD_BYTES, DEFAULT_RESULT_EXPIRES, Settings
-from pgtasks.engine.steps import StepOptions, run_step
+from pgtasks.engine.steps import StepOptions, run_step, run_step_async
 from pgtasks.management import TaskManagement
 from pgtasks.result import AsyncResult
 from pgtasks.scheduling import ScheduleSource, Scheduling
@@ -111,7 +111,7 @@ class App(Sending, Scheduling, TaskManagement):
         database) as given."""
 
         def register(func: Callable[..., Any]) -> Task:
-            refuse_async(func, "task")
+            refuse_async_generator(func, "task")
             secrets = SecretArgs.for_function(func, secret_args)
             definition = TaskDefinition(
                 name=name or task_name_for(func, self.main),
@@ -161,7 +161,7 @@ class App(Sending, Scheduling, TaskManagement):
         A failing step is retried ``retries`` times with exponential backoff."""
 
         def wrap(func: F) -> F:
-            refuse_async(func, "step")
+            refuse_async_generator(func, "step")
             options = StepOptions(
                 name=name or func.__qualname__,
                 retries=retries,
@@ -169,6 +169,14 @@ class App(Sending, Scheduling, TaskManagement):
                 backoff_rate=backoff_rate,
                 max_backoff=max_backoff,
             )
+
+            if is_async(func):
+
+                @functools.wraps(func)
+                async def durable_async_step(*args: Any, **kwargs: Any) -> Any:
+                    return await run_step_async(options, func, args, kwargs)
+
+                return durable_async_step  # type: ignore[return-value]
 
             @functools.wraps(func)
             def durable_step(*args: Any, **kwargs: Any) -> Any:

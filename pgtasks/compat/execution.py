@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import inspect
 import logging
 import traceback
 from collections.abc import Callable
@@ -23,6 +24,7 @@ from pgtasks.compat.request import Context, executing, request_from_record
 from pgtasks.compat.signatures import Signature
 from pgtasks.engine.context import running_context
 from pgtasks.engine.errors import RetryRequested, TaskAbandoned
+from pgtasks.engine.execution import run_coroutine
 
 if TYPE_CHECKING:
     from pgtasks.compat.task import Task
@@ -81,6 +83,8 @@ def trace(task: Task, request: Context, args: tuple[Any, ...], kwargs: dict[str,
         try:
             task.before_start(task_id, args, kwargs)
             retval = task(*args, **kwargs) if _custom_call(task) else task.run(*args, **kwargs)
+            if inspect.isawaitable(retval):  # an async def task: run here, inside the hooks
+                retval = run_coroutine(retval)
             pending = getattr(request, "_pending_retry", None)
             if pending is not None:  # self.retry(throw=False) asked for a retry, then returned
                 raise pending

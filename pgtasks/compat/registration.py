@@ -14,7 +14,7 @@ from pgtasks.compat.execution import worker_entry
 from pgtasks.compat.pydantic_tasks import pydantic_options, with_pydantic
 from pgtasks.compat.retrying import with_autoretry
 from pgtasks.compat.task import Task
-from pgtasks.engine.registry import refuse_async
+from pgtasks.engine.registry import refuse_async_generator
 
 if TYPE_CHECKING:
     from pgtasks.compat.app import Celery
@@ -70,7 +70,7 @@ def make_task(
     ``bind``), with ``options`` as class attributes; returns its instance. With
     ``pydantic=True`` the body validates its model arguments and dumps its model result
     (pydantic_tasks.py)."""
-    refuse_async(fun, "task")
+    refuse_async_generator(fun, "task")
     typed = pydantic_options(options)
     for key in ("autoretry_for", "dont_autoretry_for"):
         if key in options and options[key] is not None:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+import inspect
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
 from pgtasks.engine import context, tracing
@@ -55,6 +58,8 @@ def execute_task(
         token = context.enter(ctx)
         try:
             value = definition.fn(*args, **kwargs)
+            if inspect.isawaitable(value):  # an async def task: its own event loop, here
+                value = run_coroutine(value)
         except TaskAbandoned:
             span.note("abandoned")
             return None
@@ -75,6 +80,17 @@ def execute_task(
         if outcome.status is Status.ERROR:
             span.note("return value not recorded")
         return outcome
+
+
+def run_coroutine(awaitable: Awaitable[Any]) -> Any:
+    """Run an async task's coroutine to its end on an event loop of its own, in this thread
+    (a pool thread or a prefork child): its awaits overlap inside it, its steps checkpoint as
+    sync ones do, and an exception it raises comes out here."""
+
+    async def main() -> Any:
+        return await awaitable
+
+    return asyncio.run(main())
 
 
 def _success_outcome(engine: Engine, record: TaskRecord, value: Any) -> Outcome:

@@ -23,18 +23,20 @@ class TaskDefinition:
     options: dict[str, Any] = field(default_factory=dict)
 
 
-def refuse_async(fn: Callable[..., Any], what: str) -> None:
-    """Refuse an ``async def`` function as a task or step: pgtasks cannot run coroutines yet.
-
-    One check, made at decoration time, so the mistake shows at import instead of as "coroutine
-    never awaited" in a worker. Remove it when async tasks are supported."""
+def refuse_async_generator(fn: Callable[..., Any], what: str) -> None:
+    """Refuse an async generator as a task or step (its values cannot be one result), at
+    decoration time, so the mistake shows at import. ``async def`` functions are accepted."""
     target = inspect.unwrap(fn)
-    if inspect.iscoroutinefunction(target) or inspect.isasyncgenfunction(target):
+    if inspect.isasyncgenfunction(target):
         name = getattr(target, "__qualname__", repr(target))
         raise ConfigurationError(
-            f"{what} {name} is an async function: pgtasks cannot run async tasks or steps yet; "
-            "make it a plain def (call asyncio.run() inside it if it must await)"
+            f"{what} {name} is an async generator: a task or step returns one value; return a list"
         )
+
+
+def is_async(fn: Callable[..., Any]) -> bool:
+    """True for an ``async def`` function (possibly wrapped)."""
+    return inspect.iscoroutinefunction(inspect.unwrap(fn))
 
 
 class Registry:

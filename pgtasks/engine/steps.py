@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,11 +58,72 @@ def run_step(
     ctx = running_context()
     if ctx is None:
         return fn(*args, **kwargs)
+    begun = _begin(ctx, options)
+    if isinstance(begun, _Replayed):
+        return begun.value
+    attempt = 0
+    with tracing.stepping(options.name, begun.function_id, ctx.task_id):
+        while True:
+            try:
+                value = fn(*args, **kwargs)
+                break
+            except Exception as exc:
+                if attempt < options.retries:
+                    attempt += 1
+                    time.sleep(options.delay(attempt))
+                    continue
+                _failed(ctx, options, begun, exc)
+                raise
+    return _finish(ctx, options, begun, value)
+
+
+async def run_step_async(
+    options: StepOptions, fn: Callable[..., Awaitable[Any]], args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Any:
+    """:func:`run_step` for an ``async def`` step: the body is awaited, the checkpoint is the
+    same (written from the task's own event loop: one task per loop, see execution.py)."""
+    ctx = running_context()
+    if ctx is None:
+        return await fn(*args, **kwargs)
+    begun = _begin(ctx, options)
+    if isinstance(begun, _Replayed):
+        return begun.value
+    attempt = 0
+    with tracing.stepping(options.name, begun.function_id, ctx.task_id):
+        while True:
+            try:
+                value = await fn(*args, **kwargs)
+                break
+            except Exception as exc:
+                if attempt < options.retries:
+                    attempt += 1
+                    await asyncio.sleep(options.delay(attempt))
+                    continue
+                _failed(ctx, options, begun, exc)
+                raise
+    return _finish(ctx, options, begun, value)
+
+
+@dataclass
+class _Replayed:
+    value: Any
+
+
+@dataclass
+class _Begun:
+    function_id: int
+    point: dict[str, Any]
+    started: int
+
+
+def _begin(ctx: TaskContext, options: StepOptions) -> _Begun | _Replayed:
+    """The step's position; its recorded outcome when it ran before (returned, or raised),
+    else the ownership check and the crash point before its body."""
     function_id = ctx.take_function_id()
     recorded = ctx.steps.get(function_id)
     if recorded is not None:
         tracing.replayed(options.name, function_id)
-        return _replay(ctx, options, recorded)
+        return _Replayed(_replay(ctx, options, recorded))
     engine = ctx.engine
     if ctx.confirmed_at is None or time.monotonic() - ctx.confirmed_at > OWNERSHIP_FRESH_SECONDS:
         owned = with_database_retry(
@@ -79,24 +141,20 @@ def run_step(
         "attempt": ctx.record.recovery_attempts,
     }
     crashpoint("before_step_body", **point)
-    started = int(time.time() * 1000)
-    attempt = 0
-    with tracing.stepping(options.name, function_id, ctx.task_id):
-        while True:
-            try:
-                value = fn(*args, **kwargs)
-                break
-            except Exception as exc:
-                if attempt < options.retries:
-                    attempt += 1
-                    time.sleep(options.delay(attempt))
-                    continue
-                _checkpoint(ctx, function_id, options.name, None, encode_exception(exc), started, point)
-                raise
-    tag, text = engine.codec.dumps(value, f"return value of step {options.name!r}", ctx.record.serialization)
-    _checkpoint(ctx, function_id, options.name, text, None, started, point, tag)
+    return _Begun(function_id, point, int(time.time() * 1000))
+
+
+def _failed(ctx: TaskContext, options: StepOptions, begun: _Begun, exc: Exception) -> None:
+    error = encode_exception(exc)
+    _checkpoint(ctx, begun.function_id, options.name, None, error, begun.started, begun.point)
+
+
+def _finish(ctx: TaskContext, options: StepOptions, begun: _Begun, value: Any) -> Any:
+    what = f"return value of step {options.name!r}"
+    tag, text = ctx.engine.codec.dumps(value, what, ctx.record.serialization)
+    _checkpoint(ctx, begun.function_id, options.name, text, None, begun.started, begun.point, tag)
     # Hand back what a replay would return, so the first run and a re-run see the same value.
-    return engine.codec.loads(tag, text, f"output of step {options.name!r}")
+    return ctx.engine.codec.loads(tag, text, f"output of step {options.name!r}")
 
 
 def _checkpoint(
