@@ -24,13 +24,16 @@ def test_workers_prune_what_is_past_result_expires(database_url: str) -> None:
     def add(x: int, y: int) -> int:
         return x + y
 
+    # The first worker never prunes within the test, so the results are read before any pruning
+    # (a 50 ms expiry would otherwise race the reads); the second worker prunes.
+    with running_worker(app, prune_interval=3600):
+        sent = [add.delay(i, i) for i in range(5)]
+        assert [r.get(timeout=30) for r in sent] == [0, 2, 4, 6, 8]
     worker = Worker(app.engine, WorkerOptions(queues=("default",), concurrency=2, prune_interval=0.05))
     worker.start()
     thread = threading.Thread(target=worker.run, daemon=True)
     thread.start()
     try:
-        sent = [add.delay(i, i) for i in range(5)]
-        assert [r.get(timeout=30) for r in sent] == [0, 2, 4, 6, 8]
         wait_for(
             lambda: all(app.engine.get_task(r.id) is None for r in sent),
             timeout=30,

@@ -9,15 +9,21 @@ from contextlib import contextmanager
 
 from pgtasks import App
 from pgtasks.worker import Worker, WorkerOptions
+from pgtasks.worker.pruner import PRUNE_INTERVAL
 
 
 @contextmanager
 def running_worker(
-    app: App, queues: tuple[str, ...] = ("default",), concurrency: int = 4, executor_id: str = "w-test"
+    app: App,
+    queues: tuple[str, ...] = ("default",),
+    concurrency: int = 4,
+    executor_id: str = "w-test",
+    prune_interval: float = PRUNE_INTERVAL,
 ) -> Iterator[Worker]:
-    worker = Worker(
-        app.engine, WorkerOptions(queues=queues, concurrency=concurrency, executor_id=executor_id)
+    options = WorkerOptions(
+        queues=queues, concurrency=concurrency, executor_id=executor_id, prune_interval=prune_interval
     )
+    worker = Worker(app.engine, options)
     worker.start()
     thread = threading.Thread(target=worker.run, name=f"run-{executor_id}", daemon=True)
     thread.start()
