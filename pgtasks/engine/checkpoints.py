@@ -28,9 +28,14 @@ class CheckpointWriter:
 
     def record(self, step: StepRecord) -> StepWrite:
         """Record one checkpoint; returns once it is committed (or raises what the write raised)."""
+        return self.submit(step).result()
+
+    def submit(self, step: StepRecord) -> Future[StepWrite]:
+        """Queue one checkpoint; the future resolves once it is committed (an event loop awaits
+        it with ``asyncio.wrap_future`` instead of blocking)."""
         done: Future[StepWrite] = Future()
         self._queue.put((step, done))
-        return done.result()
+        return done
 
     def stop(self) -> None:
         """End the writer thread once what is queued has been written."""

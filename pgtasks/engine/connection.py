@@ -63,6 +63,10 @@ class DatabaseHandle:
 
     def record_step(self, step: StepRecord) -> StepWrite:
         """Record a step checkpoint, sharing the commit with other tasks of this process."""
+        return self.checkpoints().record(step)
+
+    def checkpoints(self) -> CheckpointWriter:
+        """The process's group-commit checkpoint writer, started on first use."""
         writer = self._checkpoints
         if writer is None:
             db = self.get()
@@ -70,7 +74,7 @@ class DatabaseHandle:
                 if self._checkpoints is None:
                     self._checkpoints = CheckpointWriter(db)
                 writer = self._checkpoints
-        return writer.record(step)
+        return writer
 
     def forget(self) -> None:
         """In a forked child: drop the parent's connections without touching them (closing

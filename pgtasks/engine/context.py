@@ -25,6 +25,9 @@ class TaskContext:
     next_function_id: int = 1
     # time.monotonic() of the last write that proved the task still runs here, or None.
     confirmed_at: float | None = None
+    # True on the asyncio pool: the event loop is shared with other tasks, so an async step
+    # must not block it (its database calls go to threads and its checkpoint is awaited).
+    shared_loop: bool = False
 
     @property
     def task_id(self) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import time
+from concurrent.futures import Future
 from typing import Any
 
 from pgtasks.engine import tracing
@@ -164,6 +165,11 @@ class Engine:
     def record_step(self, step: StepRecord) -> StepWrite:
         """Record a step checkpoint, sharing the commit with other tasks of this process."""
         return self._database.record_step(step)
+
+    def submit_step(self, step: StepRecord) -> Future[StepWrite]:
+        """Queue a step checkpoint for the shared commit; the future resolves once it is
+        committed (what an event loop awaits instead of blocking on :meth:`record_step`)."""
+        return self._database.checkpoints().submit(step)
 
     def close(self) -> None:
         """Close the database connections (they reopen on next use)."""

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import contextvars
 import inspect
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
@@ -11,12 +13,15 @@ from pgtasks.engine import context, tracing
 from pgtasks.engine.errors import (
     RetryRequested,
     SerializationError,
+    SoftTimeLimitExceeded,
     TaskAbandoned,
     TaskNotRegistered,
     TaskReleased,
+    TimeLimitExceeded,
 )
 from pgtasks.engine.failures import describe_failure, encode_exception
-from pgtasks.engine.retry import with_database_retry
+from pgtasks.engine.registry import TaskDefinition
+from pgtasks.engine.retry import with_database_retry, with_database_retry_async
 from pgtasks.engine.serialization import check_payload_size
 from pgtasks.sysdb.records import Outcome, Status, StepRecord, TaskRecord
 
@@ -35,14 +40,10 @@ def execute_task(
     name is unknown or whose inputs cannot be read fails at once with a precise error
     instead of being retried forever.
     """
-    try:
-        definition = engine.registry.get(record.name)
-        args, kwargs = engine.codec.loads_inputs(record.serialization, record.inputs, record.name)
-    except (TaskNotRegistered, SerializationError) as exc:
-        return Outcome(
-            record.task_id, Status.ERROR, error=encode_exception(exc), claim_token=record.claim_token
-        )
-    release = Outcome(record.task_id, Status.ENQUEUED, claim_token=record.claim_token)
+    prepared = _prepare(engine, record)
+    if isinstance(prepared, Outcome):
+        return prepared
+    definition, args, kwargs = prepared
     if steps is None:
         try:
             steps = with_database_retry(
@@ -52,7 +53,7 @@ def execute_task(
                 record.task_id,
             )
         except TaskReleased:
-            return release
+            return _release(record)
     ctx = context.TaskContext(record, executor_id, engine, {s.function_id: s for s in steps})
     with tracing.running(record, executor_id) as span:
         token = context.enter(ctx)
@@ -60,37 +61,185 @@ def execute_task(
             value = definition.fn(*args, **kwargs)
             if inspect.isawaitable(value):  # an async def task: its own event loop, here
                 value = run_coroutine(value)
-        except TaskAbandoned:
-            span.note("abandoned")
-            return None
-        except TaskReleased:
-            span.note("released")
-            return release
-        except RetryRequested as retry:
-            span.retrying(retry.countdown, retry.reason)
-            return _retry_outcome(engine, record, retry, args, kwargs)
         except BaseException as exc:  # a failing task never takes the worker down (CancelledError too)
-            span.failed(exc)
-            return Outcome(
-                record.task_id, Status.ERROR, error=encode_exception(exc), claim_token=record.claim_token
-            )
+            return _ended(engine, record, span, exc, args, kwargs)
         finally:
             context.leave(token)
-        outcome = _success_outcome(engine, record, value)
-        if outcome.status is Status.ERROR:
-            span.note("return value not recorded")
-        return outcome
+        return _succeeded(engine, record, span, value)
+
+
+async def execute_task_async(
+    engine: Engine,
+    record: TaskRecord,
+    executor_id: str,
+    steps: list[StepRecord] | None = None,
+    limits: TimeLimits = (None, None),
+) -> Outcome | None:
+    """:func:`execute_task` on a shared event loop (the asyncio pool), for an ``async def``
+    task: its coroutine runs on this loop beside the others, its database calls never block
+    the loop, and ``limits`` (hard, soft seconds) cancel it. A sync task is not for this
+    function: the pool runs it on a thread with :func:`execute_task`."""
+    prepared = _prepare(engine, record)
+    if isinstance(prepared, Outcome):
+        return prepared
+    definition, args, kwargs = prepared
+    if steps is None:
+        loop = asyncio.get_running_loop()
+        try:
+            steps = await with_database_retry_async(
+                lambda: loop.run_in_executor(None, engine._sysdb.steps_get, record.task_id),
+                engine.settings.lease_seconds,
+                "loading steps",
+                record.task_id,
+            )
+        except TaskReleased:
+            return _release(record)
+    ctx = context.TaskContext(
+        record, executor_id, engine, {s.function_id: s for s in steps}, shared_loop=True
+    )
+    with tracing.running(record, executor_id) as span:
+        token = context.enter(ctx)
+        try:
+            value = await within_limits(definition.fn(*args, **kwargs), limits)
+        except BaseException as exc:  # CancelledError too (a pool that cancelled it drops this)
+            return _ended(engine, record, span, exc, args, kwargs)
+        finally:
+            context.leave(token)
+        return _succeeded(engine, record, span, value)
+
+
+async def within_limits(awaitable: Awaitable[Any], limits: TimeLimits) -> Any:
+    """Await ``awaitable`` under (hard, soft) time limits in seconds.
+
+    At the soft limit the coroutine is cancelled (CancelledError inside it, which it may
+    catch to clean up and return); if it ends by that cancellation it raises
+    SoftTimeLimitExceeded. At the hard limit it is cancelled and TimeLimitExceeded is raised at
+    once, without waiting for it: whatever it still does cannot checkpoint (the task's row
+    is no longer PENDING here once the error is written)."""
+    hard, soft = limits
+    if hard is None and soft is None:
+        return await awaitable
+    inner = asyncio.ensure_future(awaitable)
+    loop = asyncio.get_running_loop()
+    soft_fired = False
+
+    def soft_limit() -> None:
+        nonlocal soft_fired
+        soft_fired = True
+        inner.cancel("soft time limit")
+
+    timer = loop.call_later(soft, soft_limit) if soft is not None else None
+    try:
+        done, _ = await asyncio.wait({inner}, timeout=hard)
+        if not done:
+            inner.cancel("time limit")
+            raise TimeLimitExceeded(f"task ran longer than its time limit of {hard:g}s")
+        try:
+            return inner.result()
+        except asyncio.CancelledError:
+            if soft_fired:
+                raise SoftTimeLimitExceeded(f"task ran past its soft time limit of {soft:g}s") from None
+            raise
+    except asyncio.CancelledError:  # this task was cancelled (a revoke): so is the coroutine
+        inner.cancel()
+        raise
+    finally:
+        if timer is not None:
+            timer.cancel()
+
+
+def _prepare(engine: Engine, record: TaskRecord) -> tuple[TaskDefinition, Any, Any] | Outcome:
+    """The task's definition and decoded arguments, or the ERROR outcome saying why not."""
+    try:
+        definition = engine.registry.get(record.name)
+        args, kwargs = engine.codec.loads_inputs(record.serialization, record.inputs, record.name)
+    except (TaskNotRegistered, SerializationError) as exc:
+        return Outcome(
+            record.task_id, Status.ERROR, error=encode_exception(exc), claim_token=record.claim_token
+        )
+    return definition, args, kwargs
+
+
+def _release(record: TaskRecord) -> Outcome:
+    return Outcome(record.task_id, Status.ENQUEUED, claim_token=record.claim_token)
+
+
+def _ended(
+    engine: Engine,
+    record: TaskRecord,
+    span: tracing.TaskSpan,
+    exc: BaseException,
+    args: list[Any],
+    kwargs: dict[str, Any],
+) -> Outcome | None:
+    """The outcome of a task whose body raised ``exc``."""
+    if isinstance(exc, TaskAbandoned):
+        span.note("abandoned")
+        return None
+    if isinstance(exc, TaskReleased):
+        span.note("released")
+        return _release(record)
+    if isinstance(exc, RetryRequested):
+        span.retrying(exc.countdown, exc.reason)
+        return _retry_outcome(engine, record, exc, args, kwargs)
+    span.failed(exc)
+    return Outcome(record.task_id, Status.ERROR, error=encode_exception(exc), claim_token=record.claim_token)
+
+
+def _succeeded(engine: Engine, record: TaskRecord, span: tracing.TaskSpan, value: Any) -> Outcome:
+    outcome = _success_outcome(engine, record, value)
+    if outcome.status is Status.ERROR:
+        span.note("return value not recorded")
+    return outcome
 
 
 def run_coroutine(awaitable: Awaitable[Any]) -> Any:
-    """Run an async task's coroutine to its end on an event loop of its own, in this thread
-    (a pool thread or a prefork child): its awaits overlap inside it, its steps checkpoint as
-    sync ones do, and an exception it raises comes out here."""
+    """Run an async task's coroutine to its end from this thread, and return its value or raise
+    its exception. On a pool thread or a prefork child it gets an event loop of its own: its
+    awaits overlap inside it and its steps checkpoint as sync ones do. On a thread of the
+    asyncio pool (a sync wrapper, such as a Celery task's tracer, around a coroutine) it runs
+    on the pool's shared loop while this thread waits."""
+    shared = _shared_loop.get()
+    if shared is None:
 
-    async def main() -> Any:
-        return await awaitable
+        async def main() -> Any:
+            return await awaitable
 
-    return asyncio.run(main())
+        return asyncio.run(main())
+    loop, limits = shared
+    ctx = context.running_context()
+    if ctx is not None:
+        ctx.shared_loop = True  # its async steps now run on the shared loop: they must not block it
+    done: concurrent.futures.Future[Any] = concurrent.futures.Future()
+    here = contextvars.copy_context()  # the task's context (running task, trace) goes with it
+
+    async def body() -> Any:
+        return await within_limits(awaitable, limits)
+
+    def copy_outcome(task: asyncio.Task[Any]) -> None:
+        if task.cancelled():
+            done.set_exception(asyncio.CancelledError())
+        elif (error := task.exception()) is not None:
+            done.set_exception(error)
+        else:
+            done.set_result(task.result())
+
+    def start() -> None:
+        here.run(loop.create_task, body()).add_done_callback(copy_outcome)  # a copy of here
+
+    loop.call_soon_threadsafe(start)
+    return done.result()
+
+
+TimeLimits = tuple["float | None", "float | None"]
+_shared_loop: contextvars.ContextVar[tuple[asyncio.AbstractEventLoop, TimeLimits] | None] = (
+    contextvars.ContextVar("pgtasks_shared_loop", default=None)
+)
+
+
+def on_shared_loop(loop: asyncio.AbstractEventLoop, limits: TimeLimits) -> contextvars.Token[Any]:
+    """Mark this thread's context as serving the asyncio pool's ``loop`` (see run_coroutine)."""
+    return _shared_loop.set((loop, limits))
 
 
 def _success_outcome(engine: Engine, record: TaskRecord, value: Any) -> Outcome:

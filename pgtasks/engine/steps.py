@@ -14,7 +14,7 @@ from pgtasks.engine.context import TaskContext, running_context
 from pgtasks.engine.crashpoints import crashpoint
 from pgtasks.engine.errors import ConfigurationError, NonDeterminismError, TaskAbandoned
 from pgtasks.engine.failures import decode_exception, encode_exception
-from pgtasks.engine.retry import with_database_retry
+from pgtasks.engine.retry import with_database_retry, with_database_retry_async
 from pgtasks.sysdb.records import StepRecord, StepWrite
 
 # A checkpoint committed this recently proves the task still runs here as well as a fresh
@@ -81,11 +81,12 @@ async def run_step_async(
     options: StepOptions, fn: Callable[..., Awaitable[Any]], args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> Any:
     """:func:`run_step` for an ``async def`` step: the body is awaited, the checkpoint is the
-    same (written from the task's own event loop: one task per loop, see execution.py)."""
+    same. On a task's own event loop (threads, prefork) the database calls run inline; on the
+    asyncio pool's shared loop they go to threads and the group-commit writer, awaited."""
     ctx = running_context()
     if ctx is None:
         return await fn(*args, **kwargs)
-    begun = _begin(ctx, options)
+    begun = await _begin_async(ctx, options) if ctx.shared_loop else _begin(ctx, options)
     if isinstance(begun, _Replayed):
         return begun.value
     attempt = 0
@@ -99,9 +100,17 @@ async def run_step_async(
                     attempt += 1
                     await asyncio.sleep(options.delay(attempt))
                     continue
-                _failed(ctx, options, begun, exc)
+                if ctx.shared_loop:
+                    await _checkpoint_async(ctx, begun, options.name, None, encode_exception(exc))
+                else:
+                    _failed(ctx, options, begun, exc)
                 raise
-    return _finish(ctx, options, begun, value)
+    if not ctx.shared_loop:
+        return _finish(ctx, options, begun, value)
+    what = f"return value of step {options.name!r}"
+    tag, text = ctx.engine.codec.dumps(value, what, ctx.record.serialization)
+    await _checkpoint_async(ctx, begun, options.name, text, None, tag)
+    return ctx.engine.codec.loads(tag, text, f"output of step {options.name!r}")
 
 
 @dataclass
@@ -119,13 +128,11 @@ class _Begun:
 def _begin(ctx: TaskContext, options: StepOptions) -> _Begun | _Replayed:
     """The step's position; its recorded outcome when it ran before (returned, or raised),
     else the ownership check and the crash point before its body."""
-    function_id = ctx.take_function_id()
-    recorded = ctx.steps.get(function_id)
-    if recorded is not None:
-        tracing.replayed(options.name, function_id)
-        return _Replayed(_replay(ctx, options, recorded))
-    engine = ctx.engine
-    if ctx.confirmed_at is None or time.monotonic() - ctx.confirmed_at > OWNERSHIP_FRESH_SECONDS:
+    position = _position(ctx, options)
+    if isinstance(position, _Replayed):
+        return position
+    if _check_due(ctx):
+        engine = ctx.engine
         owned = with_database_retry(
             lambda: engine._sysdb.task_owned_by(ctx.task_id, ctx.executor_id, ctx.record.claim_token),
             engine.settings.lease_seconds,
@@ -134,6 +141,47 @@ def _begin(ctx: TaskContext, options: StepOptions) -> _Begun | _Replayed:
         )
         if not owned:
             raise TaskAbandoned(ctx.task_id)  # cancelled, or another executor took it over
+    return _started(ctx, options, position)
+
+
+async def _begin_async(ctx: TaskContext, options: StepOptions) -> _Begun | _Replayed:
+    """:func:`_begin` on a shared event loop: the ownership read runs on a thread."""
+    position = _position(ctx, options)
+    if isinstance(position, _Replayed):
+        return position
+    if _check_due(ctx):
+        engine, loop = ctx.engine, asyncio.get_running_loop()
+
+        def read() -> bool:
+            return engine._sysdb.task_owned_by(ctx.task_id, ctx.executor_id, ctx.record.claim_token)
+
+        owned = await with_database_retry_async(
+            lambda: loop.run_in_executor(None, read),
+            engine.settings.lease_seconds,
+            "ownership check",
+            ctx.task_id,
+        )
+        if not owned:
+            raise TaskAbandoned(ctx.task_id)
+    return _started(ctx, options, position)
+
+
+def _position(ctx: TaskContext, options: StepOptions) -> int | _Replayed:
+    """The step's position in the history, or its recorded outcome when it ran before."""
+    function_id = ctx.take_function_id()
+    recorded = ctx.steps.get(function_id)
+    if recorded is not None:
+        tracing.replayed(options.name, function_id)
+        return _Replayed(_replay(ctx, options, recorded))
+    return function_id
+
+
+def _check_due(ctx: TaskContext) -> bool:
+    """Whether the task's ownership must be read before this step's body runs."""
+    return ctx.confirmed_at is None or time.monotonic() - ctx.confirmed_at > OWNERSHIP_FRESH_SECONDS
+
+
+def _started(ctx: TaskContext, options: StepOptions, function_id: int) -> _Begun:
     point = {
         "task_id": ctx.task_id,
         "function_id": function_id,
@@ -167,17 +215,7 @@ def _checkpoint(
     point: dict[str, Any],
     tag: str = "json",
 ) -> None:
-    record = StepRecord(
-        task_id=ctx.task_id,
-        function_id=function_id,
-        function_name=name,
-        output=output,
-        error=error,
-        serialization=tag,
-        started_at_epoch_ms=started,
-        executor_id=ctx.executor_id,
-        claim_token=ctx.record.claim_token,
-    )
+    record = _step_record(ctx, function_id, name, output, error, started, tag)
 
     def write() -> StepWrite:
         crashpoint("after_step_body_before_checkpoint", **point)
@@ -189,9 +227,54 @@ def _checkpoint(
 
     # A retry after a lost COMMIT reply finds its own row and reports RECORDED.
     written = with_database_retry(write, ctx.engine.settings.lease_seconds, "checkpoint", ctx.task_id)
+    _recorded(ctx, record, written)
+
+
+async def _checkpoint_async(
+    ctx: TaskContext, begun: _Begun, name: str, output: str | None, error: str | None, tag: str = "json"
+) -> None:
+    """:func:`_checkpoint` on a shared event loop: the checkpoint joins the group commit and
+    is awaited, so the other tasks on the loop run while it is written."""
+    record = _step_record(ctx, begun.function_id, name, output, error, begun.started, tag)
+
+    async def write() -> StepWrite:
+        crashpoint("after_step_body_before_checkpoint", **begun.point)
+        written = await asyncio.wrap_future(ctx.engine.submit_step(record))
+        crashpoint("after_checkpoint_commit", **begun.point)
+        return written
+
+    written = await with_database_retry_async(
+        write, ctx.engine.settings.lease_seconds, "checkpoint", ctx.task_id
+    )
+    _recorded(ctx, record, written)
+
+
+def _step_record(
+    ctx: TaskContext,
+    function_id: int,
+    name: str,
+    output: str | None,
+    error: str | None,
+    started: int,
+    tag: str,
+) -> StepRecord:
+    return StepRecord(
+        task_id=ctx.task_id,
+        function_id=function_id,
+        function_name=name,
+        output=output,
+        error=error,
+        serialization=tag,
+        started_at_epoch_ms=started,
+        executor_id=ctx.executor_id,
+        claim_token=ctx.record.claim_token,
+    )
+
+
+def _recorded(ctx: TaskContext, record: StepRecord, written: StepWrite) -> None:
     if written is not StepWrite.RECORDED:
         raise TaskAbandoned(ctx.task_id)  # cancelled meanwhile, or no longer ours
-    ctx.steps[function_id] = record
+    ctx.steps[record.function_id] = record
     ctx.confirmed_at = time.monotonic()
 
 

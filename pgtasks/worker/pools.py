@@ -2,6 +2,7 @@
 
 - ``threads``: a thread pool in the worker process.
 - ``solo``: one task at a time, inline in the claim loop.
+- ``asyncio``: one event loop for async tasks (:mod:`pgtasks.worker.asyncio_pool`).
 - ``prefork``: child processes, each with its own database connections; the parent kills a
   child that passes the hard time limit (recording TimeLimitExceeded) and replaces it, and
   replaces children after ``max_tasks_per_child`` tasks. The soft time limit raises
@@ -44,7 +45,7 @@ from pgtasks.worker.limits import time_limits
 log = logging.getLogger("pgtasks.worker")
 
 Finish = Callable[[TaskRecord, "Outcome | None"], None]
-POOLS = ("prefork", "threads", "solo")
+POOLS = ("prefork", "threads", "solo", "asyncio")
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,14 +148,6 @@ class SoloPool(ThreadPool):
 
     def shutdown(self, wait: bool) -> None:
         pass
-
-
-def make_pool(engine: Engine, executor_id: str, options: PoolOptions, finish: Finish) -> Pool:
-    if options.kind == "threads":
-        return ThreadPool(engine, executor_id, options, finish)
-    if options.kind == "solo":
-        return SoloPool(engine, executor_id, options, finish)
-    return PreforkPool(engine, executor_id, options, finish)
 
 
 # -- prefork ----------------------------------------------------------------------------

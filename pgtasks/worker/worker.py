@@ -33,13 +33,14 @@ from pgtasks.sysdb.records import (
     StepRecord,
     TaskRecord,
 )
+from pgtasks.worker.asyncio_pool import make_pool
 from pgtasks.worker.completer import BatchCompleter
 from pgtasks.worker.due import DueTimer
 from pgtasks.worker.health import fresh
 from pgtasks.worker.lease import LeaseKeeper
 from pgtasks.worker.logs import error_repr, log_with_traceback, result_repr
 from pgtasks.worker.metrics import WorkerMetrics
-from pgtasks.worker.pools import PoolOptions, make_pool
+from pgtasks.worker.pools import PoolOptions
 from pgtasks.worker.pruner import PRUNE_INTERVAL, Pruner
 from pgtasks.worker.queues import QueueBook
 from pgtasks.worker.wakeups import WakeOnEnqueue
@@ -88,11 +89,13 @@ class WorkerOptions:
         check_name_length(self.executor_id, "worker name (executor id)")
         if self.pool == "solo" and self.concurrency != 1:
             object.__setattr__(self, "concurrency", 1)  # solo runs one task at a time, as in Celery
-        if self.pool != "prefork" and (self.time_limit or self.soft_time_limit or self.max_tasks_per_child):
+        if self.pool not in ("prefork", "asyncio") and (self.time_limit or self.soft_time_limit):
             raise ConfigurationError(
-                "time limits and max_tasks_per_child need the prefork pool (-P prefork): a thread "
-                "cannot be killed safely"
+                "time limits need the prefork pool (-P prefork), or -P asyncio for async tasks: a "
+                "thread cannot be killed safely"
             )
+        if self.pool != "prefork" and self.max_tasks_per_child:
+            raise ConfigurationError("max_tasks_per_child needs the prefork pool (-P prefork)")
 
     def pool_options(self) -> PoolOptions:
         return PoolOptions(
@@ -199,7 +202,7 @@ class Worker:
         stray = self._store.release_stray(ReleaseStrayParams(self.executor_id, keep, grace))
         if stray:
             log.warning("gave back %d tasks this worker had claimed without knowing it", len(stray))
-        if keep and self.options.pool == "prefork":  # only processes can be stopped at once
+        if keep and self.options.pool in ("prefork", "asyncio"):  # processes and coroutines stop at once
             for task_id in self._store.to_terminate(list(keep)):
                 self._pool.terminate(task_id)
 

@@ -58,3 +58,46 @@ async def waits() -> str:
         await fetch(0)  # a step per round: a revoke stops it at the next one
         await asyncio.sleep(0.05)
     return "done"
+
+
+_arrived = 0
+
+
+@app.task(name="aio.barrier")
+async def barrier(n: int) -> int:
+    """Returns only once ``n`` of these run at the same time on this worker's event loop (a
+    pool that ran them one by one, or on too few slots, would time out instead)."""
+    global _arrived
+    _arrived += 1
+    for _ in range(3000):
+        if _arrived >= n:
+            return n
+        await asyncio.sleep(0.01)
+    raise TimeoutError(f"only {_arrived} of {n} tasks ran at once")
+
+
+@app.task(name="aio.sync_add")
+def sync_add(x: int, y: int) -> int:
+    append("sync_add")
+    return x + y
+
+
+@app.task(name="aio.sleeps")
+async def sleeps(seconds: float) -> str:
+    await asyncio.sleep(seconds)
+    return "slept"
+
+
+@app.task(name="aio.cleans_up")
+async def cleans_up(seconds: float) -> str:
+    try:
+        await asyncio.sleep(seconds)
+    except asyncio.CancelledError:  # the soft time limit: clean up and return
+        append("cleaned")
+        return "cleaned up"
+    return "slept"
+
+
+@app.task(name="aio.on_other_queue", queue="cpu")
+def on_other_queue(x: int) -> int:
+    return x * 10
