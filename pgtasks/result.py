@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING, Any
 
 from pgtasks.sysdb.records import Status
@@ -64,3 +65,16 @@ class AsyncResult:
         :class:`~pgtasks.MaxRecoveryAttemptsExceeded` for a dead-lettered one.
         """
         return self._engine.result_of(self._engine.wait(self.id, timeout))
+
+    async def get_async(self, timeout: float | None = None) -> Any:
+        """:meth:`get` for async code: awaits the task's end without blocking the event loop,
+        woken by the database's notification that it finished (PostgreSQL; SQLite polls)."""
+        return self._engine.result_of(await self._engine.wait_async(self.id, timeout))
+
+    async def ready_async(self) -> bool:
+        """:meth:`ready` for async code (the read runs on a thread)."""
+        return await asyncio.to_thread(self.ready)
+
+    async def status_async(self) -> str | None:
+        """:attr:`status` for async code (the read runs on a thread)."""
+        return await asyncio.to_thread(lambda: self.status)

@@ -7,7 +7,7 @@ import dataclasses
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from pgtasks.engine.options import SendOptions
+from pgtasks.engine.options import EnqueueRequest, SendOptions
 from pgtasks.result import AsyncResult
 
 if TYPE_CHECKING:
@@ -28,6 +28,20 @@ def send(
     return AsyncResult(sent, engine)
 
 
+async def send_async(
+    engine: Engine,
+    name: str,
+    args: Sequence[Any] | None,
+    kwargs: dict[str, Any] | None,
+    options: SendOptions,
+) -> AsyncResult:
+    """:func:`send` without blocking the event loop (``options.conn`` may be a
+    ``psycopg.AsyncConnection``: the insert joins its transaction)."""
+    request = options.request(name, args, kwargs)
+    [sent] = await engine.enqueue_async([request], conn=options.conn, on_duplicate=options.on_duplicate)
+    return AsyncResult(sent, engine)
+
+
 def send_many(
     engine: Engine,
     name: str,
@@ -37,17 +51,36 @@ def send_many(
 ) -> list[AsyncResult]:
     """Insert one task ``name`` per argument list, in one statement, all with ``options``
     (``task_ids``: one per task, or None for new ids)."""
+    requests = _many(name, arg_lists, task_ids, options)
+    sent = engine.enqueue(requests, conn=options.conn, on_duplicate=options.on_duplicate)
+    return [AsyncResult(task_id, engine) for task_id in sent]
+
+
+async def send_many_async(
+    engine: Engine,
+    name: str,
+    arg_lists: Sequence[Sequence[Any]],
+    task_ids: Sequence[str] | None,
+    options: SendOptions,
+) -> list[AsyncResult]:
+    """:func:`send_many` without blocking the event loop."""
+    requests = _many(name, arg_lists, task_ids, options)
+    sent = await engine.enqueue_async(requests, conn=options.conn, on_duplicate=options.on_duplicate)
+    return [AsyncResult(task_id, engine) for task_id in sent]
+
+
+def _many(
+    name: str, arg_lists: Sequence[Sequence[Any]], task_ids: Sequence[str] | None, options: SendOptions
+) -> list[EnqueueRequest]:
     if options.task_id is not None:
         raise ValueError("map_enqueue takes task_ids=[...], one per task, not task_id")
     if task_ids is not None and len(task_ids) != len(arg_lists):
         raise ValueError(f"map_enqueue got {len(task_ids)} task_ids for {len(arg_lists)} tasks")
     ids: list[str | None] = list(task_ids) if task_ids is not None else [None] * len(arg_lists)
-    requests = [
+    return [
         dataclasses.replace(options, task_id=task_id).request(name, args)
         for args, task_id in zip(arg_lists, ids, strict=True)
     ]
-    sent = engine.enqueue(requests, conn=options.conn, on_duplicate=options.on_duplicate)
-    return [AsyncResult(task_id, engine) for task_id in sent]
 
 
 class Sending:
@@ -66,3 +99,15 @@ class Sending:
         handle; ``options`` are those of :class:`~pgtasks.engine.options.SendOptions` (an
         unknown one raises ConfigurationError)."""
         return send(self.engine, name, args, kwargs, SendOptions.from_kwargs(**options))
+
+    async def enqueue_async(
+        self,
+        name: str,
+        args: Sequence[Any] | None = None,
+        kwargs: dict[str, Any] | None = None,
+        **options: Any,
+    ) -> AsyncResult:
+        """:meth:`enqueue` for async code: awaiting it never blocks the event loop, and
+        ``conn=`` may be the caller's ``psycopg.AsyncConnection`` (the task is inserted in its
+        transaction, so it exists only if that transaction commits)."""
+        return await send_async(self.engine, name, args, kwargs, SendOptions.from_kwargs(**options))

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from pgtasks.engine.options import SendOptions
 from pgtasks.engine.registry import TaskDefinition
 from pgtasks.result import AsyncResult
-from pgtasks.sending import send, send_many
+from pgtasks.sending import send, send_async, send_many, send_many_async
 
 if TYPE_CHECKING:
     from pgtasks.engine.core import Engine
@@ -50,6 +50,21 @@ class Task:
         one INSERT. An unknown option raises ConfigurationError."""
         return send(self._engine, self.name, args, kwargs, self._options(options))
 
+    async def delay_async(self, *args: Any, **kwargs: Any) -> AsyncResult:
+        """:meth:`delay` for async code: the insert never blocks the event loop."""
+        return await self.apply_async_async(args, kwargs)
+
+    async def apply_async_async(
+        self,
+        args: Sequence[Any] | None = None,
+        kwargs: dict[str, Any] | None = None,
+        **options: Any,
+    ) -> AsyncResult:
+        """:meth:`apply_async` for async code (every name with an ``_async`` suffix is the
+        awaitable twin of the name without it). ``conn=`` may be a ``psycopg.AsyncConnection``:
+        the task is inserted in that connection's transaction."""
+        return await send_async(self._engine, self.name, args, kwargs, self._options(options))
+
     def map_enqueue(
         self,
         arg_lists: Sequence[Sequence[Any]],
@@ -61,6 +76,15 @@ class Task:
         task, lets the caller know the ids before the insert (a retry after an ambiguous error
         then returns the tasks it made instead of sending them again)."""
         return send_many(self._engine, self.name, arg_lists, task_ids, self._options(options))
+
+    async def map_enqueue_async(
+        self,
+        arg_lists: Sequence[Sequence[Any]],
+        task_ids: Sequence[str] | None = None,
+        **options: Any,
+    ) -> list[AsyncResult]:
+        """:meth:`map_enqueue` for async code: one INSERT, awaited."""
+        return await send_many_async(self._engine, self.name, arg_lists, task_ids, self._options(options))
 
     def _options(self, options: dict[str, Any]) -> SendOptions:
         """``options`` checked, with this task's queue and recovery limit as defaults."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 import threading
 
 from pgtasks.engine.checkpoints import CheckpointWriter
+from pgtasks.engine.done_watch import DoneWatch
 from pgtasks.sysdb import SystemDatabase, open_system_database
 from pgtasks.sysdb.records import MigrationInfo, StepRecord, StepWrite
 from pgtasks.sysdb.urls import DatabaseTarget, parse_database_url
@@ -22,6 +23,7 @@ class DatabaseHandle:
         self.target: DatabaseTarget = parse_database_url(url, schema)
         self._db: SystemDatabase | None = None
         self._checkpoints: CheckpointWriter | None = None
+        self._done_watch: DoneWatch | None = None
         self._lock = threading.Lock()
 
     def serves(self, url: str, schema: str, pool_size: int) -> bool:
@@ -76,11 +78,19 @@ class DatabaseHandle:
                 writer = self._checkpoints
         return writer
 
+    def done_watch(self) -> DoneWatch:
+        """The process's listener for finished tasks (what ``get_async`` waits on)."""
+        with self._lock:
+            if self._done_watch is None:
+                self._done_watch = DoneWatch(self.get)
+            return self._done_watch
+
     def forget(self) -> None:
         """In a forked child: drop the parent's connections without touching them (closing
         would end the parent's sessions); the child opens its own on next use."""
         self._db = None
         self._checkpoints = None
+        self._done_watch = None
         self._lock = threading.Lock()
 
     def close(self) -> None:
@@ -89,6 +99,9 @@ class DatabaseHandle:
             if self._checkpoints is not None:
                 self._checkpoints.stop()
                 self._checkpoints = None
+            if self._done_watch is not None:
+                self._done_watch.close()
+                self._done_watch = None
             if self._db is not None:
                 self._db.close()
                 self._db = None

@@ -5,9 +5,11 @@ layer above reaches but through the engine's methods and its three facades:
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import dataclasses
 import time
+from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any
 
@@ -15,6 +17,7 @@ from pgtasks.engine import tracing
 from pgtasks.engine.canvas import CanvasLinks
 from pgtasks.engine.connection import DatabaseHandle
 from pgtasks.engine.context import running_context
+from pgtasks.engine.done_watch import FALLBACK_SECONDS
 from pgtasks.engine.errors import (
     ChordError,
     DatabaseUnavailable,
@@ -37,6 +40,7 @@ from pgtasks.sysdb import SystemDatabase
 from pgtasks.sysdb.records import (
     HOLDER_FINISHED,
     EndReason,
+    EnqueueResult,
     MigrationInfo,
     NewTask,
     QueueSettings,
@@ -198,8 +202,42 @@ class Engine:
         """
         if on_duplicate not in ("raise", "return"):
             raise ValueError("on_duplicate must be 'raise' or 'return'")
-        parent = running_context()
         rows: list[NewTask] = []
+        with tracing.sending([r.name for r in requests]) as stamp:
+            build = self._row_builder(rows, stamp)
+            if len(requests) <= ENQUEUE_CHUNK:
+                results = self._sysdb.tasks_enqueue(build(requests), conn=conn)
+            else:  # the database writes one chunk while the next is being serialized
+                chunks = (
+                    build(requests[i : i + ENQUEUE_CHUNK]) for i in range(0, len(requests), ENQUEUE_CHUNK)
+                )
+                results = self._sysdb.tasks_enqueue_chunks(chunks, conn=conn)
+        ids = _sent_ids(rows, results, on_duplicate)
+        self._queue_watch.check({row.queue_name for row in rows})
+        return ids
+
+    async def enqueue_async(
+        self, requests: list[EnqueueRequest], conn: Any = None, on_duplicate: str = "raise"
+    ) -> list[str]:
+        """:meth:`enqueue` without blocking the event loop: on a thread, or with ``conn`` a
+        ``psycopg.AsyncConnection``, as statements of that connection's transaction (the
+        tasks exist once the caller commits; a rollback leaves none)."""
+        if conn is None or not _is_async_connection(conn):
+            return await asyncio.to_thread(self.enqueue, requests, conn, on_duplicate)
+        if on_duplicate not in ("raise", "return"):
+            raise ValueError("on_duplicate must be 'raise' or 'return'")
+        rows: list[NewTask] = []
+        with tracing.sending([r.name for r in requests]) as stamp:
+            results = await self._sysdb.tasks_enqueue_async(self._row_builder(rows, stamp)(requests), conn)
+        return _sent_ids(rows, results, on_duplicate)
+
+    def _row_builder(
+        self, rows: list[NewTask], stamp: Callable[[NewTask], NewTask]
+    ) -> Callable[[list[EnqueueRequest]], list[NewTask]]:
+        """A function turning requests into the rows to insert, collecting them in ``rows``.
+        Inside a running task, tasks sent without an explicit id get ids derived from the
+        parent's id and position, so a re-run of the parent sends each child once."""
+        parent = running_context()
 
         def build(part: list[EnqueueRequest]) -> list[NewTask]:
             built = []
@@ -226,28 +264,7 @@ class Engine:
             rows.extend(built)
             return built
 
-        with tracing.sending([r.name for r in requests]) as stamp:
-            if len(requests) <= ENQUEUE_CHUNK:
-                results = self._sysdb.tasks_enqueue(build(requests), conn=conn)
-            else:  # the database writes one chunk while the next is being serialized
-                chunks = (
-                    build(requests[i : i + ENQUEUE_CHUNK]) for i in range(0, len(requests), ENQUEUE_CHUNK)
-                )
-                results = self._sysdb.tasks_enqueue_chunks(chunks, conn=conn)
-        ids = []
-        for row, result in zip(rows, results, strict=True):
-            if result.duplicate_of is None:
-                ids.append(result.task_id)  # inserted, or that task id existed already
-            elif on_duplicate == "return" and result.duplicate_of != HOLDER_FINISHED:
-                ids.append(result.duplicate_of)
-            else:
-                raise DuplicateTaskError(
-                    f"task {row.name!r} with deduplication_id {row.deduplication_id!r} is already "
-                    f"queued on {row.queue_name!r} as task {result.duplicate_of}",
-                    result.duplicate_of,
-                )
-        self._queue_watch.check({row.queue_name for row in rows})
-        return ids
+        return build
 
     # -- results -------------------------------------------------------------------------
     def get_task(self, task_id: str) -> TaskRecord | None:
@@ -265,11 +282,34 @@ class Engine:
                 return record
             remaining = None if deadline is None else deadline - time.monotonic()
             if remaining is not None and remaining <= 0:
-                if record is None:
-                    raise TaskTimeoutError(f"no task with id {task_id!r} exists (waited {timeout}s)")
-                raise TaskTimeoutError(f"task {task_id} is still {record.status.value} after {timeout}s")
+                raise _wait_timeout(task_id, record, timeout)
             time.sleep(interval if remaining is None else min(interval, remaining))
             interval = min(interval * 2, WAIT_MAX_INTERVAL)
+
+    async def wait_async(self, task_id: str, timeout: float | None = None) -> TaskRecord:
+        """:meth:`wait` without blocking the event loop, woken by the notification that the
+        task finished (PostgreSQL); where there are none, it polls as :meth:`wait` does."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        watch = self._database.done_watch()
+        listening = await asyncio.to_thread(watch.start)
+        interval = FALLBACK_SECONDS if listening else WAIT_FIRST_INTERVAL
+        record = None
+        while True:
+            woken = watch.watch(task_id)  # before the read: a finish after it still wakes us
+            try:
+                with contextlib.suppress(DatabaseUnavailable):
+                    record = await asyncio.to_thread(self._sysdb.task_get, task_id)
+                if record is not None and record.status.is_terminal:
+                    return record
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    raise _wait_timeout(task_id, record, timeout)
+                pause = interval if remaining is None else min(interval, remaining)
+                await asyncio.wait({woken}, timeout=pause)
+            finally:
+                watch.unwatch(task_id, woken)
+            if not listening:
+                interval = min(interval * 2, WAIT_MAX_INTERVAL)
 
     def result_of(self, record: TaskRecord) -> Any:
         """The return value of a finished task, or raise what it raised."""
@@ -290,3 +330,35 @@ class Engine:
                 "it is dead-lettered: resume it by hand once the cause is fixed"
             )
         raise ValueError(f"task {record.task_id} has not finished (status {record.status.value})")
+
+
+def _sent_ids(rows: list[NewTask], results: list[EnqueueResult], on_duplicate: str) -> list[str]:
+    """The id each request resolved to: its own (inserted, or the same id existed), or the
+    holder of its deduplication id (``on_duplicate="return"``); DuplicateTaskError otherwise."""
+    ids = []
+    for row, result in zip(rows, results, strict=True):
+        if result.duplicate_of is None:
+            ids.append(result.task_id)
+        elif on_duplicate == "return" and result.duplicate_of != HOLDER_FINISHED:
+            ids.append(result.duplicate_of)
+        else:
+            raise DuplicateTaskError(
+                f"task {row.name!r} with deduplication_id {row.deduplication_id!r} is already "
+                f"queued on {row.queue_name!r} as task {result.duplicate_of}",
+                result.duplicate_of,
+            )
+    return ids
+
+
+def _is_async_connection(conn: Any) -> bool:
+    """A psycopg AsyncConnection, recognised without importing psycopg (absent with SQLite)."""
+    return any(
+        cls.__name__ == "AsyncConnection" and cls.__module__.startswith("psycopg")
+        for cls in type(conn).__mro__
+    )
+
+
+def _wait_timeout(task_id: str, record: TaskRecord | None, timeout: float | None) -> TaskTimeoutError:
+    if record is None:
+        return TaskTimeoutError(f"no task with id {task_id!r} exists (waited {timeout}s)")
+    return TaskTimeoutError(f"task {task_id} is still {record.status.value} after {timeout}s")

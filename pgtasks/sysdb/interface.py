@@ -12,6 +12,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from typing import Any
 
+from pgtasks.sysdb.errors import ConfigurationError
 from pgtasks.sysdb.records import (
     CanvasEnqueue,
     ChordHeaderClose,
@@ -324,6 +325,18 @@ class SystemDatabase(ABC):
         """A listener for enqueue notifications, or None where the database has none
         (SQLite: workers poll)."""
         return None
+
+    def open_done_listener(self) -> EnqueueListener | None:
+        """A listener for the ids of finished tasks (newline-separated payloads, sent by the
+        statement that records outcomes), or None where the database has none: waiters poll."""
+        return None
+
+    async def tasks_enqueue_async(self, tasks: list[NewTask], conn: Any) -> list[EnqueueResult]:
+        """:meth:`tasks_enqueue` on the caller's async connection, in its transaction."""
+        raise ConfigurationError(
+            f"conn= with an async connection needs PostgreSQL (psycopg.AsyncConnection); "
+            f"this database is {self.target.dialect}"
+        )
 
     # -- misc ---------------------------------------------------------------------------
     @abstractmethod

@@ -81,6 +81,24 @@ def notify_channel(schema: str) -> str:
     return validate_identifier(channel, "channel name")
 
 
+def _duplicates_of(tasks: list[NewTask], inserted: set[str]) -> dict[str, Any]:
+    """Parameters of ``tasks_find_duplicates`` for the tasks the insert did not make."""
+    missing = [t for t in tasks if t.task_id not in inserted]
+    return {
+        "ids": [t.task_id for t in missing],
+        "queues": [t.queue_name for t in missing if t.deduplication_id],
+        "dedups": [t.deduplication_id for t in missing if t.deduplication_id],
+    }
+
+
+def done_channel(schema: str) -> str:
+    """The channel on which the ids of the tasks of ``schema`` that finished are announced."""
+    channel = f"pgtasks_done_{schema}"
+    if len(channel) > 63:
+        channel = "pgtasks_done_" + hashlib.sha256(schema.encode()).hexdigest()[:32]
+    return validate_identifier(channel, "channel name")
+
+
 @contextmanager
 def _callers_transaction(conn: psycopg.Connection[Any]) -> Iterator[psycopg.Connection[Any]]:
     """The caller's connection inside a transaction: its own open one, or (in autocommit) a
@@ -101,6 +119,7 @@ class PostgresSystemDatabase(PostgresSessions, SqlStore):
         self.target = target
         self.schema = quote_identifier(target.schema, "schema name")
         self.channel = notify_channel(target.schema)
+        self.done_channel = done_channel(target.schema)
         self.sql = load_statements("postgres", {"__schema__": self.schema, "__now_ms__": NOW_MS})
         tail = self.sql.pop("claim_picked")
         for name in ("tasks_claim", "tasks_claim_limited", "tasks_claim_partitioned"):
@@ -211,16 +230,38 @@ class PostgresSystemDatabase(PostgresSessions, SqlStore):
             inserted = {row["workflow_uuid"] for row in cur.fetchall()}
             existing: list[dict[str, Any]] = []
             if len(inserted) < len(tasks):
-                missing = [t for t in tasks if t.task_id not in inserted]
-                cur.execute(
-                    self.sql["tasks_find_duplicates"],
-                    {
-                        "ids": [t.task_id for t in missing],
-                        "queues": [t.queue_name for t in missing if t.deduplication_id],
-                        "dedups": [t.deduplication_id for t in missing if t.deduplication_id],
-                    },
-                )
+                cur.execute(self.sql["tasks_find_duplicates"], _duplicates_of(tasks, inserted))
                 existing = cur.fetchall()
+        return enqueue_results(tasks, inserted, existing)
+
+    async def tasks_enqueue_async(self, tasks: list[NewTask], conn: Any) -> list[EnqueueResult]:
+        """The same statements as :meth:`_enqueue_on`, on the caller's ``psycopg.AsyncConnection``:
+        in its open transaction, or in one of their own if it is in autocommit."""
+        if not isinstance(conn, psycopg.AsyncConnection):
+            raise ConfigurationError(
+                f"conn= must be a psycopg.AsyncConnection here, not {type(conn).__name__}"
+            )
+        if not tasks:
+            return []
+        if conn.autocommit:
+            async with conn.transaction():
+                return await self._enqueue_on_async(conn, tasks)
+        return await self._enqueue_on_async(conn, tasks)
+
+    async def _enqueue_on_async(
+        self, conn: psycopg.AsyncConnection[Any], tasks: list[NewTask]
+    ) -> list[EnqueueResult]:
+        async with conn.cursor(row_factory=dict_row) as cur:
+            if len(tasks) == 1:
+                name, params = "tasks_enqueue_one", single_task_params(tasks[0])
+            else:
+                name, params = "tasks_enqueue", enqueue_columns(tasks)
+            await cur.execute(self.sql[name], {**params, "channel": self.channel})
+            inserted = {row["workflow_uuid"] for row in await cur.fetchall()}
+            existing: list[dict[str, Any]] = []
+            if len(inserted) < len(tasks):
+                await cur.execute(self.sql["tasks_find_duplicates"], _duplicates_of(tasks, inserted))
+                existing = await cur.fetchall()
         return enqueue_results(tasks, inserted, existing)
 
     def tasks_claim(self, params: ClaimParams) -> list[TaskRecord]:
@@ -293,6 +334,7 @@ class PostgresSystemDatabase(PostgresSessions, SqlStore):
             "retry_in": [o.retry_in_ms for o in params.outcomes],
             "inputs": [o.inputs for o in params.outcomes],
             "channel": self.channel,
+            "done_channel": self.done_channel,
         }
 
     def queues_announce(self, queues: tuple[str, ...]) -> None:
@@ -338,6 +380,11 @@ class PostgresSystemDatabase(PostgresSessions, SqlStore):
         if self.target.transaction_pooling and not self.target.listen_dsn:
             return None  # LISTEN through a transaction pool would lose notifications: poll
         return PostgresListener(self.target, self.channel)
+
+    def open_done_listener(self) -> EnqueueListener | None:
+        if self.target.transaction_pooling and not self.target.listen_dsn:
+            return None
+        return PostgresListener(self.target, self.done_channel)
 
     def close(self) -> None:
         self._close_sessions()

@@ -381,8 +381,19 @@ cleared AS (
 notified AS (
     SELECT count(pg_notify(%(channel)s, q.queue_name)) AS n
     FROM (SELECT DISTINCT queue_name FROM done WHERE retried AND status = 'ENQUEUED') AS q
+),
+-- The ids of the tasks that finished, newline-separated, on the "done" channel for whoever
+-- awaits a result (get_async): one notification per 6,000 bytes of ids (a payload must stay
+-- under 8,000 bytes; an id is at most 1,020).
+finished AS (
+    SELECT count(pg_notify(%(done_channel)s, c.ids)) AS n
+    FROM (SELECT string_agg(f.workflow_uuid, E'\n') AS ids
+          FROM (SELECT workflow_uuid,
+                       sum(octet_length(workflow_uuid) + 1) OVER (ORDER BY workflow_uuid) AS upto
+                FROM done WHERE status IN ('SUCCESS', 'ERROR', 'MAX_RECOVERY_ATTEMPTS_EXCEEDED')) AS f
+          GROUP BY f.upto / 6000) AS c
 )
-SELECT workflow_uuid FROM done, notified
+SELECT workflow_uuid FROM done, notified, finished
 
 -- name: tasks_promote_delayed
 UPDATE __schema__.workflow_status
