@@ -30,7 +30,7 @@ from pgtasks.compat.planning import send_canvas
 from pgtasks.compat.result import AsyncResult, GroupResult
 from pgtasks.compat.retrying import with_autoretry
 from pgtasks.compat.routing import RouterFunction, prepare_routers
-from pgtasks.compat.sending import send_task
+from pgtasks.compat.sending import send_task, send_task_async
 from pgtasks.compat.signals import Signal
 from pgtasks.compat.signatures import Signature, signature
 from pgtasks.compat.task import Task
@@ -389,7 +389,20 @@ class Celery(App):
         self, name: str, args: Any = None, kwargs: Any = None, **options: Any
     ) -> AsyncResult:
         """Send a task by name (Celery ignores ``task_always_eager`` here, and so does pgtasks)."""
-        for key in (
+        options = self._send_task_options(options)
+        return send_task(self, name, args, kwargs, task=self._registry.get(name), **options)
+
+    async def send_task_async(
+        self, name: str, args: Any = None, kwargs: Any = None, **options: Any
+    ) -> AsyncResult:
+        """:meth:`send_task` for async code (``conn=`` may be a ``psycopg.AsyncConnection``)."""
+        options = self._send_task_options(options)
+        return await send_task_async(self, name, args, kwargs, task=self._registry.get(name), **options)
+
+    @staticmethod
+    def _send_task_options(options: dict[str, Any]) -> dict[str, Any]:
+        """Celery's send_task options that mean nothing here dropped, None values too."""
+        ignored = (
             "producer",
             "connection",
             "router",
@@ -399,10 +412,12 @@ class Celery(App):
             "route_name",
             "replaced_task_nesting",
             "retries",
-        ):
-            options.pop(key, None)
-        options = {k: v for k, v in options.items() if v is not None or k in ("link", "link_error")}
-        return send_task(self, name, args, kwargs, task=self._registry.get(name), **options)
+        )
+        return {
+            k: v
+            for k, v in options.items()
+            if k not in ignored and (v is not None or k in ("link", "link_error"))
+        }
 
     def send_canvas(self, item: Signature, args: tuple[Any, ...] = ()) -> AsyncResult | GroupResult:
         """Plan a workflow (or a signature with callbacks) into linked tasks and insert them in

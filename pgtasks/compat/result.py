@@ -9,7 +9,9 @@ says no such task exists.
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
+import functools
 import json
 import time
 from collections import deque
@@ -20,7 +22,7 @@ from pgtasks.compat import states
 from pgtasks.compat.current import current_app
 from pgtasks.compat.exceptions import IncompleteStream, TaskRevokedError, TimeoutError, celery_exception
 from pgtasks.compat.request import allow_join_result, denied_join_result, inside_worker_task
-from pgtasks.engine.errors import DatabaseUnavailable, MaxRecoveryAttemptsExceeded
+from pgtasks.engine.errors import DatabaseUnavailable, MaxRecoveryAttemptsExceeded, TaskTimeoutError
 from pgtasks.engine.events import task_state
 from pgtasks.engine.failures import decode_exception
 from pgtasks.sysdb.records import Status, TaskRecord
@@ -239,6 +241,33 @@ class AsyncResult(ResultBase):
             pause = min(pause * 2, interval)
 
     wait = get
+
+    async def get_async(
+        self, timeout: float | None = None, propagate: bool = True, callback: Any = None, **kwargs: Any
+    ) -> Any:
+        """:meth:`get` for async code (pgtasks' ``_async`` twin; Celery has none): awaits the
+        task without blocking the event loop, woken by the database's notification that it
+        finished, and may be awaited inside a running task. Raises TimeoutError as get does."""
+        if self.ignored:
+            return None
+        try:
+            await self.app.engine.wait_async(self.id, timeout)
+        except TaskTimeoutError as exc:
+            if "no task with id" in str(exc):
+                raise TimeoutError(f"The operation timed out (no task with id {self.id!r} exists).") from None
+            raise TimeoutError("The operation timed out.") from None
+        read = functools.partial(self.get, propagate=propagate, callback=callback)
+        return await asyncio.to_thread(read, timeout=0, disable_sync_subtasks=False)
+
+    wait_async = get_async
+
+    async def ready_async(self) -> bool:
+        """:meth:`ready` for async code (the read runs on a thread)."""
+        return await asyncio.to_thread(self.ready)
+
+    async def state_async(self) -> str:
+        """:attr:`state` for async code (the read runs on a thread)."""
+        return await asyncio.to_thread(lambda: self.state)
 
     # -- details -------------------------------------------------------------------------
     @property
@@ -500,6 +529,22 @@ class ResultSet(ResultBase):
         return values
 
     get = join
+
+    async def join_async(
+        self, timeout: float | None = None, propagate: bool = True, callback: Any = None, **kwargs: Any
+    ) -> list[Any]:
+        """:meth:`join` for async code: every result, in order, awaited with get_async."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        values = []
+        for result in self.results:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            value = await result.get_async(timeout=left, propagate=propagate)
+            if callback is not None:
+                callback(result.id, value)
+            values.append(value)
+        return values
+
+    get_async = join_async
 
     def revoke(self, connection: Any = None, terminate: bool = False, **kwargs: Any) -> None:
         for result in self.results:

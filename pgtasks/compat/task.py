@@ -4,6 +4,8 @@ defaults and methods. ``@app.task`` makes a subclass per function, as Celery doe
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import inspect
 import logging
 import uuid
@@ -15,9 +17,10 @@ from pgtasks.compat.eager import apply_eagerly
 from pgtasks.compat.mapping import chunks, xmap, xstarmap
 from pgtasks.compat.planning import replacement_of, send_replacement
 from pgtasks.compat.request import Context, executing, request_of
-from pgtasks.compat.sending import send_task
+from pgtasks.compat.sending import send_task, send_task_async
 from pgtasks.compat.signatures import Signature
 from pgtasks.engine.context import running_context
+from pgtasks.engine.core import is_async_connection
 from pgtasks.engine.events import record_task_state
 
 if TYPE_CHECKING:
@@ -143,8 +146,6 @@ class Task:
                 link_error=link_error,
                 **options,
             )
-        defaults = {"queue": self.queue, "priority": self.priority, "expires": self.expires}
-        merged = {**{k: v for k, v in defaults.items() if v is not None}, **options}
         result = send_task(
             app,
             self.name or "",
@@ -154,8 +155,52 @@ class Task:
             task_id=task_id,
             link=link,
             link_error=link_error,
-            **merged,
+            **self._with_defaults(options),
         )
+        return self._handed_back(result, options)
+
+    async def delay_async(self, *args: Any, **kwargs: Any) -> AsyncResult:
+        """:meth:`delay` for async code: awaiting it never blocks the event loop."""
+        return await self.apply_async_async(args, kwargs)
+
+    async def apply_async_async(
+        self,
+        args: Any = None,
+        kwargs: Any = None,
+        task_id: str | None = None,
+        link: Any = None,
+        link_error: Any = None,
+        **options: Any,
+    ) -> AsyncResult:
+        """:meth:`apply_async` for async code (pgtasks' ``_async`` twin; Celery has none).
+        ``conn=`` may be a ``psycopg.AsyncConnection``: the task is inserted in its
+        transaction. Anything else (eager mode, callbacks) runs apply_async on a thread."""
+        conn = options.get("conn")
+        if conn is None or not is_async_connection(conn) or self.app.conf.task_always_eager:
+            send = functools.partial(self.apply_async, args, kwargs, task_id=task_id)
+            return await asyncio.to_thread(send, link=link, link_error=link_error, **options)
+        if self.soft_time_limit and self.time_limit and self.soft_time_limit > self.time_limit:
+            raise ValueError("soft_time_limit must be less than or equal to time_limit")
+        self.check_arguments(*(args or ()), **(kwargs or {}))
+        result = await send_task_async(
+            self.app,
+            self.name or "",
+            args,
+            kwargs,
+            task=self,
+            task_id=task_id,
+            link=link,
+            link_error=link_error,
+            **self._with_defaults(options),
+        )
+        return self._handed_back(result, options)
+
+    def _with_defaults(self, options: dict[str, Any]) -> dict[str, Any]:
+        """The send options, with this task's queue, priority and expiry where not given."""
+        defaults = {"queue": self.queue, "priority": self.priority, "expires": self.expires}
+        return {**{k: v for k, v in defaults.items() if v is not None}, **options}
+
+    def _handed_back(self, result: AsyncResult, options: dict[str, Any]) -> AsyncResult:
         if type(self).AsyncResult is not Task.AsyncResult:  # its own result class, as Celery's
             result = self.AsyncResult(result.id)  # result_cls=self.AsyncResult (AbortableTask)
         ignored = options.get("ignore_result")

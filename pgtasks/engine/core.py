@@ -222,7 +222,7 @@ class Engine:
         """:meth:`enqueue` without blocking the event loop: on a thread, or with ``conn`` a
         ``psycopg.AsyncConnection``, as statements of that connection's transaction (the
         tasks exist once the caller commits; a rollback leaves none)."""
-        if conn is None or not _is_async_connection(conn):
+        if conn is None or not is_async_connection(conn):
             return await asyncio.to_thread(self.enqueue, requests, conn, on_duplicate)
         if on_duplicate not in ("raise", "return"):
             raise ValueError("on_duplicate must be 'raise' or 'return'")
@@ -350,7 +350,7 @@ def _sent_ids(rows: list[NewTask], results: list[EnqueueResult], on_duplicate: s
     return ids
 
 
-def _is_async_connection(conn: Any) -> bool:
+def is_async_connection(conn: Any) -> bool:
     """A psycopg AsyncConnection, recognised without importing psycopg (absent with SQLite)."""
     return any(
         cls.__name__ == "AsyncConnection" and cls.__module__.startswith("psycopg")

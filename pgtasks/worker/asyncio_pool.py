@@ -15,6 +15,7 @@ every claimed ``async def`` task as an asyncio task, up to ``-c`` at once.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -23,7 +24,6 @@ from pgtasks.engine.core import Engine
 from pgtasks.engine.errors import DatabaseUnavailable
 from pgtasks.engine.execution import TimeLimits, execute_task_async, on_shared_loop
 from pgtasks.engine.failures import encode_exception
-from pgtasks.engine.registry import is_async
 from pgtasks.sysdb.records import Outcome, Status, StepRecord, TaskRecord
 from pgtasks.worker.limits import time_limits
 from pgtasks.worker.pools import Finish, Pool, PoolOptions, PreforkPool, SoloPool, ThreadPool, run_guarded
@@ -88,8 +88,11 @@ class AsyncioPool:
         self._finish(record, outcome)
 
     def _runs_on_loop(self, record: TaskRecord) -> bool:
+        """Whether the function registered for the task is itself a coroutine function. A sync
+        wrapper around one (a Celery task's tracer) runs on a thread; the coroutine it returns
+        still runs on this loop (see run_coroutine)."""
         registry = self._engine.registry
-        return record.name in registry and is_async(registry.get(record.name).fn)
+        return record.name in registry and inspect.iscoroutinefunction(registry.get(record.name).fn)
 
     def _on_thread(
         self, record: TaskRecord, steps: list[StepRecord] | None, limits: TimeLimits

@@ -1,13 +1,19 @@
 """Conformance of the system database, on PostgreSQL and SQLite: enqueue notifications (a
-listener on PostgreSQL; none on SQLite, whose workers poll) and closing."""
+listener on PostgreSQL; none on SQLite, whose workers poll), notifications of finished tasks,
+enqueue on a caller's async connection, and closing."""
 
 from __future__ import annotations
 
+import asyncio
+
+import psycopg
 import pytest
 
 from pgtasks.sysdb import SystemDatabase, open_system_database
-from pgtasks.sysdb.records import QueuePause
-from tests.integration.sysdb.support import new
+from pgtasks.sysdb.errors import ConfigurationError
+from pgtasks.sysdb.records import CompleteParams, Outcome, QueuePause, Status
+from pgtasks.sysdb.urls import parse_database_url
+from tests.integration.sysdb.support import claim, new
 
 
 def test_a_listener_hears_the_queues_of_committed_enqueues(sysdb: SystemDatabase) -> None:
@@ -78,3 +84,55 @@ def test_a_resume_wakes_the_listeners_of_the_queue(sysdb: SystemDatabase) -> Non
             heard |= got
     finally:
         listener.close()
+
+
+def test_the_done_listener_hears_the_ids_of_finished_tasks_only(sysdb: SystemDatabase) -> None:
+    listener = sysdb.open_done_listener()
+    if sysdb.target.dialect == "sqlite":
+        assert listener is None
+        return
+    assert listener is not None
+    long_id = "é" * 255  # 510 bytes: the ids of one batch are split over several notifications
+    ids = [f"done-{i}" for i in range(40)] + [long_id + str(i) for i in range(20)]
+    try:
+        sysdb.tasks_enqueue([new(i) for i in [*ids, "retried", "released"]])
+        claim(sysdb, limit=100)
+        outcomes = [Outcome(i, Status.SUCCESS, "1") for i in ids]
+        outcomes += [
+            Outcome("retried", Status.ENQUEUED, error="{}", retry_in_ms=0),
+            Outcome("released", Status.ENQUEUED),
+        ]
+        sysdb.tasks_complete(CompleteParams("w1", tuple(outcomes)))
+        heard: list[str] = []
+        while len(heard) < len(ids):
+            payloads = listener.wait(timeout=30)
+            assert payloads, "no notification within 30 s"
+            for payload in payloads:
+                assert len(payload.encode()) < 8000
+                heard += payload.split("\n")
+        assert sorted(heard) == sorted(ids)  # not the retried or released ones
+    finally:
+        listener.close()
+
+
+def test_an_async_enqueue_joins_the_callers_transaction(sysdb: SystemDatabase, pg_url: str) -> None:
+    async def send(commit: bool) -> list[str]:
+        dsn = parse_database_url(pg_url).dsn if sysdb.target.dialect == "sqlite" else sysdb.target.dsn
+        async with await psycopg.AsyncConnection.connect(dsn) as conn:
+            results = await sysdb.tasks_enqueue_async([new(f"async-{commit}"), new(f"async2-{commit}")], conn)
+            if commit:
+                await conn.commit()
+            else:
+                await conn.rollback()
+        return [r.task_id for r in results]
+
+    if sysdb.target.dialect == "sqlite":
+        with pytest.raises(ConfigurationError, match="needs PostgreSQL"):
+            asyncio.run(send(True))
+        return
+    assert asyncio.run(send(True)) == ["async-True", "async2-True"]
+    assert asyncio.run(send(False)) == ["async-False", "async2-False"]
+    assert sysdb.task_get("async-True") is not None and sysdb.task_get("async2-True") is not None
+    assert sysdb.task_get("async-False") is None
+    with pytest.raises(ConfigurationError, match="must be a psycopg.AsyncConnection"):
+        asyncio.run(sysdb.tasks_enqueue_async([new("x")], object()))
