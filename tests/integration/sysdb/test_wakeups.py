@@ -134,5 +134,5 @@ def test_an_async_enqueue_joins_the_callers_transaction(sysdb: SystemDatabase, p
     assert asyncio.run(send(False)) == ["async-False", "async2-False"]
     assert sysdb.task_get("async-True") is not None and sysdb.task_get("async2-True") is not None
     assert sysdb.task_get("async-False") is None
-    with pytest.raises(ConfigurationError, match="must be a psycopg.AsyncConnection"):
+    with pytest.raises(ConfigurationError, match=r"must be a psycopg\.AsyncConnection"):
         asyncio.run(sysdb.tasks_enqueue_async([new("x")], object()))
