@@ -9,7 +9,7 @@ BROWSER_STAMP := $(VENV)/.browser
 # Debian's PgBouncer, for the suites run through it in transaction pooling mode.
 PGBOUNCER_STAMP := $(VENV)/.pgbouncer
 
-.PHONY: demo test test-floors lint bench bench-tracing bench-delays bench-explain bench-dashboard celery-env loadtest soak clean dashboard-screenshots
+.PHONY: demo test test-floors lint bench bench-asyncio bench-tracing bench-delays bench-explain bench-dashboard celery-env loadtest soak clean dashboard-screenshots
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -112,6 +112,11 @@ celery-env:
 
 clean:
 	rm -rf $(VENV) .venv-floors build *.egg-info pgtasks-demo.sqlite3*
+
+# The asyncio pool: 10,000 one-second sleepers on -P asyncio -c 5000, async vs sync drain rates,
+# and get_async() vs get() latency (docs/async.md).
+bench-asyncio: $(DEV_STAMP)
+	$(BIN)/python -m bench.asyncio_pool $(ARGS)
 
 # What the OpenTelemetry hooks cost per task (send, run, one step), with and without a provider.
 bench-tracing: $(DEV_STAMP)

@@ -33,10 +33,10 @@ CELERY_CONFIGS = "prefork:2,threads:8"
 
 
 def start_worker(
-    url: str, concurrency: int, pool: str, extra: tuple[str, ...] = ()
+    url: str, concurrency: int, pool: str, extra: tuple[str, ...] = (), app: str = "bench.noop_app"
 ) -> subprocess.Popen[bytes]:
     """One `pgtasks worker` process for the bench app's queue (``extra``: more flags)."""
-    argv = [sys.executable, "-m", "pgtasks", "worker", "-A", "bench.noop_app", "-Q", "bench"]
+    argv = [sys.executable, "-m", "pgtasks", "worker", "-A", app, "-Q", "bench"]
     argv += ["-c", str(concurrency), "-P", pool, "-n", f"bench-{time.time_ns()}", "-l", "WARNING", *extra]
     env = {**os.environ, "PGTASKS_DATABASE_URL": url}
     return subprocess.Popen(argv, cwd=REPO, env=env, stderr=subprocess.DEVNULL)
@@ -47,12 +47,21 @@ def stop(worker: subprocess.Popen[bytes]) -> None:
     worker.wait(30)
 
 
-def drain(url: str, name: str, count: int, concurrency: int, pool: str, extra: tuple[str, ...] = ()) -> float:
+def drain(
+    url: str,
+    name: str,
+    count: int,
+    concurrency: int,
+    pool: str,
+    extra: tuple[str, ...] = (),
+    app: str = "bench.noop_app",
+    args: tuple[object, ...] = (),
+) -> float:
     """Queue ``count`` tasks, start one worker, wait for all; return tasks/s measured from the
     database's own timestamps (first start to last completion)."""
     client = Client(url)
-    client.engine.enqueue([SendOptions(queue="bench").request(name) for _ in range(count)])
-    worker = start_worker(url, concurrency, pool, extra)
+    client.engine.enqueue([SendOptions(queue="bench").request(name, args) for _ in range(count)])
+    worker = start_worker(url, concurrency, pool, extra, app)
     try:
         # One cheap query every 50 ms rather than a wait per task, which would take CPU from
         # the worker and the database being measured.

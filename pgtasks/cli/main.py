@@ -62,9 +62,9 @@ def _parser() -> argparse.ArgumentParser:
         "--pool",
         choices=POOLS,
         default="prefork",
-        help="prefork (child processes, default), threads or solo",
+        help="prefork (child processes, default), threads, solo, or asyncio (one event loop for async tasks)",
     )
-    worker.add_argument("--time-limit", type=float, help="hard limit per task in seconds (prefork)")
+    worker.add_argument("--time-limit", type=float, help="hard limit per task in seconds (prefork, asyncio)")
     worker.add_argument("--soft-time-limit", type=float, help="raise SoftTimeLimitExceeded after S seconds")
     worker.add_argument("--max-tasks-per-child", type=int, help="replace a child after N tasks (prefork)")
     worker.add_argument("-n", "--hostname", help="executor id (default pgtasks@<host>)")

@@ -120,9 +120,7 @@ def test_time_limits_cancel_the_coroutine(database_url: str, ledger: Path) -> No
 def test_one_app_served_by_an_asyncio_worker_and_a_prefork_worker(database_url: str, ledger: Path) -> None:
     client = Client(database_url)
     io = worker_process(database_url, ledger, "w-io", app=APP, pool="asyncio", concurrency=50)
-    cpu = worker_process(
-        database_url, ledger, "w-cpu", app=APP, pool="prefork", extra_args=("-Q", "cpu")
-    )
+    cpu = worker_process(database_url, ledger, "w-cpu", app=APP, pool="prefork", extra_args=("-Q", "cpu"))
     try:
         io_handles = [client.enqueue("aio.barrier", [20]) for _ in range(20)]
         cpu_handles = [client.enqueue("aio.on_other_queue", [i], queue="cpu") for i in range(5)]
