@@ -49,7 +49,7 @@ WORKER_ROLE_SUITES := tests/integration/sysdb tests/integration/test_canvas_link
 # each with its own server: most tests wait on subprocesses and the database, so the suite
 # takes about half the time of one process on two cores.
 test: $(DEV_STAMP) $(BROWSER_STAMP) $(PGBOUNCER_STAMP)
-	$(BIN)/ruff check pgtasks pgtasks_celery_hook.py setup.py tests bench loadtest
+	$(BIN)/ruff check pgtasks pgtasks_celery_hook.py setup.py tests bench loadtest examples
 	$(BIN)/mypy
 	$(BIN)/python -m pytest -q -n 2
 	@echo "The system database suites again, connected as the least-privilege worker role:"
@@ -77,7 +77,7 @@ test-floors: $(FLOORS_STAMP)
 	.venv-floors/bin/python -m pytest -q -n 2 -p no:cacheprovider $(FLOOR_SUITES)
 
 lint: $(DEV_STAMP)
-	$(BIN)/ruff check pgtasks pgtasks_celery_hook.py setup.py tests bench loadtest
+	$(BIN)/ruff check pgtasks pgtasks_celery_hook.py setup.py tests bench loadtest examples
 	$(BIN)/ruff format --check pgtasks pgtasks_celery_hook.py setup.py tests bench loadtest
 	$(BIN)/mypy
 

@@ -97,12 +97,12 @@ def worker_hooks(app: Any, args: argparse.Namespace, given: Collection[str] = ()
         args.queues = ",".join(declared) if declared else conf.task_default_queue
     if "concurrency" not in given and conf.worker_concurrency:
         args.concurrency = int(conf.worker_concurrency)
-    for name, setting in (
-        ("time_limit", "task_time_limit"),
-        ("soft_time_limit", "task_soft_time_limit"),
-        ("max_tasks_per_child", "worker_max_tasks_per_child"),
+    for name, setting, pools in (
+        ("time_limit", "task_time_limit", ("prefork", "asyncio")),
+        ("soft_time_limit", "task_soft_time_limit", ("prefork", "asyncio")),
+        ("max_tasks_per_child", "worker_max_tasks_per_child", ("prefork",)),
     ):
-        if getattr(args, name) is None and conf.get(setting) is not None and args.pool == "prefork":
+        if getattr(args, name) is None and conf.get(setting) is not None and args.pool in pools:
             setattr(args, name, conf.get(setting))
     hostname = args.hostname or ""
     hooks = WorkerHooks(app, hostname)
