@@ -9,7 +9,7 @@ BROWSER_STAMP := $(VENV)/.browser
 # Debian's PgBouncer, for the suites run through it in transaction pooling mode.
 PGBOUNCER_STAMP := $(VENV)/.pgbouncer
 
-.PHONY: demo test test-floors lint bench bench-asyncio bench-tracing bench-delays bench-explain bench-dashboard celery-env loadtest soak clean dashboard-screenshots
+.PHONY: demo test test-floors lint failover bench bench-asyncio bench-tracing bench-delays bench-explain bench-dashboard celery-env loadtest soak clean dashboard-screenshots
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -117,6 +117,13 @@ clean:
 # and get_async() vs get() latency (docs/async.md).
 bench-asyncio: $(DEV_STAMP)
 	$(BIN)/python -m bench.asyncio_pool $(ARGS)
+
+# Failover onto a promoted standby after 30 s without a primary, with a producer and two
+# workers running: the counts for a synchronous and an asynchronous standby (docs/production.md).
+# The synchronous case is also a test of `make test` (tests/faults/test_failover.py).
+failover: $(DEV_STAMP)
+	$(BIN)/python -m tests.faults.failover $(ARGS)
+	$(BIN)/python -m tests.faults.failover --async $(ARGS)
 
 # What the OpenTelemetry hooks cost per task (send, run, one step), with and without a provider.
 bench-tracing: $(DEV_STAMP)

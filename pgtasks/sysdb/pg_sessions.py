@@ -63,7 +63,7 @@ def is_unavailable(exc: BaseException) -> bool:
 
 GENERIC_POOL_SIZE = 3  # the claim loop, the checkpoint writer, a spare
 RECONNECT_DEADLINE_ENV = "PGTASKS_RECONNECT_DEADLINE"
-DEFAULT_RECONNECT_DEADLINE = 30.0
+DEFAULT_RECONNECT_DEADLINE = 60.0  # past a failover: 30 s without a primary, then a promotion
 FIRST_RETRY_DELAY, MAX_RETRY_DELAY = 0.05, 1.0
 
 log = logging.getLogger("pgtasks.sysdb")

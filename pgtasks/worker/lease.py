@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -30,6 +31,14 @@ class LeaseKeeper:
         self._store = store
         self._also = also
         self._info = info
+        self._lease_seconds = lease_seconds
+        # After an outage every executor's heartbeat is old, and each renews it only once it
+        # reconnects: its connection pool retries with a backoff that grows with the outage,
+        # so after D seconds without the database it may take up to about D more. Recovering
+        # others' tasks sooner would take running tasks from live workers. Recovery waits
+        # D + one lease after an outage (time.monotonic() from which it runs again).
+        self._recover_from = 0.0
+        self._outage_since: float | None = None
         self.interval = max(0.05, lease_seconds / 4)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="pgtasks-lease", daemon=True)
@@ -42,9 +51,23 @@ class LeaseKeeper:
         self._stop.set()
         self._thread.join(timeout=10)
 
-    def tick(self) -> None:
-        """One round of heartbeat, recovery and promotion."""
-        if not self._store.heartbeat(self._info.executor_id):
+    def tick(self, recover: bool = True) -> None:
+        """One round of heartbeat, recovery (unless ``recover`` is False) and promotion."""
+        asked = time.monotonic()
+        renewed = self._store.heartbeat(self._info.executor_id)
+        waited = time.monotonic() - asked
+        if waited > self._lease_seconds:
+            # The heartbeat waited out an outage (the session layer retries for up to its
+            # reconnect deadline) rather than failing: the same hold as after failed rounds.
+            log.warning(
+                "the heartbeat waited %.0fs for the database; recovering other executors' tasks in "
+                "%.0fs, once they have reconnected and renewed their heartbeats",
+                waited,
+                waited + self._lease_seconds,
+            )
+            self._recover_from = time.monotonic() + waited + self._lease_seconds
+            recover = False
+        if not renewed:
             # Another executor found our heartbeat too old and recovered our tasks; our
             # fenced writes for them will be refused. Take a fresh lease for new work.
             log.warning(
@@ -53,6 +76,16 @@ class LeaseKeeper:
             )
             self._store.register_executor(self._info)
         self.beat_at = time.monotonic()
+        if recover:
+            self._recover_others()
+        self._store.promote_delayed()
+        if self._also is not None:
+            self._also()
+        expired = self._store.expire()
+        if expired:
+            log.info("cancelled %d tasks that expired before they started", expired)
+
+    def _recover_others(self) -> None:
         # Each executor's lease is judged by its own length (stored with its heartbeat).
         report = self._store.recover_stale(RecoverStaleParams(exclude_executor_id=self._info.executor_id))
         if report.requeued:
@@ -63,23 +96,28 @@ class LeaseKeeper:
                 len(report.dead_lettered),
                 ", ".join(report.dead_lettered[:10]),
             )
-        self._store.promote_delayed()
-        if self._also is not None:
-            self._also()
-        expired = self._store.expire()
-        if expired:
-            log.info("cancelled %d tasks that expired before they started", expired)
 
     def _run(self) -> None:
         failing = False
         while not self._stop.wait(self.interval):
             try:
-                self.tick()
+                self.tick(recover=time.monotonic() >= self._recover_from)
             except Exception as exc:  # the database may be restarting: keep trying
                 # One warning per outage, not one per round.
                 log.log(logging.DEBUG if failing else logging.WARNING, "lease round failed: %s", exc)
                 failing = True
+                self._recover_from = math.inf
+                if self._outage_since is None:
+                    self._outage_since = time.monotonic()
             else:
-                if failing:
-                    log.warning("lease rounds succeed again")
+                if failing and self._outage_since is not None:
+                    now = time.monotonic()
+                    hold = (now - self._outage_since) + self._lease_seconds
+                    log.warning(
+                        "lease rounds succeed again; recovering other executors' tasks in %.0fs, "
+                        "once they have reconnected and renewed their heartbeats",
+                        hold,
+                    )
+                    self._recover_from = now + hold
+                self._outage_since = None
                 failing = False
