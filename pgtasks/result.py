@@ -34,7 +34,7 @@ class AsyncResult:
 
     def record(self) -> TaskInfo | None:
         """The task (without its steps), or None if no task with this id exists (yet)."""
-        found = self._engine.get_task(self.id)
+        found = self._engine.read_task(self.id)
         return None if found is None else TaskInfo.of(found)
 
     @property

@@ -108,8 +108,9 @@ class AsyncResult(ResultBase):
         self._backend = value
 
     def record(self) -> TaskRecord | None:
-        """The task's row, or None when no task has this id."""
-        return self.app.engine.get_task(self.id)
+        """The task's row, or None when no task has this id (from the ``read_url`` replica
+        when there is one: see docs/production.md)."""
+        return self.app.engine.read_task(self.id)
 
     @property
     def exists(self) -> bool:

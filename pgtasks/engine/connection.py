@@ -8,7 +8,7 @@ import threading
 
 from pgtasks.engine.checkpoints import CheckpointWriter
 from pgtasks.engine.done_watch import DoneWatch
-from pgtasks.sysdb import SystemDatabase, open_system_database
+from pgtasks.sysdb import SystemDatabase, open_replica, open_system_database
 from pgtasks.sysdb.records import MigrationInfo, StepRecord, StepWrite
 from pgtasks.sysdb.urls import DatabaseTarget, parse_database_url
 
@@ -24,6 +24,7 @@ class DatabaseHandle:
         self._db: SystemDatabase | None = None
         self._checkpoints: CheckpointWriter | None = None
         self._done_watch: DoneWatch | None = None
+        self._replica: SystemDatabase | None = None
         self._lock = threading.Lock()
 
     def serves(self, url: str, schema: str, pool_size: int) -> bool:
@@ -78,6 +79,16 @@ class DatabaseHandle:
                 writer = self._checkpoints
         return writer
 
+    def reader(self) -> SystemDatabase:
+        """Where reads that may lag go: the replica of ``?read_url=``, else the database itself.
+        The replica is never migrated (it follows the primary's schema) nor written."""
+        if not self.target.read_url:
+            return self.get()
+        with self._lock:
+            if self._replica is None:
+                self._replica = open_replica(self.target.read_url, self.target.schema)
+            return self._replica
+
     def done_watch(self) -> DoneWatch:
         """The process's listener for finished tasks (what ``get_async`` waits on)."""
         with self._lock:
@@ -91,6 +102,7 @@ class DatabaseHandle:
         self._db = None
         self._checkpoints = None
         self._done_watch = None
+        self._replica = None
         self._lock = threading.Lock()
 
     def close(self) -> None:
@@ -102,6 +114,9 @@ class DatabaseHandle:
             if self._done_watch is not None:
                 self._done_watch.close()
                 self._done_watch = None
+            if self._replica is not None:
+                self._replica.close()
+                self._replica = None
             if self._db is not None:
                 self._db.close()
                 self._db = None

@@ -54,6 +54,7 @@ from pgtasks.sysdb.urls import DatabaseTarget
 WAIT_FIRST_INTERVAL = 0.005
 ENQUEUE_CHUNK = 1000  # tasks per statement in a large enqueue (see sysdb.overlapped)
 WAIT_MAX_INTERVAL = 0.5
+PRIMARY_READ_EVERY = 5.0  # seconds: how stale a replica may keep a waiter
 
 
 class Engine:
@@ -270,42 +271,73 @@ class Engine:
     def get_task(self, task_id: str) -> TaskRecord | None:
         return self._sysdb.task_get(task_id)
 
+    def read_task(self, task_id: str, fresh: bool = False) -> TaskRecord | None:
+        """The task's row for a reader that tolerates lag (result polling): from the replica
+        of ``?read_url=`` when there is one and ``fresh`` is False, else from the database.
+        A task the replica does not show (not replicated yet), or a replica that cannot be
+        reached, is read from the database: a replica read may be late, never wrong."""
+        if fresh or not self._database.target.read_url:
+            return self._sysdb.task_get(task_id)
+        try:
+            record = self._database.reader().task_get(task_id)
+        except DatabaseUnavailable:
+            record = None
+        return record if record is not None else self._sysdb.task_get(task_id)
+
     def wait(self, task_id: str, timeout: float | None = None) -> TaskRecord:
-        """Poll until the task reaches a terminal status; raise TaskTimeoutError after ``timeout``."""
+        """Poll until the task reaches a terminal status; raise TaskTimeoutError after ``timeout``.
+        With a ``read_url`` replica the polls read it, except one every PRIMARY_READ_EVERY
+        seconds and the last, which read the database itself (a stuck replica delays a
+        result by that much at most)."""
         deadline = None if timeout is None else time.monotonic() + timeout
         interval = WAIT_FIRST_INTERVAL
         record = None
+        asked_primary = time.monotonic()
         while True:
+            now = time.monotonic()
+            remaining = None if deadline is None else deadline - now
+            last = remaining is not None and remaining <= 0
+            fresh = last or now - asked_primary >= PRIMARY_READ_EVERY
+            if fresh:
+                asked_primary = now
             with contextlib.suppress(DatabaseUnavailable):  # a restart or a blip: keep waiting
-                record = self._sysdb.task_get(task_id)
+                record = self.read_task(task_id, fresh=fresh)
             if record is not None and record.status.is_terminal:
                 return record
-            remaining = None if deadline is None else deadline - time.monotonic()
-            if remaining is not None and remaining <= 0:
+            if last:
                 raise _wait_timeout(task_id, record, timeout)
             time.sleep(interval if remaining is None else min(interval, remaining))
             interval = min(interval * 2, WAIT_MAX_INTERVAL)
 
     async def wait_async(self, task_id: str, timeout: float | None = None) -> TaskRecord:
         """:meth:`wait` without blocking the event loop, woken by the notification that the
-        task finished (PostgreSQL); where there are none, it polls as :meth:`wait` does."""
+        task finished (PostgreSQL); where there are none, it polls as :meth:`wait` does. The
+        read after a notification, and the last one, go to the database itself."""
         deadline = None if timeout is None else time.monotonic() + timeout
         watch = self._database.done_watch()
         listening = await asyncio.to_thread(watch.start)
         interval = FALLBACK_SECONDS if listening else WAIT_FIRST_INTERVAL
         record = None
+        fresh = False
+        asked_primary = time.monotonic()
         while True:
             woken = watch.watch(task_id)  # before the read: a finish after it still wakes us
             try:
+                now = time.monotonic()
+                remaining = None if deadline is None else deadline - now
+                last = remaining is not None and remaining <= 0
+                fresh = fresh or last or now - asked_primary >= PRIMARY_READ_EVERY
+                if fresh:
+                    asked_primary = now
                 with contextlib.suppress(DatabaseUnavailable):
-                    record = await asyncio.to_thread(self._sysdb.task_get, task_id)
+                    record = await asyncio.to_thread(self.read_task, task_id, fresh)
                 if record is not None and record.status.is_terminal:
                     return record
-                remaining = None if deadline is None else deadline - time.monotonic()
-                if remaining is not None and remaining <= 0:
+                if last:
                     raise _wait_timeout(task_id, record, timeout)
                 pause = interval if remaining is None else min(interval, remaining)
                 await asyncio.wait({woken}, timeout=pause)
+                fresh = woken.done()
             finally:
                 watch.unwatch(task_id, woken)
             if not listening:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from pgtasks.engine import retention
 from pgtasks.engine.errors import ConfigurationError
 from pgtasks.engine.settings import validate_queue_name
+from pgtasks.sysdb import SystemDatabase
 from pgtasks.sysdb.provisioning import migration_script
 from pgtasks.sysdb.records import (
     ExecutorInfo,
@@ -41,9 +42,13 @@ class TaskAdmin:
         self._engine = engine
 
     # -- tasks ---------------------------------------------------------------------------
+    def _reader(self) -> SystemDatabase:
+        """Where monitoring reads go: the ``read_url`` replica when there is one."""
+        return self._engine._database.reader()
+
     def tasks(self, params: ListTasksParams) -> list[TaskRecord]:
-        """Tasks filtered as ``params`` says."""
-        return self._engine._sysdb.tasks_list(params)
+        """Tasks filtered as ``params`` says (from the ``read_url`` replica when there is one)."""
+        return self._reader().tasks_list(params)
 
     def task(self, task_id: str) -> TaskRecord | None:
         """One task, or None."""
@@ -134,16 +139,16 @@ class TaskAdmin:
 
     def queue_stats(self) -> list[QueueStats]:
         """Unfinished tasks by queue and state, and the oldest waiting task's due time."""
-        return self._engine._sysdb.queue_stats()
+        return self._reader().queue_stats()
 
     def queue_activity(self, window_ms: int, bucket_ms: int) -> list[QueueActivity]:
         """Tasks started in the last ``window_ms`` by queue, bucket and state now."""
-        return self._engine._sysdb.queue_activity(window_ms, bucket_ms)
+        return self._reader().queue_activity(window_ms, bucket_ms)
 
     def queue_latency(self, window_ms: int, sample: int = 10_000) -> list[QueueLatency]:
         """Enqueue-to-start latency p50/p95 per queue over the tasks started in the last
         ``window_ms`` (at most the ``sample`` latest per queue)."""
-        return self._engine._sysdb.queue_latency(window_ms, sample)
+        return self._reader().queue_latency(window_ms, sample)
 
     def set_queue_paused(self, name: str, paused: bool) -> QueueSettings:
         """Pause (no worker claims its tasks from the moment this returns) or resume a queue

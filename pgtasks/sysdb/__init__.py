@@ -24,6 +24,15 @@ def open_system_database(url: str, schema: str = DEFAULT_SCHEMA, pool_size: int 
     return SqliteSystemDatabase(target)
 
 
+def open_replica(url: str, schema: str) -> SystemDatabase:
+    """A PostgreSQL replica of the system database, for reads that may lag: a small pool that
+    fails at once while the replica is unreachable (its readers then ask the primary)."""
+    from pgtasks.sysdb.postgres import PostgresSystemDatabase
+
+    target = parse_database_url(url, schema)
+    return PostgresSystemDatabase(target, pool_size=4, pool_wait_seconds=2, retry_for=0)
+
+
 __all__ = [
     "ConfigurationError",
     "DatabaseTarget",

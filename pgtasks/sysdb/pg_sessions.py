@@ -158,12 +158,14 @@ class PostgresSessions:
     target: DatabaseTarget
     sql: dict[str, str]
 
-    def _open_sessions(self, pool_size: int, pool_wait_seconds: float | None = None) -> None:
+    def _open_sessions(
+        self, pool_size: int, pool_wait_seconds: float | None = None, retry_for: float | None = None
+    ) -> None:
         self._pool_size = pool_size
         self._pool_wait = POOL_WAIT_SECONDS if pool_wait_seconds is None else pool_wait_seconds
         self._pools: dict[bool, ConnectionPool] = {}
         self._pool_lock = threading.Lock()
-        self._reconnect_deadline = reconnect_deadline()
+        self._reconnect_deadline = reconnect_deadline() if retry_for is None else retry_for
         self._outage_since: float | None = None  # time.monotonic() of the first failure
         self._outage_lock = threading.Lock()
 

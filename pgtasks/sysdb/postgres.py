@@ -114,8 +114,14 @@ class PostgresSystemDatabase(PostgresSessions, SqlStore):
     """System database in a PostgreSQL schema."""
 
     def __init__(
-        self, target: DatabaseTarget, pool_size: int = 10, pool_wait_seconds: float | None = None
+        self,
+        target: DatabaseTarget,
+        pool_size: int = 10,
+        pool_wait_seconds: float | None = None,
+        retry_for: float | None = None,
     ) -> None:
+        """``retry_for``: how long operations wait out an outage (default: the reconnect
+        deadline, ``PGTASKS_RECONNECT_DEADLINE``)."""
         self.target = target
         self.schema = quote_identifier(target.schema, "schema name")
         self.channel = notify_channel(target.schema)
@@ -127,7 +133,7 @@ class PostgresSystemDatabase(PostgresSessions, SqlStore):
         enqueue = self.sql.pop("tasks_enqueue")
         self.sql["tasks_enqueue"] = enqueue.replace("__enqueue_source__", ENQUEUE_MANY)
         self.sql["tasks_enqueue_one"] = enqueue.replace("__enqueue_source__", ENQUEUE_ONE)
-        self._open_sessions(pool_size, pool_wait_seconds)
+        self._open_sessions(pool_size, pool_wait_seconds, retry_for)
 
     # -- the primitives (primitives.py) ---------------------------------------------------
     def _read(self, name: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:

@@ -48,6 +48,9 @@ class DatabaseTarget:
     transaction_pooling: bool = False
     # ?listen_url=...: a direct connection for LISTEN when the main URL goes through PgBouncer.
     listen_dsn: str = ""
+    # ?read_url=...: a replica for the reads that may lag (result polling, task lists, the
+    # dashboard's lists and charts); the URL itself, with this target's schema.
+    read_url: str = ""
 
     @property
     def display_url(self) -> str:
@@ -55,11 +58,15 @@ class DatabaseTarget:
         return redact_url(self.url)
 
 
+NESTED_URLS = ("listen_url", "read_url")  # URL parameters that hold a URL of their own
+
+
 def redact_url(url: str) -> str:
     """Hide the password of a URL (in the user part or a ``password=`` parameter) so it can be
     logged or shown in a banner."""
     parts = urlsplit(url)
-    nested = "listen_url" in parts.query  # a second URL, with its own password, inside this one
+    # a second URL, with its own password, inside this one
+    nested = "listen_url" in parts.query or "read_url" in parts.query
     if parts.password is None and "password" not in parts.query.lower() and not nested:
         return url
     netloc = parts.netloc
@@ -69,7 +76,7 @@ def redact_url(url: str) -> str:
     if "password" in query.lower() or nested:
         pairs = parse_qsl(query, keep_blank_values=True)
         shown = [
-            (k, "***" if k.lower() == "password" else redact_url(v) if k == "listen_url" else v)
+            (k, "***" if k.lower() == "password" else redact_url(v) if k in NESTED_URLS else v)
             for k, v in pairs
         ]
         query = urlencode(shown, safe="*:/@")
@@ -98,7 +105,7 @@ def parse_database_url(url: str, schema: str = DEFAULT_SCHEMA) -> DatabaseTarget
     if scheme in _POSTGRES_SCHEMES:
         validate_identifier(schema, "schema name")
         parts = urlsplit(url)
-        ours = ("schema", "pgbouncer", "listen_url")
+        ours = ("schema", "pgbouncer", *NESTED_URLS)
         query = [(k, v) for k, v in parse_qsl(parts.query) if k not in ours]
         given = dict(parse_qsl(parts.query))
         schema = given.get("schema", schema)
@@ -119,6 +126,12 @@ def parse_database_url(url: str, schema: str = DEFAULT_SCHEMA) -> DatabaseTarget
                     "(LISTEN cannot go through a transaction-pooling PgBouncer)"
                 )
             listen_dsn = listen.dsn
+        read_url = given.get("read_url", "")
+        if read_url and parse_database_url(read_url, schema).dialect != "postgres":
+            raise ConfigurationError(
+                f"database URL {redact_url(url)!r}: read_url must be a PostgreSQL URL (a replica of "
+                "this database)"
+            )
 
         # quote, not quote_plus: libpq reads "+" in a URI literally (options=-c%20x=y).
         dsn = urlunsplit(("postgresql", parts.netloc, parts.path, urlencode(query, quote_via=quote), ""))
@@ -129,6 +142,7 @@ def parse_database_url(url: str, schema: str = DEFAULT_SCHEMA) -> DatabaseTarget
             schema=schema,
             transaction_pooling=pooling == "transaction",
             listen_dsn=listen_dsn,
+            read_url=read_url,
         )
     if scheme == "sqlite":
         rest, _, sqlite_query = url[len("sqlite://") :].partition("?")
