@@ -124,6 +124,7 @@ bench-asyncio: $(DEV_STAMP)
 failover: $(DEV_STAMP)
 	$(BIN)/python -m tests.faults.failover $(ARGS)
 	$(BIN)/python -m tests.faults.failover --async $(ARGS)
+	$(BIN)/python -m tests.faults.failover --async --lag 2 $(ARGS)
 
 # What the OpenTelemetry hooks cost per task (send, run, one step), with and without a provider.
 bench-tracing: $(DEV_STAMP)

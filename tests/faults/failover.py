@@ -34,6 +34,7 @@ LEASE_SECONDS = 5.0
 class FailoverReport:
     synchronous: bool
     outage: float
+    lag: float = 0.0
     acknowledged: int = 0
     completed: int = 0
     lost: list[str] = field(default_factory=list)
@@ -50,8 +51,9 @@ class FailoverReport:
     def summary(self) -> str:
         kind = "synchronous" if self.synchronous else "asynchronous"
         first = self.first_completion_after_promotion
+        lagging = f" ({self.lag:g}s of replication lag when it died)" if self.lag else ""
         return (
-            f"{kind} standby, primary gone {self.outage:g}s before the promotion: "
+            f"{kind} standby, primary gone {self.outage:g}s before the promotion{lagging}: "
             f"{self.acknowledged} acknowledged, {self.completed} completed, {len(self.lost)} lost, "
             f"{self.duplicated} duplicated, {len(self.wrong_results)} wrong results; "
             f"producer: {self.producer_errors} errors, longest enqueue {self.longest_enqueue:.1f}s; "
@@ -92,9 +94,16 @@ class Producer(threading.Thread):
 
 
 def run(
-    synchronous: bool = True, outage: float = 30.0, rate: float = 40.0, folder: Path | None = None
+    synchronous: bool = True,
+    outage: float = 30.0,
+    rate: float = 40.0,
+    folder: Path | None = None,
+    lag: float = 0.0,
 ) -> FailoverReport:
-    """The scenario; returns its report (the servers and processes are gone afterwards)."""
+    """The scenario; returns its report (the servers and processes are gone afterwards).
+    ``lag``: seconds during which the standby receives no WAL (its connection to the primary
+    cut) just before the primary goes: the replication lag an asynchronous standby can have when
+    its primary dies."""
     folder = folder or Path(tempfile.mkdtemp(prefix="pgtasks-failover-"))
     ledger = folder / "ledger"
     pair = ReplicatedPair(synchronous).start()
@@ -109,10 +118,13 @@ def run(
         for n in range(2)
     ]
     producer = Producer(client, rate)
-    report = FailoverReport(synchronous, outage)
+    report = FailoverReport(synchronous, outage, lag)
     try:
         producer.start()
         _wait_for_completions(client, 100)
+        if lag:
+            pair.detach_standby()
+            time.sleep(lag)  # the lag itself: commits the standby does not receive
         pair.primary.stop("immediate")
         time.sleep(outage)  # the outage itself: nothing to wait for
         pair.promote()
@@ -130,7 +142,8 @@ def run(
         ]
         if finished_after:
             report.first_completion_after_promotion = (min(finished_after) - promoted_ms) / 1000
-        report.duplicated = len(client.list_tasks(limit=100000)) - len(set(producer.acknowledged))
+        kept = set(producer.acknowledged) - set(report.lost)
+        report.duplicated = len(client.list_tasks(limit=100000)) - len(kept)
         report.workers_exited = [w.returncode for w in workers if w.poll() is not None]
     finally:
         producer.halt.set()
@@ -183,8 +196,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=formatter)
     parser.add_argument("--async", dest="asynchronous", action="store_true", help="an asynchronous standby")
     parser.add_argument("--outage", type=float, default=30.0, help="seconds without a primary")
+    parser.add_argument("--lag", type=float, default=0.0, help="seconds of WAL the standby misses")
     args = parser.parse_args()
-    print(run(not args.asynchronous, args.outage).summary(), flush=True)
+    print(run(not args.asynchronous, args.outage, lag=args.lag).summary(), flush=True)
     return 0
 
 

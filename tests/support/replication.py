@@ -78,6 +78,19 @@ class ReplicatedPair:
         if not promoted or not promoted[0]:
             raise RuntimeError("the standby was not promoted within 60 s")
 
+    def detach_standby(self) -> None:
+        """Cut the standby off from the primary (its primary_conninfo now names no server): it
+        receives no more WAL, as a standby whose network to the primary is down."""
+        with psycopg.connect(self.standby.url, autocommit=True) as conn:
+            conn.execute("ALTER SYSTEM SET primary_conninfo = 'host=127.0.0.1 port=1 connect_timeout=1'")
+            conn.execute("SELECT pg_reload_conf()")
+            deadline = time.monotonic() + 30
+            streaming = "SELECT count(*) AS n FROM pg_stat_wal_receiver WHERE status = 'streaming'"
+            while conn.execute(streaming).fetchone()[0]:  # type: ignore[index]
+                if time.monotonic() > deadline:
+                    raise RuntimeError("the standby is still streaming from the primary")
+                time.sleep(0.05)
+
     def destroy(self) -> None:
         for server in (self.standby, self.primary):
             server.destroy()
