@@ -96,3 +96,19 @@ def sysdb(database_url: str) -> Iterator[SystemDatabase]:
     db.migrate()
     yield db
     db.close()
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Print the figures tests record with ``record_property("report", ...)`` (the failover
+    counts), passed or failed, even from xdist workers: they are part of what a run shows."""
+    lines = [
+        str(value)
+        for outcome in ("passed", "failed")
+        for report in terminalreporter.stats.get(outcome, [])
+        for name, value in getattr(report, "user_properties", [])
+        if name == "report"
+    ]
+    if lines:
+        terminalreporter.section("reports")
+        for line in lines:
+            terminalreporter.write_line(line)

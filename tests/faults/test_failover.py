@@ -3,14 +3,17 @@ producer and two workers running through a multi-host URL: see tests/faults/fail
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from tests.faults import failover
 
 
-def test_thirty_seconds_without_a_primary_then_a_promotion(tmp_path: Path) -> None:
+def test_thirty_seconds_without_a_primary_then_a_promotion(
+    tmp_path: Path, record_property: Callable[[str, object], None]
+) -> None:
     report = failover.run(synchronous=True, outage=30.0, folder=tmp_path)
-    print(report.summary())  # the counts, in the test's output (pytest -s) and in failures
+    record_property("report", report.summary())  # printed at the end of every run (conftest.py)
     assert report.acknowledged >= 100, report.summary()
     assert report.lost == [] and report.wrong_results == [], report.summary()
     assert report.completed == report.acknowledged and report.duplicated == 0, report.summary()
