@@ -18,6 +18,7 @@ from pgtasks.scheduler.definitions import (
     define_schedule,
     task_name_of,
 )
+from pgtasks.scheduler.live import LiveSource
 from pgtasks.sysdb.schedule_records import ScheduleRecord, ScheduleStatus
 
 if TYPE_CHECKING:
@@ -81,6 +82,12 @@ class Scheduling:
         schedule formats (the Celery layer's ``beat_schedule``) feed the scheduler through."""
         self._schedule_sources.append(source)
         return source
+
+    def live_schedule_sources(self) -> list[LiveSource]:
+        """Sources whose schedules change while a beat runs (stored data, such as
+        django-celery-beat's periodic tasks for a Celery app that uses its DatabaseScheduler):
+        a beat follows each one (:mod:`pgtasks.scheduler.live`). None for a pgtasks App."""
+        return []
 
     @property
     def beat_source(self) -> str:

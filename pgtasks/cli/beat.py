@@ -22,6 +22,7 @@ from pgtasks.engine.errors import ConfigurationError
 from pgtasks.scheduler import admin
 from pgtasks.scheduler.beat import Beat, BeatSettings
 from pgtasks.scheduler.clock import DatabaseClock
+from pgtasks.scheduler.live import SourceFollower
 from pgtasks.sysdb.schedule_records import ScheduleRecord, ScheduleStatus
 from pgtasks.sysdb.urls import redact_url
 
@@ -86,22 +87,30 @@ def _beat(args: argparse.Namespace) -> int:
     beat = Beat(app.engine, settings=BeatSettings(max_interval=args.max_interval, grace=args.grace))
     configured = app.beat_definitions()
     beat.sync(configured, app.beat_source)
+    follower = SourceFollower(app.live_schedule_sources(), beat.sync)
+    followed = follower.sync_now()
     # Signals are caught before beat_init is sent: a supervisor that stops the beat as soon as
     # it has started must get a clean stop, not the default action of SIGTERM.
     wake_read = _catch_stop_signals()
     beat_started(app, beat, embedded=False)
-    print(banner(app.engine, app.main or spec, len(configured)), file=sys.stderr, flush=True)
-    return _run_until_signal(beat, wake_read)
+    print(banner(app.engine, app.main or spec, len(configured), followed), file=sys.stderr, flush=True)
+    follower.start()
+    try:
+        return _run_until_signal(beat, wake_read)
+    finally:
+        follower.stop()
 
 
-def banner(engine: Engine, app_name: str, configured: int) -> str:
+def banner(engine: Engine, app_name: str, configured: int, followed: int = 0) -> str:
     """What the beat loaded: every stored schedule with its next fire time."""
     records = admin.listing(engine)
     now = DatabaseClock(engine.schedules).now()
     lines = [
         f"pgtasks beat: app {app_name}, database {redact_url(engine.settings.database_url)} "
         f"(schema {engine.database_target.schema}), pid {os.getpid()}",
-        f"{configured} schedules from beat_schedule; {len(records)} stored:",
+        f"{configured} schedules from beat_schedule"
+        + (f", {followed} from a database scheduler (followed while beat runs)" if followed else "")
+        + f"; {len(records)} stored:",
         *(_schedule_line(r, now) for r in records),
     ]
     return "\n".join(lines)

@@ -270,7 +270,7 @@ def _worker(args: argparse.Namespace) -> int:
     beats: list[BeatThread] = []
 
     def start_beat() -> None:
-        beats.append(start_beat_thread(engine, definitions, app.beat_source))
+        beats.append(start_beat_thread(engine, definitions, app.beat_source, app.live_schedule_sources()))
         beat_started(app, beats[-1], embedded=True)
 
     def stop_beat() -> None:

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import Any, overload
 
 from pgtasks.app import App
-from pgtasks.compat import current, django_support, registration
+from pgtasks.compat import current, django_beat, django_support, registration
 from pgtasks.compat.backend import DatabaseBackend
 from pgtasks.compat.beat_schedule import add_entry, definitions_for_app
 from pgtasks.compat.command_line import run_command
@@ -38,6 +38,7 @@ from pgtasks.engine.core import Engine
 from pgtasks.engine.errors import ConfigurationError
 from pgtasks.engine.registry import TaskDefinition
 from pgtasks.scheduler.definitions import ScheduleDefinition
+from pgtasks.scheduler.live import LiveSource
 from pgtasks.sysdb.urls import DATABASE_URL_ENV, DEFAULT_DATABASE_URL, redact_url
 
 log = logging.getLogger("pgtasks.compat")
@@ -265,6 +266,11 @@ class Celery(App):
     ) -> str:
         """Celery's ``app.add_periodic_task``: adds an entry to ``beat_schedule``; returns its key."""
         return add_entry(self.beat_schedule, schedule, sig, args, kwargs, name, opts)
+
+    def live_schedule_sources(self) -> list[LiveSource]:
+        """django-celery-beat's periodic tasks when ``beat_scheduler`` is its DatabaseScheduler
+        (see :mod:`pgtasks.compat.django_beat`)."""
+        return [django_beat.live_source(self)] if django_beat.uses_django_beat(self) else []
 
     def _beat_schedule_definitions(self) -> list[ScheduleDefinition]:
         """This app's schedule source: ``beat_schedule``, each entry routed by ``task_routes``

@@ -71,7 +71,8 @@ def beat_started(app: Any, beat: Any, embedded: bool) -> None:
     with the beat as sender once it has synced its schedules; nothing for a pgtasks App."""
     if isinstance(app, Celery):
         scheduler = app.conf.beat_scheduler
-        if scheduler and "PersistentScheduler" not in str(scheduler):
+        known = ("PersistentScheduler", "django_celery_beat")  # the second: compat/django_beat.py
+        if scheduler and not any(name in str(scheduler) for name in known):
             # A database scheduler (django-celery-beat's) holds periodic tasks pgtasks never
             # reads: say so loudly instead of leaving them silently unfired.
             log.warning(

@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from pgtasks.engine.core import Engine
@@ -27,6 +28,7 @@ from pgtasks.scheduler.definitions import (
     format_due,
 )
 from pgtasks.scheduler.firing import fire_due
+from pgtasks.scheduler.live import LiveSource, SourceFollower
 from pgtasks.scheduler.planner import DEFAULT_GRACE_SECONDS, next_fire, plan_fires
 from pgtasks.scheduler.timing import floor_second, next_due
 from pgtasks.sysdb.schedule_records import ListSchedulesParams, ScheduleRecord, ScheduleStatus
@@ -197,21 +199,33 @@ class BeatThread:
 
     thread: threading.Thread
     stop_event: threading.Event
+    follower: SourceFollower | None = None
 
     def stop(self, timeout: float = 10.0) -> bool:
         """Stop the loop between two ticks and wait for it; False if it is still running."""
+        if self.follower is not None:
+            self.follower.stop()
         self.stop_event.set()
         self.thread.join(timeout)
         return not self.thread.is_alive()
 
 
-def start_beat_thread(engine: Engine, definitions: list[ScheduleDefinition], source: str) -> BeatThread:
-    """Sync ``definitions`` (an app's ``beat_schedule``, of ``source``) and run a beat on a
-    daemon thread; stop it with ``BeatThread.stop`` when the worker shuts down."""
+def start_beat_thread(
+    engine: Engine,
+    definitions: list[ScheduleDefinition],
+    source: str,
+    live: Sequence[LiveSource] = (),
+) -> BeatThread:
+    """Sync ``definitions`` (an app's ``beat_schedule``, of ``source``) and the ``live``
+    sources, and run a beat on a daemon thread (following the live sources on another); stop
+    it with ``BeatThread.stop`` when the worker shuts down."""
     beat = Beat(engine)
     beat.sync(definitions, source)
+    follower = SourceFollower(live, beat.sync)
+    follower.sync_now()
     stop = threading.Event()
     thread = threading.Thread(target=beat.run, args=(stop,), name="pgtasks-beat", daemon=True)
     thread.start()
+    follower.start()
     log.info("beat started in this worker with %d configured schedules", len(definitions))
-    return BeatThread(thread, stop)
+    return BeatThread(thread, stop, follower)

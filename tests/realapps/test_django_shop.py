@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from pgtasks import Client
+from pgtasks.scheduler import admin
 from tests.support.cli import REPO
 from tests.support.inprocess import wait_for
 
@@ -110,16 +112,60 @@ def test_the_project_runs_unchanged_without_celery(venv: Path, pg_url: str, tmp_
     assert worker.returncode == 0, output
     assert "orders.tasks.add" in output and "succeeded" in output, output
 
-    # `celery -A shop beat`: starts, and says that the DatabaseScheduler rows are not fired.
-    log = tmp_path / "beat.log"
-    with log.open("w") as sink:
-        beat = subprocess.Popen(
-            [str(command), "-A", "shop", "beat"], cwd=project, env=env, stdout=sink, stderr=subprocess.STDOUT
-        )
+    # `celery -A shop beat` with django-celery-beat's DatabaseScheduler: periodic tasks stored
+    # in Django's database, as its admin stores them, fire once per due time with two beats
+    # running; a row disabled meanwhile stops firing.
+    _run([python, "manage.py", "shell", "-c", CREATE_PERIODIC], project, env)
+    logs = [tmp_path / f"beat{n}.log" for n in range(2)]
+    beats = []
+    for log in logs:
+        with log.open("w") as sink:
+            argv = [str(command), "-A", "shop", "beat"]
+            beats.append(subprocess.Popen(argv, cwd=project, env=env, stdout=sink, stderr=subprocess.STDOUT))
+    client = Client(pg_url)
     try:
-        wait_for(lambda: "schedules from beat_schedule" in log.read_text(), timeout=60, what="the beat")
+        wait_for(lambda: len(_fired(client, "every-second-add")) >= 3, timeout=90, what="three fires")
+        _run([python, "manage.py", "shell", "-c", DISABLE_AND_ADD], project, env)
+        wait_for(
+            lambda: admin.get(client.engine, "every-second-add").status.value == "INACTIVE",
+            timeout=60,
+            what="the disabled row's schedule to stop",
+        )
+        stopped_at = len(_fired(client, "every-second-add"))
+        wait_for(lambda: len(_fired(client, "after-disable")) >= 2, timeout=60, what="the new row to fire")
+        # a tick that read the schedule just before the sync may still fire it once
+        assert len(_fired(client, "every-second-add")) <= stopped_at + 1
     finally:
-        beat.terminate()
-        beat.wait(timeout=60)
-    assert beat.returncode == 0, log.read_text()
-    assert "beat_scheduler 'django_celery_beat.schedulers:DatabaseScheduler' is not used" in log.read_text()
+        for beat in beats:
+            beat.terminate()
+            beat.wait(timeout=60)
+        client.close()
+    for beat, log in zip(beats, logs, strict=True):
+        text = log.read_text()
+        assert beat.returncode == 0, text
+        assert "from a database scheduler (followed while beat runs)" in text, text
+        assert "is not used" not in text, text
+    fired = _fired(client, "every-second-add")
+    assert len(fired) == len(set(fired))  # one task per due time, whichever beat fired it
+
+
+CREATE_PERIODIC = """
+from django_celery_beat.models import IntervalSchedule, PeriodicTask
+every = IntervalSchedule.objects.create(every=1, period=IntervalSchedule.SECONDS)
+PeriodicTask.objects.create(name="every-second-add", task="orders.tasks.add", interval=every, args="[20, 22]")
+"""
+
+DISABLE_AND_ADD = """
+from django_celery_beat.models import IntervalSchedule, PeriodicTask
+row = PeriodicTask.objects.get(name="every-second-add")
+row.enabled = False
+row.save()
+every = IntervalSchedule.objects.get(every=1, period=IntervalSchedule.SECONDS)
+PeriodicTask.objects.create(name="after-disable", task="orders.tasks.add", interval=every, args="[1, 1]")
+"""
+
+
+def _fired(client: Client, schedule: str) -> list[str]:
+    """Ids of the tasks the schedule fired (``sched-<name>-<due time>``)."""
+    tasks = client.list_tasks(name="orders.tasks.add", limit=10000)
+    return [t.task_id for t in tasks if t.task_id.startswith(f"sched-{schedule}-")]
