@@ -107,10 +107,13 @@ UNSUPPORTED_SETTINGS: dict[str, str] = {
     "worker_disable_rate_limits": "rate limits are per queue: `pgtasks queue set NAME --rate-limit none`",
     "worker_max_memory_per_child": "use --max-tasks-per-child",
     "worker_autoscaler": "use a fixed -c",
-    "worker_pool": "use -P prefork, threads or solo",
+    "worker_pool": "use -P prefork, threads, solo or asyncio",
     "worker_pool_restarts": "no pool restarts",
     "task_inherit_parent_priority": "pass priority explicitly",
-    "beat_scheduler": "pgtasks beat always uses the database (fires once across beats)",
+    "beat_scheduler": (
+        "pgtasks beat fires beat_schedule and django-celery-beat's DatabaseScheduler rows from the "
+        "database (once across beats); other schedulers are not read"
+    ),
     "security_key": "message signing is not supported",
     "security_certificate": "message signing",
     "security_cert_store": "message signing",
@@ -168,7 +171,10 @@ def _setting_finding(name: str) -> Finding | None:
 
 def check_app(app: Celery) -> list[Finding]:
     """What ``app`` uses that pgtasks ignores or does not support, settings first."""
-    findings = [f for name in sorted(app.conf.changes()) if (f := _setting_finding(name)) is not None]
+    changed = sorted(app.conf.changes())
+    if "django_celery_beat" in str(app.conf.get("beat_scheduler") or ""):
+        changed.remove("beat_scheduler")  # supported: compat/django_beat.py
+    findings = [f for name in changed if (f := _setting_finding(name)) is not None]
     serializer = str(app.conf.task_serializer)
     if serializer not in ("json", "pickle", "application/json"):
         findings.append(Finding(f"task_serializer {serializer!r}", UNSUPPORTED, "use 'json' (or 'pickle')"))

@@ -1,8 +1,10 @@
 """A Django + Celery project (tests/realapps/django_shop), installed into a fresh venv without
 celery or kombu, started exactly as its README says: `manage.py check` with
 django-celery-beat and django-celery-results in INSTALLED_APPS, its own pytest-django suite
-(eager mode flipped by the settings fixture), its Procfile's `celery -A shop worker` line and a
-plain script that sends a task to that worker."""
+(eager mode flipped by the settings fixture), its Procfile's `celery -A shop worker` line, a
+plain script that sends a task to that worker, and `celery -A shop beat` firing the periodic
+tasks stored by django-celery-beat. Then the same in a venv where the real celery is installed
+too (django-celery-beat's dependencies bring it), with PGTASKS_CELERY=1."""
 
 from __future__ import annotations
 
@@ -88,29 +90,8 @@ def test_the_project_runs_unchanged_without_celery(venv: Path, pg_url: str, tmp_
         timeout=60,
     )
     assert real_celery.stdout.strip() == "None"  # the real celery is not installed
-    assert "System check identified no issues" in _run([python, "manage.py", "check"], project, env)
-    _run([python, "manage.py", "migrate", "--noinput"], project, env)
-    suite = _run([python, "-m", "pytest", "-q", "-p", "no:cacheprovider"], project, env)
-    assert "2 passed" in suite, suite
-    command = Path(venv / "bin" / "celery")
-    procfile = (project / "Procfile").read_text().split(":", 1)[1].split()
-    assert procfile[0] == "celery"
-    worker = subprocess.Popen(
-        [str(command), *procfile[1:]],
-        cwd=project,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    try:
-        sent = _run([python, "send.py"], project, env, timeout=120)
-        assert sent.strip() == "42"
-    finally:
-        worker.terminate()
-        output, _ = worker.communicate(timeout=60)
-    assert worker.returncode == 0, output
-    assert "orders.tasks.add" in output and "succeeded" in output, output
+    _check_test_and_serve(venv, project, env)
+    command = venv / "bin" / "celery"
 
     # `celery -A shop beat` with django-celery-beat's DatabaseScheduler: periodic tasks stored
     # in Django's database, as its admin stores them, fire once per due time with two beats
@@ -147,6 +128,63 @@ def test_the_project_runs_unchanged_without_celery(venv: Path, pg_url: str, tmp_
         assert "is not used" not in text, text
     fired = _fired(client, "every-second-add")
     assert len(fired) == len(set(fired))  # one task per due time, whichever beat fired it
+
+
+def _check_test_and_serve(venv: Path, project: Path, env: dict[str, str]) -> None:
+    """As the README says: `manage.py check`, the project's own pytest suite, the Procfile's
+    `celery -A shop worker` line and `python send.py` against that worker."""
+    python = str(venv / "bin" / "python")
+    assert "System check identified no issues" in _run([python, "manage.py", "check"], project, env)
+    _run([python, "manage.py", "migrate", "--noinput"], project, env)
+    suite = _run([python, "-m", "pytest", "-q", "-p", "no:cacheprovider"], project, env)
+    assert "2 passed" in suite, suite
+    procfile = (project / "Procfile").read_text().split(":", 1)[1].split()
+    assert procfile[0] == "celery"
+    worker = subprocess.Popen(
+        [str(venv / "bin" / "celery"), *procfile[1:]],
+        cwd=project,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        sent = _run([python, "send.py"], project, env, timeout=120)
+        assert sent.strip() == "42"
+    finally:
+        worker.terminate()
+        output, _ = worker.communicate(timeout=60)
+    assert worker.returncode == 0, output
+    assert "orders.tasks.add" in output and "succeeded" in output, output
+
+
+@pytest.fixture(scope="module")
+def venv_with_celery(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """pgtasks beside the real celery, which django-celery-beat's dependencies bring back."""
+    root = tmp_path_factory.mktemp("realapp-celery")
+    wheels = root / "wheels"
+    _run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(wheels), str(REPO)], REPO)
+    _run([sys.executable, "-m", "venv", str(root / "venv")], root)
+    python = root / "venv" / "bin" / "python"
+    pip = [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+    packages = ["Django>=4.2", "pytest", "pytest-django", *LIBRARIES]  # with their dependencies
+    _run([*pip, *map(str, wheels.glob("pgtasks-*.whl")), *packages], root)
+    yield root / "venv"
+
+
+def test_the_project_runs_with_the_real_celery_installed_and_pgtasks_celery_1(
+    venv_with_celery: Path, pg_url: str, tmp_path: Path
+) -> None:
+    project = _project(tmp_path)
+    env = _env(venv_with_celery, pg_url)
+    python = str(venv_with_celery / "bin" / "python")
+    which = "import celery, kombu; print(celery.Celery.__module__, kombu.__name__)"
+    real = _run([python, "-c", which], project, env)
+    assert real.split()[0].startswith("celery."), real  # without the switch: the real celery
+    env["PGTASKS_CELERY"] = "1"
+    ours = _run([python, "-c", which], project, env)
+    assert ours.split()[0].startswith("pgtasks."), ours
+    _check_test_and_serve(venv_with_celery, project, env)
 
 
 CREATE_PERIODIC = """
