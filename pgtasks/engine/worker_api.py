@@ -53,6 +53,10 @@ class WorkerApi:
         """Renew the lease; False if the row is gone (another worker recovered our tasks)."""
         return self._engine._sysdb.executor_heartbeat(executor_id)
 
+    def limit_outage_wait(self, seconds: float) -> None:
+        """Wait out an unreachable database for at most ``seconds`` from now on (shutdown)."""
+        self._engine._sysdb.limit_outage_wait(seconds)
+
     def unregister_executor(self, executor_id: str) -> None:
         """Remove this worker's executor row (after a clean shutdown)."""
         self._engine._sysdb.executor_unregister(executor_id)

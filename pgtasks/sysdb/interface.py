@@ -326,6 +326,12 @@ class SystemDatabase(ABC):
         (SQLite: workers poll)."""
         return None
 
+    def limit_outage_wait(self, seconds: float) -> None:
+        """From now on, wait out an unreachable server for at most ``seconds`` (a process that
+        is shutting down must not outlive its grace period retrying). Nothing where nothing
+        is retried (SQLite)."""
+        return None
+
     def open_done_listener(self) -> EnqueueListener | None:
         """A listener for the ids of finished tasks (newline-separated payloads, sent by the
         statement that records outcomes), or None where the database has none: waiters poll."""

@@ -169,6 +169,9 @@ class PostgresSessions:
         self._outage_since: float | None = None  # time.monotonic() of the first failure
         self._outage_lock = threading.Lock()
 
+    def limit_outage_wait(self, seconds: float) -> None:
+        self._reconnect_deadline = min(self._reconnect_deadline, max(0.0, seconds))
+
     def _close_sessions(self) -> None:
         with self._pool_lock:
             pools, self._pools = list(self._pools.values()), {}

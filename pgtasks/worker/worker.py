@@ -54,6 +54,7 @@ CLAIM_MAX_BACKOFF = 5.0
 # How long a worker's start-up writes wait out a database that went away after the start-up
 # wait found it (a restart in the middle of the start), before the start fails.
 START_OUTAGE_SECONDS = 120.0
+UNREGISTER_OUTAGE_WAIT = 2.0  # seconds a stopping worker retries removing its executor row
 T = TypeVar("T")
 
 
@@ -427,6 +428,9 @@ class Worker:
             self._wake.wait(0.05)
             self._wake.clear()
         finished = self.running() == 0
+        # What is left to write (outcomes, the executor row) waits out an outage only for what
+        # remains of the grace period: tasks not written are recovered by the next worker.
+        self._store.limit_outage_wait(max(1.0, deadline - time.monotonic()))
         self._pool.shutdown(wait=finished)
         if self._completer is not None:
             self._completer.stop(timeout=max(1.0, deadline - time.monotonic()))
@@ -439,6 +443,8 @@ class Worker:
         if self._wakeups is not None:
             self._wakeups.stop()
         if finished:
+            # Only a courtesy (the row expires with its lease): not worth waiting out an outage.
+            self._store.limit_outage_wait(UNREGISTER_OUTAGE_WAIT)
             try:
                 self._store.unregister_executor(self.executor_id)
             except DatabaseUnavailable as exc:  # the row expires with its lease instead

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from pgtasks.sysdb import ConfigurationError, DatabaseUnavailable
+from pgtasks.sysdb import ConfigurationError, DatabaseUnavailable, SystemDatabase
 from pgtasks.sysdb.postgres import PostgresSystemDatabase
 from pgtasks.sysdb.records import RecoverStaleParams
 from pgtasks.sysdb.urls import parse_database_url
@@ -59,3 +59,20 @@ def test_a_bad_reconnect_deadline_is_refused_with_its_name(monkeypatch: pytest.M
     monkeypatch.setenv("PGTASKS_RECONNECT_DEADLINE", "soon")
     with pytest.raises(ConfigurationError, match="PGTASKS_RECONNECT_DEADLINE must be a number of seconds"):
         PostgresSystemDatabase(parse_database_url("postgresql://postgres@127.0.0.1:1/postgres", "pgtasks"))
+
+
+def test_limit_outage_wait_shortens_the_wait_of_a_process_shutting_down(
+    monkeypatch: pytest.MonkeyPatch, sysdb: SystemDatabase
+) -> None:
+    """A worker shutting down limits its remaining retries to its grace period: a statement
+    against an unreachable server then fails at once instead of waiting an hour."""
+    monkeypatch.setenv("PGTASKS_RECONNECT_DEADLINE", "3600")
+    sysdb.limit_outage_wait(0)  # SQLite: nothing to limit, and no error
+    url = f"postgresql://postgres@127.0.0.1:{_closed_port()}/postgres?connect_timeout=1"
+    db = PostgresSystemDatabase(parse_database_url(url, "pgtasks"), pool_wait_seconds=0.5)
+    try:
+        db.limit_outage_wait(0)
+        with pytest.raises(DatabaseUnavailable, match="is unavailable"):
+            db.task_get("some-task")  # would retry for the hour without the limit
+    finally:
+        db.close()
