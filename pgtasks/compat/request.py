@@ -49,13 +49,54 @@ class Context:
     taskset: str | None = None
     properties: dict[str, Any] | None = None
     stamps: dict[str, Any] | None = None
+    stamped_headers: list[str] | None = None
+    logfile: str | None = None
+    loglevel: int | None = None
+    replaced_task_nesting: int = 0
+    children: list[Any] = []
 
-    def __init__(self, **fields: Any) -> None:
+    def __init__(self, *args: Any, **fields: Any) -> None:
+        """``Context(mapping)`` or ``Context(**fields)``, as Celery's."""
         self.kwargs = {}
+        self.children = []
+        for mapping in args:
+            self.__dict__.update(dict(mapping))
         self.__dict__.update(fields)
 
-    def update(self, **fields: Any) -> None:
+    def update(self, *args: Any, **fields: Any) -> None:
+        for mapping in args:
+            self.__dict__.update(dict(mapping))
         self.__dict__.update(fields)
+
+    def clear(self) -> None:
+        """Every field back to its default."""
+        self.__dict__.clear()
+        self.kwargs = {}
+        self.children = []
+
+    def as_execution_options(self) -> dict[str, Any]:
+        """The options that send this task again as it was sent (Celery's names)."""
+        limit_hard, limit_soft = self.timelimit or (None, None)
+        return {
+            "task_id": self.id,
+            "root_id": self.root_id,
+            "parent_id": self.parent_id,
+            "group_id": self.group,
+            "group_index": self.group_index,
+            "shadow": self.shadow,
+            "chord": self.chord,
+            "chain": self.chain,
+            "link": self.callbacks,
+            "link_error": self.errbacks,
+            "expires": self.expires,
+            "soft_time_limit": limit_soft,
+            "time_limit": limit_hard,
+            "headers": self.headers,
+            "retries": self.retries,
+            "reply_to": self.reply_to,
+            "replaced_task_nesting": self.replaced_task_nesting,
+            "origin": self.origin,
+        }
 
     def get(self, key: str, default: Any = None) -> Any:
         return getattr(self, key, default)
@@ -160,6 +201,28 @@ def executing(task: Any, request: Context) -> Iterator[Context]:
         yield request
     finally:
         _stack.reset(token)
+
+
+def push_request(task: Any, request: Context) -> None:
+    """Make ``request`` the request of ``task`` until :func:`pop_request` (Celery's
+    ``task.push_request()``, used by unit tests of bound tasks)."""
+    _stack.set((*_stack.get(), (task, request)))
+
+
+def pop_request(task: Any) -> Context | None:
+    """Remove and return the innermost request pushed for ``task`` (None if there is none)."""
+    stack = list(_stack.get())
+    for index in range(len(stack) - 1, -1, -1):
+        if stack[index][0] is task:
+            request = stack.pop(index)[1]
+            _stack.set(tuple(stack))
+            return request
+    return None
+
+
+def requests_of(task: Any) -> list[Context]:
+    """The requests of ``task`` on this thread, outermost first."""
+    return [request for owner, request in _stack.get() if owner is task]
 
 
 def request_of(task: Any) -> Context | None:

@@ -22,6 +22,7 @@ from pgtasks.compat import states
 from pgtasks.compat.current import current_app
 from pgtasks.compat.exceptions import IncompleteStream, TaskRevokedError, TimeoutError, celery_exception
 from pgtasks.compat.request import allow_join_result, denied_join_result, inside_worker_task
+from pgtasks.compat.result_extras import ResultExtras, ResultSetExtras
 from pgtasks.engine.errors import DatabaseUnavailable, MaxRecoveryAttemptsExceeded, TaskTimeoutError
 from pgtasks.engine.events import task_state
 from pgtasks.engine.failures import decode_exception
@@ -56,7 +57,7 @@ class ResultBase:
     ignored: bool = False
 
 
-class AsyncResult(ResultBase):
+class AsyncResult(ResultExtras, ResultBase):
     """The state and result of the task ``id``; every read goes to the database."""
 
     def __init__(
@@ -474,7 +475,7 @@ class EagerResult(AsyncResult):
         pass
 
 
-class ResultSet(ResultBase):
+class ResultSet(ResultSetExtras, ResultBase):
     """Several results handled together: ``ready``, ``completed_count``, ``join``."""
 
     def __init__(self, results: Any, app: Celery | None = None, **kwargs: Any) -> None:

@@ -17,6 +17,7 @@ import uuid
 from typing import TYPE_CHECKING, Any, ClassVar, overload
 
 from pgtasks.compat.current import current_app
+from pgtasks.compat.signature_extras import SignatureExtras
 
 if TYPE_CHECKING:
     from pgtasks.compat.app import Celery
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
 __all__ = ["Signature", "maybe_signature", "signature", "subtask", "takes_request"]
 
 
-class Signature(dict):  # type: ignore[type-arg]
+class Signature(SignatureExtras, dict):  # type: ignore[type-arg]
     """One task call, to be sent later: ``add.s(2, 2)``, ``signature('tasks.add', (2, 2))``."""
 
     # The workflow types by Celery task name, filled as they are defined (as Celery's

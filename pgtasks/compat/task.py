@@ -19,6 +19,7 @@ from pgtasks.compat.planning import replacement_of, send_replacement
 from pgtasks.compat.request import Context, executing, request_of
 from pgtasks.compat.sending import send_task, send_task_async
 from pgtasks.compat.signatures import Signature
+from pgtasks.compat.task_extras import TaskExtras
 from pgtasks.engine.context import running_context
 from pgtasks.engine.core import is_async_connection
 from pgtasks.engine.events import record_task_state
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("pgtasks.compat")
 
 
-class Task:
+class Task(TaskExtras):
     """A Celery task. Class attributes are the defaults Celery documents."""
 
     name: ClassVar[str | None] = None

@@ -120,6 +120,18 @@ class chain(Workflow, kind="celery.chain"):
             return errback
         return members[-1].link_error(errback)
 
+    def unchain_tasks(self) -> list[Any]:
+        """The chain's tasks as separate signatures (copies): the last one carries the chain's
+        callbacks, each carries its errbacks."""
+        members = [member.clone() for member in self._signatures()]
+        for callback in _as_list(self.options.get("link")):
+            if members:
+                members[-1].link(callback)
+        for errback in _as_list(self.options.get("link_error")):
+            for member in members:
+                member.link_error(errback)
+        return members
+
     def apply(self, args: Any = None, kwargs: Any = None, **options: Any) -> Any:
         """Run the chain here, each task after the other (eager mode)."""
         result = None
@@ -165,6 +177,15 @@ class group(Workflow, kind="celery.group"):
 
     def __or__(self, other: Any) -> Any:
         return chord(self, other) if not isinstance(other, group) else chain(self, other)
+
+    def skew(self, start: float = 1.0, stop: float | None = None, step: float = 1.0) -> group:
+        """Spread the members' start: countdown ``start``, ``start + step``, ... (held at
+        ``stop`` once reached)."""
+        countdown = start
+        for member in self._signatures():
+            member.set(countdown=countdown)
+            countdown = countdown + step if stop is None else min(countdown + step, stop)
+        return self
 
 
 class chord(Workflow, kind="celery.chord"):
