@@ -8,6 +8,10 @@ DEV_STAMP := $(VENV)/.installed-dev
 BROWSER_STAMP := $(VENV)/.browser
 # Debian's PgBouncer, for the suites run through it in transaction pooling mode.
 PGBOUNCER_STAMP := $(VENV)/.pgbouncer
+# Debian's redis-server and the real Celery in a venv of its own: the broker `pgtasks
+# import-celery` reads, fed by real Celery producers (tests/migration).
+REDIS_STAMP := $(VENV)/.redis
+CELERY_VENV_STAMP := .venv-celery/.installed
 
 .PHONY: demo test test-floors lint failover bench bench-asyncio bench-tracing bench-delays bench-explain bench-dashboard celery-env loadtest soak clean dashboard-screenshots
 
@@ -33,6 +37,15 @@ $(PGBOUNCER_STAMP): | $(BIN)/python
 		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq pgbouncer)
 	touch $@
 
+$(REDIS_STAMP): | $(BIN)/python
+	command -v redis-server >/dev/null || \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server)
+	touch $@
+
+$(CELERY_VENV_STAMP):
+	$(MAKE) --no-print-directory celery-env
+	touch $@
+
 demo: $(STAMP)
 	$(BIN)/pgtasks demo
 
@@ -48,7 +61,7 @@ WORKER_ROLE_SUITES := tests/integration/sysdb tests/integration/test_canvas_link
 # PGTASKS_TEST_DATABASE_URL names a server; SQLite needs nothing. Two pytest processes (xdist),
 # each with its own server: most tests wait on subprocesses and the database, so the suite
 # takes about half the time of one process on two cores.
-test: $(DEV_STAMP) $(BROWSER_STAMP) $(PGBOUNCER_STAMP)
+test: $(DEV_STAMP) $(BROWSER_STAMP) $(PGBOUNCER_STAMP) $(REDIS_STAMP) $(CELERY_VENV_STAMP)
 	$(BIN)/ruff check pgtasks pgtasks_celery_hook.py setup.py tests bench loadtest examples
 	$(BIN)/mypy
 	$(BIN)/python -m pytest -q -n 2

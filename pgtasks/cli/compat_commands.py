@@ -105,6 +105,8 @@ def expand_hostname(name: str) -> str:
 def prepare_argv(argv: list[str]) -> list[str]:
     """Install the import hook and turn Celery's command line into pgtasks'."""
     install()
+    if _command_of(argv) == "import-celery":
+        return list(argv)  # its --broker is the Celery broker to read from, not the database
     own_flags = _command_of(argv) in COMPAT_COMMANDS  # their flags (purge -f) are their own
     out: list[str] = []
     i = 0

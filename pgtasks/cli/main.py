@@ -18,6 +18,8 @@ from pgtasks.cli.beat import run_command as run_beat_command
 from pgtasks.cli.compat_commands import add_compat_commands
 from pgtasks.cli.database import configured_url
 from pgtasks.cli.health import add_health_command, run_health
+from pgtasks.cli.import_celery import add_command as add_import_celery_command
+from pgtasks.cli.import_celery import run as run_import_celery
 from pgtasks.cli.loader import load_app
 from pgtasks.cli.provisioning import add_commands as add_provisioning_commands
 from pgtasks.cli.provisioning import print_migrations, print_roles
@@ -160,6 +162,7 @@ def _parser() -> argparse.ArgumentParser:
     add_beat_commands(sub)
     add_provisioning_commands(sub)
     add_prune_command(sub, URL_HELP, SCHEMA_HELP)
+    add_import_celery_command(sub, URL_HELP)
 
     board = sub.add_parser("dashboard", help="serve the web dashboard, Flower's REST API and /metrics")
     board.add_argument("--address", default="127.0.0.1", help="interface to listen on (default 127.0.0.1)")
@@ -216,6 +219,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         return _tasks(args)
     if args.command == "prune":
         return _prune(args)
+    if args.command == "import-celery":
+        return run_import_celery(args)
     if args.command == "queue":
         return _queue(args)
     if args.command == "dashboard":
