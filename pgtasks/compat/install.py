@@ -51,10 +51,27 @@ MODULES = {
     "celery.worker.request": "pgtasks.compat.worker_request",
     "kombu": "pgtasks.compat.kombu",
     "kombu.utils": "pgtasks.compat.kombu_utils",
+    "kombu.entity": "pgtasks.compat.kombu",
+    "kombu.messaging": "pgtasks.compat.kombu",
 }
 # Served on first import only (by the import hook, pgtasks_celery_hook): they import what a
-# running application does not need (pytest).
-LAZY_MODULES = {"celery.contrib.pytest": "pgtasks.compat.testing_pytest"}
+# running application does not need (pytest), or are rarely imported (utils_extra).
+LAZY_MODULES = {
+    "celery.contrib.pytest": "pgtasks.compat.testing_pytest",
+    # importing it registers the shared task celery.ping, as Celery's does
+    "celery.contrib.testing.tasks": "pgtasks.compat.testing_extra",
+    "celery.contrib.testing.app": "pgtasks.compat.testing_extra",
+    "celery.app.log": "pgtasks.compat.utils_extra",
+    "celery.app.utils": "pgtasks.compat.utils_extra",
+    "celery.app.defaults": "pgtasks.compat.utils_extra",
+    "celery.app.registry": "pgtasks.compat.utils_extra",
+    "celery.utils.text": "pgtasks.compat.utils_extra",
+    "celery.utils.saferepr": "pgtasks.compat.utils_extra",
+    "celery.utils.iso8601": "pgtasks.compat.utils_extra",
+    "celery.utils.collections": "pgtasks.compat.utils_extra",
+    "celery.utils.graph": "pgtasks.compat.utils_extra",
+    "celery.utils.dispatch": "pgtasks.compat.utils_extra",
+}
 # Packages that only hold the modules above, built here.
 PACKAGES = (
     "celery.__main__",

@@ -165,7 +165,14 @@ class PostgresSystemDatabase(PostgresSessions, SqlStore):
                 if self._applied_versions(conn) == len(migrations):
                     return []  # fast path: no lock when the schema is current
                 conn.rollback()
-                return self._apply(conn, migrations)
+                try:
+                    return self._apply(conn, migrations)
+                except psycopg.errors.UniqueViolation:
+                    # Another process created the schema or its migrations table at the same
+                    # moment (seen through a transaction-pooling PgBouncer, where the lock's
+                    # transaction and the catalog's view of the other's commit can cross):
+                    # its work is committed, so one more pass finds it and does the rest.
+                    return self._apply(conn, migrations)
         except psycopg.errors.InsufficientPrivilege as exc:
             raise ConfigurationError(
                 f"the schema {self.target.schema!r} needs migrations that this database role "

@@ -116,9 +116,9 @@ def test_the_modules_django_celery_beat_and_results_import() -> None:
 
 def test_a_module_pgtasks_does_not_serve_fails_clearly() -> None:
     with pytest.raises(
-        ModuleNotFoundError, match=r"celery\.utils\.dispatch.*pgtasks serves Celery's public modules"
+        ModuleNotFoundError, match=r"celery\.events.*pgtasks serves Celery's public modules"
     ):
-        importlib.import_module("celery.utils.dispatch")
+        importlib.import_module("celery.events")
 
 
 def test_any_process_of_the_venv_imports_celery_from_pgtasks(tmp_path: Path) -> None:
@@ -235,5 +235,63 @@ def test_celery_check_reports_a_module_it_cannot_serve(sqlite_url: str) -> None:
 
     done = run_pgtasks("-A", "tests.compat.apps.unserved_app", "celery-check", url=sqlite_url)
     assert done.returncode == 1, done.stderr
-    assert "unsupported  import celery.utils.dispatch" in done.stdout
+    assert "unsupported  import celery.events" in done.stdout
     assert "Traceback" not in done.stderr
+
+
+def test_celery_utility_and_testing_modules_work() -> None:
+    import datetime as dt
+    import logging
+
+    from celery.app.defaults import DEFAULTS
+    from celery.app.log import TaskFormatter
+    from celery.contrib.testing.app import TestApp, setup_default_app
+    from celery.contrib.testing.tasks import ping
+    from celery.contrib.testing.worker import start_worker
+    from celery.utils.collections import AttributeDict, LimitedSet
+    from celery.utils.dispatch import Signal
+    from celery.utils.graph import DependencyGraph
+    from celery.utils.iso8601 import parse_iso8601
+    from celery.utils.saferepr import saferepr
+    from celery.utils.text import abbrtask, pluralize, truncate
+    from kombu.entity import Queue
+
+    assert truncate("abcdef", 3) == "abc..." and pluralize(2, "task") == "tasks"
+    assert abbrtask("proj.tasks.long_module.add", 12).endswith("[.]add")
+    assert len(saferepr(list(range(10_000)), maxlen=50)) <= 53
+    assert parse_iso8601("2026-11-25T07:00:00Z") == dt.datetime(2026, 11, 25, 7, tzinfo=dt.timezone.utc)
+    seen = LimitedSet(maxlen=2)
+    seen.update(["a", "b", "c"])
+    assert "a" not in seen and list(seen) == ["b", "c"]
+    settings = AttributeDict(x=1)
+    settings.y = 2
+    assert (settings.x, settings["y"]) == (1, 2)
+    assert "broker_url" in DEFAULTS and "task_serializer" in DEFAULTS
+    assert isinstance(Signal("custom"), Signal) and Queue("q").name == "q"
+    graph = DependencyGraph([("b", ["a"])])
+    assert graph.topsort() == ["a", "b"]
+
+    records: list[str] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            records.append(self.format(record))
+
+    handler = Keep()
+    handler.setFormatter(TaskFormatter("%(task_name)s[%(task_id)s]: %(message)s"))
+    logger = logging.getLogger("test.taskformatter")
+    logger.addHandler(handler)
+    app = TestApp(name="formatter")
+
+    @app.task(name="t.logs", bind=True)
+    def logs(self: object) -> str:
+        logger.warning("inside")
+        return "ok"
+
+    with setup_default_app(app), start_worker(app, perform_ping_check=False):
+        assert ping.delay().get(timeout=30) == "pong"
+        result = logs.delay()
+        assert result.get(timeout=30) == "ok"
+    logger.warning("outside")
+    assert records == [f"t.logs[{result.id}]: inside", "???[???]: outside"]
+    app.close()
