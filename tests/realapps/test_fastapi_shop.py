@@ -1,0 +1,59 @@
+"""A FastAPI + Celery project (tests/realapps/fastapi_shop), installed into a fresh venv without
+celery or kombu, started exactly as its README says: its Procfile's `celery -A
+project.main.celery worker` line and its own pytest suite against that worker. The project
+builds its app from settings through `current_app`, imports `celery.utils.time`, routes with
+a function and reads results with `AsyncResult`."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.realapps.test_django_shop import _env, _run
+from tests.support.cli import REPO
+
+PROJECT = Path(__file__).parent / "fastapi_shop"
+
+
+@pytest.fixture(scope="module")
+def venv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    root = tmp_path_factory.mktemp("realapp-fastapi")
+    wheels = root / "wheels"
+    _run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(wheels), str(REPO)], REPO)
+    _run([sys.executable, "-m", "venv", str(root / "venv")], root)
+    python = root / "venv" / "bin" / "python"
+    pip = [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+    wanted = [line for line in (PROJECT / "requirements.txt").read_text().split() if line != "celery"]
+    _run([*pip, *map(str, wheels.glob("pgtasks-*.whl")), *wanted], root)  # celery: pgtasks is it
+    yield root / "venv"
+
+
+def test_the_project_runs_unchanged_without_celery(venv: Path, pg_url: str, tmp_path: Path) -> None:
+    project = tmp_path / "fastapi_shop"
+    shutil.copytree(PROJECT, project)
+    env = _env(venv, pg_url)
+    procfile = (project / "Procfile").read_text().split(":", 1)[1].split()
+    assert procfile[0] == "celery"
+    worker = subprocess.Popen(
+        [str(venv / "bin" / "celery"), *procfile[1:]],
+        cwd=project,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        suite = _run(
+            [str(venv / "bin" / "python"), "-m", "pytest", "-q", "-p", "no:cacheprovider"], project, env
+        )
+        assert "3 passed" in suite, suite
+    finally:
+        worker.terminate()
+        output, _ = worker.communicate(timeout=60)
+    assert worker.returncode == 0, output
+    assert "high:add" in output and "succeeded" in output, output
