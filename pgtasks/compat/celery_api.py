@@ -60,3 +60,16 @@ __all__ = [
     "xmap",
     "xstarmap",
 ]
+
+
+def __getattr__(name: str) -> types.ModuleType:
+    """``from celery import bootsteps``: a Celery submodule served on first use (the lazy and
+    refused ones of :mod:`pgtasks.compat.install`)."""
+    if not name.startswith("__"):
+        # why: install imports this module; the lookup is for names it serves lazily
+        from pgtasks.compat.install import load_lazy
+
+        module = load_lazy(f"celery.{name}")
+        if module is not None:
+            return module
+    raise AttributeError(f"module 'celery' has no attribute {name!r}")

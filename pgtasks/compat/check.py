@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from pgtasks.compat import signals
 from pgtasks.compat.kombu import registered_serializers
+from pgtasks.compat.refused import imported_refused
 from pgtasks.compat.setting_names import CURRENT_NAMES
 
 if TYPE_CHECKING:
@@ -175,6 +176,9 @@ def check_app(app: Celery) -> list[Finding]:
     if "django_celery_beat" in str(app.conf.get("beat_scheduler") or ""):
         changed.remove("beat_scheduler")  # supported: compat/django_beat.py
     findings = [f for name in changed if (f := _setting_finding(name)) is not None]
+    # Modules the app imported that pgtasks only serves as NotImplementedError placeholders.
+    refused = sorted(imported_refused().items())
+    findings += [Finding(f"import {name}", UNSUPPORTED, why) for name, why in refused]
     serializer = str(app.conf.task_serializer)
     if serializer not in ("json", "pickle", "application/json"):
         findings.append(Finding(f"task_serializer {serializer!r}", UNSUPPORTED, "use 'json' (or 'pickle')"))

@@ -23,6 +23,7 @@ from pgtasks.compat import billiard, kombu_utils, utils_misc
 from pgtasks.compat.app import Celery
 from pgtasks.compat.current import current_app
 from pgtasks.compat.kombu import register, registered_serializers
+from pgtasks.compat.refused import REFUSED, refused_module
 from pgtasks.compat.registration import shared_task
 
 log = logging.getLogger("pgtasks.compat")
@@ -202,13 +203,21 @@ def load_lazy(name: str) -> types.ModuleType | None:
     under that name; None when ``name`` is not one of them."""
     target = LAZY_MODULES.get(name)
     if target is None:
-        return None
-    module = importlib.import_module(target)
-    setattr(module, MARK, True)
+        if name not in REFUSED:
+            return None
+        module = refused_module(name)  # importable; using a name raises NotImplementedError
+    else:
+        module = importlib.import_module(target)
+        setattr(module, MARK, True)
     sys.modules[name] = module
     parent, _, child = name.rpartition(".")
     if parent in sys.modules:
-        setattr(sys.modules[parent], child, module)
+        # On the parent as registered and on the module object serving it (the one ``import
+        # celery`` may have bound): ``from celery import bootsteps`` reads the attribute.
+        holder = sys.modules[parent]
+        for each in (holder, sys.modules.get(holder.__name__)):
+            if each is not None:
+                setattr(each, child, module)
     return module
 
 
@@ -219,6 +228,7 @@ def uninstall() -> None:
         for name in [
             *MODULES,
             *LAZY_MODULES,
+            *REFUSED,
             *PACKAGES,
             *generated,
             "billiard",

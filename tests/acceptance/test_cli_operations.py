@@ -22,6 +22,7 @@ COMMANDS = (
     "tasks",
     "queue",
     "prune",
+    "import-celery",
     "beat",
     "schedule",
     "roles",
