@@ -72,6 +72,9 @@ LAZY_MODULES = {
     "celery.utils.collections": "pgtasks.compat.utils_extra",
     "celery.utils.graph": "pgtasks.compat.utils_extra",
     "celery.utils.dispatch": "pgtasks.compat.utils_extra",
+    "celery.utils.dispatch.signal": "pgtasks.compat.utils_extra",
+    "celery.contrib.django": "pgtasks.compat.django_task",
+    "celery.contrib.django.task": "pgtasks.compat.django_task",
 }
 # Packages that only hold the modules above, built here.
 PACKAGES = (
@@ -209,6 +212,8 @@ def load_lazy(name: str) -> types.ModuleType | None:
     else:
         module = importlib.import_module(target)
         setattr(module, MARK, True)
+        if any(other.startswith(name + ".") for other in LAZY_MODULES) and not hasattr(module, "__path__"):
+            module.__path__ = []  # its children are served too (celery.utils.dispatch.signal)
     sys.modules[name] = module
     parent, _, child = name.rpartition(".")
     if parent in sys.modules:
