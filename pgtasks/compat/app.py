@@ -417,7 +417,6 @@ class Celery(App):
             "add_to_parent",
             "route_name",
             "replaced_task_nesting",
-            "retries",
         )
         return {
             k: v

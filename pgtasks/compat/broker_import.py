@@ -129,7 +129,7 @@ def decode_message(key: str, handle: bytes, raw: bytes, queue: str) -> Waiting:
         args, kwargs, embed, fields = decoded.get("args"), decoded.get("kwargs"), decoded, decoded
     if embed.get("chain") or embed.get("chord"):
         raise Unreadable("a step of a chain or chord: drain it with a Celery worker")
-    options: dict[str, Any] = {"queue": queue}
+    options: dict[str, Any] = {"queue": queue, "retries": int(fields.get("retries") or 0)}
     for name in ("eta", "expires"):
         when = fields.get(name)
         if when:

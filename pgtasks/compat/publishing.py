@@ -171,7 +171,7 @@ def prepare(
         "expires": expires.isoformat() if isinstance(expires, dt.datetime) else expires,
         "group": options.get("group_id"),
         "group_index": options.get("group_index"),
-        "retries": 0,
+        "retries": known.retries,
         "timelimit": [options.get("time_limit"), options.get("soft_time_limit")],
         "root_id": options.get("root_id") or task_id,
         "parent_id": options.get("parent_id"),

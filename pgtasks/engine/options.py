@@ -35,7 +35,8 @@ class SendOptions:
     ``partition_key``: on a partitioned queue, the concurrency limit applies per key.
     ``expires`` (seconds or datetime): not started by then, the task is cancelled unrun.
     ``max_recovery_attempts``: how many times recovery may restart it. ``conn``: a psycopg
-    connection whose open transaction the insert joins.
+    connection whose open transaction the insert joins. ``retries``: the retry count the task
+    starts with (Celery's ``request.retries``; a task moved from a Celery broker keeps its own).
     """
 
     task_id: str | None = None
@@ -49,6 +50,7 @@ class SendOptions:
     expires: float | dt.datetime | None = None
     on_duplicate: str = "raise"
     conn: Any = None
+    retries: int = 0
 
     @classmethod
     def from_kwargs(cls, **options: Any) -> SendOptions:
@@ -142,6 +144,9 @@ def build_new_task(
         raise ConfigurationError(f"priority must be an integer, not {options.priority!r}")
     if not -(2**31) <= options.priority < 2**31:
         raise ConfigurationError(f"priority {options.priority} is out of range")
+    retries = options.retries
+    if isinstance(retries, bool) or not isinstance(retries, int) or not 0 <= retries < 2**31:
+        raise ConfigurationError(f"retries must be an integer >= 0, not {options.retries!r}")
     tag, inputs = codec.dumps_inputs(request.name, tuple(request.args), request.kwargs, max_payload_bytes)
     max_attempts = options.max_recovery_attempts
     if max_attempts is None:
@@ -170,6 +175,7 @@ def build_new_task(
         expires_in_ms=(
             None if isinstance(options.expires, dt.datetime) else _countdown_ms(options.expires, "expires")
         ),
+        retries=options.retries,
     )
 
 

@@ -57,6 +57,7 @@ def enqueue_columns(tasks: list[NewTask]) -> dict[str, list[Any]]:
         "expires": [t.expires_at_epoch_ms for t in tasks],
         "expires_rel": [t.expires_in_ms for t in tasks],
         "metas": [t.meta for t in tasks],
+        "retries": [t.retries for t in tasks],
     }
 
 
@@ -79,4 +80,5 @@ def single_task_params(task: NewTask) -> dict[str, Any]:
         "expires": task.expires_at_epoch_ms,
         "expires_rel": task.expires_in_ms,
         "meta": task.meta,
+        "retries": task.retries,
     }

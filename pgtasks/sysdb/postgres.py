@@ -51,13 +51,13 @@ ENQUEUE_MANY = """unnest(%(ids)b::text[], %(names)b::text[], %(inputs)b::text[],
                 %(dedups)b::text[], %(partition_keys)b::text[], %(delays_abs)b::bigint[],
                 %(delays_rel)b::bigint[], %(versions)b::text[], %(max_attempts)b::int[],
                 %(parents)b::text[], %(expires)b::bigint[], %(expires_rel)b::bigint[],
-                %(metas)b::text[])
+                %(metas)b::text[], %(retries)b::int[])
          WITH ORDINALITY"""
 ENQUEUE_ONE = """(VALUES (%(id)s::text, %(name)s::text, %(inputs)s::text, %(serialization)s::text,
                 %(queue)s::text, %(priority)s::int, %(dedup)s::text, %(partition_key)s::text,
                 %(delay_abs)s::bigint, %(delay_rel)s::bigint, %(version)s::text,
                 %(max_attempts)s::int, %(parent)s::text, %(expires)s::bigint,
-                %(expires_rel)s::bigint, %(meta)s::text, 1::bigint))"""
+                %(expires_rel)s::bigint, %(meta)s::text, %(retries)s::int, 1::bigint))"""
 
 
 def advisory_lock_key(schema: str) -> int:

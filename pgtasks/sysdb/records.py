@@ -76,6 +76,7 @@ class NewTask:
     expires_at_epoch_ms: int | None = None  # not started by then: cancelled, never run
     expires_in_ms: int | None = None  # relative to the database clock; the absolute value wins
     meta: str | None = None  # JSON: the Celery request extras, the producer's trace context
+    retries: int = 0  # the retry count it starts with (a task moved from a Celery broker)
 
 
 # duplicate_of when the task holding the deduplication id finished while we looked it up.

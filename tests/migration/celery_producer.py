@@ -16,6 +16,7 @@ sent = {
     "eta": app.send_task("imp.add", (3, 4), task_id="m-eta", countdown=3600).id,
     "other": app.send_task("imp.add", (5, 6), task_id="m-other", queue="other", expires=7200).id,
     "linked": app.send_task("imp.add", (7, 8), task_id="m-linked", link=app.signature("imp.add", (100,))).id,
+    "retried": app.send_task("imp.add", (9, 9), task_id="m-retried", retries=2).id,
 }
 # A chain's first step is what waits in the queue (the rest travels inside its message).
 sent["chained"] = (

@@ -38,23 +38,24 @@ def _produce(redis: RedisServer) -> dict[str, str]:
 def test_waiting_messages_move_to_pgtasks_once(redis: RedisServer, pg_url: str, tmp_path: Path) -> None:
     sent = _produce(redis)
     broker = redis.connect()
-    assert broker.call("LLEN", "celery") == 4 and broker.call("LLEN", "other") == 1
+    assert broker.call("LLEN", "celery") == 5 and broker.call("LLEN", "other") == 1
     args = ("import-celery", "--broker", redis.url, "-Q", "celery,other")
 
     dry = run_pgtasks(*args, "--dry-run", url=pg_url)
     assert dry.returncode == 0, dry.stderr
-    assert "would import 4 tasks" in dry.stdout and broker.call("LLEN", "celery") == 4
+    assert "would import 5 tasks" in dry.stdout and broker.call("LLEN", "celery") == 5
 
     first = run_pgtasks(*args, url=pg_url)
     assert first.returncode == 0, first.stderr
-    assert "imported 4 tasks" in first.stdout and "removed 4 messages from the broker" in first.stdout
+    assert "imported 5 tasks" in first.stdout and "removed 5 messages from the broker" in first.stdout
     assert f"left in the broker: {sent['chained']}: a step of a chain or chord" in first.stdout
     assert broker.call("LLEN", "celery") == 1 and broker.call("LLEN", "other") == 0  # the chain's step
 
     client = Client(pg_url)
     everything = {t.task_id: t for t in client.list_tasks(name="imp.add", limit=100)}
     tasks = {i: t for i, t in everything.items() if i.startswith("m-")}
-    assert set(tasks) == {"m-plain", "m-eta", "m-other", "m-linked"}
+    assert set(tasks) == {"m-plain", "m-eta", "m-other", "m-linked", "m-retried"}
+    assert tasks["m-retried"].retries == 2 and tasks["m-plain"].retries == 0  # carried over
     [callback] = [t for i, t in everything.items() if i not in tasks]  # m-linked's, waiting for it
     assert callback.status.value == "WAITING"
     assert tasks["m-plain"].status.value == "ENQUEUED" and tasks["m-plain"].queue_name == "celery"
@@ -66,7 +67,7 @@ def test_waiting_messages_move_to_pgtasks_once(redis: RedisServer, pg_url: str, 
     again = run_pgtasks(*args, url=pg_url)  # the chain's step is still there: nothing else moves
     assert again.returncode == 0, again.stderr
     assert "imported 0 tasks" in again.stdout
-    assert len(client.list_tasks(name="imp.add", limit=100)) == 5
+    assert len(client.list_tasks(name="imp.add", limit=100)) == 6
 
     worker = worker_process(
         pg_url,
@@ -95,7 +96,7 @@ def test_reserved_messages_of_stopped_workers_with_unacked(redis: RedisServer, p
     broker.call("HSET", "unacked", "tag-1", json.dumps([json.loads(reserved), "", "celery"]))
     broker.call("ZADD", "unacked_index", 1, "tag-1")
     plain = run_pgtasks("import-celery", "--broker", redis.url, url=pg_url)
-    assert plain.returncode == 0 and "imported 2 tasks" in plain.stdout, plain.stdout  # m-eta, m-linked
+    assert plain.returncode == 0 and "imported 3 tasks" in plain.stdout, plain.stdout  # eta, linked, retried
     withheld = run_pgtasks("import-celery", "--broker", redis.url, "--unacked", url=pg_url)
     assert withheld.returncode == 0 and "imported 1 tasks" in withheld.stdout, withheld.stdout
     assert broker.call("HLEN", "unacked") == 0 and broker.call("ZCARD", "unacked_index") == 0

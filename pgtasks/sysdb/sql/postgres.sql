@@ -11,18 +11,19 @@ WITH inserted AS (
 INSERT INTO __schema__.workflow_status AS ws (
     workflow_uuid, status, name, inputs, serialization, queue_name, priority,
     deduplication_id, queue_partition_key, delay_until_epoch_ms, application_version,
-    max_recovery_attempts, parent_workflow_id, expires_at_epoch_ms, meta, created_at, updated_at)
+    max_recovery_attempts, parent_workflow_id, expires_at_epoch_ms, meta, retries, created_at,
+    updated_at)
 SELECT t.id,
        CASE WHEN t.delay_until > __now_ms__ THEN 'DELAYED' ELSE 'ENQUEUED' END,
        t.name, t.inputs, t.serialization, t.queue, t.priority, t.dedup, t.partition_key,
        CASE WHEN t.delay_until > __now_ms__ THEN t.delay_until END,
        t.version, t.max_attempts, t.parent, COALESCE(t.expires, __now_ms__ + t.expires_rel),
-       t.meta, __now_ms__, __now_ms__
+       t.meta, t.retries, __now_ms__, __now_ms__
 FROM (
     SELECT u.*, COALESCE(u.delay_abs, __now_ms__ + u.delay_rel) AS delay_until
     FROM __enqueue_source__ AS u(id, name, inputs, serialization, queue, priority, dedup,
                                  partition_key, delay_abs, delay_rel, version, max_attempts,
-                                 parent, expires, expires_rel, meta, ord)
+                                 parent, expires, expires_rel, meta, retries, ord)
 ) t
 ORDER BY t.ord
 ON CONFLICT DO NOTHING

@@ -6,13 +6,14 @@
 INSERT INTO workflow_status (
     workflow_uuid, status, name, inputs, serialization, queue_name, priority,
     deduplication_id, queue_partition_key, delay_until_epoch_ms, application_version,
-    max_recovery_attempts, parent_workflow_id, expires_at_epoch_ms, meta, created_at, updated_at)
+    max_recovery_attempts, parent_workflow_id, expires_at_epoch_ms, meta, retries, created_at,
+    updated_at)
 SELECT :id,
        CASE WHEN t.delay_until > __now_ms__ THEN 'DELAYED' ELSE 'ENQUEUED' END,
        :name, :inputs, :serialization, :queue, :priority, :dedup, :partition_key,
        CASE WHEN t.delay_until > __now_ms__ THEN t.delay_until END,
        :version, :max_attempts, :parent, COALESCE(:expires, __now_ms__ + :expires_rel),
-       :meta, __now_ms__, __now_ms__
+       :meta, :retries, __now_ms__, __now_ms__
 FROM (SELECT COALESCE(:delay_abs, __now_ms__ + :delay_rel) AS delay_until) AS t
 WHERE true
 ON CONFLICT DO NOTHING
