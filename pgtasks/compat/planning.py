@@ -35,6 +35,12 @@ from pgtasks.sysdb.records import LinkKind, TaskLink
 if TYPE_CHECKING:
     from pgtasks.compat.app import Celery
 
+# A chain's options that are not its first task's: its id (the last task's), its callbacks,
+# and the canvas bookkeeping Celery keeps in a workflow's options.
+CHAIN_OWN_OPTIONS = frozenset(
+    {"task_id", "link", "link_error", "group_id", "group_index", "chord", "root_id", "parent_id"}
+)
+
 
 @dataclass(slots=True)
 class Node:
@@ -119,6 +125,11 @@ class Plan:
             steps.append(step)
         if not steps:
             raise ValueError("an empty chain has nothing to run")
+        # As Celery sends a chain: its own options (apply_async(headers=, countdown=, queue=,
+        # ...), or .set()) go to its first task; its id and callbacks are handled elsewhere.
+        given = {k: v for k, v in flow.options.items() if k not in CHAIN_OWN_OPTIONS}
+        if given and isinstance(steps[0], Signature) and not isinstance(steps[0], (chain, group, chord)):
+            steps[0] = steps[0].clone(**given)
         first = self.add(steps[0], waiting, args, root)
         root = root or first.entries[0]
         previous, last = first, first

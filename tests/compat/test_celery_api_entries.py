@@ -143,3 +143,23 @@ def test_result_entries(app: Celery) -> None:
     assert results.backend is app.backend
     results.clear()
     assert len(results) == 0
+
+
+def test_a_chains_send_options_go_to_its_first_task(sqlite_url: str) -> None:
+    """As Celery sends a chain: ``chain(...).apply_async(headers=..., countdown=...)`` gives
+    those options to the first task (the one that runs first); the others wait for it."""
+    import json
+
+    app = Celery("chain-options", broker=sqlite_url)
+
+    @app.task(name="c.add")
+    def add(x: int, y: int) -> int:
+        return x + y
+
+    last = chain(add.s(1, 1), add.s(2)).apply_async(headers={"tenant": "acme"}, countdown=600)
+    first = app.engine.get_task(last.parent.id)
+    assert first is not None and first.status.value == "DELAYED"
+    assert json.loads(first.meta or "{}")["headers"] == {"tenant": "acme"}
+    second = app.engine.get_task(last.id)
+    assert second is not None and second.status.value == "WAITING"
+    app.close()
