@@ -134,9 +134,7 @@ class Task(TaskExtras):
     ) -> AsyncResult:
         """Send the task (or, with ``task_always_eager``, run it here and return an EagerResult).
         As Celery: ValueError when the task's soft time limit is above its hard one."""
-        if self.soft_time_limit and self.time_limit and self.soft_time_limit > self.time_limit:
-            raise ValueError("soft_time_limit must be less than or equal to time_limit")
-        self.check_arguments(*(args or ()), **(kwargs or {}))
+        self._check_send(args, kwargs)
         app = self.app
         if app.conf.task_always_eager:
             return self.apply(
@@ -180,9 +178,7 @@ class Task(TaskExtras):
         if conn is None or not is_async_connection(conn) or self.app.conf.task_always_eager:
             send = functools.partial(self.apply_async, args, kwargs, task_id=task_id)
             return await asyncio.to_thread(send, link=link, link_error=link_error, **options)
-        if self.soft_time_limit and self.time_limit and self.soft_time_limit > self.time_limit:
-            raise ValueError("soft_time_limit must be less than or equal to time_limit")
-        self.check_arguments(*(args or ()), **(kwargs or {}))
+        self._check_send(args, kwargs)
         result = await send_task_async(
             self.app,
             self.name or "",
@@ -195,6 +191,13 @@ class Task(TaskExtras):
             **self._with_defaults(options),
         )
         return self._handed_back(result, options)
+
+    def _check_send(self, args: Any, kwargs: Any) -> None:
+        """As Celery: ValueError when the soft time limit is above the hard one; TypeError when
+        the body cannot take these arguments."""
+        if self.soft_time_limit and self.time_limit and self.soft_time_limit > self.time_limit:
+            raise ValueError("soft_time_limit must be less than or equal to time_limit")
+        self.check_arguments(*(args or ()), **(kwargs or {}))
 
     def _with_defaults(self, options: dict[str, Any]) -> dict[str, Any]:
         """The send options, with this task's queue, priority and expiry where not given."""

@@ -21,12 +21,19 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 from pgtasks.engine.core import Engine
-from pgtasks.engine.errors import DatabaseUnavailable
 from pgtasks.engine.execution import TimeLimits, execute_task_async, on_shared_loop
-from pgtasks.engine.failures import encode_exception
-from pgtasks.sysdb.records import Outcome, Status, StepRecord, TaskRecord
+from pgtasks.sysdb.records import Outcome, StepRecord, TaskRecord
 from pgtasks.worker.limits import time_limits
-from pgtasks.worker.pools import Finish, Pool, PoolOptions, PreforkPool, SoloPool, ThreadPool, run_guarded
+from pgtasks.worker.pools import (
+    Finish,
+    Pool,
+    PoolOptions,
+    PreforkPool,
+    SoloPool,
+    ThreadPool,
+    guarded_outcome,
+    run_guarded,
+)
 
 log = logging.getLogger("pgtasks.worker")
 
@@ -140,19 +147,8 @@ async def _guarded(
     task once; a lost database gives it back."""
     try:
         return await execute_task_async(engine, record, executor_id, steps, limits)
-    except DatabaseUnavailable:
-        log.warning("lost the database running task %s; giving it back", record.task_id)
-        return Outcome(record.task_id, Status.ENQUEUED, claim_token=record.claim_token)
-    except Exception as exc:  # never let a task take the worker down
-        log.error(
-            "internal error running task %s[%s]: %s (stored as its error)",
-            record.name,
-            record.task_id,
-            type(exc).__name__,
-        )
-        return Outcome(
-            record.task_id, Status.ERROR, error=encode_exception(exc), claim_token=record.claim_token
-        )
+    except Exception as exc:  # never let a task take the worker down (a cancellation passes)
+        return guarded_outcome(record, exc)
 
 
 def make_pool(engine: Engine, executor_id: str, options: PoolOptions, finish: Finish) -> Pool:

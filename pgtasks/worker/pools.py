@@ -97,19 +97,23 @@ def run_guarded(
     stored error)."""
     try:
         return execute_task(engine, record, executor_id, steps)
-    except DatabaseUnavailable:
+    except BaseException as exc:  # never let a task take the worker down
+        return guarded_outcome(record, exc)
+
+
+def guarded_outcome(record: TaskRecord, exc: BaseException) -> Outcome:
+    """The outcome of a task whose execution failed inside pgtasks with ``exc``: given back
+    when the database was lost, else ERROR with that error stored (see :func:`run_guarded`)."""
+    if isinstance(exc, DatabaseUnavailable):
         log.warning("lost the database running task %s; giving it back", record.task_id)
         return Outcome(record.task_id, Status.ENQUEUED, claim_token=record.claim_token)
-    except BaseException as exc:  # never let a task take the worker down
-        log.error(
-            "internal error running task %s[%s]: %s (stored as its error)",
-            record.name,
-            record.task_id,
-            type(exc).__name__,
-        )
-        return Outcome(
-            record.task_id, Status.ERROR, error=encode_exception(exc), claim_token=record.claim_token
-        )
+    log.error(
+        "internal error running task %s[%s]: %s (stored as its error)",
+        record.name,
+        record.task_id,
+        type(exc).__name__,
+    )
+    return Outcome(record.task_id, Status.ERROR, error=encode_exception(exc), claim_token=record.claim_token)
 
 
 class ThreadPool:

@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -138,6 +139,16 @@ def _check_test_and_serve(venv: Path, project: Path, env: dict[str, str]) -> Non
     _run([python, "manage.py", "migrate", "--noinput"], project, env)
     suite = _run([python, "-m", "pytest", "-q", "-p", "no:cacheprovider"], project, env)
     assert "2 passed" in suite, suite
+    with procfile_worker(venv, project, env) as output:
+        sent = _run([python, "send.py"], project, env, timeout=120)
+        assert sent.strip() == "42"
+    assert "orders.tasks.add" in output[0] and "succeeded" in output[0], output
+
+
+@contextmanager
+def procfile_worker(venv: Path, project: Path, env: dict[str, str]) -> Iterator[list[str]]:
+    """The project's Procfile `worker:` line (a `celery ...` command) running while inside;
+    yields a list that holds its output once it has stopped (cleanly: exit code 0)."""
     procfile = (project / "Procfile").read_text().split(":", 1)[1].split()
     assert procfile[0] == "celery"
     worker = subprocess.Popen(
@@ -148,14 +159,13 @@ def _check_test_and_serve(venv: Path, project: Path, env: dict[str, str]) -> Non
         stderr=subprocess.STDOUT,
         text=True,
     )
+    output: list[str] = []
     try:
-        sent = _run([python, "send.py"], project, env, timeout=120)
-        assert sent.strip() == "42"
+        yield output
     finally:
         worker.terminate()
-        output, _ = worker.communicate(timeout=60)
-    assert worker.returncode == 0, output
-    assert "orders.tasks.add" in output and "succeeded" in output, output
+        output.append(worker.communicate(timeout=60)[0])
+    assert worker.returncode == 0, output[0]
 
 
 @pytest.fixture(scope="module")

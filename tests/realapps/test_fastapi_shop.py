@@ -7,14 +7,13 @@ a function and reads results with `AsyncResult`."""
 from __future__ import annotations
 
 import shutil
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.realapps.test_django_shop import _env, _run
+from tests.realapps.test_django_shop import _env, _run, procfile_worker
 from tests.support.cli import REPO
 
 PROJECT = Path(__file__).parent / "fastapi_shop"
@@ -37,23 +36,8 @@ def test_the_project_runs_unchanged_without_celery(venv: Path, pg_url: str, tmp_
     project = tmp_path / "fastapi_shop"
     shutil.copytree(PROJECT, project)
     env = _env(venv, pg_url)
-    procfile = (project / "Procfile").read_text().split(":", 1)[1].split()
-    assert procfile[0] == "celery"
-    worker = subprocess.Popen(
-        [str(venv / "bin" / "celery"), *procfile[1:]],
-        cwd=project,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    try:
-        suite = _run(
-            [str(venv / "bin" / "python"), "-m", "pytest", "-q", "-p", "no:cacheprovider"], project, env
-        )
+    with procfile_worker(venv, project, env) as output:
+        python = str(venv / "bin" / "python")
+        suite = _run([python, "-m", "pytest", "-q", "-p", "no:cacheprovider"], project, env)
         assert "3 passed" in suite, suite
-    finally:
-        worker.terminate()
-        output, _ = worker.communicate(timeout=60)
-    assert worker.returncode == 0, output
-    assert "high:add" in output and "succeeded" in output, output
+    assert "high:add" in output[0] and "succeeded" in output[0], output
