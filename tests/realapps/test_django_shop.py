@@ -8,10 +8,12 @@ too (django-celery-beat's dependencies bring it), with PGTASKS_CELERY=1."""
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -36,32 +38,33 @@ def _run(argv: list[str], cwd: Path, env: dict[str, str] | None = None, timeout:
     return done.stdout
 
 
-@pytest.fixture(scope="module")
-def venv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    root = tmp_path_factory.mktemp("realapp")
+def fresh_venv(root: Path, packages: list[str]) -> tuple[Path, list[str]]:
+    """A venv in ``root`` with pgtasks' wheel (built from this checkout) and ``packages``;
+    returns it and its pip command for more."""
     wheels = root / "wheels"
-    _run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(wheels), str(REPO)], REPO)
+    # One build at a time: the test processes (xdist) share this checkout's build directory.
+    with open(Path(tempfile.gettempdir()) / "pgtasks-wheel-build.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        build = [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(wheels), str(REPO)]
+        _run(build, REPO)
     _run([sys.executable, "-m", "venv", str(root / "venv")], root)
     python = root / "venv" / "bin" / "python"
     pip = [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
-    _run(
-        [
-            *pip,
-            *map(str, wheels.glob("pgtasks-*.whl")),
-            "Django>=4.2",
-            "pytest",
-            "pytest-django",
-            *THEIR_DEPENDENCIES,
-        ],
-        root,
-    )
+    _run([*pip, *map(str, wheels.glob("pgtasks-*.whl")), *packages], root)
+    return root / "venv", pip
+
+
+@pytest.fixture(scope="module")
+def venv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    root = tmp_path_factory.mktemp("realapp")
+    made, pip = fresh_venv(root, ["Django>=4.2", "pytest", "pytest-django", *THEIR_DEPENDENCIES])
     _run([*pip, "--no-deps", *LIBRARIES], root)
     # the path finder: pgtasks_celery.pth (installed with the wheel) answers for celery and kombu
     check = (
         "import importlib.machinery as m; assert not any(map(m.PathFinder.find_spec, ('celery', 'kombu')))"
     )
-    _run([str(python), "-c", check], root)
-    yield root / "venv"
+    _run([str(made / "bin" / "python"), "-c", check], root)
+    yield made
 
 
 def _project(tmp_path: Path) -> Path:
@@ -172,14 +175,8 @@ def procfile_worker(venv: Path, project: Path, env: dict[str, str]) -> Iterator[
 def venv_with_celery(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """pgtasks beside the real celery, which django-celery-beat's dependencies bring back."""
     root = tmp_path_factory.mktemp("realapp-celery")
-    wheels = root / "wheels"
-    _run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(wheels), str(REPO)], REPO)
-    _run([sys.executable, "-m", "venv", str(root / "venv")], root)
-    python = root / "venv" / "bin" / "python"
-    pip = [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
-    packages = ["Django>=4.2", "pytest", "pytest-django", *LIBRARIES]  # with their dependencies
-    _run([*pip, *map(str, wheels.glob("pgtasks-*.whl")), *packages], root)
-    yield root / "venv"
+    made, _ = fresh_venv(root, ["Django>=4.2", "pytest", "pytest-django", *LIBRARIES])  # with their deps
+    yield made
 
 
 def test_the_project_runs_with_the_real_celery_installed_and_pgtasks_celery_1(

@@ -7,29 +7,21 @@ a function and reads results with `AsyncResult`."""
 from __future__ import annotations
 
 import shutil
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.realapps.test_django_shop import _env, _run, procfile_worker
-from tests.support.cli import REPO
+from tests.realapps.test_django_shop import _env, _run, fresh_venv, procfile_worker
 
 PROJECT = Path(__file__).parent / "fastapi_shop"
 
 
 @pytest.fixture(scope="module")
 def venv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    root = tmp_path_factory.mktemp("realapp-fastapi")
-    wheels = root / "wheels"
-    _run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(wheels), str(REPO)], REPO)
-    _run([sys.executable, "-m", "venv", str(root / "venv")], root)
-    python = root / "venv" / "bin" / "python"
-    pip = [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
     wanted = [line for line in (PROJECT / "requirements.txt").read_text().split() if line != "celery"]
-    _run([*pip, *map(str, wheels.glob("pgtasks-*.whl")), *wanted], root)  # celery: pgtasks is it
-    yield root / "venv"
+    made, _ = fresh_venv(tmp_path_factory.mktemp("realapp-fastapi"), wanted)  # celery: pgtasks is it
+    yield made
 
 
 def test_the_project_runs_unchanged_without_celery(venv: Path, pg_url: str, tmp_path: Path) -> None:
