@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import collections
 import re
+import subprocess
 import tempfile
 import threading
 import time
@@ -109,17 +110,18 @@ def run(
     pair = ReplicatedPair(synchronous).start()
     url = f"{pair.url}&schema=failover"
     client = Client(url)
-    client.list_tasks(limit=1)  # connects and migrates before the workers start
     logs = [folder / f"worker{n}.log" for n in range(2)]
-    workers = [
-        worker_process(
-            url, ledger, f"fo-{n}", app=APP, concurrency=4, lease_seconds=LEASE_SECONDS, output=logs[n]
-        )
-        for n in range(2)
-    ]
+    workers: list[subprocess.Popen[str]] = []
     producer = Producer(client, rate)
     report = FailoverReport(synchronous, outage, lag)
-    try:
+    try:  # from here on the servers and processes are stopped whatever happens
+        client.list_tasks(limit=1)  # connects and migrates before the workers start
+        for n, log in enumerate(logs):
+            workers.append(
+                worker_process(
+                    url, ledger, f"fo-{n}", app=APP, concurrency=4, lease_seconds=LEASE_SECONDS, output=log
+                )
+            )
         producer.start()
         _wait_for_completions(client, 100)
         if lag:
