@@ -51,11 +51,12 @@ def run(args: argparse.Namespace) -> int:
     finally:
         app.close()
     verb = "would import" if args.dry_run else "imported"
-    print(f"{verb} {len(report.imported)} tasks from {redact_url(args.broker)} ({', '.join(queues)})")
+    source = f"{redact_url(args.broker)} ({', '.join(queues)})"
+    print(f"{verb} {_count(len(report.imported), 'task')} from {source}")
     if report.existed:
-        print(f"{len(report.existed)} were in pgtasks already (not sent again)")
+        print(f"{_count(len(report.existed), 'task')} in pgtasks already (not sent again)")
     if not args.dry_run:
-        print(f"removed {report.removed} messages from the broker")
+        print(f"removed {_count(report.removed, 'message')} from the broker")
     for what, why in report.left:
         print(f"left in the broker: {what}: {why}")
     return 0
@@ -70,3 +71,7 @@ def _celery_app(args: argparse.Namespace) -> Celery:
             return loaded
         return Celery("import-celery", broker=loaded.settings.database_url)
     return Celery("import-celery", broker=configured_url(args.database_url))
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"

@@ -145,18 +145,8 @@ class Task(TaskExtras):
                 link_error=link_error,
                 **options,
             )
-        result = send_task(
-            app,
-            self.name or "",
-            args,
-            kwargs,
-            task=self,
-            task_id=task_id,
-            link=link,
-            link_error=link_error,
-            **self._with_defaults(options),
-        )
-        return self._handed_back(result, options)
+        sending = self._sending(task_id, link, link_error, options)
+        return self._handed_back(send_task(app, self.name or "", args, kwargs, **sending), options)
 
     async def delay_async(self, *args: Any, **kwargs: Any) -> AsyncResult:
         """:meth:`delay` for async code: awaiting it never blocks the event loop."""
@@ -179,17 +169,8 @@ class Task(TaskExtras):
             send = functools.partial(self.apply_async, args, kwargs, task_id=task_id)
             return await asyncio.to_thread(send, link=link, link_error=link_error, **options)
         self._check_send(args, kwargs)
-        result = await send_task_async(
-            self.app,
-            self.name or "",
-            args,
-            kwargs,
-            task=self,
-            task_id=task_id,
-            link=link,
-            link_error=link_error,
-            **self._with_defaults(options),
-        )
+        sending = self._sending(task_id, link, link_error, options)
+        result = await send_task_async(self.app, self.name or "", args, kwargs, **sending)
         return self._handed_back(result, options)
 
     def _check_send(self, args: Any, kwargs: Any) -> None:
@@ -199,10 +180,14 @@ class Task(TaskExtras):
             raise ValueError("soft_time_limit must be less than or equal to time_limit")
         self.check_arguments(*(args or ()), **(kwargs or {}))
 
-    def _with_defaults(self, options: dict[str, Any]) -> dict[str, Any]:
-        """The send options, with this task's queue, priority and expiry where not given."""
+    def _sending(
+        self, task_id: str | None, link: Any, link_error: Any, options: dict[str, Any]
+    ) -> dict[str, Any]:
+        """The keyword arguments of send_task for this task: the options, with its queue,
+        priority and expiry where not given."""
         defaults = {"queue": self.queue, "priority": self.priority, "expires": self.expires}
-        return {**{k: v for k, v in defaults.items() if v is not None}, **options}
+        given = {k: v for k, v in defaults.items() if v is not None}
+        return {"task": self, "task_id": task_id, "link": link, "link_error": link_error, **given, **options}
 
     def _handed_back(self, result: AsyncResult, options: dict[str, Any]) -> AsyncResult:
         if type(self).AsyncResult is not Task.AsyncResult:  # its own result class, as Celery's

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import math
 import threading
 import time
 from collections.abc import Callable
@@ -35,10 +34,10 @@ class LeaseKeeper:
         # After an outage every executor's heartbeat is old, and each renews it only once it
         # reconnects: its connection pool retries with a backoff that grows with the outage,
         # so after D seconds without the database it may take up to about D more. Recovering
-        # others' tasks sooner would take running tasks from live workers. Recovery waits
-        # D + one lease after an outage (time.monotonic() from which it runs again).
+        # others' tasks sooner would take running tasks from live workers: after D seconds
+        # without a renewed heartbeat (rounds that failed, or one heartbeat that waited the
+        # outage out), recovery waits D + one lease (time.monotonic() from which it runs).
         self._recover_from = 0.0
-        self._outage_since: float | None = None
         self.interval = max(0.05, lease_seconds / 4)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="pgtasks-lease", daemon=True)
@@ -51,22 +50,19 @@ class LeaseKeeper:
         self._stop.set()
         self._thread.join(timeout=10)
 
-    def tick(self, recover: bool = True) -> None:
-        """One round of heartbeat, recovery (unless ``recover`` is False) and promotion."""
-        asked = time.monotonic()
+    def tick(self) -> None:
+        """One round of heartbeat, recovery of others' expired work and promotion."""
         renewed = self._store.heartbeat(self._info.executor_id)
-        waited = time.monotonic() - asked
-        if waited > self._lease_seconds:
-            # The heartbeat waited out an outage (the session layer retries for up to its
-            # reconnect deadline) rather than failing: the same hold as after failed rounds.
+        now = time.monotonic()
+        gap = None if self.beat_at is None else now - self.beat_at
+        if gap is not None and gap > self._lease_seconds:
             log.warning(
-                "the heartbeat waited %.0fs for the database; recovering other executors' tasks in "
-                "%.0fs, once they have reconnected and renewed their heartbeats",
-                waited,
-                waited + self._lease_seconds,
+                "no heartbeat renewed for %.0fs; recovering other executors' tasks in %.0fs, once "
+                "they have reconnected and renewed theirs",
+                gap,
+                gap + self._lease_seconds,
             )
-            self._recover_from = time.monotonic() + waited + self._lease_seconds
-            recover = False
+            self._recover_from = now + gap + self._lease_seconds
         if not renewed:
             # Another executor found our heartbeat too old and recovered our tasks; our
             # fenced writes for them will be refused. Take a fresh lease for new work.
@@ -75,8 +71,8 @@ class LeaseKeeper:
                 self._info.executor_id,
             )
             self._store.register_executor(self._info)
-        self.beat_at = time.monotonic()
-        if recover:
+        self.beat_at = now
+        if now >= self._recover_from:
             self._recover_others()
         self._store.promote_delayed()
         if self._also is not None:
@@ -101,23 +97,12 @@ class LeaseKeeper:
         failing = False
         while not self._stop.wait(self.interval):
             try:
-                self.tick(recover=time.monotonic() >= self._recover_from)
+                self.tick()
             except Exception as exc:  # the database may be restarting: keep trying
                 # One warning per outage, not one per round.
                 log.log(logging.DEBUG if failing else logging.WARNING, "lease round failed: %s", exc)
                 failing = True
-                self._recover_from = math.inf
-                if self._outage_since is None:
-                    self._outage_since = time.monotonic()
             else:
-                if failing and self._outage_since is not None:
-                    now = time.monotonic()
-                    hold = (now - self._outage_since) + self._lease_seconds
-                    log.warning(
-                        "lease rounds succeed again; recovering other executors' tasks in %.0fs, "
-                        "once they have reconnected and renewed their heartbeats",
-                        hold,
-                    )
-                    self._recover_from = now + hold
-                self._outage_since = None
+                if failing:
+                    log.warning("lease rounds succeed again")
                 failing = False
