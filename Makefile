@@ -12,6 +12,8 @@ PGBOUNCER_STAMP := $(VENV)/.pgbouncer
 # import-celery` reads, fed by real Celery producers (tests/migration).
 REDIS_STAMP := $(VENV)/.redis
 CELERY_VENV_STAMP := .venv-celery/.installed
+# pgqueuer in a venv of its own: the peer `make bench` measures in the same run (bench/peers.py).
+PGQUEUER_VENV_STAMP := .venv-pgqueuer/.installed
 
 .PHONY: demo test test-floors lint failover bench bench-asyncio bench-tracing bench-delays bench-explain bench-dashboard celery-env loadtest soak clean dashboard-screenshots
 
@@ -44,6 +46,11 @@ $(REDIS_STAMP): | $(BIN)/python
 
 $(CELERY_VENV_STAMP):
 	$(MAKE) --no-print-directory celery-env
+	touch $@
+
+$(PGQUEUER_VENV_STAMP):
+	$(PYTHON) -m venv .venv-pgqueuer
+	.venv-pgqueuer/bin/python -m pip install --quiet 'pgqueuer>=0.19' asyncpg
 	touch $@
 
 demo: $(STAMP)
@@ -94,10 +101,11 @@ lint: $(DEV_STAMP)
 	$(BIN)/ruff format --check pgtasks pgtasks_celery_hook.py setup.py tests bench loadtest
 	$(BIN)/mypy
 
-# The median of 3 runs of 20,000 tasks per figure; Celery on Redis too once `make celery-env`
-# has been run and redis-server is installed (apt-get install redis-server).
-bench: $(DEV_STAMP)
-	$(BIN)/python -m bench.throughput
+# The median of 3 runs of 20,000 tasks per figure, beside the raw SQL ceiling and pgqueuer
+# measured in the same run, then every target as a ratio; Celery on Redis too once `make
+# celery-env` has been run and redis-server is installed (apt-get install redis-server).
+bench: $(DEV_STAMP) $(PGQUEUER_VENV_STAMP)
+	$(BIN)/python -m bench.throughput $(ARGS)
 
 # How late countdown tasks, retries and refills under a global limit start on an idle worker.
 bench-delays: $(DEV_STAMP)
@@ -124,7 +132,7 @@ celery-env:
 	.venv-celery/bin/python -m pip install --quiet 'celery[redis]>=5.3,<6' 'locust>=2.20'
 
 clean:
-	rm -rf $(VENV) .venv-floors build *.egg-info pgtasks-demo.sqlite3*
+	rm -rf $(VENV) .venv-floors .venv-pgqueuer build *.egg-info pgtasks-demo.sqlite3*
 
 # The asyncio pool: 10,000 one-second sleepers on -P asyncio -c 5000, async vs sync drain rates,
 # and get_async() vs get() latency (docs/async.md).

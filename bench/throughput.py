@@ -1,12 +1,16 @@
 """Enqueue and drain throughput, and enqueue-to-start latency: pgtasks on PostgreSQL and
-SQLite with one worker process, and Celery 5 on Redis as the reference.
+SQLite with one worker process; beside it, in the same run and on the same server, the raw
+SQL ceiling (:mod:`bench.ceiling`) and pgqueuer (:mod:`bench.peers`); Celery 5 on Redis as
+the reference; then each target of issue 16 as a ratio to its yardstick.
 
     python -m bench.throughput [--tasks 20000] [--runs 3] [--configs ...] [--celery ...]
 
 PostgreSQL is a throwaway server started here with fsync on (or PGTASKS_DATABASE_URL). Each
-figure is the median of ``--runs`` runs. Celery runs when a Python with Celery and the redis
-client is found (``PGTASKS_CELERY_PYTHON``, else ``.venv-celery/bin/python``: `make
-celery-env` makes it) and ``redis-server`` is installed.
+figure is the median of ``--runs`` runs. pgqueuer runs when a Python with pgqueuer is found
+(``PGTASKS_PGQUEUER_PYTHON``, else ``.venv-pgqueuer/bin/python``: `make bench` makes it).
+Celery runs when a Python with Celery and the redis client is found
+(``PGTASKS_CELERY_PYTHON``, else ``.venv-celery/bin/python``: `make celery-env` makes it) and
+``redis-server`` is installed.
 """
 
 from __future__ import annotations
@@ -21,14 +25,19 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
+from bench import ceiling, peers
 from pgtasks import Client
 from pgtasks.engine.options import SendOptions
 from tests.support.pgserver import PostgresServer
 
 REPO = Path(__file__).resolve().parents[1]
-CONFIGS = "postgres:threads:8,postgres:threads:32,postgres:prefork:2,sqlite:threads:8"
+CONFIGS = "postgres:threads:8,postgres:threads:32,postgres:prefork:2,postgres:asyncio:500,sqlite:threads:8"
+# The asyncio pool drains the async twins of the bench tasks.
+TASKS_OF_POOL = {"asyncio": ("bench.async_noop", "bench.async_three_steps")}
+DEFAULT_TASKS = ("bench.noop", "bench.three_steps")
 CELERY_CONFIGS = "prefork:2,threads:8"
 
 
@@ -157,6 +166,29 @@ def celery_row(python: str, pool: str, concurrency: int, args: argparse.Namespac
     ]
 
 
+@dataclass
+class Row:
+    """The figures of one configuration (None: not measured)."""
+
+    label: str
+    single: float | None = None
+    bulk: float | None = None
+    noop: float | None = None
+    steps: float | None = None
+    p50: float | None = None
+    p99: float | None = None
+
+    def cells(self) -> list[str]:
+        def count(value: float | None) -> str:
+            return "-" if value is None else f"{value:,.0f}"
+
+        def ms(value: float | None) -> str:
+            return "-" if value is None else f"{value:.1f}"
+
+        figures = (self.single, self.bulk, self.noop, self.steps)
+        return [self.label, *map(count, figures), ms(self.p50), ms(self.p99)]
+
+
 def pgtasks_row(
     label: str,
     pool: str,
@@ -164,30 +196,93 @@ def pgtasks_row(
     args: argparse.Namespace,
     at: Callable[[str], str],
     with_enqueue: bool,
-) -> list[str]:
+) -> Row:
     """The figures of one pgtasks configuration; ``at(name)`` gives a fresh database URL."""
-    single = bulk = "-"
+    row = Row(f"pgtasks / {label} -c {concurrency}")
     if with_enqueue:
-        s, b = median_of(args.runs, lambda _: enqueue_rates(at("bench_enqueue"), args.tasks))
-        single, bulk = f"{s:,.0f}", f"{b:,.0f}"
-    (noop,) = median_of(
-        args.runs, lambda _: drain(at("bench_noop"), "bench.noop", args.tasks, concurrency, pool)
+        row.single, row.bulk = median_of(args.runs, lambda _: enqueue_rates(at("bench_enqueue"), args.tasks))
+    noop_task, steps_task = TASKS_OF_POOL.get(pool, DEFAULT_TASKS)
+    (row.noop,) = median_of(
+        args.runs, lambda _: drain(at("bench_noop"), noop_task, args.tasks, concurrency, pool)
     )
-    (steps,) = median_of(
-        args.runs, lambda _: drain(at("bench_steps"), "bench.three_steps", args.tasks // 5, concurrency, pool)
+    (row.steps,) = median_of(
+        args.runs, lambda _: drain(at("bench_steps"), steps_task, args.tasks // 5, concurrency, pool)
     )
-    p50, p99 = median_of(
+    row.p50, row.p99 = median_of(
         args.runs, lambda _: start_latency(at("bench_latency"), args.rate, args.seconds, concurrency, pool)
     )
-    return [
-        f"pgtasks / {label} -c {concurrency}",
-        single,
-        bulk,
-        f"{noop:,.0f}",
-        f"{steps:,.0f}",
-        f"{p50:.1f}",
-        f"{p99:.1f}",
-    ]
+    return row
+
+
+def ceiling_rows(url: str, args: argparse.Namespace) -> tuple[Row, Row]:
+    """The raw SQL ceiling: one row per transaction, and batches of 100."""
+    single, batched = median_of(args.runs, lambda _: ceiling.insert_rates(url, args.tasks))
+    (drain_one,) = median_of(args.runs, lambda _: ceiling.drain_rate(url, args.tasks // 4, 1))
+    (drain_many,) = median_of(args.runs, lambda _: ceiling.drain_rate(url, args.tasks, ceiling.BATCH))
+    return (
+        Row("raw SQL, one row per transaction", single=single, noop=drain_one),
+        Row("raw SQL, batches of 100", bulk=batched, noop=drain_many),
+    )
+
+
+def pgqueuer_row(url: str, args: argparse.Namespace) -> Row | None:
+    python = peers.pgqueuer_python()
+    if python is None:
+        print("pgqueuer: skipped (no Python with pgqueuer: `make bench` makes .venv-pgqueuer)", flush=True)
+        return None
+    figures = peers.measure(python, url, args.tasks, args.runs, args.rate, args.seconds)
+    return Row(
+        f"pgqueuer, one process (batch_size {figures.best_batch_size})",
+        bulk=figures.enqueue_batched,
+        noop=figures.drain,
+        p50=figures.p50_ms,
+        p99=figures.p99_ms,
+    )
+
+
+def targets(rows: list[Row], raw_one: Row, raw_many: Row, pgqueuer: Row | None) -> list[list[str]]:
+    """Each goal of issue 16 beside its yardstick from this run."""
+    postgres = [r for r in rows if "postgres" in r.label]
+
+    def best(attribute: str, among: list[Row]) -> tuple[float, str]:
+        found = [(getattr(r, attribute), r.label) for r in among if getattr(r, attribute) is not None]
+        return max(found) if found else (0.0, "-")
+
+    out: list[list[str]] = []
+
+    def add(goal: str, value: float, label: str, yardstick: float, what: str, needed: float) -> None:
+        ratio = value / yardstick if yardstick else 0.0
+        met = "yes" if ratio >= needed else "NO"
+        out.append([goal, f"{value:,.0f} ({label})", f"{yardstick:,.0f} {what}", f"{ratio:.2f}", met])
+
+    single, single_label = best("single", postgres)
+    add(
+        "single delay() >= 0.8 x raw single-row INSERT", single, single_label, raw_one.single or 0, "raw", 0.8
+    )
+    bulk, bulk_label = best("bulk", postgres)
+    add("bulk enqueue >= 0.7 x raw batched INSERT", bulk, bulk_label, raw_many.bulk or 0, "raw", 0.7)
+    noop, noop_label = best("noop", postgres)
+    if pgqueuer is not None and pgqueuer.noop:
+        add("no-op drain, one worker >= 2 x pgqueuer", noop, noop_label, pgqueuer.noop, "pgqueuer", 2.0)
+    add("no-op drain, share of raw batched drain", noop, noop_label, raw_many.noop or 0, "raw", 0.0)
+    steps, steps_label = best("steps", postgres)
+    add("3-step durable tasks >= 2,000/s", steps, steps_label, 2000, "goal", 1.0)
+    prefork = [r for r in postgres if "prefork -c 2" in r.label]
+    if prefork and prefork[0].noop:
+        add("prefork -c 2 no-op drain >= 3,000/s", prefork[0].noop, "prefork -c 2", 3000, "goal", 1.0)
+    for row in postgres:
+        if row.p50 is not None and row.p99 is not None:
+            met = "yes" if row.p50 <= 3 and row.p99 <= 10 else "NO"
+            out.append(
+                [
+                    "start p50 <= 3 ms, p99 <= 10 ms at 200/s",
+                    row.label,
+                    f"{row.p50:.1f} / {row.p99:.1f} ms",
+                    "-",
+                    met,
+                ]
+            )
+    return out
 
 
 def main() -> int:
@@ -198,6 +293,9 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=3, help="runs per figure; the median is shown")
     parser.add_argument("--configs", default=CONFIGS, help="database:pool:concurrency,...")
     parser.add_argument("--celery", default=CELERY_CONFIGS, help="pool:concurrency,... or 'none'")
+    parser.add_argument(
+        "--peers", choices=("yes", "no"), default="yes", help="measure pgqueuer and the raw SQL"
+    )
     parser.add_argument("--rate", type=float, default=200.0, help="offered load for the latency run")
     parser.add_argument("--seconds", type=float, default=5.0, help="length of the latency run")
     args = parser.parse_args()
@@ -212,17 +310,18 @@ def main() -> int:
         "start p99 ms",
     ]
     print(" | ".join(header), flush=True)
+    rows: list[Row] = []
     measured_enqueue: set[str] = set()
+    postgres_url = os.environ.get("PGTASKS_DATABASE_URL", "")
     for config in args.configs.split(","):
         dialect, pool, concurrency_text = config.split(":")
         concurrency = int(concurrency_text)
         if dialect == "postgres":
-            url = os.environ.get("PGTASKS_DATABASE_URL", "")
-            if not url.startswith("postgres"):
+            if not postgres_url.startswith("postgres"):
                 server = server or PostgresServer(fsync=True).start()
-                url = server.url
+                postgres_url = server.url
 
-            def at(schema: str, base: str = url) -> str:
+            def at(schema: str, base: str = postgres_url) -> str:
                 return f"{base}?schema={schema}_{time.time_ns()}"
         else:
             folder = tempfile.mkdtemp(prefix="pgtasks-bench-")
@@ -232,10 +331,21 @@ def main() -> int:
 
         with_enqueue = dialect not in measured_enqueue  # the producer's rates do not depend on the pool
         measured_enqueue.add(dialect)
-        print(
-            " | ".join(pgtasks_row(f"{dialect} {pool}", pool, concurrency, args, at, with_enqueue)),
-            flush=True,
-        )
+        rows.append(pgtasks_row(f"{dialect} {pool}", pool, concurrency, args, at, with_enqueue))
+        print(" | ".join(rows[-1].cells()), flush=True)
+    if args.peers == "yes":
+        if not postgres_url.startswith("postgres"):
+            server = server or PostgresServer(fsync=True).start()
+            postgres_url = server.url
+        raw_one, raw_many = ceiling_rows(postgres_url, args)
+        print(" | ".join(raw_one.cells()), flush=True)
+        print(" | ".join(raw_many.cells()), flush=True)
+        pgqueuer = pgqueuer_row(postgres_url, args)
+        if pgqueuer is not None:
+            print(" | ".join(pgqueuer.cells()), flush=True)
+        print("\ntarget | pgtasks | yardstick (same run) | ratio | met", flush=True)
+        for line in targets(rows, raw_one, raw_many, pgqueuer):
+            print(" | ".join(line), flush=True)
     if server:
         server.destroy()
     python = celery_python() if args.celery != "none" else None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
+from datetime import timedelta
 from typing import Any, TypeVar, overload
 
 from pgtasks.engine.core import Engine
@@ -196,17 +197,27 @@ class App(Sending, Scheduling, TaskManagement):
         priority_enabled: bool = False,
         partitioned: bool = False,
         polling_interval: float = 1.0,
+        result_expires: float | timedelta | None = None,
     ) -> QueueSettings:
-        """Declare a queue's flow control; workers write it to the ``queues`` table when they
-        start (later changes with ``pgtasks queue set`` last until the next deploy).
+        """Declare a queue's flow control and retention; workers write it to the ``queues``
+        table when they start (later changes with ``pgtasks queue set`` last until the next
+        deploy).
 
         ``concurrency``: at most N tasks of the queue run at once across all workers (per
         partition key when ``partitioned``). ``worker_concurrency``: at most N on one
         worker. ``rate_limit``: ``"10/m"`` or ``(10, 60.0)``: at most 10 starts per minute
-        across all workers.
+        across all workers. ``result_expires``: seconds (or a timedelta) its finished tasks
+        are kept, instead of the app's ``result_expires``; 0 keeps them until deleted by hand.
         """
         settings = declare_queue(
-            name, concurrency, worker_concurrency, rate_limit, priority_enabled, partitioned, polling_interval
+            name,
+            concurrency,
+            worker_concurrency,
+            rate_limit,
+            priority_enabled,
+            partitioned,
+            polling_interval,
+            result_expires,
         )
         self.engine.declared_queues[name] = settings
         return settings

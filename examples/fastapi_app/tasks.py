@@ -1,6 +1,6 @@
 """The tasks of the example: a report built in three durable async steps. Run them with
 
-    pgtasks worker -A examples.fastapi_app.tasks -P asyncio -c 1000
+pgtasks worker -A examples.fastapi_app.tasks -P asyncio -c 1000
 """
 
 from __future__ import annotations

@@ -49,7 +49,6 @@ IGNORED_FLAGS: dict[str, bool] = {
     "-C": False,
     "--pool-restarts": False,
     "--enable-soft-shutdown-on-idle": False,
-    "--prefetch-multiplier": True,
     "--autoscale": True,
     "--pidfile": True,
     "--logfile": True,

@@ -69,6 +69,11 @@ def _parser() -> argparse.ArgumentParser:
     worker.add_argument("--time-limit", type=float, help="hard limit per task in seconds (prefork, asyncio)")
     worker.add_argument("--soft-time-limit", type=float, help="raise SoftTimeLimitExceeded after S seconds")
     worker.add_argument("--max-tasks-per-child", type=int, help="replace a child after N tasks (prefork)")
+    worker.add_argument(
+        "--prefetch-multiplier",
+        type=int,
+        help="prefork: tasks claimed per process, running and waiting (default 4, as Celery; 1: none ahead)",
+    )
     worker.add_argument("-n", "--hostname", help="executor id (default pgtasks@<host>)")
     worker.add_argument(
         "--log-format",
@@ -148,6 +153,10 @@ def _parser() -> argparse.ArgumentParser:
     qset.add_argument("--concurrency", help="global limit across workers, or 'none'")
     qset.add_argument("--worker-concurrency", help="limit per worker process, or 'none'")
     qset.add_argument("--rate-limit", help="'10/m', '100/s', '5/30s', or 'none'")
+    qset.add_argument(
+        "--result-expires",
+        help="seconds its finished tasks are kept; 'never' (until deleted by hand) or 'default' (the app's)",
+    )
     qset.add_argument(
         "--partitioned",
         action=argparse.BooleanOptionalAction,
@@ -268,6 +277,7 @@ def _worker(args: argparse.Namespace) -> int:
         time_limit=args.time_limit,
         soft_time_limit=args.soft_time_limit,
         max_tasks_per_child=args.max_tasks_per_child,
+        prefetch_multiplier=4 if args.prefetch_multiplier is None else args.prefetch_multiplier,
         outcome_logger=hooks.outcome_logger,
     )
     metrics = MetricsOptions(args.metrics_port, args.metrics_address)  # refused early if not installed

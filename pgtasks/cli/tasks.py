@@ -8,6 +8,7 @@ import argparse
 import dataclasses
 import datetime as dt
 import json
+import math
 import sys
 from typing import Any
 
@@ -166,6 +167,31 @@ def _optional_int(value: str, flag: str) -> int | None:
         raise ConfigurationError(f"{flag} takes a whole number or 'none', not {value!r}") from None
 
 
+def _kept(queue: QueueSettings) -> str:
+    """How long the queue keeps finished tasks, for the queue table."""
+    if queue.result_expires_sec is None:
+        return "default"
+    return "never" if queue.result_expires_sec == 0 else age(queue.result_expires_sec)
+
+
+def _result_expires(value: str) -> float | None:
+    """``--result-expires``: seconds, 'never' (0: kept until deleted by hand) or 'default'."""
+    word = value.strip().lower()
+    if word == "default":
+        return None
+    if word == "never":
+        return 0.0
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = -1.0
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise ConfigurationError(
+            f"--result-expires takes a positive number of seconds, 'never' or 'default', not {value!r}"
+        )
+    return seconds
+
+
 def run_queue(engine: Engine, args: argparse.Namespace) -> int:
     """``pgtasks queue list|set|pause|resume``; every action ends with the queue table."""
     admin = engine.admin
@@ -181,6 +207,8 @@ def run_queue(engine: Engine, args: argparse.Namespace) -> int:
             changes["rate_limit_max"], changes["rate_limit_period_sec"] = parse_rate_limit(rate)
         if args.partitioned is not None:
             changes["partition_queue"] = args.partitioned
+        if args.result_expires is not None:
+            changes["result_expires_sec"] = _result_expires(args.result_expires)
         current = {q.name: q for q in admin.queues((args.name,))}.get(args.name, QueueSettings(args.name))
         wanted = dataclasses.replace(current, **changes)  # type: ignore[arg-type]
         admin.upsert_queue(QueueUpsert(wanted, frozenset(changes)))
@@ -191,7 +219,7 @@ def run_queue(engine: Engine, args: argparse.Namespace) -> int:
     stats = {s.name: s for s in admin.queue_stats()}
     print(
         f"{'queue':20} {'enqueued':>8} {'delayed':>8} {'running':>8} {'oldest':>8}  "
-        f"{'concurrency':>11} {'per worker':>10} {'rate limit':>14} partitioned  paused"
+        f"{'concurrency':>11} {'per worker':>10} {'rate limit':>14} partitioned  paused  kept"
     )
     for name in sorted(set(settings) | set(stats)):
         q = settings.get(name, QueueSettings(name))
@@ -204,6 +232,6 @@ def run_queue(engine: Engine, args: argparse.Namespace) -> int:
         print(
             f"{q.name:20} {counts['ENQUEUED']:>8} {counts['DELAYED']:>8} {counts['PENDING']:>8} "
             f"{age(oldest):>8}  {q.concurrency or '-':>11} {q.worker_concurrency or '-':>10} {rate:>14} "
-            f"{'yes' if q.partition_queue else 'no':11}  {'yes' if q.paused else 'no'}"
+            f"{'yes' if q.partition_queue else 'no':11}  {'yes' if q.paused else 'no':6}  {_kept(q)}"
         )
     return 0

@@ -39,6 +39,8 @@ SUPPORTED = frozenset(
         "task_time_limit",
         "task_soft_time_limit",
         "worker_max_tasks_per_child",
+        "worker_prefetch_multiplier",
+        "worker_disable_prefetch",
         "task_queues",
         "result_serializer",
     }
@@ -71,7 +73,6 @@ IGNORED_SETTINGS: dict[str, str] = {
     "task_acks_late": "a task is re-run after a crash whatever this says (durable execution)",
     "task_acks_on_failure_or_timeout": "outcomes are always recorded",
     "task_reject_on_worker_lost": "a task whose worker died is recovered (up to max_recovery_attempts)",
-    "worker_prefetch_multiplier": "a worker claims only its free slots",
     "worker_send_task_events": "Celery events are not emitted",
     "task_send_sent_event": "no events",
     "worker_hijack_root_logger": "pgtasks configures logging once",

@@ -84,6 +84,9 @@ def beat_started(app: Any, beat: Any, embedded: bool) -> None:
         (signals.beat_embedded_init if embedded else signals.beat_init).send(sender=beat)
 
 
+UNLIMITED_PREFETCH = 16  # what Celery's worker_prefetch_multiplier = 0 (no limit) means here
+
+
 def worker_hooks(app: Any, args: argparse.Namespace, given: Collection[str] = ()) -> WorkerHooks:
     """Prepare ``pgtasks worker`` for a Celery app (settings into ``args``, except those the
     command line ``given`` names); send the start-up signals; return the hooks for the rest of
@@ -105,6 +108,10 @@ def worker_hooks(app: Any, args: argparse.Namespace, given: Collection[str] = ()
     ):
         if getattr(args, name) is None and conf.get(setting) is not None and args.pool in pools:
             setattr(args, name, conf.get(setting))
+    multiplier = 1 if conf.get("worker_disable_prefetch") else conf.get("worker_prefetch_multiplier")
+    if getattr(args, "prefetch_multiplier", None) is None and multiplier is not None:
+        # Celery's 0 (no limit) becomes a generous bound: a claim is never unbounded here.
+        args.prefetch_multiplier = int(multiplier) or UNLIMITED_PREFETCH
     hostname = args.hostname or ""
     hooks = WorkerHooks(app, hostname)
     _setup_logging(args.loglevel, getattr(args, "log_format", "text"))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 
 from pgtasks.engine.errors import ConfigurationError
 from pgtasks.engine.settings import validate_queue_name
@@ -39,9 +40,12 @@ def declare_queue(
     priority_enabled: bool = False,
     partitioned: bool = False,
     polling_interval: float = 1.0,
+    result_expires: float | timedelta | None = None,
 ) -> QueueSettings:
     """Settings for ``app.queue(...)``, checked when declared."""
     validate_queue_name(name)
+    if isinstance(result_expires, timedelta):
+        result_expires = result_expires.total_seconds()
     rate_max, period = parse_rate_limit(rate_limit)
     settings = QueueSettings(
         name=name,
@@ -52,6 +56,7 @@ def declare_queue(
         priority_enabled=priority_enabled,
         partition_queue=partitioned,
         polling_interval_sec=polling_interval,
+        result_expires_sec=result_expires,
     )
     check_queue_settings(settings)
     return settings

@@ -1,5 +1,6 @@
-"""Retention: finished tasks are deleted once they are older than ``result_expires``, in
-batches of :data:`PRUNE_BATCH` so that no statement holds many row locks for long."""
+"""Retention: finished tasks are deleted once they are older than their queue's
+``result_expires`` (the app's ``result_expires`` unless the queue sets its own), in batches
+of :data:`PRUNE_BATCH` so that no statement holds many row locks for long."""
 
 from __future__ import annotations
 
@@ -34,18 +35,17 @@ def prune(
     batch: int = PRUNE_BATCH,
     max_batches: int | None = None,
 ) -> dict[str, int]:
-    """Delete finished tasks older than ``older_than`` seconds (default: ``result_expires``),
-    batch after batch until none is left (or ``max_batches``); return the counts per queue.
-    Unfinished tasks, dead letters and tasks a waiting canvas needs are never deleted."""
+    """Delete finished tasks older than ``older_than`` seconds, in every queue; by default
+    those past their queue's age (its own ``result_expires``, else the app's). Batch after
+    batch until none is left (or ``max_batches``); return the counts per queue. Unfinished
+    tasks, dead letters and tasks a waiting canvas needs are never deleted."""
     age = older_than_ms(engine, older_than)
-    if age is None:
-        return {}
     if batch < 1:
         raise ConfigurationError(f"batch must be >= 1, not {batch!r}")
     total: Counter[str] = Counter()
     done = 0
     while max_batches is None or done < max_batches:
-        deleted = engine._sysdb.tasks_prune(age, batch, queue)
+        deleted = engine._sysdb.tasks_prune(age, batch, queue, per_queue=older_than is None)
         total.update(deleted)
         done += 1
         if sum(deleted.values()) < batch:
@@ -56,4 +56,4 @@ def prune(
 def prunable(engine: Engine, older_than: float | None = None, queue: str | None = None) -> dict[str, int]:
     """What :func:`prune` would delete now, per queue."""
     age = older_than_ms(engine, older_than)
-    return {} if age is None else engine._sysdb.tasks_prunable(age, queue)
+    return engine._sysdb.tasks_prunable(age, queue, per_queue=older_than is None)

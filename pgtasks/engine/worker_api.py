@@ -82,6 +82,11 @@ class WorkerApi:
         """Give back PENDING tasks of this executor that it does not know it holds."""
         return self._engine._sysdb.tasks_release_stray(params)
 
+    def owns(self, task_id: str, executor_id: str, claim_token: str | None) -> bool:
+        """Whether ``executor_id`` still holds the task under ``claim_token`` (PENDING on it):
+        False once it was revoked, or recovered and claimed by another executor."""
+        return self._engine._sysdb.task_owned_by(task_id, executor_id, claim_token)
+
     def to_terminate(self, task_ids: list[str]) -> list[str]:
         """Those of ``task_ids`` revoked with terminate=True."""
         return self._engine._sysdb.tasks_to_terminate(task_ids)

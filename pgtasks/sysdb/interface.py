@@ -231,12 +231,20 @@ class SystemDatabase(ABC):
 
     # -- retention -------------------------------------------------------------------------
     @abstractmethod
-    def tasks_prune(self, older_than_ms: int, limit: int, queue: str | None = None) -> dict[str, int]:
-        """Delete up to ``limit`` tasks finished more than ``older_than_ms`` ago (not dead
-        letters, not tasks an unfinished canvas child needs); return the count per queue."""
+    def tasks_prune(
+        self, older_than_ms: int | None, limit: int, queue: str | None = None, per_queue: bool = True
+    ) -> dict[str, int]:
+        """Delete up to ``limit`` tasks finished longer ago than their queue's age (not dead
+        letters, not tasks an unfinished canvas child needs); return the count per queue.
+
+        The age is the queue's own ``result_expires_sec`` where it has one (0: kept), else
+        ``older_than_ms`` (None: kept); with ``per_queue`` False, ``older_than_ms`` for every
+        queue."""
 
     @abstractmethod
-    def tasks_prunable(self, older_than_ms: int, queue: str | None = None) -> dict[str, int]:
+    def tasks_prunable(
+        self, older_than_ms: int | None, queue: str | None = None, per_queue: bool = True
+    ) -> dict[str, int]:
         """What :meth:`tasks_prune` would delete now, per queue, without deleting."""
 
     @abstractmethod

@@ -9,6 +9,7 @@ of checkpoints, migrations under an advisory lock, and LISTEN.
 from __future__ import annotations
 
 import hashlib
+import time
 from collections.abc import Iterable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any
@@ -325,7 +326,8 @@ class PostgresSystemDatabase(PostgresSessions, SqlStore):
                         },
                     ).fetchall()
         # RETURNING has no order; hand tasks out in the order they were picked.
-        return sorted((task_from_row(r) for r in rows), key=lambda t: (t.priority, t.enqueue_seq))
+        claimed_at = time.monotonic()
+        return sorted((task_from_row(r, claimed_at) for r in rows), key=lambda t: (t.priority, t.enqueue_seq))
 
     def _complete_plain(self, params: CompleteParams) -> list[str]:
         if not params.outcomes:
@@ -346,6 +348,7 @@ class PostgresSystemDatabase(PostgresSessions, SqlStore):
             "tokens": [o.claim_token for o in params.outcomes],
             "retry_in": [o.retry_in_ms for o in params.outcomes],
             "inputs": [o.inputs for o in params.outcomes],
+            "unstarted": [o.unstarted for o in params.outcomes],
             "channel": self.channel,
             "done_channel": self.done_channel,
         }

@@ -28,6 +28,13 @@ def check_queue_settings(settings: QueueSettings) -> None:
         bad = isinstance(value, bool) or not isinstance(value, (int, float))
         if value is not None and (bad or not math.isfinite(value) or value <= 0):
             raise ConfigurationError(f"queue {settings.name!r}: {name} must be a positive number of seconds")
+    expires = settings.result_expires_sec
+    bad = isinstance(expires, bool) or not isinstance(expires, (int, float))
+    if expires is not None and (bad or not math.isfinite(expires) or expires < 0):
+        raise ConfigurationError(
+            f"queue {settings.name!r}: result_expires_sec must be a number of seconds >= 0 "
+            "(0 keeps its tasks until deleted by hand) or None (the app's result_expires)"
+        )
     if (settings.rate_limit_max is None) != (settings.rate_limit_period_sec is None):
         raise ConfigurationError(
             f"queue {settings.name!r}: a rate limit needs both rate_limit_max and rate_limit_period_sec"

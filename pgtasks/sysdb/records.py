@@ -128,6 +128,9 @@ class TaskRecord:
     has_links: bool = False  # other tasks wait for this one's outcome (task_links)
     meta: str | None = None  # JSON: metadata its sender stored with the task (headers, root_id, group)
     end_reason: EndReason | None = None  # why it ended without its own outcome
+    # From a claim: time.monotonic() on this machine (one clock for all its processes) when the
+    # claim returned. Its commit proves the task ran here then, as a fresh checkpoint does.
+    claimed_at: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,6 +218,9 @@ class Outcome:
     retry_in_ms: int | None = None
     has_links: bool = False  # the task's row has links: resolve them in the same transaction
     inputs: str | None = None  # a retry's new arguments (serialized like the row's), or None
+    # An ENQUEUED outcome for a task that was claimed but never started (a prefetched task
+    # given back at shutdown): its claim's attempt is taken back, so it is never dead-lettered.
+    unstarted: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -316,6 +322,8 @@ class QueueSettings:
     priority_enabled: bool = False  # stored for DBOS compatibility; priority is always honoured
     partition_queue: bool = False
     polling_interval_sec: float = 1.0
+    # Seconds its finished tasks are kept: None the app's result_expires, 0 until deleted by hand.
+    result_expires_sec: float | None = None
     paused: bool = False  # changed only by queue_set_paused, never by an upsert of settings
 
 

@@ -14,16 +14,21 @@ from pgtasks.sysdb.primitives import Primitives
 class RetentionStore(Primitives):
     """``tasks_prune``, ``tasks_prunable`` and ``task_forget`` over the dialect's primitives."""
 
-    def tasks_prune(self, older_than_ms: int, limit: int, queue: str | None = None) -> dict[str, int]:
-        """Delete up to ``limit`` tasks that finished more than ``older_than_ms`` ago, in one
+    def tasks_prune(
+        self, older_than_ms: int | None, limit: int, queue: str | None = None, per_queue: bool = True
+    ) -> dict[str, int]:
+        """Delete up to ``limit`` tasks past their queue's age (see the interface), in one
         transaction; return how many per queue."""
-        args = {"older_than_ms": older_than_ms, "limit": limit, "queue": queue}
+        args = {"older_than_ms": older_than_ms, "limit": limit, "queue": queue, "per_queue": per_queue}
         with self._transaction() as conn:
             return self._delete_picked(conn, self._on(conn, "tasks_prune_pick", args).fetchall())
 
-    def tasks_prunable(self, older_than_ms: int, queue: str | None = None) -> dict[str, int]:
+    def tasks_prunable(
+        self, older_than_ms: int | None, queue: str | None = None, per_queue: bool = True
+    ) -> dict[str, int]:
         """How many tasks pruning would delete now, per queue (nothing is deleted)."""
-        rows = self._read("tasks_prunable", {"older_than_ms": older_than_ms, "queue": queue})
+        args = {"older_than_ms": older_than_ms, "queue": queue, "per_queue": per_queue}
+        rows = self._read("tasks_prunable", args)
         return {str(r["queue_name"]): int(r["n"]) for r in rows}
 
     def task_forget(self, task_id: str) -> bool:

@@ -182,7 +182,8 @@ class SqliteSystemDatabase(SqlStore):
                 },
             ).fetchall()
         # RETURNING has no order; hand tasks out in the order they were picked.
-        return sorted((task_from_row(r) for r in rows), key=lambda t: (t.priority, t.enqueue_seq))
+        claimed_at = time.monotonic()
+        return sorted((task_from_row(r, claimed_at) for r in rows), key=lambda t: (t.priority, t.enqueue_seq))
 
     def _complete_on(self, db: sqlite3.Connection, params: CompleteParams) -> list[str]:
         written = []
@@ -196,6 +197,7 @@ class SqliteSystemDatabase(SqlStore):
                 "token": o.claim_token,
                 "retry_in": o.retry_in_ms,
                 "inputs": o.inputs,
+                "unstarted": o.unstarted,
             }
             if db.execute(self.sql["task_complete"], args).fetchone():
                 written.append(o.task_id)

@@ -62,6 +62,12 @@ class AsyncioPool:
     def alive(self) -> bool:
         return self._thread.is_alive() or self._stopping
 
+    def waiting(self) -> int:
+        return 0  # the worker submits only what it can start at once
+
+    def release_waiting(self) -> None:
+        pass
+
     def submit(self, record: TaskRecord, steps: list[StepRecord] | None = None) -> None:
         if self._loop.is_closed() or not self._thread.is_alive():
             raise RuntimeError("the asyncio pool's event loop is not running")

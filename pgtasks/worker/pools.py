@@ -6,7 +6,8 @@
 - ``prefork``: child processes, each with its own database connections; the parent kills a
   child that passes the hard time limit (recording TimeLimitExceeded) and replaces it, and
   replaces children after ``max_tasks_per_child`` tasks. The soft time limit raises
-  SoftTimeLimitExceeded inside the task (SIGALRM in the child).
+  SoftTimeLimitExceeded inside the task (SIGALRM in the child). It takes more tasks than it
+  has children (the worker's prefetch) and hands each to the next child that is free.
 
 Every pool reports each finished task to ``finish(record, outcome)``; ``outcome`` None means
 the task was abandoned (cancelled or taken over), an ENQUEUED outcome gives it back.
@@ -14,6 +15,7 @@ the task was abandoned (cancelled or taken over), an ENQUEUED outcome gives it b
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import logging
 import multiprocessing
@@ -82,6 +84,15 @@ class Pool(Protocol):
         """False once the pool can no longer run tasks (its monitor stopped on its own)."""
         ...
 
+    def waiting(self) -> int:
+        """How many submitted tasks wait for a free child (prefetched), not yet started."""
+        ...
+
+    def release_waiting(self) -> None:
+        """Give back every task that has not started (warm shutdown): each is finished with an
+        unstarted ENQUEUED outcome, so its claim's attempt is taken back."""
+        ...
+
     def shutdown(self, wait: bool) -> None: ...
 
 
@@ -132,6 +143,12 @@ class ThreadPool:
     def alive(self) -> bool:
         return True
 
+    def waiting(self) -> int:
+        return 0  # the worker submits only what it can start at once
+
+    def release_waiting(self) -> None:
+        pass
+
     def submit(self, record: TaskRecord, steps: list[StepRecord] | None = None) -> None:
         self._threads.submit(
             lambda: self._finish(record, run_guarded(self._engine, record, self._executor_id, steps))
@@ -167,6 +184,20 @@ class _Child:
     limit: float | None = None  # the hard time limit of its task, in seconds
 
 
+@dataclass(frozen=True, slots=True)
+class _Held:
+    """A task submitted while every child was busy: it starts on the next free child."""
+
+    record: TaskRecord
+    steps: list[StepRecord] | None
+    since: float  # time.monotonic() when it was submitted
+
+
+# A task that waited longer than this for a child is checked before it runs: it may have been
+# revoked (or its lease lost) meanwhile, and must not run then.
+HELD_CHECK_SECONDS = 0.5
+
+
 class PreforkPool:
     inline = False
 
@@ -174,6 +205,7 @@ class PreforkPool:
         self._engine, self._executor_id, self._options, self._finish = engine, executor_id, options, finish
         self._forks = ForkServer(self._child_main)
         self._children: list[_Child] = []
+        self._held: collections.deque[_Held] = collections.deque()
         self._lock = threading.Lock()
         self._stopping = False
         self._terminating: set[str] = set()  # task ids to kill (revoked with terminate=True)
@@ -205,20 +237,57 @@ class PreforkPool:
 
     def submit(self, record: TaskRecord, steps: list[StepRecord] | None = None) -> None:
         with self._lock:
-            child = next((c for c in self._children if c.task is None and not c.retiring), None)
-            if child is None:  # the worker claims only for free slots
-                raise RuntimeError("no idle child process")
-            hard, soft = time_limits(
-                self._engine, record, self._options.time_limit, self._options.soft_time_limit
-            )
-            child.task, child.started, child.limit = record, time.monotonic(), hard
-            try:
-                child.conn.send((record, steps, soft))
-            except OSError:  # it died a moment ago: the caller gives the task back, not us
-                child.task, child.retiring = None, True
-                raise
-        if hard is not None:
+            child = self._idle_child()
+            if child is None:  # every child is busy: the next one free takes it
+                self._held.append(_Held(record, steps, time.monotonic()))
+                return
+            # OSError: it died a moment ago; the caller gives the task back, not us
+            limited = self._send(child, _Held(record, steps, time.monotonic()))
+        if limited:
             self._wake_write.send(None)  # the monitor watches this child's time from now on
+
+    def _idle_child(self) -> _Child | None:
+        return next((c for c in self._children if c.task is None and not c.retiring), None)
+
+    def _send(self, child: _Child, held: _Held) -> bool:
+        """Start ``held`` on the idle ``child`` (the lock held); True when it has a hard time
+        limit. A child found dead is marked retiring (its death is handled by the monitor)
+        and OSError raised, with the task not taken."""
+        record = held.record
+        hard, soft = time_limits(
+            self._engine, record, self._options.time_limit, self._options.soft_time_limit
+        )
+        child.task, child.started, child.limit = record, time.monotonic(), hard
+        check = child.started - held.since > HELD_CHECK_SECONDS
+        try:
+            child.conn.send((record, held.steps, soft, check))
+        except OSError:
+            child.task, child.retiring = None, True
+            raise
+        return hard is not None
+
+    def _feed(self) -> None:
+        """Start held tasks on the idle children (monitor thread)."""
+        with self._lock:
+            while self._held and not self._stopping:
+                child = self._idle_child()
+                if child is None:
+                    return
+                held = self._held.popleft()
+                try:
+                    self._send(child, held)
+                except OSError:
+                    self._held.appendleft(held)  # the next idle child takes it
+
+    def waiting(self) -> int:
+        with self._lock:
+            return len(self._held)
+
+    def release_waiting(self) -> None:
+        with self._lock:
+            held, self._held = list(self._held), collections.deque()
+        for task in held:
+            self._finish(task.record, _unstarted(task.record))
 
     def alive(self) -> bool:
         return self._monitor.is_alive() or self._stopping
@@ -257,6 +326,8 @@ class PreforkPool:
                 limit = child.limit
                 if child.task is not None and limit is not None and time.monotonic() - child.started >= limit:
                     self._kill_for_time_limit(child, limit)
+            if self._held:
+                self._feed()
 
     def _receive(self, child: _Child) -> None:
         try:
@@ -275,6 +346,8 @@ class PreforkPool:
             # claims a task that no idle child could take.
             child.process.forget()
             self._replace(child)
+        if self._held:  # the next task starts before this one's outcome is handled
+            self._feed()
         if task is not None:
             self._finish(task, outcome)
 
@@ -285,6 +358,9 @@ class PreforkPool:
         log.critical("the prefork pool cannot start child processes any more: %s", error)
         with self._lock:
             left, self._children = self._children, []
+            held, self._held = list(self._held), collections.deque()
+        for task in held:
+            self._finish(task.record, _unstarted(task.record))
         for child in left:
             child.process.kill()
             child.conn.close()
@@ -312,9 +388,17 @@ class PreforkPool:
         # The monitor thread kills the child: it is the only one that replaces children, so
         # a kill cannot race with it noticing the same child's death.
         with self._lock:
-            if not any(c.task is not None and c.task.task_id == task_id for c in self._children):
+            held = next((h for h in self._held if h.record.task_id == task_id), None)
+            if held is not None:
+                self._held.remove(held)
+            elif not any(c.task is not None and c.task.task_id == task_id for c in self._children):
                 return False
-            self._terminating.add(task_id)
+            else:
+                self._terminating.add(task_id)
+        if held is not None:  # it never started: nothing to stop, and the row is CANCELLED
+            log.warning("Task %s[%s] revoked before it started", held.record.name, task_id)
+            self._finish(held.record, None)
+            return True
         self._wake_write.send(None)
         return True
 
@@ -359,6 +443,8 @@ class PreforkPool:
                 self._broken = exc  # the monitor gives up at the top of its next round
 
     def shutdown(self, wait: bool) -> None:
+        if wait:
+            self.release_waiting()
         with self._lock:
             self._stopping = True
             children = list(self._children)
@@ -396,7 +482,10 @@ def _child_main(conn: Connection, engine: Engine, executor_id: str, options: Poo
             os._exit(0)
         if message is None:
             os._exit(0)
-        record, steps, soft_limit = message
+        record, steps, soft_limit, check = message
+        if check and not _still_ours(engine, record, executor_id):
+            conn.send((None, False))  # revoked or taken over while it waited: it must not run
+            continue
         if soft_limit is not None:
             signal.setitimer(signal.ITIMER_REAL, soft_limit)
         try:
@@ -408,6 +497,19 @@ def _child_main(conn: Connection, engine: Engine, executor_id: str, options: Poo
         conn.send((outcome, retiring))
         if retiring:
             os._exit(0)
+
+
+def _still_ours(engine: Engine, record: TaskRecord, executor_id: str) -> bool:
+    """Whether this executor still holds ``record`` (read before running a task that waited
+    for a child); a database error counts as yes: the fence on its outcome still holds."""
+    try:
+        return engine.worker_api.owns(record.task_id, executor_id, record.claim_token)
+    except DatabaseUnavailable:
+        return True
+
+
+def _unstarted(record: TaskRecord) -> Outcome:
+    return Outcome(record.task_id, Status.ENQUEUED, claim_token=record.claim_token, unstarted=True)
 
 
 def _soft_limit_reached(_signum: int, _frame: object) -> None:

@@ -73,6 +73,19 @@ class QueueBook:
                 out.append(QueueClaim(name, room, s.concurrency, s.rate_limit_max, period, s.partition_queue))
         return tuple(out)
 
+    def unlimited(self) -> bool:
+        """Whether no consumed queue has a limit (global or per-worker concurrency, a rate,
+        partitions): then a worker may claim ahead of its free processes (prefetch)."""
+        with self._lock:
+            return all(
+                s is not None
+                and s.concurrency is None
+                and s.worker_concurrency is None
+                and s.rate_limit_max is None
+                and not s.partition_queue
+                for s in (self._settings.get(n) for n in self._names)
+            )
+
     def globally_limited(self, queue: str) -> bool:
         """Whether ``queue`` has a global concurrency limit (a freed slot is news to others)."""
         with self._lock:

@@ -75,6 +75,11 @@ class WorkerOptions:
     time_limit: float | None = None
     soft_time_limit: float | None = None
     max_tasks_per_child: int | None = None
+    # prefork: tasks claimed ahead per process (Celery's worker_prefetch_multiplier), so a child
+    # that ends a task starts the next at once. Only where every consumed queue is free of
+    # limits: under a global or per-worker limit, or a rate limit, a worker claims exactly its
+    # free processes. 1 claims only for idle processes.
+    prefetch_multiplier: int = 4
     # The logger of the one line per finished task (a Celery app's worker: "celery.app.trace").
     outcome_logger: str = "pgtasks.worker"
     # Seconds between two rounds of deleting finished tasks past result_expires.
@@ -95,6 +100,8 @@ class WorkerOptions:
                 "time limits need the prefork pool (-P prefork), or -P asyncio for async tasks: a "
                 "thread cannot be killed safely"
             )
+        if self.prefetch_multiplier < 1:
+            raise ConfigurationError("prefetch_multiplier must be >= 1")
         if self.pool != "prefork" and self.max_tasks_per_child:
             raise ConfigurationError("max_tasks_per_child needs the prefork pool (-P prefork)")
 
@@ -175,10 +182,10 @@ class Worker:
         self._lease.tick()
         self._due = DueTimer(store, self.options.queues, self._wake, self.engine.settings.poll_interval)
         self._due.start()
-        if self.engine.settings.result_expires is not None:
-            on_pruned = self.metrics.pruned if self.metrics is not None else None
-            self._pruner = Pruner(store, self.options.prune_interval, on_pruned)
-            self._pruner.start()
+        # Even where the app keeps results forever: a queue may set an age of its own.
+        on_pruned = self.metrics.pruned if self.metrics is not None else None
+        self._pruner = Pruner(store, self.options.prune_interval, on_pruned)
+        self._pruner.start()
         self._wakeups = WakeOnEnqueue(store, self.options.queues, self._wake, self._due.poke)
         self.listening = self._wakeups.start()
 
@@ -260,7 +267,6 @@ class Worker:
         backoff = CLAIM_FIRST_BACKOFF
         outage_since: float | None = None  # time.monotonic() of the first failed claim
         backlog = False  # the last claim took all it asked for: more tasks are probably waiting
-        gather = self.options.concurrency // 2
         while not self._stopping.is_set():
             # Cleared before claiming: a wake-up (NOTIFY, a freed slot) that arrives while the
             # claim runs is kept and ends the wait below at once.
@@ -269,6 +275,7 @@ class Worker:
             if free == 0:
                 self._wake.wait(poll)
                 continue
+            gather = (free + self._in_hand()) // 2
             deadline = time.monotonic() + GATHER_SECONDS
             while backlog and free < gather and time.monotonic() < deadline:
                 # With a backlog, a slot freed now is worth a claim of its own only if no
@@ -307,8 +314,13 @@ class Worker:
                 self._wake.wait(poll)
 
     def _free_slots(self) -> int:
+        """How many tasks to claim now: the free processes or threads, and with prefork the
+        prefetch beyond them (see WorkerOptions.prefetch_multiplier)."""
+        capacity = self.options.concurrency
+        if self.options.pool == "prefork" and self.queues is not None and self.queues.unlimited():
+            capacity *= self.options.prefetch_multiplier
         with self._running_lock:
-            return self.options.concurrency - self._running
+            return max(0, capacity - self._running)
 
     def _recorded_steps(self, claimed: list[TaskRecord]) -> dict[str, list[StepRecord]]:
         """Checkpoints of the claimed tasks, in one query for those that have any (a task with
@@ -402,7 +414,11 @@ class Worker:
         return self.alive()
 
     def running(self) -> int:
-        """How many tasks are executing now."""
+        """How many tasks are executing now (not counting prefetched ones still waiting)."""
+        return max(0, self._in_hand() - self._pool.waiting())
+
+    def _in_hand(self) -> int:
+        """Tasks claimed and not yet finished: running, or prefetched and waiting."""
         with self._running_lock:
             return self._running
 
@@ -424,10 +440,11 @@ class Worker:
         deadline = time.monotonic() + grace
         if self._claim_loop_started:  # a claim in flight dispatches before we count what runs
             self._claim_loop_exited.wait(grace)
-        while self.running() and time.monotonic() < deadline:
+        self._pool.release_waiting()  # prefetched tasks go back for others, as Celery's do
+        while self._in_hand() and time.monotonic() < deadline:
             self._wake.wait(0.05)
             self._wake.clear()
-        finished = self.running() == 0
+        finished = self._in_hand() == 0
         # What is left to write (outcomes, the executor row) waits out an outage only for what
         # remains of the grace period: tasks not written are recovered by the next worker.
         self._store.limit_outage_wait(max(1.0, deadline - time.monotonic()))

@@ -21,7 +21,8 @@ def test_celery_check_lists_what_pgtasks_ignores_or_lacks(sqlite_url: str) -> No
     out = done.stdout
     assert "setting result_backend" in out and "results are stored in the pgtasks database" in out
     assert "setting task_annotations" in out and "not supported" in out
-    assert "setting worker_prefetch_multiplier" in out and "setting task_default_queue" not in out
+    assert "setting task_acks_late" in out and "setting task_default_queue" not in out
+    assert "setting worker_prefetch_multiplier" not in out  # the prefork pool honours it
     assert "task tests.compat.apps.check_app.limited: rate_limit='10/m'" in out
     assert "signal task_received" in out
     clean = run_pgtasks("celery-check", "-A", "tests.compat.apps.signals_app", url=sqlite_url)
@@ -66,7 +67,8 @@ def test_inspect_status_call_result_and_purge(pg_url: str, tmp_path: Path) -> No
         assert "tests.compat.apps.results_app.add" in registered.stdout
     finally:
         output = stop(process)
-    for flag in ("--without-gossip", "-E", "-O", "--prefetch-multiplier"):
+    assert "ignoring Celery option --prefetch-multiplier" not in output  # a pgtasks flag too
+    for flag in ("--without-gossip", "-E", "-O"):
         assert f"ignoring Celery option {flag}" in output
     later = proj.add.apply_async((1, 1), countdown=300)
     elsewhere = proj.add.apply_async((2, 2), countdown=300, queue="named")

@@ -99,3 +99,52 @@ def test_celery_result_expires_and_forget(sqlite_url: str) -> None:
     result.forget()
     assert result.state == "PENDING" and app.engine.get_task(result.id) is None
     app.close()
+
+
+def test_a_queue_keeps_its_tasks_for_its_own_age(database_url: str) -> None:
+    # The app keeps results forever; the "brief" queue declares 50 ms of its own.
+    app = App("per-queue", database_url=database_url, result_expires=None)
+    app.queue("brief", result_expires=dt.timedelta(milliseconds=50))
+
+    @app.task(name="r.twice")
+    def twice(x: int) -> int:
+        return 2 * x
+
+    with running_worker(app, queues=("brief", "default"), prune_interval=3600):
+        brief = [twice.apply_async((i,), queue="brief") for i in range(3)]
+        kept = [twice.delay(i) for i in range(3)]
+        assert [r.get(timeout=30) for r in brief + kept] == [0, 2, 4] * 2
+    worker = Worker(app.engine, WorkerOptions(queues=("brief", "default"), prune_interval=0.05))
+    worker.start()
+    thread = threading.Thread(target=worker.run, daemon=True)
+    thread.start()
+    try:
+        wait_for(
+            lambda: all(app.engine.get_task(r.id) is None for r in brief),
+            timeout=30,
+            what="the worker to prune the brief queue",
+        )
+        assert all(app.engine.get_task(r.id) is not None for r in kept)
+    finally:
+        worker.shutdown(grace=10)
+        thread.join(10)
+        app.close()
+
+
+def test_the_queue_command_sets_a_queues_retention(database_url: str) -> None:
+    done = run_pgtasks("queue", "set", "reports", "--result-expires", "604800", url=database_url)
+    assert done.returncode == 0, done.stderr
+    row = next(line for line in done.stdout.splitlines() if line.startswith("reports "))
+    assert row.endswith("168h00m")
+    never = run_pgtasks("queue", "set", "reports", "--result-expires", "never", url=database_url)
+    assert next(line for line in never.stdout.splitlines() if line.startswith("reports ")).endswith("never")
+    default = run_pgtasks("queue", "set", "reports", "--result-expires", "default", url=database_url)
+    assert next(line for line in default.stdout.splitlines() if line.startswith("reports ")).endswith(
+        "default"
+    )
+    for bad in ("-1", "0", "soon", "nan"):
+        refused = run_pgtasks("queue", "set", "reports", "--result-expires", bad, url=database_url)
+        assert refused.returncode == 2, refused.stdout
+        assert "--result-expires takes a positive number of seconds, 'never' or 'default'" in refused.stderr
+    with pytest.raises(ConfigurationError, match="result_expires_sec must be a number of seconds >= 0"):
+        App("bad-queue", database_url=database_url).queue("q", result_expires=-3)

@@ -316,11 +316,12 @@ SELECT * FROM __schema__.queues WHERE name = %(name)s FOR UPDATE
 -- are true is decided from the row queue_get_locked read in the same transaction.
 INSERT INTO __schema__.queues (
     queue_id, name, concurrency, worker_concurrency, rate_limit_max, rate_limit_period_sec,
-    priority_enabled, partition_queue, polling_interval_sec, declared, operator_set,
-    created_at, updated_at)
+    priority_enabled, partition_queue, polling_interval_sec, result_expires_sec, declared,
+    operator_set, created_at, updated_at)
 VALUES (%(queue_id)s, %(name)s, %(concurrency)s, %(worker_concurrency)s, %(rate_limit_max)s,
         %(rate_limit_period_sec)s, %(priority_enabled)s, %(partition_queue)s,
-        %(polling_interval_sec)s, %(declared)s, %(operator_set)s, __now_ms__, __now_ms__)
+        %(polling_interval_sec)s, %(result_expires_sec)s, %(declared)s, %(operator_set)s,
+        __now_ms__, __now_ms__)
 ON CONFLICT (name) DO UPDATE SET
     declared = COALESCE(excluded.declared, queues.declared),
     operator_set = excluded.operator_set,
@@ -338,6 +339,8 @@ ON CONFLICT (name) DO UPDATE SET
                            ELSE queues.partition_queue END,
     polling_interval_sec = CASE WHEN %(set_polling_interval_sec)s THEN excluded.polling_interval_sec
                                 ELSE queues.polling_interval_sec END,
+    result_expires_sec = CASE WHEN %(set_result_expires_sec)s THEN excluded.result_expires_sec
+                              ELSE queues.result_expires_sec END,
     updated_at = __now_ms__
 RETURNING *
 
@@ -347,28 +350,33 @@ RETURNING *
 -- retry (retry_in not NULL) sends the task back under the same id, DELAYED or ENQUEUED, with
 -- one more retry, fresh attempts and no checkpoints (it runs again from scratch), and
 -- announces the tasks it makes ENQUEUED at once. A retry may bring new arguments (inputs).
+-- An unstarted release (a prefetched task given back) takes back its claim's attempt.
 WITH done AS (
     UPDATE __schema__.workflow_status AS ws
     SET status = CASE WHEN o.retry_in > 0 THEN 'DELAYED'
                       WHEN o.retry_in IS NOT NULL THEN 'ENQUEUED'
-                      WHEN o.status = 'ENQUEUED' AND ws.recovery_attempts > ws.max_recovery_attempts
+                      WHEN o.status = 'ENQUEUED' AND NOT o.unstarted
+                           AND ws.recovery_attempts > ws.max_recovery_attempts
                       THEN 'MAX_RECOVERY_ATTEMPTS_EXCEEDED' ELSE o.status END,
         output = o.output, error = o.error,
         executor_id = CASE WHEN o.status = 'ENQUEUED' OR o.retry_in IS NOT NULL THEN NULL
                            ELSE ws.executor_id END,
         deduplication_id = CASE WHEN o.retry_in IS NOT NULL THEN ws.deduplication_id
-                                WHEN o.status = 'ENQUEUED' AND ws.recovery_attempts <= ws.max_recovery_attempts
+                                WHEN o.status = 'ENQUEUED'
+                                     AND (o.unstarted OR ws.recovery_attempts <= ws.max_recovery_attempts)
                                 THEN ws.deduplication_id END,
         delay_until_epoch_ms = CASE WHEN o.retry_in > 0 THEN __now_ms__ + o.retry_in
                                     ELSE ws.delay_until_epoch_ms END,
         retries = ws.retries + CASE WHEN o.retry_in IS NOT NULL THEN 1 ELSE 0 END,
         inputs = CASE WHEN o.retry_in IS NOT NULL AND o.inputs IS NOT NULL THEN o.inputs
                       ELSE ws.inputs END,
-        recovery_attempts = CASE WHEN o.retry_in IS NOT NULL THEN 0 ELSE ws.recovery_attempts END,
+        recovery_attempts = CASE WHEN o.retry_in IS NOT NULL THEN 0
+                                 WHEN o.unstarted THEN greatest(ws.recovery_attempts - 1, 0)
+                                 ELSE ws.recovery_attempts END,
         updated_at = __now_ms__
     FROM unnest(%(ids)b::text[], %(statuses)b::text[], %(outputs)b::text[], %(errors)b::text[],
-                %(tokens)b::text[], %(retry_in)b::bigint[], %(inputs)b::text[])
-         AS o(id, status, output, error, token, retry_in, inputs)
+                %(tokens)b::text[], %(retry_in)b::bigint[], %(inputs)b::text[], %(unstarted)b::boolean[])
+         AS o(id, status, output, error, token, retry_in, inputs, unstarted)
     WHERE ws.workflow_uuid = o.id
       AND ws.executor_id = %(executor_id)s
       AND (o.token IS NULL OR ws.claim_token = o.token)
@@ -870,15 +878,26 @@ WHERE s.workflow_uuid = ANY(%(ids)s::text[]) AND s.status = 'CANCELLED'
 
 
 -- name: tasks_prune_pick
--- Retention: up to %(limit)s tasks that finished more than %(older_than_ms)s ago. Dead letters
--- stay (they wait to be resumed); so does a finished task a canvas still needs (a link to a
--- child that has not finished: a chain's next task, a chord body, a callback). The walk goes
--- through the created_at index, oldest first (created_at <= updated_at); SKIP LOCKED lets
--- workers prune side by side without waiting on each other or on a completion.
+-- Retention: up to %(limit)s finished tasks past the age of their queue: the queue's own
+-- result_expires_sec where it has one (0: kept until deleted by hand), else %(older_than_ms)s
+-- (NULL: kept); with %(per_queue)s false (an operator's explicit age) %(older_than_ms)s for
+-- every queue. Dead letters stay (they wait to be resumed); so does a finished task a canvas
+-- still needs (a link to a child that has not finished: a chain's next task, a chord body, a
+-- callback). The walk goes through the created_at index, oldest first, below the smallest
+-- age in force (created_at <= updated_at); SKIP LOCKED lets workers prune side by side
+-- without waiting on each other or on a completion.
+WITH ages AS (
+    SELECT name, round(result_expires_sec * 1000)::bigint AS ms
+    FROM __schema__.queues
+    WHERE %(per_queue)s AND result_expires_sec IS NOT NULL
+)
 SELECT ws.workflow_uuid, ws.queue_name
 FROM __schema__.workflow_status ws
-WHERE ws.created_at < __now_ms__ - %(older_than_ms)s
-  AND ws.updated_at < __now_ms__ - %(older_than_ms)s
+LEFT JOIN ages a ON a.name = ws.queue_name
+WHERE ws.created_at < __now_ms__ - (SELECT min(m) FROM (SELECT %(older_than_ms)s::bigint AS m
+                                                   UNION ALL SELECT ms FROM ages WHERE ms > 0) AS f)
+  AND ws.updated_at < __now_ms__ - CASE WHEN a.name IS NULL THEN %(older_than_ms)s::bigint
+                                        WHEN a.ms > 0 THEN a.ms END
   AND ws.status IN ('SUCCESS', 'ERROR', 'CANCELLED')
   AND (%(queue)s::text IS NULL OR ws.queue_name = %(queue)s)
   AND NOT EXISTS (
@@ -892,10 +911,18 @@ FOR UPDATE OF ws SKIP LOCKED
 
 -- name: tasks_prunable
 -- What pruning would delete now, per queue (pgtasks prune --dry-run).
+WITH ages AS (
+    SELECT name, round(result_expires_sec * 1000)::bigint AS ms
+    FROM __schema__.queues
+    WHERE %(per_queue)s AND result_expires_sec IS NOT NULL
+)
 SELECT ws.queue_name, count(*) AS n
 FROM __schema__.workflow_status ws
-WHERE ws.created_at < __now_ms__ - %(older_than_ms)s
-  AND ws.updated_at < __now_ms__ - %(older_than_ms)s
+LEFT JOIN ages a ON a.name = ws.queue_name
+WHERE ws.created_at < __now_ms__ - (SELECT min(m) FROM (SELECT %(older_than_ms)s::bigint AS m
+                                                   UNION ALL SELECT ms FROM ages WHERE ms > 0) AS f)
+  AND ws.updated_at < __now_ms__ - CASE WHEN a.name IS NULL THEN %(older_than_ms)s::bigint
+                                        WHEN a.ms > 0 THEN a.ms END
   AND ws.status IN ('SUCCESS', 'ERROR', 'CANCELLED')
   AND (%(queue)s::text IS NULL OR ws.queue_name = %(queue)s)
   AND NOT EXISTS (

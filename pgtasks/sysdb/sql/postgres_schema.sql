@@ -156,7 +156,9 @@ CREATE TABLE __schema__.queues (
     updated_at BIGINT NOT NULL,
     paused BOOLEAN NOT NULL DEFAULT FALSE,
     declared TEXT,
-    operator_set TEXT NOT NULL DEFAULT '[]'
+    operator_set TEXT NOT NULL DEFAULT '[]',
+    -- seconds its finished tasks are kept: NULL the app's result_expires, 0 until deleted by hand
+    result_expires_sec DOUBLE PRECISION
 );
 
 CREATE TABLE __schema__.executors (

@@ -149,11 +149,12 @@ SELECT * FROM queues WHERE name = :name
 -- are true is decided from the row queue_get_locked read in the same transaction.
 INSERT INTO queues (
     queue_id, name, concurrency, worker_concurrency, rate_limit_max, rate_limit_period_sec,
-    priority_enabled, partition_queue, polling_interval_sec, declared, operator_set,
-    created_at, updated_at)
+    priority_enabled, partition_queue, polling_interval_sec, result_expires_sec, declared,
+    operator_set, created_at, updated_at)
 VALUES (:queue_id, :name, :concurrency, :worker_concurrency, :rate_limit_max,
         :rate_limit_period_sec, :priority_enabled, :partition_queue,
-        :polling_interval_sec, :declared, :operator_set, __now_ms__, __now_ms__)
+        :polling_interval_sec, :result_expires_sec, :declared, :operator_set,
+        __now_ms__, __now_ms__)
 ON CONFLICT (name) DO UPDATE SET
     declared = COALESCE(excluded.declared, queues.declared),
     operator_set = excluded.operator_set,
@@ -171,6 +172,8 @@ ON CONFLICT (name) DO UPDATE SET
                            ELSE queues.partition_queue END,
     polling_interval_sec = CASE WHEN :set_polling_interval_sec THEN excluded.polling_interval_sec
                                 ELSE queues.polling_interval_sec END,
+    result_expires_sec = CASE WHEN :set_result_expires_sec THEN excluded.result_expires_sec
+                              ELSE queues.result_expires_sec END,
     updated_at = __now_ms__
 RETURNING *
 
@@ -188,22 +191,25 @@ RETURNING *, rowid AS enqueue_seq
 
 -- name: task_complete
 -- A retry (:retry_in not NULL) sends the task back under the same id with one more retry and
--- fresh attempts; its checkpoints are dropped by steps_clear in the same transaction.
+-- fresh attempts; its checkpoints are dropped by steps_clear in the same transaction. An
+-- unstarted release (a prefetched task given back) takes back its claim's attempt.
 UPDATE workflow_status
 SET status = CASE WHEN :retry_in > 0 THEN 'DELAYED'
                   WHEN :retry_in IS NOT NULL THEN 'ENQUEUED'
-                  WHEN :status = 'ENQUEUED' AND recovery_attempts > max_recovery_attempts
+                  WHEN :status = 'ENQUEUED' AND NOT :unstarted AND recovery_attempts > max_recovery_attempts
                   THEN 'MAX_RECOVERY_ATTEMPTS_EXCEEDED' ELSE :status END,
     output = :output, error = :error,
     executor_id = CASE WHEN :status = 'ENQUEUED' OR :retry_in IS NOT NULL THEN NULL ELSE executor_id END,
     deduplication_id = CASE WHEN :retry_in IS NOT NULL THEN deduplication_id
-                            WHEN :status = 'ENQUEUED' AND recovery_attempts <= max_recovery_attempts
+                            WHEN :status = 'ENQUEUED' AND (:unstarted OR recovery_attempts <= max_recovery_attempts)
                             THEN deduplication_id END,
     delay_until_epoch_ms = CASE WHEN :retry_in > 0 THEN __now_ms__ + :retry_in
                                 ELSE delay_until_epoch_ms END,
     retries = retries + CASE WHEN :retry_in IS NOT NULL THEN 1 ELSE 0 END,
     inputs = CASE WHEN :retry_in IS NOT NULL AND :inputs IS NOT NULL THEN :inputs ELSE inputs END,
-    recovery_attempts = CASE WHEN :retry_in IS NOT NULL THEN 0 ELSE recovery_attempts END,
+    recovery_attempts = CASE WHEN :retry_in IS NOT NULL THEN 0
+                             WHEN :unstarted THEN max(recovery_attempts - 1, 0)
+                             ELSE recovery_attempts END,
     updated_at = __now_ms__
 WHERE workflow_uuid = :id AND executor_id = :executor_id AND status = 'PENDING'
   AND (:token IS NULL OR claim_token = :token)
@@ -600,34 +606,50 @@ JOIN workflow_events AS e ON e.workflow_uuid = s.workflow_uuid AND e.key = 'term
 WHERE s.workflow_uuid IN (SELECT value FROM json_each(:ids)) AND s.status = 'CANCELLED'
 
 -- name: tasks_prune_pick
--- Retention (see the PostgreSQL statement): finished, older than :older_than_ms, not dead
+-- Retention (see the PostgreSQL statement): finished, past the age of its queue, not dead
 -- letters, not needed by an unfinished canvas child; oldest first.
+WITH ages AS (
+    SELECT name, CAST(round(result_expires_sec * 1000) AS INTEGER) AS ms
+    FROM queues
+    WHERE :per_queue AND result_expires_sec IS NOT NULL
+)
 SELECT ws.workflow_uuid, ws.queue_name
 FROM workflow_status ws
-WHERE ws.created_at < __now_ms__ - :older_than_ms
-  AND ws.updated_at < __now_ms__ - :older_than_ms
+LEFT JOIN ages a ON a.name = ws.queue_name
+WHERE ws.created_at < __now_ms__ - (SELECT min(m) FROM (SELECT :older_than_ms AS m
+                                                   UNION ALL SELECT ms FROM ages WHERE ms > 0) AS f)
+  AND ws.updated_at < __now_ms__ - CASE WHEN a.name IS NULL THEN :older_than_ms
+                                        WHEN a.ms > 0 THEN a.ms END
   AND ws.status IN ('SUCCESS', 'ERROR', 'CANCELLED')
   AND (:queue IS NULL OR ws.queue_name = :queue)
   AND NOT EXISTS (
-      SELECT 1 FROM task_links l
-      JOIN workflow_status c ON c.workflow_uuid = l.child_uuid
-      WHERE l.parent_uuid = ws.workflow_uuid
-        AND c.status NOT IN ('SUCCESS', 'ERROR', 'CANCELLED', 'MAX_RECOVERY_ATTEMPTS_EXCEEDED'))
+          SELECT 1 FROM task_links l
+          JOIN workflow_status c ON c.workflow_uuid = l.child_uuid
+          WHERE l.parent_uuid = ws.workflow_uuid
+            AND c.status NOT IN ('SUCCESS', 'ERROR', 'CANCELLED', 'MAX_RECOVERY_ATTEMPTS_EXCEEDED'))
 ORDER BY ws.created_at
 LIMIT :limit
 
 -- name: tasks_prunable
+WITH ages AS (
+    SELECT name, CAST(round(result_expires_sec * 1000) AS INTEGER) AS ms
+    FROM queues
+    WHERE :per_queue AND result_expires_sec IS NOT NULL
+)
 SELECT ws.queue_name, count(*) AS n
 FROM workflow_status ws
-WHERE ws.created_at < __now_ms__ - :older_than_ms
-  AND ws.updated_at < __now_ms__ - :older_than_ms
+LEFT JOIN ages a ON a.name = ws.queue_name
+WHERE ws.created_at < __now_ms__ - (SELECT min(m) FROM (SELECT :older_than_ms AS m
+                                                   UNION ALL SELECT ms FROM ages WHERE ms > 0) AS f)
+  AND ws.updated_at < __now_ms__ - CASE WHEN a.name IS NULL THEN :older_than_ms
+                                        WHEN a.ms > 0 THEN a.ms END
   AND ws.status IN ('SUCCESS', 'ERROR', 'CANCELLED')
   AND (:queue IS NULL OR ws.queue_name = :queue)
   AND NOT EXISTS (
-      SELECT 1 FROM task_links l
-      JOIN workflow_status c ON c.workflow_uuid = l.child_uuid
-      WHERE l.parent_uuid = ws.workflow_uuid
-        AND c.status NOT IN ('SUCCESS', 'ERROR', 'CANCELLED', 'MAX_RECOVERY_ATTEMPTS_EXCEEDED'))
+          SELECT 1 FROM task_links l
+          JOIN workflow_status c ON c.workflow_uuid = l.child_uuid
+          WHERE l.parent_uuid = ws.workflow_uuid
+            AND c.status NOT IN ('SUCCESS', 'ERROR', 'CANCELLED', 'MAX_RECOVERY_ATTEMPTS_EXCEEDED'))
 GROUP BY ws.queue_name
 
 -- name: task_forget_pick

@@ -152,7 +152,9 @@ CREATE TABLE queues (
     updated_at INTEGER NOT NULL,
     paused INTEGER NOT NULL DEFAULT 0,
     declared TEXT,
-    operator_set TEXT NOT NULL DEFAULT '[]'
+    operator_set TEXT NOT NULL DEFAULT '[]',
+    -- seconds its finished tasks are kept: NULL the app's result_expires, 0 until deleted by hand
+    result_expires_sec REAL
 );
 
 CREATE TABLE executors (

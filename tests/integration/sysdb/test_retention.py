@@ -5,7 +5,16 @@ child needs), and forget()."""
 from __future__ import annotations
 
 from pgtasks.sysdb import Status, SystemDatabase
-from pgtasks.sysdb.records import CanvasEnqueue, CompleteParams, LinkKind, NewTask, Outcome, TaskLink
+from pgtasks.sysdb.records import (
+    CanvasEnqueue,
+    CompleteParams,
+    LinkKind,
+    NewTask,
+    Outcome,
+    QueueSettings,
+    QueueUpsert,
+    TaskLink,
+)
 from tests.integration.sysdb.support import JsonLinks, claim, step, task
 from tests.support.inprocess import wait_for
 
@@ -98,3 +107,22 @@ def test_forget_deletes_one_finished_task_only(sysdb: SystemDatabase) -> None:
     assert sysdb.task_forget("no-such-task") is False
     assert sysdb.task_forget("forget-me") is True
     assert ids_left(sysdb, ["keep", "forget-me", "unfinished"]) == ["keep", "unfinished"]
+
+
+def test_each_queue_keeps_its_tasks_for_its_own_age(sysdb: SystemDatabase) -> None:
+    sysdb.queue_upsert(QueueUpsert(QueueSettings("brief", result_expires_sec=0.001)))
+    sysdb.queue_upsert(QueueUpsert(QueueSettings("kept", result_expires_sec=0)))  # until deleted by hand
+    sysdb.queue_upsert(QueueUpsert(QueueSettings("plain")))  # the default age
+    tasks = [NewTask(f"t-{q}", "proj.t", '{"args":[],"kwargs":{}}', q) for q in ("brief", "kept", "plain")]
+    sysdb.tasks_enqueue(tasks)
+    for task_id in claim(sysdb, limit=3, queues=("brief", "kept", "plain")):
+        finish(sysdb, task_id)
+    wait_for(lambda: sysdb.tasks_prunable(3_600_000) == {"brief": 1}, what="the brief queue's task to expire")
+    assert sysdb.tasks_prunable(None) == {"brief": 1}  # no default age: only the queue's own
+    wait_for(lambda: sysdb.tasks_prunable(1) == {"brief": 1, "plain": 1}, what="the default age to pass")
+    # An operator's explicit age applies to every queue, the kept one too.
+    assert sysdb.tasks_prunable(1, per_queue=False) == {"brief": 1, "kept": 1, "plain": 1}
+    assert sysdb.tasks_prune(3_600_000, 1000) == {"brief": 1}
+    assert sysdb.tasks_prune(1, 1000) == {"plain": 1}
+    assert ids_left(sysdb, ["t-brief", "t-kept", "t-plain"]) == ["t-kept"]
+    assert sysdb.tasks_prune(1, 1000, queue="kept", per_queue=False) == {"kept": 1}

@@ -1,0 +1,80 @@
+"""The raw SQL ceiling: what one Python process with psycopg gets from the same PostgreSQL for
+the least a queue must do, the yardstick the other figures of ``make bench`` are divided by.
+
+The table is the least a queue needs: an id, the queue and task name, the arguments, a
+status, a timestamp, and one partial index of the waiting rows in claim order.
+
+- **insert, one row per transaction**: single INSERTs in autocommit from one thread (what one
+  ``delay()`` must at least cost: a round trip and a commit);
+- **insert, batches of 100**: one multi-row INSERT (``unnest`` of arrays) per transaction;
+- **drain, one row per transaction** and **batches of 100**: a claim (``UPDATE ... WHERE id IN
+  (SELECT ... FOR UPDATE SKIP LOCKED LIMIT n)``) committed, then the rows marked done in a
+  second commit, as a worker must (the work runs between the two, outside any transaction).
+"""
+
+from __future__ import annotations
+
+import time
+
+import psycopg
+
+SETUP = """
+DROP TABLE IF EXISTS raw_jobs;
+CREATE TABLE raw_jobs (
+    id bigserial PRIMARY KEY,
+    queue text NOT NULL,
+    name text NOT NULL,
+    args text,
+    status text NOT NULL DEFAULT 'queued',
+    created_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX raw_jobs_queued ON raw_jobs (queue, id) WHERE status = 'queued';
+"""
+INSERT_ONE = "INSERT INTO raw_jobs (queue, name, args) VALUES (%s, %s, %s)"
+INSERT_MANY = (
+    "INSERT INTO raw_jobs (queue, name, args) SELECT 'bench', 'bench.noop', a FROM unnest(%s::text[]) AS a"
+)
+CLAIM = (
+    "UPDATE raw_jobs SET status = 'running' WHERE id IN ("
+    " SELECT id FROM raw_jobs WHERE status = 'queued' AND queue = 'bench'"
+    " ORDER BY id LIMIT %s FOR UPDATE SKIP LOCKED) RETURNING id"
+)
+COMPLETE = "UPDATE raw_jobs SET status = 'done' WHERE id = ANY(%s)"
+BATCH = 100
+
+
+def _connect(url: str) -> psycopg.Connection[tuple[object, ...]]:
+    return psycopg.connect(url, autocommit=True)
+
+
+def insert_rates(url: str, count: int) -> tuple[float, float]:
+    """Rows per second: single-row transactions, then batches of 100."""
+    with _connect(url) as conn:
+        conn.execute(SETUP)
+        started = time.perf_counter()
+        for _ in range(count):
+            conn.execute(INSERT_ONE, ("bench", "bench.noop", "[]"), prepare=True)
+        single = count / (time.perf_counter() - started)
+        started = time.perf_counter()
+        for _ in range(0, count, BATCH):
+            conn.execute(INSERT_MANY, (["[]"] * BATCH,), prepare=True)
+        batched = count // BATCH * BATCH / (time.perf_counter() - started)
+    return single, batched
+
+
+def drain_rate(url: str, count: int, batch: int) -> float:
+    """Rows per second claimed and completed, ``batch`` rows per claim and per completion."""
+    with _connect(url) as conn:
+        conn.execute(SETUP)
+        for _ in range(0, count, 1000):
+            conn.execute(INSERT_MANY, (["[]"] * 1000,))
+        conn.execute("VACUUM ANALYZE raw_jobs")
+        done = 0
+        started = time.perf_counter()
+        while True:
+            ids = [row[0] for row in conn.execute(CLAIM, (batch,), prepare=True)]
+            if not ids:
+                break
+            conn.execute(COMPLETE, (ids,), prepare=True)
+            done += len(ids)
+        return done / (time.perf_counter() - started)

@@ -1,0 +1,93 @@
+"""pgqueuer, the fastest Python queue on PostgreSQL we know of, measured in the same run as
+pgtasks: on the same server, one process, through ``bench/pgqueuer_side.py`` in its own venv
+(``.venv-pgqueuer``, made by ``make bench``; ``PGTASKS_PGQUEUER_PYTHON`` names another).
+
+Each run gets a database of its own (pgqueuer's tables have fixed names).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import psycopg
+
+REPO = Path(__file__).resolve().parents[1]
+SIDE = REPO / "bench" / "pgqueuer_side.py"
+DRAIN_BATCH_SIZES = (10, 100, 500)  # pgqueuer's batch_size: its best is reported
+
+
+@dataclass(frozen=True)
+class PeerFigures:
+    enqueue_batched: float  # jobs/s, batches of 100
+    drain: float  # jobs/s at the best batch size
+    best_batch_size: int
+    p50_ms: float
+    p99_ms: float
+
+
+def pgqueuer_python() -> str | None:
+    """The venv's Python, if it has pgqueuer."""
+    for candidate in (os.environ.get("PGTASKS_PGQUEUER_PYTHON"), str(REPO / ".venv-pgqueuer/bin/python")):
+        if candidate and Path(candidate).exists():
+            probe = subprocess.run([candidate, "-c", "import pgqueuer, asyncpg"], capture_output=True)
+            if probe.returncode == 0:
+                return candidate
+    return None
+
+
+def _fresh_database(server_url: str) -> str:
+    name = f"pgq_{time.time_ns()}"
+    with psycopg.connect(server_url, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    base, _, _ = server_url.partition("?")
+    return f"{base.rsplit('/', 1)[0]}/{name}"
+
+
+def _side(python: str, *args: str) -> dict[str, object]:
+    done = subprocess.run([python, str(SIDE), *args], capture_output=True, text=True, timeout=900)
+    if done.returncode != 0:
+        raise RuntimeError(f"pgqueuer_side {args[0]} failed: {done.stderr[-2000:]}")
+    result: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def _installed(python: str, server_url: str) -> str:
+    dsn = _fresh_database(server_url)
+    _side(python, "install", dsn)
+    return dsn
+
+
+def measure(python: str, server_url: str, count: int, runs: int, rate: float, seconds: float) -> PeerFigures:
+    """Medians of ``runs``: batched enqueue, drain at each batch size (the best kept), and
+    the send-to-start wait at ``rate`` jobs/s for ``seconds``."""
+
+    def seconds_of(*args: str) -> float:
+        value = _side(python, *args)["seconds"]
+        assert isinstance(value, float)
+        return value
+
+    enqueue = statistics.median(
+        count / seconds_of("enqueue", _installed(python, server_url), str(count), "100") for _ in range(runs)
+    )
+    drains = {
+        size: statistics.median(
+            count / seconds_of("drain", _installed(python, server_url), str(count), str(size))
+            for _ in range(runs)
+        )
+        for size in DRAIN_BATCH_SIZES
+    }
+    best = max(drains, key=lambda size: drains[size])
+    p50s, p99s = [], []
+    for _ in range(runs):
+        waits = _side(python, "latency", _installed(python, server_url), str(rate), str(seconds))["waits_ms"]
+        assert isinstance(waits, list)
+        ordered = sorted(float(w) for w in waits)
+        p50s.append(statistics.median(ordered))
+        p99s.append(ordered[int(len(ordered) * 0.99) - 1])
+    return PeerFigures(enqueue, drains[best], best, statistics.median(p50s), statistics.median(p99s))

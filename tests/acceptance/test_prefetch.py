@@ -1,0 +1,121 @@
+"""The prefork pool's prefetch (Celery's worker_prefetch_multiplier): a worker claims
+``concurrency x multiplier`` tasks where its queues have no limits, runs ``concurrency`` of them
+at once, gives the waiting ones back at a warm shutdown, and never starts one that was revoked
+while it waited."""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+
+from pgtasks import Client
+from pgtasks.task_info import TaskInfo
+from tests.support.cli import run_pgtasks
+from tests.support.inprocess import wait_for
+from tests.support.processes import effects, stop, worker_process
+
+
+def held_by(client: Client, executor: str) -> list[TaskInfo]:
+    return [t for t in client.list_tasks(status=["PENDING"], limit=100) if t.executor_id == executor]
+
+
+def test_a_worker_claims_ahead_but_runs_only_its_concurrency(database_url: str, ledger: Path) -> None:
+    client = Client(database_url)
+    handles = [client.enqueue("durable.slow", [5]) for _ in range(4)]  # a second each
+    worker = worker_process(
+        database_url, ledger, "pf", pool="prefork", concurrency=1, extra_args=("--prefetch-multiplier", "3")
+    )
+
+    def started() -> set[str]:
+        return {task_id for task_id, label in effects(ledger) if label == "slow0"}
+
+    try:
+        wait_for(lambda: len(started()) == 1, what="the first task to start")
+        wait_for(
+            lambda: len(held_by(client, "pf")) == 3, what="three tasks claimed by a worker of one process"
+        )
+        assert len(started()) == 1  # the two prefetched ones have not started
+        assert [h.get(timeout=60) for h in handles] == [10] * 4
+    finally:
+        out = stop(worker)
+    assert worker.returncode == 0, out
+    seen = effects(ledger)
+    assert all(seen[(h.id, f"slow{i}")] == 1 for h in handles for i in range(5))
+    client.close()
+
+
+def test_the_hard_time_limit_counts_from_the_start_not_the_claim(database_url: str, ledger: Path) -> None:
+    # Each task runs 0.6 s under a 1.5 s limit; the last waits about 1.2 s for the child first.
+    client = Client(database_url)
+    handles = [client.enqueue("durable.sleepy", [0.6]) for _ in range(3)]
+    worker = worker_process(
+        database_url, ledger, "pf", pool="prefork", concurrency=1, extra_args=("--time-limit", "1.5")
+    )
+    try:
+        assert [h.get(timeout=60) for h in handles] == ["woke up"] * 3
+    finally:
+        out = stop(worker)
+    assert "TimeLimitExceeded" not in out
+    client.close()
+
+
+def test_warm_shutdown_gives_prefetched_tasks_back_unstarted(database_url: str, ledger: Path) -> None:
+    client = Client(database_url)
+    first = client.enqueue("durable.slow", [4])
+    rest = [client.enqueue("durable.slow", [1]) for _ in range(3)]
+    worker = worker_process(database_url, ledger, "pf", pool="prefork", concurrency=1)
+    try:
+        wait_for(lambda: effects(ledger)[(first.id, "slow0")] == 1, what="the first task to start")
+        wait_for(lambda: len(held_by(client, "pf")) == 4, what="the other three prefetched")
+    finally:
+        out = stop(worker, signal.SIGTERM)
+    assert worker.returncode == 0, out
+    assert client.AsyncResult(first.id).status == "SUCCESS"  # the running one finished
+    for handle in rest:
+        task = client.engine.get_task(handle.id)
+        assert task is not None and task.status.value == "ENQUEUED", task
+        assert task.executor_id is None and task.recovery_attempts == 0  # the claim is taken back
+        assert effects(ledger)[(handle.id, "slow0")] == 0
+    other = worker_process(database_url, ledger, "pf2", pool="prefork", concurrency=1)
+    try:
+        assert [h.get(timeout=60) for h in rest] == [0, 0, 0]
+    finally:
+        stop(other)
+    client.close()
+
+
+def test_a_task_revoked_while_prefetched_never_starts(database_url: str, ledger: Path) -> None:
+    client = Client(database_url)
+    first = client.enqueue("durable.slow", [5])  # about a second in the only process
+    waiting = client.enqueue("durable.slow", [1])
+    worker = worker_process(database_url, ledger, "pf", pool="prefork", concurrency=1)
+    try:
+        wait_for(lambda: effects(ledger)[(first.id, "slow0")] == 1, what="the first task to start")
+        wait_for(lambda: len(held_by(client, "pf")) == 2, what="the second prefetched")
+        assert client.cancel_task(waiting.id)
+        assert first.get(timeout=60) == sum(range(5))
+    finally:
+        out = stop(worker)
+    assert effects(ledger)[(waiting.id, "slow0")] == 0  # it never started
+    assert f"Task durable.slow[{waiting.id}] abandoned" in out
+    task = client.engine.get_task(waiting.id)
+    assert task is not None and task.status.value == "CANCELLED"
+    assert worker.returncode == 0, out
+    client.close()
+
+
+def test_a_limited_queue_is_claimed_exactly_without_prefetch(database_url: str, ledger: Path) -> None:
+    done = run_pgtasks("queue", "set", "default", "--concurrency", "5", url=database_url)
+    assert done.returncode == 0, done.stderr
+    client = Client(database_url)
+    first = client.enqueue("durable.slow", [5])
+    others = [client.enqueue("durable.slow", [1]) for _ in range(3)]
+    worker = worker_process(database_url, ledger, "pf", pool="prefork", concurrency=1)
+    try:
+        wait_for(lambda: effects(ledger)[(first.id, "slow1")] == 1, what="the first task to run a while")
+        assert [t.task_id for t in held_by(client, "pf")] == [first.id]  # one process, one claim
+        assert [h.get(timeout=60) for h in others] == [0, 0, 0]
+    finally:
+        out = stop(worker)
+    assert worker.returncode == 0, out
+    client.close()
