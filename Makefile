@@ -15,7 +15,7 @@ CELERY_VENV_STAMP := .venv-celery/.installed
 # pgqueuer in a venv of its own: the peer `make bench` measures in the same run (bench/peers.py).
 PGQUEUER_VENV_STAMP := .venv-pgqueuer/.installed
 
-.PHONY: demo test test-floors lint failover bench bench-asyncio bench-tracing bench-delays bench-explain bench-dashboard celery-env loadtest soak clean dashboard-screenshots
+.PHONY: demo test test-floors lint failover sustained fleet bench bench-asyncio bench-tracing bench-delays bench-explain bench-dashboard celery-env loadtest soak clean dashboard-screenshots
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -119,6 +119,12 @@ bench-explain: $(DEV_STAMP)
 # check (see loadtest/run.py): make loadtest ARGS="--workers 2 --time 30 --users 20 --fault kill"
 loadtest: $(DEV_STAMP)
 	$(BIN)/python -m loadtest.run $(ARGS)
+
+# One hour at 1,000 tasks/s (no-op, three steps, countdowns, retries) with retention on: sizes,
+# dead rows, the claim's time and start latency every minute, then the ledger check
+# (loadtest/sustained.py; figures in docs/performance.md). Shorter: make sustained ARGS="--minutes 10"
+sustained: $(DEV_STAMP)
+	$(BIN)/python -m loadtest.sustained --out sustained-report.md $(ARGS)
 
 # Random faults (kill -9, SIGSTOP, PostgreSQL restarts, crash points) against 3 workers while a
 # producer enqueues, then the invariant report (docs/reliability.md). Default 5 minutes:

@@ -14,7 +14,9 @@ status, a timestamp, and one partial index of the waiting rows in claim order.
 
 from __future__ import annotations
 
+import dataclasses
 import time
+import uuid
 
 import psycopg
 
@@ -78,3 +80,35 @@ def drain_rate(url: str, count: int, batch: int) -> float:
             conn.execute(COMPLETE, (ids,), prepare=True)
             done += len(ids)
         return done / (time.perf_counter() - started)
+
+
+def pgtasks_statement_rates(url: str, count: int) -> tuple[float, float]:
+    """Rows per second of pgtasks' own enqueue statements into its own table, sent raw: the
+    row pgtasks builds for a no-op task, prepared once, each with a fresh id (single rows in
+    autocommit, then batches of 100). What a ``delay()`` or a bulk enqueue costs beyond this
+    is pgtasks' Python."""
+    from pgtasks import Client  # why: only this yardstick needs pgtasks' schema and statements
+    from pgtasks.engine.options import SendOptions, build_new_task
+    from pgtasks.sysdb.dedup import enqueue_columns, single_task_params
+
+    client = Client(f"{url}?schema=raw_pgtasks_{time.time_ns()}")
+    engine = client.engine
+    engine.enqueue([SendOptions(queue="raw").request("bench.noop")])  # creates the schema
+    sql = engine._sysdb.sql  # type: ignore[attr-defined]
+    channel = engine._sysdb.channel  # type: ignore[attr-defined]
+    template = build_new_task(SendOptions(queue="raw").request("bench.noop"), engine.codec, "raw", 100)
+    with _connect(url) as conn:
+        rows = [dataclasses.replace(template, task_id=str(uuid.uuid4())) for _ in range(count)]
+        started = time.perf_counter()
+        for row in rows:
+            params = {**single_task_params(row), "channel": channel}
+            conn.execute(sql["tasks_enqueue_one"], params, prepare=True)
+        single = count / (time.perf_counter() - started)
+        rows = [dataclasses.replace(template, task_id=str(uuid.uuid4())) for _ in range(count)]
+        batches = [enqueue_columns(rows[i : i + BATCH]) for i in range(0, count, BATCH)]
+        started = time.perf_counter()
+        for columns in batches:
+            conn.execute(sql["tasks_enqueue"], {**columns, "channel": channel}, prepare=True)
+        batched = count / (time.perf_counter() - started)
+    client.close()
+    return single, batched

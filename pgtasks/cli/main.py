@@ -35,6 +35,7 @@ from pgtasks.management import TaskManagement
 from pgtasks.scheduler.beat import BeatThread, start_beat_thread
 from pgtasks.sysdb.urls import redact_url
 from pgtasks.worker.pools import POOLS
+from pgtasks.worker.pruner import PRUNE_INTERVAL
 
 log = logging.getLogger("pgtasks.worker")
 URL_HELP = "default: PGTASKS_DATABASE_URL"
@@ -69,6 +70,12 @@ def _parser() -> argparse.ArgumentParser:
     worker.add_argument("--time-limit", type=float, help="hard limit per task in seconds (prefork, asyncio)")
     worker.add_argument("--soft-time-limit", type=float, help="raise SoftTimeLimitExceeded after S seconds")
     worker.add_argument("--max-tasks-per-child", type=int, help="replace a child after N tasks (prefork)")
+    worker.add_argument(
+        "--prune-interval",
+        type=float,
+        default=PRUNE_INTERVAL,
+        help=f"seconds between rounds deleting tasks past result_expires (default {PRUNE_INTERVAL:g})",
+    )
     worker.add_argument(
         "--prefetch-multiplier",
         type=int,
@@ -278,6 +285,7 @@ def _worker(args: argparse.Namespace) -> int:
         soft_time_limit=args.soft_time_limit,
         max_tasks_per_child=args.max_tasks_per_child,
         prefetch_multiplier=4 if args.prefetch_multiplier is None else args.prefetch_multiplier,
+        prune_interval=args.prune_interval,
         outcome_logger=hooks.outcome_logger,
     )
     metrics = MetricsOptions(args.metrics_port, args.metrics_address)  # refused early if not installed

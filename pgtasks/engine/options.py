@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pgtasks.engine.errors import ConfigurationError
+from pgtasks.engine.ids import new_task_id
 from pgtasks.engine.serialization import Codec
 from pgtasks.engine.settings import check_key_length, check_name_length, validate_queue_name
 from pgtasks.sysdb.records import NewTask
@@ -119,7 +120,7 @@ def build_new_task(
         raise ConfigurationError(f"task name must be a non-empty string, not {request.name!r}")
     _check_text(request.name, "task name")
     check_name_length(request.name, "task name")
-    task_id = str(uuid.uuid4()) if options.task_id is None else options.task_id
+    task_id = new_task_id() if options.task_id is None else options.task_id
     if not isinstance(task_id, str) or not 0 < len(task_id) <= MAX_TASK_ID_LENGTH:
         raise ConfigurationError(f"task_id must be a string of 1 to {MAX_TASK_ID_LENGTH} characters")
     _check_text(task_id, "task_id")

@@ -102,6 +102,8 @@ class WorkerOptions:
             )
         if self.prefetch_multiplier < 1:
             raise ConfigurationError("prefetch_multiplier must be >= 1")
+        if not self.prune_interval > 0 or self.prune_interval == float("inf"):
+            raise ConfigurationError("prune_interval must be a positive number of seconds")
         if self.pool != "prefork" and self.max_tasks_per_child:
             raise ConfigurationError("max_tasks_per_child needs the prefork pool (-P prefork)")
 

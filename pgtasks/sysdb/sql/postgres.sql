@@ -36,11 +36,16 @@ notified AS (
 SELECT workflow_uuid FROM inserted, notified
 
 -- name: tasks_find_duplicates
+-- Two probes: the primary key, and the deduplication index (partial: the IS NOT NULL lets the
+-- planner use it for each pair).
 SELECT workflow_uuid, queue_name, deduplication_id
 FROM __schema__.workflow_status
 WHERE workflow_uuid = ANY(%(ids)b::text[])
-   OR (queue_name, deduplication_id) IN (
-        SELECT * FROM unnest(%(queues)b::text[], %(dedups)b::text[]))
+UNION
+SELECT ws.workflow_uuid, ws.queue_name, ws.deduplication_id
+FROM unnest(%(queues)b::text[], %(dedups)b::text[]) AS d(queue_name, dedup)
+JOIN __schema__.workflow_status AS ws
+  ON ws.queue_name = d.queue_name AND ws.deduplication_id = d.dedup AND ws.deduplication_id IS NOT NULL
 
 -- name: tasks_list_newest
 -- Optional filters are "(param IS NULL OR column = param)": a custom plan folds the unset

@@ -57,9 +57,11 @@ CREATE INDEX workflow_status_parent_idx
     ON __schema__.workflow_status (parent_workflow_id)
     WHERE parent_workflow_id IS NOT NULL;
 -- Deduplication: NULLs are distinct, and the id is cleared when the task finishes, so the
--- pair is unique only among tasks that have not finished.
+-- pair is unique only among tasks that have not finished. Only tasks sent with a
+-- deduplication id can conflict: the others have no entry (migration 0015).
 CREATE UNIQUE INDEX workflow_status_dedup_idx
-    ON __schema__.workflow_status (queue_name, deduplication_id);
+    ON __schema__.workflow_status (queue_name, deduplication_id)
+    WHERE deduplication_id IS NOT NULL;
 -- Global concurrency counts the running tasks of one queue (per partition key).
 CREATE INDEX workflow_status_pending_queue_idx
     ON __schema__.workflow_status (queue_name, queue_partition_key)
