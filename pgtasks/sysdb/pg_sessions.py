@@ -116,11 +116,15 @@ def session_options(dsn: str) -> str:
 class PostgresListener(EnqueueListener):
     """LISTEN on the schema's channel over a dedicated autocommit connection."""
 
-    def __init__(self, target: DatabaseTarget, channel: str) -> None:
+    def __init__(self, target: DatabaseTarget, channel: str, presence_key: int | None = None) -> None:
+        """``presence_key``: an advisory lock this session holds shared while it lives, which
+        tells senders that somebody listens (see ``done_listeners_present``)."""
         try:
             dsn = target.listen_dsn or target.dsn
             self._conn = psycopg.connect(dsn, autocommit=True, connect_timeout=10)
             self._conn.execute(f"LISTEN {quote_identifier(channel, 'channel name')}")
+            if presence_key is not None:
+                self._conn.execute("SELECT pg_advisory_lock_shared(%s)", (presence_key,))
         except psycopg.OperationalError as exc:
             raise DatabaseUnavailable(f"cannot listen on {target.display_url}: {exc}") from exc
 

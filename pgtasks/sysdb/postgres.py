@@ -67,10 +67,18 @@ def advisory_lock_key(schema: str) -> int:
     return int.from_bytes(digest[:8], "big", signed=True)
 
 
+DONE_LISTENERS_RECHECK = 1.0  # seconds between two reads of whether anyone awaits results
+
+
 def queue_lock_key(schema: str, queue: str) -> int:
     """The advisory lock key that serializes limited claims of one queue."""
     digest = hashlib.sha256(f"pgtasks-queue:{schema}:{queue}".encode()).digest()
     return int.from_bytes(digest[:8], "big", signed=True)
+
+
+def done_presence_key(schema: str) -> int:
+    """The advisory lock that processes awaiting results on the done channel hold shared."""
+    return queue_lock_key(schema, "\x00done-listeners")  # no queue name holds a NUL
 
 
 def notify_channel(schema: str) -> str:
@@ -127,6 +135,8 @@ class PostgresSystemDatabase(PostgresSessions, SqlStore):
         self.schema = quote_identifier(target.schema, "schema name")
         self.channel = notify_channel(target.schema)
         self.done_channel = done_channel(target.schema)
+        self._done_checked_at = -DONE_LISTENERS_RECHECK
+        self._done_listened = True
         self.sql = load_statements("postgres", {"__schema__": self.schema, "__now_ms__": NOW_MS})
         tail = self.sql.pop("claim_picked")
         for name in ("tasks_claim", "tasks_claim_limited", "tasks_claim_partitioned"):
@@ -351,6 +361,7 @@ class PostgresSystemDatabase(PostgresSessions, SqlStore):
             "unstarted": [o.unstarted for o in params.outcomes],
             "channel": self.channel,
             "done_channel": self.done_channel,
+            "notify_done": self._done_listeners_present(),
         }
 
     def queues_announce(self, queues: tuple[str, ...]) -> None:
@@ -400,7 +411,24 @@ class PostgresSystemDatabase(PostgresSessions, SqlStore):
     def open_done_listener(self) -> EnqueueListener | None:
         if self.target.transaction_pooling and not self.target.listen_dsn:
             return None
-        return PostgresListener(self.target, self.done_channel)
+        return PostgresListener(self.target, self.done_channel, done_presence_key(self.target.schema))
+
+    def _done_listeners_present(self) -> bool:
+        """Whether any process listens for finished tasks (holds the presence lock shared),
+        read at most once a second: a NOTIFY makes its transaction's commit wait for every
+        other notifying commit (PostgreSQL serializes them on one lock), so the outcomes'
+        statement sends the finished ids only when someone awaits them. A waiter that starts
+        listening is told within a second; until then it reads its row (done_watch)."""
+        now = time.monotonic()
+        if now - self._done_checked_at >= DONE_LISTENERS_RECHECK:
+            key = done_presence_key(self.target.schema)
+            try:
+                row = self._one("done_listeners_present", {"key": key})
+                self._done_listened = bool(row and row["present"])
+            except DatabaseUnavailable:
+                self._done_listened = True  # unknown: notify, as before
+            self._done_checked_at = now
+        return self._done_listened
 
     def close(self) -> None:
         self._close_sessions()

@@ -398,16 +398,23 @@ notified AS (
 ),
 -- The ids of the tasks that finished, newline-separated, on the "done" channel for whoever
 -- awaits a result (get_async): one notification per 6,000 bytes of ids (a payload must stay
--- under 8,000 bytes; an id is at most 1,020).
+-- under 8,000 bytes; an id is at most 1,020). Only while somebody listens (%(notify_done)s):
+-- a notifying commit waits for every other one.
 finished AS (
     SELECT count(pg_notify(%(done_channel)s, c.ids)) AS n
     FROM (SELECT string_agg(f.workflow_uuid, E'\n') AS ids
           FROM (SELECT workflow_uuid,
                        sum(octet_length(workflow_uuid) + 1) OVER (ORDER BY workflow_uuid) AS upto
-                FROM done WHERE status IN ('SUCCESS', 'ERROR', 'MAX_RECOVERY_ATTEMPTS_EXCEEDED')) AS f
+                FROM done WHERE %(notify_done)s
+                            AND status IN ('SUCCESS', 'ERROR', 'MAX_RECOVERY_ATTEMPTS_EXCEEDED')) AS f
           GROUP BY f.upto / 6000) AS c
 )
 SELECT workflow_uuid FROM done, notified, finished
+
+-- name: done_listeners_present
+-- Whether a process awaiting results holds the presence lock shared: then this exclusive try
+-- fails. (Two senders checking at once may each see the other's try: a NOTIFY too many.)
+SELECT NOT pg_try_advisory_xact_lock(%(key)s) AS present
 
 -- name: tasks_promote_delayed
 UPDATE __schema__.workflow_status

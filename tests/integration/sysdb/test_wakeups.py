@@ -5,6 +5,8 @@ enqueue on a caller's async connection, and closing."""
 from __future__ import annotations
 
 import asyncio
+import select
+import time
 
 import psycopg
 import pytest
@@ -84,6 +86,53 @@ def test_a_resume_wakes_the_listeners_of_the_queue(sysdb: SystemDatabase) -> Non
             heard |= got
     finally:
         listener.close()
+
+
+def test_finished_ids_are_sent_only_while_somebody_awaits_them(sysdb: SystemDatabase) -> None:
+    """A NOTIFY serializes its commit with every other notifying one, so the outcomes'
+    statement sends finished ids only while a done listener (a process awaiting results)
+    exists; one that starts listening hears them within a second."""
+    if sysdb.target.dialect == "sqlite":
+        assert sysdb.open_done_listener() is None
+        return
+    channel = sysdb.done_channel  # type: ignore[attr-defined]
+    with psycopg.connect(sysdb.target.dsn, autocommit=True) as plain:  # hears, but is no waiter
+        plain.execute(f'LISTEN "{channel}"')
+
+        def finish(task_id: str) -> None:
+            sysdb.tasks_enqueue([new(task_id)])
+            claim(sysdb, limit=10)
+            sysdb.tasks_complete(CompleteParams("w1", (Outcome(task_id, Status.SUCCESS, "1"),)))
+
+        def heard(timeout: float) -> list[str]:
+            """What arrived within ``timeout`` (libpq's calls: notifies(timeout=) needs psycopg
+            3.2, and the floors run 3.1)."""
+            got: list[str] = []
+            deadline = time.monotonic() + timeout
+            while not got and time.monotonic() < deadline:
+                select.select([plain.fileno()], [], [], max(0.0, deadline - time.monotonic()))
+                plain.pgconn.consume_input()
+                while (notify := plain.pgconn.notifies()) is not None:
+                    got.append(notify.extra.decode())
+            return got
+
+        finish("unheard")
+        # Notifications arrive in commit order: the marker, sent after, comes first and alone.
+        with psycopg.connect(sysdb.target.dsn, autocommit=True) as other:
+            other.execute("SELECT pg_notify(%s, 'marker')", (channel,))
+        assert heard(30) == ["marker"]
+        listener = sysdb.open_done_listener()
+        assert listener is not None
+        try:
+            got: list[str] = []
+            for attempt in range(40):  # the senders re-read who listens once a second
+                finish(f"heard-{attempt}")
+                got = heard(0.25)
+                if got:
+                    break
+            assert got and got[0].startswith("heard-"), got
+        finally:
+            listener.close()
 
 
 def test_the_done_listener_hears_the_ids_of_finished_tasks_only(sysdb: SystemDatabase) -> None:
