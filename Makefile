@@ -157,6 +157,11 @@ failover: $(DEV_STAMP)
 bench-tracing: $(DEV_STAMP)
 	$(BIN)/python -m bench.tracing_overhead
 
+# 16 worker processes x -c 8 draining 100,000 no-op tasks from one database: throughput,
+# connections held, lock waits (bench/fleet.py; figures in docs/performance.md).
+fleet: $(DEV_STAMP)
+	$(BIN)/python -m bench.fleet $(ARGS)
+
 # Render time of every dashboard page and API endpoint with 10 million finished tasks.
 bench-dashboard: $(DEV_STAMP)
 	$(BIN)/python -m bench.dashboard_pages $(ARGS)

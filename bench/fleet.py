@@ -10,7 +10,8 @@ lock while it drained (``wait_event_type`` Lock or LWLock, sampled every 50 ms),
 of those waits were claims (``FOR UPDATE SKIP LOCKED`` in the sampled query): claims that
 queued behind each other on a lock would show there.
 
-Uses ``PGTASKS_DATABASE_URL`` when set, else starts a throwaway PostgreSQL (fsync on).
+Uses the server of ``PGTASKS_DATABASE_URL`` when set (in a database it creates), else starts a
+throwaway PostgreSQL (fsync on).
 """
 
 from __future__ import annotations
@@ -86,9 +87,13 @@ def main(argv: list[str] | None = None) -> int:
     if not base.startswith("postgres"):
         server = PostgresServer(fsync=True).start()  # max_connections 300
         base = server.url
-    dsn = base.split("?")[0]
-    url = f"{dsn}?schema=fleet_{time.time_ns()}"
-    schema = url.split("schema=")[1]
+    # A database of its own: pg_stat_activity then shows the fleet's sessions and no others.
+    database = f"fleet_{time.time_ns()}"
+    with psycopg.connect(base.split("?")[0], autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{database}"')
+    dsn = f"{base.split('?')[0].rsplit('/', 1)[0]}/{database}"
+    url = f"{dsn}?schema=fleet"
+    schema = "fleet"
     client = Client(url)
     client.engine.enqueue([SendOptions(queue="bench").request("bench.noop") for _ in range(args.tasks)])
     client.close()  # from here on every client backend but the two below is the fleet's

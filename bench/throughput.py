@@ -214,14 +214,17 @@ def pgtasks_row(
     return row
 
 
-def ceiling_rows(url: str, args: argparse.Namespace) -> tuple[Row, Row]:
-    """The raw SQL ceiling: one row per transaction, and batches of 100."""
+def ceiling_rows(url: str, args: argparse.Namespace) -> tuple[Row, Row, Row]:
+    """The raw SQL ceiling: one row per transaction, batches of 100, and pgtasks' own enqueue
+    statements into its own table sent raw (single rows, batches of 100)."""
     single, batched = median_of(args.runs, lambda _: ceiling.insert_rates(url, args.tasks))
     (drain_one,) = median_of(args.runs, lambda _: ceiling.drain_rate(url, args.tasks // 4, 1))
     (drain_many,) = median_of(args.runs, lambda _: ceiling.drain_rate(url, args.tasks, ceiling.BATCH))
+    own_single, own_batched = median_of(args.runs, lambda _: ceiling.pgtasks_statement_rates(url, args.tasks))
     return (
         Row("raw SQL, one row per transaction", single=single, noop=drain_one),
         Row("raw SQL, batches of 100", bulk=batched, noop=drain_many),
+        Row("raw SQL, pgtasks' INSERT statements", single=own_single, bulk=own_batched),
     )
 
 
@@ -240,7 +243,9 @@ def pgqueuer_row(url: str, args: argparse.Namespace) -> Row | None:
     )
 
 
-def targets(rows: list[Row], raw_one: Row, raw_many: Row, pgqueuer: Row | None) -> list[list[str]]:
+def targets(
+    rows: list[Row], raw_one: Row, raw_many: Row, raw_own: Row, pgqueuer: Row | None
+) -> list[list[str]]:
     """Each goal of issue 16 beside its yardstick from this run."""
     postgres = [r for r in rows if "postgres" in r.label]
 
@@ -259,8 +264,10 @@ def targets(rows: list[Row], raw_one: Row, raw_many: Row, pgqueuer: Row | None) 
     add(
         "single delay() >= 0.8 x raw single-row INSERT", single, single_label, raw_one.single or 0, "raw", 0.8
     )
+    add("single delay() >= 0.8 x its own INSERT, raw", single, single_label, raw_own.single or 0, "raw", 0.8)
     bulk, bulk_label = best("bulk", postgres)
     add("bulk enqueue >= 0.7 x raw batched INSERT", bulk, bulk_label, raw_many.bulk or 0, "raw", 0.7)
+    add("bulk enqueue >= 0.7 x its own INSERT, raw", bulk, bulk_label, raw_own.bulk or 0, "raw", 0.7)
     noop, noop_label = best("noop", postgres)
     if pgqueuer is not None and pgqueuer.noop:
         add("no-op drain, one worker >= 2 x pgqueuer", noop, noop_label, pgqueuer.noop, "pgqueuer", 2.0)
@@ -337,14 +344,14 @@ def main() -> int:
         if not postgres_url.startswith("postgres"):
             server = server or PostgresServer(fsync=True).start()
             postgres_url = server.url
-        raw_one, raw_many = ceiling_rows(postgres_url, args)
-        print(" | ".join(raw_one.cells()), flush=True)
-        print(" | ".join(raw_many.cells()), flush=True)
+        raw_one, raw_many, raw_own = ceiling_rows(postgres_url, args)
+        for raw in (raw_one, raw_many, raw_own):
+            print(" | ".join(raw.cells()), flush=True)
         pgqueuer = pgqueuer_row(postgres_url, args)
         if pgqueuer is not None:
             print(" | ".join(pgqueuer.cells()), flush=True)
         print("\ntarget | pgtasks | yardstick (same run) | ratio | met", flush=True)
-        for line in targets(rows, raw_one, raw_many, pgqueuer):
+        for line in targets(rows, raw_one, raw_many, raw_own, pgqueuer):
             print(" | ".join(line), flush=True)
     if server:
         server.destroy()
