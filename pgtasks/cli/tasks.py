@@ -219,7 +219,7 @@ def run_queue(engine: Engine, args: argparse.Namespace) -> int:
     stats = {s.name: s for s in admin.queue_stats()}
     print(
         f"{'queue':20} {'enqueued':>8} {'delayed':>8} {'running':>8} {'oldest':>8}  "
-        f"{'concurrency':>11} {'per worker':>10} {'rate limit':>14} partitioned  paused  kept"
+        f"{'concurrency':>11} {'per worker':>10} {'rate limit':>14} {'kept':>8} partitioned  paused"
     )
     for name in sorted(set(settings) | set(stats)):
         q = settings.get(name, QueueSettings(name))
@@ -232,6 +232,6 @@ def run_queue(engine: Engine, args: argparse.Namespace) -> int:
         print(
             f"{q.name:20} {counts['ENQUEUED']:>8} {counts['DELAYED']:>8} {counts['PENDING']:>8} "
             f"{age(oldest):>8}  {q.concurrency or '-':>11} {q.worker_concurrency or '-':>10} {rate:>14} "
-            f"{'yes' if q.partition_queue else 'no':11}  {'yes' if q.paused else 'no':6}  {_kept(q)}"
+            f"{_kept(q):>8} {'yes' if q.partition_queue else 'no':11}  {'yes' if q.paused else 'no'}"
         )
     return 0

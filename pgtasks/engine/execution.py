@@ -54,9 +54,7 @@ def execute_task(
             )
         except TaskReleased:
             return _release(record)
-    ctx = context.TaskContext(
-        record, executor_id, engine, {s.function_id: s for s in steps}, confirmed_at=record.claimed_at
-    )
+    ctx = context.TaskContext(record, executor_id, engine, {s.function_id: s for s in steps})
     with tracing.running(record, executor_id) as span:
         token = context.enter(ctx)
         try:
@@ -97,12 +95,7 @@ async def execute_task_async(
         except TaskReleased:
             return _release(record)
     ctx = context.TaskContext(
-        record,
-        executor_id,
-        engine,
-        {s.function_id: s for s in steps},
-        confirmed_at=record.claimed_at,
-        shared_loop=True,
+        record, executor_id, engine, {s.function_id: s for s in steps}, shared_loop=True
     )
     with tracing.running(record, executor_id) as span:
         token = context.enter(ctx)

@@ -128,9 +128,6 @@ class TaskRecord:
     has_links: bool = False  # other tasks wait for this one's outcome (task_links)
     meta: str | None = None  # JSON: metadata its sender stored with the task (headers, root_id, group)
     end_reason: EndReason | None = None  # why it ended without its own outcome
-    # From a claim: time.monotonic() on this machine (one clock for all its processes) when the
-    # claim returned. Its commit proves the task ran here then, as a fresh checkpoint does.
-    claimed_at: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,12 +28,12 @@ from pgtasks.worker.pools import (
     Finish,
     Pool,
     PoolOptions,
-    PreforkPool,
     SoloPool,
     ThreadPool,
     guarded_outcome,
     run_guarded,
 )
+from pgtasks.worker.prefork import PreforkPool
 
 log = logging.getLogger("pgtasks.worker")
 
