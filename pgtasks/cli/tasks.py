@@ -8,13 +8,12 @@ import argparse
 import dataclasses
 import datetime as dt
 import json
-import math
 import sys
 from typing import Any
 
 from pgtasks.engine.core import Engine
 from pgtasks.engine.errors import ConfigurationError
-from pgtasks.engine.flow import parse_rate_limit
+from pgtasks.engine.flow import parse_rate_limit, parse_result_expires
 from pgtasks.engine.redaction import masked_inputs, secret_args_of
 from pgtasks.engine.settings import validate_queue_name
 from pgtasks.management import TaskInfo, TaskManagement
@@ -174,24 +173,6 @@ def _kept(queue: QueueSettings) -> str:
     return "never" if queue.result_expires_sec == 0 else age(queue.result_expires_sec)
 
 
-def _result_expires(value: str) -> float | None:
-    """``--result-expires``: seconds, 'never' (0: kept until deleted by hand) or 'default'."""
-    word = value.strip().lower()
-    if word == "default":
-        return None
-    if word == "never":
-        return 0.0
-    try:
-        seconds = float(value)
-    except ValueError:
-        seconds = -1.0
-    if not math.isfinite(seconds) or seconds <= 0:
-        raise ConfigurationError(
-            f"--result-expires takes a positive number of seconds, 'never' or 'default', not {value!r}"
-        )
-    return seconds
-
-
 def run_queue(engine: Engine, args: argparse.Namespace) -> int:
     """``pgtasks queue list|set|pause|resume``; every action ends with the queue table."""
     admin = engine.admin
@@ -208,7 +189,7 @@ def run_queue(engine: Engine, args: argparse.Namespace) -> int:
         if args.partitioned is not None:
             changes["partition_queue"] = args.partitioned
         if args.result_expires is not None:
-            changes["result_expires_sec"] = _result_expires(args.result_expires)
+            changes["result_expires_sec"] = parse_result_expires(args.result_expires, "--result-expires")
         current = {q.name: q for q in admin.queues((args.name,))}.get(args.name, QueueSettings(args.name))
         wanted = dataclasses.replace(current, **changes)  # type: ignore[arg-type]
         admin.upsert_queue(QueueUpsert(wanted, frozenset(changes)))

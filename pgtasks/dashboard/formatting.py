@@ -5,6 +5,8 @@ from __future__ import annotations
 import datetime as dt
 import json
 
+from pgtasks.sysdb.records import QueueSettings
+
 
 def iso(ms: int | None) -> str:
     """Epoch milliseconds as ISO 8601 UTC to the millisecond, or an empty string."""
@@ -35,6 +37,20 @@ def duration(start_ms: int | None, end_ms: int | None) -> str:
     if start_ms is None or end_ms is None:
         return ""
     return f"{(end_ms - start_ms) / 1000:.3f} s"
+
+
+def kept(queue: QueueSettings) -> str:
+    """How long a queue keeps finished tasks: ``default`` (the app's), ``never``, or an age."""
+    if queue.result_expires_sec is None:
+        return "default"
+    return "never" if queue.result_expires_sec == 0 else age(queue.result_expires_sec)
+
+
+def kept_input(queue: QueueSettings) -> str:
+    """The same, as the queue form's field holds it: empty, ``never`` or seconds."""
+    if queue.result_expires_sec is None:
+        return ""
+    return "never" if queue.result_expires_sec == 0 else f"{queue.result_expires_sec:g}"
 
 
 def pretty(text: str | None) -> str:

@@ -17,10 +17,10 @@ from starlette.routing import Route
 from pgtasks.dashboard.canvas_graph import graph_svg
 from pgtasks.dashboard.charts import activity_svg
 from pgtasks.dashboard.console import Console, TaskFilter
-from pgtasks.dashboard.formatting import age, duration, iso, millis, pretty
+from pgtasks.dashboard.formatting import age, duration, iso, kept, kept_input, millis, pretty
 from pgtasks.dashboard.security import Guard, refuse, same_origin
 from pgtasks.engine.errors import PgtasksError
-from pgtasks.engine.flow import parse_rate_limit
+from pgtasks.engine.flow import parse_rate_limit, parse_result_expires
 from pgtasks.sysdb.records import Status
 
 DEAD = Status.MAX_RECOVERY_ATTEMPTS_EXCEEDED.value
@@ -32,7 +32,9 @@ def _environment() -> Environment:
         autoescape=select_autoescape(default=True, default_for_string=True),
     )
     env.filters.update(iso=iso, age=age, pretty=pretty, millis=millis)
-    env.globals.update(duration=duration, statuses=[s.value for s in Status])
+    env.globals.update(
+        duration=duration, kept=kept, kept_input=kept_input, statuses=[s.value for s in Status]
+    )
     return env
 
 
@@ -206,6 +208,8 @@ class Pages:
             rate = form.get("rate_limit", "").strip() or None
             changes["rate_limit_max"], changes["rate_limit_period_sec"] = parse_rate_limit(rate)
             changes["partition_queue"] = form.get("partitioned") == "on"
+            if "result_expires" in form:  # a form of an older page may lack it: keep the value
+                changes["result_expires_sec"] = parse_result_expires(form["result_expires"], "kept")
             c.set_queue_limits(form["queue"], changes)
             return kind
         if kind in ("schedule-pause", "schedule-resume"):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from datetime import timedelta
 
@@ -60,3 +61,22 @@ def declare_queue(
     )
     check_queue_settings(settings)
     return settings
+
+
+def parse_result_expires(value: str, what: str = "result_expires") -> float | None:
+    """A queue's retention as an operator types it: seconds, ``never`` (0: kept until deleted
+    by hand) or ``default`` (None: the app's ``result_expires``)."""
+    word = value.strip().lower()
+    if word in ("default", ""):
+        return None
+    if word == "never":
+        return 0.0
+    try:
+        seconds = float(word)
+    except ValueError:
+        seconds = -1.0
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise ConfigurationError(
+            f"{what} takes a positive number of seconds, 'never' or 'default', not {value!r}"
+        )
+    return seconds

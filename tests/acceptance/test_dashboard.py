@@ -378,9 +378,20 @@ def test_every_action_changes_the_database(
     rate = form.find_element(By.NAME, "rate_limit")
     rate.clear()
     rate.send_keys("30/m")
+    kept = form.find_element(By.NAME, "result_expires")
+    kept.clear()
+    kept.send_keys("never")
     _click(browser, "#limits-held")
     wait_for(lambda: admin.queues(("held",))[0].concurrency == 7, what="the new limit")
     assert admin.queues(("held",))[0].rate_limit_max == 30
+    assert admin.queues(("held",))[0].result_expires_sec == 0  # kept until deleted by hand
+    browser.get(board.base + "/queues")
+    assert (
+        browser.find_element(By.ID, "limits-held")
+        .find_element(By.NAME, "result_expires")
+        .get_attribute("value")
+        == "never"
+    )
 
     target = seeded["held"][0]
     _press(browser, board.base + f"/task/{target}", "button[data-action='cancel']")
@@ -475,6 +486,9 @@ def test_an_action_without_the_csrf_token_is_refused(board: Board, seeded: dict[
     assert bad[0] == 400 and b"since is required" in bad[1]
     retry = _http(board.base + "/action/retry", "POST", body + b"&" + urlencode(token).encode())
     assert retry[0] == 400 and b"only a task in ERROR can be retried" in retry[1]
+    limits = {**token, "queue": "held", "concurrency": "", "worker_concurrency": "", "result_expires": "soon"}
+    bad = _http(board.base + "/action/queue-limits", "POST", urlencode(limits).encode())
+    assert bad[0] == 400 and b"kept takes a positive number of seconds, 'never' or 'default'" in bad[1]
     assert (
         _http(board.base + "/action/backfill", "POST", urlencode({**token, "schedule": "nightly"}).encode())[
             0
