@@ -27,6 +27,7 @@ from pathlib import Path
 
 import psycopg
 
+from bench.throughput import stop_all
 from pgtasks import Client
 from pgtasks.engine.options import SendOptions
 from tests.support.pgserver import PostgresServer
@@ -118,10 +119,7 @@ def main(argv: list[str] | None = None) -> int:
                 time.sleep(0.1)
     finally:
         watch.stop()
-        for worker in workers:
-            worker.terminate()
-        for worker in workers:
-            worker.wait(60)
+        stop_all(workers)
     with psycopg.connect(dsn) as conn:
         first, last, done = conn.execute(
             f"""SELECT min(started_at_epoch_ms), max(updated_at), count(*) FILTER (WHERE status = 'SUCCESS')

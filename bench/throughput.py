@@ -56,6 +56,14 @@ def stop(worker: subprocess.Popen[bytes]) -> None:
     worker.wait(30)
 
 
+def stop_all(workers: list[subprocess.Popen[bytes]], timeout: float = 60) -> None:
+    """SIGTERM to every worker at once (each shuts down warm), then wait for each."""
+    for worker in workers:
+        worker.terminate()
+    for worker in workers:
+        worker.wait(timeout)
+
+
 def drain(
     url: str,
     name: str,

@@ -8,30 +8,17 @@ twice. ``loadtest.noop`` is the cheapest task, for bursts.
 
 from __future__ import annotations
 
-import os
-
+from loadtest.ledger import append
 from pgtasks import App, current_task
 
 QUEUE = "loadtest"
 app = App("loadtest", poll_interval=0.05, default_queue=QUEUE)
-_ledger: int | None = None
-
-
-def _append(line: str) -> None:
-    global _ledger
-    folder = os.environ.get("LOADTEST_LEDGER_DIR")
-    if not folder:
-        return
-    if _ledger is None:  # one file per process: appends never interleave across processes
-        path = os.path.join(folder, f"effects-{os.getpid()}.log")
-        _ledger = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-    os.write(_ledger, line.encode())
 
 
 @app.step
 def effect(step: int) -> int:
     task = current_task()
-    _append(f"{task.task_id if task else '-'} {step}\n")
+    append(f"{task.task_id if task else '-'} {step}\n")
     return step
 
 

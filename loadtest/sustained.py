@@ -38,6 +38,7 @@ from pathlib import Path
 import psycopg
 
 from bench.explain_claim import explain
+from bench.throughput import stop_all
 from pgtasks import Client
 from pgtasks.engine.options import SendOptions
 from tests.support.pgserver import PostgresServer
@@ -295,10 +296,7 @@ def main(argv: list[str] | None = None) -> int:
                 time.sleep(0.5)
     finally:
         producer.stop()
-        for worker in workers:
-            worker.terminate()
-        for worker in workers:
-            worker.wait(60)
+        stop_all(workers)
         client.close()
     problems = check_ledger(ledger, producer)
     problems += verdict(samples)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 
+from loadtest.ledger import append
 from pgtasks import App, RetryRequested, current_task
 
 QUEUE = "sustained"
@@ -27,19 +28,11 @@ app = App(
     default_queue=QUEUE,
     result_expires=float(os.environ.get("SUSTAINED_RESULT_EXPIRES", "300")),
 )
-_ledger: int | None = None
 
 
 def _append(label: str) -> None:
-    global _ledger
-    folder = os.environ.get("LOADTEST_LEDGER_DIR")
-    if not folder:
-        return
-    if _ledger is None:  # one file per process: appends never interleave across processes
-        path = os.path.join(folder, f"effects-{os.getpid()}.log")
-        _ledger = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     task = current_task()
-    os.write(_ledger, f"{task.task_id if task else '-'} {label}\n".encode())
+    append(f"{task.task_id if task else '-'} {label}\n")
 
 
 @app.task(name="sustained.noop")
