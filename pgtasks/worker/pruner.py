@@ -1,6 +1,7 @@
 """Each worker deletes finished tasks past ``result_expires`` now and then, in a thread of its
-own: a few batches every :data:`PRUNE_INTERVAL` seconds (started at a random point of the
-first interval, so a fleet started together does not prune in step). Workers prune side by
+own: every :data:`PRUNE_INTERVAL` seconds (the first round at a random point of the first
+interval, so a fleet started together does not prune in step), batch after batch until
+nothing more is due or half the interval has passed. Workers prune side by
 side without waiting on each other (the batches skip rows another worker has locked)."""
 
 from __future__ import annotations
@@ -8,15 +9,22 @@ from __future__ import annotations
 import logging
 import random
 import threading
+import time
+from collections import Counter
 from collections.abc import Callable
 
+from pgtasks.engine.retention import PRUNE_BATCH
 from pgtasks.engine.worker_api import WorkerApi
 from pgtasks.sysdb.errors import DatabaseUnavailable
 
 log = logging.getLogger("pgtasks.worker")
 
 PRUNE_INTERVAL = 60.0
-BATCHES_PER_ROUND = 20  # 20,000 tasks a minute per worker at most: keeps each round short
+BATCHES_PER_STEP = 20  # batches of PRUNE_BATCH between two looks at the round's time budget
+# A round goes on while there is more to delete, for at most this share of the interval: it
+# keeps up with any rate the database can delete at, and a backlog of history (retention
+# just turned on) is worked off over several rounds instead of in one long one.
+ROUND_BUDGET_SHARE = 0.5
 
 
 class Pruner:
@@ -28,8 +36,10 @@ class Pruner:
         store: WorkerApi,
         interval: float = PRUNE_INTERVAL,
         on_pruned: Callable[[dict[str, int]], None] | None = None,
+        batches_per_step: int = BATCHES_PER_STEP,
     ) -> None:
         self._store = store
+        self._batches_per_step = batches_per_step
         self.interval = interval
         self._on_pruned = on_pruned
         self._stop = threading.Event()
@@ -44,17 +54,23 @@ class Pruner:
             self._thread.join(timeout=10)
 
     def round(self) -> dict[str, int]:
-        """One round: up to BATCHES_PER_ROUND batches; what it deleted, per queue."""
+        """One round: batches until one comes back short (nothing more is past its age) or the
+        round has used its share of the interval; what it deleted, per queue."""
+        deleted: Counter[str] = Counter()
+        ends = time.monotonic() + self.interval * ROUND_BUDGET_SHARE
         try:
-            deleted = self._store.prune(BATCHES_PER_ROUND)
+            while not self._stop.is_set():
+                step = self._store.prune(self._batches_per_step)
+                deleted.update(step)
+                if sum(step.values()) < self._batches_per_step * PRUNE_BATCH or time.monotonic() >= ends:
+                    break
         except DatabaseUnavailable as exc:  # the next round tries again
             log.warning("pruning finished tasks skipped: %s", exc)
-            return {}
         if deleted:
-            log.info("pruned %d finished tasks past result_expires: %s", sum(deleted.values()), deleted)
+            log.info("pruned %d finished tasks past result_expires: %s", sum(deleted.values()), dict(deleted))
             if self._on_pruned is not None:
-                self._on_pruned(deleted)
-        return deleted
+                self._on_pruned(dict(deleted))
+        return dict(deleted)
 
     def _run(self) -> None:
         if self._stop.wait(random.uniform(0, self.interval)):

@@ -12,7 +12,9 @@ import pytest
 from pgtasks import App
 from pgtasks.compat import Celery
 from pgtasks.engine.errors import ConfigurationError
+from pgtasks.sysdb.records import ClaimParams, CompleteParams, NewTask, Outcome, Status
 from pgtasks.worker import Worker, WorkerOptions
+from pgtasks.worker.pruner import Pruner
 from tests.support.cli import run_pgtasks
 from tests.support.inprocess import running_worker, wait_for
 
@@ -150,3 +152,20 @@ def test_the_queue_command_sets_a_queues_retention(database_url: str) -> None:
         assert "--result-expires takes a positive number of seconds, 'never' or 'default'" in refused.stderr
     with pytest.raises(ConfigurationError, match="result_expires_sec must be a number of seconds >= 0"):
         App("bad-queue", database_url=database_url).queue("q", result_expires=-3)
+
+
+def test_a_pruning_round_goes_on_while_more_is_due(database_url: str) -> None:
+    # 2,500 finished tasks and steps of one batch (1,000): one round deletes them all, so
+    # pruning keeps up with any rate rather than a fixed number of batches a minute.
+    app = App("round", database_url=database_url, result_expires=0.001)
+    db = app.engine._sysdb
+    db.tasks_enqueue([NewTask(f"r{i}", "r.noop", '{"args":[],"kwargs":{}}', "default") for i in range(2500)])
+    claimed = db.tasks_claim(ClaimParams("w1", app.version(), ("default",), 2500))
+    outcomes = tuple(Outcome(t.task_id, Status.SUCCESS, "null", claim_token=t.claim_token) for t in claimed)
+    assert len(db.tasks_complete(CompleteParams("w1", outcomes))) == 2500
+    wait_for(lambda: app.engine.admin.prunable() == {"default": 2500}, what="2,500 tasks past their age")
+    counted: list[dict[str, int]] = []
+    pruner = Pruner(app.engine.worker_api, interval=60, on_pruned=counted.append, batches_per_step=1)
+    assert pruner.round() == {"default": 2500}
+    assert counted == [{"default": 2500}] and app.engine.admin.prunable() == {}
+    app.close()
