@@ -15,6 +15,7 @@ from typing import Any
 
 from pgtasks.compat import django_support, signals
 from pgtasks.compat.app import Celery
+from pgtasks.engine.errors import ConfigurationError
 from pgtasks.worker.logs import LOG_FORMAT, configure_logging
 
 log = logging.getLogger("pgtasks.compat")
@@ -110,8 +111,12 @@ def worker_hooks(app: Any, args: argparse.Namespace, given: Collection[str] = ()
             setattr(args, name, conf.get(setting))
     multiplier = 1 if conf.get("worker_disable_prefetch") else conf.get("worker_prefetch_multiplier")
     if getattr(args, "prefetch_multiplier", None) is None and multiplier is not None:
+        if isinstance(multiplier, bool) or not isinstance(multiplier, int) or multiplier < 0:
+            raise ConfigurationError(
+                f"worker_prefetch_multiplier must be a whole number >= 0, not {multiplier!r}"
+            )
         # Celery's 0 (no limit) becomes a generous bound: a claim is never unbounded here.
-        args.prefetch_multiplier = int(multiplier) or UNLIMITED_PREFETCH
+        args.prefetch_multiplier = multiplier or UNLIMITED_PREFETCH
     hostname = args.hostname or ""
     hooks = WorkerHooks(app, hostname)
     _setup_logging(args.loglevel, getattr(args, "log_format", "text"))

@@ -55,6 +55,19 @@ def test_worker_reports_bad_configuration_clearly(tmp_path: Path, sqlite_url: st
         env={"PGTASKS_DATABASE_URL": "redis://localhost:6379/0"},
     )
     assert redis.returncode != 0 and "pgtasks cannot use the Redis URL" in redis.stderr
+    for flags, message in (
+        (("--prefetch-multiplier", "0"), "prefetch_multiplier must be >= 1"),
+        (("--prune-interval", "0"), "prune_interval must be a positive number of seconds"),
+        (("--prune-interval", "inf"), "prune_interval must be a positive number of seconds"),
+    ):
+        bad = run_pgtasks(
+            "worker",
+            "-A",
+            "tests.acceptance.apps.durable_app",
+            *flags,
+            env={"PGTASKS_DATABASE_URL": sqlite_url},
+        )
+        assert bad.returncode == 2 and message in bad.stderr, bad.stderr
 
 
 def test_two_live_workers_cannot_share_an_executor_id(database_url: str, tmp_path: Path) -> None:
