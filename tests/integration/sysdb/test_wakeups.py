@@ -96,7 +96,8 @@ def test_finished_ids_are_sent_only_while_somebody_awaits_them(sysdb: SystemData
         assert sysdb.open_done_listener() is None
         return
     channel = sysdb.done_channel  # type: ignore[attr-defined]
-    with psycopg.connect(sysdb.target.dsn, autocommit=True) as plain:  # hears, but is no waiter
+    direct = sysdb.target.listen_dsn or sysdb.target.dsn  # LISTEN needs a session (not PgBouncer's)
+    with psycopg.connect(direct, autocommit=True) as plain:  # hears, but is no waiter
         plain.execute(f'LISTEN "{channel}"')
 
         def finish(task_id: str) -> None:
