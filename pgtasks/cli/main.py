@@ -257,7 +257,7 @@ def _worker(args: argparse.Namespace) -> int:
     from pgtasks.worker.logs import configure_logging
     from pgtasks.worker.metrics import MetricsOptions
     from pgtasks.worker.process import run_worker
-    from pgtasks.worker.worker import WorkerOptions
+    from pgtasks.worker.worker import DEFAULT_PREFETCH_MULTIPLIER, WorkerOptions
 
     spec = args.worker_app or args.app
     if not spec:
@@ -284,7 +284,9 @@ def _worker(args: argparse.Namespace) -> int:
         time_limit=args.time_limit,
         soft_time_limit=args.soft_time_limit,
         max_tasks_per_child=args.max_tasks_per_child,
-        prefetch_multiplier=4 if args.prefetch_multiplier is None else args.prefetch_multiplier,
+        prefetch_multiplier=(
+            DEFAULT_PREFETCH_MULTIPLIER if args.prefetch_multiplier is None else args.prefetch_multiplier
+        ),
         prune_interval=args.prune_interval,
         outcome_logger=hooks.outcome_logger,
     )

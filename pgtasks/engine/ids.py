@@ -1,9 +1,9 @@
 """Random task ids (UUID version 4 strings) drawn from the OS's random source in blocks.
 
-``uuid.uuid4()`` makes one ``os.urandom(16)`` system call per id, about 6 us here: a third of
-what a bulk enqueue spends per task in Python. The ids are the same shape and come from the
-same source, 256 at a time. The block is dropped in a forked child, which must never hand out
-the ids its parent will.
+``uuid.uuid4()`` makes one ``os.urandom(16)`` system call per id: 1.9 us here against 0.75 us
+for an id from a block, on a bulk enqueue that spends about 20 us per task. The ids are the
+same shape and come from the same source, 256 at a time. The block is dropped in a forked
+child, which must never hand out the ids its parent will.
 """
 
 from __future__ import annotations

@@ -67,13 +67,13 @@ def advisory_lock_key(schema: str) -> int:
     return int.from_bytes(digest[:8], "big", signed=True)
 
 
-DONE_LISTENERS_RECHECK = 1.0  # seconds between two reads of whether anyone awaits results
-
-
 def queue_lock_key(schema: str, queue: str) -> int:
     """The advisory lock key that serializes limited claims of one queue."""
     digest = hashlib.sha256(f"pgtasks-queue:{schema}:{queue}".encode()).digest()
     return int.from_bytes(digest[:8], "big", signed=True)
+
+
+DONE_LISTENERS_RECHECK = 1.0  # seconds between two reads of whether anyone awaits results
 
 
 def done_presence_key(schema: str) -> int:

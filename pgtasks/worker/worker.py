@@ -54,6 +54,7 @@ CLAIM_MAX_BACKOFF = 5.0
 # How long a worker's start-up writes wait out a database that went away after the start-up
 # wait found it (a restart in the middle of the start), before the start fails.
 START_OUTAGE_SECONDS = 120.0
+DEFAULT_PREFETCH_MULTIPLIER = 4  # Celery's worker_prefetch_multiplier default
 UNREGISTER_OUTAGE_WAIT = 2.0  # seconds a stopping worker retries removing its executor row
 T = TypeVar("T")
 
@@ -79,7 +80,7 @@ class WorkerOptions:
     # that ends a task starts the next at once. Only where every consumed queue is free of
     # limits: under a global or per-worker limit, or a rate limit, a worker claims exactly its
     # free processes. 1 claims only for idle processes.
-    prefetch_multiplier: int = 4
+    prefetch_multiplier: int = DEFAULT_PREFETCH_MULTIPLIER
     # The logger of the one line per finished task (a Celery app's worker: "celery.app.trace").
     outcome_logger: str = "pgtasks.worker"
     # Seconds between two rounds of deleting finished tasks past result_expires.
