@@ -239,20 +239,23 @@ def _handle_bypasses(source: str, relative: str) -> list[str]:
     found = []
     for node in ast.walk(ast.parse(source, relative)):
         where = f"{relative}:{getattr(node, 'lineno', 0)}"
-        name = (
-            node.attr
-            if isinstance(node, ast.Attribute)
-            else node.id
-            if isinstance(node, ast.Name)
-            else node.name
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-            else None
-        )
+        name = _name_of(node)
         if name == "_sysdb":
             found.append(f"{where} names _sysdb")
-        elif name in OPENERS and isinstance(getattr(node, "ctx", None), ast.Load) and relative != HANDLE_MODULE:
+        elif name in OPENERS and relative != HANDLE_MODULE:
             found.append(f"{where} opens the system database ({name})")
     return found
+
+
+def _name_of(node: ast.AST) -> str | None:
+    """The name an attribute, a variable or a function definition uses."""
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return node.name
+    return None
 
 
 def test_the_engine_reaches_the_system_database_through_its_handle_only() -> None:
@@ -272,5 +275,51 @@ def test_the_handle_check_catches_a_bypass() -> None:
         "    return engine._sysdb, open_system_database('sqlite://')\n"
     )
     found = _handle_bypasses(sample, "pgtasks/engine/sample.py")
-    assert [v.split(" ", 1)[1] for v in found] == ["names _sysdb", "opens the system database (open_system_database)"]
+    assert [v.split(" ", 1)[1] for v in found] == [
+        "names _sysdb",
+        "opens the system database (open_system_database)",
+    ]
     assert _handle_bypasses(sample.replace("engine._sysdb, ", ""), HANDLE_MODULE) == []
+
+
+# -- the dashboard -----------------------------------------------------------------------------
+# Engine modules the dashboard may import: errors, the parsers of queue limits, error summaries.
+DASHBOARD_ENGINE_MODULES = frozenset(
+    {"pgtasks.engine.errors", "pgtasks.engine.flow", "pgtasks.engine.failures"}
+)
+
+
+def _dashboard_reaches(source: str, relative: str) -> list[str]:
+    """Where a dashboard module goes past the management API: an ``.engine`` attribute, or an
+    engine module other than its helpers."""
+    found = []
+    for node in ast.walk(ast.parse(source, relative)):
+        where = f"{relative}:{getattr(node, 'lineno', 0)}"
+        if isinstance(node, ast.Attribute) and node.attr == "engine":
+            found.append(f"{where} uses .engine")
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+            for module in names:
+                if module.startswith("pgtasks.engine") and module not in DASHBOARD_ENGINE_MODULES:
+                    found.append(f"{where} imports {module}")
+    return found
+
+
+def test_the_dashboard_acts_through_the_management_api() -> None:
+    paths = sorted((PACKAGE / "dashboard").rglob("*.py"))
+    assert len(paths) > 5
+    found = [
+        v for p in paths for v in _dashboard_reaches(p.read_text(), p.relative_to(PACKAGE.parent).as_posix())
+    ]
+    assert found == [], "\n".join(found)
+
+
+def test_the_dashboard_check_catches_the_engine() -> None:
+    sample = (
+        "from pgtasks.engine.core import Engine\n"
+        "from pgtasks.engine.errors import PgtasksError\n"
+        "def f(manager):\n"
+        "    return manager.engine.admin\n"
+    )
+    found = _dashboard_reaches(sample, "pgtasks/dashboard/sample.py")
+    assert [v.split(" ", 1)[1] for v in found] == ["imports pgtasks.engine.core", "uses .engine"]
