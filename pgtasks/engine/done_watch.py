@@ -29,8 +29,8 @@ RECONNECT_DELAYS = (0.1, 0.5, 1.0, 2.0, 5.0)
 class DoneWatch:
     """A listener thread and the waiters it wakes, by task id."""
 
-    def __init__(self, sysdb: Callable[[], SystemDatabase]) -> None:
-        self._sysdb = sysdb
+    def __init__(self, database: Callable[[], SystemDatabase]) -> None:
+        self._database = database  # the system database now (a forked child opens its own)
         self._lock = threading.Lock()
         self._waiters: dict[str, set[asyncio.Future[None]]] = {}
         self._thread: threading.Thread | None = None
@@ -44,7 +44,7 @@ class DoneWatch:
             if self.available is not None:
                 return self.available
             try:
-                listener = self._sysdb().open_done_listener()
+                listener = self._database().open_done_listener()
             except DatabaseUnavailable as exc:
                 log.debug("cannot listen for finished tasks yet: %s", exc)
                 listener = None
@@ -81,7 +81,7 @@ class DoneWatch:
         while not self._stop.is_set():
             if listener is None:
                 try:
-                    listener = self._sysdb().open_done_listener()
+                    listener = self._database().open_done_listener()
                     failures = 0
                 except DatabaseUnavailable as exc:
                     delay = RECONNECT_DELAYS[min(failures, len(RECONNECT_DELAYS) - 1)]
