@@ -66,6 +66,8 @@ class Loop:
         self._start_after = start_after
         self._stopped = threading.Event()
         self._woken = threading.Event()  # set by poke() and stop(): ends the current wait
+        self._retry = None if errors.backoff is None else Retry(errors.backoff)  # while failing
+        self._failing = False  # the last round failed with an outage error
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
 
     def start(self) -> None:
@@ -77,7 +79,8 @@ class Loop:
 
     def stop(self, timeout: float | None = 10.0) -> bool:
         """End the loop: the wait ends at once, a running round finishes. Waits up to
-        ``timeout`` seconds for the thread (0: not at all); True once it has ended."""
+        ``timeout`` seconds for the thread (0: not at all; never from inside a round, which
+        ends the loop when it returns); True once the thread has ended."""
         self._stopped.set()
         self._woken.set()
         if self._thread.ident is None or self._thread is threading.current_thread():
@@ -100,36 +103,45 @@ class Loop:
         return self._stopped.is_set()
 
     def _run(self) -> None:
-        errors = self._errors
-        retry = None if errors.backoff is None else Retry(errors.backoff)
-        failing = False  # the last round failed with an outage error
         if self._wait(self._start_after):
             return
         while True:
             self._woken.clear()  # before the round: a poke during it ends the next wait at once
+            if self._stopped.is_set():
+                return
             try:
-                wait = self._body()
+                returned = self._body()
             except Exception as exc:
-                pause = None if retry is None else retry.next_delay()
-                if isinstance(exc, errors.outage):
-                    level = logging.DEBUG if failing else errors.level  # once per outage
-                    failing = True
-                    if pause is None:
-                        errors.log.log(level, "%s: %s", errors.what, exc)
-                    else:
-                        errors.log.log(level, "%s, retrying in %.1fs: %s", errors.what, pause, exc)
-                else:
-                    errors.log.exception("%s", errors.what)
-                    if errors.stop_on_bug:
-                        return
-                wait = self.interval if pause is None else pause
-            else:
-                if retry is not None:
-                    retry.reset()
-                if failing and errors.recovered is not None:
-                    errors.log.warning("%s", errors.recovered)
-                failing = False
+                wait = self._failed(exc)
                 if wait is None:
-                    wait = self.interval
+                    return
+            else:
+                wait = self._succeeded(returned)
             if self._wait(wait):
                 return
+
+    def _failed(self, exc: Exception) -> float | None:
+        """Report a failed round; the wait before the next, or None to end the loop."""
+        errors = self._errors
+        pause = None if self._retry is None else self._retry.next_delay()
+        if isinstance(exc, errors.outage):
+            level = logging.DEBUG if self._failing else errors.level  # once per outage
+            self._failing = True
+            if pause is None:
+                errors.log.log(level, "%s: %s", errors.what, exc)
+            else:
+                errors.log.log(level, "%s, retrying in %.1fs: %s", errors.what, pause, exc)
+        else:
+            errors.log.exception("%s", errors.what)
+            if errors.stop_on_bug:
+                return None
+        return self.interval if pause is None else pause
+
+    def _succeeded(self, returned: float | None) -> float:
+        """Close an outage if one was going on; the wait before the next round."""
+        if self._retry is not None:
+            self._retry.reset()
+        if self._failing and self._errors.recovered is not None:
+            self._errors.log.warning("%s", self._errors.recovered)
+        self._failing = False
+        return self.interval if returned is None else returned

@@ -135,11 +135,17 @@ def test_the_first_round_waits_start_after() -> None:
 
 def test_stop_before_start_and_from_inside_a_round() -> None:
     assert Loop("pgtasks-test-unstarted", Rounds(), HOUR, policy()).stop()
-    rounds = Rounds({1: lambda: loop.stop(DEADLINE) and 0.0})  # a body that ends its own loop
+    ended_inside: list[bool] = []
+
+    def ends_its_loop() -> float:
+        ended_inside.append(loop.stop(DEADLINE))  # no join on itself: False, it is still running
+        return 0.0
+
+    rounds = Rounds({1: ends_its_loop})
     loop = Loop("pgtasks-test-self-stop", rounds, 0.0, policy())
     loop.start()
     rounds.wait_for(1)
-    assert loop.stop(DEADLINE) and rounds.count == 1
+    assert loop.stop(DEADLINE) and rounds.count == 1 and ended_inside == [False]
 
 
 def test_an_outage_is_logged_once_and_its_end_once(caplog: pytest.LogCaptureFixture) -> None:
