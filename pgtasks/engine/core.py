@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import itertools
 import time
 from collections.abc import Callable
 from typing import Any
@@ -37,6 +38,7 @@ from pgtasks.engine.serialization import Codec
 from pgtasks.engine.settings import Settings
 from pgtasks.engine.task_admin import TaskAdmin
 from pgtasks.engine.worker_api import WorkerApi
+from pgtasks.support.backoff import Backoff
 from pgtasks.sysdb.records import (
     HOLDER_FINISHED,
     EndReason,
@@ -48,9 +50,8 @@ from pgtasks.sysdb.records import (
 )
 from pgtasks.sysdb.urls import DatabaseTarget
 
-WAIT_FIRST_INTERVAL = 0.005
 ENQUEUE_CHUNK = 1000  # tasks per statement in a large enqueue (see sysdb.overlapped)
-WAIT_MAX_INTERVAL = 0.5
+WAIT_BACKOFF = Backoff(first=0.005, cap=0.5, jitter=0.0)  # polls of a waiter without notifications
 PRIMARY_READ_EVERY = 5.0  # seconds: how stale a replica may keep a waiter
 
 
@@ -273,7 +274,7 @@ class Engine:
         seconds and the last, which read the database itself (a stuck replica delays a
         result by that much at most)."""
         deadline = None if timeout is None else time.monotonic() + timeout
-        interval = WAIT_FIRST_INTERVAL
+        intervals = WAIT_BACKOFF.delays()
         record = None
         asked_primary = time.monotonic()
         while True:
@@ -289,8 +290,8 @@ class Engine:
                 return record
             if last:
                 raise _wait_timeout(task_id, record, timeout)
+            interval = next(intervals)
             time.sleep(interval if remaining is None else min(interval, remaining))
-            interval = min(interval * 2, WAIT_MAX_INTERVAL)
 
     async def wait_async(self, task_id: str, timeout: float | None = None) -> TaskRecord:
         """:meth:`wait` without blocking the event loop, woken by the notification that the
@@ -299,7 +300,7 @@ class Engine:
         deadline = None if timeout is None else time.monotonic() + timeout
         watch = self._database.done_watch()
         listening = await asyncio.to_thread(watch.start)
-        interval = FALLBACK_SECONDS if listening else WAIT_FIRST_INTERVAL
+        intervals = itertools.repeat(FALLBACK_SECONDS) if listening else WAIT_BACKOFF.delays()
         record = None
         fresh = False
         asked_primary = time.monotonic()
@@ -318,13 +319,12 @@ class Engine:
                     return record
                 if last:
                     raise _wait_timeout(task_id, record, timeout)
+                interval = next(intervals)
                 pause = interval if remaining is None else min(interval, remaining)
                 await asyncio.wait({woken}, timeout=pause)
                 fresh = woken.done()
             finally:
                 watch.unwatch(task_id, woken)
-            if not listening:
-                interval = min(interval * 2, WAIT_MAX_INTERVAL)
 
     def result_of(self, record: TaskRecord) -> Any:
         """The return value of a finished task, or raise what it raised."""

@@ -15,6 +15,7 @@ from pgtasks.engine.crashpoints import crashpoint
 from pgtasks.engine.errors import ConfigurationError, NonDeterminismError, TaskAbandoned
 from pgtasks.engine.failures import decode_exception, encode_exception
 from pgtasks.engine.retry import with_database_retry, with_database_retry_async
+from pgtasks.support.backoff import Backoff
 from pgtasks.sysdb.records import StepRecord, StepWrite
 
 # A checkpoint committed this recently proves the task still runs here as well as a fresh
@@ -44,11 +45,8 @@ class StepOptions:
                 raise ConfigurationError(f"step {self.name!r}: {field_name} must be >= {low}")
 
     def delay(self, attempt: int) -> float:
-        """Seconds to wait before retry number ``attempt`` (1-based)."""
-        try:
-            return float(min(self.max_backoff, self.backoff * self.backoff_rate ** (attempt - 1)))
-        except OverflowError:
-            return float(self.max_backoff)
+        """Seconds to wait before retry number ``attempt`` (1-based): exact, no jitter."""
+        return Backoff(self.backoff, self.max_backoff, self.backoff_rate, jitter=0.0).delay(attempt)
 
 
 def run_step(

@@ -17,18 +17,22 @@ from pathlib import Path
 
 # The rule, as data for docs/architecture.md to quote: layer -> the layers it may import.
 ALLOWED: dict[str, frozenset[str]] = {
-    "sysdb": frozenset({"sysdb"}),
-    "engine": frozenset({"engine", "sysdb"}),
-    "worker": frozenset({"worker", "engine", "sysdb"}),
-    "scheduler": frozenset({"scheduler", "engine", "sysdb"}),
-    "public": frozenset({"public", "worker", "scheduler", "engine", "sysdb"}),
-    "compat": frozenset({"compat", "public", "worker", "scheduler", "engine", "sysdb"}),
-    "dashboard": frozenset({"dashboard", "public", "scheduler", "engine", "sysdb"}),
-    "cli": frozenset({"cli", "dashboard", "compat", "public", "worker", "scheduler", "engine", "sysdb"}),
+    "support": frozenset({"support"}),
+    "sysdb": frozenset({"sysdb", "support"}),
+    "engine": frozenset({"engine", "sysdb", "support"}),
+    "worker": frozenset({"worker", "engine", "sysdb", "support"}),
+    "scheduler": frozenset({"scheduler", "engine", "sysdb", "support"}),
+    "public": frozenset({"public", "worker", "scheduler", "engine", "sysdb", "support"}),
+    "compat": frozenset({"compat", "public", "worker", "scheduler", "engine", "sysdb", "support"}),
+    "dashboard": frozenset({"dashboard", "public", "scheduler", "engine", "sysdb", "support"}),
+    "cli": frozenset(
+        {"cli", "dashboard", "compat", "public", "worker", "scheduler", "engine", "sysdb", "support"}
+    ),
 }
 
 # Packages under pgtasks/ and their layer; a module directly in pgtasks/ is "public".
 PACKAGE_LAYERS: dict[str, str] = {
+    "pgtasks.support": "support",
     "pgtasks.sysdb": "sysdb",
     "pgtasks.engine": "engine",
     "pgtasks.worker": "worker",
