@@ -11,9 +11,10 @@ import types
 import pytest
 
 from pgtasks.compat import install, installed
-from pgtasks.compat.registration import gen_task_name
-from pgtasks.compat.routing import prepare_routers, route
-from pgtasks.compat.states import celery_state, state
+from pgtasks.compat.bridge.outcomes import celery_state
+from pgtasks.compat.bridge.registration import gen_task_name
+from pgtasks.compat.celery.app.routes import prepare_routers, route
+from pgtasks.compat.celery.states import state
 from pgtasks.sysdb.records import Status
 
 
@@ -35,10 +36,10 @@ def test_import_hook_provides_celerys_and_kombus_names_and_is_idempotent() -> No
     from celery.states import SUCCESS  # noqa: F401
     from kombu import Exchange, Queue  # noqa: F401
 
-    import pgtasks.compat.celery_api
+    import pgtasks.compat.celery
     import pgtasks.engine.errors
 
-    assert celery is pgtasks.compat.celery_api and celery.app.task.Task is Task
+    assert celery is pgtasks.compat.celery and celery.app.task.Task is Task
     assert celery.utils.log.get_task_logger("x").parent.name == "celery.task"
     assert callable(kombu.serialization.register)
     assert SoftTimeLimitExceeded is pgtasks.engine.errors.SoftTimeLimitExceeded
@@ -116,7 +117,7 @@ def test_states_map_pgtasks_statuses() -> None:
 
 
 def test_setting_names_cover_celerys_table() -> None:
-    from pgtasks.compat.conf import current_name
+    from pgtasks.compat.celery.app.utils import current_name
 
     assert current_name("CELERYD_TASK_TIME_LIMIT") == "task_time_limit"
     assert current_name("CELERY_RESULT_DBURI") == "database_url"

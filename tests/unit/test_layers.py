@@ -182,6 +182,18 @@ def test_celery_lives_in_compat_and_cli_only() -> None:
     assert not offending, f"{len(offending)} Celery leaks below compat:\n" + "\n".join(offending)
 
 
+def test_the_celery_layer_is_shaped_like_celery() -> None:
+    """``compat/`` holds Celery's, kombu's and billiard's packages at their paths (``celery.X.Y``
+    is ``compat/celery/X/Y.py``: tests/compat/test_celery_tree.py imports each by that name)
+    and pgtasks' own side in ``bridge/``; every folder is a package."""
+    compat = ROOT / "compat"
+    folders = [p for p in compat.rglob("*") if p.is_dir() and p.name != "__pycache__"]
+    top = sorted(p.name for p in compat.iterdir() if p.name != "__pycache__")
+    assert top == ["__init__.py", "billiard", "bridge", "celery", "kombu"]
+    assert [str(f.relative_to(ROOT)) for f in folders if not (f / "__init__.py").exists()] == []
+    assert (compat / "celery" / "app" / "task.py").exists() and len(folders) > 10
+
+
 def identifiers_in(source: str) -> list[tuple[str, int]]:
     """The names a module defines or uses: variables, attributes, functions, classes, arguments,
     keywords and import aliases, with their lines."""
