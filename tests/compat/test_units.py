@@ -11,7 +11,7 @@ import types
 import pytest
 
 from pgtasks.compat import install, installed
-from pgtasks.compat.bridge.outcomes import celery_state
+from pgtasks.compat.bridge.outcomes import celery_exception, celery_state
 from pgtasks.compat.bridge.registration import gen_task_name
 from pgtasks.compat.celery.app.routes import prepare_routers, route
 from pgtasks.compat.celery.states import state
@@ -114,6 +114,26 @@ def test_states_map_pgtasks_statuses() -> None:
     assert celery_state(Status.MAX_RECOVERY_ATTEMPTS_EXCEEDED) == "FAILURE"
     assert state("SUCCESS") > state("PENDING") and state("PENDING") < state("STARTED")
     assert not state("CUSTOM") < state("PENDING")
+
+
+def test_failures_stored_under_the_old_module_paths_come_back_as_celerys_classes() -> None:
+    """Rows written before the Celery layer took Celery's module paths name
+    ``pgtasks.compat.exceptions``; they still read back as the Celery exception."""
+    from pgtasks.compat.celery.exceptions import Reject
+    from pgtasks.compat.kombu.exceptions import DecodeError
+    from pgtasks.engine.errors import TaskError
+    from pgtasks.engine.failures import decode_exception
+
+    old = '{"module": "pgtasks.compat.exceptions", "type": "Reject", "message": "no", "traceback": "tb"}'
+    decoded = decode_exception(old)
+    assert isinstance(decoded, TaskError)  # the engine rebuilds nothing from an unloaded module
+    mapped = celery_exception(decoded)
+    assert type(mapped) is Reject and mapped.reason == "no" and mapped.remote_traceback == "tb"
+    kombu = TaskError("pgtasks.compat.kombu_utils.DecodeError", "bad")
+    assert type(celery_exception(kombu)) is DecodeError
+    unknown = TaskError("pgtasks.compat.exceptions.NoSuchError", "x")
+    assert celery_exception(unknown) is unknown
+    assert celery_exception(TaskError("app.MyError", "x")).type_name == "app.MyError"
 
 
 def test_setting_names_cover_celerys_table() -> None:
