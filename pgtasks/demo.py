@@ -66,7 +66,8 @@ def run_demo(database_url: str, count: int = 12, out: Any = None) -> int:
     app, process_order, payment_tries = build_demo_app(database_url)
     print(f"pgtasks demo on {target.display_url}: {count} orders, 3 durable steps each", file=out)
     handles = [process_order.delay(order_id) for order_id in range(1, count + 1)]
-    worker = Worker(app.engine, WorkerOptions(queues=(DEMO_QUEUE,), concurrency=4, executor_id="demo-worker"))
+    options = WorkerOptions(queues=(DEMO_QUEUE,), concurrency=4, executor_id="demo-worker", pool="threads")
+    worker = Worker(app.engine, options)  # on a thread of this process, beside the progress bar
     worker.start()
     runner = threading.Thread(target=worker.run, name="demo-worker", daemon=True)
     runner.start()

@@ -11,12 +11,13 @@ import select
 import signal
 import sys
 import threading
+from collections.abc import Sequence
+from typing import Any
 
-from pgtasks.cli.compat_commands import beat_started
-from pgtasks.cli.database import configured_url
+from pgtasks.cli.database import command_engine
 from pgtasks.cli.loader import load_app
+from pgtasks.cli.options import DETACH, add_command, add_daemon_options, add_ignored, add_refused
 from pgtasks.cli.startup import retry_on_startup, wait_for_database
-from pgtasks.client import Client
 from pgtasks.engine.core import Engine
 from pgtasks.engine.errors import ConfigurationError
 from pgtasks.scheduler import admin
@@ -31,10 +32,11 @@ LOG_FORMAT = "[%(asctime)s: %(levelname)s/beat] %(message)s"
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGQUIT)
 
 
-def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_commands(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> None:
     """Register ``beat`` and ``schedule`` on the main parser's subcommands."""
-    beat = sub.add_parser("beat", help="fire periodic tasks (run any number: each due time fires once)")
-    beat.add_argument("-A", "--app", dest="beat_app", help="application: module, module:attr")
+    beat = add_command(
+        sub, "beat", _beat, parents, help="fire periodic tasks (run any number: each due time fires once)"
+    )
     beat.add_argument("-l", "--loglevel", default="INFO", help="DEBUG, INFO (default), WARNING, ERROR")
     beat.add_argument(
         "--max-interval", type=float, default=1.0, help="longest sleep between reads of the schedules (1s)"
@@ -50,12 +52,25 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     beat.add_argument(
         "--grace", type=float, default=5.0, help="seconds a due time may be late and still be on time (5)"
     )
+    celery = beat.add_argument_group("Celery's beat options that pgtasks ignores or refuses")
+    add_refused(celery, "--detach", why=DETACH)
+    add_ignored(celery, "-s", "--schedule", value=True, why="the schedules' state is in the database")
+    add_ignored(
+        celery,
+        "-S",
+        "--scheduler",
+        "--scheduler-cls",
+        value=True,
+        why="pgtasks beat fires beat_schedule, django-celery-beat's table and `pgtasks schedule`",
+    )
+    add_ignored(celery, "-n", "--hostname", value=True)
+    add_daemon_options(celery)
 
-    schedule = sub.add_parser("schedule", help="list and manage schedules at runtime")
+    schedule = add_command(sub, "schedule", _schedule, parents, help="list and manage schedules at runtime")
     schedule.add_argument("--database-url", help="default: PGTASKS_DATABASE_URL (no SQLite fallback)")
     schedule.add_argument("--schema", default="pgtasks", help="the pgtasks schema (default pgtasks)")
     actions = schedule.add_subparsers(dest="action", required=True)
-    listing = actions.add_parser("list", help="schedules with their next fire time")
+    listing = add_command(actions, "list", None, parents, help="schedules with their next fire time")
     listing.add_argument("--status", help="ACTIVE, PAUSED or INACTIVE")
     for action, text in (
         ("pause", "stop firing until resumed"),
@@ -63,25 +78,22 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         ("delete", "delete the schedule (its fired tasks stay)"),
         ("trigger", "fire once now"),
     ):
-        actions.add_parser(action, help=text).add_argument("name", help="the schedule")
-    backfill = actions.add_parser("backfill", help="fire every due time in a range that has not fired")
+        add_command(actions, action, None, parents, help=text).add_argument("name", help="the schedule")
+    backfill = add_command(
+        actions, "backfill", None, parents, help="fire every due time in a range that has not fired"
+    )
     backfill.add_argument("name", help="the schedule")
     backfill.add_argument("--since", required=True, help="ISO time, e.g. 2026-11-22T08:00:00Z (naive: UTC)")
     backfill.add_argument("--until", help="ISO time (default: now)")
 
 
-def run_command(args: argparse.Namespace) -> int:
-    if args.command == "beat":
-        return _beat(args)
-    return _schedule(args)
-
-
 def _beat(args: argparse.Namespace) -> int:
-    spec = args.beat_app or args.app
-    if not spec:
+    from pgtasks.compat.bridge.worker_start import beat_started
+
+    if not args.app:
         print("pgtasks beat: -A/--app is required", file=sys.stderr)
         return 2
-    app = load_app(spec)
+    app = load_app(args.app)
     logging.basicConfig(level=args.loglevel.upper(), format=LOG_FORMAT, stream=sys.stderr)
     wait_for_database(app.engine, log, retry_on_startup(app, args.wait_for_database))
     beat = Beat(app.engine, settings=BeatSettings(max_interval=args.max_interval, grace=args.grace))
@@ -93,7 +105,7 @@ def _beat(args: argparse.Namespace) -> int:
     # it has started must get a clean stop, not the default action of SIGTERM.
     wake_read = _catch_stop_signals()
     beat_started(app, beat, embedded=False)
-    print(banner(app.engine, app.main or spec, len(configured), followed), file=sys.stderr, flush=True)
+    print(banner(app.engine, app.main or args.app, len(configured), followed), file=sys.stderr, flush=True)
     follower.start()
     try:
         return _run_until_signal(beat, wake_read)
@@ -157,12 +169,6 @@ def _run_until_signal(beat: Beat, wake_read: int) -> int:
     return 0
 
 
-def _engine(args: argparse.Namespace) -> Engine:
-    if args.app:
-        return load_app(args.app).engine
-    return Client(configured_url(args.database_url), schema=args.schema).engine
-
-
 def _when(text: str | None, flag: str) -> dt.datetime | None:
     if text is None:
         return None
@@ -177,8 +183,7 @@ def _when(text: str | None, flag: str) -> dt.datetime | None:
 
 
 def _schedule(args: argparse.Namespace) -> int:
-    engine = _engine(args)
-    try:
+    with command_engine(args) as engine:
         now = DatabaseClock(engine.schedules).now()
         if args.action == "list":
             records = admin.listing(engine, args.status)
@@ -206,5 +211,3 @@ def _schedule(args: argparse.Namespace) -> int:
             print(f"fired {task_id}")
         print(f"backfill {args.name}: {len(report.fired)} fired, {len(report.existing)} had fired before")
         return 0
-    finally:
-        engine.close()

@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
+import argparse
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 
+from pgtasks.cli.loader import load_app
+from pgtasks.engine.core import Engine
 from pgtasks.engine.errors import ConfigurationError
+from pgtasks.engine.settings import Settings
 from pgtasks.sysdb.urls import DATABASE_URL_ENV, resolve_database_url
+
+URL_HELP = "default: PGTASKS_DATABASE_URL"
+SCHEMA_HELP = "the pgtasks schema (default pgtasks)"
 
 
 def configured_url(database_url: str | None) -> str:
@@ -18,3 +27,19 @@ def configured_url(database_url: str | None) -> str:
             "application with -A (management commands never fall back to a local SQLite file)"
         )
     return resolve_database_url(database_url)
+
+
+def configured_engine(database_url: str | None, schema: str) -> Engine:
+    """An engine on the database the flags name, for the commands that need no app."""
+    return Engine(Settings(database_url=configured_url(database_url), schema=schema))
+
+
+@contextmanager
+def command_engine(args: argparse.Namespace) -> Iterator[Engine]:
+    """The engine of a management command: -A's app's, else one on the database that
+    ``--database-url`` / ``--schema`` name; closed when the command ends."""
+    engine = load_app(args.app).engine if args.app else configured_engine(args.database_url, args.schema)
+    try:
+        yield engine
+    finally:
+        engine.close()

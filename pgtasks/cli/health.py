@@ -7,14 +7,20 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from pgtasks.cli.options import add_command
 
-def add_health_command(sub: Any) -> None:
+
+def add_health_command(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> None:
     """Register ``health`` on the main parser's subcommands."""
-    health = sub.add_parser(
+    health = add_command(
+        sub,
         "health",
+        run_health,
+        parents,
         help="check a worker's --health-file (a liveness probe: exit 0 alive, 1 not)",
         description="Exit 0 when the worker renewed the file within --max-age seconds.",
     )

@@ -10,6 +10,7 @@ from typing import Any
 from pgtasks.app import App
 from pgtasks.compat.bridge import django_support
 from pgtasks.engine.errors import ConfigurationError
+from pgtasks_celery_hook import CeleryFinder
 
 
 def load_app(spec: str) -> App:
@@ -18,9 +19,21 @@ def load_app(spec: str) -> App:
     else ``celery``, else the submodule ``module.celery``, else the one App instance in the
     module. An app behind ``celery.current_app`` is unwrapped. Then Django is set up (when
     DJANGO_SETTINGS_MODULE is set), as the worker does, for every command."""
+    serve_celery_from_pgtasks()
     app = _find_app(spec)
     django_support.setup_django()
     return app
+
+
+def serve_celery_from_pgtasks() -> None:
+    """Make ``import celery`` (and kombu) in this process give pgtasks' Celery layer, also where
+    the real celery is installed: the import hook goes first on ``sys.meta_path``. The layer
+    itself is installed only when the app imports celery (a Celery app); a pgtasks App never
+    loads it."""
+    ours = [finder for finder in sys.meta_path if isinstance(finder, CeleryFinder)]
+    others = [finder for finder in sys.meta_path if not isinstance(finder, CeleryFinder)]
+    # the finder already registered keeps its identity: uninstall() puts that one back
+    sys.meta_path[:] = [*(ours or [CeleryFinder()]), *others]
 
 
 def _find_app(spec: str) -> App:

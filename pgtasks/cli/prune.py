@@ -4,15 +4,22 @@ every minute), or show with ``--dry-run`` what would go."""
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from typing import Any
 
+from pgtasks.cli.database import SCHEMA_HELP, URL_HELP, command_engine
+from pgtasks.cli.options import add_command
 from pgtasks.engine.core import Engine
 from pgtasks.engine.errors import ConfigurationError
 
 
-def add_command(sub: Any, url_help: str, schema_help: str) -> None:
-    prune = sub.add_parser(
+def add_prune_command(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> None:
+    """Register ``prune`` on the main parser's subcommands."""
+    prune = add_command(
+        sub,
         "prune",
+        run_prune,
+        parents,
         help="delete finished tasks older than result_expires (or --older-than), in small batches",
         description="Unfinished tasks, dead letters and tasks a waiting canvas still needs are kept.",
     )
@@ -21,11 +28,17 @@ def add_command(sub: Any, url_help: str, schema_help: str) -> None:
     )
     prune.add_argument("--queue", help="only this queue")
     prune.add_argument("--dry-run", action="store_true", help="count what would be deleted; delete nothing")
-    prune.add_argument("--database-url", help=url_help)
-    prune.add_argument("--schema", default="pgtasks", help=schema_help)
+    prune.add_argument("--database-url", help=URL_HELP)
+    prune.add_argument("--schema", default="pgtasks", help=SCHEMA_HELP)
 
 
-def run(engine: Engine, args: argparse.Namespace) -> int:
+def run_prune(args: argparse.Namespace) -> int:
+    """On -A's app's database, else on the one the flags name."""
+    with command_engine(args) as engine:
+        return _prune(engine, args)
+
+
+def _prune(engine: Engine, args: argparse.Namespace) -> int:
     if args.older_than is not None and args.older_than < 0:
         raise ConfigurationError(f"--older-than must be seconds >= 0, not {args.older_than}")
     if args.older_than is None and engine.settings.result_expires is None:

@@ -6,21 +6,38 @@ import re
 from dataclasses import dataclass
 from importlib import resources
 
-_NAME = re.compile(r"^-- name: (\w+)\s*$", re.MULTILINE)
+_BLOCK = re.compile(r"^-- (name|fragment): (\w+)\s*$", re.MULTILINE)
 _MIGRATION_FILE = re.compile(r"^(\d{4})_(\w+)\.sql$")
 
 
 def load_statements(dialect: str, replacements: dict[str, str]) -> dict[str, str]:
-    """Read ``sql/<dialect>.sql`` into ``{name: statement}`` with the tokens replaced."""
+    """Read ``sql/<dialect>.sql`` into ``{name: statement}`` with the tokens replaced (see
+    :func:`parse_statements`)."""
     text = resources.files("pgtasks.sysdb").joinpath("sql").joinpath(f"{dialect}.sql").read_text()
     for token, value in replacements.items():
         text = text.replace(token, value)
-    parts = _NAME.split(text)
+    return parse_statements(text, f"{dialect}.sql")
+
+
+def parse_statements(text: str, source: str) -> dict[str, str]:
+    """The statements of one SQL file's text. A block starts with ``-- name: <name>`` (a
+    statement) or ``-- fragment: <name>`` (SQL that several statements share, written once):
+    ``__<name>__`` in a statement stands for the fragment's text. Names are unique across both
+    kinds; a fragment that no statement uses is an error."""
+    parts = _BLOCK.split(text)
     statements: dict[str, str] = {}
-    for name, body in zip(parts[1::2], parts[2::2], strict=True):
-        if name in statements:
-            raise RuntimeError(f"duplicate SQL statement name {name!r} in {dialect}.sql")
-        statements[name] = body.strip()
+    fragments: dict[str, str] = {}
+    for kind, name, body in zip(parts[1::3], parts[2::3], parts[3::3], strict=True):
+        if name in statements or name in fragments:
+            raise RuntimeError(f"duplicate SQL statement name {name!r} in {source}")
+        (fragments if kind == "fragment" else statements)[name] = body.strip()
+    for name, fragment in fragments.items():
+        token = f"__{name}__"
+        users = [user for user, statement in statements.items() if token in statement]
+        if not users:
+            raise RuntimeError(f"SQL fragment {name!r} in {source} is used by no statement")
+        for user in users:
+            statements[user] = statements[user].replace(token, fragment)
     return statements
 
 

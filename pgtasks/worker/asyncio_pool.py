@@ -24,22 +24,16 @@ from pgtasks.engine.core import Engine
 from pgtasks.engine.execution import TimeLimits, execute_task_async, on_shared_loop
 from pgtasks.sysdb.records import Outcome, StepRecord, TaskRecord
 from pgtasks.worker.limits import time_limits
-from pgtasks.worker.pools import (
-    Finish,
-    Pool,
-    PoolOptions,
-    SoloPool,
-    ThreadPool,
-    guarded_outcome,
-    run_guarded,
-)
-from pgtasks.worker.prefork import PreforkPool
+from pgtasks.worker.pools import Finish, PoolOptions, guarded_outcome, run_guarded
 
 log = logging.getLogger("pgtasks.worker")
 
 
 class AsyncioPool:
-    inline = False
+    """``-P asyncio``: async tasks on one event loop, sync ones on threads (see above)."""
+
+    prefetches = False
+    terminates = True  # a running coroutine is cancelled
 
     def __init__(self, engine: Engine, executor_id: str, options: PoolOptions, finish: Finish) -> None:
         self._engine, self._executor_id, self._options, self._finish = engine, executor_id, options, finish
@@ -155,14 +149,3 @@ async def _guarded(
         return await execute_task_async(engine, record, executor_id, steps, limits)
     except Exception as exc:  # never let a task take the worker down (a cancellation passes)
         return guarded_outcome(record, exc)
-
-
-def make_pool(engine: Engine, executor_id: str, options: PoolOptions, finish: Finish) -> Pool:
-    """The pool ``options.kind`` names."""
-    if options.kind == "threads":
-        return ThreadPool(engine, executor_id, options, finish)
-    if options.kind == "solo":
-        return SoloPool(engine, executor_id, options, finish)
-    if options.kind == "asyncio":
-        return AsyncioPool(engine, executor_id, options, finish)
-    return PreforkPool(engine, executor_id, options, finish)

@@ -1,12 +1,15 @@
-"""Execution pools: where a claimed task's body runs.
+"""Execution pools: where a claimed task's body runs. The interface, the options, and
+:func:`make_pool`, the one place that turns a pool's name into a pool.
 
+- ``prefork`` (the default, as in Celery): child processes (:mod:`pgtasks.worker.prefork`).
 - ``threads``: a thread pool in the worker process.
 - ``solo``: one task at a time, inline in the claim loop.
 - ``asyncio``: one event loop for async tasks (:mod:`pgtasks.worker.asyncio_pool`).
-- ``prefork``: child processes (:mod:`pgtasks.worker.prefork`).
 
 Every pool reports each finished task to ``finish(record, outcome)``; ``outcome`` None means
-the task was abandoned (cancelled or taken over), an ENQUEUED outcome gives it back.
+the task was abandoned (cancelled or taken over), an ENQUEUED outcome gives it back. A pool
+says what it can do (:attr:`Pool.prefetches`, :attr:`Pool.terminates`); the worker asks it
+instead of testing its name.
 """
 
 from __future__ import annotations
@@ -27,11 +30,20 @@ log = logging.getLogger("pgtasks.worker")
 
 Finish = Callable[[TaskRecord, "Outcome | None"], None]
 POOLS = ("prefork", "threads", "solo", "asyncio")
+# The pool of `pgtasks worker` without -P, of WorkerOptions and of PoolOptions: Celery's.
+DEFAULT_POOL = "prefork"
+# The pools that can stop a task at its time limit (a child is killed, a coroutine cancelled),
+# and the one whose processes max_tasks_per_child replaces.
+TIME_LIMITED_POOLS = ("prefork", "asyncio")
+RECYCLED_POOLS = ("prefork",)
 
 
 @dataclass(frozen=True, slots=True)
 class PoolOptions:
-    kind: str = "prefork"
+    """Which pool (``kind``, one of :data:`POOLS`), its size and its limits; checked here,
+    so that a worker refuses them before it starts."""
+
+    kind: str = DEFAULT_POOL
     size: int = 1
     time_limit: float | None = None
     soft_time_limit: float | None = None
@@ -44,12 +56,25 @@ class PoolOptions:
             value = getattr(self, name)
             if value is not None and not value > 0:
                 raise ConfigurationError(f"{name} must be a positive number of seconds")
+        if self.kind not in TIME_LIMITED_POOLS and (self.time_limit or self.soft_time_limit):
+            raise ConfigurationError(
+                "time limits need the prefork pool (-P prefork), or -P asyncio for async tasks: a "
+                "thread cannot be killed safely"
+            )
         if self.max_tasks_per_child is not None and self.max_tasks_per_child < 1:
             raise ConfigurationError("max_tasks_per_child must be >= 1")
+        if self.kind not in RECYCLED_POOLS and self.max_tasks_per_child:
+            raise ConfigurationError("max_tasks_per_child needs the prefork pool (-P prefork)")
 
 
 class Pool(Protocol):
-    inline: bool  # True when submit() runs the task before returning (solo)
+    """A running pool, as the worker uses it."""
+
+    # Tasks submitted while every process is busy wait in the pool for the next free one
+    # (prefork), so the worker may claim ahead of its free slots (its prefetch).
+    prefetches: bool
+    # terminate() can stop a running task at once (revoke with terminate=True).
+    terminates: bool
 
     def start(self) -> None: ...
 
@@ -107,7 +132,10 @@ def guarded_outcome(record: TaskRecord, exc: BaseException) -> Outcome:
 
 
 class ThreadPool:
-    inline = False
+    """``-P threads``: each task on a thread of the worker process."""
+
+    prefetches = False
+    terminates = False
 
     def __init__(self, engine: Engine, executor_id: str, options: PoolOptions, finish: Finish) -> None:
         self._engine, self._executor_id, self._finish = engine, executor_id, finish
@@ -138,7 +166,7 @@ class ThreadPool:
 
 
 class SoloPool(ThreadPool):
-    inline = True
+    """``-P solo``: one task at a time, run by submit() itself, in the claim loop."""
 
     def __init__(self, engine: Engine, executor_id: str, options: PoolOptions, finish: Finish) -> None:
         self._engine, self._executor_id, self._finish = engine, executor_id, finish
@@ -148,3 +176,19 @@ class SoloPool(ThreadPool):
 
     def shutdown(self, wait: bool) -> None:
         pass
+
+
+def make_pool(engine: Engine, executor_id: str, options: PoolOptions, finish: Finish) -> Pool:
+    """The pool ``options.kind`` names, not yet started."""
+    if options.kind == "threads":
+        return ThreadPool(engine, executor_id, options, finish)
+    if options.kind == "solo":
+        return SoloPool(engine, executor_id, options, finish)
+    # Imported here: both modules build on this one.
+    if options.kind == "asyncio":
+        from pgtasks.worker.asyncio_pool import AsyncioPool
+
+        return AsyncioPool(engine, executor_id, options, finish)
+    from pgtasks.worker.prefork import PreforkPool
+
+    return PreforkPool(engine, executor_id, options, finish)

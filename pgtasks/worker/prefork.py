@@ -60,7 +60,10 @@ HELD_CHECK_SECONDS = 0.5
 
 
 class PreforkPool:
-    inline = False
+    """``-P prefork``: child processes forked by a fork server (see above)."""
+
+    prefetches = True  # submitted tasks wait for the next free child
+    terminates = True  # a running child is killed
 
     def __init__(self, engine: Engine, executor_id: str, options: PoolOptions, finish: Finish) -> None:
         self._engine, self._executor_id, self._options, self._finish = engine, executor_id, options, finish

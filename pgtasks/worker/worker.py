@@ -1,7 +1,8 @@
-"""The worker: claims tasks of its queues, runs them on a thread pool, writes outcomes.
+"""The worker: claims tasks of its queues, hands them to its pool (prefork by default; see
+:mod:`pgtasks.worker.pools`), writes their outcomes in batches.
 
-This is the threads pool of ``pgtasks worker``; the process-level concerns (signals, the
-banner) live in :mod:`pgtasks.worker.process`.
+The process-level concerns of ``pgtasks worker`` (signals, the banner) live in
+:mod:`pgtasks.worker.process`.
 """
 
 from __future__ import annotations
@@ -34,14 +35,13 @@ from pgtasks.sysdb.records import (
     StepRecord,
     TaskRecord,
 )
-from pgtasks.worker.asyncio_pool import make_pool
 from pgtasks.worker.completer import BatchCompleter
 from pgtasks.worker.due import DueTimer
 from pgtasks.worker.health import fresh
 from pgtasks.worker.lease import LeaseKeeper
 from pgtasks.worker.logs import error_repr, log_with_traceback, result_repr
 from pgtasks.worker.metrics import WorkerMetrics
-from pgtasks.worker.pools import PoolOptions
+from pgtasks.worker.pools import DEFAULT_POOL, PoolOptions, make_pool
 from pgtasks.worker.pruner import PRUNE_INTERVAL, Pruner
 from pgtasks.worker.queues import QueueBook
 from pgtasks.worker.wakeups import WakeOnEnqueue
@@ -74,7 +74,9 @@ class WorkerOptions:
     concurrency: int = 4
     executor_id: str = ""
     shutdown_grace: float = 30.0
-    pool: str = "threads"
+    # One of pools.POOLS. A worker embedded in a process that must not fork (a test's) says
+    # pool="threads".
+    pool: str = DEFAULT_POOL
     time_limit: float | None = None
     soft_time_limit: float | None = None
     max_tasks_per_child: int | None = None
@@ -98,17 +100,11 @@ class WorkerOptions:
         check_name_length(self.executor_id, "worker name (executor id)")
         if self.pool == "solo" and self.concurrency != 1:
             object.__setattr__(self, "concurrency", 1)  # solo runs one task at a time, as in Celery
-        if self.pool not in ("prefork", "asyncio") and (self.time_limit or self.soft_time_limit):
-            raise ConfigurationError(
-                "time limits need the prefork pool (-P prefork), or -P asyncio for async tasks: a "
-                "thread cannot be killed safely"
-            )
+        self.pool_options()  # the pool's own checks: its name, limits the pool can enforce
         if self.prefetch_multiplier < 1:
             raise ConfigurationError("prefetch_multiplier must be >= 1")
         if not self.prune_interval > 0 or self.prune_interval == float("inf"):
             raise ConfigurationError("prune_interval must be a positive number of seconds")
-        if self.pool != "prefork" and self.max_tasks_per_child:
-            raise ConfigurationError("max_tasks_per_child needs the prefork pool (-P prefork)")
 
     def pool_options(self) -> PoolOptions:
         return PoolOptions(
@@ -215,7 +211,7 @@ class Worker:
         stray = self._store.release_stray(ReleaseStrayParams(self.executor_id, keep, grace))
         if stray:
             log.warning("gave back %d tasks this worker had claimed without knowing it", len(stray))
-        if keep and self.options.pool in ("prefork", "asyncio"):  # processes and coroutines stop at once
+        if keep and self._pool.terminates:
             for task_id in self._store.to_terminate(list(keep)):
                 self._pool.terminate(task_id)
 
@@ -320,10 +316,10 @@ class Worker:
                 self._wake.wait(poll)
 
     def _free_slots(self) -> int:
-        """How many tasks to claim now: the free processes or threads, and with prefork the
-        prefetch beyond them (see WorkerOptions.prefetch_multiplier)."""
+        """How many tasks to claim now: the free processes or threads, and where the pool
+        prefetches (prefork) the prefetch beyond them (see WorkerOptions.prefetch_multiplier)."""
         capacity = self.options.concurrency
-        if self.options.pool == "prefork" and self.queues is not None and self.queues.unlimited():
+        if self._pool.prefetches and self.queues is not None and self.queues.unlimited():
             capacity *= self.options.prefetch_multiplier
         with self._running_lock:
             return max(0, capacity - self._running)

@@ -31,7 +31,9 @@ def test_workers_prune_what_is_past_result_expires(database_url: str) -> None:
     with running_worker(app, prune_interval=3600):
         sent = [add.delay(i, i) for i in range(5)]
         assert [r.get(timeout=30) for r in sent] == [0, 2, 4, 6, 8]
-    worker = Worker(app.engine, WorkerOptions(queues=("default",), concurrency=2, prune_interval=0.05))
+    worker = Worker(
+        app.engine, WorkerOptions(queues=("default",), concurrency=2, prune_interval=0.05, pool="threads")
+    )
     worker.start()
     thread = threading.Thread(target=worker.run, daemon=True)
     thread.start()
@@ -116,7 +118,9 @@ def test_a_queue_keeps_its_tasks_for_its_own_age(database_url: str) -> None:
         brief = [twice.apply_async((i,), queue="brief") for i in range(3)]
         kept = [twice.delay(i) for i in range(3)]
         assert [r.get(timeout=30) for r in brief + kept] == [0, 2, 4] * 2
-    worker = Worker(app.engine, WorkerOptions(queues=("brief", "default"), prune_interval=0.05))
+    worker = Worker(
+        app.engine, WorkerOptions(queues=("brief", "default"), prune_interval=0.05, pool="threads")
+    )
     worker.start()
     thread = threading.Thread(target=worker.run, daemon=True)
     thread.start()

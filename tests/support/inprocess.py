@@ -21,7 +21,11 @@ def running_worker(
     prune_interval: float = PRUNE_INTERVAL,
 ) -> Iterator[Worker]:
     options = WorkerOptions(
-        queues=queues, concurrency=concurrency, executor_id=executor_id, prune_interval=prune_interval
+        queues=queues,
+        concurrency=concurrency,
+        executor_id=executor_id,
+        prune_interval=prune_interval,
+        pool="threads",  # the test process does not fork
     )
     worker = Worker(app.engine, options)
     worker.start()

@@ -5,19 +5,26 @@ docs/celery-migration.md)."""
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from typing import Any
 
 from pgtasks.cli.celery_import.messages import import_from_redis
 from pgtasks.cli.celery_import.redis_wire import RedisError
-from pgtasks.cli.database import configured_url
+from pgtasks.cli.database import URL_HELP, configured_url
 from pgtasks.cli.loader import load_app
+from pgtasks.cli.options import add_command
 from pgtasks.compat.celery.app.base import Celery
 from pgtasks.sysdb.urls import redact_url
 
 
-def add_command(sub: Any, url_help: str) -> None:
-    command = sub.add_parser(
+def add_import_celery_command(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> None:
+    """Register ``import-celery`` on the main parser's subcommands (``parents``: the global
+    options without ``-b/--broker``, as ``--broker`` here is the Celery broker to read)."""
+    command = add_command(
+        sub,
         "import-celery",
+        run,
+        parents,
         help="move the tasks waiting in a Celery Redis broker into pgtasks (idempotent)",
         description=(
             "Reads the messages of Celery's protocol waiting in the broker's queues, sends each as "
@@ -34,7 +41,7 @@ def add_command(sub: Any, url_help: str) -> None:
         "only once no Celery worker runs",
     )
     command.add_argument("--dry-run", action="store_true", help="say what would move; change nothing")
-    command.add_argument("--database-url", help=f"{url_help} (a schema: ?schema=name)")
+    command.add_argument("--database-url", help=f"{URL_HELP} (a schema: ?schema=name)")
 
 
 def run(args: argparse.Namespace) -> int:

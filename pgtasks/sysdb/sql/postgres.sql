@@ -889,15 +889,15 @@ JOIN __schema__.workflow_events AS e ON e.workflow_uuid = s.workflow_uuid AND e.
 WHERE s.workflow_uuid = ANY(%(ids)s::text[]) AND s.status = 'CANCELLED'
 
 
--- name: tasks_prune_pick
--- Retention: up to %(limit)s finished tasks past the age of their queue: the queue's own
+-- fragment: prunable_tasks
+-- Retention, the one definition of what pruning deletes (tasks_prune_pick deletes it in batches,
+-- tasks_prunable counts it): finished tasks past the age of their queue: the queue's own
 -- result_expires_sec where it has one (0: kept until deleted by hand), else %(older_than_ms)s
 -- (NULL: kept); with %(per_queue)s false (an operator's explicit age) %(older_than_ms)s for
 -- every queue. Dead letters stay (they wait to be resumed); so does a finished task a canvas
 -- still needs (a link to a child that has not finished: a chain's next task, a chord body, a
 -- callback). The walk goes through the created_at index, oldest first, below the smallest
--- age in force (created_at <= updated_at); SKIP LOCKED lets workers prune side by side
--- without waiting on each other or on a completion.
+-- age in force (created_at <= updated_at).
 WITH ages AS (
     SELECT name, round(result_expires_sec * 1000)::bigint AS ms
     FROM __schema__.queues
@@ -917,32 +917,22 @@ WHERE ws.created_at < __now_ms__ - (SELECT min(m) FROM (SELECT %(older_than_ms)s
           JOIN __schema__.workflow_status c ON c.workflow_uuid = l.child_uuid
           WHERE l.parent_uuid = ws.workflow_uuid
             AND c.status NOT IN ('SUCCESS', 'ERROR', 'CANCELLED', 'MAX_RECOVERY_ATTEMPTS_EXCEEDED'))
+
+-- name: tasks_prune_pick
+-- Up to %(limit)s of the oldest prunable tasks, locked for their deletion; SKIP LOCKED lets
+-- workers prune side by side without waiting on each other or on a completion.
+__prunable_tasks__
 ORDER BY ws.created_at
 LIMIT %(limit)s
 FOR UPDATE OF ws SKIP LOCKED
 
 -- name: tasks_prunable
 -- What pruning would delete now, per queue (pgtasks prune --dry-run).
-WITH ages AS (
-    SELECT name, round(result_expires_sec * 1000)::bigint AS ms
-    FROM __schema__.queues
-    WHERE %(per_queue)s AND result_expires_sec IS NOT NULL
-)
-SELECT ws.queue_name, count(*) AS n
-FROM __schema__.workflow_status ws
-LEFT JOIN ages a ON a.name = ws.queue_name
-WHERE ws.created_at < __now_ms__ - (SELECT min(m) FROM (SELECT %(older_than_ms)s::bigint AS m
-                                                   UNION ALL SELECT ms FROM ages WHERE ms > 0) AS f)
-  AND ws.updated_at < __now_ms__ - CASE WHEN a.name IS NULL THEN %(older_than_ms)s::bigint
-                                        WHEN a.ms > 0 THEN a.ms END
-  AND ws.status IN ('SUCCESS', 'ERROR', 'CANCELLED')
-  AND (%(queue)s::text IS NULL OR ws.queue_name = %(queue)s)
-  AND NOT EXISTS (
-          SELECT 1 FROM __schema__.task_links l
-          JOIN __schema__.workflow_status c ON c.workflow_uuid = l.child_uuid
-          WHERE l.parent_uuid = ws.workflow_uuid
-            AND c.status NOT IN ('SUCCESS', 'ERROR', 'CANCELLED', 'MAX_RECOVERY_ATTEMPTS_EXCEEDED'))
-GROUP BY ws.queue_name
+SELECT p.queue_name, count(*) AS n
+FROM (
+__prunable_tasks__
+) AS p
+GROUP BY p.queue_name
 
 -- name: task_forget_pick
 -- AsyncResult.forget(): one finished task, unless a canvas still needs it.

@@ -605,9 +605,10 @@ SELECT s.workflow_uuid FROM workflow_status AS s
 JOIN workflow_events AS e ON e.workflow_uuid = s.workflow_uuid AND e.key = 'terminate'
 WHERE s.workflow_uuid IN (SELECT value FROM json_each(:ids)) AND s.status = 'CANCELLED'
 
--- name: tasks_prune_pick
--- Retention (see the PostgreSQL statement): finished, past the age of its queue, not dead
--- letters, not needed by an unfinished canvas child; oldest first.
+-- fragment: prunable_tasks
+-- Retention, the one definition of what pruning deletes (see the PostgreSQL fragment):
+-- finished, past the age of its queue, not dead letters, not needed by an unfinished canvas
+-- child.
 WITH ages AS (
     SELECT name, CAST(round(result_expires_sec * 1000) AS INTEGER) AS ms
     FROM queues
@@ -627,30 +628,19 @@ WHERE ws.created_at < __now_ms__ - (SELECT min(m) FROM (SELECT :older_than_ms AS
           JOIN workflow_status c ON c.workflow_uuid = l.child_uuid
           WHERE l.parent_uuid = ws.workflow_uuid
             AND c.status NOT IN ('SUCCESS', 'ERROR', 'CANCELLED', 'MAX_RECOVERY_ATTEMPTS_EXCEEDED'))
+
+-- name: tasks_prune_pick
+-- The oldest prunable tasks, up to the limit.
+__prunable_tasks__
 ORDER BY ws.created_at
 LIMIT :limit
 
 -- name: tasks_prunable
-WITH ages AS (
-    SELECT name, CAST(round(result_expires_sec * 1000) AS INTEGER) AS ms
-    FROM queues
-    WHERE :per_queue AND result_expires_sec IS NOT NULL
-)
-SELECT ws.queue_name, count(*) AS n
-FROM workflow_status ws
-LEFT JOIN ages a ON a.name = ws.queue_name
-WHERE ws.created_at < __now_ms__ - (SELECT min(m) FROM (SELECT :older_than_ms AS m
-                                                   UNION ALL SELECT ms FROM ages WHERE ms > 0) AS f)
-  AND ws.updated_at < __now_ms__ - CASE WHEN a.name IS NULL THEN :older_than_ms
-                                        WHEN a.ms > 0 THEN a.ms END
-  AND ws.status IN ('SUCCESS', 'ERROR', 'CANCELLED')
-  AND (:queue IS NULL OR ws.queue_name = :queue)
-  AND NOT EXISTS (
-          SELECT 1 FROM task_links l
-          JOIN workflow_status c ON c.workflow_uuid = l.child_uuid
-          WHERE l.parent_uuid = ws.workflow_uuid
-            AND c.status NOT IN ('SUCCESS', 'ERROR', 'CANCELLED', 'MAX_RECOVERY_ATTEMPTS_EXCEEDED'))
-GROUP BY ws.queue_name
+SELECT p.queue_name, count(*) AS n
+FROM (
+__prunable_tasks__
+) AS p
+GROUP BY p.queue_name
 
 -- name: task_forget_pick
 SELECT ws.workflow_uuid, ws.queue_name

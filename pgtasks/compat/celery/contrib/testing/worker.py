@@ -50,6 +50,7 @@ def start_worker(
         queues=tuple(sorted(queues)),
         concurrency=max(1, int(concurrency)),
         executor_id=kwargs.get("hostname") or f"gen{os.getpid()}@{threading.get_ident()}",
+        pool="threads",
     )
     worker = Worker(app.engine, options)
     worker.start()

@@ -1,0 +1,217 @@
+"""The building blocks of the ``pgtasks`` parser, and Celery's command line as options of it.
+
+- :func:`global_options`: Celery's global options (``-A``, ``-b``, ``--workdir``, ``-q``, ...),
+  a parent parser of the top-level parser and of every command, so that they are taken before
+  or after the command, as Celery takes them.
+- :func:`add_command`: a command's parser, with those options and the function that runs it
+  (``set_defaults(func=...)``).
+- :func:`add_ignored` / :func:`add_refused`: Celery flags that pgtasks accepts without a use
+  for them (one warning each), or refuses with the reason.
+- :func:`apply_global_options`: what the global options do, once the whole line is parsed.
+
+Parsing changes nothing: an ignored flag is only recorded in the namespace, and ``--workdir``
+and ``-b`` act in :func:`apply_global_options`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from pgtasks.engine.errors import ConfigurationError
+from pgtasks.worker.pools import DEFAULT_POOL, POOLS
+
+Command = Callable[[argparse.Namespace], int]
+
+NO_USE = "pgtasks has no use for it"
+DETACH = "pgtasks runs in the foreground: start it under a supervisor (systemd, Docker, Kubernetes)"
+# The namespace attribute of an ignored flag: one per flag, so that a flag given before the
+# command and another after it are both kept (argparse copies a command's namespace over the
+# top-level one, attribute by attribute).
+IGNORED_PREFIX = "ignored:"
+GREEN_POOLS = ("eventlet", "gevent")
+
+
+class _Ignored(argparse.Action):
+    """A Celery flag (with or without a value) that pgtasks accepts and ignores."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, why: str = NO_USE, **kwargs: Any) -> None:
+        super().__init__(option_strings, IGNORED_PREFIX + option_strings[-1], **kwargs)
+        self.why = why
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        setattr(namespace, self.dest, f"{option_string} ({self.why})")
+
+
+class _Refused(argparse.Action):
+    """A Celery flag pgtasks refuses: the command stops with the reason (exit status 2)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, why: str = "", **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, **kwargs)
+        self.why = why
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        parser.error(f"{option_string}: {self.why}")
+
+
+class _Pool(argparse.Action):
+    """``-P``: one of :data:`POOLS`; Celery's green-thread pools run on threads, with a warning."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        if values in GREEN_POOLS:
+            why = "green threads are not supported; using -P threads"
+            setattr(namespace, IGNORED_PREFIX + "-P", f"{option_string} {values} ({why})")
+            values = "threads"
+        elif values not in POOLS:
+            choices = ", ".join(repr(p) for p in POOLS)
+            raise argparse.ArgumentError(self, f"invalid choice: {values!r} (choose from {choices})")
+        setattr(namespace, self.dest, values)
+
+
+def add_ignored(
+    parser: argparse.ArgumentParser | Any, *flags: str, value: bool = False, why: str = NO_USE
+) -> None:
+    """Accept the Celery flag ``flags`` (taking a value when ``value``) and ignore it, with a
+    warning that gives ``why``."""
+    parser.add_argument(
+        *flags,
+        action=_Ignored,
+        nargs=1 if value else 0,
+        default=argparse.SUPPRESS,
+        metavar="VALUE" if value else None,
+        why=why,
+        help=f"Celery's; ignored ({why})",
+    )
+
+
+def add_refused(parser: argparse.ArgumentParser | Any, *flags: str, why: str) -> None:
+    """Refuse the Celery flag ``flags``, saying ``why`` and what to do instead."""
+    parser.add_argument(*flags, action=_Refused, default=argparse.SUPPRESS, why=why, help=f"refused: {why}")
+
+
+def add_daemon_options(group: Any) -> None:
+    """Celery's options of a daemonized worker or beat: pgtasks logs to stderr and changes no
+    user, so they are ignored."""
+    for flags in (
+        ("-f", "--logfile"),
+        ("--pidfile",),
+        ("--uid",),
+        ("--gid",),
+        ("--umask",),
+        ("--executable",),
+    ):
+        add_ignored(group, *flags, value=True)
+
+
+def add_pool_option(parser: argparse.ArgumentParser) -> None:
+    """``-P/--pool``, whose default is the one of :data:`pgtasks.worker.pools.DEFAULT_POOL`."""
+    parser.add_argument(
+        "-P",
+        "--pool",
+        action=_Pool,
+        default=DEFAULT_POOL,
+        metavar="{" + ",".join(POOLS) + "}",
+        help=f"prefork (child processes), threads, solo, or asyncio (one event loop for async tasks); "
+        f"default {DEFAULT_POOL}, as Celery; Celery's eventlet and gevent run on threads",
+    )
+
+
+def expand_hostname(name: str) -> str:
+    """Celery's node name expansion: %h host name, %n its first label, %d the domain, %% a %."""
+    host = socket.gethostname()
+    short, _, domain = host.partition(".")
+    out, i = [], 0
+    while i < len(name):
+        if name[i] == "%" and i + 1 < len(name):
+            out.append({"h": host, "n": short, "d": domain, "%": "%"}.get(name[i + 1], name[i : i + 2]))
+            i += 2
+        else:
+            out.append(name[i])
+            i += 1
+    return "".join(out)
+
+
+def global_options(*, top_level: bool = False, broker: bool = True) -> argparse.ArgumentParser:
+    """Celery's global options as a parent parser. The top-level parser's copy has defaults
+    (None); the commands' copy has none, so that a command's namespace, which argparse copies
+    over the top-level one, keeps what was given before the command. ``broker`` False leaves
+    out ``-b/--broker`` for a command that has a ``--broker`` of its own (import-celery)."""
+    default = None if top_level else argparse.SUPPRESS
+    parent = argparse.ArgumentParser(add_help=False, argument_default=default)
+    group = parent.add_argument_group("global options (before or after the command, as Celery's)")
+    group.add_argument("-A", "--app", help="application: module, module:attr")
+    if broker:
+        group.add_argument(
+            "-b",
+            "--broker",
+            dest="broker_url",
+            metavar="URL",
+            help="a Celery app's broker_url: the database URL (sets CELERY_BROKER_URL)",
+        )
+    group.add_argument(
+        "--workdir", metavar="DIR", help="change to this folder first (before loading the app)"
+    )
+    add_ignored(group, "--result-backend", value=True, why="results are stored in the pgtasks database")
+    add_ignored(group, "--loader", value=True)
+    add_ignored(group, "--config", value=True, why="configure the app in its module")
+    add_ignored(group, "-C", "--no-color")
+    add_ignored(group, "-q", "--quiet")
+    add_ignored(group, "--skip-checks", why="pgtasks runs no Django checks")
+    return parent
+
+
+def add_command(
+    sub: Any,
+    name: str,
+    run: Command | None,
+    parents: Sequence[argparse.ArgumentParser],
+    **kwargs: Any,
+) -> argparse.ArgumentParser:
+    """The parser of command ``name`` under ``sub``, taking the options of ``parents`` (the
+    global ones), and run by ``run`` (None: a subcommand, run by its command's function)."""
+    parser: argparse.ArgumentParser = sub.add_parser(name, parents=list(parents), **kwargs)
+    if run is not None:
+        parser.set_defaults(func=run)
+    return parser
+
+
+def ignored_flags(args: argparse.Namespace) -> list[str]:
+    """The Celery flags of the command line that pgtasks ignores, each with the reason."""
+    return [value for key, value in vars(args).items() if key.startswith(IGNORED_PREFIX)]
+
+
+def apply_global_options(args: argparse.Namespace) -> None:
+    """Act on the parsed global options: a warning per ignored Celery flag, ``--workdir`` (the
+    working folder, before any app is loaded) and ``-b/--broker`` (``CELERY_BROKER_URL``, which
+    a Celery app's ``broker_url`` gives way to, as in Celery)."""
+    for flag in ignored_flags(args):
+        print(f"pgtasks: warning: ignoring Celery option {flag}", file=sys.stderr)
+    if args.workdir:
+        try:
+            os.chdir(args.workdir)
+        except OSError as exc:
+            raise ConfigurationError(f"--workdir {args.workdir}: {exc.strerror}") from None
+    if args.broker_url:
+        os.environ["CELERY_BROKER_URL"] = args.broker_url

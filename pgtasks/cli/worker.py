@@ -1,0 +1,193 @@
+"""``pgtasks worker`` (and ``celery worker``): its options, Celery's worker flags, and the run."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pgtasks.cli.loader import load_app
+from pgtasks.cli.options import (
+    DETACH,
+    add_command,
+    add_daemon_options,
+    add_ignored,
+    add_pool_option,
+    add_refused,
+    expand_hostname,
+)
+from pgtasks.cli.startup import retry_on_startup, wait_for_database
+from pgtasks.scheduler.beat import BeatThread, start_beat_thread
+from pgtasks.worker.pruner import PRUNE_INTERVAL
+
+log = logging.getLogger("pgtasks.worker")
+
+
+def add_worker_command(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> None:
+    """Register ``worker`` on the main parser's subcommands."""
+    worker = add_command(sub, "worker", run, parents, help="run tasks from queues")
+    worker.add_argument("-Q", "--queues", help="comma-separated queues (default: the app's default queue)")
+    worker.add_argument(
+        "-c", "--concurrency", type=int, help="tasks at once (default: one per CPU, as Celery)"
+    )
+    add_pool_option(worker)
+    worker.add_argument("--time-limit", type=float, help="hard limit per task in seconds (prefork, asyncio)")
+    worker.add_argument("--soft-time-limit", type=float, help="raise SoftTimeLimitExceeded after S seconds")
+    worker.add_argument("--max-tasks-per-child", type=int, help="replace a child after N tasks (prefork)")
+    worker.add_argument(
+        "--prune-interval",
+        type=float,
+        default=PRUNE_INTERVAL,
+        help=f"seconds between rounds deleting tasks past result_expires (default {PRUNE_INTERVAL:g})",
+    )
+    worker.add_argument(
+        "--prefetch-multiplier",
+        type=int,
+        help="prefork: tasks claimed per process, running and waiting (default 4, as Celery; 1: none ahead)",
+    )
+    worker.add_argument(
+        "-n",
+        "--hostname",
+        type=expand_hostname,
+        help="executor id (default pgtasks@<host>); %%h, %%n and %%d expand as in Celery",
+    )
+    worker.add_argument(
+        "--log-format",
+        choices=("text", "json"),
+        default="text",
+        help="text: Celery's lines (default); json: one JSON object per line, for log collectors",
+    )
+    worker.add_argument("-l", "--loglevel", default="INFO", help="DEBUG, INFO (default), WARNING, ERROR")
+    worker.add_argument("--lease-seconds", type=float, help="heartbeat lease (default 30)")
+    worker.add_argument("--poll-interval", type=float, help="seconds between polls when idle (default 1)")
+    worker.add_argument("--shutdown-grace", type=float, default=30.0, help="warm shutdown wait (default 30)")
+    worker.add_argument("-B", "--beat", action="store_true", help="also run the scheduler in this worker")
+    worker.add_argument(
+        "--no-wait-for-database",
+        dest="wait_for_database",
+        action="store_const",
+        const=False,
+        default=None,
+        help="exit at once if the database is unreachable at start-up (default: wait for it)",
+    )
+    worker.add_argument(
+        "--health-file",
+        type=Path,
+        help="renew this file's time while the heartbeat is fresh (check: pgtasks health --file)",
+    )
+    worker.add_argument(
+        "--health-port", type=int, help="serve GET /livez and /readyz on this port (0: any free port)"
+    )
+    worker.add_argument(
+        "--health-address", default="0.0.0.0", help="interface of --health-port (default 0.0.0.0)"
+    )
+    worker.add_argument(
+        "--metrics-port",
+        type=int,
+        help="serve Prometheus GET /metrics on this port (0: any free port; needs pgtasks[dashboard])",
+    )
+    worker.add_argument(
+        "--metrics-address", default="0.0.0.0", help="interface of --metrics-port (default 0.0.0.0)"
+    )
+    celery = worker.add_argument_group("Celery's worker options that pgtasks ignores or refuses")
+    add_refused(celery, "-D", "--detach", why=DETACH)
+    for flags in (
+        ("-E", "--task-events", "--events"),
+        ("--without-gossip",),
+        ("--without-mingle",),
+        ("--without-heartbeat",),
+        ("--purge", "--discard"),
+        ("--pool-restarts",),
+        ("--enable-soft-shutdown-on-idle",),
+    ):
+        add_ignored(celery, *flags)
+    for flags in (
+        ("-O", "--optimization"),
+        ("--autoscale",),
+        ("-S", "--statedb"),
+        ("--heartbeat-interval",),
+        ("--max-memory-per-child",),
+        ("-X", "--exclude-queues"),
+        ("-s", "--schedule", "--schedule-filename"),
+        ("--scheduler", "--scheduler-cls"),
+        ("--soft-shutdown-timeout",),
+    ):
+        add_ignored(celery, *flags, value=True)
+    add_daemon_options(celery)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Start the worker of ``-A``'s app; its exit status."""
+    from pgtasks.compat.bridge.worker_start import beat_started, worker_hooks
+    from pgtasks.worker.health import HealthOptions
+    from pgtasks.worker.logs import configure_logging
+    from pgtasks.worker.metrics import MetricsOptions
+    from pgtasks.worker.process import run_worker
+    from pgtasks.worker.worker import DEFAULT_PREFETCH_MULTIPLIER, WorkerOptions
+
+    if not args.app:
+        print("pgtasks worker: -A/--app is required", file=sys.stderr)
+        return 2
+    app = load_app(args.app)
+    # What the command line gave explicitly wins over a Celery app's settings.
+    given = {name for name in ("concurrency", "hostname") if getattr(args, name) is not None}
+    if args.concurrency is None:
+        args.concurrency = os.cpu_count() or 1
+    hooks = worker_hooks(app, args, given)  # a Celery app: its settings, include, signals
+    overrides: dict[str, Any] = {}
+    if args.lease_seconds is not None:
+        overrides["lease_seconds"] = args.lease_seconds
+    if args.poll_interval is not None:
+        overrides["poll_interval"] = args.poll_interval
+    # The app's engine with the flags' settings; it shares the app's registry and connections.
+    engine = app.engine.with_settings(**overrides) if overrides else app.engine
+    queues = tuple(q.strip() for q in (args.queues or app.settings.default_queue).split(",") if q.strip())
+    options = WorkerOptions(
+        queues=queues,
+        concurrency=args.concurrency,
+        executor_id=args.hostname or "",
+        shutdown_grace=args.shutdown_grace,
+        pool=args.pool,
+        time_limit=args.time_limit,
+        soft_time_limit=args.soft_time_limit,
+        max_tasks_per_child=args.max_tasks_per_child,
+        prefetch_multiplier=(
+            DEFAULT_PREFETCH_MULTIPLIER if args.prefetch_multiplier is None else args.prefetch_multiplier
+        ),
+        prune_interval=args.prune_interval,
+        outcome_logger=hooks.outcome_logger,
+    )
+    metrics = MetricsOptions(args.metrics_port, args.metrics_address)  # refused early if not installed
+    definitions = app.beat_definitions() if args.beat else []  # checked before the worker starts
+    beats: list[BeatThread] = []
+
+    def start_beat() -> None:
+        beats.append(start_beat_thread(engine, definitions, app.beat_source, app.live_schedule_sources()))
+        beat_started(app, beats[-1], embedded=True)
+
+    def stop_beat() -> None:
+        for beat in beats:
+            if not beat.stop():
+                log.warning("the beat thread did not stop within 10 s")
+
+    after_start = hooks.after_start(start_beat if args.beat else None)
+    try:
+        configure_logging(args.loglevel, args.log_format)
+        wait_for_database(engine, log, retry_on_startup(app, args.wait_for_database))
+        health = HealthOptions(args.health_file, args.health_port, args.health_address)
+        return run_worker(
+            engine,
+            options,
+            app.main or args.app,
+            args.loglevel,
+            after_start=after_start,
+            before_stop=stop_beat,
+            health=health,
+            metrics=metrics,
+        )
+    finally:
+        hooks.stopped()

@@ -1,0 +1,155 @@
+"""The ``pgtasks`` parser takes Celery's command line itself: global options before or after
+the command, Celery's worker and beat flags (ignored with a warning, or refused), ``-P gevent``,
+``-n w1@%h``. Parsing changes nothing; :func:`apply_global_options` does what the global options
+say. Every command runs through its own function (``set_defaults(func=...)``)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from pgtasks.cli.main import _parser
+from pgtasks.cli.options import apply_global_options, ignored_flags
+from pgtasks.engine.errors import ConfigurationError
+
+
+def parse(line: str) -> argparse.Namespace:
+    return _parser().parse_args(line.split())
+
+
+def _leaves(parser: argparse.ArgumentParser, path: str, func: object = None) -> Iterator[tuple[str, object]]:
+    """Each command that takes no subcommand, with the function its parser or a parent sets."""
+    func = parser._defaults.get("func", func)
+    subcommands = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    if not subcommands:
+        yield path, func
+    for action in subcommands:
+        for name, sub in action.choices.items():
+            yield from _leaves(sub, f"{path} {name}", func)
+
+
+def test_every_command_runs_through_its_function() -> None:
+    leaves = dict(_leaves(_parser(), "pgtasks"))
+    assert len(leaves) == 30 and "pgtasks tasks fork" in leaves and "pgtasks celery-check" in leaves
+    assert [path for path, func in leaves.items() if not callable(func)] == []
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "-A proj worker",
+        "worker -A proj",
+        "--app=proj worker",
+        "worker --app proj",
+        "-A other worker -A proj",  # the command's own wins, as the last one given
+        "-A proj inspect ping",
+        "inspect -A proj ping",
+        "tasks -A proj list",
+        "tasks list -A proj",
+    ],
+)
+def test_the_app_goes_before_or_after_the_command(line: str) -> None:
+    assert parse(line).app == "proj"
+
+
+def test_a_procfile_worker_line() -> None:
+    line = (
+        "-A proj worker -l info -Q a,b -c 8 -P gevent -n w1@%h --loglevel=INFO -E --without-gossip "
+        "--without-mingle --without-heartbeat -Ofair --pidfile=/run/w.pid --logfile /var/log/w.log"
+    )
+    args = parse(line)
+    assert (args.command, args.app, args.queues, args.concurrency) == ("worker", "proj", "a,b", 8)
+    assert args.loglevel == "INFO" and args.pool == "threads"
+    assert args.hostname == f"w1@{socket.gethostname()}"
+    assert ignored_flags(args) == [
+        "-P gevent (green threads are not supported; using -P threads)",
+        "-E (pgtasks has no use for it)",
+        "--without-gossip (pgtasks has no use for it)",
+        "--without-mingle (pgtasks has no use for it)",
+        "--without-heartbeat (pgtasks has no use for it)",
+        "-O (pgtasks has no use for it)",
+        "--pidfile (pgtasks has no use for it)",
+        "--logfile (pgtasks has no use for it)",
+    ]
+
+
+def test_pgtasks_defaults_and_own_options() -> None:
+    args = parse("worker -A proj --prefetch-multiplier=2 -l=debug")
+    assert args.pool == "prefork" and args.concurrency is None and args.hostname is None
+    assert args.prefetch_multiplier == 2 and args.loglevel == "debug" and ignored_flags(args) == []
+    assert parse("-A proj beat --max-interval 5").max_interval == 5.0  # pgtasks beat's own option
+
+
+def test_global_options_before_and_after_the_command_are_all_kept() -> None:
+    args = parse("-q -b postgresql://db/x --workdir /srv worker -A proj -C --config celeryconfig")
+    assert (args.broker_url, args.workdir) == ("postgresql://db/x", "/srv")
+    assert ignored_flags(args) == [
+        "-q (pgtasks has no use for it)",
+        "-C (pgtasks has no use for it)",
+        "--config (configure the app in its module)",
+    ]
+    beat = parse("-A proj beat -S django_celery_beat.schedulers:DatabaseScheduler -s /tmp/beat")
+    assert beat.command == "beat" and len(ignored_flags(beat)) == 2
+
+
+def test_celerys_other_commands_keep_their_own_flags() -> None:
+    inspect = parse("-A proj inspect ping -d celery@host -t 2 -j")
+    assert (inspect.method, inspect.destination, inspect.timeout, inspect.json) == (
+        "ping",
+        "celery@host",
+        2,
+        True,
+    )
+    purge = parse("purge -A proj -f -Q a,b")
+    assert purge.force and purge.queues == "a,b"
+    imported = parse("-b postgresql://db/x import-celery --broker redis://r:6379/0 -Q celery")
+    assert imported.broker == "redis://r:6379/0" and imported.broker_url == "postgresql://db/x"
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("worker -A proj -D", "pgtasks worker: error: -D: pgtasks runs in the foreground"),
+        ("worker -A proj --detach", "pgtasks worker: error: --detach: pgtasks runs in the foreground"),
+        ("-A proj beat --detach", "pgtasks beat: error: --detach: pgtasks runs in the foreground"),
+        (
+            "worker -A proj -P eventlet2",
+            "argument -P/--pool: invalid choice: 'eventlet2' (choose from 'prefork', 'threads', 'solo', "
+            "'asyncio')",
+        ),
+        ("tasks list -E", "unrecognized arguments: -E"),  # a worker flag is the worker's only
+    ],
+)
+def test_bad_lines_are_refused_with_the_reason(
+    line: str, message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as refused:
+        parse(line)
+    assert refused.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_the_global_options_act_only_when_applied(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("CELERY_BROKER_URL", "")  # so that the variable is restored (removed) afterwards
+    monkeypatch.delenv("CELERY_BROKER_URL")
+    (tmp_path / "proj").mkdir()
+    args = parse(f"-q --workdir {tmp_path / 'proj'} -b postgresql://db/x worker -A proj --quiet -E")
+    assert Path.cwd() == tmp_path and "CELERY_BROKER_URL" not in os.environ
+    assert capsys.readouterr().err == ""
+    apply_global_options(args)
+    assert Path.cwd() == tmp_path / "proj" and os.environ["CELERY_BROKER_URL"] == "postgresql://db/x"
+    assert capsys.readouterr().err.splitlines() == [
+        "pgtasks: warning: ignoring Celery option --quiet (pgtasks has no use for it)",  # once
+        "pgtasks: warning: ignoring Celery option -E (pgtasks has no use for it)",
+    ]
+    with pytest.raises(ConfigurationError) as refused:
+        apply_global_options(parse(f"--workdir {tmp_path / 'absent'} worker"))
+    assert str(refused.value) == f"--workdir {tmp_path / 'absent'}: No such file or directory"
