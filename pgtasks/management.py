@@ -206,6 +206,16 @@ class TaskManagement(Monitoring, ScheduleManagement):
         current = next(iter(admin.queues((name,))), QueueSettings(name))
         return admin.upsert_queue(QueueUpsert(dataclasses.replace(current, **changes), frozenset(changes)))
 
+    def prune_tasks(
+        self, older_than: float | None = None, queue: str | None = None, dry_run: bool = False
+    ) -> dict[str, int]:
+        """Delete now, in small batches, the finished tasks older than ``older_than`` seconds
+        (default: each queue's ``result_expires``), of one ``queue`` or all; with ``dry_run``
+        only count them. Dead letters and tasks a waiting canvas still needs are kept. The
+        counts per queue. As ``pgtasks prune``; workers do it on their own every minute."""
+        admin = self.engine.admin
+        return admin.prunable(older_than, queue) if dry_run else admin.prune(older_than, queue)
+
     def AsyncResult(self, task_id: str) -> AsyncResult:
         """The handle of any task by id."""
         return AsyncResult(task_id, self.engine)

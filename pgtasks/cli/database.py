@@ -8,9 +8,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from pgtasks.cli.loader import load_app
+from pgtasks.client import Client
 from pgtasks.engine.core import Engine
 from pgtasks.engine.errors import ConfigurationError
 from pgtasks.engine.settings import Settings
+from pgtasks.management import TaskManagement
 from pgtasks.sysdb.urls import DATABASE_URL_ENV, resolve_database_url
 
 URL_HELP = "default: PGTASKS_DATABASE_URL"
@@ -32,6 +34,14 @@ def configured_url(database_url: str | None) -> str:
 def configured_engine(database_url: str | None, schema: str) -> Engine:
     """An engine on the database the flags name, for the commands that need no app."""
     return Engine(Settings(database_url=configured_url(database_url), schema=schema))
+
+
+def command_manager(args: argparse.Namespace) -> TaskManagement:
+    """The management API a command acts through: -A's app, else a client of the database
+    that ``--database-url`` / ``--schema`` name."""
+    if args.app:
+        return load_app(args.app)
+    return Client(configured_url(args.database_url), schema=args.schema)
 
 
 @contextmanager

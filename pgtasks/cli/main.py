@@ -14,23 +14,21 @@ import argparse
 import logging
 import sys
 from collections.abc import Sequence
+from contextlib import closing
 from typing import Any
 
 from pgtasks import __version__
 from pgtasks.cli.beat import add_commands as add_beat_commands
 from pgtasks.cli.celery_import.command import add_import_celery_command
 from pgtasks.cli.compat_commands import add_compat_commands
-from pgtasks.cli.database import SCHEMA_HELP, URL_HELP, command_engine, configured_url
+from pgtasks.cli.database import SCHEMA_HELP, URL_HELP, command_manager
 from pgtasks.cli.health import add_health_command
-from pgtasks.cli.loader import load_app
 from pgtasks.cli.options import add_command, apply_global_options, global_options
 from pgtasks.cli.provisioning import add_migrate_command, add_roles_command
 from pgtasks.cli.prune import add_prune_command
 from pgtasks.cli.tasks import run_queue, run_tasks
 from pgtasks.cli.worker import add_worker_command
-from pgtasks.client import Client
 from pgtasks.engine.errors import ConfigurationError, PgtasksError
-from pgtasks.management import TaskManagement
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -146,20 +144,14 @@ def _add_dashboard_command(sub: Any, common: list[argparse.ArgumentParser]) -> N
     board.add_argument("--schema", default="pgtasks", help=SCHEMA_HELP)
 
 
-def _manager(args: argparse.Namespace) -> TaskManagement:
-    """-A's app, else a client of the database the flags name."""
-    if args.app:
-        return load_app(args.app)
-    return Client(configured_url(args.database_url), schema=args.schema)
-
-
 def _tasks(args: argparse.Namespace) -> int:
-    return run_tasks(_manager(args), args)
+    with closing(command_manager(args)) as manager:
+        return run_tasks(manager, args)
 
 
 def _queue(args: argparse.Namespace) -> int:
-    with command_engine(args) as engine:
-        return run_queue(engine, args)
+    with closing(command_manager(args)) as manager:
+        return run_queue(manager, args)
 
 
 def _dashboard(args: argparse.Namespace) -> int:
@@ -171,7 +163,7 @@ def _dashboard(args: argparse.Namespace) -> int:
             f"the dashboard needs its extra: pip install 'pgtasks[dashboard]' ({exc})"
         ) from None
     guard = Guard(parse_basic_auth(args.basic_auth), read_only=args.read_only)
-    manager = _manager(args)
+    manager = command_manager(args)
     logging.basicConfig(level=logging.WARNING, format="[%(asctime)s: %(levelname)s] %(message)s")
     serve(manager, args.address, args.port, guard)
     return 0

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
+from contextlib import closing
 from typing import Any
 
-from pgtasks.cli.database import SCHEMA_HELP, URL_HELP, command_engine
+from pgtasks.cli.database import SCHEMA_HELP, URL_HELP, command_manager
 from pgtasks.cli.options import add_command
-from pgtasks.engine.core import Engine
 from pgtasks.engine.errors import ConfigurationError
+from pgtasks.management import TaskManagement
 
 
 def add_prune_command(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> None:
@@ -34,23 +35,18 @@ def add_prune_command(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> N
 
 def run_prune(args: argparse.Namespace) -> int:
     """On -A's app's database, else on the one the flags name."""
-    with command_engine(args) as engine:
-        return _prune(engine, args)
+    with closing(command_manager(args)) as manager:
+        return _prune(manager, args)
 
 
-def _prune(engine: Engine, args: argparse.Namespace) -> int:
+def _prune(manager: TaskManagement, args: argparse.Namespace) -> int:
     if args.older_than is not None and args.older_than < 0:
         raise ConfigurationError(f"--older-than must be seconds >= 0, not {args.older_than}")
-    if args.older_than is None and engine.settings.result_expires is None:
+    if args.older_than is None and manager.engine.settings.result_expires is None:
         print("result_expires is None: finished tasks are kept (give --older-than to prune anyway)")
         return 0
-    admin = engine.admin
-    if args.dry_run:
-        counts = admin.prunable(args.older_than, args.queue)
-        verb = "would delete"
-    else:
-        counts = admin.prune(args.older_than, args.queue)
-        verb = "deleted"
+    counts = manager.prune_tasks(args.older_than, args.queue, dry_run=args.dry_run)
+    verb = "would delete" if args.dry_run else "deleted"
     for queue, n in sorted(counts.items()):
         print(f"{queue}: {n}")
     print(f"{verb} {sum(counts.values())} finished tasks")

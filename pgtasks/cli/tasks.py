@@ -1,6 +1,6 @@
 """``pgtasks tasks ...`` and ``pgtasks queue ...``: tasks and queues as an operator reads
 them (times in ISO 8601 in the local zone, tracebacks rendered), all through the management
-API (``TaskManagement`` and ``engine.admin``), never SQL of its own."""
+API (``TaskManagement``, as the dashboard), never the engine or SQL of its own."""
 
 from __future__ import annotations
 
@@ -11,15 +11,10 @@ import json
 import sys
 from typing import Any
 
-from pgtasks.engine.core import Engine
 from pgtasks.engine.errors import ConfigurationError
 from pgtasks.engine.flow import parse_rate_limit, parse_result_expires
-from pgtasks.engine.redaction import masked_inputs, secret_args_of
-from pgtasks.engine.settings import validate_queue_name
 from pgtasks.management import TaskInfo, TaskManagement
-from pgtasks.sysdb.records import QueueSettings, QueueUpsert
-
-WAITING_STATES = ("ENQUEUED", "DELAYED", "PENDING")
+from pgtasks.sysdb.records import QueueSettings
 
 
 def iso_time(epoch_ms: int | None) -> str:
@@ -70,17 +65,6 @@ def print_task_list(rows: list[TaskInfo]) -> None:
             f"{r.recovery_attempts:>8}  {iso_time(r.created_at):29}  {_clip(r.executor_id or '-', 24):24}  "
             f"{_clip(r.error_summary, 60) or '-'}"
         )
-
-
-def shown_inputs(manager: TaskManagement, info: TaskInfo) -> str:
-    """The task's inputs with its declared secret arguments masked (known with ``-A`` only:
-    a Client has no registry)."""
-    engine = manager.engine
-    secrets = secret_args_of(engine.registry, info.name)
-    if secrets is None:
-        return info.inputs
-    shown, _ = masked_inputs(engine.codec, secrets, info.serialization, info.inputs, info.name)
-    return shown
 
 
 def print_task(info: TaskInfo, inputs: str) -> None:
@@ -146,7 +130,7 @@ def run_tasks(manager: TaskManagement, args: argparse.Namespace) -> int:
         if args.json:
             print(task_json(info))
         else:
-            print_task(info, shown_inputs(manager, info))
+            print_task(info, manager.shown_inputs(info))  # secrets masked (known with -A only)
         return 0
     if args.action == "fork":
         print(manager.fork_task(args.task_id, start_step=args.start_step))
@@ -173,11 +157,9 @@ def _kept(queue: QueueSettings) -> str:
     return "never" if queue.result_expires_sec == 0 else age(queue.result_expires_sec)
 
 
-def run_queue(engine: Engine, args: argparse.Namespace) -> int:
+def run_queue(manager: TaskManagement, args: argparse.Namespace) -> int:
     """``pgtasks queue list|set|pause|resume``; every action ends with the queue table."""
-    admin = engine.admin
     if args.action == "set":
-        validate_queue_name(args.name)
         changes: dict[str, object] = {}
         if args.concurrency is not None:
             changes["concurrency"] = _optional_int(args.concurrency, "--concurrency")
@@ -190,29 +172,22 @@ def run_queue(engine: Engine, args: argparse.Namespace) -> int:
             changes["partition_queue"] = args.partitioned
         if args.result_expires is not None:
             changes["result_expires_sec"] = parse_result_expires(args.result_expires, "--result-expires")
-        current = {q.name: q for q in admin.queues((args.name,))}.get(args.name, QueueSettings(args.name))
-        wanted = dataclasses.replace(current, **changes)  # type: ignore[arg-type]
-        admin.upsert_queue(QueueUpsert(wanted, frozenset(changes)))
-    elif args.action in ("pause", "resume"):
-        admin.set_queue_paused(args.name, args.action == "pause")
-    now = admin.now_ms()
-    settings = {q.name: q for q in admin.queues()}
-    stats = {s.name: s for s in admin.queue_stats()}
+        manager.set_queue_settings(args.name, **changes)
+    elif args.action == "pause":
+        manager.pause_queue(args.name)
+    elif args.action == "resume":
+        manager.resume_queue(args.name)
     print(
         f"{'queue':20} {'enqueued':>8} {'delayed':>8} {'running':>8} {'oldest':>8}  "
         f"{'concurrency':>11} {'per worker':>10} {'rate limit':>14} {'kept':>8} partitioned  paused"
     )
-    for name in sorted(set(settings) | set(stats)):
-        q = settings.get(name, QueueSettings(name))
-        stat = stats.get(name)
-        counts = {state: (stat.counts.get(state, 0) if stat else 0) for state in WAITING_STATES}
-        oldest = None
-        if stat is not None and stat.oldest_waiting_ms is not None:
-            oldest = max(0.0, (now - stat.oldest_waiting_ms) / 1000)
+    for queue in manager.list_queues():
+        q, counts = queue.settings, queue.counts
         rate = f"{q.rate_limit_max}/{q.rate_limit_period_sec:g}s" if q.rate_limit_max else "-"
         print(
             f"{q.name:20} {counts['ENQUEUED']:>8} {counts['DELAYED']:>8} {counts['PENDING']:>8} "
-            f"{age(oldest):>8}  {q.concurrency or '-':>11} {q.worker_concurrency or '-':>10} {rate:>14} "
-            f"{_kept(q):>8} {'yes' if q.partition_queue else 'no':11}  {'yes' if q.paused else 'no'}"
+            f"{age(queue.oldest_waiting_seconds):>8}  {q.concurrency or '-':>11} "
+            f"{q.worker_concurrency or '-':>10} {rate:>14} {_kept(q):>8} "
+            f"{'yes' if q.partition_queue else 'no':11}  {'yes' if q.paused else 'no'}"
         )
     return 0

@@ -1,6 +1,6 @@
 """``pgtasks -A app inspect ...`` and ``pgtasks -A app status`` for native pgtasks apps: the
-live workers as Celery's commands print them, read through the engine's management API
-(heartbeats in ``executors``, the tasks each runs). Exit 0 when at least one worker is alive,
+live workers as Celery's commands print them, read through the management API
+(``list_workers``, the tasks each runs). Exit 0 when at least one worker is alive,
 1 when none is, so that a Kubernetes probe can run them."""
 
 from __future__ import annotations
@@ -11,24 +11,21 @@ import sys
 from typing import Any
 
 from pgtasks.app import App
-from pgtasks.engine.core import Engine
-from pgtasks.sysdb.records import ExecutorInfo, ListTasksParams, Status
+from pgtasks.management import TaskManagement
+from pgtasks.sysdb.records import ExecutorInfo
 
 NATIVE_INSPECT = ("ping", "active", "registered", "active_queues", "stats")
 
 
-def live_workers(engine: Engine) -> list[tuple[ExecutorInfo, int]]:
+def live_workers(manager: TaskManagement) -> list[tuple[ExecutorInfo, int]]:
     """Executors whose heartbeat is within their own lease, with the heartbeat's age in ms."""
-    admin = engine.admin
-    now = admin.now_ms()
-    found = [(e, now - e.last_heartbeat) for e in admin.executors()]
-    return sorted(((e, old) for e, old in found if old <= e.lease_ms), key=lambda x: x[0].executor_id)
+    workers = manager.list_workers()
+    now = manager.now_ms()
+    return sorted(((e, max(0, now - e.last_heartbeat)) for e in workers), key=lambda x: x[0].executor_id)
 
 
-def _active(engine: Engine, executor_id: str) -> list[dict[str, Any]]:
-    running = engine.admin.tasks(
-        ListTasksParams(status=(Status.PENDING,), executor_id=executor_id, limit=100)
-    )
+def _active(manager: TaskManagement, executor_id: str) -> list[dict[str, Any]]:
+    running = manager.list_tasks(status="PENDING", worker=executor_id, limit=100)
     return [
         {
             "id": r.task_id,
@@ -46,7 +43,7 @@ def _reply(app: App, method: str, worker: ExecutorInfo, age_ms: int) -> Any:
     if method == "ping":
         return {"ok": "pong"}
     if method == "active":
-        return _active(app.engine, worker.executor_id)
+        return _active(app, worker.executor_id)
     if method == "registered":  # as the worker recorded them when it started
         try:
             details = json.loads(worker.details or "{}")
@@ -81,14 +78,14 @@ def native_inspect(app: App, args: argparse.Namespace) -> int:
         )
         return 2
     wanted = {d.strip() for d in args.destination.split(",")} if args.destination else None
-    workers = [(w, age) for w, age in live_workers(app.engine) if wanted is None or w.executor_id in wanted]
+    workers = [(w, age) for w, age in live_workers(app) if wanted is None or w.executor_id in wanted]
     replies = {w.executor_id: _reply(app, args.method, w, age) for w, age in workers}
     return print_replies(replies, args.json)
 
 
 def native_status(app: App, args: argparse.Namespace) -> int:
     """``status`` for a native app: the live workers, one line each."""
-    workers = live_workers(app.engine)
+    workers = live_workers(app)
     if getattr(args, "json", False):
         print(
             json.dumps({w.executor_id: {"ok": "pong", "heartbeat_age_s": age / 1000} for w, age in workers})

@@ -170,3 +170,18 @@ def test_a_client_manages_the_apps_schedules(app: App, client: Client) -> None:
     fired: Any = client.trigger_schedule("tick")
     assert fired.status == "ENQUEUED" and fired.id.startswith("sched-tick-manual-")
     assert client.delete_schedule("tick") and app.schedules_list() == []
+
+
+def test_prune_tasks_counts_then_deletes_the_finished_tasks_of_a_queue(app: App) -> None:
+    waiting = app.enqueue("mgmt.a", queue="old")  # unfinished: never pruned
+    finished = [app.enqueue("mgmt.a", queue="old") for _ in range(2)]
+    elsewhere = app.enqueue("mgmt.a", queue="other")
+    assert all(app.cancel_task(h.id) for h in [*finished, elsewhere])
+    wait_for(
+        lambda: app.prune_tasks(older_than=0, dry_run=True) == {"old": 2, "other": 1},
+        what="the cancelled tasks to be older than 0 s",
+    )
+    assert app.prune_tasks(older_than=0, queue="old") == {"old": 2}
+    assert [app.get_task(h.id) for h in finished] == [None, None]
+    assert app.get_task(waiting.id) is not None
+    assert app.prune_tasks(older_than=0, dry_run=True) == {"other": 1}  # the dry run deleted nothing

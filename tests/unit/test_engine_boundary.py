@@ -12,7 +12,8 @@ Inside the engine, one handle (``engine/connection.py``) opens the system databa
 other module reaches it through that handle (``database.sysdb``); the modules of the engine
 import each other without a cycle, and none but the package's ``__init__`` imports ``core``
 (the facades get the handle, not the engine). The dashboard acts through the management API
-of App and Client, never through an engine.
+of App and Client, never through an engine; so does the command line, except where it
+migrates the schema.
 """
 
 from __future__ import annotations
@@ -323,3 +324,42 @@ def test_the_dashboard_check_catches_the_engine() -> None:
     )
     found = _dashboard_reaches(sample, "pgtasks/dashboard/sample.py")
     assert [v.split(" ", 1)[1] for v in found] == ["imports pgtasks.engine.core", "uses .engine"]
+
+
+# -- the command line --------------------------------------------------------------------------
+# The engine's facades the command line leaves to the management API, and the CLI modules that
+# may use them anyway, with the reason.
+CLI_FACADES = frozenset({"admin", "registry", "codec"})
+CLI_ENGINE_MODULES: Mapping[str, str] = {
+    "pgtasks/cli/provisioning.py": "migrate and roles provision the schema; they manage no task",
+}
+
+
+def _cli_reaches(source: str, relative: str) -> list[str]:
+    """Where a CLI module goes past the management API to a facade of the engine."""
+    return [
+        f"{relative}:{node.lineno} uses .{node.attr}"
+        for node in ast.walk(ast.parse(source, relative))
+        if isinstance(node, ast.Attribute) and node.attr in CLI_FACADES
+    ]
+
+
+def test_the_command_line_acts_through_the_management_api() -> None:
+    paths = sorted((PACKAGE / "cli").rglob("*.py"))
+    relative = {p: p.relative_to(PACKAGE.parent).as_posix() for p in paths}
+    assert set(CLI_ENGINE_MODULES) <= set(relative.values()) and len(paths) > 10
+    found = [
+        v
+        for p in paths
+        if relative[p] not in CLI_ENGINE_MODULES
+        for v in _cli_reaches(p.read_text(), relative[p])
+    ]
+    assert found == [], "\n".join(found)
+
+
+def test_the_command_line_check_catches_the_facades() -> None:
+    sample = (
+        "def f(manager):\n    return manager.engine.admin, manager.engine.registry, manager.engine.codec\n"
+    )
+    found = _cli_reaches(sample, "pgtasks/cli/sample.py")
+    assert [v.split(" ", 1)[1] for v in found] == ["uses .admin", "uses .registry", "uses .codec"]
