@@ -18,10 +18,12 @@ from typing import Any
 
 from pgtasks.engine.core import Engine
 from pgtasks.engine.errors import DatabaseUnavailable
+from pgtasks.support.backoff import Backoff
 from pgtasks.sysdb.urls import redact_url
 
-FIRST_DELAY = 0.5  # seconds before the first retry; doubled up to MAX_DELAY
-MAX_DELAY = 10.0
+# Half a second before the first retry, doubled up to ten: a database that comes up within
+# seconds is found at once, and a long outage is asked about every ten seconds or so.
+STARTUP_BACKOFF = Backoff(first=0.5, cap=10.0)
 
 
 def retry_on_startup(app: Any, flag: bool | None) -> bool:
@@ -39,7 +41,7 @@ def wait_for_database(
 ) -> None:
     """Return once the database answers (connected and migrated). Raises DatabaseUnavailable
     at once when ``wait`` is False, or if ``stop`` is set while waiting."""
-    delay, since = FIRST_DELAY, time.monotonic()
+    since = time.monotonic()
     where = redact_url(engine.settings.database_url)
     attempts = 0
     while True:
@@ -49,23 +51,23 @@ def wait_for_database(
             if not wait:
                 raise
             attempts += 1
+            delay = STARTUP_BACKOFF.delay(attempts)
             if attempts == 1:
                 log.warning(
                     "the database %s is not reachable yet; waiting for it (retrying with backoff up to "
                     "%.0fs; --no-wait-for-database to fail instead): %s",
                     where,
-                    MAX_DELAY,
+                    STARTUP_BACKOFF.cap,
                     exc,
                 )
             else:
                 log.info(
                     "still waiting for the database %s (attempt %d, next in %.1fs)", where, attempts, delay
                 )
-            if stop is not None and stop.wait(delay):
-                raise
             if stop is None:
                 time.sleep(delay)
-            delay = min(delay * 2, MAX_DELAY)
+            elif stop.wait(delay):
+                raise
             continue
         if attempts:
             log.warning("the database %s is reachable after %.1fs; starting", where, time.monotonic() - since)

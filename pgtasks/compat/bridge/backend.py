@@ -19,6 +19,7 @@ from pgtasks.compat.celery.exceptions import TaskRevokedError, TimeoutError
 from pgtasks.compat.celery.result.async_result import AsyncResult
 from pgtasks.compat.celery.result.group_result import GroupResult
 from pgtasks.engine.stored import store_outcome, store_state
+from pgtasks.support.backoff import Backoff
 from pgtasks.sysdb.records import Status
 from pgtasks.sysdb.urls import redact_url
 
@@ -134,7 +135,7 @@ class DatabaseBackend:
     ) -> Iterator[tuple[str, dict[str, Any]]]:
         """``(task_id, meta)`` for each task as it becomes ready; TimeoutError after ``timeout``."""
         waiting = list(dict.fromkeys(task_ids))
-        deadline = None if timeout is None else time.monotonic() + timeout
+        polls = Backoff(interval, interval, jitter=0.0).retrying(timeout, last_try_at_deadline=True)
         iterations = 0
         while waiting:
             for task_id in list(waiting):
@@ -149,9 +150,10 @@ class DatabaseBackend:
                 return
             if on_interval is not None:
                 on_interval()
-            if deadline is not None and time.monotonic() >= deadline:
+            pause = polls.next_delay()
+            if pause is None:
                 raise TimeoutError("The operation timed out.")
-            time.sleep(interval if deadline is None else max(0.0, min(interval, deadline - time.monotonic())))
+            time.sleep(pause)
 
     # -- writing -------------------------------------------------------------------------
     def store_result(

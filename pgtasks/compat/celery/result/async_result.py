@@ -27,6 +27,7 @@ from pgtasks.compat.celery.utils.graph import DependencyGraph
 from pgtasks.engine.errors import DatabaseUnavailable, MaxRecoveryAttemptsExceeded, TaskTimeoutError
 from pgtasks.engine.events import task_state
 from pgtasks.engine.failures import decode_exception
+from pgtasks.support.backoff import Backoff
 from pgtasks.sysdb.records import Status, TaskRecord
 
 if TYPE_CHECKING:
@@ -206,8 +207,10 @@ class AsyncResult(ResultBase):
             raise RuntimeError(SYNC_SUBTASK_MESSAGE)
         if self.ignored:
             return None
-        deadline = None if timeout is None else time.monotonic() + timeout
-        pause = min(FIRST_POLL, interval)
+        # A first poll after milliseconds, then twice as long each time up to ``interval``.
+        polls = Backoff(min(FIRST_POLL, interval), interval, jitter=0.0).retrying(
+            timeout, last_try_at_deadline=True
+        )
         while True:
             try:
                 record = self.record()
@@ -222,13 +225,12 @@ class AsyncResult(ResultBase):
                 return value
             if on_interval is not None:
                 on_interval()
-            remaining = None if deadline is None else deadline - time.monotonic()
-            if remaining is not None and remaining <= 0:
+            pause = polls.next_delay()
+            if pause is None:
                 if record is None:
                     raise TimeoutError(f"The operation timed out (no task with id {self.id!r} exists).")
                 raise TimeoutError("The operation timed out.")
-            time.sleep(pause if remaining is None else min(pause, remaining))
-            pause = min(pause * 2, interval)
+            time.sleep(pause)
 
     wait = get
 
