@@ -17,7 +17,7 @@ from typing import Any
 from pgtasks.cli.database import command_engine
 from pgtasks.cli.loader import load_app
 from pgtasks.cli.options import DETACH, add_command, add_daemon_options, add_ignored, add_refused
-from pgtasks.cli.startup import retry_on_startup, wait_for_database
+from pgtasks.cli.startup import add_wait_option, retry_on_startup, wait_for_database
 from pgtasks.engine.core import Engine
 from pgtasks.engine.errors import ConfigurationError
 from pgtasks.scheduler import admin
@@ -41,14 +41,7 @@ def add_commands(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> None:
     beat.add_argument(
         "--max-interval", type=float, default=1.0, help="longest sleep between reads of the schedules (1s)"
     )
-    beat.add_argument(
-        "--no-wait-for-database",
-        dest="wait_for_database",
-        action="store_const",
-        const=False,
-        default=None,
-        help="exit at once if the database is unreachable at start-up (default: wait for it)",
-    )
+    add_wait_option(beat)
     beat.add_argument(
         "--grace", type=float, default=5.0, help="seconds a due time may be late and still be on time (5)"
     )

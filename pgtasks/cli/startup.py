@@ -11,6 +11,7 @@ other error ends the command at once.
 
 from __future__ import annotations
 
+import argparse
 import logging
 import threading
 import time
@@ -24,6 +25,19 @@ from pgtasks.sysdb.urls import redact_url
 # Half a second before the first retry, doubled up to ten: a database that comes up within
 # seconds is found at once, and a long outage is asked about every ten seconds or so.
 STARTUP_BACKOFF = Backoff(first=0.5, cap=10.0)
+
+
+def add_wait_option(parser: argparse.ArgumentParser) -> None:
+    """``--no-wait-for-database`` on the command ``parser`` (``args.wait_for_database``: False
+    when given, else None, for :func:`retry_on_startup` to decide)."""
+    parser.add_argument(
+        "--no-wait-for-database",
+        dest="wait_for_database",
+        action="store_const",
+        const=False,
+        default=None,
+        help="exit at once if the database is unreachable at start-up (default: wait for it)",
+    )
 
 
 def retry_on_startup(app: Any, flag: bool | None) -> bool:

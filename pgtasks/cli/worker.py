@@ -20,7 +20,7 @@ from pgtasks.cli.options import (
     add_refused,
     expand_hostname,
 )
-from pgtasks.cli.startup import retry_on_startup, wait_for_database
+from pgtasks.cli.startup import add_wait_option, retry_on_startup, wait_for_database
 from pgtasks.scheduler.beat import BeatThread, start_beat_thread
 from pgtasks.worker.pruner import PRUNE_INTERVAL
 
@@ -66,14 +66,7 @@ def add_worker_command(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> 
     worker.add_argument("--poll-interval", type=float, help="seconds between polls when idle (default 1)")
     worker.add_argument("--shutdown-grace", type=float, default=30.0, help="warm shutdown wait (default 30)")
     worker.add_argument("-B", "--beat", action="store_true", help="also run the scheduler in this worker")
-    worker.add_argument(
-        "--no-wait-for-database",
-        dest="wait_for_database",
-        action="store_const",
-        const=False,
-        default=None,
-        help="exit at once if the database is unreachable at start-up (default: wait for it)",
-    )
+    add_wait_option(worker)
     worker.add_argument(
         "--health-file",
         type=Path,
