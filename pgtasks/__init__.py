@@ -31,6 +31,18 @@ from pgtasks.management import TaskInfo
 from pgtasks.result import AsyncResult
 from pgtasks.sysdb.records import Status
 from pgtasks.task import Task
+from pgtasks.waiting import (
+    close_stream,
+    get_event,
+    get_event_async,
+    recv,
+    recv_async,
+    send,
+    set_event,
+    sleep,
+    sleep_async,
+    write_stream,
+)
 
 __version__ = "0.1.0"
 
@@ -57,5 +69,15 @@ __all__ = [
     "TaskNotRegistered",
     "TaskTimeoutError",
     "TimeLimitExceeded",
+    "close_stream",
     "current_task",
+    "get_event",
+    "get_event_async",
+    "recv",
+    "recv_async",
+    "send",
+    "set_event",
+    "sleep",
+    "sleep_async",
+    "write_stream",
 ]

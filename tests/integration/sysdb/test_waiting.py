@@ -1,0 +1,110 @@
+"""Conformance of the system database, on PostgreSQL and SQLite: durable waiting (sleeps,
+messages, events, streams; sysdb/waiting.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from pgtasks.sysdb import SystemDatabase
+from pgtasks.sysdb.records import MessageParams, Status, StepRecord, StepWrite, WaitParams, WaitState
+from tests.integration.sysdb.support import claim, new
+
+
+def _running(sysdb: SystemDatabase, task_id: str = "a") -> None:
+    sysdb.tasks_enqueue([new(task_id)])
+    assert claim(sysdb) == [task_id]
+
+
+def _step(fid: int, name: str = "pgtasks.recv", task_id: str = "a") -> StepRecord:
+    return StepRecord(task_id, fid, name, None, None, executor_id="w1")
+
+
+def _look(sysdb: SystemDatabase, deadline_in_ms: int, hold_ms: int = 500, **what: object) -> WaitParams:
+    now = sysdb.now_ms()
+    return WaitParams("a", "w1", None, now + deadline_in_ms, hold_ms, **what)  # type: ignore[arg-type]
+
+
+def _message(destination: str, text: str, topic: str = "t", key: str | None = None) -> MessageParams:
+    return MessageParams(f"{destination}:{key or text}", destination, topic, f'"{text}"')
+
+
+def test_a_deadline_is_recorded_in_database_time_and_fenced(sysdb: SystemDatabase) -> None:
+    _running(sysdb)
+    before = sysdb.now_ms()
+    wake_at = sysdb.wait_deadline(_step(1, "pgtasks.sleep"), 5_000)
+    assert wake_at is not None and before + 5_000 <= wake_at <= sysdb.now_ms() + 5_000
+    assert sysdb.steps_get("a")[0].output == str(wake_at)
+    assert sysdb.wait_deadline(StepRecord("a", 2, "pgtasks.sleep", None, None, executor_id="w2"), 1) is None
+
+
+def test_a_long_wait_suspends_the_task_and_a_short_one_waits_in_place(sysdb: SystemDatabase) -> None:
+    _running(sysdb)
+    short = sysdb.task_wait(_look(sysdb, 300))
+    assert short.state is WaitState.WAIT and 0 < short.remaining_ms <= 300
+    assert sysdb.task_wait(_look(sysdb, -1)).state is WaitState.DONE  # past: done at once
+    params = _look(sysdb, 60_000)
+    assert sysdb.task_wait(params).state is WaitState.SUSPENDED
+    record = sysdb.task_get("a")
+    assert record is not None and record.status is Status.DELAYED and record.executor_id is None
+    assert record.delay_until_epoch_ms == params.deadline_ms and record.recovery_attempts == 0
+    assert sysdb.task_wait(params).state is WaitState.ABANDONED  # no longer this run's
+
+
+def test_a_message_is_received_once_oldest_first_and_sent_once_per_key(sysdb: SystemDatabase) -> None:
+    _running(sysdb)
+    assert sysdb.message_send(_message("a", "one", key="k"))
+    assert not sysdb.message_send(_message("a", "one again", key="k"))  # same key: nothing sent
+    assert sysdb.message_send(_message("a", "two"))
+    assert sysdb.message_send(_message("a", "other", topic="u"))
+    with pytest.raises(LookupError):
+        sysdb.message_send(_message("nobody", "x"))
+    got = [sysdb.task_wait(_look(sysdb, 60_000, step=_step(i), topic="t")) for i in (1, 2)]
+    assert [(r.state, r.output) for r in got] == [(WaitState.DONE, '"one"'), (WaitState.DONE, '"two"')]
+    assert [s.output for s in sysdb.steps_get("a")] == ['"one"', '"two"']  # recorded with them
+    shown = [(m.topic, m.message, m.consumed) for m in sysdb.messages_of("a")]
+    assert shown == [("t", '"one"', True), ("t", '"two"', True), ("u", '"other"', False)]
+    timed_out = sysdb.task_wait(_look(sysdb, -1, step=_step(3), topic="t"))
+    assert (timed_out.state, timed_out.output) == (WaitState.DONE, None)
+
+
+def test_a_message_wakes_its_suspended_receiver(sysdb: SystemDatabase) -> None:
+    _running(sysdb)
+    waiting = sysdb.task_wait(_look(sysdb, 60_000, step=_step(1), topic="t"))
+    assert waiting.state is WaitState.SUSPENDED
+    sysdb.message_send(_message("a", "other topic", topic="u"))
+    record = sysdb.task_get("a")
+    assert record is not None and record.status is Status.DELAYED  # not what it waits for
+    sysdb.message_send(_message("a", "hello"))
+    record = sysdb.task_get("a")
+    assert record is not None and record.status is Status.ENQUEUED and record.delay_until_epoch_ms is None
+
+
+def test_an_event_keeps_its_history_and_wakes_its_waiters(sysdb: SystemDatabase) -> None:
+    _running(sysdb)
+    sysdb.tasks_enqueue([new("b")])
+    assert claim(sysdb, executor="w1") == ["b"]
+    waiter = WaitParams("b", "w1", None, sysdb.now_ms() + 60_000, 500, _step(1, "e", "b"), None, "a", "k")
+    assert sysdb.task_wait(waiter).state is WaitState.SUSPENDED
+    assert sysdb.event_publish(_step(1, "pgtasks.set_event"), "k", "1", "json") is StepWrite.RECORDED
+    assert sysdb.event_publish(_step(2, "pgtasks.set_event"), "k", "2", "json") is StepWrite.RECORDED
+    assert sysdb.task_event_get("a", "k") == ("json", "2")
+    assert [(e.key, e.value, e.function_id) for e in sysdb.events_of("a")] == [("k", "1", 1), ("k", "2", 2)]
+    woken = sysdb.task_get("b")
+    assert woken is not None and woken.status is Status.ENQUEUED
+    assert claim(sysdb, executor="w1") == ["b"]
+    found = sysdb.task_wait(waiter)
+    assert (found.state, found.output) == (WaitState.DONE, "2")
+    foreign = StepRecord("a", 3, "pgtasks.set_event", None, None, executor_id="w2")
+    assert sysdb.event_publish(foreign, "k", "3", "json") is StepWrite.NOT_OWNER
+    assert sysdb.task_event_get("a", "k") == ("json", "2")
+
+
+def test_a_stream_is_read_in_order_from_a_position_and_closed(sysdb: SystemDatabase) -> None:
+    _running(sysdb)
+    for fid, value in ((1, "10"), (2, "20"), (3, None)):
+        assert sysdb.stream_write(_step(fid, "pgtasks.write_stream"), "s", value, "json") is StepWrite.RECORDED
+    assert sysdb.stream_write(_step(2, "pgtasks.write_stream"), "s", "20", "json") is StepWrite.RECORDED
+    entries = sysdb.stream_read("a", "s", 0, 10)
+    assert [(e.position, e.value) for e in entries] == [(0, "10"), (1, "20"), (2, None)]  # a retry: once
+    assert [e.position for e in sysdb.stream_read("a", "s", 1, 1)] == [1]
+    assert sysdb.stream_read("a", "other", 0, 10) == []
