@@ -80,10 +80,9 @@ def sleep(duration: float | dt.timedelta) -> None:
     if ctx is None:
         time.sleep(seconds)
         return
-    wake_at = deadline(ctx, SLEEP_STEP, seconds)
-    if _past(ctx, wake_at):
-        return
-    wait(ctx, _params(ctx, wake_at), time.sleep)
+    wake_at = deadline(ctx, SLEEP_STEP, seconds, suspend=True)
+    if not _past(ctx, wake_at):
+        wait(ctx, _params(ctx, wake_at), time.sleep)
 
 
 async def sleep_async(duration: float | dt.timedelta) -> None:
@@ -93,7 +92,7 @@ async def sleep_async(duration: float | dt.timedelta) -> None:
     if ctx is None:
         await asyncio.sleep(seconds)
         return
-    wake_at = await off_loop(ctx, lambda: deadline(ctx, SLEEP_STEP, seconds))
+    wake_at = await off_loop(ctx, lambda: deadline(ctx, SLEEP_STEP, seconds, suspend=True))
     if not _past(ctx, wake_at):
         await wait_async(ctx, _params(ctx, wake_at))
 
@@ -106,9 +105,10 @@ def _past(ctx: TaskContext, wake_at: int) -> bool:
 
 
 # -- the parts every wait is made of -----------------------------------------------------
-def deadline(ctx: TaskContext, name: str, seconds: float) -> int:
+def deadline(ctx: TaskContext, name: str, seconds: float, suspend: bool = False) -> int:
     """The wait's deadline (epoch ms, database time): recorded now as step ``name``, or read
-    back from the history when this run replays it."""
+    back from the history when this run replays it. ``suspend`` (a sleep): a long one
+    suspends the task in the same transaction (TaskSuspended)."""
     function_id = ctx.take_function_id()
     recorded = ctx.steps.get(function_id)
     if recorded is not None:
@@ -116,16 +116,18 @@ def deadline(ctx: TaskContext, name: str, seconds: float) -> int:
         return int(recorded.output or 0)
     step = new_step(ctx, function_id, name)
     sysdb_call = ctx.engine.database
-    wake_at = with_database_retry(
-        lambda: sysdb_call.sysdb.wait_deadline(step, round(seconds * 1000)),
+    recorded_at = with_database_retry(
+        lambda: sysdb_call.sysdb.wait_deadline(step, round(seconds * 1000), HOLD_MS if suspend else None),
         ctx.engine.settings.lease_seconds,
         "recording a wait",
         ctx.task_id,
     )
-    if wake_at is None:
+    if recorded_at.state is WaitState.ABANDONED:
         raise TaskAbandoned(ctx.task_id)
-    ctx.steps[function_id] = dataclasses.replace(step, output=str(wake_at))
-    return wake_at
+    if recorded_at.state is WaitState.SUSPENDED:
+        raise TaskSuspended(ctx.task_id)
+    ctx.steps[function_id] = dataclasses.replace(step, output=str(recorded_at.wake_at_ms))
+    return recorded_at.wake_at_ms
 
 
 def new_step(ctx: TaskContext, function_id: int, name: str) -> StepRecord:

@@ -18,6 +18,7 @@ from pgtasks.sysdb.records import (
     ChordHeaderClose,
     ClaimParams,
     CompleteParams,
+    Deadline,
     EnqueueResult,
     EventEntry,
     ExecutorInfo,
@@ -193,9 +194,12 @@ class SystemDatabase(ABC):
 
     # -- durable waiting (waiting.py) ------------------------------------------------------
     @abstractmethod
-    def wait_deadline(self, step: StepRecord, duration_ms: int) -> int | None:
-        """Record ``step`` with the database time ``duration_ms`` from now as its output, and
-        return that time (epoch ms); None when the step is not this run's to record."""
+    def wait_deadline(
+        self, step: StepRecord, duration_ms: int, suspend_over_ms: int | None = None
+    ) -> Deadline:
+        """Record ``step`` with the database time ``duration_ms`` from now as its output; with
+        ``duration_ms`` over ``suspend_over_ms`` also suspend the task until then (a sleep: one
+        transaction). None: never suspend (a receive looks for its message first)."""
 
     @abstractmethod
     def task_wait(self, params: WaitParams) -> WaitResult:

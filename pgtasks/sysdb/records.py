@@ -128,6 +128,7 @@ class TaskRecord:
     has_links: bool = False  # other tasks wait for this one's outcome (task_links)
     meta: str | None = None  # JSON: metadata its sender stored with the task (headers, root_id, group)
     end_reason: EndReason | None = None  # why it ended without its own outcome
+    wait_for: str | None = None  # a suspended task's wake-up besides its time (waiting.py)
 
 
 @dataclass(frozen=True, slots=True)
@@ -545,6 +546,16 @@ class WaitState(str, Enum):
     SUSPENDED = "SUSPENDED"  # the task now waits as DELAYED: its body must stop
     WAIT = "WAIT"  # nothing yet, and too little time left to give the slot back: look again
     ABANDONED = "ABANDONED"  # the task is no longer this run's (cancelled, or taken over)
+
+
+@dataclass(frozen=True, slots=True)
+class Deadline:
+    """A wait's recorded deadline (epoch ms, database time) and what became of the task:
+    WAIT (it goes on), SUSPENDED (it waits as DELAYED until then) or ABANDONED (the step was
+    not this run's to record)."""
+
+    wake_at_ms: int
+    state: WaitState
 
 
 @dataclass(frozen=True, slots=True)

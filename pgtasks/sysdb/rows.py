@@ -49,6 +49,7 @@ def task_from_row(row: Mapping[str, Any]) -> TaskRecord:
         has_links=bool(row.get("has_links")),
         meta=row.get("meta"),
         end_reason=EndReason(row["end_reason"]) if row.get("end_reason") else None,
+        wait_for=row.get("wait_for"),
     )
 
 

@@ -17,6 +17,7 @@ from typing import Any
 from pgtasks.sysdb.errors import ConfigurationError
 from pgtasks.sysdb.primitives import Primitives, Row
 from pgtasks.sysdb.records import (
+    Deadline,
     EventEntry,
     MessageInfo,
     MessageParams,
@@ -48,12 +49,25 @@ class WaitingStore(Primitives):
             return written_step(row["task_status"])
         return existing_step(self._on(conn, "step_owner", args).fetchone(), step)
 
-    def wait_deadline(self, step: StepRecord, duration_ms: int) -> int | None:
+    def wait_deadline(
+        self, step: StepRecord, duration_ms: int, suspend_over_ms: int | None = None
+    ) -> Deadline:
         with self._transaction() as conn:
             now = int(self._on(conn, "now_ms").fetchone()["now_ms"])
             wake_at = now + duration_ms
-            written = self._record_step_on(conn, _with_output(step, str(wake_at)))
-        return wake_at if written is StepWrite.RECORDED else None
+            if self._record_step_on(conn, _with_output(step, str(wake_at))) is not StepWrite.RECORDED:
+                return Deadline(wake_at, WaitState.ABANDONED)
+            if suspend_over_ms is None or duration_ms <= suspend_over_ms:
+                return Deadline(wake_at, WaitState.WAIT)
+            args = {
+                "task_id": step.task_id,
+                "executor_id": step.executor_id,
+                "claim_token": step.claim_token,
+                "wake_at": wake_at,
+                "wait_for": None,
+            }
+            suspended = self._on(conn, "task_suspend", args).fetchall()
+            return Deadline(wake_at, WaitState.SUSPENDED if suspended else WaitState.ABANDONED)
 
     def task_wait(self, params: WaitParams) -> WaitResult:
         wait_for = params.wait_for

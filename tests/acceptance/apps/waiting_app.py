@@ -12,20 +12,26 @@ from tests.support.ledger import append
 app = App("waiting", poll_interval=0.05)
 
 
+@app.step
+def mark(label: str) -> None:
+    """An effect recorded as a step: a re-run of the task replays it instead of repeating it."""
+    append(label)
+
+
 @app.task(name="waiting.sleeper")
 def sleeper(seconds: float) -> str:
-    append("before")
+    mark("before")
     pgtasks.sleep(seconds)
-    append("after")
+    mark("after")
     current = pgtasks.current_task()
     return current.executor_id if current else ""
 
 
 @app.task(name="waiting.async_sleeper")
 async def async_sleeper(seconds: float) -> int:
-    append("before")
+    mark("before")
     await pgtasks.sleep_async(seconds)
-    append("after")
+    mark("after")
     return 1
 
 

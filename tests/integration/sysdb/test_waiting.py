@@ -31,10 +31,19 @@ def _message(destination: str, text: str, topic: str = "t", key: str | None = No
 def test_a_deadline_is_recorded_in_database_time_and_fenced(sysdb: SystemDatabase) -> None:
     _running(sysdb)
     before = sysdb.now_ms()
-    wake_at = sysdb.wait_deadline(_step(1, "pgtasks.sleep"), 5_000)
-    assert wake_at is not None and before + 5_000 <= wake_at <= sysdb.now_ms() + 5_000
-    assert sysdb.steps_get("a")[0].output == str(wake_at)
-    assert sysdb.wait_deadline(StepRecord("a", 2, "pgtasks.sleep", None, None, executor_id="w2"), 1) is None
+    recorded = sysdb.wait_deadline(_step(1, "pgtasks.sleep"), 5_000)
+    assert recorded.state is WaitState.WAIT
+    assert before + 5_000 <= recorded.wake_at_ms <= sysdb.now_ms() + 5_000
+    assert sysdb.steps_get("a")[0].output == str(recorded.wake_at_ms)
+    foreign = StepRecord("a", 2, "pgtasks.sleep", None, None, executor_id="w2")
+    assert sysdb.wait_deadline(foreign, 1).state is WaitState.ABANDONED
+    short = sysdb.wait_deadline(_step(2, "pgtasks.sleep"), 400, suspend_over_ms=500)
+    assert short.state is WaitState.WAIT  # short enough to wait in place
+    long = sysdb.wait_deadline(_step(3, "pgtasks.sleep"), 60_000, suspend_over_ms=500)
+    assert long.state is WaitState.SUSPENDED  # the step and the suspension: one transaction
+    record = sysdb.task_get("a")
+    assert record is not None and record.status is Status.DELAYED
+    assert record.delay_until_epoch_ms == long.wake_at_ms and record.wait_for is None
 
 
 def test_a_long_wait_suspends_the_task_and_a_short_one_waits_in_place(sysdb: SystemDatabase) -> None:
@@ -102,7 +111,9 @@ def test_an_event_keeps_its_history_and_wakes_its_waiters(sysdb: SystemDatabase)
 def test_a_stream_is_read_in_order_from_a_position_and_closed(sysdb: SystemDatabase) -> None:
     _running(sysdb)
     for fid, value in ((1, "10"), (2, "20"), (3, None)):
-        assert sysdb.stream_write(_step(fid, "pgtasks.write_stream"), "s", value, "json") is StepWrite.RECORDED
+        assert (
+            sysdb.stream_write(_step(fid, "pgtasks.write_stream"), "s", value, "json") is StepWrite.RECORDED
+        )
     assert sysdb.stream_write(_step(2, "pgtasks.write_stream"), "s", "20", "json") is StepWrite.RECORDED
     entries = sysdb.stream_read("a", "s", 0, 10)
     assert [(e.position, e.value) for e in entries] == [(0, "10"), (1, "20"), (2, None)]  # a retry: once
