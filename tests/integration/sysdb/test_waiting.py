@@ -6,7 +6,17 @@ from __future__ import annotations
 import pytest
 
 from pgtasks.sysdb import SystemDatabase
-from pgtasks.sysdb.records import MessageParams, Status, StepRecord, StepWrite, WaitParams, WaitState
+from pgtasks.sysdb.records import (
+    CompleteParams,
+    ForkParams,
+    MessageParams,
+    Outcome,
+    Status,
+    StepRecord,
+    StepWrite,
+    WaitParams,
+    WaitState,
+)
 from tests.integration.sysdb.support import claim, new
 
 
@@ -119,3 +129,23 @@ def test_a_stream_is_read_in_order_from_a_position_and_closed(sysdb: SystemDatab
     assert [(e.position, e.value) for e in entries] == [(0, "10"), (1, "20"), (2, None)]  # a retry: once
     assert [e.position for e in sysdb.stream_read("a", "s", 1, 1)] == [1]
     assert sysdb.stream_read("a", "other", 0, 10) == []
+
+
+def test_a_fork_sees_what_its_original_received_and_forgetting_deletes_it_all(sysdb: SystemDatabase) -> None:
+    _running(sysdb)
+    sysdb.message_send(_message("a", "one"))
+    sysdb.message_send(_message("a", "two"))
+    assert sysdb.task_wait(_look(sysdb, 60_000, step=_step(1), topic="t")).output == '"one"'
+    assert sysdb.task_wait(_look(sysdb, 60_000, step=_step(2), topic="t")).output == '"two"'
+    sysdb.event_publish(_step(3, "pgtasks.set_event"), "k", "1", "json")
+    sysdb.stream_write(_step(4, "pgtasks.write_stream"), "s", "1", "json")
+    # Forked before its second receive: the fork replays the first message it received and
+    # waits for a message of its own for the second (the original's is not its to consume).
+    fork = sysdb.task_fork(ForkParams("a", "f", start_step=2))
+    assert [(s.function_id, s.output) for s in sysdb.steps_get(fork.task_id)] == [(1, '"one"')]
+    assert sysdb.messages_of("f") == []
+    assert sysdb.tasks_complete(CompleteParams("w1", (Outcome("a", Status.SUCCESS, output="1"),))) == ["a"]
+    assert sysdb.task_forget("a")
+    for gone in (sysdb.messages_of("a"), sysdb.events_of("a"), sysdb.stream_read("a", "s", 0, 10)):
+        assert gone == []
+    assert sysdb.task_event_get("a", "k") is None
