@@ -16,21 +16,33 @@ from typing import Any
 
 from pgtasks.engine import messaging, waiting
 from pgtasks.engine.core import Engine
-from pgtasks.engine.messaging import close_stream, set_event, write_stream
+from pgtasks.engine.messaging import (
+    close_stream,
+    close_stream_async,
+    send_async,
+    set_event,
+    set_event_async,
+    write_stream,
+    write_stream_async,
+)
 from pgtasks.engine.waiting import in_task, recv, recv_async, sleep, sleep_async
 
 __all__ = [
     "Messaging",
     "close_stream",
+    "close_stream_async",
     "get_event",
     "get_event_async",
     "recv",
     "recv_async",
     "send",
+    "send_async",
     "set_event",
+    "set_event_async",
     "sleep",
     "sleep_async",
     "write_stream",
+    "write_stream_async",
 ]
 
 

@@ -20,7 +20,15 @@ from pgtasks.engine.errors import ConfigurationError, TaskAbandoned, TaskTimeout
 from pgtasks.engine.events import STATE_KEY
 from pgtasks.engine.retry import with_database_retry
 from pgtasks.engine.serialization import check_payload_size
-from pgtasks.engine.waiting import DEFAULT_TOPIC, duration_seconds, expect_step, in_task, new_step, topic_name
+from pgtasks.engine.waiting import (
+    DEFAULT_TOPIC,
+    duration_seconds,
+    expect_step,
+    in_task,
+    new_step,
+    off_loop,
+    topic_name,
+)
 from pgtasks.support.backoff import Backoff
 from pgtasks.sysdb.records import MessageParams, StepRecord, StepWrite
 
@@ -58,15 +66,17 @@ def send(
     topic: str | None = None,
     idempotency_key: str | None = None,
     conn: Any = None,
+    _ctx: TaskContext | None = None,
 ) -> bool:
     """Send ``message`` to the task ``destination`` (see ``App.send``). Inside a task the
-    send is a step of the sender. False when this message was sent before (same key)."""
+    send is a step of the sender. False when this message was sent before (same key).
+    ``_ctx``: the running task's context, for a call made off its thread (send_async)."""
     if not isinstance(destination, str) or not destination:
         raise ConfigurationError(f"the destination must be a task id, not {destination!r}")
     stored_topic = topic_name(topic)
     if idempotency_key is not None and (not isinstance(idempotency_key, str) or not idempotency_key):
         raise ConfigurationError(f"idempotency_key must be a non-empty string, not {idempotency_key!r}")
-    ctx = running_context()
+    ctx = _ctx or running_context()
     if ctx is not None and conn is None:
         return _send_in_task(ctx, destination, message, stored_topic, idempotency_key)
     tag, text = _encoded(engine, message, f"message to task {destination!r}")
@@ -103,7 +113,10 @@ def _send_in_task(ctx: TaskContext, destination: str, message: Any, topic: str, 
 # -- events -------------------------------------------------------------------------------
 def set_event(key: str, value: Any) -> None:
     """Set this task's event ``key`` to ``value`` (a step: every value is kept, by step)."""
-    ctx = in_task("set_event")
+    _set_event(in_task("set_event"), key, value)
+
+
+def _set_event(ctx: TaskContext, key: str, value: Any) -> None:
     _check_key(key, "an event key")
     function_id = ctx.take_function_id()
     recorded = ctx.steps.get(function_id)
@@ -229,3 +242,32 @@ def messages(engine: Runtime, task_id: str) -> list[dict[str, Any]]:
             {"topic": topic, "value": value, "sent_at_ms": m.created_at_epoch_ms, "received": m.consumed}
         )
     return shown
+
+
+# -- the same writes from an ``async def`` task --------------------------------------------------
+async def send_async(
+    destination: str, message: Any, topic: str | None = None, idempotency_key: str | None = None
+) -> bool:
+    """:func:`send` inside an ``async def`` task: its database calls never block the loop."""
+    ctx = in_task("send_async")
+    return await off_loop(
+        ctx, lambda: send(ctx.engine, destination, message, topic, idempotency_key, _ctx=ctx)
+    )
+
+
+async def set_event_async(key: str, value: Any) -> None:
+    """:func:`set_event` inside an ``async def`` task."""
+    ctx = in_task("set_event_async")
+    await off_loop(ctx, lambda: _set_event(ctx, key, value))
+
+
+async def write_stream_async(key: str, value: Any) -> None:
+    """:func:`write_stream` inside an ``async def`` task."""
+    ctx = in_task("write_stream_async")
+    await off_loop(ctx, lambda: _stream_step(ctx, _check_key(key, "a stream key"), value, closing=False))
+
+
+async def close_stream_async(key: str) -> None:
+    """:func:`close_stream` inside an ``async def`` task."""
+    ctx = in_task("close_stream_async")
+    await off_loop(ctx, lambda: _stream_step(ctx, _check_key(key, "a stream key"), None, closing=True))
