@@ -97,11 +97,3 @@ class Messaging:
         iterator ends when the stream is closed or the task has finished. ``timeout``: the
         longest wait for a next value (TaskTimeoutError)."""
         return messaging.read_stream(self.engine, task_id, key, timeout)
-
-    def task_events(self, task_id: str) -> list[tuple[str, Any, int]]:
-        """Every (key, value, step position) the task set with ``set_event``, in order."""
-        return messaging.events(self.engine, task_id)
-
-    def task_messages(self, task_id: str) -> list[dict[str, Any]]:
-        """The messages sent to the task, oldest first: topic, value, sent at, received."""
-        return messaging.messages(self.engine, task_id)

@@ -21,7 +21,6 @@ from pgtasks.engine.events import STATE_KEY
 from pgtasks.engine.retry import with_database_retry
 from pgtasks.engine.serialization import check_payload_size
 from pgtasks.engine.waiting import (
-    DEFAULT_TOPIC,
     duration_seconds,
     expect_step,
     in_task,
@@ -152,14 +151,6 @@ def get_event(engine: Runtime, task_id: str, key: str, timeout: float | dt.timed
         time.sleep(min(left, READ_BACKOFF.delay(attempt)))
 
 
-def events(engine: Runtime, task_id: str) -> list[tuple[str, Any, int]]:
-    """Every (key, value, step position) ``task_id`` set, in step order."""
-    return [
-        (e.key, engine.codec.loads(e.serialization, e.value, f"event {e.key!r}"), e.function_id)
-        for e in engine.database.sysdb.events_of(task_id)
-    ]
-
-
 # -- streams ------------------------------------------------------------------------------
 def write_stream(key: str, value: Any) -> None:
     """Append ``value`` to this task's stream ``key`` (a step)."""
@@ -230,18 +221,6 @@ def _record(ctx: TaskContext, step: StepRecord, write: Any) -> None:
         raise TaskAbandoned(ctx.task_id)
     ctx.steps[step.function_id] = dataclasses.replace(step)
     ctx.confirmed_at = time.monotonic()
-
-
-def messages(engine: Runtime, task_id: str) -> list[dict[str, Any]]:
-    """The messages sent to ``task_id``, oldest first (the dashboard's list)."""
-    shown = []
-    for m in engine.database.sysdb.messages_of(task_id):
-        topic = None if m.topic == DEFAULT_TOPIC else m.topic
-        value = engine.codec.loads(m.serialization, m.message, f"message to task {task_id!r}")
-        shown.append(
-            {"topic": topic, "value": value, "sent_at_ms": m.created_at_epoch_ms, "received": m.consumed}
-        )
-    return shown
 
 
 # -- the same writes from an ``async def`` task --------------------------------------------------
