@@ -5,6 +5,7 @@ threads, asyncio and prefork pools."""
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import time
@@ -123,7 +124,7 @@ def test_messages_are_received_once_and_recv_times_out(shared: tuple[Client, Pat
     sender = client.enqueue("waiting.messenger", [lonely.id, 5])
     assert sender.get(timeout=30) is True
     shown = client.task_messages(lonely.id)
-    assert [(m["topic"], m["value"], m["received"]) for m in shown] == [("from-task", 5, False)]
+    assert [(m.topic, json.loads(m.message), m.consumed) for m in shown] == [("from-task", 5, False)]
 
 
 def test_events_and_streams_are_read_from_another_process_while_the_task_runs(
@@ -141,5 +142,6 @@ def test_events_and_streams_are_read_from_another_process_while_the_task_runs(
     assert publisher.get(timeout=30) == 3
     assert waiter.get(timeout=30) in (0, 1, 2)
     assert client.get_event(publisher.id, "progress", timeout=None) == 2
-    assert [(k, v) for k, v, _ in client.task_events(publisher.id)] == [("progress", i) for i in range(3)]
+    history = [(e.key, json.loads(e.value)) for e in client.task_events(publisher.id)]
+    assert history == [("progress", i) for i in range(3)]
     assert client.get_event(publisher.id, "never", timeout=0.2) is None
