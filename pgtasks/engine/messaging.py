@@ -92,7 +92,7 @@ def _send_in_task(ctx: TaskContext, destination: str, message: Any, topic: str, 
     recorded = ctx.steps.get(function_id)
     if recorded is not None:
         expect_step(ctx, recorded, SEND_STEP)
-        return False
+        return recorded.output == "true"  # what the first run returned
     engine = ctx.engine
     tag, text = _encoded(engine, message, f"message to task {destination!r}", ctx.record.serialization)
     message_id = f"{destination}:{key or f'{ctx.task_id}:{function_id}'}"
@@ -105,7 +105,8 @@ def _send_in_task(ctx: TaskContext, destination: str, message: Any, topic: str, 
         sent = with_database_retry(write, engine.settings.lease_seconds, "sending a message", ctx.task_id)
     except LookupError:
         raise ConfigurationError(f"no task with id {destination!r} to send a message to") from None
-    _record(ctx, new_step(ctx, function_id, SEND_STEP), lambda step: engine.database.record_step(step))
+    step = dataclasses.replace(new_step(ctx, function_id, SEND_STEP), output="true" if sent else "false")
+    _record(ctx, step, engine.database.record_step)
     return sent
 
 
@@ -219,7 +220,7 @@ def _record(ctx: TaskContext, step: StepRecord, write: Any) -> None:
     )
     if written is not StepWrite.RECORDED:
         raise TaskAbandoned(ctx.task_id)
-    ctx.steps[step.function_id] = dataclasses.replace(step)
+    ctx.steps[step.function_id] = step
     ctx.confirmed_at = time.monotonic()
 
 

@@ -250,6 +250,7 @@ def _received(ctx: TaskContext, result: WaitResult) -> Any:
 def get_event_in_task(task_id: str, key: str, timeout: float | dt.timedelta) -> Any:
     """``get_event`` inside a task: a durable wait (see :func:`recv`)."""
     ctx = in_task("get_event")
+    _check_event(task_id, key)
     seconds = duration_seconds(timeout, "get_event timeout")
     params = _receiving(ctx, EVENT_DEADLINE_STEP, EVENT_STEP, seconds, event_task_id=task_id, event_key=key)
     if not isinstance(params, WaitParams):
@@ -260,6 +261,7 @@ def get_event_in_task(task_id: str, key: str, timeout: float | dt.timedelta) -> 
 async def get_event_in_task_async(task_id: str, key: str, timeout: float | dt.timedelta) -> Any:
     """:func:`get_event_in_task` for an ``async def`` task."""
     ctx = in_task("get_event_async")
+    _check_event(task_id, key)
     seconds = duration_seconds(timeout, "get_event timeout")
 
     def prepare() -> WaitParams | Any:
@@ -269,6 +271,12 @@ async def get_event_in_task_async(task_id: str, key: str, timeout: float | dt.ti
     if not isinstance(params, WaitParams):
         return params
     return decoded(ctx, await wait_async(ctx, params), f"event {key!r}")
+
+
+def _check_event(task_id: str, key: str) -> None:
+    for value, what in ((task_id, "task id"), (key, "event key")):
+        if not isinstance(value, str) or not value:
+            raise ConfigurationError(f"get_event: the {what} must be a non-empty string, not {value!r}")
 
 
 def _receiving(
