@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from pgtasks.engine.context import TaskContext, running_context
-from pgtasks.engine.errors import ConfigurationError, TaskAbandoned, TaskTimeoutError
+from pgtasks.engine.errors import ConfigurationError, DatabaseUnavailable, TaskAbandoned, TaskTimeoutError
 from pgtasks.engine.events import STATE_KEY
 from pgtasks.engine.retry import with_database_retry
 from pgtasks.engine.serialization import check_payload_size
@@ -135,21 +135,38 @@ def _set_event(ctx: TaskContext, key: str, value: Any) -> None:
 
 def get_event(engine: Runtime, task_id: str, key: str, timeout: float | dt.timedelta | None = 60.0) -> Any:
     """The value of ``task_id``'s event ``key``, waiting up to ``timeout`` seconds for it to be
-    set (None after that; ``timeout`` None: only look). Outside a task this polls; inside one
-    (``pgtasks.get_event``) the wait is durable."""
+    set (None after that; ``timeout`` None: only look). Outside a task this waits by LISTEN
+    on PostgreSQL (polling on SQLite, or through a transaction pool without ``listen_url``);
+    inside one (``pgtasks.get_event``) the wait is durable."""
     _check_key(key, "an event key")
     seconds = 0.0 if timeout is None else duration_seconds(timeout, "get_event timeout")
     deadline = time.monotonic() + seconds
-    attempt = 0
-    while True:
-        found = engine.database.sysdb.task_event_get(task_id, key)
-        if found is not None:
-            return engine.codec.loads(found[0], found[1], f"event {key!r} of task {task_id!r}")
-        left = deadline - time.monotonic()
-        if left <= 0:
-            return None
-        attempt += 1
-        time.sleep(min(left, READ_BACKOFF.delay(attempt)))
+    sysdb = engine.database.sysdb
+    found = sysdb.task_event_get(task_id, key)
+    # Not set yet: LISTEN (PostgreSQL), then read again, so a value set in between is seen.
+    listener = sysdb.open_event_listener() if found is None and seconds > 0 else None
+    try:
+        attempt = 0 if listener is not None else 1  # once listening, read again at once
+        while found is None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            announced = True
+            if listener is None:
+                time.sleep(min(left, READ_BACKOFF.delay(attempt)))
+            elif attempt > 0:
+                try:
+                    announced = task_id in listener.wait(min(left, 1.0))
+                except DatabaseUnavailable:  # the listener's session is gone: poll from now on
+                    listener.close()
+                    listener = None
+            attempt += 1
+            if announced:
+                found = sysdb.task_event_get(task_id, key)
+    finally:
+        if listener is not None:
+            listener.close()
+    return engine.codec.loads(found[0], found[1], f"event {key!r} of task {task_id!r}")
 
 
 # -- streams ------------------------------------------------------------------------------

@@ -389,6 +389,11 @@ class SystemDatabase(ABC):
         is retried (SQLite)."""
         return None
 
+    def open_event_listener(self) -> EnqueueListener | None:
+        """A listener for the ids of tasks that set an event (``event_publish``), or None where
+        the database has none: readers poll."""
+        return None
+
     def open_done_listener(self) -> EnqueueListener | None:
         """A listener for the ids of finished tasks (newline-separated payloads, sent by the
         statement that records outcomes), or None where the database has none: waiters poll."""

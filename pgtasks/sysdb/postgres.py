@@ -101,6 +101,14 @@ def _duplicates_of(tasks: list[NewTask], inserted: set[str]) -> dict[str, Any]:
     }
 
 
+def events_channel(schema: str) -> str:
+    """The channel on which the ids of the tasks of ``schema`` that set an event are announced."""
+    channel = f"pgtasks_events_{schema}"
+    if len(channel) > 63:
+        channel = "pgtasks_events_" + hashlib.sha256(schema.encode()).hexdigest()[:32]
+    return validate_identifier(channel, "channel name")
+
+
 def done_channel(schema: str) -> str:
     """The channel on which the ids of the tasks of ``schema`` that finished are announced."""
     channel = f"pgtasks_done_{schema}"
@@ -136,6 +144,7 @@ class PostgresSystemDatabase(PostgresSessions, SqlStore):
         self.schema = quote_identifier(target.schema, "schema name")
         self.channel = notify_channel(target.schema)
         self.done_channel = done_channel(target.schema)
+        self.events_channel = events_channel(target.schema)
         self._done_checked_at = -DONE_LISTENERS_RECHECK
         self._done_listened = True
         self.sql = load_statements("postgres", {"__schema__": self.schema, "__now_ms__": NOW_MS})
@@ -418,6 +427,11 @@ class PostgresSystemDatabase(PostgresSessions, SqlStore):
         if self.target.transaction_pooling and not self.target.listen_dsn:
             return None  # LISTEN through a transaction pool would lose notifications: poll
         return PostgresListener(self.target, self.channel)
+
+    def open_event_listener(self) -> EnqueueListener | None:
+        if self.target.transaction_pooling and not self.target.listen_dsn:
+            return None
+        return PostgresListener(self.target, self.events_channel)
 
     def open_done_listener(self) -> EnqueueListener | None:
         if self.target.transaction_pooling and not self.target.listen_dsn:

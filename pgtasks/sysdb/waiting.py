@@ -38,6 +38,7 @@ class WaitingStore(Primitives):
 
     # PostgreSQL: the channel that announces ENQUEUED tasks (SQLite's statements ignore it).
     channel: str = ""
+    events_channel: str = ""  # PostgreSQL: the channel that announces tasks that set an event
 
     def _record_step_on(self, conn: Any, step: StepRecord) -> StepWrite:
         """Record ``step`` on ``conn``, inside the caller's transaction (see ``step_record``)."""
@@ -136,6 +137,7 @@ class WaitingStore(Primitives):
                 self._on(conn, "event_history_insert", {**args, "function_id": step.function_id})
                 wake = {"wait_for": event_wait_key(step.task_id, key), "channel": self.channel}
                 self._on(conn, "tasks_wake", wake)
+                self._on(conn, "event_announce", {"channel": self.events_channel, "task_id": step.task_id})
             return written
 
     def events_of(self, task_id: str) -> list[EventEntry]:

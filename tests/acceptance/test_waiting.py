@@ -133,6 +133,7 @@ def test_events_and_streams_are_read_from_another_process_while_the_task_runs(
     client, _ = shared
     publisher = client.enqueue("waiting.publisher", [3, 0.7])
     waiter = client.enqueue("waiting.event_waiter", [publisher.id, "progress", 30])
+    assert client.get_event(publisher.id, "progress", timeout=30) in (0, 1, 2)  # waits for it
     values = []
     for value in client.read_stream(publisher.id, "out", timeout=30):
         values.append(value)

@@ -1019,6 +1019,10 @@ INSERT INTO __schema__.workflow_events_history (workflow_uuid, function_id, key,
 VALUES (%(id)s, %(function_id)s, %(key)s, %(value)s, %(tag)s)
 ON CONFLICT (workflow_uuid, function_id) DO NOTHING
 
+-- name: event_announce
+-- For readers outside a task waiting on get_event (LISTEN): delivered when the event commits.
+SELECT pg_notify(%(channel)s, %(task_id)s) AS n
+
 -- name: events_of
 SELECT key, value, serialization, function_id FROM __schema__.workflow_events_history
 WHERE workflow_uuid = %(task_id)s ORDER BY function_id

@@ -718,6 +718,10 @@ INSERT INTO workflow_events_history (workflow_uuid, function_id, key, value, ser
 VALUES (:id, :function_id, :key, :value, :tag)
 ON CONFLICT (workflow_uuid, function_id) DO NOTHING
 
+-- name: event_announce
+-- Readers poll on SQLite: nothing to announce.
+SELECT :task_id AS task_id
+
 -- name: events_of
 SELECT key, value, serialization, function_id FROM workflow_events_history
 WHERE workflow_uuid = :task_id ORDER BY function_id
