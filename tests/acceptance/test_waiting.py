@@ -113,6 +113,8 @@ def test_messages_are_received_once_and_recv_times_out(shared: tuple[Client, Pat
     client, _ = shared
     receiver = client.enqueue("waiting.receiver", ["t", 30.0, 2])
     wait_for(lambda: _status(client, receiver.id) is Status.DELAYED, timeout=30, what="the receive")
+    suspended = client.get_task(receiver.id, steps=False)
+    assert suspended is not None and suspended.wait_for == f"message:{receiver.id}:t"
     assert client.send(receiver.id, {"n": 1}, topic="t", idempotency_key="k")
     assert not client.send(receiver.id, {"n": 1}, topic="t", idempotency_key="k")  # sent once
     assert client.send(receiver.id, "second", topic="t")
