@@ -27,6 +27,13 @@ def sleeper(seconds: float) -> str:
     return current.executor_id if current else ""
 
 
+@app.task(name="waiting.nap")
+def nap(seconds: float) -> int:
+    """Only a sleep: the least a waiting task costs (two claims, one suspension)."""
+    pgtasks.sleep(seconds)
+    return 1
+
+
 @app.task(name="waiting.async_sleeper")
 async def async_sleeper(seconds: float) -> int:
     mark("before")
