@@ -119,6 +119,11 @@ def test_messages_are_received_once_and_recv_times_out(shared: tuple[Client, Pat
     assert not client.send(receiver.id, {"n": 1}, topic="t", idempotency_key="k")  # sent once
     assert client.send(receiver.id, "second", topic="t")
     assert receiver.get(timeout=30) == [{"n": 1}, "second"]
+    in_async = client.enqueue("waiting.async_receiver", ["t", 30.0])
+    wait_for(lambda: _status(client, in_async.id) is Status.DELAYED, timeout=30, what="the async receive")
+    assert client.send(in_async.id, "to a coroutine", topic="t")
+    assert in_async.get(timeout=30) == "to a coroutine"
+    assert client.get_event(in_async.id, "got", timeout=None) == "to a coroutine"
     started = time.monotonic()
     lonely = client.enqueue("waiting.receiver", [None, 1.5])
     assert lonely.get(timeout=30) == [None]

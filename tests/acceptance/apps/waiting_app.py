@@ -34,12 +34,13 @@ def nap(seconds: float) -> int:
     return 1
 
 
-@app.task(name="waiting.async_sleeper")
-async def async_sleeper(seconds: float) -> int:
-    mark("before")
-    await pgtasks.sleep_async(seconds)
-    mark("after")
-    return 1
+@app.task(name="waiting.async_receiver")
+async def async_receiver(topic: str, timeout: float) -> Any:
+    """The async calls, on the asyncio pool's shared loop or on a task's own loop."""
+    got = await pgtasks.recv_async(topic, timeout=timeout)
+    await pgtasks.set_event_async("got", got)
+    await pgtasks.sleep_async(0.6)
+    return got
 
 
 @app.task(name="waiting.receiver")
