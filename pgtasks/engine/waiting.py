@@ -115,9 +115,9 @@ def deadline(ctx: TaskContext, name: str, seconds: float, suspend: bool = False)
         expect_step(ctx, recorded, name)
         return int(recorded.output or 0)
     step = new_step(ctx, function_id, name)
-    sysdb_call = ctx.engine.database
+    database = ctx.engine.database
     recorded_at = with_database_retry(
-        lambda: sysdb_call.sysdb.wait_deadline(step, round(seconds * 1000), HOLD_MS if suspend else None),
+        lambda: database.sysdb.wait_deadline(step, round(seconds * 1000), HOLD_MS if suspend else None),
         ctx.engine.settings.lease_seconds,
         "recording a wait",
         ctx.task_id,

@@ -60,13 +60,7 @@ class WaitingStore(Primitives):
                 return Deadline(wake_at, WaitState.ABANDONED)
             if suspend_over_ms is None or duration_ms <= suspend_over_ms:
                 return Deadline(wake_at, WaitState.WAIT)
-            args = {
-                "task_id": step.task_id,
-                "executor_id": step.executor_id,
-                "claim_token": step.claim_token,
-                "wake_at": wake_at,
-                "wait_for": None,
-            }
+            args = _suspend_args(step.task_id, step.executor_id, step.claim_token, wake_at, None)
             suspended = self._on(conn, "task_suspend", args).fetchall()
             return Deadline(wake_at, WaitState.SUSPENDED if suspended else WaitState.ABANDONED)
 
@@ -80,7 +74,10 @@ class WaitingStore(Primitives):
                 now = int(self._on(conn, "now_ms").fetchone()["now_ms"])
                 remaining = params.deadline_ms - now
                 if remaining > params.hold_ms:
-                    suspended = self._on(conn, "task_suspend", _suspend_args(params, wait_for)).fetchall()
+                    args = _suspend_args(
+                        params.task_id, params.executor_id, params.claim_token, params.deadline_ms, wait_for
+                    )
+                    suspended = self._on(conn, "task_suspend", args).fetchall()
                     return WaitResult(WaitState.SUSPENDED if suspended else WaitState.ABANDONED)
                 if remaining > 0:
                     return WaitResult(WaitState.WAIT, remaining_ms=remaining)
@@ -204,11 +201,14 @@ def _with_output(step: StepRecord, output: str | None, serialization: str = "jso
     )
 
 
-def _suspend_args(params: WaitParams, wait_for: str | None) -> dict[str, Any]:
+def _suspend_args(
+    task_id: str, executor_id: str | None, claim_token: str | None, wake_at: int, wait_for: str | None
+) -> dict[str, Any]:
+    """The parameters of ``task_suspend``: the run (fence), its wake-up time and cause."""
     return {
-        "task_id": params.task_id,
-        "executor_id": params.executor_id,
-        "claim_token": params.claim_token,
-        "wake_at": params.deadline_ms,
+        "task_id": task_id,
+        "executor_id": executor_id,
+        "claim_token": claim_token,
+        "wake_at": wake_at,
         "wait_for": wait_for,
     }
