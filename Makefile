@@ -111,9 +111,10 @@ bench: $(DEV_STAMP) $(PGQUEUER_VENV_STAMP)
 bench-delays: $(DEV_STAMP)
 	$(BIN)/python -m bench.delay_precision
 
-# EXPLAIN ANALYZE of the claim statements with 1,000,000 queued tasks.
+# EXPLAIN ANALYZE of the claim statements with 1,000,000 queued tasks, and of durable waiting's.
 bench-explain: $(DEV_STAMP)
 	$(BIN)/python -m bench.explain_claim
+	$(BIN)/python -m bench.explain_waiting
 
 # Locust producers against W workers for T seconds, a drain, one summary with the invariant
 # check (see loadtest/run.py): make loadtest ARGS="--workers 2 --time 30 --users 20 --fault kill"

@@ -31,6 +31,22 @@ from pgtasks.management import TaskInfo
 from pgtasks.result import AsyncResult
 from pgtasks.sysdb.records import Status
 from pgtasks.task import Task
+from pgtasks.waiting import (
+    close_stream,
+    close_stream_async,
+    get_event,
+    get_event_async,
+    recv,
+    recv_async,
+    send,
+    send_async,
+    set_event,
+    set_event_async,
+    sleep,
+    sleep_async,
+    write_stream,
+    write_stream_async,
+)
 
 __version__ = "0.1.0"
 
@@ -57,5 +73,19 @@ __all__ = [
     "TaskNotRegistered",
     "TaskTimeoutError",
     "TimeLimitExceeded",
+    "close_stream",
+    "close_stream_async",
     "current_task",
+    "get_event",
+    "get_event_async",
+    "recv",
+    "recv_async",
+    "send",
+    "send_async",
+    "set_event",
+    "set_event_async",
+    "sleep",
+    "sleep_async",
+    "write_stream",
+    "write_stream_async",
 ]

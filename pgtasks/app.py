@@ -20,11 +20,12 @@ from pgtasks.sending import Sending
 from pgtasks.sysdb.records import QueueSettings
 from pgtasks.sysdb.urls import DEFAULT_SCHEMA, resolve_database_url
 from pgtasks.task import Task, task_name_for
+from pgtasks.waiting import Messaging
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-class App(Sending, Scheduling, TaskManagement):
+class App(Sending, Messaging, Scheduling, TaskManagement):
     """A pgtasks application.
 
     ``App("proj", database_url="postgresql://...")``; without a URL, ``PGTASKS_DATABASE_URL``

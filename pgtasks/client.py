@@ -9,9 +9,10 @@ from pgtasks.engine.settings import DEFAULT_MAX_PAYLOAD_BYTES, Settings
 from pgtasks.management import TaskManagement
 from pgtasks.sending import Sending
 from pgtasks.sysdb.urls import DEFAULT_SCHEMA, resolve_database_url
+from pgtasks.waiting import Messaging
 
 
-class Client(Sending, TaskManagement):
+class Client(Sending, Messaging, TaskManagement):
     """Enqueue by task name, read results and manage tasks, without the task code.
 
     ``client.enqueue(name, args, kwargs, **options)`` (see :class:`~pgtasks.sending.Sending`)

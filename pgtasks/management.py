@@ -18,8 +18,10 @@ from pgtasks.monitoring import Monitoring, QueueInfo
 from pgtasks.result import AsyncResult
 from pgtasks.scheduling import ScheduleManagement
 from pgtasks.sysdb.records import (
+    EventEntry,
     ForkParams,
     ListTasksParams,
+    MessageInfo,
     QueueSettings,
     QueueUpsert,
     Status,
@@ -143,6 +145,16 @@ class TaskManagement(Monitoring, ScheduleManagement):
         """The ids of the tasks ``task_id`` sent and of those waiting for its result (the
         next task of a chain, a chord's body, an errback)."""
         return self.engine.admin.children(task_id)
+
+    def task_events(self, task_id: str) -> list[EventEntry]:
+        """Every value the task set with ``pgtasks.set_event`` (key, serialized value, step
+        position), in step order; ``app.get_event`` reads the last one decoded."""
+        return self.engine.admin.events(task_id)
+
+    def task_messages(self, task_id: str) -> list[MessageInfo]:
+        """The messages sent to the task (topic, serialized value, sent at, received), oldest
+        first; the default topic is ``__default__``."""
+        return self.engine.admin.messages(task_id)
 
     def task_links(self, task_id: str, limit: int = 200) -> list[TaskLinkInfo]:
         """The canvas links that start or end at ``task_id`` (``chain``, ``chord``,

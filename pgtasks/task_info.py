@@ -31,7 +31,8 @@ class TaskInfo:
     ``get_task``, and is None in ``list_tasks`` results (steps are not loaded there).
     ``executor_id`` names the worker running (or last running) the task. ``end_reason`` says
     why a task ended without an outcome of its own (EXPIRED, CANCELLED, DEPENDENCY_FAILED,
-    NOT_NEEDED), else None."""
+    NOT_NEEDED), else None. ``wait_for`` says what, besides its time, wakes a task waiting
+    durably (``message:<id>:<topic>``, ``event:<id>:<key>``; docs/waiting.md)."""
 
     task_id: str
     status: Status
@@ -57,6 +58,7 @@ class TaskInfo:
     parent_task_id: str | None
     forked_from: str | None
     end_reason: EndReason | None = None
+    wait_for: str | None = None
     steps: tuple[StepInfo, ...] | None = None
 
     @property
@@ -92,6 +94,7 @@ class TaskInfo:
             parent_task_id=record.parent_task_id,
             forked_from=record.forked_from,
             end_reason=record.end_reason,
+            wait_for=record.wait_for,
             steps=None if steps is None else tuple(_step_info(s) for s in steps),
         )
 

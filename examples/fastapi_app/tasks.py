@@ -8,9 +8,12 @@ from __future__ import annotations
 import asyncio
 import os
 
+import pgtasks
 from pgtasks import App
 
 app = App("reports", database_url=os.environ.get("PGTASKS_DATABASE_URL") or os.environ.get("DATABASE_URL"))
+
+PROGRESS = "progress"  # the stream the task writes its progress to
 
 # How long each step pretends to wait on the network (the test makes it short).
 STEP_SECONDS = float(os.environ.get("EXAMPLE_STEP_SECONDS", "1.0"))
@@ -37,8 +40,13 @@ async def store(report_id: str, summary: str) -> None:
 
 @app.task(name="reports.build")
 async def build_report(report_id: str, url: str) -> str:
-    """Each step is checkpointed: after a crash the report resumes at the first unfinished step."""
+    """Each step is checkpointed: after a crash the report resumes at the first unfinished step.
+    Its progress goes to the stream ``progress`` (docs/waiting.md), which the web page follows."""
     size = await fetch(url)
+    await pgtasks.write_stream_async(PROGRESS, {"position": 1, "name": "fetch"})
     summary = await summarize(size)
+    await pgtasks.write_stream_async(PROGRESS, {"position": 2, "name": "summarize"})
     await store(report_id, summary)
+    await pgtasks.write_stream_async(PROGRESS, {"position": 3, "name": "store"})
+    await pgtasks.close_stream_async(PROGRESS)
     return summary

@@ -3,7 +3,8 @@
 - ``POST /reports`` records the report in the application's own table and enqueues its task on
   the same ``psycopg.AsyncConnection``, in one transaction: both exist, or neither.
 - ``GET /reports/{task_id}/events`` streams the task's progress as server-sent events: one
-  ``step`` event per checkpointed step, then ``done`` (or ``failed``).
+  ``step`` event per value the task wrote to its ``progress`` stream (``read_stream``, which
+  follows the running task), then ``done`` (or ``failed``).
 
     DATABASE_URL=postgresql://... uvicorn examples.fastapi_app.web:app
     pgtasks worker -A examples.fastapi_app.tasks -P asyncio -c 1000
@@ -26,8 +27,8 @@ from fastapi.responses import StreamingResponse
 from psycopg_pool import AsyncConnectionPool
 from pydantic import BaseModel
 
+from examples.fastapi_app.tasks import PROGRESS, build_report
 from examples.fastapi_app.tasks import app as tasks_app
-from examples.fastapi_app.tasks import build_report
 
 pool = AsyncConnectionPool(os.environ["DATABASE_URL"], open=False)
 
@@ -76,26 +77,14 @@ async def report_events(task_id: str) -> StreamingResponse:
 
 
 async def _progress(task_id: str) -> AsyncIterator[str]:
-    """A ``step`` event for each step the task has checkpointed, then its outcome."""
-    result = tasks_app.AsyncResult(task_id)
-    finished = asyncio.ensure_future(result.get_async())
-    told = 0
+    """A ``step`` event for each value of the task's progress stream, then its outcome."""
+    values = tasks_app.read_stream(task_id, PROGRESS)  # follows the task while it runs
+    while (value := await asyncio.to_thread(next, values, None)) is not None:
+        yield _event("step", value)
     try:
-        while True:
-            info = await asyncio.to_thread(tasks_app.get_task, task_id)
-            steps = (info.steps or ()) if info is not None else ()
-            for step in steps[told:]:
-                yield _event("step", {"position": step.function_id, "name": step.function_name})
-            told = max(told, len(steps))
-            if finished.done():
-                break
-            await asyncio.wait({finished}, timeout=0.2)
-        try:
-            yield _event("done", {"result": finished.result()})
-        except Exception as exc:  # the task's own error, as get() raises it
-            yield _event("failed", {"error": f"{type(exc).__name__}: {exc}"})
-    finally:
-        finished.cancel()
+        yield _event("done", {"result": await tasks_app.AsyncResult(task_id).get_async()})
+    except Exception as exc:  # the task's own error, as get() raises it
+        yield _event("failed", {"error": f"{type(exc).__name__}: {exc}"})
 
 
 def _event(kind: str, data: object) -> str:

@@ -16,7 +16,14 @@ from pgtasks.engine.failures import error_summary
 from pgtasks.management import QueueInfo, StepInfo, TaskInfo, TaskManagement
 from pgtasks.scheduler.admin import next_fire_of
 from pgtasks.sending import Sending
-from pgtasks.sysdb.records import ExecutorInfo, QueueLatency, QueueSettings, Status
+from pgtasks.sysdb.records import (
+    EventEntry,
+    ExecutorInfo,
+    MessageInfo,
+    QueueLatency,
+    QueueSettings,
+    Status,
+)
 from pgtasks.sysdb.schedule_records import ScheduleRecord
 
 ACTIVITY_WINDOW_MS = 15 * 60_000
@@ -53,6 +60,8 @@ class TaskView:
     steps: tuple[StepInfo, ...]
     children: list[str]
     graph: CanvasGraph
+    events: list[EventEntry]  # what it set with set_event, by step (docs/waiting.md)
+    messages: list[MessageInfo]  # what was sent to it, received or not
 
 
 def _zone(name: str) -> dt.tzinfo:
@@ -163,6 +172,8 @@ class Console:
             steps=record.steps or (),
             children=manager.task_children(task_id),
             graph=graph_around(manager, task_id),
+            events=manager.task_events(task_id),
+            messages=manager.task_messages(task_id),
         )
 
     def arguments(self, record: TaskInfo) -> str:

@@ -58,15 +58,15 @@ class DatabaseHandle:
             self._db = db
         return applied
 
-    def pending_migrations(self) -> tuple[DatabaseTarget, int]:
-        """The target and how many migrations it has applied (0 for a new database), read
-        without migrating anything."""
+    def pending_migrations(self) -> tuple[DatabaseTarget, set[int]]:
+        """The target and the numbers of the migrations it has applied (none for a new
+        database), read without migrating anything."""
         db = self._open()
         try:
             try:
-                applied = len(db.migrations_applied())
+                applied = {m.version for m in db.migrations_applied()}
             except Exception:  # no migrations table yet: a new database
-                applied = 0
+                applied = set()
             return db.target, applied
         finally:
             db.close()

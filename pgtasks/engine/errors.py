@@ -23,6 +23,7 @@ __all__ = [
     "TaskExpired",
     "TaskNotRegistered",
     "TaskReleased",
+    "TaskSuspended",
     "TaskTimeoutError",
     "TimeLimitExceeded",
     "WorkerLostError",
@@ -148,3 +149,10 @@ class TaskReleased(BaseException):
 
 class ChordError(PgtasksError):
     """A chord's body did not run: one of its header tasks failed."""
+
+
+class TaskSuspended(BaseException):
+    """Raised inside a task that has just been suspended (it sleeps, or waits for a message
+    or an event, longer than the worker should hold its slot): its row waits as DELAYED
+    with its checkpoints, and the worker writes nothing more for this run. A BaseException
+    so that ``except Exception`` in a task body cannot swallow it."""

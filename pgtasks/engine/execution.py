@@ -17,6 +17,7 @@ from pgtasks.engine.errors import (
     TaskAbandoned,
     TaskNotRegistered,
     TaskReleased,
+    TaskSuspended,
     TimeLimitExceeded,
 )
 from pgtasks.engine.failures import describe_failure, encode_exception
@@ -179,6 +180,9 @@ def _ended(
     if isinstance(exc, TaskReleased):
         span.note("released")
         return _release(record)
+    if isinstance(exc, TaskSuspended):  # its row waits as DELAYED already: nothing to write
+        span.note("suspended")
+        return Outcome(record.task_id, Status.DELAYED, claim_token=record.claim_token)
     if isinstance(exc, RetryRequested):
         span.retrying(exc.countdown, exc.reason)
         return _retry_outcome(engine, record, exc, args, kwargs)

@@ -13,9 +13,11 @@ from pgtasks.engine.settings import validate_queue_name
 from pgtasks.sysdb import SystemDatabase
 from pgtasks.sysdb.provisioning import migration_script
 from pgtasks.sysdb.records import (
+    EventEntry,
     ExecutorInfo,
     ForkParams,
     ListTasksParams,
+    MessageInfo,
     MigrationInfo,
     QueueActivity,
     QueueLatency,
@@ -57,6 +59,14 @@ class TaskAdmin:
     def steps(self, task_id: str) -> list[StepRecord]:
         """The recorded steps of one task, in order."""
         return self._database.sysdb.steps_get(task_id)
+
+    def events(self, task_id: str) -> list[EventEntry]:
+        """Every value the task set with ``set_event``, in step order (docs/waiting.md)."""
+        return self._database.sysdb.events_of(task_id)
+
+    def messages(self, task_id: str) -> list[MessageInfo]:
+        """The messages sent to the task, oldest first, received or not."""
+        return self._database.sysdb.messages_of(task_id)
 
     def cancel(self, task_id: str) -> bool:
         """Cancel an unfinished task; False if it had finished (or does not exist)."""

@@ -18,10 +18,14 @@ from pgtasks.sysdb.records import (
     ChordHeaderClose,
     ClaimParams,
     CompleteParams,
+    Deadline,
     EnqueueResult,
+    EventEntry,
     ExecutorInfo,
     ForkParams,
     ListTasksParams,
+    MessageInfo,
+    MessageParams,
     MigrationInfo,
     NewTask,
     QueueActivity,
@@ -37,8 +41,11 @@ from pgtasks.sysdb.records import (
     StepRecord,
     StepWrite,
     StoredOutcome,
+    StreamEntry,
     TaskLinkInfo,
     TaskRecord,
+    WaitParams,
+    WaitResult,
 )
 from pgtasks.sysdb.schedule_records import (
     FireResult,
@@ -184,6 +191,48 @@ class SystemDatabase(ABC):
     @abstractmethod
     def task_fork(self, params: ForkParams) -> TaskRecord:
         """Create a new task with the inputs of another and its steps before ``start_step``."""
+
+    # -- durable waiting (waiting.py) ------------------------------------------------------
+    @abstractmethod
+    def wait_deadline(
+        self, step: StepRecord, duration_ms: int, suspend_over_ms: int | None = None
+    ) -> Deadline:
+        """Record ``step`` with the database time ``duration_ms`` from now as its output; with
+        ``duration_ms`` over ``suspend_over_ms`` also suspend the task until then (a sleep: one
+        transaction). None: never suspend (a receive looks for its message first)."""
+
+    @abstractmethod
+    def task_wait(self, params: WaitParams) -> WaitResult:
+        """One look of a running task at what it waits for; see :class:`WaitParams`."""
+
+    @abstractmethod
+    def message_send(self, params: MessageParams, conn: Any = None) -> bool:
+        """Send a message and wake its destination if it waits for one of its topic; False
+        when a message with that id was sent before. ``conn``: the caller's psycopg
+        connection, whose transaction the send joins (PostgreSQL). LookupError when no task
+        has the destination id."""
+
+    @abstractmethod
+    def messages_of(self, task_id: str) -> list[MessageInfo]:
+        """The messages sent to a task, oldest first, received or not."""
+
+    @abstractmethod
+    def event_publish(self, step: StepRecord, key: str, value: str, serialization: str) -> StepWrite:
+        """Record ``step`` and, in its transaction, set the task's event ``key`` (its history
+        keeps every value by step) and wake the tasks waiting for it."""
+
+    @abstractmethod
+    def events_of(self, task_id: str) -> list[EventEntry]:
+        """Every value a task set with ``event_publish``, in step order."""
+
+    @abstractmethod
+    def stream_write(self, step: StepRecord, key: str, value: str | None, serialization: str) -> StepWrite:
+        """Record ``step`` and, in its transaction, append ``value`` to the task's stream
+        ``key`` (None closes it)."""
+
+    @abstractmethod
+    def stream_read(self, task_id: str, key: str, start: int, limit: int) -> list[StreamEntry]:
+        """Up to ``limit`` entries of a stream from position ``start``, in order."""
 
     # -- steps --------------------------------------------------------------------------
     @abstractmethod
@@ -338,6 +387,11 @@ class SystemDatabase(ABC):
         """From now on, wait out an unreachable server for at most ``seconds`` (a process that
         is shutting down must not outlive its grace period retrying). Nothing where nothing
         is retried (SQLite)."""
+        return None
+
+    def open_event_listener(self) -> EnqueueListener | None:
+        """A listener for the ids of tasks that set an event (``event_publish``), or None where
+        the database has none: readers poll."""
         return None
 
     def open_done_listener(self) -> EnqueueListener | None:

@@ -35,9 +35,10 @@ from pgtasks.sysdb.records import (
     TaskRecord,
 )
 from pgtasks.sysdb.rows import existing_step, task_from_row, written_step
-from pgtasks.sysdb.sqlfiles import Migration, load_migrations, load_statements
+from pgtasks.sysdb.sqlfiles import Migration, load_migrations, load_statements, pending_migrations
 from pgtasks.sysdb.store import SqlStore
 from pgtasks.sysdb.urls import DatabaseTarget
+from pgtasks.sysdb.waiting import send_message
 
 # The time the statement started, not the transaction: a claim stamps started_at and the
 # rate limiter counts its window on the same clock, so a claim that ran late in its
@@ -100,6 +101,14 @@ def _duplicates_of(tasks: list[NewTask], inserted: set[str]) -> dict[str, Any]:
     }
 
 
+def events_channel(schema: str) -> str:
+    """The channel on which the ids of the tasks of ``schema`` that set an event are announced."""
+    channel = f"pgtasks_events_{schema}"
+    if len(channel) > 63:
+        channel = "pgtasks_events_" + hashlib.sha256(schema.encode()).hexdigest()[:32]
+    return validate_identifier(channel, "channel name")
+
+
 def done_channel(schema: str) -> str:
     """The channel on which the ids of the tasks of ``schema`` that finished are announced."""
     channel = f"pgtasks_done_{schema}"
@@ -135,6 +144,7 @@ class PostgresSystemDatabase(PostgresSessions, SqlStore):
         self.schema = quote_identifier(target.schema, "schema name")
         self.channel = notify_channel(target.schema)
         self.done_channel = done_channel(target.schema)
+        self.events_channel = events_channel(target.schema)
         self._done_checked_at = -DONE_LISTENERS_RECHECK
         self._done_listened = True
         self.sql = load_statements("postgres", {"__schema__": self.schema, "__now_ms__": NOW_MS})
@@ -173,7 +183,7 @@ class PostgresSystemDatabase(PostgresSessions, SqlStore):
             ) from exc
         try:
             with conn:
-                if self._applied_versions(conn) == len(migrations):
+                if not pending_migrations(migrations, self._applied_versions(conn)):
                     return []  # fast path: no lock when the schema is current
                 conn.rollback()
                 try:
@@ -209,19 +219,19 @@ class PostgresSystemDatabase(PostgresSessions, SqlStore):
             self._on(conn, "migrations_table_create")
             done = self._applied_versions(conn)
             applied = []
-            for migration in migrations[done:]:
+            for migration in pending_migrations(migrations, done):
                 conn.execute(migration.sql.replace("__schema__", self.schema))
                 self._on(conn, "migration_record", {"version": migration.version, "name": migration.name})
                 applied.append(MigrationInfo(migration.version, migration.name))
             return applied
 
-    def _applied_versions(self, conn: psycopg.Connection[Any]) -> int:
+    def _applied_versions(self, conn: psycopg.Connection[Any]) -> set[int]:
         row = self._on(
             conn, "migrations_table_exists", {"table": f"{self.schema}.{MIGRATIONS_TABLE}"}
         ).fetchone()
         if row is None or row["t"] is None:
-            return 0
-        return int(self._on(conn, "migrations_count").fetchone()["n"])
+            return set()
+        return {int(r["version"]) for r in self._on(conn, "migrations_versions").fetchall()}
 
     # -- tasks --------------------------------------------------------------------------
     def tasks_enqueue(self, tasks: list[NewTask], conn: Any = None) -> list[EnqueueResult]:
@@ -237,6 +247,17 @@ class PostgresSystemDatabase(PostgresSessions, SqlStore):
         if conn is not None:
             return enqueue_overlapped(chunks, lambda: _callers_transaction(conn), self._enqueue_on)
         return enqueue_overlapped(chunks, self._tx, self._enqueue_on)
+
+    def _send_on_callers(self, conn: Any, args: dict[str, Any], wake: dict[str, Any]) -> bool:
+        if not isinstance(conn, psycopg.Connection):
+            raise ConfigurationError(f"conn= must be a psycopg.Connection, not {type(conn).__name__}")
+        with _callers_transaction(conn) as tx, tx.cursor(row_factory=dict_row) as cur:
+
+            def run(name: str, values: dict[str, Any]) -> list[dict[str, Any]]:
+                cur.execute(self.sql[name], values)
+                return cur.fetchall() if cur.description else []
+
+            return send_message(run, args, wake)
 
     def _enqueue_on(self, conn: psycopg.Connection[Any], tasks: list[NewTask]) -> list[EnqueueResult]:
         if not tasks:  # the bulk statement has no parameters to bind for zero rows
@@ -406,6 +427,11 @@ class PostgresSystemDatabase(PostgresSessions, SqlStore):
         if self.target.transaction_pooling and not self.target.listen_dsn:
             return None  # LISTEN through a transaction pool would lose notifications: poll
         return PostgresListener(self.target, self.channel)
+
+    def open_event_listener(self) -> EnqueueListener | None:
+        if self.target.transaction_pooling and not self.target.listen_dsn:
+            return None
+        return PostgresListener(self.target, self.events_channel)
 
     def open_done_listener(self) -> EnqueueListener | None:
         if self.target.transaction_pooling and not self.target.listen_dsn:

@@ -21,16 +21,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pgtasks.sysdb.identifiers import quote_identifier
-from pgtasks.sysdb.sqlfiles import load_migrations
+from pgtasks.sysdb.sqlfiles import load_migrations, pending_migrations
 
 MIGRATIONS_TABLE = "pgtasks_migrations"
 NOW_MS = "(extract(epoch from now()) * 1000)::bigint"
 
 
-def migration_script(dialect: str, schema: str, applied: int) -> str:
-    """The migrations after the first ``applied`` ones, as one script that also records them,
-    in one transaction (what ``pgtasks migrate`` would run)."""
-    migrations = load_migrations(dialect)[applied:]
+def migration_script(dialect: str, schema: str, applied: set[int]) -> str:
+    """The migrations whose numbers are not ``applied``, as one script that also records
+    them, in one transaction (what ``pgtasks migrate`` would run)."""
+    migrations = pending_migrations(load_migrations(dialect), applied)
     if not migrations:
         return "-- the schema is up to date: nothing to run\n"
     if dialect == "postgres":

@@ -128,6 +128,7 @@ class TaskRecord:
     has_links: bool = False  # other tasks wait for this one's outcome (task_links)
     meta: str | None = None  # JSON: metadata its sender stored with the task (headers, root_id, group)
     end_reason: EndReason | None = None  # why it ended without its own outcome
+    wait_for: str | None = None  # a suspended task's wake-up besides its time (waiting.py)
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,7 +207,9 @@ class Outcome:
     """The final state of one task, written fenced on the executor that ran it."""
 
     task_id: str
-    status: Status  # SUCCESS or ERROR; ENQUEUED gives the task back unfinished (release)
+    # SUCCESS or ERROR; ENQUEUED gives the task back unfinished (release); DELAYED: the task
+    # suspended itself to wait (engine/waiting.py) and its row says so already: nothing to write
+    status: Status
     output: str | None = None
     error: str | None = None
     claim_token: str | None = None  # the run's token; None fences on the executor only
@@ -498,3 +501,112 @@ class LinkResolver(Protocol):
     def as_output(self, result: tuple[str, str | None], tag: str) -> str | None:
         """A parent's result re-serialized with ``tag``: the output of a task it replaced."""
         ...
+
+
+@dataclass(frozen=True, slots=True)
+class WaitParams:
+    """One look of a running task at what it waits for (docs/waiting.md), in one transaction:
+    a message of ``topic`` sent to it, or the event ``event_key`` of ``event_task_id``, or,
+    with neither, only its time. Found: ``step`` is recorded with it (a message is consumed
+    with that checkpoint). Not found and ``deadline_ms`` (database time) passed: ``step`` is
+    recorded empty. Else, more than ``hold_ms`` to wait: the task is suspended (DELAYED until
+    the deadline, woken early by what it waits for) and gives its worker slot back; less: the
+    caller waits and looks again. ``step`` None (a sleep: its step is its deadline) records
+    nothing."""
+
+    task_id: str
+    executor_id: str
+    claim_token: str | None
+    deadline_ms: int
+    hold_ms: int
+    step: StepRecord | None = None
+    topic: str | None = None
+    event_task_id: str | None = None
+    event_key: str | None = None
+
+    @property
+    def wait_for(self) -> str | None:
+        """What besides the time wakes the suspended task (``workflow_status.wait_for``)."""
+        if self.topic is not None:
+            return f"message:{self.task_id}:{self.topic}"
+        if self.event_task_id is not None:
+            return event_wait_key(self.event_task_id, self.event_key or "")
+        return None
+
+
+def event_wait_key(task_id: str, key: str) -> str:
+    """``wait_for`` of a task waiting for the event ``key`` of ``task_id``."""
+    return f"event:{task_id}:{key}"
+
+
+class WaitState(str, Enum):
+    """How one look of :class:`WaitParams` ended."""
+
+    DONE = "DONE"  # found (or timed out): the step is recorded
+    SUSPENDED = "SUSPENDED"  # the task now waits as DELAYED: its body must stop
+    WAIT = "WAIT"  # nothing yet, and too little time left to give the slot back: look again
+    ABANDONED = "ABANDONED"  # the task is no longer this run's (cancelled, or taken over)
+
+
+@dataclass(frozen=True, slots=True)
+class Deadline:
+    """A wait's recorded deadline (epoch ms, database time) and what became of the task:
+    WAIT (it goes on), SUSPENDED (it waits as DELAYED until then) or ABANDONED (the step was
+    not this run's to record)."""
+
+    wake_at_ms: int
+    state: WaitState
+
+
+@dataclass(frozen=True, slots=True)
+class WaitResult:
+    """What a wait found: ``output`` (serialized by ``serialization``; None when it timed
+    out), and for WAIT the milliseconds left until the deadline."""
+
+    state: WaitState
+    output: str | None = None
+    serialization: str = "json"
+    remaining_ms: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class MessageParams:
+    """A message to ``destination`` under ``topic``; ``message_id`` makes a re-send of the
+    same message a no-op (built from the sender's idempotency key)."""
+
+    message_id: str
+    destination: str
+    topic: str
+    message: str
+    serialization: str = "json"
+
+
+@dataclass(frozen=True, slots=True)
+class MessageInfo:
+    """A message of a task, as the dashboard shows it."""
+
+    message_id: str
+    topic: str
+    message: str
+    serialization: str
+    created_at_epoch_ms: int
+    consumed: bool
+
+
+@dataclass(frozen=True, slots=True)
+class EventEntry:
+    """One value a task set under ``key``, by the step ``function_id`` (its history)."""
+
+    key: str
+    value: str
+    serialization: str
+    function_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class StreamEntry:
+    """One value of a stream at ``position``; ``value`` None closes the stream."""
+
+    position: int
+    value: str | None
+    serialization: str

@@ -49,6 +49,7 @@ def task_from_row(row: Mapping[str, Any]) -> TaskRecord:
         has_links=bool(row.get("has_links")),
         meta=row.get("meta"),
         end_reason=EndReason(row["end_reason"]) if row.get("end_reason") else None,
+        wait_for=row.get("wait_for"),
     )
 
 
@@ -136,3 +137,18 @@ def recovery_report(rows: Sequence[Mapping[str, Any]]) -> RecoveryReport:
         else:
             report.requeued.append(row["workflow_uuid"])
     return report
+
+
+def step_args(step: StepRecord) -> dict[str, Any]:
+    """The parameters of the ``step_record`` statement for ``step``."""
+    return {
+        "task_id": step.task_id,
+        "function_id": step.function_id,
+        "function_name": step.function_name,
+        "output": step.output,
+        "error": step.error,
+        "serialization": step.serialization,
+        "started_at": step.started_at_epoch_ms,
+        "executor_id": step.executor_id,
+        "claim_token": step.claim_token,
+    }

@@ -51,7 +51,9 @@ class Migration:
 
 
 def load_migrations(dialect: str) -> list[Migration]:
-    """The migrations of a dialect, in version order, numbered 1, 2, 3 ... without gaps."""
+    """The migrations of a dialect, in version order. Numbers are unique and increasing but
+    may have gaps (a number reserved for a change not merged yet): a database applies every
+    migration whose number it has not recorded, so a gap filled later is applied then."""
     folder = resources.files("pgtasks.sysdb").joinpath("sql").joinpath("migrations").joinpath(dialect)
     found = []
     for entry in folder.iterdir():
@@ -59,9 +61,15 @@ def load_migrations(dialect: str) -> list[Migration]:
         if match:
             found.append(Migration(int(match.group(1)), match.group(2), entry.read_text()))
     found.sort(key=lambda m: m.version)
-    if [m.version for m in found] != list(range(1, len(found) + 1)):
-        raise RuntimeError(f"{dialect} migrations are not numbered 1..N: {[m.version for m in found]}")
+    versions = [m.version for m in found]
+    if len(set(versions)) != len(versions) or (versions and versions[0] < 1):
+        raise RuntimeError(f"{dialect} migrations must have unique numbers from 1: {versions}")
     return found
+
+
+def pending_migrations(migrations: list[Migration], applied: set[int]) -> list[Migration]:
+    """The migrations whose numbers are not among the ``applied`` ones, in order."""
+    return [m for m in migrations if m.version not in applied]
 
 
 def load_declared_schema(dialect: str) -> str:

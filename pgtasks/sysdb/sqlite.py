@@ -35,7 +35,7 @@ from pgtasks.sysdb.records import (
     TaskRecord,
 )
 from pgtasks.sysdb.rows import task_from_row
-from pgtasks.sysdb.sqlfiles import load_migrations, load_statements
+from pgtasks.sysdb.sqlfiles import load_migrations, load_statements, pending_migrations
 from pgtasks.sysdb.store import SqlStore
 from pgtasks.sysdb.urls import DatabaseTarget
 
@@ -114,9 +114,9 @@ class SqliteSystemDatabase(SqlStore):
         migrations = load_migrations("sqlite")
         with self._transaction() as conn:
             self._on(conn, "migrations_table_create")
-            done = self._on(conn, "migrations_count").fetchone()["n"]
+            done = {r["version"] for r in self._on(conn, "migrations_versions").fetchall()}
             applied = []
-            for migration in migrations[done:]:
+            for migration in pending_migrations(migrations, done):
                 # executescript() would COMMIT our transaction; run statement by statement.
                 for statement in _split_statements(migration.sql):
                     conn.execute(statement)

@@ -38,17 +38,16 @@ from pgtasks.sysdb.records import (
 from pgtasks.sysdb.retention import RetentionStore
 from pgtasks.sysdb.rows import (
     executor_from_row,
-    existing_step,
     queue_from_row,
     recovery_report,
     step_from_row,
     task_from_row,
-    written_step,
 )
 from pgtasks.sysdb.schedules import ScheduleStore
+from pgtasks.sysdb.waiting import WaitingStore
 
 
-class SqlStore(CompletionStore, EventStore, ScheduleStore, RetentionStore, SystemDatabase):
+class SqlStore(CompletionStore, EventStore, ScheduleStore, RetentionStore, WaitingStore, SystemDatabase):
     """The methods of :class:`SystemDatabase` both dialects share."""
 
     # -- schema -------------------------------------------------------------------------
@@ -120,25 +119,8 @@ class SqlStore(CompletionStore, EventStore, ScheduleStore, RetentionStore, Syste
         return found
 
     def step_record(self, step: StepRecord) -> StepWrite:
-        args = {
-            "task_id": step.task_id,
-            "function_id": step.function_id,
-            "function_name": step.function_name,
-            "output": step.output,
-            "error": step.error,
-            "serialization": step.serialization,
-            "started_at": step.started_at_epoch_ms,
-            "executor_id": step.executor_id,
-            "claim_token": step.claim_token,
-        }
         with self._transaction() as conn:
-            row = self._on(conn, "step_record", args).fetchone()
-            if row is not None:
-                if "task_status" not in row:  # SQLite's insert returns only its own row
-                    row = self._on(conn, "task_status", args).fetchone()
-                return written_step(row["task_status"])
-            owner = self._on(conn, "step_owner", args).fetchone()
-        return existing_step(owner, step)
+            return self._record_step_on(conn, step)
 
     def task_owned_by(self, task_id: str, executor_id: str, claim_token: str | None = None) -> bool:
         args = {"task_id": task_id, "executor_id": executor_id, "claim_token": claim_token}

@@ -371,7 +371,11 @@ class Worker:
             _log_outcome(self._outcome_log, record, outcome, elapsed, self._hidden.pop(record.task_id, ()))
             if self.metrics is not None:
                 self.metrics.finished(record, outcome, elapsed)
-            if outcome is not None and self._completer is not None:
+            if outcome is not None and outcome.status is Status.DELAYED:
+                self._disown([record.task_id])  # suspended: its row is written already
+                if self._due is not None:
+                    self._due.poke()  # its wake-up time may be the next one due here
+            elif outcome is not None and self._completer is not None:
                 self._note_effects(record, outcome)
                 if record.has_links:  # its links are resolved in the outcome's transaction
                     outcome = dataclasses.replace(outcome, has_links=True)
@@ -490,6 +494,8 @@ def _log_outcome(
     elif outcome.retry_in_ms is not None:
         summary = scrub(error_summary(outcome.error), hidden)
         log.info("%s retry in %gs: %s", label, outcome.retry_in_ms / 1000, summary)
+    elif outcome.status is Status.DELAYED:
+        log.info("%s waits (durable wait: its worker slot is free) after %.3fs", label, elapsed)
     elif outcome.status is Status.ENQUEUED:
         log.warning("%s released after %.3fs: it will run again from its last checkpoint", label, elapsed)
     else:

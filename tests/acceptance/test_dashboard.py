@@ -112,6 +112,7 @@ def seeded(database_url: str, tmp_path_factory: pytest.TempPathFactory) -> Itera
         ok = app.enqueue("board.work", [21], {"token": "hunter2-secret"})
         failed = app.enqueue("board.fail", ["it broke"])
         assert ok.get(timeout=60) == "value 42"
+        app.send(ok.id, {"note": "after the end"}, topic="notes")  # kept, never received
         wait_for(lambda: failed.status == "ERROR", what="the failing task to fail")
         held = [app.enqueue("board.work", [i], queue="held").id for i in range(3)]
         dead = app.enqueue("board.work", [7], queue="graveyard", max_recovery_attempts=0).id
@@ -258,6 +259,9 @@ def test_every_page_loads_with_real_tasks(board: Board, browser: WebDriver, seed
     assert "***" in arguments and "hunter2-secret" not in browser.page_source
     steps = _text(browser, "#steps")
     assert "double" in steps and "describe" in steps and '"value 42"' in _text(browser, "#result")
+    assert "doubled" in _text(browser, "#events") and "42" in _text(browser, "#events")
+    messages = _text(browser, "#messages")
+    assert "notes" in messages and "after the end" in messages and "no" in messages
     _shot(browser, "task")
     browser.get(board.base + f"/task/{seeded['failed']}")
     assert "ValueError" in _text(browser, "#error")

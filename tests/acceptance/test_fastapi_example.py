@@ -1,7 +1,7 @@
 """The FastAPI example (examples/fastapi_app, issue 15), run for real: uvicorn serving it and an
 asyncio worker running its tasks, both subprocesses. A report is enqueued in the request's
 transaction (a request that fails after the enqueue leaves no task) and its progress arrives
-as server-sent events, one per checkpointed step, then the result."""
+as server-sent events, one per value of its progress stream (read_stream), then the result."""
 
 from __future__ import annotations
 

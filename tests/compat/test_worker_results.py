@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+import pgtasks
 from tests.compat.apps import results_app as proj
 from tests.support.celery_worker import celery_worker
 from tests.support.inprocess import wait_for
@@ -39,6 +40,17 @@ def test_values_states_and_the_original_exception_type(worker: Path) -> None:
     assert failed.state == "FAILURE" and failed.failed()
     assert isinstance(failed.result, proj.AppError) and "AppError: boom" in (failed.traceback or "")
     assert isinstance(failed.get(timeout=5, propagate=False), proj.AppError)
+
+    napping = proj.nap.delay(1.5)  # pgtasks.sleep from a Celery task (docs/waiting.md)
+    client = pgtasks.Client(proj.app.conf.broker_url)  # the database the app sends to
+
+    def suspended() -> bool:
+        record = client.engine.get_task(napping.id)
+        return record is not None and record.status is pgtasks.Status.DELAYED
+
+    wait_for(suspended, timeout=30, what="the Celery task to sleep without its worker slot")
+    assert napping.get(timeout=30) == "rested"
+    client.close()
 
 
 def test_request_inside_the_worker(worker: Path) -> None:

@@ -21,7 +21,7 @@ from pgtasks.engine.errors import ConfigurationError
 from pgtasks.scheduler import Beat, ManualClock, admin, define_schedule
 from pgtasks.sysdb import open_system_database
 from pgtasks.sysdb.provisioning import RoleNames, roles_script
-from pgtasks.sysdb.records import ClaimParams
+from pgtasks.sysdb.records import ClaimParams, Status, WaitParams, WaitState
 from tests.support.cli import run_pgtasks
 from tests.support.inprocess import running_worker, wait_for
 from tests.support.schemas import (
@@ -300,3 +300,40 @@ def test_the_worker_and_admin_roles_still_do_their_work(roles: Roles) -> None:
         handle = client.enqueue("roles.add", [1, 2])
         assert client.engine.admin.cancel(handle.id)  # the CLI's cancel
         client.close()
+
+
+def test_the_producer_sends_messages_and_wakes_their_receiver_but_consumes_nothing(roles: Roles) -> None:
+    worker_db = open_system_database(roles.worker)
+    producer = Client(roles.producer)
+    try:
+        task_id = producer.enqueue("roles.wait").id
+        [claimed] = worker_db.tasks_claim(ClaimParams("w1", "v1", ("default",), 1))
+        deadline = worker_db.now_ms() + 60_000
+        waiting = worker_db.task_wait(
+            WaitParams(task_id, "w1", claimed.claim_token, deadline, 500, topic="t")
+        )
+        assert waiting.state is WaitState.SUSPENDED
+        assert producer.send(task_id, {"paid": True}, topic="t", idempotency_key="order-1")
+        woken = worker_db.task_get(task_id)  # through pgtasks_wake(): it may change no task itself
+        assert woken is not None and woken.status is Status.ENQUEUED
+        for consume in (
+            lambda: run(roles.producer, "UPDATE S.notifications SET consumed = TRUE"),
+            lambda: run(
+                roles.producer,
+                "INSERT INTO S.notifications (message_uuid, destination_uuid, topic, message,"
+                f" created_at_epoch_ms, consumed) VALUES ('x', %s, 't', '1', {NOW}, TRUE)",
+                (task_id,),
+            ),
+            lambda: run(
+                roles.producer,
+                "INSERT INTO S.streams (workflow_uuid, key, position, value, function_id)"
+                " VALUES (%s, 'k', 0, '1', 1)",
+                (task_id,),
+            ),
+        ):
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                consume()
+        assert [m.consumed for m in worker_db.messages_of(task_id)] == [False]
+    finally:
+        producer.close()
+        worker_db.close()

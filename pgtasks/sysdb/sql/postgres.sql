@@ -659,8 +659,8 @@ CREATE TABLE IF NOT EXISTS __schema__.pgtasks_migrations (
 -- name: migrations_table_exists
 SELECT to_regclass(%(table)s) AS t
 
--- name: migrations_count
-SELECT count(*) AS n FROM __schema__.pgtasks_migrations
+-- name: migrations_versions
+SELECT version FROM __schema__.pgtasks_migrations
 
 -- name: migration_record
 INSERT INTO __schema__.pgtasks_migrations VALUES (%(version)s, %(name)s, __now_ms__)
@@ -954,3 +954,82 @@ DELETE FROM __schema__.workflow_status WHERE workflow_uuid = ANY(%(ids)s::text[]
 -- name: task_links_delete_for
 DELETE FROM __schema__.task_links
 WHERE parent_uuid = ANY(%(ids)s::text[]) OR child_uuid = ANY(%(ids)s::text[])
+
+-- =============================================================================================
+-- Durable waiting (waiting.py; docs/waiting.md): sleeps, messages, events and streams.
+-- =============================================================================================
+
+-- name: wait_lock
+-- Serializes a waiter's look-then-suspend with a sender's wake (pgtasks_wake takes the same
+-- lock): a message or event committed after the look finds the task suspended and wakes it.
+SELECT pg_advisory_xact_lock(hashtext('pgtasks.wait'), hashtext(%(wait_for)s))
+
+-- name: task_suspend
+-- The running task gives its slot back and waits as DELAYED until %(wake_at)s (the due timer
+-- promotes it through workflow_status_delayed_idx, as any delayed task), its checkpoints kept.
+-- Fenced like a checkpoint. A suspension ends an attempt cleanly: recovery_attempts starts
+-- again, so a task may wait any number of times. It started, so it can no longer expire.
+UPDATE __schema__.workflow_status
+SET status = 'DELAYED', delay_until_epoch_ms = %(wake_at)s, wait_for = %(wait_for)s,
+    executor_id = NULL, recovery_attempts = 0, expires_at_epoch_ms = NULL, updated_at = __now_ms__
+WHERE workflow_uuid = %(task_id)s AND status = 'PENDING' AND executor_id = %(executor_id)s
+  AND (%(claim_token)s::text IS NULL OR claim_token = %(claim_token)s)
+RETURNING workflow_uuid
+
+-- name: tasks_wake
+SELECT __schema__.pgtasks_wake(%(wait_for)s, %(channel)s) AS n
+
+-- name: message_insert
+-- Idempotent by message id (the sender's idempotency key): a second send inserts nothing.
+INSERT INTO __schema__.notifications (
+    message_uuid, destination_uuid, topic, message, created_at_epoch_ms, serialization)
+SELECT %(message_id)s, %(destination)s, %(topic)s, %(message)s, __now_ms__, %(serialization)s
+WHERE EXISTS (SELECT 1 FROM __schema__.workflow_status WHERE workflow_uuid = %(destination)s)
+ON CONFLICT (message_uuid) DO NOTHING
+RETURNING message_uuid
+
+-- name: message_oldest
+-- One probe of notifications_unconsumed_idx, which holds only the messages not received.
+SELECT message_uuid, message, serialization FROM __schema__.notifications
+WHERE destination_uuid = %(task_id)s AND topic = %(topic)s AND NOT consumed
+ORDER BY seq
+LIMIT 1
+FOR UPDATE
+
+-- name: message_consume
+UPDATE __schema__.notifications SET consumed = TRUE WHERE message_uuid = %(message_id)s
+
+-- name: messages_of
+SELECT message_uuid, topic, message, serialization, created_at_epoch_ms, consumed
+FROM __schema__.notifications WHERE destination_uuid = %(task_id)s
+ORDER BY seq
+
+-- name: event_history_insert
+INSERT INTO __schema__.workflow_events_history (workflow_uuid, function_id, key, value, serialization)
+VALUES (%(id)s, %(function_id)s, %(key)s, %(value)s, %(tag)s)
+ON CONFLICT (workflow_uuid, function_id) DO NOTHING
+
+-- name: event_announce
+-- For readers outside a task waiting on get_event (LISTEN): delivered when the event commits.
+SELECT pg_notify(%(channel)s, %(task_id)s) AS n
+
+-- name: events_of
+SELECT key, value, serialization, function_id FROM __schema__.workflow_events_history
+WHERE workflow_uuid = %(task_id)s ORDER BY function_id
+
+-- name: stream_append
+-- The next position of the stream; the step's fence (recorded first, in this transaction)
+-- keeps a second writer out, and the primary key would refuse a duplicate position.
+INSERT INTO __schema__.streams (workflow_uuid, key, position, value, serialization, function_id)
+SELECT %(task_id)s, %(key)s,
+       COALESCE((SELECT max(position) + 1 FROM __schema__.streams
+                 WHERE workflow_uuid = %(task_id)s AND key = %(key)s), 0),
+       %(value)s, %(serialization)s, %(function_id)s
+WHERE NOT EXISTS (SELECT 1 FROM __schema__.streams
+                  WHERE workflow_uuid = %(task_id)s AND key = %(key)s AND function_id = %(function_id)s)
+
+-- name: stream_read
+SELECT position, value, serialization FROM __schema__.streams
+WHERE workflow_uuid = %(task_id)s AND key = %(key)s AND position >= %(start)s
+ORDER BY position
+LIMIT %(limit)s

@@ -33,7 +33,9 @@ CREATE TABLE __schema__.workflow_status (
     has_links BOOLEAN NOT NULL DEFAULT FALSE,
     meta TEXT,
     -- why it ended without its own outcome (records.EndReason), else NULL
-    end_reason TEXT
+    end_reason TEXT,
+    -- what besides its time wakes a waiting task (migration 0017), else NULL
+    wait_for TEXT
 );
 
 -- The claim reads only ENQUEUED rows in (queue, priority, age) order: a partial index keeps
@@ -111,10 +113,38 @@ CREATE TABLE __schema__.notifications (
     message TEXT NOT NULL,
     created_at_epoch_ms BIGINT NOT NULL,
     serialization TEXT NOT NULL DEFAULT 'json',
-    consumed BOOLEAN NOT NULL DEFAULT FALSE
+    consumed BOOLEAN NOT NULL DEFAULT FALSE,
+    seq BIGINT GENERATED ALWAYS AS IDENTITY
 );
 CREATE INDEX notifications_destination_topic_idx
     ON __schema__.notifications (destination_uuid, topic);
+CREATE INDEX notifications_unconsumed_idx
+    ON __schema__.notifications (destination_uuid, topic, seq)
+    WHERE NOT consumed;
+CREATE INDEX workflow_status_wait_for_idx
+    ON __schema__.workflow_status (wait_for)
+    WHERE wait_for IS NOT NULL;
+
+CREATE TABLE __schema__.workflow_events_history (
+    workflow_uuid TEXT NOT NULL
+        REFERENCES __schema__.workflow_status (workflow_uuid) ON DELETE CASCADE,
+    function_id INTEGER NOT NULL,
+    key TEXT NOT NULL,
+    value TEXT NOT NULL,
+    serialization TEXT NOT NULL DEFAULT 'json',
+    PRIMARY KEY (workflow_uuid, function_id)
+);
+
+CREATE TABLE __schema__.streams (
+    workflow_uuid TEXT NOT NULL
+        REFERENCES __schema__.workflow_status (workflow_uuid) ON DELETE CASCADE,
+    key TEXT NOT NULL,
+    position INTEGER NOT NULL,
+    value TEXT,
+    serialization TEXT NOT NULL DEFAULT 'json',
+    function_id INTEGER NOT NULL,
+    PRIMARY KEY (workflow_uuid, key, position)
+);
 
 CREATE TABLE __schema__.workflow_schedules (
     schedule_id TEXT PRIMARY KEY,
@@ -218,7 +248,20 @@ ALTER TABLE __schema__.notifications ENABLE ROW LEVEL SECURITY;
 CREATE POLICY pgtasks_read ON __schema__.notifications FOR SELECT USING (true);
 CREATE POLICY pgtasks_update ON __schema__.notifications FOR UPDATE USING (true) WITH CHECK (true);
 CREATE POLICY pgtasks_delete ON __schema__.notifications FOR DELETE USING (true);
-CREATE POLICY pgtasks_insert ON __schema__.notifications FOR INSERT WITH CHECK (has_table_privilege('__schema__.notifications'::regclass, 'UPDATE'));
+CREATE POLICY pgtasks_insert ON __schema__.notifications FOR INSERT WITH CHECK (
+    has_table_privilege('__schema__.notifications'::regclass, 'UPDATE') OR NOT consumed);
+
+ALTER TABLE __schema__.workflow_events_history ENABLE ROW LEVEL SECURITY;
+CREATE POLICY pgtasks_read ON __schema__.workflow_events_history FOR SELECT USING (true);
+CREATE POLICY pgtasks_update ON __schema__.workflow_events_history FOR UPDATE USING (true) WITH CHECK (true);
+CREATE POLICY pgtasks_delete ON __schema__.workflow_events_history FOR DELETE USING (true);
+CREATE POLICY pgtasks_insert ON __schema__.workflow_events_history FOR INSERT WITH CHECK (has_table_privilege('__schema__.workflow_events_history'::regclass, 'UPDATE'));
+
+ALTER TABLE __schema__.streams ENABLE ROW LEVEL SECURITY;
+CREATE POLICY pgtasks_read ON __schema__.streams FOR SELECT USING (true);
+CREATE POLICY pgtasks_update ON __schema__.streams FOR UPDATE USING (true) WITH CHECK (true);
+CREATE POLICY pgtasks_delete ON __schema__.streams FOR DELETE USING (true);
+CREATE POLICY pgtasks_insert ON __schema__.streams FOR INSERT WITH CHECK (has_table_privilege('__schema__.streams'::regclass, 'UPDATE'));
 
 ALTER TABLE __schema__.workflow_schedules ENABLE ROW LEVEL SECURITY;
 CREATE POLICY pgtasks_read ON __schema__.workflow_schedules FOR SELECT USING (true);
@@ -265,3 +308,26 @@ ALTER TABLE __schema__.workflow_events SET (
     autovacuum_vacuum_scale_factor = 0.02,
     autovacuum_vacuum_insert_scale_factor = 0.05
 );
+
+-- Wakes the tasks waiting for wait_for (a message sent, an event set) and announces their
+-- queues on channel. SECURITY DEFINER: a producer, which may change no task, may still wake
+-- the one its message is for, and nothing else. The advisory lock on wait_for serializes this
+-- with a waiter's check-then-suspend (the same lock), so no wake-up falls between the two.
+CREATE FUNCTION __schema__.pgtasks_wake(waited TEXT, channel TEXT) RETURNS INTEGER
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    n INTEGER;
+BEGIN
+    PERFORM pg_advisory_xact_lock(hashtext('pgtasks.wait'), hashtext(waited));
+    WITH woken AS (
+        UPDATE __schema__.workflow_status
+        SET status = 'ENQUEUED', delay_until_epoch_ms = NULL, wait_for = NULL,
+            updated_at = (extract(epoch FROM statement_timestamp()) * 1000)::bigint
+        WHERE wait_for = waited AND status = 'DELAYED'
+        RETURNING queue_name
+    )
+    SELECT count(pg_notify(channel, q.queue_name)) INTO n
+    FROM (SELECT DISTINCT queue_name FROM woken) AS q;
+    RETURN n;
+END
+$$;

@@ -379,8 +379,8 @@ SELECT __now_ms__ AS now_ms
 CREATE TABLE IF NOT EXISTS pgtasks_migrations (
     version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)
 
--- name: migrations_count
-SELECT count(*) AS n FROM pgtasks_migrations
+-- name: migrations_versions
+SELECT version FROM pgtasks_migrations
 
 -- name: migration_record
 INSERT INTO pgtasks_migrations VALUES (:version, :name, __now_ms__)
@@ -659,3 +659,73 @@ DELETE FROM workflow_status WHERE workflow_uuid IN (SELECT value FROM json_each(
 -- name: task_links_delete_for
 DELETE FROM task_links
 WHERE parent_uuid IN (SELECT value FROM json_each(:ids)) OR child_uuid IN (SELECT value FROM json_each(:ids))
+
+-- =============================================================================================
+-- Durable waiting (waiting.py; docs/waiting.md): sleeps, messages, events and streams.
+-- =============================================================================================
+
+-- name: wait_lock
+-- Nothing to lock: SQLite's write transactions (BEGIN IMMEDIATE) are already one at a time.
+SELECT :wait_for AS wait_for
+
+-- name: task_suspend
+UPDATE workflow_status
+SET status = 'DELAYED', delay_until_epoch_ms = :wake_at, wait_for = :wait_for,
+    executor_id = NULL, recovery_attempts = 0, expires_at_epoch_ms = NULL, updated_at = __now_ms__
+WHERE workflow_uuid = :task_id AND status = 'PENDING' AND executor_id = :executor_id
+  AND (:claim_token IS NULL OR claim_token = :claim_token)
+RETURNING workflow_uuid
+
+-- name: tasks_wake
+UPDATE workflow_status
+SET status = 'ENQUEUED', delay_until_epoch_ms = NULL, wait_for = NULL, updated_at = __now_ms__
+WHERE wait_for = :wait_for AND status = 'DELAYED'
+
+-- name: message_insert
+INSERT INTO notifications (
+    message_uuid, destination_uuid, topic, message, created_at_epoch_ms, serialization)
+SELECT :message_id, :destination, :topic, :message, __now_ms__, :serialization
+WHERE EXISTS (SELECT 1 FROM workflow_status WHERE workflow_uuid = :destination)
+ON CONFLICT (message_uuid) DO NOTHING
+RETURNING message_uuid
+
+-- name: message_oldest
+SELECT message_uuid, message, serialization FROM notifications
+WHERE destination_uuid = :task_id AND topic = :topic AND consumed = 0
+ORDER BY rowid
+LIMIT 1
+
+-- name: message_consume
+UPDATE notifications SET consumed = 1 WHERE message_uuid = :message_id
+
+-- name: messages_of
+SELECT message_uuid, topic, message, serialization, created_at_epoch_ms, consumed
+FROM notifications WHERE destination_uuid = :task_id
+ORDER BY rowid
+
+-- name: event_history_insert
+INSERT INTO workflow_events_history (workflow_uuid, function_id, key, value, serialization)
+VALUES (:id, :function_id, :key, :value, :tag)
+ON CONFLICT (workflow_uuid, function_id) DO NOTHING
+
+-- name: event_announce
+-- Readers poll on SQLite: nothing to announce.
+SELECT :task_id AS task_id
+
+-- name: events_of
+SELECT key, value, serialization, function_id FROM workflow_events_history
+WHERE workflow_uuid = :task_id ORDER BY function_id
+
+-- name: stream_append
+INSERT INTO streams (workflow_uuid, key, position, value, serialization, function_id)
+SELECT :task_id, :key,
+       COALESCE((SELECT max(position) + 1 FROM streams WHERE workflow_uuid = :task_id AND key = :key), 0),
+       :value, :serialization, :function_id
+WHERE NOT EXISTS (SELECT 1 FROM streams
+                  WHERE workflow_uuid = :task_id AND key = :key AND function_id = :function_id)
+
+-- name: stream_read
+SELECT position, value, serialization FROM streams
+WHERE workflow_uuid = :task_id AND key = :key AND position >= :start
+ORDER BY position
+LIMIT :limit

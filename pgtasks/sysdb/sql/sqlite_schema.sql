@@ -31,7 +31,8 @@ CREATE TABLE workflow_status (
     has_links INTEGER NOT NULL DEFAULT 0,
     meta TEXT,
     -- why it ended without its own outcome (records.EndReason), else NULL
-    end_reason TEXT
+    end_reason TEXT,
+    wait_for TEXT
 );
 
 -- SQLite appends the rowid to every index key, so (queue, priority) is also in FIFO order.
@@ -184,3 +185,30 @@ CREATE INDEX task_links_child_idx ON task_links (child_uuid, kind, position);
 -- A chord's body asks, at each parent's outcome, whether any parent is still to come.
 CREATE INDEX task_links_chord_waiting_idx ON task_links (child_uuid)
     WHERE kind = 'chord' AND done = 0;
+
+-- Durable waiting (migration 0013).
+CREATE INDEX workflow_status_wait_for_idx ON workflow_status (wait_for) WHERE wait_for IS NOT NULL;
+
+CREATE INDEX notifications_unconsumed_idx
+    ON notifications (destination_uuid, topic) WHERE consumed = 0;
+
+CREATE TABLE workflow_events_history (
+    workflow_uuid TEXT NOT NULL
+        REFERENCES workflow_status (workflow_uuid) ON DELETE CASCADE,
+    function_id INTEGER NOT NULL,
+    key TEXT NOT NULL,
+    value TEXT NOT NULL,
+    serialization TEXT NOT NULL DEFAULT 'json',
+    PRIMARY KEY (workflow_uuid, function_id)
+);
+
+CREATE TABLE streams (
+    workflow_uuid TEXT NOT NULL
+        REFERENCES workflow_status (workflow_uuid) ON DELETE CASCADE,
+    key TEXT NOT NULL,
+    position INTEGER NOT NULL,
+    value TEXT,
+    serialization TEXT NOT NULL DEFAULT 'json',
+    function_id INTEGER NOT NULL,
+    PRIMARY KEY (workflow_uuid, key, position)
+);

@@ -3,6 +3,7 @@ that fails with a traceback."""
 
 from __future__ import annotations
 
+import pgtasks
 from pgtasks import App
 
 app = App("board", poll_interval=0.05)
@@ -20,7 +21,9 @@ def describe(x: int) -> str:
 
 @app.task(name="board.work", secret_args=("token",))
 def work(x: int, token: str = "") -> str:
-    return describe(double(x))
+    doubled = double(x)
+    pgtasks.set_event("doubled", doubled)  # shown on the task's page
+    return describe(doubled)
 
 
 @app.task(name="board.fail")

@@ -8,6 +8,7 @@ from celery import Celery, shared_task
 from celery.exceptions import Ignore
 from celery.utils.log import get_task_logger
 
+import pgtasks
 from tests.compat.apps.ledger import note
 
 app = Celery("results", broker=os.environ.get("PGTASKS_DATABASE_URL"))
@@ -26,6 +27,13 @@ logger = get_task_logger(__name__)
 
 class AppError(Exception):
     """An exception type of the application's own."""
+
+
+@app.task
+def nap(seconds):
+    """A Celery task that sleeps durably: its worker slot is free while it waits."""
+    pgtasks.sleep(seconds)
+    return "rested"
 
 
 @app.task
