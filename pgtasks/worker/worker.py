@@ -184,7 +184,7 @@ class Worker:
         self._completer.start()
         self._lease = LeaseKeeper(store, self.info, self.engine.settings.lease_seconds, self._lease_round)
         self._lease.start()
-        self._lease.tick()
+        _through_outages(self._lease.tick)  # a restart right after the registration is waited out
         self._due = DueTimer(store, self.options.queues, self._wake, self.engine.settings.poll_interval)
         self._due.start()
         # Even where the app keeps results forever: a queue may set an age of its own.
