@@ -50,6 +50,9 @@ class PoolOptions:
 
 class Pool(Protocol):
     inline: bool  # True when submit() runs the task before returning (solo)
+    # True once the pool holds a thread it cannot stop (the asyncio pool's blocked loop): the
+    # worker then shuts down and replaces its process (run_worker).
+    replace_process: bool
 
     def start(self) -> None: ...
 
@@ -108,6 +111,7 @@ def guarded_outcome(record: TaskRecord, exc: BaseException) -> Outcome:
 
 class ThreadPool:
     inline = False
+    replace_process = False
 
     def __init__(self, engine: Engine, executor_id: str, options: PoolOptions, finish: Finish) -> None:
         self._engine, self._executor_id, self._finish = engine, executor_id, finish
@@ -139,6 +143,7 @@ class ThreadPool:
 
 class SoloPool(ThreadPool):
     inline = True
+    replace_process = False
 
     def __init__(self, engine: Engine, executor_id: str, options: PoolOptions, finish: Finish) -> None:
         self._engine, self._executor_id, self._finish = engine, executor_id, finish

@@ -61,6 +61,7 @@ HELD_CHECK_SECONDS = 0.5
 
 class PreforkPool:
     inline = False
+    replace_process = False
 
     def __init__(self, engine: Engine, executor_id: str, options: PoolOptions, finish: Finish) -> None:
         self._engine, self._executor_id, self._options, self._finish = engine, executor_id, options, finish

@@ -322,6 +322,8 @@ class Worker:
     def _free_slots(self) -> int:
         """How many tasks to claim now: the free processes or threads, and with prefork the
         prefetch beyond them (see WorkerOptions.prefetch_multiplier)."""
+        if self._pool.replace_process:  # the process is about to be replaced: nothing new
+            return 0
         capacity = self.options.concurrency
         if self.options.pool == "prefork" and self.queues is not None and self.queues.unlimited():
             capacity *= self.options.prefetch_multiplier
@@ -401,10 +403,17 @@ class Worker:
     def broken_part(self, claim_loop: threading.Thread) -> str | None:
         """What of this worker stopped on its own (the claim loop, the pool), or None."""
         if not claim_loop.is_alive():
-            return "claim loop"
+            return "claim loop stopped unexpectedly"
+        if self._pool.replace_process:
+            return f"{self.options.pool} pool is blocked past a hard time limit: the process will be replaced"
         if not self._pool.alive():
-            return f"{self.options.pool} pool"
+            return f"{self.options.pool} pool stopped unexpectedly"
         return None
+
+    @property
+    def replace_process(self) -> bool:
+        """True when this process must be replaced once stopped (a thread it cannot stop)."""
+        return self._pool.replace_process
 
     def alive(self) -> str | None:
         """None while the heartbeat is fresh (within the lease), else why not (probes)."""

@@ -22,7 +22,7 @@ from urllib.parse import parse_qs, urlsplit
 import psycopg
 import pytest
 
-from pgtasks import Client
+from pgtasks import Client, TimeLimitExceeded
 from tests.support.inprocess import wait_for
 from tests.support.ledger import lines_of, text_of
 from tests.support.processes import stop, worker_process
@@ -208,3 +208,34 @@ def test_a_read_only_server_is_waited_for_in_one_line(
     out = text_of(log)
     assert out.count("is read-only") <= 2, out  # the outage's warning (and the start-up's)
     assert "Traceback" not in out and "ReadOnlySqlTransaction" not in out, out
+
+
+def test_a_blocked_event_loop_meets_its_hard_time_limit(pg_url: str, tmp_path: Path) -> None:
+    """Issue 25, item 4: ``time.sleep(30)`` inside ``async def`` with ``--time-limit 2``. The
+    watchdog names the task, fails it with TimeLimitExceeded while it still blocks, gives back
+    the other task of the loop and replaces the process (same pid), which runs that task again.
+    Then (item 5) a dict shaped like a codec tag goes through that worker unchanged."""
+    log, ledger = tmp_path / "w1.log", tmp_path / "ledger"
+    worker = _worker(pg_url, tmp_path, "w1", "asyncio", "--time-limit", "2")
+    client = Client(pg_url, pool_size=2)
+    try:
+        wait_for(lambda: "ready." in text_of(log), 60, "the worker to start")
+        napping = client.enqueue("ops.nap", [1.5])
+        wait_for(lambda: f"{napping.id} nap" in lines_of(ledger), 30, "the other task to start")
+        blocking = client.enqueue("ops.block_loop", [30])
+        with pytest.raises(TimeLimitExceeded):
+            blocking.get(timeout=60)
+        assert f"{blocking.id} unblocked" not in lines_of(ledger)  # failed while it still blocked
+        assert napping.get(timeout=60) == "rested"  # given back, run again by the new process
+        assert lines_of(ledger).count(f"{napping.id} nap") == 2
+        assert worker.poll() is None
+        tag_shaped = {"__type__": "bytes", "__value__": "aGk="}
+        assert client.enqueue("ops.echo", [tag_shaped]).get(timeout=30) == tag_shaped
+        assert client.enqueue("ops.type_of", [tag_shaped]).get(timeout=30) == "dict"
+    finally:
+        client.close()
+        stop(worker)
+    out = text_of(log)
+    assert "blocked for" in out and f"ops.block_loop[{blocking.id}]" in out, out
+    assert "replacing the worker process" in out and out.count(" ready.") == 2, out
+    assert "Traceback" not in out, out
