@@ -276,10 +276,8 @@ class PostgresSessions:
                     yield conn
                     return
             pool.check()
-        with (
-            pool.connection() as conn,
-            _closed_if_read_only(conn),
-        ):  # sessions keep dying: let the statement tell
+        # Sessions keep dying: let the statement tell.
+        with pool.connection() as conn, _closed_if_read_only(conn):
             yield conn
 
     @contextmanager
