@@ -12,7 +12,7 @@ import contextlib
 import dataclasses
 import itertools
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from pgtasks.engine import tracing
@@ -39,6 +39,7 @@ from pgtasks.engine.settings import Settings
 from pgtasks.engine.task_admin import TaskAdmin
 from pgtasks.engine.worker_api import WorkerApi
 from pgtasks.support.backoff import Backoff
+from pgtasks.sysdb.errors import DuplicatesRefused
 from pgtasks.sysdb.records import (
     HOLDER_FINISHED,
     EndReason,
@@ -179,23 +180,25 @@ class Engine:
         """Insert tasks in one statement and return their ids.
 
         A task id that exists already returns that task. A deduplication id held by an
-        unfinished task raises :class:`DuplicateTaskError`, or with ``on_duplicate="return"``
-        returns the id of the task that holds it. Inside a running task, tasks sent without an
-        explicit id get ids derived from the parent's id and position, so a re-run of the
-        parent sends each child once.
+        unfinished task raises :class:`DuplicateTaskError` naming the request, and then no task
+        of the batch is written (all or nothing); with ``on_duplicate="return"`` the others are
+        written and that request returns the id of the task that holds it. Inside a running
+        task, tasks sent without an explicit id get ids derived from the parent's id and
+        position, so a re-run of the parent sends each child once.
         """
         if on_duplicate not in ("raise", "return"):
             raise ValueError("on_duplicate must be 'raise' or 'return'")
         rows: list[NewTask] = []
-        with tracing.sending([r.name for r in requests]) as stamp:
+        strict = on_duplicate == "raise"
+        with tracing.sending([r.name for r in requests]) as stamp, _refused_batch(rows):
             build = self._row_builder(rows, stamp)
             if len(requests) <= ENQUEUE_CHUNK:
-                results = self._database.sysdb.tasks_enqueue(build(requests), conn=conn)
+                results = self._database.sysdb.tasks_enqueue(build(requests), conn, strict)
             else:  # the database writes one chunk while the next is being serialized
                 chunks = (
                     build(requests[i : i + ENQUEUE_CHUNK]) for i in range(0, len(requests), ENQUEUE_CHUNK)
                 )
-                results = self._database.sysdb.tasks_enqueue_chunks(chunks, conn=conn)
+                results = self._database.sysdb.tasks_enqueue_chunks(chunks, conn, strict)
         ids = _sent_ids(rows, results, on_duplicate)
         self._queue_watch.check({row.queue_name for row in rows})
         return ids
@@ -211,9 +214,9 @@ class Engine:
         if on_duplicate not in ("raise", "return"):
             raise ValueError("on_duplicate must be 'raise' or 'return'")
         rows: list[NewTask] = []
-        with tracing.sending([r.name for r in requests]) as stamp:
+        with tracing.sending([r.name for r in requests]) as stamp, _refused_batch(rows):
             built = self._row_builder(rows, stamp)(requests)
-            results = await self._database.sysdb.tasks_enqueue_async(built, conn)
+            results = await self._database.sysdb.tasks_enqueue_async(built, conn, on_duplicate == "raise")
         return _sent_ids(rows, results, on_duplicate)
 
     def _row_builder(
@@ -345,6 +348,27 @@ class Engine:
                 "it is dead-lettered: resume it by hand once the cause is fixed"
             )
         raise ValueError(f"task {record.task_id} has not finished (status {record.status.value})")
+
+
+@contextlib.contextmanager
+def _refused_batch(rows: list[NewTask]) -> Iterator[None]:
+    """Turn the refusal of an all-or-nothing batch into DuplicateTaskError naming the first
+    request refused (its position in ``rows``, the batch as built)."""
+    try:
+        yield
+    except DuplicatesRefused as refused:
+        position = {row.task_id: i for i, row in enumerate(rows)}
+        result = min(
+            (r for r in refused.results if r.duplicate_of is not None), key=lambda r: position[r.task_id]
+        )
+        i = position[result.task_id]
+        row = rows[i]
+        raise DuplicateTaskError(
+            f"request {i + 1} of {len(rows)}: task {row.name!r} with deduplication_id "
+            f"{row.deduplication_id!r} is already queued on {row.queue_name!r} as task "
+            f"{result.duplicate_of}; no task of the batch was written",
+            result.duplicate_of,
+        ) from None
 
 
 def _sent_ids(rows: list[NewTask], results: list[EnqueueResult], on_duplicate: str) -> list[str]:

@@ -121,6 +121,9 @@ async def within_limits(awaitable: Awaitable[Any], limits: TimeLimits) -> Any:
     if hard is None and soft is None:
         return await awaitable
     inner = asyncio.ensure_future(awaitable)
+    outer = asyncio.current_task()
+    if outer is not None and isinstance(inner, asyncio.Task):
+        inner.set_name(outer.get_name())  # the asyncio pool's watchdog finds the task by name
     loop = asyncio.get_running_loop()
     soft_fired = False
 

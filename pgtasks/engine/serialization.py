@@ -2,7 +2,10 @@
 
 JSON by default, with a ``serialization`` tag stored beside every value. Besides JSON's own
 types, the JSON codec carries datetime, date, time, timedelta, UUID, Decimal and bytes as
-tagged objects (as kombu's JSON does). Pickle is available only when the application lists
+tagged objects (as kombu's JSON does): ``{"__type__": "bytes", "__value__": "aGk="}``. A
+user's dict of that very shape is escaped on the way in (``{"__type__": "dict", "__value__":
+[[key, value], ...]}``), so plain data cannot forge a tag: it round-trips unchanged. Rows
+written before the escape read back as they did. Pickle is available only when the application lists
 it in ``accept_content``; a row whose tag is not accepted is refused, never guessed.
 """
 
@@ -22,6 +25,7 @@ from pgtasks.engine.errors import PayloadTooLarge, SerializationError
 from pgtasks.engine.failures import describe_failure
 
 _TYPE, _VALUE = "__type__", "__value__"
+_TAG_KEY = json.dumps(_TYPE)  # in the text of every value that holds a tag or looks like one
 _USUAL_FAILURES = (TypeError, ValueError, pickle.PicklingError, AttributeError)
 
 
@@ -52,6 +56,7 @@ _DECODERS: dict[str, Callable[[Any], Any]] = {
     "uuid": uuid.UUID,
     "decimal": decimal.Decimal,
     "bytes": base64.b64decode,
+    "dict": dict,  # an escaped user dict (see _escaped)
 }
 
 
@@ -60,6 +65,18 @@ def _encode_default(value: Any) -> Any:
         if isinstance(value, cls):
             return {_TYPE: name, _VALUE: encode(value)}
     raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+def _escaped(value: Any) -> Any:
+    """``value`` with every dict shaped like a tag (the keys ``__type__`` and ``__value__``
+    alone) replaced by the tag of a dict, its items as pairs; the rest as it is."""
+    if isinstance(value, dict):
+        if len(value) == 2 and _TYPE in value and _VALUE in value:
+            return {_TYPE: "dict", _VALUE: [[k, _escaped(v)] for k, v in value.items()]}
+        return {k: _escaped(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_escaped(v) for v in value]
+    return value
 
 
 def _decode_hook(obj: dict[str, Any]) -> Any:
@@ -78,7 +95,10 @@ class JsonSerializer:
         self._encoder = json.JSONEncoder(default=_encode_default, allow_nan=False, separators=(",", ":"))
 
     def dumps(self, value: Any) -> str:
-        return self._encoder.encode(value)
+        text = self._encoder.encode(value)
+        if _TAG_KEY in text:  # a tag, or a user's dict that may look like one: escape those
+            text = self._encoder.encode(_escaped(value))
+        return text
 
     def loads(self, text: str) -> Any:
         return json.loads(text, object_hook=_decode_hook)

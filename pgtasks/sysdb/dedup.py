@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from pgtasks.sysdb.errors import DuplicatesRefused
 from pgtasks.sysdb.records import HOLDER_FINISHED, EnqueueResult, NewTask
 
 
@@ -35,6 +36,20 @@ def enqueue_results(
             results.append(
                 EnqueueResult(task.task_id, inserted=False, duplicate_of=holder or HOLDER_FINISHED)
             )
+    return results
+
+
+def may_refuse(tasks: list[NewTask], all_or_nothing: bool) -> bool:
+    """Whether an all-or-nothing enqueue of ``tasks`` needs a transaction of its own: only a
+    batch of several tasks, one of them with a deduplication id, can be refused in part."""
+    return all_or_nothing and len(tasks) > 1 and any(t.deduplication_id is not None for t in tasks)
+
+
+def refuse_duplicates(results: list[EnqueueResult]) -> list[EnqueueResult]:
+    """``results``, or DuplicatesRefused (raised inside the enqueue's transaction, which then
+    rolls back) if a deduplication id of the batch is held by another task."""
+    if any(r.duplicate_of is not None for r in results):
+        raise DuplicatesRefused(results)
     return results
 
 

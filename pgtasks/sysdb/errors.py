@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class PgtasksError(Exception):
     """Base class of every error pgtasks raises."""
@@ -13,3 +15,19 @@ class ConfigurationError(PgtasksError, ValueError):
 
 class DatabaseUnavailable(PgtasksError):
     """The system database could not be reached or answered with a connection error."""
+
+
+class DatabaseBusy(DatabaseUnavailable):
+    """The database, reached over a live session, refused a statement for now: a lock held
+    by another session (``lock_timeout``), ``statement_timeout``, a serialization failure or
+    a deadlock. Retried like an outage; unlike an outage, the lease is renewed meanwhile (the
+    heartbeat has a session of its own), so the task stays this worker's."""
+
+
+class DuplicatesRefused(PgtasksError):
+    """An all-or-nothing enqueue found a deduplication id already held: nothing was written.
+    ``results`` holds one result per task (those with ``duplicate_of`` set were refused)."""
+
+    def __init__(self, results: list[Any]) -> None:
+        super().__init__("a deduplication id of the batch is held by another task")
+        self.results = results

@@ -88,18 +88,25 @@ class SystemDatabase(ABC):
 
     # -- tasks --------------------------------------------------------------------------
     @abstractmethod
-    def tasks_enqueue(self, tasks: list[NewTask], conn: Any = None) -> list[EnqueueResult]:
+    def tasks_enqueue(
+        self, tasks: list[NewTask], conn: Any = None, all_or_nothing: bool = False
+    ) -> list[EnqueueResult]:
         """Insert tasks (one statement); an existing task id or deduplication id is kept.
 
         With ``conn`` (a psycopg connection, PostgreSQL only) the insert joins the caller's
-        open transaction and is committed or rolled back with it.
+        open transaction and is committed or rolled back with it. With ``all_or_nothing``, a
+        deduplication id of the batch held by another task writes nothing and raises
+        :class:`~pgtasks.sysdb.errors.DuplicatesRefused` (in a caller's transaction, only the
+        batch's statements are rolled back: a savepoint).
         """
 
-    def tasks_enqueue_chunks(self, chunks: Iterable[list[NewTask]], conn: Any = None) -> list[EnqueueResult]:
+    def tasks_enqueue_chunks(
+        self, chunks: Iterable[list[NewTask]], conn: Any = None, all_or_nothing: bool = False
+    ) -> list[EnqueueResult]:
         """Insert tasks that arrive in chunks, all in one transaction (all or nothing), with the
         results of :meth:`tasks_enqueue` in order. A dialect may write one chunk while the
         caller prepares the next."""
-        return self.tasks_enqueue([task for chunk in chunks for task in chunk], conn=conn)
+        return self.tasks_enqueue([task for chunk in chunks for task in chunk], conn, all_or_nothing)
 
     @abstractmethod
     def task_get(self, task_id: str) -> TaskRecord | None:
@@ -399,7 +406,9 @@ class SystemDatabase(ABC):
         statement that records outcomes), or None where the database has none: waiters poll."""
         return None
 
-    async def tasks_enqueue_async(self, tasks: list[NewTask], conn: Any) -> list[EnqueueResult]:
+    async def tasks_enqueue_async(
+        self, tasks: list[NewTask], conn: Any, all_or_nothing: bool = False
+    ) -> list[EnqueueResult]:
         """:meth:`tasks_enqueue` on the caller's async connection, in its transaction."""
         raise ConfigurationError(
             f"conn= with an async connection needs PostgreSQL (psycopg.AsyncConnection); "

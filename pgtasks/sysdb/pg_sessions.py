@@ -34,7 +34,7 @@ from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from pgtasks.support.backoff import Backoff, Retry
-from pgtasks.sysdb.errors import ConfigurationError, DatabaseUnavailable
+from pgtasks.sysdb.errors import ConfigurationError, DatabaseBusy, DatabaseUnavailable
 from pgtasks.sysdb.identifiers import quote_identifier
 from pgtasks.sysdb.interface import EnqueueListener
 from pgtasks.sysdb.urls import DatabaseTarget
@@ -42,16 +42,26 @@ from pgtasks.sysdb.urls import DatabaseTarget
 T = TypeVar("T")
 POOL_WAIT_SECONDS = 10.0  # how long a caller waits for a connection before DatabaseUnavailable
 IDLE_IN_TRANSACTION_MS = 5_000  # see session_options
-# Errors after which a session is gone: the server ended it, or the network did.
-LOST_SESSION = (psycopg.OperationalError, psycopg.errors.IdleInTransactionSessionTimeout)
+# Errors that may be the database's rather than the request's: the server ended the session,
+# the network did, or the server refused for now (read below which SQLSTATEs are).
+LOST_SESSION = (
+    psycopg.OperationalError,
+    psycopg.errors.IdleInTransactionSessionTimeout,
+    psycopg.errors.ReadOnlySqlTransaction,  # an InternalError, class 25
+)
 # Of those, the SQLSTATEs (by class, or in full) that are an outage or a transient refusal:
 # connection exceptions (08), insufficient resources (53: too many connections, out of memory,
-# disk full), operator intervention (57: shutdown, cannot connect now, query cancelled), an idle
-# transaction ended by the server (25P03) and transaction rollbacks (40: serialization failure,
-# deadlock), all safe to retry. Others that psycopg also raises as OperationalError, such as
-# program limits (54: a key over the index row size) or object state (55), are the request's
-# own fault: retrying repeats them, so they are raised as they are, never as an outage.
-UNAVAILABLE_SQLSTATES = ("08", "53", "57", "25P03", "40")
+# disk full), operator intervention (57: shutdown, cannot connect now, query cancelled by
+# statement_timeout), an idle transaction ended by the server (25P03), a read-only server (25006:
+# a standby, a read-only role), a lock not granted within lock_timeout (55P03) and transaction
+# rollbacks (40: serialization failure, deadlock), all safe to retry. Others that psycopg also
+# raises as OperationalError, such as program limits (54: a key over the index row size) or
+# other object states (55), are the request's own fault: retrying repeats them, so they are
+# raised as they are, never as an outage.
+UNAVAILABLE_SQLSTATES = ("08", "53", "57", "25P03", "25006", "55P03", "40")
+# Of those, the refusals of a server that is there and writable, on a session that lives.
+BUSY_SQLSTATES = ("55P03", "57014", "40")
+READ_ONLY_SQLSTATE = "25006"
 
 
 def is_unavailable(exc: BaseException) -> bool:
@@ -60,6 +70,28 @@ def is_unavailable(exc: BaseException) -> bool:
         return False
     sqlstate = getattr(exc, "sqlstate", None)
     return sqlstate is None or sqlstate.startswith(UNAVAILABLE_SQLSTATES)  # None: client-side, no reply
+
+
+def is_busy(exc: BaseException) -> bool:
+    """True when ``exc`` is a transient refusal by a live server (see :class:`DatabaseBusy`)."""
+    sqlstate = getattr(exc, "sqlstate", None)
+    return sqlstate is not None and sqlstate.startswith(BUSY_SQLSTATES)
+
+
+def transient_words(exc: BaseException) -> tuple[type[DatabaseUnavailable], str]:
+    """For an error for which :func:`is_unavailable` holds: the class pgtasks raises for it and
+    what it means, worded for the operator ("the pgtasks database URL <words>: <error>")."""
+    if isinstance(exc, PoolTimeout):
+        return DatabaseUnavailable, "is unavailable"
+    sqlstate = getattr(exc, "sqlstate", None)
+    if sqlstate == READ_ONLY_SQLSTATE:
+        return DatabaseUnavailable, (
+            "is read-only (a standby, or a read-only role or default_transaction_read_only): "
+            "waiting for a writable primary"
+        )
+    if is_busy(exc):
+        return DatabaseBusy, "refused a statement for now (a lock held elsewhere, a timeout or a conflict)"
+    return DatabaseUnavailable, "is unavailable"
 
 
 GENERIC_POOL_SIZE = 3  # the claim loop, the checkpoint writer, a spare
@@ -112,6 +144,18 @@ def session_options(dsn: str) -> str:
     """
     own = conninfo_to_dict(dsn).get("options") or ""
     return f"{own} -c jit=off -c idle_in_transaction_session_timeout={IDLE_IN_TRANSACTION_MS}".strip()
+
+
+@contextmanager
+def _closed_if_read_only(conn: psycopg.Connection[Any]) -> Iterator[None]:
+    """Close a session the server refused a write on as read-only: a standby stays one, and a
+    role's default_transaction_read_only holds for the session. The pool opens a fresh one,
+    which may reach the promoted primary (a multi-host URL) or the role's new setting."""
+    try:
+        yield
+    except psycopg.errors.ReadOnlySqlTransaction:
+        conn.close()
+        raise
 
 
 class PostgresListener(EnqueueListener):
@@ -227,12 +271,13 @@ class PostgresSessions:
         that after a restart the callers find live sessions, not one dead session each."""
         pool = self._open_pool(generic)
         for _ in range(3):
-            with pool.connection() as conn:
+            with pool.connection() as conn, _closed_if_read_only(conn):
                 if session_alive(conn):
                     yield conn
                     return
             pool.check()
-        with pool.connection() as conn:  # sessions keep dying: let the statement tell
+        # Sessions keep dying: let the statement tell.
+        with pool.connection() as conn, _closed_if_read_only(conn):
             yield conn
 
     @contextmanager
@@ -245,9 +290,12 @@ class PostgresSessions:
         except (*LOST_SESSION, PoolTimeout) as exc:
             if not isinstance(exc, PoolTimeout) and not is_unavailable(exc):
                 raise
-            raise DatabaseUnavailable(
-                f"the pgtasks database {self.target.display_url} is unavailable: {self._describe(exc)}"
-            ) from exc
+            raise self._transient(exc) from exc
+
+    def _transient(self, exc: Exception) -> DatabaseUnavailable:
+        """The DatabaseUnavailable (or DatabaseBusy) that a transient ``exc`` is raised as."""
+        cls, words = transient_words(exc)
+        return cls(f"the pgtasks database {self.target.display_url} {words}: {self._describe(exc)}")
 
     def _describe(self, exc: Exception) -> str:
         """The error as the caller should read it: a pool timeout says it is one."""
@@ -293,12 +341,10 @@ class PostgresSessions:
             except LOST_SESSION as exc:
                 if not is_unavailable(exc):
                     raise  # the request's own fault (a program limit, ...): never an outage
-                if conn is not None and not conn.broken:  # the session lives: not an outage
-                    raise DatabaseUnavailable(
-                        f"the pgtasks database {self.target.display_url} is unavailable: {exc}"
-                    ) from exc
+                # A lock timeout, a statement timeout, a serialization failure, a read-only or
+                # a shutting-down server: retried like a lost connection, on the same deadline.
                 error = exc
-                if conn is not None:
+                if conn is not None and conn.broken:
                     self._open_pool(generic).check()  # replace every other dead idle session
             else:
                 self._outage_ended()
@@ -310,9 +356,7 @@ class PostgresSessions:
             retry.deadline = time.monotonic() + self._reconnect_deadline - waited
             pause = retry.next_delay()
             if pause is None:
-                raise DatabaseUnavailable(
-                    f"the pgtasks database {self.target.display_url} is unavailable: {self._describe(error)}"
-                ) from error
+                raise self._transient(error) from error
             time.sleep(pause)
 
     def _outage_began(self, error: Exception) -> float:
@@ -325,8 +369,9 @@ class PostgresSessions:
             since = self._outage_since
         if first:
             log.warning(
-                "the pgtasks database %s is unavailable; retrying for up to %gs: %s",
+                "the pgtasks database %s %s; retrying for up to %gs: %s",
                 self.target.display_url,
+                transient_words(error)[1],
                 self._reconnect_deadline,
                 (self._describe(error).strip().splitlines() or [type(error).__name__])[0],
             )

@@ -10,14 +10,20 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Iterable, Iterator
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import AsyncIterator, Iterable, Iterator
+from contextlib import AbstractContextManager, asynccontextmanager, contextmanager
 from typing import Any
 
 import psycopg
 from psycopg.rows import dict_row
 
-from pgtasks.sysdb.dedup import enqueue_columns, enqueue_results, single_task_params
+from pgtasks.sysdb.dedup import (
+    enqueue_columns,
+    enqueue_results,
+    may_refuse,
+    refuse_duplicates,
+    single_task_params,
+)
 from pgtasks.sysdb.errors import ConfigurationError, DatabaseUnavailable
 from pgtasks.sysdb.identifiers import quote_identifier, validate_identifier
 from pgtasks.sysdb.interface import EnqueueListener
@@ -117,15 +123,43 @@ def done_channel(schema: str) -> str:
     return validate_identifier(channel, "channel name")
 
 
+SAVEPOINT = "pgtasks_enqueue"
+
+
 @contextmanager
 def _callers_transaction(conn: psycopg.Connection[Any]) -> Iterator[psycopg.Connection[Any]]:
-    """The caller's connection inside a transaction: its own open one, or (in autocommit) a
-    new one, so that statements on it commit or roll back together."""
+    """The caller's connection inside a transaction: in autocommit a new one, else a savepoint
+    in its own (opened if none is: psycopg's ``transaction()`` would commit it), so that
+    statements on it commit or roll back together, and an error rolls back only them."""
     if conn.autocommit:
         with conn.transaction():
             yield conn
-    else:
+        return
+    conn.execute(f"SAVEPOINT {SAVEPOINT}")
+    try:
         yield conn
+    except BaseException:
+        conn.execute(f"ROLLBACK TO SAVEPOINT {SAVEPOINT}")
+        raise
+    conn.execute(f"RELEASE SAVEPOINT {SAVEPOINT}")
+
+
+@asynccontextmanager
+async def _callers_transaction_async(
+    conn: psycopg.AsyncConnection[Any],
+) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
+    """:func:`_callers_transaction` on an async connection."""
+    if conn.autocommit:
+        async with conn.transaction():
+            yield conn
+        return
+    await conn.execute(f"SAVEPOINT {SAVEPOINT}")
+    try:
+        yield conn
+    except BaseException:
+        await conn.execute(f"ROLLBACK TO SAVEPOINT {SAVEPOINT}")
+        raise
+    await conn.execute(f"RELEASE SAVEPOINT {SAVEPOINT}")
 
 
 class PostgresSystemDatabase(PostgresSessions, SqlStore):
@@ -234,19 +268,37 @@ class PostgresSystemDatabase(PostgresSessions, SqlStore):
         return {int(r["version"]) for r in self._on(conn, "migrations_versions").fetchall()}
 
     # -- tasks --------------------------------------------------------------------------
-    def tasks_enqueue(self, tasks: list[NewTask], conn: Any = None) -> list[EnqueueResult]:
+    def tasks_enqueue(
+        self, tasks: list[NewTask], conn: Any = None, all_or_nothing: bool = False
+    ) -> list[EnqueueResult]:
         if not tasks:
             return []
+        if may_refuse(tasks, all_or_nothing):  # one transaction (a savepoint in the caller's)
+            if conn is not None:
+                return self._enqueue_all_or_nothing(conn, tasks)
+            return self._retrying(lambda own: self._enqueue_all_or_nothing(own, tasks))
         if conn is not None:
             return self._enqueue_on(conn, tasks)
         # The task ids were fixed before the insert: an attempt whose reply was lost is found
         # by the next one (ON CONFLICT), so the enqueue is retried through an outage.
         return self._retrying(lambda own: self._enqueue_on(own, tasks))
 
-    def tasks_enqueue_chunks(self, chunks: Iterable[list[NewTask]], conn: Any = None) -> list[EnqueueResult]:
+    def _enqueue_all_or_nothing(
+        self, conn: psycopg.Connection[Any], tasks: list[NewTask]
+    ) -> list[EnqueueResult]:
+        with _callers_transaction(conn):
+            return refuse_duplicates(self._enqueue_on(conn, tasks))
+
+    def tasks_enqueue_chunks(
+        self, chunks: Iterable[list[NewTask]], conn: Any = None, all_or_nothing: bool = False
+    ) -> list[EnqueueResult]:
+        def write(on: psycopg.Connection[Any], tasks: list[NewTask]) -> list[EnqueueResult]:
+            results = self._enqueue_on(on, tasks)
+            return refuse_duplicates(results) if all_or_nothing else results
+
         if conn is not None:
-            return enqueue_overlapped(chunks, lambda: _callers_transaction(conn), self._enqueue_on)
-        return enqueue_overlapped(chunks, self._tx, self._enqueue_on)
+            return enqueue_overlapped(chunks, lambda: _callers_transaction(conn), write)
+        return enqueue_overlapped(chunks, self._tx, write)
 
     def _send_on_callers(self, conn: Any, args: dict[str, Any], wake: dict[str, Any]) -> bool:
         if not isinstance(conn, psycopg.Connection):
@@ -279,7 +331,9 @@ class PostgresSystemDatabase(PostgresSessions, SqlStore):
                 existing = cur.fetchall()
         return enqueue_results(tasks, inserted, existing)
 
-    async def tasks_enqueue_async(self, tasks: list[NewTask], conn: Any) -> list[EnqueueResult]:
+    async def tasks_enqueue_async(
+        self, tasks: list[NewTask], conn: Any, all_or_nothing: bool = False
+    ) -> list[EnqueueResult]:
         """The same statements as :meth:`_enqueue_on`, on the caller's ``psycopg.AsyncConnection``:
         in its open transaction, or in one of their own if it is in autocommit."""
         if not isinstance(conn, psycopg.AsyncConnection):
@@ -288,9 +342,10 @@ class PostgresSystemDatabase(PostgresSessions, SqlStore):
             )
         if not tasks:
             return []
-        if conn.autocommit:
-            async with conn.transaction():
-                return await self._enqueue_on_async(conn, tasks)
+        if conn.autocommit or may_refuse(tasks, all_or_nothing):  # a savepoint in the caller's
+            async with _callers_transaction_async(conn):
+                results = await self._enqueue_on_async(conn, tasks)
+                return refuse_duplicates(results) if all_or_nothing else results
         return await self._enqueue_on_async(conn, tasks)
 
     async def _enqueue_on_async(

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from pgtasks.support.backoff import Backoff
-from pgtasks.sysdb.dedup import enqueue_results, single_task_params
+from pgtasks.sysdb.dedup import enqueue_results, refuse_duplicates, single_task_params
 from pgtasks.sysdb.errors import ConfigurationError, DatabaseUnavailable
 from pgtasks.sysdb.records import (
     ClaimParams,
@@ -125,7 +125,9 @@ class SqliteSystemDatabase(SqlStore):
             return applied
 
     # -- tasks --------------------------------------------------------------------------
-    def tasks_enqueue(self, tasks: list[NewTask], conn: Any = None) -> list[EnqueueResult]:
+    def tasks_enqueue(
+        self, tasks: list[NewTask], conn: Any = None, all_or_nothing: bool = False
+    ) -> list[EnqueueResult]:
         if conn is not None:
             raise ConfigurationError(
                 "enqueue(conn=...) joins a PostgreSQL transaction; the SQLite database "
@@ -133,8 +135,9 @@ class SqliteSystemDatabase(SqlStore):
             )
         if not tasks:
             return []
-        with self._transaction() as db:
-            return self._enqueue_on(db, tasks)
+        with self._transaction() as db:  # one transaction: a refusal rolls the batch back
+            results = self._enqueue_on(db, tasks)
+            return refuse_duplicates(results) if all_or_nothing else results
 
     def _enqueue_on(self, db: sqlite3.Connection, tasks: list[NewTask]) -> list[EnqueueResult]:
         inserted: set[str] = set()

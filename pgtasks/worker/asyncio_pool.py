@@ -10,6 +10,11 @@ every claimed ``async def`` task as an asyncio task, up to ``-c`` at once.
   runs on the shared loop while the thread waits.
 - Time limits cancel the coroutine (see :func:`pgtasks.engine.execution.within_limits`); a
   revoke with ``terminate=True`` cancels it at once. A sync task's thread cannot be stopped.
+- A coroutine that blocks the loop stops those timers too: the watchdog
+  (:mod:`pgtasks.worker.loop_watch`) names it after a second, and once it is past its hard
+  limit the pool fails it with TimeLimitExceeded, gives back every other task it holds and
+  asks for the worker process to be replaced (``replace_process``: the blocked thread cannot
+  be stopped, the process can).
 """
 
 from __future__ import annotations
@@ -18,12 +23,16 @@ import asyncio
 import inspect
 import logging
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 from pgtasks.engine.core import Engine
+from pgtasks.engine.errors import TimeLimitExceeded
 from pgtasks.engine.execution import TimeLimits, execute_task_async, on_shared_loop
-from pgtasks.sysdb.records import Outcome, StepRecord, TaskRecord
+from pgtasks.engine.failures import encode_exception
+from pgtasks.sysdb.records import Outcome, Status, StepRecord, TaskRecord
 from pgtasks.worker.limits import time_limits
+from pgtasks.worker.loop_watch import TASK_PREFIX, LoopWatch, Running
 from pgtasks.worker.pools import Finish, PoolOptions, guarded_outcome, run_guarded
 
 log = logging.getLogger("pgtasks.worker")
@@ -34,6 +43,7 @@ class AsyncioPool:
 
     prefetches = False
     terminates = True  # a running coroutine is cancelled
+    replace_process = False
 
     def __init__(self, engine: Engine, executor_id: str, options: PoolOptions, finish: Finish) -> None:
         self._engine, self._executor_id, self._options, self._finish = engine, executor_id, options, finish
@@ -45,16 +55,55 @@ class AsyncioPool:
         self._cancelled: set[str] = set()  # cancelled by this pool: their outcome is not written
         self._thread = threading.Thread(target=self._serve, name="pgtasks-asyncio", daemon=True)
         self._stopping = False
+        # Every task submitted and not yet finished, for the watchdog; and those whose outcome
+        # the watchdog wrote (their coroutine, if the loop ever runs again, writes nothing).
+        self._submitted: dict[str, Running] = {}
+        self._given_up: set[str] = set()
+        self._lock = threading.Lock()
+        self._watch = LoopWatch(self._loop, self._running, self._overrun)
+        self.replace_process = False  # set once the loop is blocked past a hard time limit
 
     def start(self) -> None:
         self._thread.start()
+        self._watch.start()
+
+    def _running(self) -> dict[str, Running]:
+        with self._lock:
+            return dict(self._submitted)
+
+    def _overrun(self, task_id: str) -> None:
+        """On the watchdog's thread: the loop is blocked by ``task_id`` past its hard limit."""
+        with self._lock:
+            held, self._submitted = self._submitted, {}
+            self._given_up.update(held)
+        blocker = held.pop(task_id)
+        limit = blocker.hard_limit or 0.0
+        log.error(
+            "Task %s[%s] blocked the event loop past its hard time limit of %gs: failing it with "
+            "TimeLimitExceeded, giving back the %d other tasks of the loop and replacing the worker process",
+            blocker.record.name,
+            task_id,
+            limit,
+            len(held),
+        )
+        self.replace_process = True
+        error = encode_exception(TimeLimitExceeded(f"task ran longer than its time limit of {limit:g}s"))
+        self._finish(
+            blocker.record,
+            Outcome(task_id, Status.ERROR, error=error, claim_token=blocker.record.claim_token),
+        )
+        for other in held.values():
+            self._finish(
+                other.record,
+                Outcome(other.record.task_id, Status.ENQUEUED, claim_token=other.record.claim_token),
+            )
 
     def _serve(self) -> None:
         asyncio.set_event_loop(self._loop)
         self._loop.run_forever()
 
     def alive(self) -> bool:
-        return self._thread.is_alive() or self._stopping
+        return (self._thread.is_alive() or self._stopping) and not self.replace_process
 
     def waiting(self) -> int:
         return 0  # the worker submits only what it can start at once
@@ -65,11 +114,19 @@ class AsyncioPool:
     def submit(self, record: TaskRecord, steps: list[StepRecord] | None = None) -> None:
         if self._loop.is_closed() or not self._thread.is_alive():
             raise RuntimeError("the asyncio pool's event loop is not running")
+        if self.replace_process:  # the loop is blocked: given back at once, its attempt taken back
+            self._finish(
+                record,
+                Outcome(record.task_id, Status.ENQUEUED, claim_token=record.claim_token, unstarted=True),
+            )
+            return
         limits = time_limits(self._engine, record, self._options.time_limit, self._options.soft_time_limit)
+        with self._lock:
+            self._submitted[record.task_id] = Running(record, time.monotonic(), limits[0])
         self._loop.call_soon_threadsafe(self._start, record, steps, limits)
 
     def _start(self, record: TaskRecord, steps: list[StepRecord] | None, limits: TimeLimits) -> None:
-        task = self._loop.create_task(self._run(record, steps, limits), name=f"pgtasks:{record.task_id}")
+        task = self._loop.create_task(self._run(record, steps, limits), name=f"{TASK_PREFIX}{record.task_id}")
         self._tasks[record.task_id] = task
 
     async def _run(self, record: TaskRecord, steps: list[StepRecord] | None, limits: TimeLimits) -> None:
@@ -84,6 +141,11 @@ class AsyncioPool:
             pass
         finally:
             self._tasks.pop(task_id, None)
+            with self._lock:
+                self._submitted.pop(task_id, None)
+                given_up = task_id in self._given_up
+        if given_up:  # the watchdog wrote its outcome already
+            return
         if task_id in self._cancelled:
             # Revoked with terminate=True (the row is CANCELLED already), or a cold shutdown
             # (the row stays PENDING here and is recovered): nothing to write either way.
@@ -125,7 +187,11 @@ class AsyncioPool:
     def shutdown(self, wait: bool) -> None:
         """Stop the loop; with ``wait`` False cancel what still runs (it is recovered later)."""
         self._stopping = True
+        self._watch.stop()
         if not self._thread.is_alive():
+            return
+        if self.replace_process:  # the loop is blocked: nothing to wait for, the process goes
+            self._threads.shutdown(wait=False)
             return
         if not wait:
 

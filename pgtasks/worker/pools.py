@@ -75,6 +75,9 @@ class Pool(Protocol):
     prefetches: bool
     # terminate() can stop a running task at once (revoke with terminate=True).
     terminates: bool
+    # True once the pool holds a thread it cannot stop (the asyncio pool's blocked loop): the
+    # worker then shuts down and replaces its process (run_worker).
+    replace_process: bool
 
     def start(self) -> None: ...
 
@@ -136,6 +139,7 @@ class ThreadPool:
 
     prefetches = False
     terminates = False
+    replace_process = False
 
     def __init__(self, engine: Engine, executor_id: str, options: PoolOptions, finish: Finish) -> None:
         self._engine, self._executor_id, self._finish = engine, executor_id, finish

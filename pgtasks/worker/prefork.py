@@ -64,6 +64,7 @@ class PreforkPool:
 
     prefetches = True  # submitted tasks wait for the next free child
     terminates = True  # a running child is killed
+    replace_process = False
 
     def __init__(self, engine: Engine, executor_id: str, options: PoolOptions, finish: Finish) -> None:
         self._engine, self._executor_id, self._options, self._finish = engine, executor_id, options, finish

@@ -15,6 +15,7 @@ import sys
 import threading
 from collections.abc import Callable
 from importlib.metadata import version as package_version
+from typing import NoReturn
 
 from pgtasks.engine.core import Engine
 from pgtasks.sysdb.urls import redact_url
@@ -117,7 +118,8 @@ def run_worker(
         if broken is not None:
             # The claim loop or the pool ended on its own: stop cleanly and exit non-zero, so a
             # supervisor restarts the worker instead of leaving a process that runs nothing.
-            log.critical("the %s stopped unexpectedly; shutting down", broken)
+            # A pool that asks for it has the process replaced instead (below).
+            log.critical("the %s; shutting down", broken)
             exit_code = 1
             stopper = threading.Thread(target=warm_shutdown, name="pgtasks-shutdown", daemon=True)
             stopper.start()
@@ -130,7 +132,21 @@ def run_worker(
     if not finished.is_set():
         log.warning("grace period over with tasks still running; they will be recovered")
     log.info("worker stopped")
+    if worker.replace_process:
+        _replace_process()
     logging.shutdown()
     if not finished.is_set():
         os._exit(exit_code)  # threads still running tasks must not keep the process alive
     return exit_code
+
+
+def _replace_process() -> NoReturn:
+    """Run this worker again in this process (same pid, same command line): a thread that
+    cannot be stopped (a blocked event loop) goes with the old image. Its tasks were written
+    or given back; whatever it still held is recovered by the new one (same executor id)."""
+    argv = [sys.executable, *sys.orig_argv[1:]]
+    log.warning("replacing the worker process (pid %d): %s", os.getpid(), " ".join(argv[1:]))
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execv(sys.executable, argv)

@@ -180,7 +180,7 @@ class Worker:
         self._completer.start()
         self._lease = LeaseKeeper(store, self.info, self.engine.settings.lease_seconds, self._lease_round)
         self._lease.start()
-        self._lease.tick()
+        _through_outages(self._lease.tick)  # a restart right after the registration is waited out
         self._due = DueTimer(store, self.options.queues, self._wake, self.engine.settings.poll_interval)
         self._due.start()
         # Even where the app keeps results forever: a queue may set an age of its own.
@@ -318,6 +318,8 @@ class Worker:
     def _free_slots(self) -> int:
         """How many tasks to claim now: the free processes or threads, and where the pool
         prefetches (prefork) the prefetch beyond them (see WorkerOptions.prefetch_multiplier)."""
+        if self._pool.replace_process:  # the process is about to be replaced: nothing new
+            return 0
         capacity = self.options.concurrency
         if self._pool.prefetches and self.queues is not None and self.queues.unlimited():
             capacity *= self.options.prefetch_multiplier
@@ -401,10 +403,17 @@ class Worker:
     def broken_part(self, claim_loop: threading.Thread) -> str | None:
         """What of this worker stopped on its own (the claim loop, the pool), or None."""
         if not claim_loop.is_alive():
-            return "claim loop"
+            return "claim loop stopped unexpectedly"
+        if self._pool.replace_process:
+            return f"{self.options.pool} pool is blocked past a hard time limit: the process will be replaced"
         if not self._pool.alive():
-            return f"{self.options.pool} pool"
+            return f"{self.options.pool} pool stopped unexpectedly"
         return None
+
+    @property
+    def replace_process(self) -> bool:
+        """True when this process must be replaced once stopped (a thread it cannot stop)."""
+        return self._pool.replace_process
 
     def alive(self) -> str | None:
         """None while the heartbeat is fresh (within the lease), else why not (probes)."""

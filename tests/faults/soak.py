@@ -15,7 +15,14 @@ seeded order):
 - ``crashpoint``: start an extra worker armed with a random crash point; it dies there;
 - ``beat-kill``: SIGKILL one of the two `pgtasks beat` processes, start it again;
 - ``beat-crash``: start an extra beat armed with ``after_fire_before_commit``; it dies inside
-  its first fire, which rolls back.
+  its first fire, which rolls back;
+- ``operator-lock``: an operator holds rows for one lease (``SELECT ... FOR UPDATE``
+  on a few unfinished tasks, running or waiting, and on every queue's settings row). No task
+  counts as touched by it: holding rows must not make any step body run twice.
+
+The whole run has role timeouts (``lock_timeout`` 300 ms, ``statement_timeout`` 10 s on the
+role everyone connects as), as managed databases often set them: a held row then makes the
+workers' statements fail with LockNotAvailable, which pgtasks must retry as the database's.
 
 The producer sends ``faults.steps`` tasks (1 to 4 steps, some on the ``limited`` queue,
 concurrency 2, some on the ``metered`` queue, 4 starts per second) with ids it chooses,
@@ -46,6 +53,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import psycopg
+
 from pgtasks import Client
 from tests.faults.apps.fault_app import (
     LIMITED_CONCURRENCY,
@@ -62,7 +71,9 @@ from tests.support.pgserver import PostgresServer
 from tests.support.processes import beat_process, worker_process
 
 APP = "tests.faults.apps.fault_app"
-KINDS = ("kill", "stop", "pg-fast", "pg-immediate", "crashpoint", "beat-kill", "beat-crash")
+KINDS = ("kill", "stop", "pg-fast", "pg-immediate", "crashpoint", "beat-kill", "beat-crash", "operator-lock")
+ROLE_TIMEOUTS = {"lock_timeout": "300ms", "statement_timeout": "10s"}
+HELD_TASKS = 5  # unfinished tasks an operator-lock fault holds
 BEATS = 2
 CRASH_POINTS = (
     "after_claim_commit",
@@ -256,8 +267,25 @@ class Soak:
             self._kill_one(kind, self.beats)
         elif kind == "beat-crash":
             self._crash_at("after_fire_before_commit", beat=True)
+        elif kind == "operator-lock":
+            self._hold_rows()
         else:
             self._crash_at(self.rng.choice(CRASH_POINTS))
+
+    def _hold_rows(self) -> None:
+        """Hold a few unfinished tasks and every queue's row for one lease. The fault is
+        on no executor (``operator``): no task may count as touched by it."""
+        start = time.time()
+        with psycopg.connect(self.server.url) as operator:
+            held = operator.execute(
+                "SELECT workflow_uuid FROM soak.workflow_status "
+                "WHERE status IN ('PENDING', 'ENQUEUED', 'DELAYED') ORDER BY random() LIMIT %s FOR UPDATE",
+                [HELD_TASKS],
+            ).fetchall()
+            operator.execute("SELECT 1 FROM soak.queues FOR UPDATE")
+            self._idle(self.options.lease)
+            operator.rollback()
+        self.faults.append(Fault("operator-lock", "operator", start, time.time(), f"{len(held)} tasks"))
 
     def _crash_at(self, point: str, beat: bool = False) -> None:
         self._armed += 1
@@ -281,6 +309,9 @@ class Soak:
     def run(self, progress: Callable[[str], None] = lambda _: None) -> SoakResult:
         began = time.monotonic()
         install_history(self.url)
+        with psycopg.connect(self.server.url, autocommit=True) as conn:  # for every later session
+            for setting, value in ROLE_TIMEOUTS.items():
+                conn.execute(f"ALTER ROLE CURRENT_USER SET {setting} = '{value}'")
         pools = [POOLS[i % len(POOLS)] for i in range(self.options.workers)]
         self.workers = [self._start(f"w{i}", pool) for i, pool in enumerate(pools)]
         self.beats = [self._start_beat(f"beat{i}") for i in range(BEATS)]
@@ -292,7 +323,7 @@ class Soak:
         try:
             while True:
                 self._idle(self.rng.uniform(*self.options.pause))
-                if time.monotonic() >= end:
+                if time.monotonic() >= end and not schedule:  # every kind once, at least
                     break
                 kind = schedule.pop(0) if schedule else self.rng.choice(KINDS)
                 progress(f"{time.monotonic() - began:6.1f}s  {kind}  ({len(self.acknowledged)} sent)")

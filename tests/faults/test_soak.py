@@ -9,7 +9,7 @@ from tests.faults.soak import KINDS, SoakOptions, run_soak
 
 
 def test_a_short_soak_loses_nothing(tmp_path: Path) -> None:
-    options = SoakOptions(seconds=35, seed=7, workers=3, rate=12, pause=(1.5, 3.0))
+    options = SoakOptions(seconds=35, seed=7, workers=3, rate=12, pause=(1.0, 2.5))
     result = run_soak(options, tmp_path, fsync=False)
     summary = result.summary()
     assert result.ok, summary

@@ -89,3 +89,33 @@ def test_chunks_join_the_callers_transaction(pg_url: str) -> None:
         assert stored(app) == COUNT
     finally:
         app.close()
+
+
+def test_a_batch_with_a_taken_deduplication_id_writes_nothing_and_names_the_request(
+    app: App, database_url: str
+) -> None:
+    """Issue 25, item 3: 10 requests, the 7th carrying a deduplication id already held: the
+    error names it and none of the others is written, so a caller that retries sends each
+    once. With on_duplicate="return" the others are written and every id comes back."""
+    [holder] = app.engine.enqueue([enqueue_request("bulk.job", deduplication_id="taken")])
+    requests = [enqueue_request("bulk.job", task_id=f"b{i}") for i in range(10)]
+    requests[6] = enqueue_request("bulk.job", task_id="b6", deduplication_id="taken")
+    with pytest.raises(
+        pgtasks.DuplicateTaskError, match=r"request 7 of 10: .*'taken'.*nothing|no task"
+    ) as refused:
+        app.engine.enqueue(requests)
+    assert refused.value.existing_task_id == holder
+    assert stored(app) == 1  # the holder alone
+    if database_url.startswith("postgres"):  # in a caller's transaction: a savepoint, still usable
+        base_url, _ = database_url.split("?schema=")
+        with psycopg.connect(base_url) as conn:
+            with pytest.raises(pgtasks.DuplicateTaskError):
+                app.engine.enqueue(requests, conn=conn)
+            app.engine.enqueue(requests[:6], conn=conn)
+        assert stored(app) == 7
+        app.engine.enqueue(requests[:6])  # already there: the same ids, nothing new
+    else:
+        app.engine.enqueue(requests[:6])
+    got = app.engine.enqueue(requests, on_duplicate="return")
+    assert got == [f"b{i}" for i in range(6)] + [holder] + [f"b{i}" for i in range(7, 10)]
+    assert stored(app) == 10

@@ -104,3 +104,17 @@ def test_the_bulk_path_honours_eta_expires_deduplication_and_partition(app: App)
     assert holder.id == held.id
     with pytest.raises(ValueError, match=r"task_ids=\[\.\.\.\], one per task"):
         job.map_enqueue([(7,)], task_id="x")
+
+
+def test_a_dict_shaped_like_a_codec_tag_is_stored_escaped_through_the_celery_layer(celery: Celery) -> None:
+    """Issue 25, item 5: sent with Celery's delay(), such a dict reads back unchanged."""
+
+    @celery.task(name="opts.echo_tag")
+    def echo(value: object) -> object:
+        return value
+
+    shaped = {"__type__": "bytes", "__value__": "aGk="}
+    sent = echo.delay(shaped)
+    record = celery.engine.get_task(sent.id)
+    assert record is not None
+    assert celery.engine.codec.loads_inputs(record.serialization, record.inputs, "x") == ([shaped], {})

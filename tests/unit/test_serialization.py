@@ -211,3 +211,26 @@ def test_invalid_json_text_is_refused() -> None:
 def test_loads_inputs_rejects_malformed_shapes(text: str) -> None:
     with pytest.raises(SerializationError, match="malformed"):
         Codec().loads_inputs("json", text, "x")
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"__type__": "bytes", "__value__": "aGk="},  # would come back as b"hi"
+        {"__type__": "bytes", "__value__": "not base64!"},  # would fail the task
+        {"__type__": "dict", "__value__": [["a", 1]]},  # the escape's own shape
+        {"__type__": ["unhashable"], "__value__": None},
+        [{"x": {"__type__": "uuid", "__value__": {"__type__": "date", "__value__": "x"}}}, b"\x00"],
+    ],
+)
+def test_a_plain_dict_shaped_like_a_tag_round_trips_unchanged(value: Any) -> None:
+    codec = Codec()
+    tag, text = codec.dumps(value)
+    assert codec.loads(tag, text) == value
+    args, kwargs = codec.loads_inputs(*codec.dumps_inputs("t", (value,), {"k": value}), "t")
+    assert args == [value] and kwargs == {"k": value}
+
+
+def test_rows_written_before_the_escape_read_back_as_before() -> None:
+    stored = '{"a":{"__type__":"bytes","__value__":"aGk="},"b":{"__type__":"x","__value__":1}}'
+    assert Codec().loads("json", stored) == {"a": b"hi", "b": {"__type__": "x", "__value__": 1}}

@@ -293,11 +293,17 @@ picked AS (SELECT workflow_uuid, seen_before FROM chosen LIMIT %(limit)s)
 __claim_picked__
 
 -- name: tasks_expire
--- Waiting tasks past their expiry are cancelled, never run (Celery's expires).
-UPDATE __schema__.workflow_status
+-- Waiting tasks past their expiry are cancelled, never run (Celery's expires). SKIP LOCKED,
+-- as in every maintenance statement: a row someone holds (an operator's SELECT ... FOR
+-- UPDATE, a claim in flight) is left to a later round instead of stalling this one.
+UPDATE __schema__.workflow_status AS ws
 SET status = 'CANCELLED', end_reason = 'EXPIRED', deduplication_id = NULL, updated_at = __now_ms__,
     error = '{"module": "pgtasks.engine.errors", "type": "TaskExpired", "message": "expired before it started", "args": null, "traceback": ""}'
-WHERE status IN ('ENQUEUED', 'DELAYED') AND expires_at_epoch_ms <= __now_ms__
+FROM (SELECT workflow_uuid FROM __schema__.workflow_status
+      WHERE status IN ('ENQUEUED', 'DELAYED') AND expires_at_epoch_ms <= __now_ms__
+      FOR UPDATE SKIP LOCKED) AS free
+WHERE ws.workflow_uuid = free.workflow_uuid
+  AND ws.status IN ('ENQUEUED', 'DELAYED') AND ws.expires_at_epoch_ms <= __now_ms__
 
 -- name: queue_get_all
 SELECT * FROM __schema__.queues ORDER BY name
@@ -417,9 +423,14 @@ SELECT workflow_uuid FROM done, notified, finished
 SELECT NOT pg_try_advisory_xact_lock(%(key)s) AS present
 
 -- name: tasks_promote_delayed
-UPDATE __schema__.workflow_status
+-- SKIP LOCKED: a due task someone holds is promoted by a later round; the others go now.
+UPDATE __schema__.workflow_status AS ws
 SET status = 'ENQUEUED', delay_until_epoch_ms = NULL, updated_at = __now_ms__
-WHERE status = 'DELAYED' AND delay_until_epoch_ms <= __now_ms__
+FROM (SELECT workflow_uuid FROM __schema__.workflow_status
+      WHERE status = 'DELAYED' AND delay_until_epoch_ms <= __now_ms__
+      FOR UPDATE SKIP LOCKED) AS free
+WHERE ws.workflow_uuid = free.workflow_uuid
+  AND ws.status = 'DELAYED' AND ws.delay_until_epoch_ms <= __now_ms__
 
 -- name: tasks_next_due
 -- Milliseconds until the earliest DELAYED task of the queues is due (negative when one is
@@ -587,8 +598,12 @@ WHERE status = 'PENDING' AND executor_id = %(executor_id)s
 RETURNING workflow_uuid, status
 
 -- name: executors_delete_stale
+-- SKIP LOCKED: a stale row someone holds is dropped by a later round.
 DELETE FROM __schema__.executors
-WHERE last_heartbeat < __now_ms__ - COALESCE(%(lease_ms)s::bigint, lease_ms)
+WHERE executor_id IN (SELECT executor_id FROM __schema__.executors
+                      WHERE last_heartbeat < __now_ms__ - COALESCE(%(lease_ms)s::bigint, lease_ms)
+                      FOR UPDATE SKIP LOCKED)
+  AND last_heartbeat < __now_ms__ - COALESCE(%(lease_ms)s::bigint, lease_ms)
 RETURNING executor_id
 
 -- name: executors_without_lease
@@ -624,12 +639,17 @@ WHERE ws.workflow_uuid = free.workflow_uuid
 RETURNING ws.workflow_uuid, ws.status
 
 -- name: tasks_release_stray
-UPDATE __schema__.workflow_status
+-- SKIP LOCKED: a stray task someone holds is given back by a later round.
+UPDATE __schema__.workflow_status AS ws
 SET status = 'ENQUEUED', executor_id = NULL, updated_at = __now_ms__
-WHERE status = 'PENDING' AND executor_id = %(executor_id)s
-  AND started_at_epoch_ms < __now_ms__ - %(older_than_ms)s
-  AND NOT (workflow_uuid = ANY(%(keep)b::text[]))
-RETURNING workflow_uuid
+FROM (SELECT workflow_uuid FROM __schema__.workflow_status
+      WHERE status = 'PENDING' AND executor_id = %(executor_id)s
+        AND started_at_epoch_ms < __now_ms__ - %(older_than_ms)s
+        AND NOT (workflow_uuid = ANY(%(keep)b::text[]))
+      FOR UPDATE SKIP LOCKED) AS free
+WHERE ws.workflow_uuid = free.workflow_uuid
+  AND ws.status = 'PENDING' AND ws.executor_id = %(executor_id)s
+RETURNING ws.workflow_uuid
 
 -- name: version_register
 INSERT INTO __schema__.application_versions (version_id, version_name, version_timestamp, created_at)
