@@ -124,3 +124,29 @@ def test_app_start_runs_the_pgtasks_command_with_that_app(
     assert (
         "pgtasks supports every Celery setting and feature this application uses" in capsys.readouterr().out
     )
+
+
+def test_celery_check_reads_django_style_settings(
+    sqlite_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Settings read through ``config_from_object(..., namespace="CELERY")`` are checked too,
+    named as the project wrote them; django-celery-beat's scheduler is supported."""
+    settings = {
+        "CELERY_BROKER_URL": sqlite_url,
+        "CELERY_BEAT_SCHEDULER": "django_celery_beat.schedulers:DatabaseScheduler",
+        "CELERY_WORKER_SEND_TASK_EVENTS": True,
+        "CELERY_TASK_ANNOTATIONS": {"*": {"rate_limit": "1/s"}},
+        "SECRET_KEY": "not-a-setting-of-celery",
+    }
+    app = Celery("django_style")
+    app.config_from_object(settings, namespace="CELERY")
+    app.conf.task_acks_late = True
+    try:
+        assert app.start(["celery-check"]) == 1
+    finally:
+        app.close()
+    out = capsys.readouterr().out
+    assert "setting CELERY_WORKER_SEND_TASK_EVENTS (worker_send_task_events)" in out
+    assert "setting CELERY_TASK_ANNOTATIONS (task_annotations)" in out and "not supported" in out
+    assert "setting task_acks_late " in out
+    assert "beat_scheduler" not in out and "SECRET_KEY" not in out and "secret" not in out.lower()

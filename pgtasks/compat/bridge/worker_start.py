@@ -48,6 +48,7 @@ class WorkerHooks:
         if self.app is None:
             return
         signals.worker_shutting_down.send(sender=self.hostname, sig="SIGTERM", how="Warm", exitcode=0)
+        self.app.loader.shutdown_worker()
         signals.worker_shutdown.send(sender=self.sender)
 
 
@@ -122,16 +123,19 @@ def worker_hooks(app: Any, args: argparse.Namespace, given: Collection[str] = ()
     hooks = WorkerHooks(app, hostname)
     _setup_logging(args.loglevel, getattr(args, "log_format", "text"))
     signals.celeryd_init.send(sender=hostname, instance=hooks.sender, conf=conf, options=vars(args))
+    app.loader.init_worker()  # the task modules, then a custom loader's on_worker_init
     signals.worker_init.send(sender=hooks.sender)
     signals.celeryd_after_setup.send(sender=hostname, instance=hooks.sender, conf=conf)
     if args.pool == "prefork":
         os.register_at_fork(after_in_child=lambda: _child_started(app))
     elif args.pool == "solo":
+        app.loader.init_worker_process()
         signals.worker_process_init.send(sender=None)
     return hooks
 
 
 def _child_started(app: Any) -> None:
     django_support.close_connections_after_fork()
+    app.loader.init_worker_process()
     signals.worker_process_init.send(sender=None)
     app.on_after_fork.send(sender=app)

@@ -40,6 +40,7 @@ from pgtasks.compat.celery.app.task import Task
 from pgtasks.compat.celery.app.utils import Settings, attributes_of, settings_from_mapping
 from pgtasks.compat.celery.canvas.signature import Signature, signature
 from pgtasks.compat.celery.exceptions import ChordError, ImproperlyConfigured
+from pgtasks.compat.celery.loaders.base import BaseLoader, get_loader_cls
 from pgtasks.compat.celery.result.async_result import AsyncResult
 from pgtasks.compat.celery.result.eager_result import EagerResult
 from pgtasks.compat.celery.result.group_result import GroupResult
@@ -90,6 +91,7 @@ class Celery(App):
         self.task_cls: type[Task] = (
             symbol_by_name(task_cls) if isinstance(task_cls, str) else (task_cls or Task)
         )
+        self._loader_cls = loader or "app"
         self._registry = TaskRegistry()
         self._autodiscover: list[tuple[Any, str]] = []
         self._finalized = False
@@ -393,6 +395,13 @@ class Celery(App):
         """Run ``task`` here, now, and return its EagerResult: what ``Task.apply`` calls (see
         bridge/eager.py; the app runs it because running a task is above the Task class)."""
         return apply_eagerly(task, args, kwargs, **options)
+
+    @functools.cached_property
+    def loader(self) -> BaseLoader:
+        """``app.loader``: the loader ``Celery(loader=...)`` named (Celery's AppLoader by
+        default; see :mod:`pgtasks.compat.celery.loaders.base`)."""
+        loader: BaseLoader = get_loader_cls(self._loader_cls)(app=self)
+        return loader
 
     @functools.cached_property
     def backend(self) -> DatabaseBackend:

@@ -111,16 +111,20 @@ class _Source:
         return [*names, name]  # as Celery: a setting by its own name counts too
 
     def lookup(self, name: str) -> Any:
+        return self.find(name)[1]
+
+    def find(self, name: str) -> tuple[str | None, Any]:
+        """The attribute holding setting ``name`` here and its value (None, MISSING: none)."""
         obj = self.obj
         for attribute in self._names(name):
             if isinstance(obj, Mapping):
                 if attribute in obj:
-                    return obj[attribute]
+                    return attribute, obj[attribute]
             else:
                 value = getattr(obj, attribute, MISSING)
                 if value is not MISSING:
-                    return value
-        return MISSING
+                    return attribute, value
+        return None, MISSING
 
     def settings(self) -> dict[str, Any]:
         """Every setting this source holds now, by current name."""
@@ -224,6 +228,17 @@ class Settings(dict):  # type: ignore[type-arg]
         for source in self._sources:
             layered.update(source.settings())
         return {**(DEFAULTS if with_defaults else {}), **layered, **self}
+
+    def origin(self, name: str) -> str:
+        """Where setting ``name`` is read from, as the project wrote it: ``name`` when set on
+        the conf, else the source's own name (Django's ``CELERY_RESULT_BACKEND``)."""
+        if dict.__contains__(self, name):
+            return name
+        for source in reversed(self._sources):
+            attribute, value = source.find(name)
+            if value is not MISSING and attribute is not None:
+                return attribute
+        return name
 
     def old_name(self, key: str) -> str | None:
         """The old (uppercase) name of a current setting, if it had one."""
