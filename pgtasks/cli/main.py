@@ -81,7 +81,9 @@ def _parser() -> argparse.ArgumentParser:
         type=int,
         help="prefork: tasks claimed per process, running and waiting (default 4, as Celery; 1: none ahead)",
     )
-    worker.add_argument("-n", "--hostname", help="executor id (default pgtasks@<host>)")
+    worker.add_argument(
+        "-n", "--hostname", help="executor id (default pgtasks@<host>; celery@<host> for a Celery app)"
+    )
     worker.add_argument(
         "--log-format",
         choices=("text", "json"),

@@ -3,6 +3,7 @@ result, call, purge, Celery's worker flags, and a Django-style project's worker.
 
 from __future__ import annotations
 
+import socket
 import sys
 from pathlib import Path
 
@@ -95,7 +96,7 @@ def test_django_style_project_worker(pg_url: str, tmp_path: Path) -> None:
     process = worker_process(
         pg_url,
         tmp_path / "ledger",
-        "django-w",
+        "",  # no -n: Celery's default node name, celery@<host>
         app="tests.compat.apps.django_proj",
         extra_env=env,
         extra_args=("-Q", "django_default,shipping"),
@@ -105,6 +106,11 @@ def test_django_style_project_worker(pg_url: str, tmp_path: Path) -> None:
         shipped = tasks.ship.delay(7)
         assert total.queue == "django_default" and shipped.queue == "shipping"
         assert total.get(timeout=60) == 6 and shipped.get(timeout=60) == "shipped 7"
+        assert total.worker == f"celery@{socket.gethostname()}"
+        # a Kubernetes probe's line: `celery -A proj inspect ping -d celery@$HOSTNAME`
+        probe = ("-A", "tests.compat.apps.django_proj", "inspect", "ping", "-d", total.worker)
+        ping = run_pgtasks(*probe, url=pg_url, env=env)
+        assert ping.returncode == 0 and f"{total.worker}: OK" in ping.stdout, ping.stderr
     finally:
         stop(process)
         app.close()

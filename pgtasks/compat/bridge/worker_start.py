@@ -16,6 +16,7 @@ from typing import Any
 from pgtasks.compat.bridge import django_support
 from pgtasks.compat.celery import signals
 from pgtasks.compat.celery.app.base import Celery
+from pgtasks.compat.celery.utils.nodenames import default_nodename
 from pgtasks.engine.errors import ConfigurationError
 from pgtasks.worker.logs import LOG_FORMAT, configure_logging
 
@@ -119,7 +120,8 @@ def worker_hooks(app: Any, args: argparse.Namespace, given: Collection[str] = ()
             )
         # Celery's 0 (no limit) becomes a generous bound: a claim is never unbounded here.
         args.prefetch_multiplier = multiplier or UNLIMITED_PREFETCH
-    hostname = args.hostname or ""
+    # Celery's default node name, which probes address (`inspect ping -d celery@$HOSTNAME`)
+    args.hostname = hostname = args.hostname or default_nodename(None)
     hooks = WorkerHooks(app, hostname)
     _setup_logging(args.loglevel, getattr(args, "log_format", "text"))
     signals.celeryd_init.send(sender=hostname, instance=hooks.sender, conf=conf, options=vars(args))

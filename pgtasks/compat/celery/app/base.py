@@ -51,7 +51,13 @@ from pgtasks.engine.registry import TaskDefinition
 from pgtasks.scheduler.definitions import ScheduleDefinition
 from pgtasks.scheduler.live import LiveSource
 
-__all__ = ["Celery"]
+__all__ = ["Celery", "PendingConfiguration"]
+
+
+class PendingConfiguration(dict):  # type: ignore[type-arg]
+    """Celery's configuration not read yet. pgtasks' ``app.conf`` reads its sources at each
+    lookup and is never pending: the class exists for libraries that check for it
+    (pytest-celery imports it)."""
 
 
 CeleryTask = Task  # inside Celery, ``Task`` is the property below
