@@ -188,6 +188,10 @@ def test_a_namespaced_name_written_on_the_conf_is_that_setting(url: str) -> None
         app.conf.update(CELERY_TASK_ALWAYS_EAGER=True)
         assert app.conf.task_always_eager is True
         assert app.conf.get("SECRET_KEY") == "s"  # not a setting: read as the project wrote it
+        # django-celery-results reads result_extended this way
+        assert app.conf.find_value_for_key("always_eager", "task") is True
+        with pytest.raises(KeyError):
+            app.conf.find_value_for_key("nothing", "result")
     finally:
         app.close()
 

@@ -9,6 +9,7 @@ too (django-celery-beat's dependencies bring it), with PGTASKS_CELERY=1."""
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import shutil
 import subprocess
@@ -132,6 +133,30 @@ def test_the_project_runs_unchanged_without_celery(venv: Path, pg_url: str, tmp_
         assert "is not used" not in text, text
     fired = _fired(client, "every-second-add")
     assert len(fired) == len(set(fired))  # one task per due time, whichever beat fired it
+    assert len(_fired(client, "once")) == 1  # a one_off row fires once, then is disabled
+    # each fire carries the row's headers and django-celery-beat's (self.request.periodic_task_name)
+    meta = json.loads(client.engine.get_task(fired[0]).meta or "{}")  # type: ignore[union-attr]
+    assert meta["headers"] == {
+        "x-tag": "hv",
+        "periodic_task_name": "every-second-add",
+        "celery_beat_task": True,
+    }
+    seen = json.loads(
+        _run([python, "manage.py", "shell", "-c", ADMIN_AND_ROWS], project, env).splitlines()[-1]
+    )
+    assert seen["form"] == 200 and seen["form_lists_task"], seen
+    assert seen["run"] == 200 and seen["ran"], seen
+    rows = seen["rows"]
+    # last_run_at and total_run_count kept on the rows by the beat that fired them
+    # (a row saved by staff while a beat runs may lose a count, on Celery too: save() writes it)
+    after = rows["after-disable"]
+    assert after["runs"] == len(_fired(client, "after-disable")) and after["last"], rows
+    assert rows["once"] == {"runs": 0, "last": False, "enabled": False, "task": "orders.tasks.add"}, rows
+    assert rows["celery.backend_cleanup"]["task"] == "celery.backend_cleanup"
+    assert seen["cleanup"] == ["0", "4", 43200]
+    sent = client.list_tasks(name="orders.tasks.add", limit=10000)
+    by_admin = [t for t in sent if not t.task_id.startswith("sched-")]
+    assert len(by_admin) == 1, by_admin  # "Run selected tasks" sent it once
 
 
 def _check_test_and_serve(venv: Path, project: Path, env: dict[str, str]) -> None:
@@ -197,7 +222,47 @@ def test_the_project_runs_with_the_real_celery_installed_and_pgtasks_celery_1(
 CREATE_PERIODIC = """
 from django_celery_beat.models import IntervalSchedule, PeriodicTask
 every = IntervalSchedule.objects.create(every=1, period=IntervalSchedule.SECONDS)
-PeriodicTask.objects.create(name="every-second-add", task="orders.tasks.add", interval=every, args="[20, 22]")
+PeriodicTask.objects.create(
+    name="every-second-add", task="orders.tasks.add", interval=every, args="[20, 22]",
+    headers='{"x-tag": "hv"}',
+)
+slow = IntervalSchedule.objects.create(every=3, period=IntervalSchedule.SECONDS)
+PeriodicTask.objects.create(name="once", task="orders.tasks.add", interval=slow, args="[2, 2]", one_off=True)
+"""
+
+# What staff do in django-celery-beat's admin (its own views, through Django's test client):
+# the add form, which imports the app's task modules through app.loader to list the tasks,
+# and the "Run selected tasks" action; then the rows as django-celery-beat keeps them.
+ADMIN_AND_ROWS = """
+import json
+from django.contrib.auth.models import User
+from django.test import Client
+from django_celery_beat.models import PeriodicTask
+user = User.objects.create_superuser("staff", "staff@example.com", "pw")
+browser = Client(HTTP_HOST="localhost")
+browser.force_login(user)
+form = browser.get("/admin/django_celery_beat/periodictask/add/")
+row = PeriodicTask.objects.get(name="after-disable")
+ran = browser.post(
+    "/admin/django_celery_beat/periodictask/",
+    {"action": "run_tasks", "_selected_action": [row.pk]},
+    follow=True,
+)
+rows = {
+    r.name: {
+        "runs": r.total_run_count, "last": r.last_run_at is not None, "enabled": r.enabled, "task": r.task
+    }
+    for r in PeriodicTask.objects.all()
+}
+cleanup = PeriodicTask.objects.get(name="celery.backend_cleanup")
+print(json.dumps({
+    "form": form.status_code,
+    "form_lists_task": "orders.tasks.add" in form.content.decode(),
+    "run": ran.status_code,
+    "ran": "1 task was successfully run" in ran.content.decode(),
+    "rows": rows,
+    "cleanup": [cleanup.crontab.minute, cleanup.crontab.hour, cleanup.expire_seconds],
+}))
 """
 
 DISABLE_AND_ADD = """

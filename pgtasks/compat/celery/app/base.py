@@ -422,6 +422,11 @@ class Celery(App):
         kwargs["app"] = self
         return signature(*args, **kwargs)
 
+    @property
+    def current_task(self) -> Any:
+        """The task running in this thread, or None (``app.current_task.request.id``)."""
+        return _state.get_current_task()
+
     def set_current(self) -> None:
         _state.set_current_app(self)
 

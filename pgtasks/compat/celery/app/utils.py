@@ -247,6 +247,11 @@ class Settings(dict):  # type: ignore[type-arg]
         except KeyError:
             return default
 
+    def find_value_for_key(self, name: str, namespace: str = "celery") -> Any:
+        """The setting ``<namespace>_<name>`` (``find_value_for_key("extended", "result")`` is
+        ``result_extended``); KeyError when there is no such setting."""
+        return self[f"{namespace}_{name}".lower() if namespace else name]
+
     def first(self, *keys: str) -> Any:
         """The first of ``keys`` that has a value."""
         for key in keys:
