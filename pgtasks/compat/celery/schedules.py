@@ -144,10 +144,10 @@ class crontab(BaseSchedule):
 
     def _expanded(self, index: int) -> set[int]:
         low, high = _SPANS[index]
-        values = croniter(self.cron_expression).expanded[index]
+        values: list[object] = list(croniter(self.cron_expression).expanded[index])
         if values == ["*"]:
             return set(range(low, high + 1))
-        return {v for v in values if isinstance(v, int)}
+        return {v for v in values if isinstance(v, int)}  # not "L" (the month's last day)
 
     def __repr__(self) -> str:
         return f"<crontab: {self.cron_expression} (m/h/dM/MY/d)>"
