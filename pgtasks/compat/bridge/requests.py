@@ -49,7 +49,6 @@ def request_from_record(
     ``headers`` is None when there are none."""
     meta = _meta(record.meta)
     headers = dict(meta.get("headers") or {})
-    info = delivery_info(record)
     request = Context(
         id=record.task_id,
         task=record.name,
@@ -67,7 +66,7 @@ def request_from_record(
         errbacks=meta.get("errbacks") or None,
         time_limit=meta.get("time_limit"),
         soft_time_limit=meta.get("soft_time_limit"),
-        delivery_info=info,
+        delivery_info=delivery_info(record),
         origin=None,
         correlation_id=record.task_id,
         properties={
