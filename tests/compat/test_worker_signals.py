@@ -122,6 +122,9 @@ def test_pgtasks_beat_sends_beat_init(sqlite_url: str, tmp_path: Path) -> None:
     finally:
         output = stop(process, signal.SIGTERM)
     assert process.returncode == 0, output
+    # as Celery's beat: the app loader's init_worker (imports, then on_worker_init) first
+    events = lines(ledger)
+    assert events.index("loader on_worker_init") < events.index("signal beat_init Beat"), events
 
 
 def test_task_revoked_is_sent_by_the_process_that_revokes(

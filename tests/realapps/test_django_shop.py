@@ -8,6 +8,7 @@ too (django-celery-beat's dependencies bring it), with PGTASKS_CELERY=1."""
 
 from __future__ import annotations
 
+import datetime as dt
 import fcntl
 import json
 import os
@@ -58,7 +59,7 @@ def fresh_venv(root: Path, packages: list[str]) -> tuple[Path, list[str]]:
 @pytest.fixture(scope="module")
 def venv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     root = tmp_path_factory.mktemp("realapp")
-    made, pip = fresh_venv(root, ["Django>=4.2", "pytest", "pytest-django", *THEIR_DEPENDENCIES])
+    made, pip = fresh_venv(root, ["Django>=5.1", "pytest", "pytest-django", *THEIR_DEPENDENCIES])
     _run([*pip, "--no-deps", *LIBRARIES], root)
     # the path finder: pgtasks_celery.pth (installed with the wheel) answers for celery and kombu
     check = (
@@ -154,6 +155,10 @@ def test_the_project_runs_unchanged_without_celery(venv: Path, pg_url: str, tmp_
     assert rows["once"] == {"runs": 0, "last": False, "enabled": False, "task": "orders.tasks.add"}, rows
     assert rows["celery.backend_cleanup"]["task"] == "celery.backend_cleanup"
     assert seen["cleanup"] == ["0", "4", 43200]
+    # a row with a start_time starts within seconds of it, not at the next minute's resync
+    first = min(_fired(client, "later"))
+    started = dt.datetime.fromisoformat(first.removeprefix("sched-later-").replace("Z", "+00:00"))
+    assert 0 <= started.timestamp() - seen["later"] < 5, (first, seen["later"])
     sent = client.list_tasks(name="orders.tasks.add", limit=10000)
     # "Run selected tasks" sent it once (send.py's task ran earlier), naming the row as
     # django-celery-beat names it (a periodic_task_name header, or option in its older versions)
@@ -204,7 +209,7 @@ def procfile_worker(venv: Path, project: Path, env: dict[str, str]) -> Iterator[
 def venv_with_celery(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """pgtasks beside the real celery, which django-celery-beat's dependencies bring back."""
     root = tmp_path_factory.mktemp("realapp-celery")
-    made, _ = fresh_venv(root, ["Django>=4.2", "pytest", "pytest-django", *LIBRARIES])  # with their deps
+    made, _ = fresh_venv(root, ["Django>=5.1", "pytest", "pytest-django", *LIBRARIES])  # with their deps
     yield made
 
 
@@ -232,6 +237,12 @@ PeriodicTask.objects.create(
 )
 slow = IntervalSchedule.objects.create(every=3, period=IntervalSchedule.SECONDS)
 PeriodicTask.objects.create(name="once", task="orders.tasks.add", interval=slow, args="[2, 2]", one_off=True)
+import datetime
+from django.utils import timezone
+soon = timezone.now() + datetime.timedelta(seconds=4)
+PeriodicTask.objects.create(
+    name="later", task="orders.tasks.add", interval=every, args="[3, 3]", start_time=soon
+)
 """
 
 # What staff do in django-celery-beat's admin (its own views, through Django's test client):
@@ -266,6 +277,7 @@ print(json.dumps({
     "ran": "1 task was successfully run" in ran.content.decode(),
     "rows": rows,
     "cleanup": [cleanup.crontab.minute, cleanup.crontab.hour, cleanup.expire_seconds],
+    "later": PeriodicTask.objects.get(name="later").start_time.timestamp(),
 }))
 """
 

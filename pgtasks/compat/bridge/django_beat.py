@@ -6,8 +6,9 @@ The ``PeriodicTask`` rows (edited in Django's admin or in code) are a live sched
 a pgtasks schedule of the same name, stored under the source ``config:django_celery_beat``, and fires
 exactly once per due time however many beats run. An edit, a disabled or deleted row, a start
 time reached or an expiry passed is picked up within a second (``PeriodicTasks.last_update``
-changes with every save) or a minute. A clocked one-off row is sent once, at its time, and
-then disabled, as django-celery-beat does.
+changes with every save; the rows past their start or expiry are counted), and every row at
+least once a minute. A clocked one-off row is sent once, at its time, and then disabled, as
+django-celery-beat does.
 
 As django-celery-beat's own scheduler: each fired task carries the row's ``headers`` and the
 ``periodic_task_name`` header (``self.request.periodic_task_name``); the beat that fired a row
@@ -51,11 +52,18 @@ def live_source(app: Celery) -> LiveSource:
 
 
 def _last_change() -> object:
+    """What changes when the rows to fire may have: the last save or delete, and how many
+    enabled rows have reached their ``start_time`` or ``expires`` (so a row starts within a
+    second of its start time, not at the next minute's resync)."""
     # why: django_celery_beat's models import only after django.setup(), which the command
     # that loaded the app has run; never at the import of this module.
-    from django_celery_beat.models import PeriodicTasks
+    from django.db.models import Q
+    from django.utils import timezone
+    from django_celery_beat.models import PeriodicTask, PeriodicTasks
 
-    return PeriodicTasks.last_change()
+    now = timezone.now()
+    reached = PeriodicTask.objects.filter(enabled=True).filter(Q(start_time__lte=now) | Q(expires__lte=now))
+    return (PeriodicTasks.last_change(), reached.count())
 
 
 class PeriodicTaskReader:
@@ -171,21 +179,23 @@ class PeriodicTaskReader:
         """Celery's beat adds ``celery.backend_cleanup`` (daily at 4:00) when results expire;
         django-celery-beat stores it as a row, which staff see and may disable."""
         # why: see _last_change
+        from django.core.exceptions import ValidationError
+        from django.db import IntegrityError
         from django_celery_beat.models import CrontabSchedule, PeriodicTask
 
         if not self.app.conf.result_expires or PeriodicTask.objects.filter(name=CLEANUP).exists():
             return
-        crontab, _ = CrontabSchedule.objects.get_or_create(
-            minute="0",
-            hour="4",
-            day_of_week="*",
-            day_of_month="*",
-            month_of_year="*",
-            timezone=self.app.timezone,
-        )
-        PeriodicTask.objects.get_or_create(
-            name=CLEANUP, defaults={"task": CLEANUP, "crontab": crontab, "expire_seconds": 12 * 3600}
-        )
+        daily = {"minute": "0", "hour": "4", "day_of_week": "*", "day_of_month": "*", "month_of_year": "*"}
+        daily["timezone"] = self.app.timezone
+        # two beats starting together may each create one: take the first, never fail on two
+        crontab = CrontabSchedule.objects.filter(**daily).first() or CrontabSchedule.objects.create(**daily)
+        try:
+            PeriodicTask.objects.get_or_create(
+                name=CLEANUP, defaults={"task": CLEANUP, "crontab": crontab, "expire_seconds": 12 * 3600}
+            )
+        except (ValidationError, IntegrityError):
+            if not PeriodicTask.objects.filter(name=CLEANUP).exists():
+                raise  # not another beat creating it at the same time
 
     def _report(self, name: str, problem: str) -> None:
         if (name, problem) not in self._reported:

@@ -71,8 +71,9 @@ def _setup_logging(loglevel: str, log_format: str) -> None:
 
 
 def beat_started(app: Any, beat: Any, embedded: bool) -> None:
-    """Celery's ``beat_init`` (``pgtasks beat``) or ``beat_embedded_init`` (``worker -B``), sent
-    with the beat as sender once it has synced its schedules; nothing for a pgtasks App."""
+    """Celery's ``beat_init`` (``pgtasks beat``, after the app loader's ``init_worker``, as
+    Celery's beat calls it) or ``beat_embedded_init`` (``worker -B``), sent with the beat as
+    sender once it has synced its schedules; nothing for a pgtasks App."""
     if isinstance(app, Celery):
         scheduler = app.conf.beat_scheduler
         known = ("PersistentScheduler", "django_celery_beat")  # the second: bridge/django_beat.py
@@ -85,6 +86,8 @@ def beat_started(app: Any, beat: Any, embedded: bool) -> None:
                 "(such as those edited in Django's admin); move them to beat_schedule",
                 str(scheduler),
             )
+        if not embedded:
+            app.loader.init_worker()  # as Celery's beat: the task modules, the loader's hook
         (signals.beat_embedded_init if embedded else signals.beat_init).send(sender=beat)
 
 
