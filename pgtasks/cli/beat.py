@@ -92,7 +92,9 @@ def _beat(args: argparse.Namespace) -> int:
     beat = Beat(app.engine, settings=BeatSettings(max_interval=args.max_interval, grace=args.grace))
     configured = app.beat_definitions()
     beat.sync(configured, app.beat_source)
-    follower = SourceFollower(app.live_schedule_sources(), beat.sync)
+    live = app.live_schedule_sources()
+    beat.follow(live)
+    follower = SourceFollower(live, beat.sync)
     followed = follower.sync_now()
     # Signals are caught before beat_init is sent: a supervisor that stops the beat as soon as
     # it has started must get a clean stop, not the default action of SIGTERM.

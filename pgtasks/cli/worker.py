@@ -53,7 +53,10 @@ def add_worker_command(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> 
         "-n",
         "--hostname",
         type=expand_hostname,
-        help="executor id (default pgtasks@<host>); %%h, %%n and %%d expand as in Celery",
+        help=(
+            "executor id (default pgtasks@<host>; celery@<host> for a Celery app);"
+            " %%h, %%n and %%d expand as in Celery"
+        ),
     )
     worker.add_argument(
         "--log-format",

@@ -10,10 +10,11 @@ rolls back; another beat fires that due time).
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from pgtasks.engine.core import Engine
@@ -85,6 +86,13 @@ class Beat:
         self.settings = settings or BeatSettings()
         self._decoded: dict[tuple[object, ...], StoredSchedule] = {}
         self._broken: set[tuple[str, str]] = set()  # (schedule, error) already logged
+        self._fired_hooks: dict[str, Callable[[str, list[dt.datetime]], object]] = {}
+
+    def follow(self, sources: Sequence[LiveSource]) -> None:
+        """Tell each live source with a ``fired`` hook about the fires of its schedules."""
+        for source in sources:
+            if source.fired is not None:
+                self._fired_hooks[source.name] = source.fired
 
     def sync(self, definitions: list[ScheduleDefinition], source: str) -> list[ScheduleRecord]:
         """Store an app's configured schedules (``beat_schedule``, all of ``source``, which is
@@ -126,9 +134,11 @@ class Beat:
             report.more_pending = True  # re-read the moved cursor at once
             return None
         inserted = set(result.inserted)
+        fired = []
         for instant in due:
             task_id = fire_task_id(name, instant)
             if task_id in inserted:
+                fired.append(instant)
                 report.fired.append(task_id)
                 log.info(
                     "fired %s due %s as task %s (version %s)",
@@ -137,6 +147,16 @@ class Beat:
                     task_id,
                     result.application_version or "any",
                 )
+        hook = self._fired_hooks.get(schedule.record.source)
+        if hook is not None and fired:
+            try:
+                finished = hook(name, fired)
+            except Exception:  # the fire is committed; its source only missed a count
+                log.exception("the source of schedule %s failed to record its fire", name)
+            else:
+                if finished is True:  # a one-off: no further fire before its source's next sync
+                    admin.set_status(self.engine, name, ScheduleStatus.PAUSED, self.clock)
+                    return None
         report.more_pending = report.more_pending or len(due) >= self.settings.batch
         return next_due(schedule.timing, max(due[-1], floor_second(now)))
 
@@ -193,9 +213,7 @@ class Beat:
                 self._decoded.clear()
             self._decoded[key] = cached
         # The timing and arguments are shared; the row (cursor, queue, status) is this one.
-        return StoredSchedule(
-            record, cached.timing, cached.args, cached.kwargs, cached.priority, cached.expires
-        )
+        return dataclasses.replace(cached, record=record)
 
 
 @dataclass(slots=True)
@@ -225,6 +243,7 @@ def start_beat_thread(
     sources, and run a beat on a daemon thread (following the live sources on another); stop
     it with ``BeatThread.stop`` when the worker shuts down."""
     beat = Beat(engine)
+    beat.follow(live)
     beat.sync(definitions, source)
     follower = SourceFollower(live, beat.sync)
     follower.sync_now()

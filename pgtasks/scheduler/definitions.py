@@ -93,6 +93,7 @@ class ScheduleDefinition:
     automatic_backfill: bool = False
     backfill_window: int = DEFAULT_BACKFILL_WINDOW  # seconds: how far back a backfill reaches
     source: str = API_SOURCE
+    meta: dict[str, Any] | None = None  # stored with each fired task (a Celery app's headers)
 
     def to_write(self) -> ScheduleWrite:
         """The row to store."""
@@ -102,6 +103,8 @@ class ScheduleDefinition:
             options["priority"] = self.priority
         if self.expires is not None:
             options["expires"] = self.expires
+        if self.meta:
+            options["meta"] = self.meta
         return ScheduleWrite(
             name=self.name,
             task_name=self.task_name,
@@ -134,8 +137,10 @@ def define_schedule(
     automatic_backfill: bool = False,
     backfill_window: float | dt.timedelta = DEFAULT_BACKFILL_WINDOW,
     source: str = API_SOURCE,
+    meta: dict[str, Any] | None = None,
 ) -> ScheduleDefinition:
-    """Check every part of a schedule; raise ConfigurationError naming the bad one."""
+    """Check every part of a schedule; raise ConfigurationError naming the bad one. ``meta``
+    (a JSON object) is stored with every task it fires, as a sender's metadata is."""
     check_schedule_name(name)
     if not isinstance(task_name, str) or not task_name:
         raise ConfigurationError(f"schedule {name!r}: task must be a task or a task name, not {task_name!r}")
@@ -160,6 +165,12 @@ def define_schedule(
         json.dumps({"args": list(args), "kwargs": kwargs})
     except (TypeError, ValueError) as exc:
         raise ConfigurationError(f"schedule {name!r}: args and kwargs must be JSON values: {exc}") from None
+    try:
+        if meta is not None and not isinstance(meta, dict):
+            raise TypeError(f"not {type(meta).__name__}")
+        json.dumps(meta)
+    except (TypeError, ValueError) as exc:
+        raise ConfigurationError(f"schedule {name!r}: meta must be a JSON object: {exc}") from None
     if queue is not None:
         validate_queue_name(queue)
     if isinstance(priority, bool) or not isinstance(priority, int) or not -(2**31) <= priority < 2**31:
@@ -182,6 +193,7 @@ def define_schedule(
             _seconds(backfill_window, f"schedule {name!r}: backfill_window", 1, MAX_BACKFILL_WINDOW) or 0
         ),
         source=source,
+        meta=dict(meta) if meta else None,
     )
 
 
@@ -207,6 +219,7 @@ class StoredSchedule:
     kwargs: dict[str, Any]
     priority: int
     expires: float | None
+    meta: str | None = None  # JSON, stored with each fired task
 
 
 def decode_schedule(record: ScheduleRecord) -> StoredSchedule:
@@ -233,4 +246,8 @@ def decode_schedule(record: ScheduleRecord) -> StoredSchedule:
         raise ConfigurationError(f"schedule {record.name!r}: stored priority {priority!r} is not an integer")
     if expires is not None and (isinstance(expires, bool) or not isinstance(expires, (int, float))):
         raise ConfigurationError(f"schedule {record.name!r}: stored expires {expires!r} is not a number")
-    return StoredSchedule(record, timing, tuple(args), kwargs, priority, expires)
+    meta = options.get("meta")
+    if meta is not None and not isinstance(meta, dict):
+        raise ConfigurationError(f"schedule {record.name!r}: stored meta {meta!r} is not a JSON object")
+    stored_meta = json.dumps(meta, sort_keys=True) if meta else None
+    return StoredSchedule(record, timing, tuple(args), kwargs, priority, expires, stored_meta)

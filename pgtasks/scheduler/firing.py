@@ -3,6 +3,7 @@ cursor (``SystemDatabase.schedule_fire``)."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import uuid
 
@@ -23,7 +24,7 @@ def fire_tasks(engine: Engine, schedule: StoredSchedule, task_ids: list[str]) ->
         definition = engine.registry.get(record.task_name)
         queue = queue or definition.queue
         max_attempts = definition.max_recovery_attempts
-    return [
+    built = [
         build_new_task(
             SendOptions(
                 task_id=task_id, queue=queue, priority=schedule.priority, expires=schedule.expires
@@ -34,6 +35,9 @@ def fire_tasks(engine: Engine, schedule: StoredSchedule, task_ids: list[str]) ->
         )
         for task_id in task_ids
     ]
+    if schedule.meta is None:
+        return built
+    return [dataclasses.replace(task, meta=schedule.meta) for task in built]
 
 
 def fire_due(engine: Engine, schedule: StoredSchedule, due: list[dt.datetime]) -> FireResult:

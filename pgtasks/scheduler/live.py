@@ -5,6 +5,7 @@ seen without an edit."""
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -23,11 +24,16 @@ RESYNC_SECONDS = 60.0
 class LiveSource:
     """``definitions()`` returns the source's schedules now; ``version()`` returns a value that
     changes whenever they may have changed (a last-modified time); ``name`` is the source the
-    schedules are stored under (the ones it stops returning become INACTIVE)."""
+    schedules are stored under (the ones it stops returning become INACTIVE). ``fired``, when
+    given, is called by the beat that fired one of its schedules, after the commit, with the
+    schedule's name and the due times it inserted (django-celery-beat counts its runs there);
+    it returns True when the schedule is finished (a one-off: the beat pauses it until the
+    source's next sync drops it). An error in it is logged and changes nothing of the fire."""
 
     name: str
     definitions: Callable[[], Sequence[ScheduleDefinition]]
     version: Callable[[], object]
+    fired: Callable[[str, list[dt.datetime]], object] | None = None
 
 
 class SourceFollower:

@@ -63,3 +63,13 @@ def test_beat_schedule_and_add_periodic_task_are_synced_and_removed_entries_deac
 def test_the_native_app_has_no_celery_schedule_names() -> None:
     for name in ("beat_schedule", "add_periodic_task"):
         assert not hasattr(App, name) and hasattr(Celery, name)
+
+
+def test_a_crontab_shows_its_fields_as_celerys_sets_of_numbers() -> None:
+    """django-celery-beat's admin describes a crontab row from these (its human_readable)."""
+    workdays = crontab(minute="*/15", hour="9-17", day_of_week="mon-fri")
+    assert workdays.minute == {0, 15, 30, 45} and workdays.hour == set(range(9, 18))
+    assert workdays.day_of_week == {1, 2, 3, 4, 5} and workdays.day_of_month == set(range(1, 32))
+    assert workdays.month_of_year == set(range(1, 13))
+    assert crontab(minute=0, hour=4).day_of_week == set(range(7))
+    assert crontab(day_of_week="sun,sat").day_of_week == {0, 6}

@@ -12,6 +12,7 @@ from celery import chain, chord, group
 from celery.exceptions import ChordError
 from celery.result import GroupResult
 
+from pgtasks.engine.errors import ConfigurationError
 from pgtasks.sysdb.records import Status
 from tests.compat.apps import canvas_app as proj
 from tests.support.celery_worker import celery_worker
@@ -74,11 +75,20 @@ def test_failures_stop_chains_fail_chords_and_run_errbacks(ledger: Path) -> None
     assert f"errback {fine.id}" not in lines(ledger)
 
 
-def test_headers_and_root_id_reach_the_request(ledger: Path) -> None:
+def test_headers_options_and_root_id_reach_the_request(ledger: Path) -> None:
     alone = proj.whoami.apply_async((1,), headers={"tenant": "acme"})
-    assert alone.get(timeout=60) == {"root_id": alone.id, "headers": {"tenant": "acme"}, "args": [1]}
+    expected = {"root_id": alone.id, "headers": {"tenant": "acme"}, "tenant": "acme", "args": [1]}
+    assert alone.get(timeout=60) == expected
     flow = (proj.add.s(1, 1) | proj.whoami.s()).delay()
-    assert flow.get(timeout=60) == {"root_id": flow.parent.id, "headers": {}, "args": [2]}
+    assert flow.get(timeout=60) == {"root_id": flow.parent.id, "headers": None, "args": [2]}
+    # An option neither pgtasks nor Celery knows is a message property, as in Celery (libraries
+    # such as django-celery-beat and celery-once send their own); a typo of a known one is not.
+    sent = proj.whoami.apply_async((3,), x_origin="beat", x_once={"graceful": True})
+    assert sent.get(timeout=60)["properties"] == {"x_origin": "beat", "x_once": {"graceful": True}}
+    with pytest.raises(ConfigurationError, match="unknown send option 'countdwon': did you mean 'countdown'"):
+        proj.whoami.apply_async((4,), countdwon=5)
+    with pytest.raises(ConfigurationError, match=r"send option 'x_obj' .* must be JSON, not object"):
+        proj.whoami.apply_async((4,), x_obj=object())
 
 
 def test_a_custom_state_is_seen_while_the_task_runs(ledger: Path, tmp_path: Path) -> None:

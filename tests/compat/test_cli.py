@@ -3,6 +3,7 @@ result, call, purge, Celery's worker flags, and a Django-style project's worker.
 
 from __future__ import annotations
 
+import socket
 import sys
 from pathlib import Path
 
@@ -95,7 +96,7 @@ def test_django_style_project_worker(pg_url: str, tmp_path: Path) -> None:
     process = worker_process(
         pg_url,
         tmp_path / "ledger",
-        "django-w",
+        "",  # no -n: Celery's default node name, celery@<host>
         app="tests.compat.apps.django_proj",
         extra_env=env,
         extra_args=("-Q", "django_default,shipping"),
@@ -105,6 +106,11 @@ def test_django_style_project_worker(pg_url: str, tmp_path: Path) -> None:
         shipped = tasks.ship.delay(7)
         assert total.queue == "django_default" and shipped.queue == "shipping"
         assert total.get(timeout=60) == 6 and shipped.get(timeout=60) == "shipped 7"
+        assert total.worker == f"celery@{socket.gethostname()}"
+        # a Kubernetes probe's line: `celery -A proj inspect ping -d celery@$HOSTNAME`
+        probe = ("-A", "tests.compat.apps.django_proj", "inspect", "ping", "-d", total.worker)
+        ping = run_pgtasks(*probe, url=pg_url, env=env)
+        assert ping.returncode == 0 and f"{total.worker}: OK" in ping.stdout, ping.stderr
     finally:
         stop(process)
         app.close()
@@ -124,3 +130,29 @@ def test_app_start_runs_the_pgtasks_command_with_that_app(
     assert (
         "pgtasks supports every Celery setting and feature this application uses" in capsys.readouterr().out
     )
+
+
+def test_celery_check_reads_django_style_settings(
+    sqlite_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Settings read through ``config_from_object(..., namespace="CELERY")`` are checked too,
+    named as the project wrote them; django-celery-beat's scheduler is supported."""
+    settings = {
+        "CELERY_BROKER_URL": sqlite_url,
+        "CELERY_BEAT_SCHEDULER": "django_celery_beat.schedulers:DatabaseScheduler",
+        "CELERY_WORKER_SEND_TASK_EVENTS": True,
+        "CELERY_TASK_ANNOTATIONS": {"*": {"rate_limit": "1/s"}},
+        "SECRET_KEY": "not-a-setting-of-celery",
+    }
+    app = Celery("django_style")
+    app.config_from_object(settings, namespace="CELERY")
+    app.conf.task_acks_late = True
+    try:
+        assert app.start(["celery-check"]) == 1
+    finally:
+        app.close()
+    out = capsys.readouterr().out
+    assert "setting CELERY_WORKER_SEND_TASK_EVENTS (worker_send_task_events)" in out
+    assert "setting CELERY_TASK_ANNOTATIONS (task_annotations)" in out and "not supported" in out
+    assert "setting task_acks_late " in out
+    assert "beat_scheduler" not in out and "SECRET_KEY" not in out and "secret" not in out.lower()

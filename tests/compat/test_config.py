@@ -174,3 +174,60 @@ def test_a_shared_task_registers_in_an_app_whose_broker_url_was_refused(tmp_path
 
     assert app.tasks["cfg.shared_after_refusal"] is shared
     app.close()
+
+
+def test_a_namespaced_name_written_on_the_conf_is_that_setting(url: str) -> None:
+    """As Celery: with ``namespace="CELERY"``, ``app.conf.CELERY_TASK_ALWAYS_EAGER = False`` (a
+    shell, a test) changes ``task_always_eager``, over the Django-style setting."""
+    app = Celery("prec", broker=url)
+    app.config_from_object({"CELERY_TASK_ALWAYS_EAGER": True, "SECRET_KEY": "s"}, namespace="CELERY")
+    try:
+        assert app.conf.task_always_eager is True
+        app.conf.CELERY_TASK_ALWAYS_EAGER = False
+        assert app.conf.task_always_eager is False and app.conf.CELERY_TASK_ALWAYS_EAGER is False
+        app.conf.update(CELERY_TASK_ALWAYS_EAGER=True)
+        assert app.conf.task_always_eager is True
+        assert app.conf.get("SECRET_KEY") == "s"  # not a setting: read as the project wrote it
+        # django-celery-results reads result_extended this way
+        assert app.conf.find_value_for_key("always_eager", "task") is True
+        with pytest.raises(KeyError):
+            app.conf.find_value_for_key("nothing", "result")
+    finally:
+        app.close()
+
+
+def test_settings_shown_never_hold_a_secret(url: str) -> None:
+    """``inspect conf`` and ``conf.humanize()`` mask what Celery masks: secret-looking names
+    (Django's SECRET_KEY, a DATABASES password) and the password of a URL."""
+    from celery.app.utils import filter_hidden_settings
+
+    settings = {
+        "SECRET_KEY": "s3cret",
+        "DATABASES": {"default": {"PASSWORD": "dbpw", "HOST": "db"}},
+        "CELERY_RESULT_BACKEND": "redis://user:redispw@cache/1",
+        "CELERY_TASK_DEFAULT_QUEUE": "jobs",
+    }
+    shown = filter_hidden_settings(settings)
+    assert shown["SECRET_KEY"] == "********" and shown["DATABASES"]["default"] == {
+        "PASSWORD": "********",
+        "HOST": "db",
+    }
+    assert "redispw" not in shown["CELERY_RESULT_BACKEND"] and shown["CELERY_TASK_DEFAULT_QUEUE"] == "jobs"
+    app = Celery("shown", broker=url)
+    app.config_from_object(settings, namespace="CELERY")
+    try:
+        text = app.conf.humanize()
+        assert "task_default_queue: 'jobs'" in text
+        assert not any(secret in text for secret in ("s3cret", "dbpw", "redispw"))
+    finally:
+        app.close()
+
+
+def test_names_libraries_import_from_celery() -> None:
+    """pytest-celery imports PendingConfiguration; celery-progress reads a backend's states."""
+    from celery.app.base import PendingConfiguration
+    from celery.backends.base import DisabledBackend
+
+    assert isinstance(PendingConfiguration(), dict)
+    assert frozenset({"SUCCESS", "FAILURE", "REVOKED"}) == DisabledBackend.READY_STATES
+    assert "RETRY" in DisabledBackend.EXCEPTION_STATES

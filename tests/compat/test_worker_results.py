@@ -33,12 +33,29 @@ def test_values_states_and_the_original_exception_type(worker: Path) -> None:
     assert result.get(timeout=30) == 5
     assert result.state == "SUCCESS" and result.successful() and result.ready()
     assert result.date_done is not None and result.name == "tests.compat.apps.results_app.add"
+    # what celery-progress reads: the backend's meta, and get() with the id as its "timeout"
+    meta = result._get_task_meta()
+    assert {k: meta[k] for k in ("status", "result", "traceback", "task_id", "args", "kwargs")} == {
+        "status": "SUCCESS",
+        "result": 5,
+        "traceback": None,
+        "task_id": result.id,
+        "args": [2, 3],
+        "kwargs": {},
+    }
+    assert meta["date_done"] == result.date_done and meta["name"] == result.name
+    assert result.get(result.id) == 5  # a ready result never reads its timeout, as in Celery
+    assert proj.add._get_app() is proj.app  # celery-once and celery-singleton call it
 
     failed = proj.fail.apply_async(("boom",))
     with pytest.raises(proj.AppError, match="boom"):
         failed.get(timeout=30)
     assert failed.state == "FAILURE" and failed.failed()
     assert isinstance(failed.result, proj.AppError) and "AppError: boom" in (failed.traceback or "")
+    failed_meta = failed._get_task_meta()
+    assert failed_meta["status"] == "FAILURE" and isinstance(failed_meta["result"], proj.AppError)
+    assert "AppError: boom" in failed_meta["traceback"]
+    assert proj.app.AsyncResult("no-such-id")._get_task_meta()["status"] == "PENDING"
     assert isinstance(failed.get(timeout=5, propagate=False), proj.AppError)
 
     napping = proj.nap.delay(1.5)  # pgtasks.sleep from a Celery task (docs/waiting.md)

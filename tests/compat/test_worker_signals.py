@@ -44,16 +44,21 @@ def test_worker_task_and_publish_signals(
     events = lines(ledger)
     assert events[0] == "signal after_setup_logger INFO", output
     assert "signal worker_init signals" in events
+    # the app's loader (Celery(loader=LedgerLoader)): its hooks where Celery's worker calls them
+    starting = ["signal import_modules signals", "loader on_worker_init", "signal worker_init signals"]
+    assert [e for e in events if e in starting] == starting
+    assert "loader on_worker_process_init" in events
+    assert events[-2:] == ["loader on_worker_shutdown", "signal worker_shutdown"], output
     assert any(e.startswith("signal worker_process_init") for e in events)
     assert events.index("signal worker_init signals") < events.index("signal worker_ready")
     assert events.index("signal beat_embedded_init BeatThread") < events.index("signal worker_ready")
-    assert events[-1] == "signal worker_shutdown", output
     name = "tests.compat.apps.signals_app.double"
     # publish signals in this process: sender is the task name, routing key the queue
     assert f"signal before_task_publish {name} {ok.id} celery [21]" in events
     assert f"signal after_task_publish {name} {ok.id} celery" in events
     ours = [e for e in events if ok.id in e and "publish" not in e]
     assert ours == [
+        f"loader on_task_init {ok.id}",
         f"signal task_prerun {ok.id} {name} True [21]",
         f"hook before_start {ok.id}",
         f"hook on_success {ok.id} 42",
@@ -61,7 +66,9 @@ def test_worker_task_and_publish_signals(
         f"hook after_return {ok.id} SUCCESS",
         f"signal task_postrun {ok.id} SUCCESS",
     ]
-    failed = [e for e in events if bad.id in e and "publish" not in e and "prerun" not in e]
+    after_run = events[events.index(f"signal task_postrun {ok.id} SUCCESS") + 1 :]
+    assert after_run[0] == "loader on_process_cleanup"
+    failed = [e for e in events if bad.id in e and not any(w in e for w in ("publish", "prerun", "loader"))]
     assert failed == [
         f"hook before_start {bad.id}",
         f"hook on_failure {bad.id} ValueError einfo",
@@ -115,6 +122,9 @@ def test_pgtasks_beat_sends_beat_init(sqlite_url: str, tmp_path: Path) -> None:
     finally:
         output = stop(process, signal.SIGTERM)
     assert process.returncode == 0, output
+    # as Celery's beat: the app loader's init_worker (imports, then on_worker_init) first
+    events = lines(ledger)
+    assert events.index("loader on_worker_init") < events.index("signal beat_init Beat"), events
 
 
 def test_task_revoked_is_sent_by_the_process_that_revokes(

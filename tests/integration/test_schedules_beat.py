@@ -22,6 +22,7 @@ from pgtasks.scheduler import (
     define_schedule,
     fire_task_id,
 )
+from pgtasks.scheduler.live import LiveSource
 from pgtasks.sysdb.records import ExecutorInfo, ListTasksParams
 from pgtasks.sysdb.schedule_records import (
     FireCursor,
@@ -364,3 +365,33 @@ def test_api_and_configured_schedules_do_not_take_over_each_others_schedules(
     app.add_schedule_source(lambda: ["not a definition"])
     with pytest.raises(ConfigurationError, match="returned 'not a definition', not a definition made by"):
         app.beat_definitions()
+
+
+def test_a_live_source_hears_of_its_fires_and_its_meta_rides_on_each_task(app: App) -> None:
+    """What django-celery-beat's rows need: each fired task carries the schedule's ``meta``
+    (the headers of a Celery app); the beat that fired tells the source, which counts the run
+    and may end a one-off (the beat then pauses it at once)."""
+    clock = ManualClock(T0)
+    heard: list[tuple[str, list[dt.datetime]]] = []
+
+    def fired(name: str, instants: list[dt.datetime]) -> bool:
+        heard.append((name, instants))
+        return name == "once"
+
+    rows = [
+        define_schedule("counted", "sched.tick", every=60, source="config:rows", meta={"headers": {"h": 1}}),
+        define_schedule("once", "sched.tick", every=60, source="config:rows"),
+    ]
+    with pytest.raises(ConfigurationError, match="meta must be a JSON object"):
+        define_schedule("bad", "sched.tick", every=60, meta={"x": object()})
+    beat = Beat(app.engine, clock)
+    beat.follow([LiveSource("config:rows", lambda: rows, lambda: 1, fired)])
+    beat.sync(rows, "config:rows")
+    clock.set(T0 + dt.timedelta(seconds=60))
+    assert sorted(beat.tick().fired) == sorted(fire_task_id(n, minutes(1)) for n in ("counted", "once"))
+    assert sorted(heard) == [("counted", [minutes(1)]), ("once", [minutes(1)])]
+    task = app.engine.get_task(fire_task_id("counted", minutes(1)))
+    assert task is not None and task.meta == '{"headers": {"h": 1}}'
+    assert admin.get(app.engine, "once").status is ScheduleStatus.PAUSED
+    clock.set(minutes(2))
+    assert beat.tick().fired == [fire_task_id("counted", minutes(2))]  # the one-off fired once

@@ -8,7 +8,9 @@ too (django-celery-beat's dependencies bring it), with PGTASKS_CELERY=1."""
 
 from __future__ import annotations
 
+import datetime as dt
 import fcntl
+import json
 import os
 import shutil
 import subprocess
@@ -57,7 +59,7 @@ def fresh_venv(root: Path, packages: list[str]) -> tuple[Path, list[str]]:
 @pytest.fixture(scope="module")
 def venv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     root = tmp_path_factory.mktemp("realapp")
-    made, pip = fresh_venv(root, ["Django>=4.2", "pytest", "pytest-django", *THEIR_DEPENDENCIES])
+    made, pip = fresh_venv(root, ["Django>=5.1", "pytest", "pytest-django", *THEIR_DEPENDENCIES])
     _run([*pip, "--no-deps", *LIBRARIES], root)
     # the path finder: pgtasks_celery.pth (installed with the wheel) answers for celery and kombu
     check = (
@@ -132,6 +134,38 @@ def test_the_project_runs_unchanged_without_celery(venv: Path, pg_url: str, tmp_
         assert "is not used" not in text, text
     fired = _fired(client, "every-second-add")
     assert len(fired) == len(set(fired))  # one task per due time, whichever beat fired it
+    assert len(_fired(client, "once")) == 1  # a one_off row fires once, then is disabled
+    # each fire carries the row's headers and django-celery-beat's (self.request.periodic_task_name)
+    meta = json.loads(client.engine.get_task(fired[0]).meta or "{}")  # type: ignore[union-attr]
+    assert meta["headers"] == {
+        "x-tag": "hv",
+        "periodic_task_name": "every-second-add",
+        "celery_beat_task": True,
+    }
+    seen = json.loads(
+        _run([python, "manage.py", "shell", "-c", ADMIN_AND_ROWS], project, env).splitlines()[-1]
+    )
+    assert seen["form"] == 200 and seen["form_lists_task"], seen
+    assert seen["run"] == 200 and seen["ran"], seen
+    rows = seen["rows"]
+    # last_run_at and total_run_count kept on the rows by the beat that fired them
+    # (a row saved by staff while a beat runs may lose a count, on Celery too: save() writes it)
+    after = rows["after-disable"]
+    assert after["runs"] == len(_fired(client, "after-disable")) and after["last"], rows
+    assert rows["once"] == {"runs": 0, "last": False, "enabled": False, "task": "orders.tasks.add"}, rows
+    assert rows["celery.backend_cleanup"]["task"] == "celery.backend_cleanup"
+    assert seen["cleanup"] == ["0", "4", 43200]
+    # a row with a start_time starts within seconds of it, not at the next minute's resync
+    first = min(_fired(client, "later"))
+    started = dt.datetime.fromisoformat(first.removeprefix("sched-later-").replace("Z", "+00:00"))
+    assert 0 <= started.timestamp() - seen["later"] < 5, (first, seen["later"])
+    sent = client.list_tasks(name="orders.tasks.add", limit=10000)
+    # "Run selected tasks" sent it once (send.py's task ran earlier), naming the row as
+    # django-celery-beat names it (a periodic_task_name header, or option in its older versions)
+    by_admin = [t for t in sent if not t.task_id.startswith("sched-") and t.status.value == "ENQUEUED"]
+    assert len(by_admin) == 1, by_admin
+    stored = client.engine.get_task(by_admin[0].task_id)
+    assert stored is not None and '"periodic_task_name": "after-disable"' in (stored.meta or ""), stored
 
 
 def _check_test_and_serve(venv: Path, project: Path, env: dict[str, str]) -> None:
@@ -175,7 +209,7 @@ def procfile_worker(venv: Path, project: Path, env: dict[str, str]) -> Iterator[
 def venv_with_celery(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """pgtasks beside the real celery, which django-celery-beat's dependencies bring back."""
     root = tmp_path_factory.mktemp("realapp-celery")
-    made, _ = fresh_venv(root, ["Django>=4.2", "pytest", "pytest-django", *LIBRARIES])  # with their deps
+    made, _ = fresh_venv(root, ["Django>=5.1", "pytest", "pytest-django", *LIBRARIES])  # with their deps
     yield made
 
 
@@ -197,7 +231,54 @@ def test_the_project_runs_with_the_real_celery_installed_and_pgtasks_celery_1(
 CREATE_PERIODIC = """
 from django_celery_beat.models import IntervalSchedule, PeriodicTask
 every = IntervalSchedule.objects.create(every=1, period=IntervalSchedule.SECONDS)
-PeriodicTask.objects.create(name="every-second-add", task="orders.tasks.add", interval=every, args="[20, 22]")
+PeriodicTask.objects.create(
+    name="every-second-add", task="orders.tasks.add", interval=every, args="[20, 22]",
+    headers='{"x-tag": "hv"}',
+)
+slow = IntervalSchedule.objects.create(every=3, period=IntervalSchedule.SECONDS)
+PeriodicTask.objects.create(name="once", task="orders.tasks.add", interval=slow, args="[2, 2]", one_off=True)
+import datetime
+from django.utils import timezone
+soon = timezone.now() + datetime.timedelta(seconds=4)
+PeriodicTask.objects.create(
+    name="later", task="orders.tasks.add", interval=every, args="[3, 3]", start_time=soon
+)
+"""
+
+# What staff do in django-celery-beat's admin (its own views, through Django's test client):
+# the add form, which imports the app's task modules through app.loader to list the tasks,
+# and the "Run selected tasks" action; then the rows as django-celery-beat keeps them.
+ADMIN_AND_ROWS = """
+import json
+from django.contrib.auth.models import User
+from django.test import Client
+from django_celery_beat.models import PeriodicTask
+user = User.objects.create_superuser("staff", "staff@example.com", "pw")
+browser = Client(HTTP_HOST="localhost")
+browser.force_login(user)
+form = browser.get("/admin/django_celery_beat/periodictask/add/")
+row = PeriodicTask.objects.get(name="after-disable")
+ran = browser.post(
+    "/admin/django_celery_beat/periodictask/",
+    {"action": "run_tasks", "_selected_action": [row.pk]},
+    follow=True,
+)
+rows = {
+    r.name: {
+        "runs": r.total_run_count, "last": r.last_run_at is not None, "enabled": r.enabled, "task": r.task
+    }
+    for r in PeriodicTask.objects.all()
+}
+cleanup = PeriodicTask.objects.get(name="celery.backend_cleanup")
+print(json.dumps({
+    "form": form.status_code,
+    "form_lists_task": "orders.tasks.add" in form.content.decode(),
+    "run": ran.status_code,
+    "ran": "1 task was successfully run" in ran.content.decode(),
+    "rows": rows,
+    "cleanup": [cleanup.crontab.minute, cleanup.crontab.hour, cleanup.expire_seconds],
+    "later": PeriodicTask.objects.get(name="later").start_time.timestamp(),
+}))
 """
 
 DISABLE_AND_ADD = """

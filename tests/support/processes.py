@@ -35,10 +35,12 @@ def worker_process(
     output: Path | None = None,
     pool: str = "threads",
 ) -> subprocess.Popen[str]:
-    """Start `python -m pgtasks worker` for ``app`` with executor id ``name``; its output goes
-    to a pipe (read by :func:`stop`), or to the file ``output`` to be watched while it runs."""
+    """Start `python -m pgtasks worker` for ``app`` with executor id ``name`` (empty: the
+    default one); its output goes to a pipe (read by :func:`stop`), or to the file ``output``
+    to be watched while it runs."""
     env = _env(database_url, crashpoint, {"PGTASKS_TEST_LEDGER": str(ledger), **(extra_env or {})})
-    args = ("-A", app, "-n", name, "-c", str(concurrency), "--lease-seconds", str(lease_seconds))
+    named = ("-n", name) if name else ()
+    args = ("-A", app, *named, "-c", str(concurrency), "--lease-seconds", str(lease_seconds))
     args += ("--poll-interval", "0.05", "-l", "INFO", "-P", pool, *extra_args)
     return spawn_pgtasks("worker", *args, env=env, output=output)
 

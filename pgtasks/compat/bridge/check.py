@@ -134,7 +134,6 @@ SILENT_SIGNALS = (
     signals.heartbeat_sent,
     signals.worker_before_create_process,
     signals.worker_process_shutdown,
-    signals.import_modules,
     signals.task_sent,
     signals.eventlet_pool_started,
     signals.eventlet_pool_preshutdown,
@@ -159,25 +158,29 @@ class Finding:
     note: str
 
 
-def _setting_finding(name: str) -> Finding | None:
+def _setting_finding(name: str, shown: str | None = None) -> Finding | None:
     if name in SUPPORTED or name not in CURRENT_NAMES:
         return None
+    what = f"setting {name}" if shown in (None, name) else f"setting {shown} ({name})"
     if name in UNSUPPORTED_SETTINGS:
-        return Finding(f"setting {name}", UNSUPPORTED, UNSUPPORTED_SETTINGS[name])
+        return Finding(what, UNSUPPORTED, UNSUPPORTED_SETTINGS[name])
     if name in IGNORED_SETTINGS:
-        return Finding(f"setting {name}", IGNORED, IGNORED_SETTINGS[name])
+        return Finding(what, IGNORED, IGNORED_SETTINGS[name])
     for prefix, why in IGNORED_PREFIXES.items():
         if name.startswith(prefix):
-            return Finding(f"setting {name}", IGNORED, why)
-    return Finding(f"setting {name}", IGNORED, "not used by pgtasks")
+            return Finding(what, IGNORED, why)
+    return Finding(what, IGNORED, "not used by pgtasks")
 
 
 def check_app(app: Celery) -> list[Finding]:
-    """What ``app`` uses that pgtasks ignores or does not support, settings first."""
-    changed = sorted(app.conf.changes())
+    """What ``app`` uses that pgtasks ignores or does not support, settings first: those set
+    on ``app.conf`` and those read from ``config_from_object`` (Django's ``CELERY_*``), each
+    named as the project wrote it."""
+    # table(): explicit settings and every source's; only Celery's names are ever shown
+    used = sorted(name for name in app.conf.table() if name in CURRENT_NAMES)
     if uses_django_beat(app):
-        changed.remove("beat_scheduler")  # supported: bridge/django_beat.py
-    findings = [f for name in changed if (f := _setting_finding(name)) is not None]
+        used = [name for name in used if name != "beat_scheduler"]  # supported: bridge/django_beat.py
+    findings = [f for name in used if (f := _setting_finding(name, app.conf.origin(name))) is not None]
     # Modules the app imported that pgtasks only serves as NotImplementedError placeholders.
     refused = sorted(imported_refused().items())
     findings += [Finding(f"import {name}", UNSUPPORTED, why) for name, why in refused]

@@ -6,9 +6,16 @@ The ``PeriodicTask`` rows (edited in Django's admin or in code) are a live sched
 a pgtasks schedule of the same name, stored under the source ``config:django_celery_beat``, and fires
 exactly once per due time however many beats run. An edit, a disabled or deleted row, a start
 time reached or an expiry passed is picked up within a second (``PeriodicTasks.last_update``
-changes with every save) or a minute. A clocked one-off row is sent once, at its time, and
-then disabled, as django-celery-beat does. Solar schedules, and ``one_off`` on an interval or
-crontab row, are not fired: an error names the row.
+changes with every save; the rows past their start or expiry are counted), and every row at
+least once a minute. A clocked one-off row is sent once, at its time, and then disabled, as
+django-celery-beat does.
+
+As django-celery-beat's own scheduler: each fired task carries the row's ``headers`` and the
+``periodic_task_name`` header (``self.request.periodic_task_name``); the beat that fired a row
+keeps its ``last_run_at`` and ``total_run_count``; a ``one_off`` row is disabled after its
+first fire; the ``celery.backend_cleanup`` row (daily at 4:00, pgtasks' retention) is created
+when ``result_expires`` is set, as Celery's beat creates it. Solar schedules are not fired: an
+error names the row.
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("pgtasks.beat")
 
 SOURCE = "config:django_celery_beat"  # its rows, apart from any app's beat_schedule
+CLEANUP = "celery.backend_cleanup"
 SECONDS = {"days": 86400.0, "hours": 3600.0, "minutes": 60.0, "seconds": 1.0, "microseconds": 1e-6}
 
 
@@ -39,15 +47,23 @@ def uses_django_beat(app: Celery) -> bool:
 
 def live_source(app: Celery) -> LiveSource:
     """The app's periodic tasks as a live schedule source."""
-    return LiveSource(SOURCE, PeriodicTaskReader(app).definitions, _last_change)
+    reader = PeriodicTaskReader(app)
+    return LiveSource(SOURCE, reader.definitions, _last_change, reader.fired)
 
 
 def _last_change() -> object:
+    """What changes when the rows to fire may have: the last save or delete, and how many
+    enabled rows have reached their ``start_time`` or ``expires`` (so a row starts within a
+    second of its start time, not at the next minute's resync)."""
     # why: django_celery_beat's models import only after django.setup(), which the command
     # that loaded the app has run; never at the import of this module.
-    from django_celery_beat.models import PeriodicTasks
+    from django.db.models import Q
+    from django.utils import timezone
+    from django_celery_beat.models import PeriodicTask, PeriodicTasks
 
-    return PeriodicTasks.last_change()
+    now = timezone.now()
+    reached = PeriodicTask.objects.filter(enabled=True).filter(Q(start_time__lte=now) | Q(expires__lte=now))
+    return (PeriodicTasks.last_change(), reached.count())
 
 
 class PeriodicTaskReader:
@@ -56,12 +72,16 @@ class PeriodicTaskReader:
     def __init__(self, app: Celery) -> None:
         self.app = app
         self._reported: set[tuple[str, str]] = set()
+        self._defaults_installed = False
 
     def definitions(self) -> list[ScheduleDefinition]:
         # why: see _last_change
         from django.utils import timezone
         from django_celery_beat.models import PeriodicTask
 
+        if not self._defaults_installed:
+            self._defaults_installed = True
+            self._install_default_entries()
         now = timezone.now()
         found = []
         enabled = PeriodicTask.objects.filter(enabled=True)
@@ -86,8 +106,6 @@ class PeriodicTaskReader:
         if row.clocked_id is not None:
             self._send_clocked(row, args, kwargs, options)
             return None
-        if row.one_off:
-            raise ConfigurationError("one_off is fired only with a clocked schedule")
         if row.interval_id is not None:
             timing: dict[str, Any] = {"every": row.interval.every * SECONDS[row.interval.period]}
         elif row.crontab_id is not None:
@@ -106,6 +124,7 @@ class PeriodicTaskReader:
             priority=row.priority or 0,
             expires=row.expire_seconds or None,
             source=SOURCE,
+            meta={"headers": _headers(row)},
         )
 
     def _send_clocked(
@@ -114,6 +133,7 @@ class PeriodicTaskReader:
         """Send a clocked row once, due at its time (an id derived from the row and the time:
         every beat sends the same task), then disable it, as django-celery-beat does."""
         # why: see _last_change
+        from django.db.models import F
         from django_celery_beat.models import PeriodicTask
 
         when = row.clocked.clocked_time
@@ -127,13 +147,67 @@ class PeriodicTaskReader:
             priority=row.priority,
             expires=row.expires,
         )
-        PeriodicTask.objects.filter(pk=row.pk).update(enabled=False, last_run_at=when)
-        log.info("sent clocked periodic task %s due %s", row.name, when.isoformat())
+        # the first beat to get here counts the run: the others find the row disabled
+        first = PeriodicTask.objects.filter(pk=row.pk, enabled=True)
+        if first.update(enabled=False, last_run_at=when, total_run_count=F("total_run_count") + 1):
+            log.info("sent clocked periodic task %s due %s", row.name, when.isoformat())
+
+    def fired(self, name: str, instants: list[dt.datetime]) -> bool:
+        """Record the fires of row ``name`` as django-celery-beat does: ``last_run_at`` and
+        ``total_run_count`` (an update that does not count as an edit, so the beat does not
+        re-read its rows for it); a ``one_off`` row is then disabled through ``save()``, which
+        tells every beat. True when the row was a one-off (it fires no more)."""
+        # why: see _last_change
+        from django.conf import settings
+        from django.db.models import F
+        from django.utils import timezone
+        from django_celery_beat.models import PeriodicTask
+
+        when = instants[-1]
+        if not settings.USE_TZ:
+            when = timezone.make_naive(when)
+        rows = PeriodicTask.objects.filter(name=name)
+        rows.update(last_run_at=when, total_run_count=F("total_run_count") + len(instants))
+        finished = False
+        for row in rows.filter(one_off=True, enabled=True):
+            row.enabled, row.total_run_count = False, 0  # as its scheduler ends a one-off
+            row.save()
+            finished = True
+        return finished
+
+    def _install_default_entries(self) -> None:
+        """Celery's beat adds ``celery.backend_cleanup`` (daily at 4:00) when results expire;
+        django-celery-beat stores it as a row, which staff see and may disable."""
+        # why: see _last_change
+        from django.core.exceptions import ValidationError
+        from django.db import IntegrityError
+        from django_celery_beat.models import CrontabSchedule, PeriodicTask
+
+        if not self.app.conf.result_expires or PeriodicTask.objects.filter(name=CLEANUP).exists():
+            return
+        daily = {"minute": "0", "hour": "4", "day_of_week": "*", "day_of_month": "*", "month_of_year": "*"}
+        daily["timezone"] = self.app.timezone
+        # two beats starting together may each create one: take the first, never fail on two
+        crontab = CrontabSchedule.objects.filter(**daily).first() or CrontabSchedule.objects.create(**daily)
+        try:
+            PeriodicTask.objects.get_or_create(
+                name=CLEANUP, defaults={"task": CLEANUP, "crontab": crontab, "expire_seconds": 12 * 3600}
+            )
+        except (ValidationError, IntegrityError):
+            if not PeriodicTask.objects.filter(name=CLEANUP).exists():
+                raise  # not another beat creating it at the same time
 
     def _report(self, name: str, problem: str) -> None:
         if (name, problem) not in self._reported:
             self._reported.add((name, problem))
             log.error("periodic task %r is not fired: %s", name, problem)
+
+
+def _headers(row: Any) -> dict[str, Any]:
+    """The headers a fire of ``row`` carries: its own (``headers``, JSON), then the ones
+    django-celery-beat adds."""
+    own = _loaded(getattr(row, "headers", None) or "{}", "headers", dict)
+    return {**own, "periodic_task_name": row.name, "celery_beat_task": True}
 
 
 def _loaded(text: str | None, field: str, kind: type) -> Any:

@@ -38,11 +38,14 @@ class Attempt:
 def trace(task: Task, request: Context, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Attempt:
     """Run the task once with ``request`` current, calling hooks and sending signals in
     Celery's order: task_prerun, before_start, the body, on_success/task_success (or
-    on_failure/task_failure, or on_retry/task_retry), after_return, task_postrun."""
+    on_failure/task_failure, or on_retry/task_retry), after_return, task_postrun; the app
+    loader's ``on_task_init`` first and, in a worker, its ``on_process_cleanup`` last."""
     task_id = request.id
     if task_id is None:
         raise ValueError(f"cannot run task {task.name!r}: its request has no task id")
+    loader = task.app.loader
     with executing(task, request):
+        loader.on_task_init(task_id, task)
         signals.task_prerun.send(sender=task, task_id=task_id, task=task, args=args, kwargs=kwargs)
         attempt: Attempt
         try:
@@ -92,6 +95,8 @@ def trace(task: Task, request: Context, args: tuple[Any, ...], kwargs: dict[str,
             retval=attempt.retval,
             state=attempt.state,
         )
+    if not request.is_eager:
+        _call_hook(loader.on_process_cleanup)
     return attempt
 
 

@@ -1,11 +1,19 @@
 """Preparing a task to send the Celery way: Celery's ``apply_async`` options consumed or mapped
 onto pgtasks' :class:`~pgtasks.engine.options.SendOptions`, routing, the message headers,
-and the publish signals around the insert."""
+and the publish signals around the insert.
+
+An option neither pgtasks nor Celery knows is, as in Celery, a message property: stored with
+the task and shown to it in ``self.request.properties`` (django-celery-beat's
+``periodic_task_name=``, celery-once's ``once=``). Only a likely typo of an option pgtasks
+acts on is refused (:func:`message_properties`).
+"""
 
 from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import difflib
+import json
 import logging
 import uuid
 from dataclasses import dataclass
@@ -15,7 +23,7 @@ from pgtasks.compat.celery import signals
 from pgtasks.compat.celery.app.routes import route
 from pgtasks.compat.celery.exceptions import QueueNotFound
 from pgtasks.engine.errors import ConfigurationError
-from pgtasks.engine.options import EnqueueRequest, SendOptions
+from pgtasks.engine.options import SEND_OPTION_NAMES, EnqueueRequest, SendOptions
 from pgtasks.scheduler.zones import load_zone
 
 if TYPE_CHECKING:
@@ -76,7 +84,34 @@ CELERY_OPTIONS = (
         "soft_time_limit",
     }
 )
+# Every option with a meaning here (the rest are message properties), and those pgtasks acts
+# on, whose near misses are refused as typos.
+KNOWN_OPTIONS = CELERY_OPTIONS | set(SEND_OPTION_NAMES) | {"task", "link", "link_error"}
+ACTED_ON = frozenset(SEND_OPTION_NAMES) | {"headers", "link", "link_error", "time_limit", "soft_time_limit"}
 _warned: set[str] = set()
+
+
+def message_properties(options: dict[str, Any]) -> dict[str, Any]:
+    """The options of ``apply_async`` that are neither pgtasks' nor Celery's: message
+    properties, passed through as Celery passes them. ConfigurationError for a name of 4 or
+    more letters close to an option pgtasks acts on (``countdwon``, ``expire``), and for a
+    value that is not JSON (it is stored with the task)."""
+    extra = {k: v for k, v in options.items() if k not in KNOWN_OPTIONS}
+    for name, value in sorted(extra.items()):
+        close = difflib.get_close_matches(name, sorted(ACTED_ON), n=1, cutoff=0.85) if len(name) >= 4 else []
+        if close:
+            raise ConfigurationError(
+                f"unknown send option {name!r}: did you mean {close[0]!r}? (an option pgtasks does not "
+                "know is passed through as a message property, unless it looks like a typo of one)"
+            )
+        try:
+            json.dumps(value)
+        except (TypeError, ValueError):
+            raise ConfigurationError(
+                f"send option {name!r} is passed through as a message property and must be JSON, "
+                f"not {type(value).__name__}"
+            ) from None
+    return extra
 
 
 def _aware(value: dt.datetime, app: Celery) -> dt.datetime:
@@ -96,6 +131,7 @@ class Prepared:
     headers: dict[str, Any]
     body: tuple[Any, ...]
     properties: dict[str, Any]
+    extra: dict[str, Any] = dataclasses.field(default_factory=dict)  # message properties given
 
     def publish(self, after: bool) -> None:
         """Send ``before_task_publish`` (or, ``after``, ``after_task_publish``)."""
@@ -137,6 +173,9 @@ def prepare(
         if options.get(key) is not None and key not in _warned:
             _warned.add(key)
             log.warning("apply_async(%s=...) is not supported by pgtasks.compat yet; ignored", key)
+    extra = message_properties(options)
+    for key in extra:
+        del options[key]
     celery_only = {k: options.pop(k) for k in set(options) & CELERY_OPTIONS}
     known = SendOptions.from_kwargs(**options)  # refuses an unknown option, naming the known ones
     options.update(celery_only)
@@ -191,7 +230,8 @@ def prepare(
         expires=expires,
     ).request(name, args, kwargs)
     body = (args, kwargs, {"callbacks": None, "errbacks": None, "chain": None, "chord": None})
-    return Prepared(request, headers, body, {"correlation_id": task_id, "priority": priority})
+    properties = {"correlation_id": task_id, "priority": priority, **extra}
+    return Prepared(request, headers, body, properties, extra)
 
 
 def _check_declared(app: Celery, queue: str) -> None:

@@ -231,10 +231,6 @@ REFUSED: dict[str, str] = {
     "celery.contrib.sphinx": "the Sphinx extension is not provided: document tasks as functions",
     "celery.contrib.testing.manager": "use celery.contrib.testing.worker.start_worker and AsyncResult.get",
     "celery.contrib.testing.mocks": "send real tasks to a test app (celery.contrib.testing.app.TestApp)",
-    "celery.loaders": "apps are loaded by `-A`; config_from_object reads settings",
-    "celery.loaders.app": "apps are loaded by `-A`; config_from_object reads settings",
-    "celery.loaders.base": "apps are loaded by `-A`; config_from_object reads settings",
-    "celery.loaders.default": "apps are loaded by `-A`; config_from_object reads settings",
     "celery.platforms": "process management belongs to `pgtasks worker` (signals, pid files are not managed)",
     "celery.utils.debug": "memory sampling is not provided: use the worker's /metrics",
 }

@@ -43,9 +43,13 @@ def request_from_record(
     record: TaskRecord, executor_id: str, args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> Context:
     """The request of a task claimed by a worker, from its row (``meta`` holds what Celery
-    sends in message headers: ``root_id`` and the caller's ``headers``)."""
+    sends in message headers: ``root_id`` and the caller's ``headers``, and the message
+    properties given). As in Celery's worker, each custom header is also an attribute of the
+    request (``self.request.periodic_task_name``), never hiding one of the protocol's, and
+    ``headers`` is None when there are none."""
     meta = _meta(record.meta)
-    return Context(
+    headers = dict(meta.get("headers") or {})
+    request = Context(
         id=record.task_id,
         task=record.name,
         args=tuple(args),
@@ -58,13 +62,26 @@ def request_from_record(
         expires=iso_time(record.expires_at_epoch_ms),
         parent_id=record.parent_task_id,
         root_id=meta.get("root_id") or record.parent_task_id or record.task_id,
-        headers=dict(meta.get("headers") or {}),
+        headers=headers or None,
         errbacks=meta.get("errbacks") or None,
         time_limit=meta.get("time_limit"),
         soft_time_limit=meta.get("soft_time_limit"),
         delivery_info=delivery_info(record),
         origin=None,
+        correlation_id=record.task_id,
+        properties={
+            "correlation_id": record.task_id,
+            "reply_to": None,
+            "delivery_mode": 2,
+            "delivery_info": {"exchange": "", "routing_key": record.queue_name},
+            "priority": record.priority,
+            **dict(meta.get("properties") or {}),
+        },
     )
+    for name, value in headers.items():
+        if isinstance(name, str) and name.isidentifier() and not hasattr(request, name):
+            setattr(request, name, value)
+    return request
 
 
 def eager_request(

@@ -10,7 +10,7 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 from pgtasks.compat.bridge.planning import send_canvas
-from pgtasks.compat.bridge.publishing import prepare
+from pgtasks.compat.bridge.publishing import message_properties, prepare
 from pgtasks.compat.celery.canvas.signature import Signature
 from pgtasks.compat.celery.result.async_result import AsyncResult
 from pgtasks.compat.celery.utils.functional import maybe_list
@@ -36,7 +36,8 @@ def send_task(
 ) -> AsyncResult:
     """Route and insert one task; return its AsyncResult. With ``link`` or ``link_error`` the
     task and its callbacks are one canvas (see planning.py); so is a task with ``headers``,
-    ``time_limit`` or ``soft_time_limit``, which are stored with it (its ``meta``)."""
+    ``time_limit``, ``soft_time_limit`` or message properties, which are stored with it (its
+    ``meta``)."""
     if link is not None or link_error is not None or _needs_meta(options):
         if options.get("conn") is not None:
             raise _no_canvas_on(name)
@@ -92,11 +93,14 @@ async def send_task_async(
 
 
 def _no_canvas_on(name: str) -> ConfigurationError:
-    return ConfigurationError(f"apply_async(conn=...) of {name!r} cannot carry link, link_error or headers")
+    return ConfigurationError(
+        f"apply_async(conn=...) of {name!r} cannot carry link, link_error, headers or message properties"
+    )
 
 
 def _needs_meta(options: dict[str, Any]) -> bool:
-    return any(options.get(key) for key in ("headers", "time_limit", "soft_time_limit"))
+    stored = ("headers", "time_limit", "soft_time_limit")
+    return any(options.get(key) for key in stored) or bool(message_properties(options))
 
 
 # -- Task.apply_async ------------------------------------------------------------------------

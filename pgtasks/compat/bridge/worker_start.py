@@ -16,6 +16,7 @@ from typing import Any
 from pgtasks.compat.bridge import django_support
 from pgtasks.compat.celery import signals
 from pgtasks.compat.celery.app.base import Celery
+from pgtasks.compat.celery.utils.nodenames import default_nodename
 from pgtasks.engine.errors import ConfigurationError
 from pgtasks.worker.logs import LOG_FORMAT, configure_logging
 
@@ -48,6 +49,7 @@ class WorkerHooks:
         if self.app is None:
             return
         signals.worker_shutting_down.send(sender=self.hostname, sig="SIGTERM", how="Warm", exitcode=0)
+        self.app.loader.shutdown_worker()
         signals.worker_shutdown.send(sender=self.sender)
 
 
@@ -69,8 +71,9 @@ def _setup_logging(loglevel: str, log_format: str) -> None:
 
 
 def beat_started(app: Any, beat: Any, embedded: bool) -> None:
-    """Celery's ``beat_init`` (``pgtasks beat``) or ``beat_embedded_init`` (``worker -B``), sent
-    with the beat as sender once it has synced its schedules; nothing for a pgtasks App."""
+    """Celery's ``beat_init`` (``pgtasks beat``, after the app loader's ``init_worker``, as
+    Celery's beat calls it) or ``beat_embedded_init`` (``worker -B``), sent with the beat as
+    sender once it has synced its schedules; nothing for a pgtasks App."""
     if isinstance(app, Celery):
         scheduler = app.conf.beat_scheduler
         known = ("PersistentScheduler", "django_celery_beat")  # the second: bridge/django_beat.py
@@ -83,6 +86,8 @@ def beat_started(app: Any, beat: Any, embedded: bool) -> None:
                 "(such as those edited in Django's admin); move them to beat_schedule",
                 str(scheduler),
             )
+        if not embedded:
+            app.loader.init_worker()  # as Celery's beat: the task modules, the loader's hook
         (signals.beat_embedded_init if embedded else signals.beat_init).send(sender=beat)
 
 
@@ -118,20 +123,24 @@ def worker_hooks(app: Any, args: argparse.Namespace, given: Collection[str] = ()
             )
         # Celery's 0 (no limit) becomes a generous bound: a claim is never unbounded here.
         args.prefetch_multiplier = multiplier or UNLIMITED_PREFETCH
-    hostname = args.hostname or ""
+    # Celery's default node name, which probes address (`inspect ping -d celery@$HOSTNAME`)
+    args.hostname = hostname = args.hostname or default_nodename(None)
     hooks = WorkerHooks(app, hostname)
     _setup_logging(args.loglevel, getattr(args, "log_format", "text"))
     signals.celeryd_init.send(sender=hostname, instance=hooks.sender, conf=conf, options=vars(args))
+    app.loader.init_worker()  # the task modules, then a custom loader's on_worker_init
     signals.worker_init.send(sender=hooks.sender)
     signals.celeryd_after_setup.send(sender=hostname, instance=hooks.sender, conf=conf)
     if args.pool == "prefork":
         os.register_at_fork(after_in_child=lambda: _child_started(app))
     elif args.pool == "solo":
+        app.loader.init_worker_process()
         signals.worker_process_init.send(sender=None)
     return hooks
 
 
 def _child_started(app: Any) -> None:
     django_support.close_connections_after_fork()
+    app.loader.init_worker_process()
     signals.worker_process_init.send(sender=None)
     app.on_after_fork.send(sender=app)

@@ -18,6 +18,8 @@ from typing import Any
 
 __all__ = ["BaseSchedule", "NotSupported", "crontab", "maybe_schedule", "schedstate", "schedule", "solar"]
 
+from croniter import croniter
+
 from pgtasks.engine.errors import ConfigurationError
 from pgtasks.scheduler.cron import parse_cron
 from pgtasks.scheduler.timing import CronTiming, IntervalTiming, check_interval
@@ -72,6 +74,9 @@ def _field(value: Any, name: str) -> str:
     raise ConfigurationError(f"crontab {name} must be a string, a number or a set of them, not {value!r}")
 
 
+_SPANS = ((0, 59), (0, 23), (1, 31), (1, 12), (0, 6))  # minute, hour, day, month, weekday
+
+
 class crontab(BaseSchedule):
     """``crontab(minute='*', hour='*', day_of_week='*', day_of_month='*', month_of_year='*')``.
 
@@ -114,6 +119,35 @@ class crontab(BaseSchedule):
     def timing(self, timezone: str) -> CronTiming:
         """This crontab evaluated in ``timezone``."""
         return CronTiming.parse(self.cron_expression, timezone, self.day_and)
+
+    # Celery's crontab exposes each field as the set of numbers it matches (Sunday is 0):
+    # django-celery-beat's admin describes a schedule from them.
+    @property
+    def minute(self) -> set[int]:
+        return self._expanded(0)
+
+    @property
+    def hour(self) -> set[int]:
+        return self._expanded(1)
+
+    @property
+    def day_of_month(self) -> set[int]:
+        return self._expanded(2)
+
+    @property
+    def month_of_year(self) -> set[int]:
+        return self._expanded(3)
+
+    @property
+    def day_of_week(self) -> set[int]:
+        return {day % 7 for day in self._expanded(4)}
+
+    def _expanded(self, index: int) -> set[int]:
+        low, high = _SPANS[index]
+        values: list[object] = list(croniter(self.cron_expression).expanded[index])
+        if values == ["*"]:
+            return set(range(low, high + 1))
+        return {v for v in values if isinstance(v, int)}  # not "L" (the month's last day)
 
     def __repr__(self) -> str:
         return f"<crontab: {self.cron_expression} (m/h/dM/MY/d)>"

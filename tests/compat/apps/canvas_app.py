@@ -56,7 +56,11 @@ def record(value, label):
 
 @app.task(bind=True)
 def whoami(self, *args):
-    return {"root_id": self.request.root_id, "headers": self.request.headers, "args": list(args)}
+    seen = {"root_id": self.request.root_id, "headers": self.request.headers, "args": list(args)}
+    if self.request.headers:  # Celery: each custom header is an attribute of the request too
+        seen["tenant"] = getattr(self.request, "tenant", None)
+    extra = {k: v for k, v in (self.request.properties or {}).items() if k.startswith("x_")}
+    return {**seen, **({"properties": extra} if extra else {})}
 
 
 @app.task(bind=True)

@@ -5,12 +5,14 @@ from __future__ import annotations
 import os
 
 from celery import Celery, Task
+from celery.loaders.app import AppLoader
 from celery.signals import (
     after_setup_logger,
     after_task_publish,
     beat_embedded_init,
     beat_init,
     before_task_publish,
+    import_modules,
     task_failure,
     task_postrun,
     task_prerun,
@@ -25,7 +27,32 @@ from celery.signals import (
 
 from tests.compat.apps.ledger import note
 
-app = Celery("signals", broker=os.environ.get("PGTASKS_DATABASE_URL"))
+
+class LedgerLoader(AppLoader):
+    """A custom loader (``Celery(loader=...)``): the worker calls its hooks."""
+
+    def on_worker_init(self):
+        note("loader on_worker_init")
+
+    def on_worker_process_init(self):
+        note("loader on_worker_process_init")
+
+    def on_task_init(self, task_id, task):
+        note("loader on_task_init", task_id)
+
+    def on_process_cleanup(self):
+        note("loader on_process_cleanup")
+
+    def on_worker_shutdown(self):
+        note("loader on_worker_shutdown")
+
+
+app = Celery("signals", broker=os.environ.get("PGTASKS_DATABASE_URL"), loader=LedgerLoader)
+
+
+@import_modules.connect
+def on_import_modules(sender=None, **kwargs):
+    note("signal import_modules", sender.main)
 
 
 class Hooked(Task):

@@ -40,6 +40,7 @@ from pgtasks.compat.celery.app.task import Task
 from pgtasks.compat.celery.app.utils import Settings, attributes_of, settings_from_mapping
 from pgtasks.compat.celery.canvas.signature import Signature, signature
 from pgtasks.compat.celery.exceptions import ChordError, ImproperlyConfigured
+from pgtasks.compat.celery.loaders.base import BaseLoader, get_loader_cls
 from pgtasks.compat.celery.result.async_result import AsyncResult
 from pgtasks.compat.celery.result.eager_result import EagerResult
 from pgtasks.compat.celery.result.group_result import GroupResult
@@ -50,7 +51,13 @@ from pgtasks.engine.registry import TaskDefinition
 from pgtasks.scheduler.definitions import ScheduleDefinition
 from pgtasks.scheduler.live import LiveSource
 
-__all__ = ["Celery"]
+__all__ = ["Celery", "PendingConfiguration"]
+
+
+class PendingConfiguration(dict):  # type: ignore[type-arg]
+    """Celery's configuration not read yet. pgtasks' ``app.conf`` reads its sources at each
+    lookup and is never pending: the class exists for libraries that check for it
+    (pytest-celery imports it)."""
 
 
 CeleryTask = Task  # inside Celery, ``Task`` is the property below
@@ -90,6 +97,7 @@ class Celery(App):
         self.task_cls: type[Task] = (
             symbol_by_name(task_cls) if isinstance(task_cls, str) else (task_cls or Task)
         )
+        self._loader_cls = loader or "app"
         self._registry = TaskRegistry()
         self._autodiscover: list[tuple[Any, str]] = []
         self._finalized = False
@@ -395,6 +403,13 @@ class Celery(App):
         return apply_eagerly(task, args, kwargs, **options)
 
     @functools.cached_property
+    def loader(self) -> BaseLoader:
+        """``app.loader``: the loader ``Celery(loader=...)`` named (Celery's AppLoader by
+        default; see :mod:`pgtasks.compat.celery.loaders.base`)."""
+        loader: BaseLoader = get_loader_cls(self._loader_cls)(app=self)
+        return loader
+
+    @functools.cached_property
     def backend(self) -> DatabaseBackend:
         """Celery's result backend API over the app's own database (see bridge/backend.py)."""
         return DatabaseBackend(self)
@@ -406,6 +421,11 @@ class Celery(App):
     def signature(self, *args: Any, **kwargs: Any) -> Signature:
         kwargs["app"] = self
         return signature(*args, **kwargs)
+
+    @property
+    def current_task(self) -> Any:
+        """The task running in this thread, or None (``app.current_task.request.id``)."""
+        return _state.get_current_task()
 
     def set_current(self) -> None:
         _state.set_current_app(self)

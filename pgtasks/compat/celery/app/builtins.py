@@ -1,6 +1,8 @@
 """Celery's ``celery.app.builtins``: the tasks every app registers for the canvas, run by its
 workers: ``celery.map`` and ``celery.starmap`` (``xmap``, ``xstarmap``, ``chunks``) and
-``celery.accumulate`` (the body that gives a replacing group's results)."""
+``celery.accumulate`` (the body that gives a replacing group's results), and
+``celery.backend_cleanup``, which django-celery-beat schedules daily: it deletes the results
+past ``result_expires`` now (pgtasks' retention, which workers also run every minute)."""
 
 from __future__ import annotations
 
@@ -29,3 +31,7 @@ def register_builtins(app: Celery) -> None:
     def celery_starmap(task: str, it: list[Any]) -> list[Any]:
         fn = app.tasks[task]
         return [fn(*item) for item in it]
+
+    @app.task(name="celery.backend_cleanup", shared=False, lazy=False)
+    def backend_cleanup() -> None:
+        app.backend.cleanup()

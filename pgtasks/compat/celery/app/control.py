@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from pgtasks.compat.bridge.requests import delivery_info, iso_time
 from pgtasks.compat.celery import signals
 from pgtasks.compat.celery.app.task import Context
+from pgtasks.compat.celery.app.utils import filter_hidden_settings
 from pgtasks.sysdb.records import ExecutorInfo, ListTasksParams, Status, TaskRecord
 
 if TYPE_CHECKING:
@@ -254,7 +255,8 @@ class Inspect:
         return self._reply({node: {"ok": f"pgtasks pid {os.getpid()}"} for node in self.nodes()})
 
     def conf(self, with_defaults: bool = False) -> dict[str, Any] | None:
-        return self._reply({node: self.app.conf.table(with_defaults) for node in self.nodes()})
+        shown = filter_hidden_settings(self.app.conf.table(with_defaults))  # no secret leaves
+        return self._reply({node: shown for node in self.nodes()})
 
     def clock(self) -> dict[str, Any] | None:
         now = self.app.engine.admin.now_ms()

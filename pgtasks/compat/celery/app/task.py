@@ -202,6 +202,10 @@ class Task:
             return self._app
         return get_current_app()
 
+    def _get_app(self) -> Celery:
+        """:attr:`app` (Celery's accessor behind it, which celery-once and celery-singleton call)."""
+        return self.app
+
     @classmethod
     def overrides_call(cls) -> bool:
         """True when a subclass overrides ``__call__`` (Celery then calls it, not ``run``)."""

@@ -13,14 +13,43 @@ from __future__ import annotations
 import copy
 import importlib.metadata
 import platform
+import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from pgtasks.compat.celery.app.defaults import DEFAULTS, NEW_TO_OLD, OLD_TO_NEW
 from pgtasks.compat.celery.exceptions import ImproperlyConfigured
 from pgtasks.compat.kombu.utils.imports import symbol_by_name
+from pgtasks.sysdb.urls import redact_url
 
-__all__ = ["Settings", "appstr", "bugreport", "current_name", "settings_from_mapping"]
+__all__ = [
+    "Settings",
+    "appstr",
+    "bugreport",
+    "current_name",
+    "filter_hidden_settings",
+    "settings_from_mapping",
+]
+
+HIDDEN_SETTINGS = re.compile(r"API|TOKEN|KEY|SECRET|PASS|PROFANITIES_LIST|SIGNATURE|DATABASE", re.IGNORECASE)
+MASK = "********"
+
+
+def filter_hidden_settings(conf: Mapping[str, Any]) -> dict[str, Any]:
+    """``conf`` safe to show (``inspect conf``, a bug report): the value of a name that looks
+    secret (KEY, SECRET, PASS, TOKEN, ...) masked, the password of a URL hidden, nested
+    mappings (Django's ``DATABASES``) filtered the same way."""
+
+    def shown(key: Any, value: Any) -> Any:
+        if isinstance(value, Mapping):
+            return filter_hidden_settings(value)
+        if isinstance(key, str) and HIDDEN_SETTINGS.search(key):
+            return MASK
+        if isinstance(value, str) and "://" in value:
+            return redact_url(value)
+        return value
+
+    return {key: shown(key, value) for key, value in conf.items()}
 
 
 def current_name(key: str) -> str:
@@ -111,16 +140,20 @@ class _Source:
         return [*names, name]  # as Celery: a setting by its own name counts too
 
     def lookup(self, name: str) -> Any:
+        return self.find(name)[1]
+
+    def find(self, name: str) -> tuple[str | None, Any]:
+        """The attribute holding setting ``name`` here and its value (None, MISSING: none)."""
         obj = self.obj
         for attribute in self._names(name):
             if isinstance(obj, Mapping):
                 if attribute in obj:
-                    return obj[attribute]
+                    return attribute, obj[attribute]
             else:
                 value = getattr(obj, attribute, MISSING)
                 if value is not MISSING:
-                    return value
-        return MISSING
+                    return attribute, value
+        return None, MISSING
 
     def settings(self) -> dict[str, Any]:
         """Every setting this source holds now, by current name."""
@@ -149,6 +182,19 @@ class Settings(dict):  # type: ignore[type-arg]
         self._sources.append(_Source(obj, namespace))
         self._notify(set(SOURCE_CHANGES))
 
+    def _name(self, key: str) -> str:
+        """The current name of ``key``; with a namespaced source, a key written with its
+        prefix (``CELERY_TASK_ALWAYS_EAGER``) is that setting too, as in Celery."""
+        name = current_name(key)
+        if name != key or not key.isupper():
+            return name
+        for source in self._sources:
+            if source.prefix and key.startswith(source.prefix):
+                unprefixed = key[len(source.prefix) :].lower()
+                if unprefixed in DEFAULTS:
+                    return unprefixed
+        return name
+
     def add_defaults(self, values: Mapping[str, Any]) -> None:
         """Defaults below every other layer (Celery's ``app.add_defaults``)."""
         self._added_defaults.update({current_name(k): v for k, v in values.items()})
@@ -164,12 +210,12 @@ class Settings(dict):  # type: ignore[type-arg]
 
     def known(self, key: str) -> bool:
         """Whether ``key`` is a setting here: set, found in a source, or one of Celery's."""
-        name = current_name(key)
+        name = self._name(key)
         return dict.__contains__(self, name) or name in DEFAULTS or self._layered(name) is not MISSING
 
     # -- reading -------------------------------------------------------------------------
     def __getitem__(self, key: str) -> Any:
-        name = current_name(key)
+        name = self._name(key)
         if dict.__contains__(self, name):
             return dict.__getitem__(self, name)
         layered = self._layered(name)
@@ -201,6 +247,11 @@ class Settings(dict):  # type: ignore[type-arg]
         except KeyError:
             return default
 
+    def find_value_for_key(self, name: str, namespace: str = "celery") -> Any:
+        """The setting ``<namespace>_<name>`` (``find_value_for_key("extended", "result")`` is
+        ``result_extended``); KeyError when there is no such setting."""
+        return self[f"{namespace}_{name}".lower() if namespace else name]
+
     def first(self, *keys: str) -> Any:
         """The first of ``keys`` that has a value."""
         for key in keys:
@@ -214,8 +265,9 @@ class Settings(dict):  # type: ignore[type-arg]
         return dict(self.items())
 
     def humanize(self, with_defaults: bool = False) -> str:
-        """The settings as ``name: value`` lines."""
-        return "\n".join(f"{k}: {v!r}" for k, v in sorted(self.table(with_defaults).items()))
+        """The settings as ``name: value`` lines, secrets masked (:func:`filter_hidden_settings`)."""
+        shown = filter_hidden_settings(self.table(with_defaults))
+        return "\n".join(f"{k}: {v!r}" for k, v in sorted(shown.items()))
 
     def table(self, with_defaults: bool = False) -> dict[str, Any]:
         """Every setting with its value: explicit ones and those of the sources (and the
@@ -225,13 +277,24 @@ class Settings(dict):  # type: ignore[type-arg]
             layered.update(source.settings())
         return {**(DEFAULTS if with_defaults else {}), **layered, **self}
 
+    def origin(self, name: str) -> str:
+        """Where setting ``name`` is read from, as the project wrote it: ``name`` when set on
+        the conf, else the source's own name (Django's ``CELERY_RESULT_BACKEND``)."""
+        if dict.__contains__(self, name):
+            return name
+        for source in reversed(self._sources):
+            found: tuple[str | None, Any] = source.find(name)
+            if found[1] is not MISSING and found[0] is not None:
+                return found[0]
+        return name
+
     def old_name(self, key: str) -> str | None:
         """The old (uppercase) name of a current setting, if it had one."""
         return NEW_TO_OLD.get(key)
 
     # -- writing -------------------------------------------------------------------------
     def __setitem__(self, key: str, value: Any) -> None:
-        name = current_name(key)
+        name = self._name(key)
         dict.__setitem__(self, name, value)
         self._notify({name})
 
@@ -239,15 +302,15 @@ class Settings(dict):  # type: ignore[type-arg]
         self[key] = value
 
     def __delitem__(self, key: str) -> None:
-        name = current_name(key)
+        name = self._name(key)
         dict.__delitem__(self, name)
         self._notify({name})
 
     def update(self, other: Mapping[str, Any] | Iterable[tuple[str, Any]] = (), **kwargs: Any) -> None:  # type: ignore[override]
         values = dict(other, **kwargs)
-        names = {current_name(k) for k in values}
+        names = {self._name(k) for k in values}
         for key, value in values.items():
-            dict.__setitem__(self, current_name(key), value)
+            dict.__setitem__(self, self._name(key), value)
         self._notify(names)
 
     def setdefault(self, key: str, default: Any = None) -> Any:

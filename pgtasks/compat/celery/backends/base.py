@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pgtasks.compat.celery import states
 from pgtasks.compat.celery._state import get_current_task
 
 __all__ = [
@@ -30,6 +31,9 @@ class BaseBackend:
     supports_native_join = False
     supports_autoexpire = False
     persistent = True
+    READY_STATES = states.READY_STATES
+    UNREADY_STATES = states.UNREADY_STATES
+    EXCEPTION_STATES = states.EXCEPTION_STATES
 
     def __init__(
         self,

@@ -27,7 +27,7 @@ from pgtasks.compat.celery.utils.graph import DependencyGraph
 from pgtasks.engine.errors import DatabaseUnavailable, MaxRecoveryAttemptsExceeded, TaskTimeoutError
 from pgtasks.engine.events import task_state
 from pgtasks.engine.failures import decode_exception
-from pgtasks.support.backoff import Backoff
+from pgtasks.support.backoff import Backoff, Retry
 from pgtasks.sysdb.records import Status, TaskRecord
 
 if TYPE_CHECKING:
@@ -166,7 +166,9 @@ class AsyncResult(ResultBase):
     @property
     def traceback(self) -> str | None:
         """The formatted traceback of a failed task."""
-        record = self.record()
+        return self._traceback_of(self.record())
+
+    def _traceback_of(self, record: TaskRecord | None) -> str | None:
         if record is None or not record.error or self._state_of(record) not in states.EXCEPTION_STATES:
             return None
         try:
@@ -207,10 +209,10 @@ class AsyncResult(ResultBase):
             raise RuntimeError(SYNC_SUBTASK_MESSAGE)
         if self.ignored:
             return None
-        # A first poll after milliseconds, then twice as long each time up to ``interval``.
-        polls = Backoff(min(FIRST_POLL, interval), interval, jitter=0.0).retrying(
-            timeout, last_try_at_deadline=True
-        )
+        # A first poll after milliseconds, then twice as long each time up to ``interval``;
+        # the timeout is read (a number or its string, as Celery) only once a poll finds the
+        # task not ready.
+        polls: Retry | None = None
         while True:
             try:
                 record = self.record()
@@ -225,6 +227,10 @@ class AsyncResult(ResultBase):
                 return value
             if on_interval is not None:
                 on_interval()
+            if polls is None:
+                polls = Backoff(min(FIRST_POLL, interval), interval, jitter=0.0).retrying(
+                    None if timeout is None else float(timeout), last_try_at_deadline=True
+                )
             pause = polls.next_delay()
             if pause is None:
                 if record is None:
@@ -301,10 +307,34 @@ class AsyncResult(ResultBase):
     @property
     def date_done(self) -> dt.datetime | None:
         """When the task finished (UTC), or None while it has not."""
+        return _date_done(self.record())
+
+    def _get_task_meta(self) -> dict[str, Any]:
+        """The task's meta as Celery's backend gives it (``status``, ``result``, ``traceback``,
+        ``children``, ``date_done``, ``task_id``, and ``name``, ``args``, ``kwargs``,
+        ``worker``, ``retries``, ``queue``), from one read of its row: what libraries such as
+        celery-progress read."""
         record = self.record()
-        if record is None or not record.status.is_terminal:
-            return None
-        return dt.datetime.fromtimestamp(record.updated_at / 1000, dt.timezone.utc)
+        meta: dict[str, Any] = {
+            "status": self._state_of(record),
+            "result": self._value_of(record),
+            "traceback": self._traceback_of(record),
+            "children": self.children if record is not None else None,
+            "date_done": _date_done(record),
+            "task_id": self.id,
+        }
+        if record is not None:
+            codec = self.app.engine.codec
+            args, kwargs = codec.loads_inputs(record.serialization, record.inputs, record.name)
+            meta.update(
+                name=record.name,
+                args=list(args),
+                kwargs=kwargs,
+                worker=record.executor_id,
+                retries=record.retries,
+                queue=record.queue_name,
+            )
+        return meta
 
     @property
     def parent(self) -> AsyncResult | GroupResult | None:
@@ -425,6 +455,12 @@ class AsyncResult(ResultBase):
             "revoke_by_stamped_headers is not supported by pgtasks (signatures are not stamped); "
             "revoke the tasks by id: AsyncResult(id).revoke() or app.control.revoke([ids])"
         )
+
+
+def _date_done(record: TaskRecord | None) -> dt.datetime | None:
+    if record is None or not record.status.is_terminal:
+        return None
+    return dt.datetime.fromtimestamp(record.updated_at / 1000, dt.timezone.utc)
 
 
 def result_from_tuple(r: Any, app: Celery | None = None) -> AsyncResult:

@@ -1,13 +1,13 @@
-"""Celery's ``celery.utils.collections``: ``AttributeDict`` and ``LimitedSet``."""
+"""Celery's ``celery.utils.collections``: ``AttributeDict``, ``DictAttribute`` and ``LimitedSet``."""
 
 from __future__ import annotations
 
 import datetime as dt
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping, MutableMapping
 from typing import Any
 
-__all__ = ["AttributeDict", "LimitedSet"]
+__all__ = ["AttributeDict", "DictAttribute", "LimitedSet"]
 
 
 class AttributeDict(dict):  # type: ignore[type-arg]
@@ -21,6 +21,45 @@ class AttributeDict(dict):  # type: ignore[type-arg]
 
     def __setattr__(self, key: str, value: Any) -> None:
         self[key] = value
+
+
+class DictAttribute(MutableMapping):  # type: ignore[type-arg]
+    """An object (a settings module) seen as a mapping: its public attributes are its keys
+    (a mapping given is used as it is)."""
+
+    def __init__(self, obj: Any) -> None:
+        object.__setattr__(self, "obj", obj)
+
+    def __getitem__(self, key: str) -> Any:
+        if isinstance(self.obj, Mapping):
+            return self.obj[key]
+        try:
+            return getattr(self.obj, key)
+        except AttributeError:
+            raise KeyError(key) from None
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        if isinstance(self.obj, MutableMapping):
+            self.obj[key] = value
+        else:
+            setattr(self.obj, key, value)
+
+    def __delitem__(self, key: str) -> None:
+        if isinstance(self.obj, MutableMapping):
+            del self.obj[key]
+        else:
+            delattr(self.obj, key)
+
+    def __getattr__(self, key: str) -> Any:
+        return getattr(object.__getattribute__(self, "obj"), key)
+
+    def __iter__(self) -> Iterator[str]:
+        if isinstance(self.obj, Mapping):
+            return iter(self.obj)
+        return iter(k for k in dir(self.obj) if not k.startswith("_"))
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
 
 
 class LimitedSet:

@@ -1,13 +1,18 @@
 """Celery's ``celery.utils.imports``: objects by dotted path (``symbol_by_name`` is kombu's,
-re-exported as Celery does) and the dotted name of a class."""
+re-exported as Celery does), the dotted name of a class, and modules imported with the current
+directory on the path (``import_from_cwd``, as a worker started in a project finds it)."""
 
 from __future__ import annotations
 
+import importlib
+import os
+import sys
+from collections.abc import Callable
 from typing import Any
 
 from pgtasks.compat.kombu.utils.imports import symbol_by_name
 
-__all__ = ["instantiate", "qualname", "symbol_by_name"]
+__all__ = ["import_from_cwd", "instantiate", "qualname", "symbol_by_name"]
 
 
 def qualname(obj: Any) -> str:
@@ -20,3 +25,18 @@ def qualname(obj: Any) -> str:
 def instantiate(name: Any, *args: Any, **kwargs: Any) -> Any:
     """An instance of the class a dotted path names."""
     return symbol_by_name(name)(*args, **kwargs)
+
+
+def import_from_cwd(module: str, imp: Callable[..., Any] | None = None, package: str | None = None) -> Any:
+    """``imp(module)`` (``importlib.import_module`` by default) with the current directory
+    first on ``sys.path`` for the time of the import."""
+    imp = importlib.import_module if imp is None else imp
+    cwd = os.getcwd()
+    added = cwd not in sys.path
+    if added:
+        sys.path.insert(0, cwd)
+    try:
+        return imp(module, package=package)
+    finally:
+        if added and cwd in sys.path:
+            sys.path.remove(cwd)
