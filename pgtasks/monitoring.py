@@ -143,6 +143,13 @@ class Monitoring:
         """The sorted names of the tasks workers received among the ``window`` newest."""
         return self.engine.admin.recent_task_names(window)
 
+    def all_workers(self) -> list[tuple[ExecutorInfo, bool]]:
+        """Every registered worker, live or not, each with whether its heartbeat is within
+        its lease (a worker that stopped cleanly has no row any more)."""
+        admin = self.engine.admin
+        now = admin.now_ms()
+        return [(e, now - e.last_heartbeat <= e.lease_ms) for e in admin.executors()]
+
     def list_workers(self) -> list[ExecutorInfo]:
         """The live workers: those whose last heartbeat is within their lease."""
         admin = self.engine.admin

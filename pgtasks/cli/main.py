@@ -185,8 +185,25 @@ def _parser() -> argparse.ArgumentParser:
     board.add_argument("--port", type=int, default=5555, help="TCP port (default 5555, as Flower)")
     board.add_argument("--basic-auth", help="user:password[,user2:password2]; required off localhost")
     board.add_argument("--read-only", action="store_true", help="show everything, change nothing")
+    board.add_argument("--url-prefix", default="", help="serve every path under /PREFIX (behind a proxy)")
+    board.add_argument(
+        "--allowed-hosts",
+        help="host names (comma separated) the dashboard answers for besides 127.0.0.1 and localhost "
+        "(behind a proxy; * for any): others are refused, which stops DNS rebinding",
+    )
+    board.add_argument(
+        "--max-tasks",
+        type=int,
+        default=100_000,
+        help="Flower's API lists the newest N tasks (default 100000)",
+    )
     board.add_argument("--database-url", help="without -A: the database to show")
     board.add_argument("--schema", default="pgtasks", help=SCHEMA_HELP)
+    sub.add_parser(
+        "flower",
+        help="the dashboard started with Flower's command line (--port=N --address=A --basic_auth=u:p "
+        "--url_prefix=P ..., FLOWER_* variables, flowerconfig.py)",
+    )
     add_compat_commands(sub)
     add_health_command(sub)
 
@@ -207,6 +224,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     if compat is not None:
         return compat
+    from pgtasks.cli.flower_command import flower_main, split_flower
+
+    flower = split_flower(argv)
+    try:
+        if flower is not None:  # Flower's command line: `celery -A proj flower --port=5555`
+            return flower_main(*flower, lambda pre: _parser().parse_args([*pre, "dashboard"]))
+    except PgtasksError as exc:
+        print(f"pgtasks flower: error: {exc}", file=sys.stderr)
+        return 2
     args = _parser().parse_args(argv)
     try:
         return _dispatch(args)
@@ -347,19 +373,64 @@ def _queue(args: argparse.Namespace) -> int:
 
 
 def _dashboard(args: argparse.Namespace) -> int:
+    logging.basicConfig(level=logging.WARNING, format="[%(asctime)s: %(levelname)s] %(message)s")
+    return run_dashboard(
+        args,
+        address=args.address,
+        port=args.port,
+        basic_auth=args.basic_auth,
+        read_only=args.read_only,
+        url_prefix=args.url_prefix,
+        allowed_hosts=args.allowed_hosts,
+        max_tasks=args.max_tasks,
+    )
+
+
+def run_dashboard(
+    args: argparse.Namespace,
+    address: str,
+    port: int,
+    basic_auth: str | list[str] | None,
+    read_only: bool,
+    url_prefix: str = "",
+    allowed_hosts: str | list[str] | None = None,
+    max_tasks: int = 100_000,
+    inspect_timeout: float = 1000.0,
+    buckets: tuple[float, ...] | None = None,
+) -> int:
+    """Serve the dashboard of ``args.app`` (or of the database ``args.database_url``).
+    ``FLOWER_UNAUTHENTICATED_API`` (Flower's words for true) opens the API without credentials."""
     try:
-        from pgtasks.dashboard.security import Guard, parse_basic_auth
+        from pgtasks.dashboard.flower import FlowerSettings
+        from pgtasks.dashboard.http import strtobool
+        from pgtasks.dashboard.metrics import RUNTIME_BUCKETS
+        from pgtasks.dashboard.security import Guard, parse_basic_auth, parse_hosts
         from pgtasks.dashboard.server import serve
     except ImportError as exc:
         raise ConfigurationError(
             f"the dashboard needs its extra: pip install 'pgtasks[dashboard]' ({exc})"
         ) from None
-    guard = Guard(parse_basic_auth(args.basic_auth), read_only=args.read_only)
+    if max_tasks < 1:
+        raise ConfigurationError(f"--max-tasks must be at least 1, not {max_tasks}")
+    open_api = os.environ.get("FLOWER_UNAUTHENTICATED_API", "")
+    try:
+        unauthenticated_api = bool(open_api) and strtobool(open_api)
+    except ValueError:
+        raise ConfigurationError(
+            f"FLOWER_UNAUTHENTICATED_API must be true or false, not {open_api!r}"
+        ) from None
+    guard = Guard(
+        parse_basic_auth(basic_auth),
+        read_only=read_only,
+        unauthenticated_api=unauthenticated_api,
+        address=address,
+        allowed_hosts=parse_hosts(allowed_hosts),
+    )
     manager: TaskManagement = (
         load_app(args.app) if args.app else Client(configured_url(args.database_url), schema=args.schema)
     )
-    logging.basicConfig(level=logging.WARNING, format="[%(asctime)s: %(levelname)s] %(message)s")
-    serve(manager, args.address, args.port, guard)
+    settings = FlowerSettings(max_tasks=max_tasks, inspect_timeout_ms=inspect_timeout)
+    serve(manager, address, port, guard, settings, url_prefix, buckets or RUNTIME_BUCKETS)
     return 0
 
 

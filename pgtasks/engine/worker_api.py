@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pgtasks.engine import retention
 from pgtasks.engine.connection import DatabaseHandle
+from pgtasks.sysdb.commands import command_announcement
 from pgtasks.sysdb.interface import EnqueueListener
 from pgtasks.sysdb.records import (
     ClaimParams,
@@ -63,6 +64,11 @@ class WorkerApi:
     def reply_command(self, command_id: str, reply: str) -> None:
         """Answer a command (JSON ``reply``)."""
         self._database.sysdb.worker_command_reply(command_id, reply)
+
+    @staticmethod
+    def command_announcement(executor_id: str) -> str:
+        """The notification a listener hears when a command is sent to ``executor_id``."""
+        return command_announcement(executor_id)
 
     def clear_commands(self, executor_id: str) -> None:
         """Forget the commands sent to an earlier worker of this name (and every old one)."""

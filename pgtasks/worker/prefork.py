@@ -144,6 +144,13 @@ class PreforkPool:
         with self._lock:
             return len(self._held)
 
+    def snapshot(self) -> tuple[dict[str, int], list[str], list[int]]:
+        """(the running task ids with the pid of the child running each, the ids of the
+        tasks held for a free child, the pids of the children), for the worker's report."""
+        with self._lock:
+            running = {c.task.task_id: c.process.pid for c in self._children if c.task is not None}
+            return running, [h.record.task_id for h in self._held], [c.process.pid for c in self._children]
+
     def release_waiting(self) -> None:
         with self._lock:
             held, self._held = list(self._held), collections.deque()
