@@ -276,6 +276,10 @@ class FlowerApi:
                 out[task.task_id] = body
                 if limit is not None and len(out) >= limit:
                     break
+            if sort_by:  # in the values shown (a task refused unknown shows no name nor times)
+                field = sort_by.removeprefix("-")
+                ordered = sorted(out.values(), key=lambda t: _flower_key(t, field), reverse=descending)
+                out = {t["uuid"]: t for t in ordered}
             return out
 
         return json_response(await in_thread(listing))
@@ -284,8 +288,15 @@ class FlowerApi:
         return task_view(self.manager)
 
     async def task_types(self, request: Request) -> Response:
-        names = await in_thread(self.manager.recent_task_names, self.settings.max_tasks)
-        return json_response({"task-types": names})
+        def names() -> list[str]:
+            seen = self.manager.recent_task_names(self.settings.max_tasks)
+            known: set[str] = set()
+            for e in self.manager.list_workers():
+                known.update(worker_view.details_of(e).get("registered") or ())
+            # a worker receives only the tasks it knows: the others it refused unseen
+            return [n for n in seen if n in known] if known else seen
+
+        return json_response({"task-types": await in_thread(names)})
 
     async def queue_lengths(self, request: Request) -> Response:
         def lengths() -> list[dict[str, Any]]:
@@ -440,6 +451,16 @@ def task_view(manager: Any) -> TaskView:
     for e in live:
         prefetched.update(worker_view.prefetched_of(worker_view.details_of(e)))
     return TaskView(prefetched, manager.shown_inputs, worker_view.holders(live))
+
+
+def _flower_key(task: dict[str, Any], field: str) -> tuple[Any, ...]:
+    """Flower's sort key: None first ascending and last descending, text case-folded, ties
+    by id in the same direction."""
+    value = task.get(field)
+    if isinstance(value, str):
+        value = value.casefold()
+    missing = value is None
+    return (not missing, value if not missing else 0, task["uuid"])
 
 
 def _control_texts(action: str, name: str, a: Arguments) -> tuple[str, dict[str, Any], str | None, str]:

@@ -99,7 +99,7 @@ def broker_of(url: str, heartbeat: float) -> dict[str, Any]:
     hosts = (parts.hostname or "").split(",")
     return {
         "hostname": "" if sqlite else hosts[0],
-        "userid": None if sqlite else parts.username,
+        "userid": None,  # the database role is not shown (kombu's userid is a broker login)
         "virtual_host": parts.path.lstrip("/") if not sqlite else parts.path,
         "port": None if sqlite else _port(parts),
         "insist": False,

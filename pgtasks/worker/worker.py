@@ -431,8 +431,9 @@ class Worker:
         else:
             log.info("Task %s[%s] received", record.name, record.task_id)
         self._started[record.task_id] = time.monotonic()
-        with self._running_lock:
-            self._total[record.name] = self._total.get(record.name, 0) + 1
+        if record.name in self.engine.registry:  # Celery counts the tasks it accepts
+            with self._running_lock:
+                self._total[record.name] = self._total.get(record.name, 0) + 1
         if self.metrics is not None:
             self.metrics.started(record)
         try:
