@@ -62,7 +62,8 @@ def inspected_conf(database_url: str, modules: list[str]) -> dict[str, Any]:
 class WorkerControl:
     """The report and the command answers of one worker. ``describe`` gives the worker's
     moving parts (running, prefetched, processes, totals) for the report; ``consume`` and
-    ``stop_consuming`` change the consumed queues; ``shutdown`` starts a warm shutdown."""
+    ``stop_consuming`` change the consumed queues; ``shutdown`` starts a warm shutdown;
+    ``resize`` grows or shrinks the pool (ValueError when it cannot)."""
 
     def __init__(
         self,
@@ -73,6 +74,7 @@ class WorkerControl:
         consume: Callable[[str], bool],
         stop_consuming: Callable[[str], bool],
         shutdown: Callable[[], None],
+        resize: Callable[[int], None],
         database_url: str,
     ) -> None:
         self._store = store
@@ -85,6 +87,7 @@ class WorkerControl:
         self._consume = consume
         self._stop_consuming = stop_consuming
         self._shutdown = shutdown
+        self._resize = resize
         self._lock = threading.Lock()  # one reader of the commands at a time
         self._clock = 0
 

@@ -130,6 +130,7 @@ class Worker:
         self._running = 0
         self._running_lock = threading.Lock()
         self._started: dict[str, float] = {}
+        self._size = options.concurrency  # processes or threads; Flower's pool grow/shrink change it
         self._total: dict[str, int] = {}  # tasks received by name (Celery's stats "total")
         self._control: WorkerControl | None = None
         self._hidden: dict[str, tuple[str, ...]] = {}  # secret argument values, by task id
@@ -241,9 +242,6 @@ class Worker:
             if (rate := self.engine.registry.get(name).options.get("rate_limit"))
         }
         static["modules"] = sorted(self.engine.registry.modules())
-        static["prefetch_count"] = self.options.concurrency * (
-            self.options.prefetch_multiplier if self.options.pool == "prefork" else 1
-        )
         return WorkerControl(
             self._store,
             self.executor_id,
@@ -252,6 +250,7 @@ class Worker:
             self._consume,
             self._stop_consuming,
             self.stop,
+            self._resize,
             self.engine.settings.database_url,
         )
 
@@ -267,12 +266,27 @@ class Worker:
         else:
             running, held, processes = dict.fromkeys(started, os.getpid()), [], [os.getpid()]
         return {
+            "concurrency": self._size,
+            "prefetch_count": self._size
+            * (self.options.prefetch_multiplier if self.options.pool == "prefork" else 1),
             "queues": list(self.queues.names) if self.queues is not None else list(self.options.queues),
             "running": running,
             "prefetched": held,
             "processes": processes,
             "total": total,
         }
+
+    def _resize(self, delta: int) -> None:
+        """Grow or shrink the pool by ``delta`` processes (prefork; Celery's pool_grow/shrink)."""
+        resize = getattr(self._pool, "resize", None)
+        if resize is None:
+            raise ValueError(f"the {self.options.pool} pool keeps the size it starts with (-c)")
+        if self._size + delta < 1:
+            raise ValueError("Can't shrink pool below one process")
+        resize(delta)
+        with self._running_lock:
+            self._size += delta
+        self._wake.set()
 
     def _consume(self, queue: str) -> bool:
         validate_queue_name(queue)
@@ -393,7 +407,7 @@ class Worker:
     def _free_slots(self) -> int:
         """How many tasks to claim now: the free processes or threads, and with prefork the
         prefetch beyond them (see WorkerOptions.prefetch_multiplier)."""
-        capacity = self.options.concurrency
+        capacity = self._size
         if self.options.pool == "prefork" and self.queues is not None and self.queues.unlimited():
             capacity *= self.options.prefetch_multiplier
         with self._running_lock:

@@ -89,7 +89,9 @@ def app(database_url: str) -> Iterator[App]:
 def worker(database_url: str, app: App, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     ledger = tmp_path_factory.mktemp("flowerapi") / "effects.log"
     ledger.touch()
-    proc = worker_process(database_url, ledger, WORKER, app=FLOWER_APP, extra_args=("-Q", "default"))
+    proc = worker_process(
+        database_url, ledger, WORKER, app=FLOWER_APP, extra_args=("-Q", "default"), pool="prefork"
+    )
     yield proc
     if proc.poll() is None:
         stop(proc)
