@@ -25,6 +25,7 @@ from pgtasks.engine.flow import parse_rate_limit, parse_result_expires
 from pgtasks.sysdb.records import Status
 
 DEAD = Status.MAX_RECOVERY_ATTEMPTS_EXCEEDED.value
+RECENT_SHOWN = 10  # failures and tasks the overview lists
 
 
 def _environment() -> Environment:
@@ -76,7 +77,7 @@ class Pages:
 
     # -- pages --------------------------------------------------------------------------
     def overview(self, request: Request) -> Response:
-        return self._render("overview.html", request, **self._overview_data())
+        return self._render("overview.html", request, **self._overview_data(), **self._overview_tasks())
 
     def _overview_data(self) -> dict[str, Any]:
         activity = self.console.activity()
@@ -86,6 +87,13 @@ class Pages:
             "charts": {queue: activity_svg(series) for queue, series in activity.items()},
             "workers": self.console.workers(),
             "schedules": [s for s in self.console.schedules() if s[1] is not None][:10],
+        }
+
+    def _overview_tasks(self) -> dict[str, Any]:
+        """What the overview lists below the queues: the latest failures and tasks."""
+        return {
+            "failures": self.console.tasks(TaskFilter(statuses=("ERROR", DEAD)), limit=RECENT_SHOWN)[0],
+            "recent": self.console.tasks(TaskFilter(), limit=RECENT_SHOWN)[0],
         }
 
     def live(self, request: Request) -> Response:

@@ -246,6 +246,12 @@ def test_every_page_loads_with_real_tasks(board: Board, browser: WebDriver, seed
     assert _text(browser, "[data-live='p50:default']") == millis(latency.p50_ms)
     assert _text(browser, "[data-live='p95:default']") == millis(latency.p95_ms)
     assert _text(browser, "[data-live='p50:held']") == ""  # nothing started there
+    # what an operator looks for first: the workers, the latest failures, the latest tasks
+    assert "board-worker" in _text(browser, "#overview-workers")
+    assert seeded["failed"] in _text(browser, "#recent-failures") and seeded["ok"] not in _text(
+        browser, "#recent-failures"
+    )
+    assert seeded["evil"] in _text(browser, "#recent-tasks")
     _shot(browser, "overview")
     browser.get(board.base + "/queues")
     assert browser.find_element(By.CSS_SELECTOR, "#limits-held") is not None
