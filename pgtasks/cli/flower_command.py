@@ -142,6 +142,9 @@ def flower_main(pre: list[str], rest: list[str], parse_globals: Callable[[list[s
     (``-A proj``), parsed by ``parse_globals``; ``rest`` Flower's."""
     from pgtasks.cli.main import run_dashboard
 
+    if "--help" in rest or "-h" in rest:
+        print(usage())
+        return 0
     celery_options = [
         a for a in rest if a in ("-A", "--app", "-b", "--broker") or a.startswith(("-A", "--app="))
     ]
@@ -170,6 +173,18 @@ def flower_main(pre: list[str], rest: list[str], parse_globals: Callable[[list[s
         buckets=tuple(options["task_runtime_metric_buckets"])
         if options.get("task_runtime_metric_buckets")
         else None,
+    )
+
+
+def usage() -> str:
+    """``pgtasks flower --help``."""
+    used = ", ".join(f"--{name}" for name in USED)
+    unused = ", ".join(f"--{name}" for name in UNUSED)
+    return (
+        "usage: pgtasks flower [--name=value ...]   (with an app: pgtasks -A APP flower ...)\n\n"
+        "The dashboard, started with Flower's options (also FLOWER_<NAME> variables and\n"
+        "flowerconfig.py; FLOWER_UNAUTHENTICATED_API=true opens the API without credentials).\n\n"
+        f"used: {used}\n\naccepted and ignored, with a warning: {unused}"
     )
 
 
