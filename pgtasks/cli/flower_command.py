@@ -45,7 +45,6 @@ USED: dict[str, Callable[[str], Any]] = {
     "url_prefix": str,
     "read_only": _bool,
     "max_tasks": int,
-    "inspect_timeout": float,
     "task_runtime_metric_buckets": _floats,
     "allowed_hosts": _list,  # pgtasks' own: the host names a proxy forwards
     "conf": str,
@@ -54,6 +53,7 @@ USED: dict[str, Callable[[str], Any]] = {
 # Flower's options without a meaning here, and why (named in a warning when given).
 UNUSED: dict[str, str] = {
     "broker_api": "queue lengths are read from the database",
+    "inspect_timeout": "workers answer from the database at once",
     "persistent": "every task is kept in the database already",
     "db": "every task is kept in the database already",
     "state_save_interval": "every task is kept in the database already",
@@ -169,7 +169,6 @@ def flower_main(pre: list[str], rest: list[str], parse_globals: Callable[[list[s
         url_prefix=str(options.get("url_prefix") or ""),
         allowed_hosts=options.get("allowed_hosts") or [],
         max_tasks=int(options.get("max_tasks", 100_000)),
-        inspect_timeout=float(options.get("inspect_timeout", 1000.0)),
         buckets=tuple(options["task_runtime_metric_buckets"])
         if options.get("task_runtime_metric_buckets")
         else None,

@@ -395,7 +395,6 @@ def run_dashboard(
     url_prefix: str = "",
     allowed_hosts: str | list[str] | None = None,
     max_tasks: int = 100_000,
-    inspect_timeout: float = 1000.0,
     buckets: tuple[float, ...] | None = None,
 ) -> int:
     """Serve the dashboard of ``args.app`` (or of the database ``args.database_url``).
@@ -429,7 +428,7 @@ def run_dashboard(
     manager: TaskManagement = (
         load_app(args.app) if args.app else Client(configured_url(args.database_url), schema=args.schema)
     )
-    settings = FlowerSettings(max_tasks=max_tasks, inspect_timeout_ms=inspect_timeout)
+    settings = FlowerSettings(max_tasks=max_tasks)
     serve(manager, address, port, guard, settings, url_prefix, buckets or RUNTIME_BUCKETS)
     return 0
 

@@ -59,11 +59,10 @@ REVOKED_SHOWN = 1000  # the newest revoked task ids a worker object lists
 
 @dataclass(frozen=True, slots=True)
 class FlowerSettings:
-    """Flower's options the API uses: ``max_tasks`` (the tasks it lists: the newest this many,
-    as Flower keeps this many in memory) and ``inspect_timeout`` (ms, for worker replies)."""
+    """Flower's options the API uses: ``max_tasks``, the tasks it lists (the newest this many,
+    as Flower keeps this many in memory)."""
 
     max_tasks: int = 100_000
-    inspect_timeout_ms: float = 1000.0
 
 
 Method = Callable[[Request], Awaitable[Response]]
