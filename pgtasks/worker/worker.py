@@ -427,9 +427,12 @@ class Worker:
             return steps
 
     def _dispatch(self, record: TaskRecord, steps: list[StepRecord] | None = None) -> None:
+        known = record.name in self.engine.registry  # Celery's stats count the tasks it accepts
         with self._running_lock:
             self._running += 1
             self._owned.add(record.task_id)
+            if known:
+                self._total[record.name] = self._total.get(record.name, 0) + 1
         if self.queues is not None:
             self.queues.started(record.queue_name)
         shown = record.inputs
@@ -445,9 +448,6 @@ class Worker:
         else:
             log.info("Task %s[%s] received", record.name, record.task_id)
         self._started[record.task_id] = time.monotonic()
-        if record.name in self.engine.registry:  # Celery counts the tasks it accepts
-            with self._running_lock:
-                self._total[record.name] = self._total.get(record.name, 0) + 1
         if self.metrics is not None:
             self.metrics.started(record)
         try:
