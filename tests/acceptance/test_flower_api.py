@@ -42,7 +42,7 @@ class Flower:
         self.log = Path(tempfile.mkstemp(suffix=".log")[1])
         args = ("-A", FLOWER_APP, "flower", f"--port={self.port}", *options)
         self.proc = spawn_pgtasks(*args, env=cli_env(database_url, env), output=self.log)
-        wait_for(self._up, what=f"flower on port {self.port}")
+        wait_for(self._up, 60, f"flower on port {self.port}")
 
     def _up(self) -> bool:
         assert self.proc.poll() is None, self.log.read_text()
@@ -102,7 +102,7 @@ def flower(database_url: str, worker: Any) -> Iterator[Flower]:
     running = Flower(
         database_url, "--address=127.0.0.1", "--max_tasks=1000", env={"FLOWER_UNAUTHENTICATED_API": "yes"}
     )
-    wait_for(lambda: WORKER in running.get("/api/workers")[1], what="the worker in /api/workers")
+    wait_for(lambda: WORKER in running.get("/api/workers")[1], 60, "the worker in /api/workers")
     yield running
     stop(running.proc)
 
@@ -175,6 +175,9 @@ def test_sending_waiting_and_reading_tasks(flower: Flower, app: App) -> None:
 
 
 def test_task_listing_filters_orders_and_searches(flower: Flower) -> None:
+    assert (
+        flower.post("/api/task/apply/fl.fail", {"args": ["listed"], "timeout": 30})[1]["state"] == "FAILURE"
+    )
     for x in range(3):
         flower.post("/api/task/apply/fl.add", {"args": [x, 100], "timeout": 30})
     everything = flower.get("/api/tasks")[1]
@@ -243,6 +246,10 @@ def test_http_conventions_etags_cors_and_methods(flower: Flower) -> None:
 
 
 def test_flower_metric_families(flower: Flower) -> None:
+    assert flower.post("/api/task/apply/fl.add", {"args": [1, 2], "timeout": 30})[1]["state"] == "SUCCESS"
+    assert (
+        flower.post("/api/task/apply/fl.fail", {"args": ["counted"], "timeout": 30})[1]["state"] == "FAILURE"
+    )
     status, body, headers = flower.get("/metrics")
     assert status == 200 and headers["content-type"] == "text/plain"
     families = {f.name: f for f in text_string_to_metric_families(body.decode())}
