@@ -135,7 +135,12 @@ class WorkerControl:
         if name == "pool_restart":
             return {"error": "ValueError('Pool restarts not enabled')"}
         if name in ("pool_grow", "pool_shrink"):
-            return {"error": 'ValueError("pgtasks\' pools keep the size they start with (-c)")'}
+            n = int(arguments.get("n", 1))
+            try:
+                self._resize(n if name == "pool_grow" else -n)
+            except ValueError as exc:
+                return {"error": repr(exc)}
+            return {"ok": f"pool will {'grow' if name == 'pool_grow' else 'shrink'}"}
         if name in ("time_limit", "rate_limit"):
             what = "time limits" if name == "time_limit" else "rate limits"
             return {"error": f"pgtasks sets {what} in the task's code or per queue (pgtasks queue set)"}

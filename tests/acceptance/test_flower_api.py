@@ -228,6 +228,22 @@ def test_worker_controls_travel_through_the_database(flower: Flower, database_ur
         400,
         b"Invalid argument 'abc' of type 'int'",
     )
+    grown = flower.post(f"/api/worker/pool/grow/{WORKER}")
+    assert grown[:2] == (200, {"message": f"Growing '{WORKER}' worker's pool by 1"})
+
+    def pool() -> dict[str, Any]:
+        return dict(flower.get("/api/workers?refresh=1")[1][WORKER]["stats"]["pool"])
+
+    wait_for(lambda: len(pool()["processes"]) == 3, 60, "a third process")
+    assert pool()["max-concurrency"] == 3
+    shrunk = flower.post(f"/api/worker/pool/shrink/{WORKER}?n=2")
+    assert shrunk[:2] == (200, {"message": f"Shrinking '{WORKER}' worker's pool by 2"})
+    wait_for(lambda: len(pool()["processes"]) == 1, 60, "the pool down to one process")
+    refused = flower.post(f"/api/worker/pool/shrink/{WORKER}?n=5")
+    why = 'ValueError("Can\'t shrink pool below one process")'
+    assert refused[:2] == (403, f"Failed to shrink '{WORKER}' worker's pool: {why}".encode())
+    assert flower.post(f"/api/worker/pool/grow/{WORKER}")[0] == 200
+    assert flower.post("/api/task/apply/fl.add", {"args": [2, 2], "timeout": 30})[1]["result"] == 4
     assert flower.post("/api/worker/shutdown/nobody@nowhere")[:2] == (404, b"Unknown worker 'nobody@nowhere'")
 
 
