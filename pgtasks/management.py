@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import time
 import uuid
 from typing import TYPE_CHECKING, Any
 
 from pgtasks.engine.errors import ConfigurationError
+from pgtasks.engine.events import record_task_state, task_state
 from pgtasks.engine.redaction import masked_inputs, secret_args_of
 from pgtasks.engine.settings import validate_queue_name
-from pgtasks.monitoring import Monitoring, QueueInfo
+from pgtasks.monitoring import Monitoring, QueueInfo, epoch_ms
 from pgtasks.result import AsyncResult
 from pgtasks.scheduling import ScheduleManagement
 from pgtasks.sysdb.records import (
@@ -34,6 +36,20 @@ if TYPE_CHECKING:
 
 __all__ = ["QueueInfo", "StepInfo", "TaskInfo", "TaskManagement", "TaskPage"]
 
+# The commands a worker understands (Celery's remote control names); see control_worker.
+WORKER_COMMANDS = (
+    "shutdown",
+    "pool_grow",
+    "pool_shrink",
+    "pool_restart",
+    "autoscale",
+    "add_consumer",
+    "cancel_consumer",
+    "time_limit",
+    "rate_limit",
+)
+ABORTED = "ABORTED"  # the state an aborted task shows (celery.contrib.abortable.ABORTED)
+
 # What set_queue_settings may change: every stored setting but the name and the pause.
 QUEUE_SETTINGS = tuple(f.name for f in dataclasses.fields(QueueSettings) if f.name not in ("name", "paused"))
 
@@ -44,14 +60,6 @@ def _status(value: str | Status) -> Status:
     except ValueError:
         known = ", ".join(s.value for s in Status)
         raise ConfigurationError(f"unknown status {value!r}; one of {known}") from None
-
-
-def _epoch_ms(value: dt.datetime | None) -> int | None:
-    if value is None:
-        return None
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=dt.timezone.utc)
-    return round(value.timestamp() * 1000)
 
 
 def _cursor(text: str | None) -> tuple[int, int] | None:
@@ -83,8 +91,8 @@ def _list_params(
         name=name,
         queue_name=queue,
         executor_id=worker,
-        created_after_epoch_ms=_epoch_ms(created_after),
-        created_before_epoch_ms=_epoch_ms(created_before),
+        created_after_epoch_ms=epoch_ms(created_after),
+        created_before_epoch_ms=epoch_ms(created_before),
         limit=limit,
         newest_first=newest_first,
     )
@@ -186,6 +194,55 @@ class TaskManagement(Monitoring, ScheduleManagement):
         if terminate:
             admin.request_terminate(task_id, signal)
         return admin.cancel(task_id)
+
+    def abort_task(self, task_id: str) -> bool:
+        """Ask a running task to stop (Celery's ``AbortableTask``): its state becomes
+        ``ABORTED``, which ``self.is_aborted()`` in the task sees; the task decides when to
+        return. False if the task has finished or does not exist."""
+        record = self.engine.admin.task(task_id)
+        if record is None or record.status.is_terminal:
+            return False
+        record_task_state(self.engine, task_id, ABORTED)
+        return True
+
+    def task_custom_state(self, task_id: str) -> tuple[str, Any] | None:
+        """The last state an unfinished task published (Celery's ``update_state``, or
+        ``ABORTED`` after :meth:`abort_task`) and its meta, or None."""
+        record = self.engine.admin.task(task_id)
+        if record is None or record.status.is_terminal:
+            return None
+        return task_state(self.engine, task_id)
+
+    def control_worker(
+        self, worker: str, command: str, arguments: dict[str, Any] | None = None, timeout: float | None = 10.0
+    ) -> dict[str, Any] | None:
+        """Send a command to one worker (``worker``: its name, the executor id) and wait up
+        to ``timeout`` seconds for its reply, ``{"ok": text}`` or ``{"error": text}``; None
+        when it did not answer in time (or ``timeout`` is None: the command is sent, no
+        reply awaited). Commands (Celery's remote control names): ``shutdown``;
+        ``pool_grow`` / ``pool_shrink`` (``n``); ``pool_restart``; ``autoscale`` (``max``,
+        ``min``); ``add_consumer`` / ``cancel_consumer`` (``queue``); ``time_limit``
+        (``task_name``, ``soft``, ``hard``); ``rate_limit`` (``task_name``, ``rate_limit``).
+        A worker refuses what it cannot do with an error naming why."""
+        if command not in WORKER_COMMANDS:
+            raise ConfigurationError(
+                f"unknown worker command {command!r}; one of {', '.join(WORKER_COMMANDS)}"
+            )
+        admin = self.engine.admin
+        command_id = admin.send_worker_command(worker, command, dict(arguments or {}))
+        if timeout is None:
+            return None
+        deadline = time.monotonic() + timeout
+        pause = 0.01
+        while True:
+            reply = admin.worker_command_reply(command_id)
+            if reply is not None:
+                return reply
+            if time.monotonic() >= deadline:
+                admin.forget_worker_command(command_id)
+                return None
+            time.sleep(min(pause, max(0.0, deadline - time.monotonic())))
+            pause = min(pause * 2, 0.2)
 
     def resume_task(self, task_id: str) -> bool:
         """Re-enqueue a cancelled or dead-lettered task; it continues from its last recorded

@@ -11,7 +11,6 @@ options, then runs the command.
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 from collections.abc import Sequence
 from contextlib import closing
@@ -21,14 +20,16 @@ from pgtasks import __version__
 from pgtasks.cli.beat import add_commands as add_beat_commands
 from pgtasks.cli.celery_import.command import add_import_celery_command
 from pgtasks.cli.compat_commands import add_compat_commands
+from pgtasks.cli.dashboard import add_dashboard_command
 from pgtasks.cli.database import SCHEMA_HELP, URL_HELP, command_manager
+from pgtasks.cli.flower_command import FLOWER_OPTIONS, add_flower_command
 from pgtasks.cli.health import add_health_command
 from pgtasks.cli.options import add_command, apply_global_options, global_options
 from pgtasks.cli.provisioning import add_migrate_command, add_roles_command
 from pgtasks.cli.prune import add_prune_command
 from pgtasks.cli.tasks import run_queue, run_tasks
 from pgtasks.cli.worker import add_worker_command
-from pgtasks.engine.errors import ConfigurationError, PgtasksError
+from pgtasks.engine.errors import PgtasksError
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -49,7 +50,8 @@ def _parser() -> argparse.ArgumentParser:
     add_roles_command(sub, common)
     add_prune_command(sub, common)
     add_import_celery_command(sub, [global_options(broker=False)])
-    _add_dashboard_command(sub, common)
+    add_dashboard_command(sub, common)
+    add_flower_command(sub, common)
     add_compat_commands(sub, common)
     add_health_command(sub, common)
     demo = add_command(
@@ -62,7 +64,14 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line ``argv`` (default: this process's); its exit status."""
-    args = _parser().parse_args(sys.argv[1:] if argv is None else list(argv))
+    parser = _parser()
+    # Flower's own options (``--port=5555 --basic_auth=u:p``) are what the parser does not know
+    # after ``flower``; for every other command an unknown option is an error, as parse_args.
+    args, unknown = parser.parse_known_args(sys.argv[1:] if argv is None else list(argv))
+    if getattr(args, FLOWER_OPTIONS, None) is not None:
+        setattr(args, FLOWER_OPTIONS, unknown)
+    elif unknown:
+        parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     try:
         apply_global_options(args)
         return int(args.func(args))
@@ -132,18 +141,6 @@ def _add_queue_command(sub: Any, common: list[argparse.ArgumentParser]) -> None:
     resume.add_argument("name", help="the queue")
 
 
-def _add_dashboard_command(sub: Any, common: list[argparse.ArgumentParser]) -> None:
-    board = add_command(
-        sub, "dashboard", _dashboard, common, help="serve the web dashboard, Flower's REST API and /metrics"
-    )
-    board.add_argument("--address", default="127.0.0.1", help="interface to listen on (default 127.0.0.1)")
-    board.add_argument("--port", type=int, default=5555, help="TCP port (default 5555, as Flower)")
-    board.add_argument("--basic-auth", help="user:password[,user2:password2]; required off localhost")
-    board.add_argument("--read-only", action="store_true", help="show everything, change nothing")
-    board.add_argument("--database-url", help="without -A: the database to show")
-    board.add_argument("--schema", default="pgtasks", help=SCHEMA_HELP)
-
-
 def _tasks(args: argparse.Namespace) -> int:
     with closing(command_manager(args)) as manager:
         return run_tasks(manager, args)
@@ -152,21 +149,6 @@ def _tasks(args: argparse.Namespace) -> int:
 def _queue(args: argparse.Namespace) -> int:
     with closing(command_manager(args)) as manager:
         return run_queue(manager, args)
-
-
-def _dashboard(args: argparse.Namespace) -> int:
-    try:
-        from pgtasks.dashboard.security import Guard, parse_basic_auth
-        from pgtasks.dashboard.server import serve
-    except ImportError as exc:
-        raise ConfigurationError(
-            f"the dashboard needs its extra: pip install 'pgtasks[dashboard]' ({exc})"
-        ) from None
-    guard = Guard(parse_basic_auth(args.basic_auth), read_only=args.read_only)
-    manager = command_manager(args)
-    logging.basicConfig(level=logging.WARNING, format="[%(asctime)s: %(levelname)s] %(message)s")
-    serve(manager, args.address, args.port, guard)
-    return 0
 
 
 def _demo(args: argparse.Namespace) -> int:

@@ -1,266 +1,596 @@
-"""Flower's REST API on the dashboard, for scripts written against Flower: the endpoints and
-JSON shapes of Flower 2 (``flower/api/tasks.py``, ``workers.py``), answered from the task
-rows. Flower's ``offset`` is served without SQL OFFSET: pages are walked by key, and the key
-of the next page is returned in the ``X-Pgtasks-Next`` header (pass it back as ``after``)."""
+"""Flower 2.2's REST API on the dashboard, for the scripts, boards and alerts written against
+Flower: every endpoint of its API reference with its arguments, status codes, error texts and
+JSON shapes, answered from pgtasks' tables (tasks in Celery's states and formats: see
+``flower_tasks``; workers as Celery's ``inspect`` describes them: see ``worker_view``). Worker
+controls travel to the worker through the database (``TaskManagement.control_worker``) and
+answer with the worker's reply. The HTTP conventions (the gate, headers, argument parsing,
+errors) are in ``http``."""
 
 from __future__ import annotations
 
+import contextlib
+import datetime as dt
 import json
-from dataclasses import replace
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
-from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.routing import Route
 
-from pgtasks.dashboard.console import Console, TaskFilter
-from pgtasks.dashboard.formatting import iso
-from pgtasks.dashboard.security import Guard, refuse, same_origin
+from pgtasks.dashboard import task_search, worker_view
+from pgtasks.dashboard.console import Console
+from pgtasks.dashboard.flower_tasks import (
+    FLOWER_STATES,
+    STATUS_ORDER,
+    STATUSES_OF_STATE,
+    TaskView,
+    exception_repr,
+    not_registered,
+    result_state,
+    result_value,
+    revoked_repr,
+)
+from pgtasks.dashboard.http import (
+    Arguments,
+    Handler,
+    HttpError,
+    in_thread,
+    json_response,
+    strtobool,
+    text_response,
+)
+from pgtasks.dashboard.security import Guard
 from pgtasks.engine.errors import PgtasksError
 from pgtasks.management import TaskInfo
+from pgtasks.sysdb.records import Status
 
-# pgtasks status -> the state names Flower reports, and back (Flower filters by them).
-FLOWER_STATE = {
-    "ENQUEUED": "PENDING",
-    "DELAYED": "PENDING",
-    "WAITING": "PENDING",
-    "PENDING": "STARTED",
-    "SUCCESS": "SUCCESS",
-    "ERROR": "FAILURE",
-    "MAX_RECOVERY_ATTEMPTS_EXCEEDED": "FAILURE",
-    "CANCELLED": "REVOKED",
-}
-STATUSES_OF = {
-    state: tuple(s for s, c in FLOWER_STATE.items() if c == state) for state in set(FLOWER_STATE.values())
-}
-MAX_OFFSET = 10_000
-WALK_PAGE = 500
+SORT_FIELDS = {"name": "name", "state": "status", "received": "received", "started": "started"}
+RECEIVED_FORMAT = "%Y-%m-%d %H:%M"
+FLOWER_DATE_FORMAT = "%Y-%m-%d %H:%M:%S.%f"
+# The options of Celery's apply_async pgtasks acts on; Flower passes any other to Celery, which
+# ignores those it does not know: so does pgtasks.
+SEND_OPTIONS = ("task_id", "queue", "countdown", "eta", "priority", "expires")
+CONTROL_TIMEOUT = 10.0  # seconds a worker control waits for the worker's reply
+REVOKED_SHOWN = 1000  # the newest revoked task ids a worker object lists
+
+
+@dataclass(frozen=True, slots=True)
+class FlowerSettings:
+    """Flower's options the API uses: ``max_tasks``, the tasks it lists (the newest this many,
+    as Flower keeps this many in memory)."""
+
+    max_tasks: int = 100_000
+
+
+Method = Callable[[Request], Awaitable[Response]]
+
+
+class Endpoint(Handler):
+    """A Flower handler made of a ``get`` and/or a ``post`` coroutine."""
+
+    def __init__(
+        self, guard: Guard, get: Method | None = None, post: Method | None = None, *, api: bool = True,
+        public: bool = False, method_not_allowed: tuple[bytes, str] | None = None,
+    ) -> None:  # fmt: skip
+        super().__init__(guard)
+        self.api, self.public, self.changes_state = api, public, post is not None
+        if get is not None:
+            self.get = get
+        if post is not None:
+            self.post = post
+        if method_not_allowed is not None:
+            self.method_not_allowed = method_not_allowed
 
 
 class FlowerApi:
-    """The ``/api/...`` routes."""
+    """The ``/api/...`` routes and ``/healthcheck``."""
 
-    def __init__(self, console: Console, guard: Guard) -> None:
+    def __init__(self, console: Console, guard: Guard, settings: FlowerSettings | None = None) -> None:
         self.console = console
+        self.manager = console.manager
         self.guard = guard
+        self.settings = settings or FlowerSettings()
+        self.seen_workers: set[str] = set()  # Flower's event state keeps stopped workers listed
+        self.inspected: set[str] = set()  # workers refreshed by name: their task lists are shown
 
     def routes(self) -> list[Route]:
+        g = self.guard
+
+        def route(path: str, **methods: Any) -> Route:
+            return Route(path, Endpoint(g, **methods))
+
+        worker_controls = [
+            route(f"/api/worker/{action}/{{name:path}}", post=self._control(action))
+            for action in ("shutdown", "pool/restart", "pool/grow", "pool/shrink", "pool/autoscale",
+                           "queue/add-consumer", "queue/cancel-consumer")
+        ]  # fmt: skip
+        plain_none = (b"None", "text/plain; charset=UTF-8")
         return [
-            Route("/api/workers", self.workers),
-            Route("/api/tasks", self.tasks),
-            Route("/api/task/info/{task_id:path}", self.info),
-            Route("/api/task/result/{task_id:path}", self.result),
-            Route("/api/task/async-apply/{name:path}", self.async_apply, methods=["POST"]),
-            Route("/api/task/revoke/{task_id:path}", self.revoke, methods=["POST"]),
-            Route("/api/queues/length", self.queue_lengths),
-        ]
+            route("/api/workers", get=self.workers),
+            *worker_controls,
+            route("/api/tasks", get=self.tasks),
+            route("/api/task/types", get=self.task_types),
+            route("/api/queues/length", get=self.queue_lengths),
+            route("/api/task/info/{task_id:path}", get=self.info),
+            route("/api/task/info", get=self.info),
+            route("/api/task/apply/{name:path}", post=self.apply),
+            route("/api/task/async-apply/{name:path}", post=self.async_apply),
+            route("/api/task/send-task/{name:path}", post=self.send_task),
+            route("/api/task/result/{task_id:path}", get=self.result),
+            route("/api/task/abort/{task_id:path}", post=self.abort),
+            route("/api/task/timeout/{name:path}", post=self.set_timeout),
+            route("/api/task/rate-limit/{name:path}", post=self.rate_limit),
+            route("/api/task/revoke/{task_id:path}", post=self.revoke),
+            Route("/healthcheck", Endpoint(g, get=self.healthcheck, api=False, public=True,
+                                           method_not_allowed=plain_none)),
+        ]  # fmt: skip
 
-    def workers(self, request: Request) -> Response:
-        registered = self.console.registered()
+    # -- workers ----------------------------------------------------------------------------
+    async def workers(self, request: Request) -> Response:
+        a = Arguments(request)
+        refresh = a.get("refresh", False, strtobool)
+        status = a.get("status", False, strtobool)
+        name = a.get("workername")
+        return json_response(await in_thread(self._workers, refresh, status, name))
+
+    def _workers(self, refresh: bool, status: bool, name: str | None) -> dict[str, Any]:
+        everyone = self.manager.all_workers()
+        self.seen_workers.update(e.executor_id for e, _ in everyone)
+        if status:
+            alive = {e.executor_id: live for e, live in everyone}
+            return {w: alive.get(w, False) for w in sorted(self.seen_workers)}
+        live = [e for e, ok in everyone if ok]
+        if name is not None:
+            live = [e for e in live if e.executor_id == name]
+            if not live:
+                raise HttpError(404, f"Unknown worker '{name}'")
+            if refresh:
+                self.inspected.add(name)
+        now = self.manager.now_ms()
         out = {}
-        for e, _, running in self.console.workers():
-            out[e.executor_id] = {
-                "stats": {"hostname": e.hostname, "pid": e.pid, "clock": e.last_heartbeat},
-                "active_queues": [{"name": q} for q in e.queues],
-                "registered": registered,
-                "active": [self._task(r, with_worker=True) for r in running],
-                "scheduled": [],
-                "reserved": [],
-                "revoked": [],
-                "conf": {},
-                "timestamp": e.last_heartbeat / 1000,
-            }
-        return JSONResponse(out)
+        for e in live:
+            details = worker_view.details_of(e)
+            body = worker_view.worker_object(e, details, now, time.time())
+            if e.executor_id in self.inspected:
+                body.update(self._task_lists(e, details, live))
+            out[e.executor_id] = body
+        return out
 
-    def tasks(self, request: Request) -> Response:
-        q = request.query_params
+    def _task_lists(self, e: Any, details: dict[str, Any], live: list[Any]) -> dict[str, Any]:
+        """``active``, ``scheduled``, ``reserved`` and ``revoked`` of one worker. A countdown
+        or ETA task waits in the database, not in a worker: it is listed by the first live
+        worker (by name) consuming its queue, as the one that would hold it in Celery."""
+        manager, worker = self.manager, e.executor_id
+        running = worker_view.running_of(details)
+        prefetched = set(worker_view.prefetched_of(details))
+        mine = manager.list_tasks(status=Status.PENDING, worker=worker, limit=1000)
+        shown = manager.shown_inputs
+        active = [
+            worker_view.request_info(t, shown(t), worker, running.get(t.task_id), started=True)
+            for t in mine
+            if t.task_id not in prefetched
+        ]
+        reserved = [
+            worker_view.request_info(t, shown(t), worker, None, started=False)
+            for t in mine
+            if t.task_id in prefetched
+        ]
+        holder = worker_view.holders(live)
+        delayed = manager.list_tasks(status=Status.DELAYED, limit=1000)
+        scheduled = [
+            worker_view.scheduled_info(t, shown(t), worker)
+            for t in delayed
+            if holder.get(t.queue_name) == worker
+        ]
+        revoked = [t.task_id for t in manager.list_tasks(status=Status.CANCELLED, limit=REVOKED_SHOWN)]
+        return {"active": active, "scheduled": scheduled, "reserved": reserved, "revoked": revoked}
+
+    def _known_worker(self, name: str) -> None:
+        if not any(e.executor_id == name for e in self.manager.list_workers()):
+            raise HttpError(404, f"Unknown worker '{name}'")
+
+    def _control(self, action: str) -> Method:
+        async def control(request: Request) -> Response:
+            name = request.path_params["name"]
+            await in_thread(self._known_worker, name)
+            a = Arguments(request)
+            if action == "shutdown":
+                await in_thread(self.manager.control_worker, name, "shutdown", {}, None)
+                return json_response({"message": "Shutting down!"})
+            command, arguments, done, failed = _control_texts(action, name, a)
+            reply = await in_thread(self.manager.control_worker, name, command, arguments, CONTROL_TIMEOUT)
+            if reply is not None and "ok" in reply:
+                return json_response({"message": done or str(reply["ok"])})
+            why = "no reply from the worker" if reply is None else str(reply.get("error"))
+            raise HttpError(403, f"{failed}: {why}", "text/html; charset=UTF-8")
+
+        return control
+
+    # -- tasks --------------------------------------------------------------------------------
+    async def tasks(self, request: Request) -> Response:
+        a = Arguments(request)
+        limit = a.get("limit", None, int)
+        offset = a.get("offset", 0, int)
+        sort_by = a.get("sort_by")
+        worker = a.get("workername")
+        name = a.get("taskname")
+        state = a.get("state")
+        received = (a.get("received_start"), a.get("received_end"))
+        query = a.get("search", None, escape=False)
+        order, descending = "updated", True
+        if sort_by:
+            field = sort_by.removeprefix("-")
+            if field not in SORT_FIELDS:
+                raise HttpError(
+                    400, f"Invalid sort_by '{sort_by}', expected one of {', '.join(sorted(SORT_FIELDS))}"
+                )
+            order, descending = SORT_FIELDS[field], sort_by.startswith("-")
         try:
-            limit = int(q.get("limit") or 100)
-            offset = int(q.get("offset") or 0)
-            if limit < 1 or offset < 0:
-                raise ValueError("limit must be >= 1 and offset >= 0")
-            if offset > MAX_OFFSET:
-                raise ValueError(f"offset is at most {MAX_OFFSET}; page with the X-Pgtasks-Next key instead")
-            state = q.get("state")
-            state = None if state in (None, "", "All") else state
-            if state is not None and state not in STATUSES_OF:
-                raise ValueError(f"unknown state {state!r}; one of {sorted(STATUSES_OF)}")
-            f = TaskFilter(
-                statuses=STATUSES_OF[state] if state else (),
-                name=None if q.get("taskname") in (None, "All") else q.get("taskname"),
-                worker=None if q.get("workername") in (None, "All") else q.get("workername"),
-                after=q.get("after") or None,
+            after, before = (_local_minute(r) for r in received)
+        except ValueError:
+            raise HttpError(
+                400, "Invalid received_start or received_end, expected format 'YYYY-MM-DD HH:MM'"
+            ) from None
+        try:
+            predicate = task_search.parse(query or "")
+        except task_search.SearchError as exc:
+            raise HttpError(400, json.dumps({"error": str(exc)}), "application/json; charset=UTF-8") from None
+        state = None if state in (None, "", "All") else state.upper()
+        if limit == 0 or (state is not None and state not in FLOWER_STATES):
+            return json_response({})
+
+        def listing() -> dict[str, Any]:
+            exact = state is None or (
+                len(STATUSES_OF_STATE[state]) == 1 and state not in ("RECEIVED", "STARTED")
             )
-            rows, next_key = self._walk(f, offset, limit)
-        except ValueError as exc:  # a ConfigurationError too: a malformed `after`
-            return JSONResponse({"error": str(exc)}, 400)
-        headers = {"X-Pgtasks-Next": next_key} if next_key else {}
-        return JSONResponse({r.task_id: self._task(r, with_worker=True) for r in rows}, headers=headers)
+            in_db = predicate is None and exact
+            found = self.manager.recent_tasks(
+                window=self.settings.max_tasks,
+                order_by=order,
+                descending=descending,
+                status=STATUSES_OF_STATE[state] if state else (),
+                status_order=STATUS_ORDER,
+                name=None if name in (None, "", "All") else name,
+                worker=None if worker in (None, "", "All") else worker,
+                received_after=after,
+                received_before=before,
+                limit=limit if in_db else None,
+                offset=max(0, offset) if in_db else 0,
+            )
+            view = self._view()
+            out: dict[str, Any] = {}
+            skip = 0 if in_db else max(0, offset)
+            for task in found:
+                body = view.task(task, worker_last=True)
+                if (state is not None and body["state"] != state) or (
+                    predicate is not None and not predicate(body)
+                ):
+                    continue
+                if skip:
+                    skip -= 1
+                    continue
+                out[task.task_id] = body
+                if limit is not None and len(out) >= limit:
+                    break
+            if sort_by:  # in the values shown (a task refused unknown shows no name nor times)
+                field = sort_by.removeprefix("-")
+                ordered = sorted(out.values(), key=lambda t: _flower_key(t, field), reverse=descending)
+                out = {t["uuid"]: t for t in ordered}
+            return out
 
-    def _walk(self, f: TaskFilter, offset: int, limit: int) -> tuple[list[TaskInfo], str | None]:
-        key = f.after
-        while offset > 0:
-            skipped, key = self.console.tasks(_with_key(f, key), limit=min(offset, WALK_PAGE))
-            offset -= len(skipped)
-            if key is None:
-                return [], None
-        return self.console.tasks(_with_key(f, key), limit=limit)
+        return json_response(await in_thread(listing))
 
-    def info(self, request: Request) -> Response:
-        view = self.console.task(request.path_params["task_id"])
-        if view is None:
-            return JSONResponse({"error": "unknown task"}, 404)
-        body = self._task(view.record, with_worker=True)
-        body["children"] = view.children
-        return JSONResponse(body)
+    def _view(self) -> TaskView:
+        return task_view(self.manager)
 
-    def result(self, request: Request) -> Response:
+    async def task_types(self, request: Request) -> Response:
+        def names() -> list[str]:
+            seen = self.manager.recent_task_names(self.settings.max_tasks)
+            known: set[str] = set()
+            for e in self.manager.list_workers():
+                known.update(worker_view.details_of(e).get("registered") or ())
+            # a worker receives only the tasks it knows: the others it refused unseen
+            return [n for n in seen if n in known] if known else seen
+
+        return json_response({"task-types": await in_thread(names)})
+
+    async def queue_lengths(self, request: Request) -> Response:
+        def lengths() -> list[dict[str, Any]]:
+            names: set[str] = set()
+            for e in self.manager.list_workers():
+                names.update(worker_view.queues_of(e, worker_view.details_of(e)))
+            counts = {q.settings.name: q.counts.get("ENQUEUED", 0) for q in self.manager.list_queues()}
+            if not names:
+                names = set(counts) or {"celery"}
+            return [{"name": n, "messages": counts.get(n, 0)} for n in sorted(names)]
+
+        return json_response({"active_queues": await in_thread(lengths)})
+
+    async def info(self, request: Request) -> Response:
+        task_id = request.path_params.get("task_id", "")
+
+        def read() -> dict[str, Any] | None:
+            task = self.manager.get_task(task_id, steps=False) if task_id else None
+            if task is None:
+                return None
+            return self._view().task(task, children=self.manager.task_children(task_id))
+
+        body = await in_thread(read)
+        if body is None:
+            raise HttpError(404, f"Unknown task '{task_id}'")
+        return json_response(body)
+
+    async def result(self, request: Request) -> Response:
         task_id = request.path_params["task_id"]
-        record = self.console.record(task_id)
-        if record is None:
-            return JSONResponse({"task-id": task_id, "state": "PENDING"})
-        state = FLOWER_STATE.get(record.status.value, "PENDING")
+        timeout = Arguments(request).get("timeout", None, float)
+        return json_response(await in_thread(self._result, task_id, timeout))
+
+    def _result(self, task_id: str, timeout: float | None, key_order: str = "state-first") -> dict[str, Any]:
+        if timeout:
+            _wait(self.manager, task_id, timeout)
+        task = self.manager.get_task(task_id, steps=False)
+        custom = self.manager.task_custom_state(task_id) if task is not None else None
+        state = result_state(task, custom[0] if custom else None)
         body: dict[str, Any] = {"task-id": task_id, "state": state}
-        if state == "SUCCESS":
-            body["result"] = _value(record.output)
-        elif state in ("FAILURE", "REVOKED"):
-            summary, traceback = _error(record.error)
-            body["result"] = summary
-            if state == "FAILURE":
-                body["traceback"] = traceback
-        return JSONResponse(body)
-
-    async def async_apply(self, request: Request) -> Response:
-        if (denied := self._may_act(request)) is not None:
-            return denied
-        name = request.path_params["name"]
-        try:
-            raw = await request.body()
-            options = json.loads(raw) if raw else {}
-            if not isinstance(options, dict):
-                raise ValueError("the body must be a JSON object")
-            args = options.pop("args", [])
-            kwargs = options.pop("kwargs", {})
-            if not isinstance(args, list) or not isinstance(kwargs, dict):
-                raise ValueError("args must be an array and kwargs an object")
-        except ValueError as exc:
-            return JSONResponse({"error": str(exc)}, 400)
-        if self.console.registered() and name not in self.console.registered():
-            return JSONResponse({"error": f"Unknown task '{name}'"}, 404)
-        try:
-            task_id = await run_in_threadpool(self.console.send, name, args, kwargs, **options)
-        except PgtasksError as exc:
-            return JSONResponse({"error": str(exc)}, 400)
-        return JSONResponse({"task-id": task_id, "state": "PENDING"})
-
-    async def revoke(self, request: Request) -> Response:
-        if (denied := self._may_act(request)) is not None:
-            return denied
-        task_id = request.path_params["task_id"]
-        form = request.query_params
-        terminate = form.get("terminate", "false").lower() in ("1", "true", "yes")
-        signal = form.get("signal", "SIGTERM")
-        await run_in_threadpool(self.console.revoke, task_id, terminate, signal)
-        return JSONResponse({"message": f"Revoked '{task_id}'"})
-
-    def queue_lengths(self, request: Request) -> Response:
-        rows = self.console.queues()
-        return JSONResponse(
-            {
-                "active_queues": [
-                    {"name": r.settings.name, "messages": r.counts["ENQUEUED"] + r.counts["DELAYED"]}
-                    for r in rows
-                ]
-            }
-        )
-
-    def _may_act(self, request: Request) -> Response | None:
-        if self.guard.read_only:
-            return refuse(403, "the dashboard is read-only")
-        if not same_origin(request):
-            return refuse(403, "cross-site request refused")
-        return None
-
-    def _task(self, r: TaskInfo, with_worker: bool) -> dict[str, Any]:
-        state = FLOWER_STATE.get(r.status.value, "PENDING")
-        args, kwargs = _inputs(self.console.arguments(r))
-        finished = r.status.value in ("SUCCESS", "ERROR", "CANCELLED", "MAX_RECOVERY_ATTEMPTS_EXCEEDED")
-        summary, traceback = _error(r.error)
-        body: dict[str, Any] = {
-            "uuid": r.task_id,
-            "name": r.name,
-            "state": state,
-            "received": r.created_at / 1000,
-            "sent": None,
-            "started": _seconds(r.started_at_epoch_ms),
-            "rejected": None,
-            "succeeded": r.updated_at / 1000 if state == "SUCCESS" else None,
-            "failed": r.updated_at / 1000 if state == "FAILURE" else None,
-            "retried": None,
-            "revoked": r.updated_at / 1000 if state == "REVOKED" else None,
-            "args": args,
-            "kwargs": kwargs,
-            "eta": _iso(r.delay_until_epoch_ms),
-            "expires": _iso(r.expires_at_epoch_ms),
-            "retries": r.retries,
-            "result": r.output if state == "SUCCESS" else None,
-            "exception": summary or None,
-            "timestamp": r.updated_at / 1000,
-            "runtime": (r.updated_at - r.started_at_epoch_ms) / 1000
-            if finished and r.started_at_epoch_ms
-            else None,
-            "traceback": traceback,
-            "exchange": None,
-            "routing_key": r.queue_name,
-            "clock": r.updated_at,  # Flower's is the clock of the task's last event
-            "client": None,
-            "root": r.parent_task_id or r.task_id,
-            "root_id": r.parent_task_id or r.task_id,
-            "parent": r.parent_task_id,
-            "parent_id": r.parent_task_id,
-            "children": [],
-        }
-        if with_worker:
-            body["worker"] = r.executor_id
+        if task is not None and task.status.is_terminal:
+            body.update(_outcome(task, state))
+        if key_order == "state-last":
+            body["state"] = body.pop("state")
         return body
 
+    # -- sending -------------------------------------------------------------------------------
+    async def apply(self, request: Request) -> Response:
+        name = request.path_params["name"]
+        args, kwargs, options = await _body(request)
+        timeout = options.pop("timeout", None)
+        try:
+            timeout = None if timeout is None else float(timeout)
+        except (TypeError, ValueError):
+            raise HttpError(400, "Invalid timeout") from None
+        self._registered(name)
+        task_id = await self._send(name, args, kwargs, _converted(options))
+        return json_response(await in_thread(self._applied, task_id, timeout))
 
-def _with_key(f: TaskFilter, key: str | None) -> TaskFilter:
-    return replace(f, after=key)
+    def _applied(self, task_id: str, timeout: float | None) -> dict[str, Any]:
+        _wait(self.manager, task_id, timeout)
+        body = self._result(task_id, None, "state-last")
+        if body["state"] not in ("SUCCESS", "FAILURE", "REVOKED"):
+            return {"task-id": task_id, "state": "PENDING"}
+        return body
+
+    async def async_apply(self, request: Request) -> Response:
+        name = request.path_params["name"]
+        args, kwargs, options = await _body(request)
+        self._registered(name)
+        task_id = await self._send(name, args, kwargs, _converted(options))
+        return json_response(await in_thread(self._sent, task_id))
+
+    async def send_task(self, request: Request) -> Response:
+        name = request.path_params["name"]
+        args, kwargs, options = await _body(request)
+        task_id = await self._send(name, args, kwargs, _converted(options))
+        return json_response(await in_thread(self._sent, task_id))
+
+    def _sent(self, task_id: str) -> dict[str, Any]:
+        task = self.manager.get_task(task_id, steps=False)
+        return {"task-id": task_id, "state": result_state(task)}
+
+    def _registered(self, name: str) -> None:
+        registered = self.console.registered()
+        if registered and name not in registered:
+            raise HttpError(404, f"Unknown task '{name}'")
+
+    async def _send(self, name: str, args: list[Any], kwargs: Any, options: dict[str, Any]) -> str:
+        if not isinstance(kwargs, dict):
+            raise HttpError(500, "", "text/html; charset=UTF-8")  # Flower does not check kwargs
+        try:
+            return await in_thread(self.console.send, name, args, kwargs, **options)
+        except PgtasksError as exc:
+            raise HttpError(400, str(exc)) from None
+
+    # -- acting on tasks --------------------------------------------------------------------------
+    async def abort(self, request: Request) -> Response:
+        task_id = request.path_params["task_id"]
+        await in_thread(self.manager.abort_task, task_id)
+        return json_response({"message": f"Aborted '{task_id}'"})
+
+    async def revoke(self, request: Request) -> Response:
+        task_id = request.path_params["task_id"]
+        a = Arguments(request)
+        terminate = a.get("terminate", False, strtobool)
+        signal = a.get("signal", "SIGTERM")
+        await in_thread(self.console.revoke, task_id, terminate, signal)
+        return json_response({"message": f"Revoked '{task_id}'"})
+
+    async def set_timeout(self, request: Request) -> Response:
+        name = request.path_params["name"]
+        a = Arguments(request)
+        worker = a.get("workername", required=True)
+        soft = a.get("soft", None, float)
+        hard = a.get("hard", None, float)
+        return await self._task_control(
+            name,
+            worker,
+            "time_limit",
+            {"task_name": name, "soft": soft, "hard": hard},
+            "Failed to set timeouts",
+        )
+
+    async def rate_limit(self, request: Request) -> Response:
+        name = request.path_params["name"]
+        a = Arguments(request)
+        worker = a.get("workername", required=True)
+        rate = a.get("ratelimit", required=True)
+        return await self._task_control(
+            name, worker, "rate_limit", {"task_name": name, "rate_limit": rate}, "Failed to set rate limit"
+        )
+
+    async def _task_control(
+        self, name: str, worker: str, command: str, arguments: dict[str, Any], failed: str
+    ) -> Response:
+        self._registered(name)
+        await in_thread(self._known_worker, worker)
+        reply = await in_thread(self.manager.control_worker, worker, command, arguments, CONTROL_TIMEOUT)
+        if reply is not None and "ok" in reply:
+            return json_response({"message": str(reply["ok"])})
+        why = "no reply from the worker" if reply is None else str(reply.get("error"))
+        raise HttpError(403, f"{failed}: '{why}'", "text/html; charset=UTF-8")
+
+    async def healthcheck(self, request: Request) -> Response:
+        return text_response("OK", content_type="text/html; charset=UTF-8")
 
 
-def _inputs(text: str) -> tuple[str, str]:
-    """Flower shows args and kwargs as text; ours are the stored JSON (secrets masked)."""
+def task_view(manager: Any) -> TaskView:
+    """Flower's view of tasks as the live workers report them now."""
+    live = manager.list_workers()
+    prefetched: set[str] = set()
+    for e in live:
+        prefetched.update(worker_view.prefetched_of(worker_view.details_of(e)))
+    return TaskView(prefetched, manager.shown_inputs, worker_view.holders(live))
+
+
+def _flower_key(task: dict[str, Any], field: str) -> tuple[Any, ...]:
+    """Flower's sort key: None first ascending and last descending, text case-folded, ties
+    by id in the same direction."""
+    value = task.get(field)
+    if isinstance(value, str):
+        value = value.casefold()
+    missing = value is None
+    return (not missing, value if not missing else 0, task["uuid"])
+
+
+def _control_texts(action: str, name: str, a: Arguments) -> tuple[str, dict[str, Any], str | None, str]:
+    """The worker command of a Flower worker control, its arguments, Flower's message on
+    success (None: the worker's own text) and the start of its message on failure."""
+    if action in ("pool/grow", "pool/shrink"):
+        n = a.get("n", 1, int)
+        verb = "Growing" if action == "pool/grow" else "Shrinking"
+        command = "pool_grow" if action == "pool/grow" else "pool_shrink"
+        short = action.rpartition("/")[2]
+        return (
+            command,
+            {"n": n},
+            f"{verb} '{name}' worker's pool by {n}",
+            f"Failed to {short} '{name}' worker's pool",
+        )
+    if action == "pool/autoscale":
+        high = a.get("max", None, int, required=True)
+        low = a.get("min", None, int, required=True)
+        return (
+            "autoscale",
+            {"max": high, "min": low},
+            f"Autoscaling '{name}' worker (min={low}, max={high})",
+            f"Failed to autoscale '{name}' worker",
+        )
+    if action == "pool/restart":
+        return (
+            "pool_restart",
+            {},
+            f"Restarting '{name}' worker's pool",
+            f"Failed to restart the '{name}' pool",
+        )
+    queue = a.get("queue", required=True)
+    if action == "queue/add-consumer":
+        return "add_consumer", {"queue": queue}, None, f"Failed to add '{queue}' consumer to '{name}' worker"
+    return (
+        "cancel_consumer",
+        {"queue": queue},
+        None,
+        f"Failed to cancel '{queue}' consumer from '{name}' worker",
+    )
+
+
+async def _body(request: Request) -> tuple[list[Any], Any, dict[str, Any]]:
+    """Flower's request body: empty or a JSON object with ``args`` (a list), ``kwargs`` and
+    send options."""
+    raw = await request.body()
+    if not raw.strip():
+        return [], {}, {}
     try:
-        data = json.loads(text)
-        return json.dumps(data.get("args", [])), json.dumps(data.get("kwargs", {}))
-    except (ValueError, AttributeError):
-        return text, "{}"
+        options = json.loads(raw)
+    except ValueError as exc:
+        raise HttpError(400, str(exc)) from None
+    if not isinstance(options, dict):
+        raise HttpError(400, "invalid options")
+    args = options.pop("args", [])
+    kwargs = options.pop("kwargs", {})
+    if not isinstance(args, list):
+        raise HttpError(400, "args must be an array")
+    return args, kwargs, options
 
 
-def _value(text: str | None) -> Any:
+def _converted(options: dict[str, Any]) -> dict[str, Any]:
+    """The send options pgtasks acts on, converted as Flower converts them: ``eta`` and
+    ``expires`` dates as ``%Y-%m-%d %H:%M:%S.%f`` (naive: UTC), ``countdown`` and a numeric
+    ``expires`` as seconds. 400 ``Invalid option`` for a value that does not convert."""
+    out: dict[str, Any] = {}
+    try:
+        for key in SEND_OPTIONS:
+            if key not in options or options[key] is None:
+                continue
+            value = options[key]
+            if key == "eta":
+                value = _flower_date(value)
+            elif key == "countdown":
+                value = float(value)
+            elif key == "expires":
+                value = (
+                    _flower_date(value) if isinstance(value, str) and not _is_number(value) else float(value)
+                )
+            elif key == "priority":
+                value = int(value)
+            out[key] = value
+    except (TypeError, ValueError):
+        raise HttpError(400, "Invalid option") from None
+    return out
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _flower_date(value: Any) -> dt.datetime:
+    if not isinstance(value, str):
+        raise ValueError(value)
+    return dt.datetime.strptime(value, FLOWER_DATE_FORMAT).replace(tzinfo=dt.timezone.utc)
+
+
+def _local_minute(text: str | None) -> dt.datetime | None:
+    """``YYYY-MM-DD HH:MM`` in this host's local time, as Flower reads received_start/end."""
     if text is None:
         return None
-    try:
-        return json.loads(text)
-    except ValueError:
-        return text
+    local = time.mktime(time.strptime(text, RECEIVED_FORMAT))
+    return dt.datetime.fromtimestamp(local, dt.timezone.utc)
 
 
-def _error(text: str | None) -> tuple[str, str | None]:
-    if not text:
-        return "", None
-    try:
-        data = json.loads(text)
-        return f"{data.get('type')}({data.get('message', '')!r})", data.get("traceback") or None
-    except (ValueError, AttributeError):
-        return text[:200], None
+def _wait(manager: Any, task_id: str, timeout: float | None) -> None:
+    """Wait up to ``timeout`` seconds (None: for ever) for a task to end; its outcome is read after."""
+    with contextlib.suppress(Exception):  # its end (a failure too) or the timeout: read the record
+        manager.AsyncResult(task_id).get(timeout=timeout)
 
 
-def _seconds(ms: int | None) -> float | None:
-    return None if ms is None else ms / 1000
-
-
-def _iso(ms: int | None) -> str | None:
-    return iso(ms) or None
+def _outcome(task: TaskInfo, state: str) -> dict[str, Any]:
+    """``result`` (and ``traceback`` for a failure) as Celery's result backend gives them."""
+    if state == "SUCCESS":
+        value = result_value(task)
+        try:
+            json.dumps(value)
+        except (TypeError, ValueError):
+            value = repr(value)
+        return {"result": value}
+    if state == "REVOKED":
+        return {"result": revoked_repr(task)}
+    if not_registered(task):
+        return {
+            "result": f"Task of kind '{task.name}' never registered, please make sure it's imported.",
+            "traceback": None,
+        }
+    exception, traceback = exception_repr(task.error)
+    return {"result": exception, "traceback": traceback}

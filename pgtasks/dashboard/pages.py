@@ -18,12 +18,14 @@ from pgtasks.dashboard.canvas_graph import graph_svg
 from pgtasks.dashboard.charts import activity_svg
 from pgtasks.dashboard.console import Console, TaskFilter
 from pgtasks.dashboard.formatting import age, duration, iso, kept, kept_input, millis, pretty
-from pgtasks.dashboard.security import Guard, refuse, same_origin
+from pgtasks.dashboard.http import text_response
+from pgtasks.dashboard.security import READ_ONLY, Guard
 from pgtasks.engine.errors import PgtasksError
 from pgtasks.engine.flow import parse_rate_limit, parse_result_expires
 from pgtasks.sysdb.records import Status
 
 DEAD = Status.MAX_RECOVERY_ATTEMPTS_EXCEEDED.value
+RECENT_SHOWN = 10  # failures and tasks the overview lists
 
 
 def _environment() -> Environment:
@@ -53,6 +55,8 @@ class Pages:
             Route("/tasks", self.tasks),
             Route("/task/{task_id:path}", self.task),
             Route("/workers", self.workers),
+            Route("/worker/{name:path}", self.workers),  # Flower's page of one worker
+            Route("/broker", self.queues),  # Flower's page of the broker's queues
             Route("/schedules", self.schedules),
             Route("/dead-letters", self.dead_letters),
             Route("/live", self.live),
@@ -73,7 +77,7 @@ class Pages:
 
     # -- pages --------------------------------------------------------------------------
     def overview(self, request: Request) -> Response:
-        return self._render("overview.html", request, **self._overview_data())
+        return self._render("overview.html", request, **self._overview_data(), **self._overview_tasks())
 
     def _overview_data(self) -> dict[str, Any]:
         activity = self.console.activity()
@@ -83,6 +87,13 @@ class Pages:
             "charts": {queue: activity_svg(series) for queue, series in activity.items()},
             "workers": self.console.workers(),
             "schedules": [s for s in self.console.schedules() if s[1] is not None][:10],
+        }
+
+    def _overview_tasks(self) -> dict[str, Any]:
+        """What the overview lists below the queues: the latest failures and tasks."""
+        return {
+            "failures": self.console.tasks(TaskFilter(statuses=("ERROR", DEAD)), limit=RECENT_SHOWN)[0],
+            "recent": self.console.tasks(TaskFilter(), limit=RECENT_SHOWN)[0],
         }
 
     def live(self, request: Request) -> Response:
@@ -162,9 +173,9 @@ class Pages:
     async def action(self, request: Request) -> Response:
         form = {k: v[-1] for k, v in parse_qs((await request.body()).decode("utf-8", "replace")).items()}
         if self.guard.read_only:
-            return refuse(403, "the dashboard is read-only")
-        if not self.guard.csrf_ok(form.get("csrf")) or not same_origin(request):
-            return refuse(403, "missing or wrong CSRF token: reload the page and try again")
+            return text_response(READ_ONLY, 403)
+        if not self.guard.csrf_ok(form.get("csrf")):  # cross-site requests: refused by the gate
+            return text_response("missing or wrong CSRF token: reload the page and try again", 403)
         kind = request.path_params["kind"]
         back = form.get("next", "/")
         if not back.startswith("/") or back.startswith("//"):

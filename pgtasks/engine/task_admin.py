@@ -5,6 +5,8 @@ resume, fork, children and groups, queue settings, live executors, migrations)."
 from __future__ import annotations
 
 import json
+import uuid
+from typing import Any
 
 from pgtasks.engine import retention
 from pgtasks.engine.connection import DatabaseHandle
@@ -25,9 +27,11 @@ from pgtasks.sysdb.records import (
     QueueSettings,
     QueueStats,
     QueueUpsert,
+    RecentTasksParams,
     StepRecord,
     TaskLinkInfo,
     TaskRecord,
+    WorkerCommand,
 )
 
 TERMINATE_KEY = "terminate"  # the event a revoke with terminate=True leaves for the worker
@@ -51,6 +55,18 @@ class TaskAdmin:
     def tasks(self, params: ListTasksParams) -> list[TaskRecord]:
         """Tasks filtered as ``params`` says (from the ``read_url`` replica when there is one)."""
         return self._reader().tasks_list(params)
+
+    def recent_task_ids(self, params: RecentTasksParams) -> list[str]:
+        """The ids of the recent tasks, filtered and ordered as ``params`` says (replica)."""
+        return self._reader().tasks_recent_ids(params)
+
+    def tasks_by_id(self, task_ids: list[str]) -> list[TaskRecord]:
+        """The tasks among ``task_ids`` that exist, in no particular order (replica)."""
+        return self._reader().tasks_get_many(task_ids)
+
+    def recent_task_names(self, window: int) -> list[str]:
+        """The names of the tasks workers received among the ``window`` newest (replica)."""
+        return self._reader().task_names_recent(window)
 
     def task(self, task_id: str) -> TaskRecord | None:
         """One task, or None."""
@@ -132,6 +148,28 @@ class TaskAdmin:
     def executors(self) -> list[ExecutorInfo]:
         """Every registered executor, live or not (compare heartbeats with :meth:`now_ms`)."""
         return self._database.sysdb.executors_list()
+
+    def send_worker_command(self, executor_id: str, command: str, arguments: dict[str, Any]) -> str:
+        """Store ``command`` for worker ``executor_id`` (and wake it); its id, to read the reply."""
+        command_id = str(uuid.uuid4())
+        self._database.sysdb.worker_command_send(
+            WorkerCommand(command_id, executor_id, command, json.dumps(arguments))
+        )
+        return command_id
+
+    def worker_command_reply(self, command_id: str) -> dict[str, Any] | None:
+        """The worker's reply to a command (forgotten once read), or None while unanswered."""
+        sysdb = self._database.sysdb
+        found = sysdb.worker_command_get(command_id)
+        if found is None or found.reply is None:
+            return None
+        sysdb.worker_command_forget(command_id)
+        reply = json.loads(found.reply)
+        return reply if isinstance(reply, dict) else {"error": f"a reply that is not an object: {reply!r}"}
+
+    def forget_worker_command(self, command_id: str) -> None:
+        """Withdraw a command whose reply is no longer awaited."""
+        self._database.sysdb.worker_command_forget(command_id)
 
     def now_ms(self) -> int:
         """The database server's clock, in epoch milliseconds."""

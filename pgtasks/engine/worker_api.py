@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pgtasks.engine import retention
 from pgtasks.engine.connection import DatabaseHandle
+from pgtasks.sysdb.commands import command_announcement
 from pgtasks.sysdb.interface import EnqueueListener
 from pgtasks.sysdb.records import (
     ClaimParams,
@@ -19,6 +20,7 @@ from pgtasks.sysdb.records import (
     ReleaseStrayParams,
     StepRecord,
     TaskRecord,
+    WorkerCommand,
 )
 
 __all__ = ["EnqueueListener", "WorkerApi"]
@@ -50,6 +52,27 @@ class WorkerApi:
     def heartbeat(self, executor_id: str) -> bool:
         """Renew the lease; False if the row is gone (another worker recovered our tasks)."""
         return self._database.sysdb.executor_heartbeat(executor_id)
+
+    def report(self, executor_id: str, details: str) -> bool:
+        """Publish what this worker says about itself (JSON); False if its row is gone."""
+        return self._database.sysdb.executor_report(executor_id, details)
+
+    def pending_commands(self, executor_id: str, max_age_ms: int) -> list[WorkerCommand]:
+        """The commands sent to this worker in the last ``max_age_ms`` it has not answered."""
+        return self._database.sysdb.worker_commands_pending(executor_id, max_age_ms)
+
+    def reply_command(self, command_id: str, reply: str) -> None:
+        """Answer a command (JSON ``reply``)."""
+        self._database.sysdb.worker_command_reply(command_id, reply)
+
+    @staticmethod
+    def command_announcement(executor_id: str) -> str:
+        """The notification a listener hears when a command is sent to ``executor_id``."""
+        return command_announcement(executor_id)
+
+    def clear_commands(self, executor_id: str) -> None:
+        """Forget the commands sent to an earlier worker of this name (and every old one)."""
+        self._database.sysdb.worker_commands_clear(executor_id)
 
     def limit_outage_wait(self, seconds: float) -> None:
         """Wait out an unreachable database for at most ``seconds`` from now on (shutdown)."""

@@ -34,6 +34,7 @@ from pgtasks.sysdb.records import (
     QueueSettings,
     QueueStats,
     QueueUpsert,
+    RecentTasksParams,
     RecoverOwnParams,
     RecoverStaleParams,
     RecoveryReport,
@@ -46,6 +47,7 @@ from pgtasks.sysdb.records import (
     TaskRecord,
     WaitParams,
     WaitResult,
+    WorkerCommand,
 )
 from pgtasks.sysdb.schedule_records import (
     FireResult,
@@ -115,6 +117,18 @@ class SystemDatabase(ABC):
     @abstractmethod
     def tasks_list(self, params: ListTasksParams) -> list[TaskRecord]:
         """Tasks matching the filters, by creation time."""
+
+    @abstractmethod
+    def tasks_recent_ids(self, params: RecentTasksParams) -> list[str]:
+        """The ids of the recent tasks (see :class:`RecentTasksParams`), in its order."""
+
+    @abstractmethod
+    def tasks_get_many(self, task_ids: list[str]) -> list[TaskRecord]:
+        """The tasks among ``task_ids`` that exist, in no particular order."""
+
+    @abstractmethod
+    def task_names_recent(self, window: int) -> list[str]:
+        """The sorted names of the tasks a worker received among the ``window`` newest."""
 
     @abstractmethod
     def tasks_claim(self, params: ClaimParams) -> list[TaskRecord]:
@@ -284,6 +298,37 @@ class SystemDatabase(ABC):
     @abstractmethod
     def executors_list(self) -> list[ExecutorInfo]:
         """Every registered executor with its last heartbeat."""
+
+    @abstractmethod
+    def executor_report(self, executor_id: str, details: str) -> bool:
+        """Replace what the executor reports about itself (JSON ``details``); False if its
+        row is gone."""
+
+    # -- worker commands -----------------------------------------------------------------
+    @abstractmethod
+    def worker_command_send(self, command: WorkerCommand) -> None:
+        """Store a command for ``command.executor_id`` and wake that worker."""
+
+    @abstractmethod
+    def worker_commands_pending(self, executor_id: str, max_age_ms: int) -> list[WorkerCommand]:
+        """The unanswered commands to ``executor_id`` younger than ``max_age_ms``, oldest first."""
+
+    @abstractmethod
+    def worker_command_reply(self, command_id: str, reply: str) -> None:
+        """Record the worker's JSON ``reply`` to a command."""
+
+    @abstractmethod
+    def worker_command_get(self, command_id: str) -> WorkerCommand | None:
+        """One command with its reply (None while unanswered), or None if forgotten."""
+
+    @abstractmethod
+    def worker_command_forget(self, command_id: str) -> None:
+        """Delete a command (its reply read, or no longer awaited)."""
+
+    @abstractmethod
+    def worker_commands_clear(self, executor_id: str) -> None:
+        """Delete the commands to ``executor_id`` (a worker starting under that name) and
+        every command older than an hour."""
 
     # -- retention -------------------------------------------------------------------------
     @abstractmethod

@@ -258,6 +258,45 @@ class ListTasksParams:
     after_key: tuple[int, int] | None = None
 
 
+RECENT_ORDERS = ("updated", "name", "status", "received", "started")
+
+
+@dataclass(frozen=True, slots=True)
+class RecentTasksParams:
+    """The ids of the recent tasks: the ``window`` newest by creation (and every PENDING one,
+    however old), filtered and ordered. ``order``: ``updated`` (the last change), ``name``
+    (case-folded), ``status`` (by the position of the status in ``status_order``),
+    ``received`` (the claim, or the creation of a DELAYED task) or ``started``; ties by id,
+    in the same direction; descending puts NULLs last, ascending first. ``name`` and
+    ``executor_id`` match case-insensitively; ``received_*`` bound the received time (a task
+    not received passes). ``limit`` None: every match."""
+
+    window: int
+    order: str = "updated"
+    descending: bool = True
+    status: tuple[Status, ...] = ()
+    status_order: tuple[Status, ...] = ()
+    name: str | None = None
+    executor_id: str | None = None
+    received_after_epoch_ms: int | None = None
+    received_before_epoch_ms: int | None = None
+    limit: int | None = None
+    offset: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerCommand:
+    """A request to one worker (``executor_id``): its ``command`` and JSON ``arguments``, and
+    once the worker has acted, its JSON ``reply``."""
+
+    command_id: str
+    executor_id: str
+    command: str
+    arguments: str = "{}"
+    created_at: int = 0
+    reply: str | None = None
+
+
 @dataclass(frozen=True, slots=True)
 class ForkParams:
     """Copy task ``source_id`` to ``new_task_id``, keeping its steps before ``start_step``."""

@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import uuid
 
+from pgtasks.sysdb.commands import CommandStore
 from pgtasks.sysdb.completion import CompletionStore
+from pgtasks.sysdb.errors import ConfigurationError
 from pgtasks.sysdb.events import EventStore
 from pgtasks.sysdb.interface import SystemDatabase
 from pgtasks.sysdb.queues import check_queue_settings, upsert_params
 from pgtasks.sysdb.records import (
+    RECENT_ORDERS,
     ExecutorInfo,
     ForkParams,
     ListTasksParams,
@@ -27,6 +30,7 @@ from pgtasks.sysdb.records import (
     QueueSettings,
     QueueStats,
     QueueUpsert,
+    RecentTasksParams,
     RecoverOwnParams,
     RecoverStaleParams,
     RecoveryReport,
@@ -47,7 +51,9 @@ from pgtasks.sysdb.schedules import ScheduleStore
 from pgtasks.sysdb.waiting import WaitingStore
 
 
-class SqlStore(CompletionStore, EventStore, ScheduleStore, RetentionStore, WaitingStore, SystemDatabase):
+class SqlStore(
+    CompletionStore, EventStore, CommandStore, ScheduleStore, RetentionStore, WaitingStore, SystemDatabase
+):
     """The methods of :class:`SystemDatabase` both dialects share."""
 
     # -- schema -------------------------------------------------------------------------
@@ -73,6 +79,32 @@ class SqlStore(CompletionStore, EventStore, ScheduleStore, RetentionStore, Waiti
         }
         name = "tasks_list_newest" if params.newest_first else "tasks_list_oldest"
         return [task_from_row(r) for r in self._read(name, args)]
+
+    def tasks_recent_ids(self, params: RecentTasksParams) -> list[str]:
+        if params.order not in RECENT_ORDERS:
+            raise ConfigurationError(f"order must be one of {', '.join(RECENT_ORDERS)}, not {params.order!r}")
+        args = {
+            "window": params.window,
+            "status": self._list([str(s) for s in params.status]) if params.status else None,
+            "status_order": self._list([str(s) for s in params.status_order]),
+            "name": params.name,
+            "executor": params.executor_id,
+            "received_after": params.received_after_epoch_ms,
+            "received_before": params.received_before_epoch_ms,
+            "order": params.order,
+            "desc": params.descending,
+            "limit": params.limit,
+            "offset": params.offset,
+        }
+        return [r["workflow_uuid"] for r in self._read("tasks_recent_ids", args)]
+
+    def tasks_get_many(self, task_ids: list[str]) -> list[TaskRecord]:
+        if not task_ids:
+            return []
+        return [task_from_row(r) for r in self._read("tasks_get_many", {"ids": self._list(task_ids)})]
+
+    def task_names_recent(self, window: int) -> list[str]:
+        return sorted(r["name"] for r in self._read("task_names_recent", {"window": window}))
 
     def tasks_promote_delayed(self) -> int:
         return self._write("tasks_promote_delayed").count

@@ -78,6 +78,7 @@ class PreforkPool:
         self._wake_read, self._wake_write = Pipe(duplex=False)
         self._monitor = threading.Thread(target=self._watch, name="pgtasks-prefork", daemon=True)
         self._spawned = 0  # children started so far: the next is ForkPoolWorker-<n+1>, as in Celery
+        self._shrinking = 0  # children asked to exit by resize(): not replaced
 
     def start(self) -> None:
         # The fork server is forked before the worker starts its other threads, and with no
@@ -147,6 +148,30 @@ class PreforkPool:
     def waiting(self) -> int:
         with self._lock:
             return len(self._held)
+
+    def resize(self, delta: int) -> None:
+        """Start ``delta`` more children, or stop ``-delta`` idle ones (Celery's pool_grow and
+        pool_shrink); ValueError when fewer are idle."""
+        with self._lock:
+            if delta > 0:
+                self._children.extend(self._spawn() for _ in range(delta))
+            else:
+                idle = [c for c in self._children if c.task is None and not c.retiring]
+                if len(idle) < -delta:
+                    raise ValueError("Can't shrink pool. All processes busy!")
+                for child in idle[:-delta]:
+                    child.retiring = True
+                    self._shrinking += 1
+                    with contextlib.suppress(OSError):  # dead already: replaced as usual
+                        child.conn.send(None)
+        self._wake_write.send(None)  # the monitor watches the new children, or the exits
+
+    def snapshot(self) -> tuple[dict[str, int], list[str], list[int]]:
+        """(the running task ids with the pid of the child running each, the ids of the
+        tasks held for a free child, the pids of the children), for the worker's report."""
+        with self._lock:
+            running = {c.task.task_id: c.process.pid for c in self._children if c.task is not None}
+            return running, [h.record.task_id for h in self._held], [c.process.pid for c in self._children]
 
     def release_waiting(self) -> None:
         with self._lock:
@@ -301,6 +326,9 @@ class PreforkPool:
             index = self._children.index(child)
             self._children.pop(index)
             if self._stopping or self._broken is not None:
+                return
+            if self._shrinking:  # asked to exit by resize()
+                self._shrinking -= 1
                 return
             try:
                 self._children.insert(index, self._spawn())

@@ -57,6 +57,33 @@ class QueueBook:
         if changed:
             log.info("queue settings in force: %s", ", ".join(_describe(s) for s in changed))
 
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The queues consumed now."""
+        with self._lock:
+            return self._names
+
+    def consume(self, name: str) -> bool:
+        """Consume ``name`` too (Celery's ``add_consumer``); False if consumed already."""
+        with self._lock:
+            if name in self._names:
+                return False
+        self._store.upsert_queue(QueueUpsert(QueueSettings(name), changed=frozenset()))
+        with self._lock:
+            self._names = (*self._names, name)
+            self._running.setdefault(name, 0)
+        self.refresh()
+        return True
+
+    def stop_consuming(self, name: str) -> bool:
+        """Stop claiming from ``name`` (Celery's ``cancel_consumer``); False if not consumed.
+        Its running tasks finish."""
+        with self._lock:
+            if name not in self._names:
+                return False
+            self._names = tuple(n for n in self._names if n != name)
+        return True
+
     def claims(self) -> tuple[QueueClaim, ...]:
         """One QueueClaim per consumed queue, with this worker's room under its own limit."""
         out = []
@@ -98,7 +125,7 @@ class QueueBook:
 
     def finished(self, queue: str) -> None:
         with self._lock:
-            self._running[queue] -= 1
+            self._running[queue] = self._running.get(queue, 1) - 1
 
 
 def _describe(s: QueueSettings) -> str:

@@ -30,9 +30,11 @@ class WakeOnEnqueue:
         queues: tuple[str, ...],
         wake: threading.Event,
         also: Callable[[], None] | None = None,
+        command: tuple[str, Callable[[], None]] | None = None,
     ) -> None:
         self._store = store
         self._queues = set(queues)
+        self._command = command  # (the announcement of a command to this worker, what to call)
         self._wake = wake
         self._also = also
         self.listening = threading.Event()
@@ -58,6 +60,10 @@ class WakeOnEnqueue:
         self._loop.start()
         return True
 
+    def listen_to(self, queues: tuple[str, ...]) -> None:
+        """Wake for these queues from now on (the consumed queues changed)."""
+        self._queues = set(queues)
+
     def stop(self) -> None:
         self._loop.stop(timeout=0)  # the session ends within its next half-second wait
 
@@ -69,10 +75,13 @@ class WakeOnEnqueue:
         self.listening.set()
         try:
             while not self._loop.stopping:
-                if listener.wait(timeout=0.5) & self._queues:
+                heard = listener.wait(timeout=0.5)
+                if heard & self._queues:
                     self._wake.set()
                     if self._also is not None:
                         self._also()
+                if self._command is not None and self._command[0] in heard:
+                    self._command[1]()
         except DatabaseUnavailable as exc:
             log.warning("lost the listener connection (polling meanwhile): %s", exc)
         finally:

@@ -16,7 +16,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from pgtasks.engine.core import Engine
 from pgtasks.engine.crashpoints import crashpoint
@@ -36,6 +36,7 @@ from pgtasks.sysdb.records import (
     TaskRecord,
 )
 from pgtasks.worker.completer import BatchCompleter
+from pgtasks.worker.control import WorkerControl
 from pgtasks.worker.due import DueTimer
 from pgtasks.worker.health import fresh
 from pgtasks.worker.lease import LeaseKeeper
@@ -125,6 +126,9 @@ class Worker:
         self._running = 0
         self._running_lock = threading.Lock()
         self._started: dict[str, float] = {}
+        self._size = options.concurrency  # processes or threads; Flower's pool grow/shrink change it
+        self._total: dict[str, int] = {}  # tasks received by name (Celery's stats "total")
+        self._control: WorkerControl | None = None
         self._hidden: dict[str, tuple[str, ...]] = {}  # secret argument values, by task id
         # Tasks this worker holds: dispatched, and not yet written by the completer.
         self._owned: set[str] = set()
@@ -178,6 +182,8 @@ class Worker:
         links = self.engine.link_resolver()
         self._completer = BatchCompleter(store, self.executor_id, on_done=self._disown, links=links)
         self._completer.start()
+        self._control = self._worker_control()
+        _through_outages(self._control.start)
         self._lease = LeaseKeeper(store, self.info, self.engine.settings.lease_seconds, self._lease_round)
         self._lease.start()
         _through_outages(self._lease.tick)  # a restart right after the registration is waited out
@@ -187,7 +193,13 @@ class Worker:
         on_pruned = self.metrics.pruned if self.metrics is not None else None
         self._pruner = Pruner(store, self.options.prune_interval, on_pruned)
         self._pruner.start()
-        self._wakeups = WakeOnEnqueue(store, self.options.queues, self._wake, self._due.poke)
+        self._wakeups = WakeOnEnqueue(
+            store,
+            self.options.queues,
+            self._wake,
+            self._due.poke,
+            command=(store.command_announcement(self.executor_id), self._control.answer),
+        )
         self.listening = self._wakeups.start()
 
     def _register(self) -> RecoveryReport:
@@ -214,6 +226,79 @@ class Worker:
         if keep and self._pool.terminates:
             for task_id in self._store.to_terminate(list(keep)):
                 self._pool.terminate(task_id)
+        if self._control is not None:
+            self._control.answer()
+
+    def _worker_control(self) -> WorkerControl:
+        """The worker's report and its answers to commands (see ``control``)."""
+        static = json.loads(self.info.details or "{}")
+        static["task_options"] = {
+            name: {"rate_limit": rate}
+            for name in self.engine.registry.names()
+            if (rate := self.engine.registry.get(name).options.get("rate_limit"))
+        }
+        static["modules"] = sorted(self.engine.registry.modules())
+        return WorkerControl(
+            self._store,
+            self.executor_id,
+            static,
+            self._describe,
+            self._consume,
+            self._stop_consuming,
+            self.stop,
+            self._resize,
+            self.engine.settings.database_url,
+        )
+
+    def _describe(self) -> dict[str, Any]:
+        """The moving parts of the worker's report: queues, running and held tasks, the
+        processes, and the tasks run by name."""
+        snapshot = getattr(self._pool, "snapshot", None)
+        with self._running_lock:
+            started = list(self._started)
+            total = dict(self._total)
+        if snapshot is not None:
+            running, held, processes = snapshot()
+        else:
+            running, held, processes = dict.fromkeys(started, os.getpid()), [], [os.getpid()]
+        return {
+            "concurrency": self._size,
+            "prefetch_count": self._size
+            * (self.options.prefetch_multiplier if self._pool.prefetches else 1),
+            "queues": list(self.queues.names) if self.queues is not None else list(self.options.queues),
+            "running": running,
+            "prefetched": held,
+            "processes": processes,
+            "total": total,
+        }
+
+    def _resize(self, delta: int) -> None:
+        """Grow or shrink the pool by ``delta`` processes (prefork; Celery's pool_grow/shrink)."""
+        resize = getattr(self._pool, "resize", None)
+        if resize is None:
+            raise ValueError(f"the {self.options.pool} pool keeps the size it starts with (-c)")
+        if self._size + delta < 1:
+            raise ValueError("Can't shrink pool below one process")
+        resize(delta)
+        with self._running_lock:
+            self._size += delta
+        self._wake.set()
+
+    def _consume(self, queue: str) -> bool:
+        validate_queue_name(queue)
+        assert self.queues is not None
+        added = self.queues.consume(queue)
+        if self._wakeups is not None:
+            self._wakeups.listen_to(self.queues.names)
+        self._wake.set()
+        return added
+
+    def _stop_consuming(self, queue: str) -> bool:
+        assert self.queues is not None
+        removed = self.queues.stop_consuming(queue)
+        if self._wakeups is not None:
+            self._wakeups.listen_to(self.queues.names)
+        return removed
 
     def _disown(self, task_ids: list[str]) -> None:
         """Called by the completer once a batch of outcomes is written (or abandoned)."""
@@ -320,7 +405,7 @@ class Worker:
         prefetches (prefork) the prefetch beyond them (see WorkerOptions.prefetch_multiplier)."""
         if self._pool.replace_process:  # the process is about to be replaced: nothing new
             return 0
-        capacity = self.options.concurrency
+        capacity = self._size
         if self._pool.prefetches and self.queues is not None and self.queues.unlimited():
             capacity *= self.options.prefetch_multiplier
         with self._running_lock:
@@ -340,9 +425,12 @@ class Worker:
             return steps
 
     def _dispatch(self, record: TaskRecord, steps: list[StepRecord] | None = None) -> None:
+        known = record.name in self.engine.registry  # Celery's stats count the tasks it accepts
         with self._running_lock:
             self._running += 1
             self._owned.add(record.task_id)
+            if known:
+                self._total[record.name] = self._total.get(record.name, 0) + 1
         if self.queues is not None:
             self.queues.started(record.queue_name)
         shown = record.inputs

@@ -27,6 +27,7 @@ COMMANDS = (
     "schedule",
     "roles",
     "dashboard",
+    "flower",
     "celery-check",
     "inspect",
     "purge",

@@ -77,7 +77,7 @@ def test_postgres_migrated_schema_equals_declared(
         got["indexes"] = [i for i in got["indexes"] if "pgtasks_migrations" not in i[0]]
         got["policies"] = [p for p in got["policies"] if p[0] != "pgtasks_migrations"]
         assert got == want
-        assert len(want["columns"]) > 50 and len(want["indexes"]) > 10 and len(want["policies"]) == 44
+        assert len(want["columns"]) > 50 and len(want["indexes"]) > 10 and len(want["policies"]) == 48
     finally:
         pg_conn.execute(f'DROP SCHEMA "{migrated}" CASCADE')
         pg_conn.execute(f'DROP SCHEMA "{declared}" CASCADE')

@@ -35,7 +35,8 @@ def _leaves(parser: argparse.ArgumentParser, path: str, func: object = None) -> 
 
 def test_every_command_runs_through_its_function() -> None:
     leaves = dict(_leaves(_parser(), "pgtasks"))
-    assert len(leaves) == 30 and "pgtasks tasks fork" in leaves and "pgtasks celery-check" in leaves
+    assert len(leaves) == 31 and "pgtasks tasks fork" in leaves and "pgtasks celery-check" in leaves
+    assert "pgtasks flower" in leaves
     assert [path for path, func in leaves.items() if not callable(func)] == []
 
 

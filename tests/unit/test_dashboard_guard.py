@@ -7,7 +7,7 @@ import base64
 
 import pytest
 
-from pgtasks.dashboard.security import Guard, check_exposure, parse_basic_auth
+from pgtasks.dashboard.security import Guard, check_exposure, parse_basic_auth, parse_hosts
 from pgtasks.engine.errors import ConfigurationError
 
 
@@ -43,3 +43,28 @@ def test_credentials_and_csrf_tokens_are_checked() -> None:
     assert guard.csrf_ok(guard.csrf_token)
     assert not guard.csrf_ok(None) and not guard.csrf_ok("forged") and not guard.csrf_ok("")
     assert Guard().csrf_token != Guard().csrf_token
+
+
+def test_only_the_hosts_it_serves_are_answered_without_credentials() -> None:
+    local = Guard()
+    for host in ("127.0.0.1:5555", "localhost", "[::1]:5555", "LOCALHOST:80"):
+        assert local.host_allowed(host), host
+    for host in (None, "", "attacker.example:5555", "127.0.0.1.attacker.example"):
+        assert not local.host_allowed(host), host  # DNS rebinding sends the attacker's name
+    proxied = Guard(allowed_hosts=parse_hosts("board.example.com"))
+    assert proxied.host_allowed("board.example.com:443") and not proxied.host_allowed("other.example")
+    assert Guard((("a", "b"),), address="").host_allowed("anything.example")  # credentials guard it
+    with pytest.raises(ConfigurationError, match="without a port or path"):
+        parse_hosts("board.example.com:8080")
+
+
+def test_cross_site_state_changes_are_named() -> None:
+    from starlette.datastructures import Headers
+
+    guard = Guard()
+    assert guard.cross_site(Headers({"host": "127.0.0.1:5555"})) is None  # a script
+    assert guard.cross_site(Headers({"sec-fetch-site": "cross-site"})) == "Cross-site request forbidden"
+    assert guard.cross_site(Headers({"sec-fetch-site": "same-origin", "origin": "http://x"})) is None
+    foreign = Headers({"host": "127.0.0.1:5555", "origin": "http://attacker.example"})
+    assert guard.cross_site(foreign) == "Cross-origin request forbidden"
+    assert guard.cross_site(Headers({"host": "127.0.0.1:5555", "origin": "http://127.0.0.1:5555"})) is None

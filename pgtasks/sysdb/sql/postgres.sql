@@ -62,6 +62,64 @@ WHERE (%(status)s::text[] IS NULL OR status = ANY(%(status)s::text[]))
        OR (created_at, enqueue_seq) < (%(key_created)s::bigint, %(key_seq)s::bigint))
 ORDER BY created_at DESC, enqueue_seq DESC LIMIT %(limit)s
 
+-- name: tasks_recent_ids
+-- The recent tasks Flower's API lists: the %(window)s newest by creation (the created_at
+-- index walked backwards to the window's oldest creation time) and every PENDING task older
+-- than that (its partial index), filtered, then sorted: the cost grows with the window,
+-- never with the table. One statement for every order: the sort keys of the other orders
+-- are NULL on every row and change nothing; names compare by code point, as Python does.
+WITH bound AS (
+    SELECT coalesce(min(created_at), 0) AS since FROM (
+        SELECT created_at FROM __schema__.workflow_status ORDER BY created_at DESC LIMIT %(window)s
+    ) AS newest
+),
+recent AS (
+    SELECT ws.* FROM __schema__.workflow_status AS ws, bound WHERE ws.created_at >= bound.since
+    UNION ALL
+    SELECT ws.* FROM __schema__.workflow_status AS ws, bound
+    WHERE ws.status = 'PENDING' AND ws.created_at < bound.since
+),
+received AS (
+    SELECT workflow_uuid, name, status, updated_at, started_at_epoch_ms,
+           coalesce(started_at_epoch_ms, CASE WHEN status = 'DELAYED' THEN created_at END) AS received
+    FROM recent
+    WHERE (%(status)s::text[] IS NULL OR status = ANY(%(status)s::text[]))
+      AND (%(name)s::text IS NULL OR lower(name) = lower(%(name)s::text))
+      AND (%(executor)s::text IS NULL OR lower(executor_id) = lower(%(executor)s::text))
+),
+keyed AS (
+    SELECT workflow_uuid,
+           CASE WHEN %(order)s::text = 'name' THEN lower(name) COLLATE "C" END AS folded,
+           CASE %(order)s::text WHEN 'updated' THEN updated_at WHEN 'received' THEN received
+                                WHEN 'started' THEN started_at_epoch_ms
+                                WHEN 'status' THEN array_position(%(status_order)s::text[], status)
+           END AS number
+    FROM received
+    WHERE (%(received_after)s::bigint IS NULL OR received IS NULL OR received >= %(received_after)s::bigint)
+      AND (%(received_before)s::bigint IS NULL OR received IS NULL OR received <= %(received_before)s::bigint)
+)
+SELECT workflow_uuid FROM keyed
+ORDER BY CASE WHEN NOT %(desc)s::boolean THEN folded END ASC NULLS FIRST,
+         CASE WHEN %(desc)s::boolean THEN folded END DESC NULLS LAST,
+         CASE WHEN NOT %(desc)s::boolean THEN number END ASC NULLS FIRST,
+         CASE WHEN %(desc)s::boolean THEN number END DESC NULLS LAST,
+         CASE WHEN NOT %(desc)s::boolean THEN workflow_uuid END ASC,
+         CASE WHEN %(desc)s::boolean THEN workflow_uuid END DESC
+LIMIT %(limit)s OFFSET %(offset)s
+
+-- name: task_names_recent
+-- The names of the tasks a worker has received among the %(window)s newest.
+WITH bound AS (
+    SELECT coalesce(min(created_at), 0) AS since FROM (
+        SELECT created_at FROM __schema__.workflow_status ORDER BY created_at DESC LIMIT %(window)s
+    ) AS newest
+)
+SELECT DISTINCT name FROM __schema__.workflow_status AS ws, bound
+WHERE ws.created_at >= bound.since AND ws.status NOT IN ('ENQUEUED', 'WAITING')
+
+-- name: tasks_get_many
+SELECT * FROM __schema__.workflow_status WHERE workflow_uuid = ANY(%(ids)b::text[])
+
 -- name: tasks_list_oldest
 SELECT * FROM __schema__.workflow_status
 WHERE (%(status)s::text[] IS NULL OR status = ANY(%(status)s::text[]))
@@ -424,8 +482,10 @@ SELECT NOT pg_try_advisory_xact_lock(%(key)s) AS present
 
 -- name: tasks_promote_delayed
 -- SKIP LOCKED: a due task someone holds is promoted by a later round; the others go now.
+-- The due time stays on the row: it is the task's ETA, still shown once it has run, and the
+-- time its wait for a worker counts from.
 UPDATE __schema__.workflow_status AS ws
-SET status = 'ENQUEUED', delay_until_epoch_ms = NULL, updated_at = __now_ms__
+SET status = 'ENQUEUED', updated_at = __now_ms__
 FROM (SELECT workflow_uuid FROM __schema__.workflow_status
       WHERE status = 'DELAYED' AND delay_until_epoch_ms <= __now_ms__
       FOR UPDATE SKIP LOCKED) AS free
@@ -581,6 +641,37 @@ WHERE executor_id = %(executor_id)s
 
 -- name: executor_delete
 DELETE FROM __schema__.executors WHERE executor_id = %(executor_id)s
+
+-- name: executor_report
+UPDATE __schema__.executors SET details = %(details)s WHERE executor_id = %(executor_id)s
+
+-- name: worker_command_send
+INSERT INTO __schema__.worker_commands (command_id, executor_id, command, arguments, created_at)
+VALUES (%(command_id)s, %(executor_id)s, %(command)s, %(arguments)s, __now_ms__)
+
+-- name: worker_commands_pending
+-- The commands sent to this worker in the last %(max_age_ms)s milliseconds that it has not
+-- answered, oldest first (worker_commands_executor_idx).
+SELECT * FROM __schema__.worker_commands
+WHERE executor_id = %(executor_id)s AND created_at > __now_ms__ - %(max_age_ms)s::bigint
+  AND reply IS NULL
+ORDER BY created_at, command_id
+
+-- name: worker_command_reply
+UPDATE __schema__.worker_commands SET reply = %(reply)s, replied_at = __now_ms__
+WHERE command_id = %(command_id)s
+
+-- name: worker_command_get
+SELECT * FROM __schema__.worker_commands WHERE command_id = %(command_id)s
+
+-- name: worker_command_forget
+DELETE FROM __schema__.worker_commands WHERE command_id = %(command_id)s
+
+-- name: worker_commands_clear
+-- A worker starting under its name forgets the commands sent to an earlier one (a shutdown
+-- meant for it must not stop its successor), and every command older than an hour.
+DELETE FROM __schema__.worker_commands
+WHERE executor_id = %(executor_id)s OR created_at < __now_ms__ - 3600000
 
 -- name: executors_list
 SELECT * FROM __schema__.executors ORDER BY executor_id

@@ -205,6 +205,19 @@ CREATE TABLE __schema__.executors (
     details TEXT
 );
 
+-- Requests to one worker (Flower's worker controls), answered by the worker in the same row
+-- (migration 0016).
+CREATE TABLE __schema__.worker_commands (
+    command_id TEXT PRIMARY KEY,
+    executor_id TEXT NOT NULL,
+    command TEXT NOT NULL,
+    arguments TEXT NOT NULL,
+    created_at BIGINT NOT NULL,
+    reply TEXT,
+    replied_at BIGINT
+);
+CREATE INDEX worker_commands_executor_idx ON __schema__.worker_commands (executor_id, created_at);
+
 CREATE TABLE __schema__.task_links (
     parent_uuid TEXT NOT NULL,
     child_uuid TEXT NOT NULL,
@@ -292,6 +305,12 @@ CREATE POLICY pgtasks_read ON __schema__.task_links FOR SELECT USING (true);
 CREATE POLICY pgtasks_update ON __schema__.task_links FOR UPDATE USING (true) WITH CHECK (true);
 CREATE POLICY pgtasks_delete ON __schema__.task_links FOR DELETE USING (true);
 CREATE POLICY pgtasks_insert ON __schema__.task_links FOR INSERT WITH CHECK (has_table_privilege('__schema__.task_links'::regclass, 'UPDATE'));
+
+ALTER TABLE __schema__.worker_commands ENABLE ROW LEVEL SECURITY;
+CREATE POLICY pgtasks_read ON __schema__.worker_commands FOR SELECT USING (true);
+CREATE POLICY pgtasks_update ON __schema__.worker_commands FOR UPDATE USING (true) WITH CHECK (true);
+CREATE POLICY pgtasks_delete ON __schema__.worker_commands FOR DELETE USING (true);
+CREATE POLICY pgtasks_insert ON __schema__.worker_commands FOR INSERT WITH CHECK (has_table_privilege('__schema__.worker_commands'::regclass, 'UPDATE'));
 
 -- Autovacuum for the tables that churn (see migration 0013).
 ALTER TABLE __schema__.workflow_status SET (

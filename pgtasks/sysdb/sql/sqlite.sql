@@ -41,6 +41,60 @@ WHERE (:status IS NULL OR status IN (SELECT value FROM json_each(:status)))
   AND (:key_created IS NULL OR (created_at, rowid) < (:key_created, :key_seq))
 ORDER BY created_at DESC, rowid DESC LIMIT :limit
 
+-- name: tasks_recent_ids
+-- See postgres.sql: the window's newest tasks and the older PENDING ones, filtered, sorted.
+WITH bound AS (
+    SELECT coalesce(min(created_at), 0) AS since FROM (
+        SELECT created_at FROM workflow_status ORDER BY created_at DESC LIMIT :window
+    )
+),
+recent AS (
+    SELECT ws.* FROM workflow_status AS ws, bound WHERE ws.created_at >= bound.since
+    UNION ALL
+    SELECT ws.* FROM workflow_status AS ws, bound
+    WHERE ws.status = 'PENDING' AND ws.created_at < bound.since
+),
+received AS (
+    SELECT workflow_uuid, name, status, updated_at, started_at_epoch_ms,
+           coalesce(started_at_epoch_ms, CASE WHEN status = 'DELAYED' THEN created_at END) AS received
+    FROM recent
+    WHERE (:status IS NULL OR status IN (SELECT value FROM json_each(:status)))
+      AND (:name IS NULL OR lower(name) = lower(:name))
+      AND (:executor IS NULL OR lower(executor_id) = lower(:executor))
+),
+keyed AS (
+    SELECT workflow_uuid,
+           CASE WHEN :order = 'name' THEN lower(name) END AS folded,
+           CASE :order WHEN 'updated' THEN updated_at WHEN 'received' THEN received
+                       WHEN 'started' THEN started_at_epoch_ms
+                       WHEN 'status' THEN (SELECT key FROM json_each(:status_order) WHERE value = status)
+           END AS number
+    FROM received
+    WHERE (:received_after IS NULL OR received IS NULL OR received >= :received_after)
+      AND (:received_before IS NULL OR received IS NULL OR received <= :received_before)
+)
+SELECT workflow_uuid FROM keyed
+ORDER BY CASE WHEN NOT :desc THEN folded END ASC NULLS FIRST,
+         CASE WHEN :desc THEN folded END DESC NULLS LAST,
+         CASE WHEN NOT :desc THEN number END ASC NULLS FIRST,
+         CASE WHEN :desc THEN number END DESC NULLS LAST,
+         CASE WHEN NOT :desc THEN workflow_uuid END ASC,
+         CASE WHEN :desc THEN workflow_uuid END DESC
+LIMIT coalesce(:limit, -1) OFFSET :offset
+
+-- name: task_names_recent
+WITH bound AS (
+    SELECT coalesce(min(created_at), 0) AS since FROM (
+        SELECT created_at FROM workflow_status ORDER BY created_at DESC LIMIT :window
+    )
+)
+SELECT DISTINCT name FROM workflow_status AS ws, bound
+WHERE ws.created_at >= bound.since AND ws.status NOT IN ('ENQUEUED', 'WAITING')
+
+-- name: tasks_get_many
+SELECT *, rowid AS enqueue_seq FROM workflow_status
+WHERE workflow_uuid IN (SELECT value FROM json_each(:ids))
+
 -- name: tasks_list_oldest
 SELECT *, rowid AS enqueue_seq FROM workflow_status
 WHERE (:status IS NULL OR status IN (SELECT value FROM json_each(:status)))
@@ -226,8 +280,9 @@ FROM workflow_status
 WHERE status = 'DELAYED' AND queue_name IN (SELECT value FROM json_each(:queues))
 
 -- name: tasks_promote_delayed
+-- The due time stays on the row: the task's ETA, and where its wait for a worker starts.
 UPDATE workflow_status
-SET status = 'ENQUEUED', delay_until_epoch_ms = NULL, updated_at = __now_ms__
+SET status = 'ENQUEUED', updated_at = __now_ms__
 WHERE status = 'DELAYED' AND delay_until_epoch_ms <= __now_ms__
 
 -- name: task_cancel
@@ -316,6 +371,30 @@ UPDATE executors SET last_heartbeat = __now_ms__ WHERE executor_id = :executor_i
 
 -- name: executor_delete
 DELETE FROM executors WHERE executor_id = :executor_id
+
+-- name: executor_report
+UPDATE executors SET details = :details WHERE executor_id = :executor_id
+
+-- name: worker_command_send
+INSERT INTO worker_commands (command_id, executor_id, command, arguments, created_at)
+VALUES (:command_id, :executor_id, :command, :arguments, __now_ms__)
+
+-- name: worker_commands_pending
+SELECT * FROM worker_commands
+WHERE executor_id = :executor_id AND created_at > __now_ms__ - :max_age_ms AND reply IS NULL
+ORDER BY created_at, command_id
+
+-- name: worker_command_reply
+UPDATE worker_commands SET reply = :reply, replied_at = __now_ms__ WHERE command_id = :command_id
+
+-- name: worker_command_get
+SELECT * FROM worker_commands WHERE command_id = :command_id
+
+-- name: worker_command_forget
+DELETE FROM worker_commands WHERE command_id = :command_id
+
+-- name: worker_commands_clear
+DELETE FROM worker_commands WHERE executor_id = :executor_id OR created_at < __now_ms__ - 3600000
 
 -- name: executors_list
 SELECT * FROM executors ORDER BY executor_id

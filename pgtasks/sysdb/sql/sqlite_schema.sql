@@ -170,6 +170,18 @@ CREATE TABLE executors (
     details TEXT
 );
 
+-- Requests to one worker (Flower's worker controls), answered in the same row (0012).
+CREATE TABLE worker_commands (
+    command_id TEXT PRIMARY KEY,
+    executor_id TEXT NOT NULL,
+    command TEXT NOT NULL,
+    arguments TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    reply TEXT,
+    replied_at INTEGER
+);
+CREATE INDEX worker_commands_executor_idx ON worker_commands (executor_id, created_at);
+
 CREATE TABLE task_links (
     parent_uuid TEXT NOT NULL,
     child_uuid TEXT NOT NULL,

@@ -1,0 +1,330 @@
+"""Flower 2.2's REST API, command line, metrics and guards, over HTTP against a real
+`pgtasks -A app flower --port=N ...` subprocess (Flower's own command line) and a real worker
+(one of each for the module), written from Flower's API reference and from exchanges captured
+from a real Flower 2.2 (status codes, content types, error texts, shapes)."""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import json
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from pgtasks import App
+from tests.acceptance.test_dashboard import _free_port, _http
+from tests.support.cli import cli_env, spawn_pgtasks
+from tests.support.inprocess import wait_for
+from tests.support.processes import stop, worker_process
+from tests.support.schemas import scratch_schema, with_schema
+
+FLOWER_APP = "tests.acceptance.apps.flower_app"
+WORKER = "flower-w1"
+TEXT = "text/plain; charset=UTF-8"
+API_CLOSED = (
+    b"FLOWER_UNAUTHENTICATED_API environment variable is required to enable API without authentication"
+)
+
+
+class Flower:
+    """`pgtasks -A app flower <options>` running, and its base URL."""
+
+    def __init__(
+        self, database_url: str, *options: str, env: dict[str, str] | None = None, prefix: str = ""
+    ) -> None:
+        self.port = _free_port()
+        self.base = f"http://127.0.0.1:{self.port}{prefix}"
+        self.log = Path(tempfile.mkstemp(suffix=".log")[1])
+        args = ("-A", FLOWER_APP, "flower", f"--port={self.port}", *options)
+        self.proc = spawn_pgtasks(*args, env=cli_env(database_url, env), output=self.log)
+        wait_for(self._up, 60, f"flower on port {self.port}")
+
+    def _up(self) -> bool:
+        assert self.proc.poll() is None, self.log.read_text()
+        try:
+            return _http(self.base + "/healthcheck")[0] == 200
+        except OSError:
+            return False
+
+    def get(self, path: str, headers: dict[str, str] | None = None) -> tuple[int, Any, dict[str, str]]:
+        status, body, got = _http(self.base + path, headers=headers)
+        return (
+            status,
+            (json.loads(body) if got.get("content-type", "").startswith("application/json") else body),
+            got,
+        )
+
+    def post(
+        self, path: str, body: Any = None, headers: dict[str, str] | None = None
+    ) -> tuple[int, Any, dict[str, str]]:
+        raw = b"" if body is None else json.dumps(body).encode()
+        status, answer, got = _http(self.base + path, "POST", raw, headers)
+        return (
+            status,
+            (json.loads(answer) if got.get("content-type", "").startswith("application/json") else answer),
+            got,
+        )
+
+
+@pytest.fixture(scope="module")
+def database_url(pg_server_url: str) -> Iterator[str]:
+    with scratch_schema(pg_server_url, prefix="flowerapi_") as schema:
+        yield with_schema(pg_server_url, schema)
+
+
+@pytest.fixture(scope="module")
+def app(database_url: str) -> Iterator[App]:
+    application = App("flowerapi", database_url=database_url)
+    application.engine.admin.migrate()
+    yield application
+    application.close()
+
+
+@pytest.fixture(scope="module")
+def worker(database_url: str, app: App, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    ledger = tmp_path_factory.mktemp("flowerapi") / "effects.log"
+    ledger.touch()
+    proc = worker_process(
+        database_url, ledger, WORKER, app=FLOWER_APP, extra_args=("-Q", "default"), pool="prefork"
+    )
+    yield proc
+    if proc.poll() is None:
+        stop(proc)
+
+
+@pytest.fixture(scope="module")
+def flower(database_url: str, worker: Any) -> Iterator[Flower]:
+    running = Flower(
+        database_url, "--address=127.0.0.1", "--max_tasks=1000", env={"FLOWER_UNAUTHENTICATED_API": "yes"}
+    )
+    wait_for(lambda: WORKER in running.get("/api/workers")[1], 60, "the worker in /api/workers")
+    yield running
+    stop(running.proc)
+
+
+def test_workers_as_inspect_describes_them(flower: Flower) -> None:
+    status, workers, headers = flower.get("/api/workers?refresh=1")
+    assert status == 200 and headers["content-type"] == "application/json; charset=UTF-8"
+    w = workers[WORKER]
+    assert {"stats", "active_queues", "registered", "conf", "timestamp"} <= set(w)
+    assert {"total", "pid", "clock", "uptime", "pool", "broker", "prefetch_count", "rusage"} <= set(
+        w["stats"]
+    )
+    assert isinstance(w["stats"]["clock"], str) and w["stats"]["pool"]["max-concurrency"] == 2
+    assert [q["name"] for q in w["active_queues"]] == ["default"] and w["active_queues"][0]["exchange"][
+        "type"
+    ] == "direct"
+    assert {"fl.add", "fl.fail", "fl.wait"} <= set(w["registered"])
+    assert w["conf"]["broker_url"].startswith("postgresql://") and w["conf"]["timezone"] == "UTC"
+    status, one, _ = flower.get(f"/api/workers?workername={WORKER}&refresh=1")
+    assert status == 200 and {"active", "scheduled", "reserved", "revoked"} <= set(one[WORKER])
+    assert flower.get("/api/workers?status=1")[1] == {WORKER: True}
+    assert flower.get("/api/workers?workername=nobody@nowhere")[:2] == (
+        404,
+        b"Unknown worker 'nobody@nowhere'",
+    )
+    assert flower.get("/api/workers?refresh=maybe")[:2] == (400, b"Invalid argument 'maybe' of type 'bool'")
+
+
+def test_sending_waiting_and_reading_tasks(flower: Flower, app: App) -> None:
+    status, applied, _ = flower.post("/api/task/apply/fl.add", {"args": [2, 3], "timeout": 30})
+    assert status == 200 and list(applied) == ["task-id", "result", "state"] and applied["result"] == 5
+    failed = flower.post("/api/task/apply/fl.fail", {"args": ["boom"], "timeout": 30})[1]
+    assert (
+        failed["state"] == "FAILURE"
+        and failed["result"] == "ValueError('boom')"
+        and "Traceback" in failed["traceback"]
+    )
+    eta = (dt.datetime.now(dt.timezone.utc) + dt.timedelta(hours=1)).strftime("%Y-%m-%d %H:%M:%S.%f")
+    status, later, _ = flower.post("/api/task/async-apply/fl.add", {"args": [1, 1], "eta": eta})
+    assert status == 200 and later["state"] == "PENDING"
+    assert app.AsyncResult(later["task-id"]).status == "DELAYED"
+    assert flower.post("/api/task/async-apply/fl.add", {"eta": "2026-01-01T00:00:00"})[:2] == (
+        400,
+        b"Invalid option",
+    )
+    assert flower.post("/api/task/async-apply/fl.add", {"args": 5})[:2] == (400, b"args must be an array")
+    assert flower.post("/api/task/async-apply/no.such")[:2] == (404, b"Unknown task 'no.such'")
+    sent = flower.post("/api/task/send-task/fl.add", {"args": [20, 22]})[1]
+    assert app.AsyncResult(sent["task-id"]).get(timeout=30) == 42
+    status, info, _ = flower.get(f"/api/task/info/{applied['task-id']}")
+    assert status == 200 and info["state"] == "SUCCESS" and info["args"] == "[2, 3]" and info["result"] == "5"
+    assert info["worker"] == WORKER and isinstance(info["received"], float) and info["routing_key"] is None
+    assert flower.get(f"/api/task/info/{later['task-id']}")[1]["eta"].startswith(eta[:10])
+    assert flower.get("/api/task/info/nope")[:2] == (404, b"Unknown task 'nope'")
+    assert flower.get(f"/api/task/result/{sent['task-id']}")[1] == {
+        "task-id": sent["task-id"],
+        "state": "SUCCESS",
+        "result": 42,
+    }
+    assert flower.get("/api/task/result/x?timeout=abc")[:2] == (
+        400,
+        b"Invalid argument 'abc' of type 'float'",
+    )
+    assert flower.get("/api/task/types")[1] == {"task-types": ["fl.add", "fl.fail"]}
+    revoked = flower.post(f"/api/task/revoke/{later['task-id']}")[1]
+    assert (
+        revoked == {"message": f"Revoked '{later['task-id']}'"}
+        and app.AsyncResult(later["task-id"]).status == "CANCELLED"
+    )
+
+
+def test_task_listing_filters_orders_and_searches(flower: Flower) -> None:
+    assert (
+        flower.post("/api/task/apply/fl.fail", {"args": ["listed"], "timeout": 30})[1]["state"] == "FAILURE"
+    )
+    for x in range(3):
+        flower.post("/api/task/apply/fl.add", {"args": [x, 100], "timeout": 30})
+    everything = flower.get("/api/tasks")[1]
+    stamps = [t["timestamp"] for t in everything.values()]
+    assert stamps == sorted(stamps, reverse=True)  # the latest event first, as Flower
+    assert all(list(t)[-1] == "worker" for t in everything.values())
+    names = [t["name"] for t in flower.get("/api/tasks?sort_by=name")[1].values()]
+    assert names == sorted(names)
+    assert (
+        len(flower.get("/api/tasks?limit=2&offset=1")[1]) == 2 and flower.get("/api/tasks?limit=0")[1] == {}
+    )
+    assert {t["state"] for t in flower.get("/api/tasks?state=FAILURE")[1].values()} == {"FAILURE"}
+    assert flower.get("/api/tasks?state=NOPE")[1] == {}
+    found = flower.get("/api/tasks?search=" + "state:FAILURE%20OR%20args:100")[1]
+    assert {t["state"] for t in found.values()} == {"FAILURE", "SUCCESS"} and len(found) >= 4
+    assert flower.get("/api/tasks?search=ab")[:2] == (
+        400,
+        {"error": "Substring search terms must contain at least 3 characters at position 0."},
+    )
+    assert flower.get("/api/tasks?sort_by=runtime")[:2] == (
+        400,
+        b"Invalid sort_by 'runtime', expected one of name, received, started, state",
+    )
+    assert flower.get("/api/tasks?received_start=yesterday")[0] == 400
+    assert flower.get(f"/api/tasks?workername={WORKER.upper()}&taskname=FL.FAIL")[
+        1
+    ].keys() == found.keys() - {k for k, t in found.items() if t["name"] != "fl.fail"}
+
+
+def test_worker_controls_travel_through_the_database(flower: Flower, database_url: str) -> None:
+    status, added, _ = flower.post(f"/api/worker/queue/add-consumer/{WORKER}?queue=extra")
+    assert (status, added) == (200, {"message": "add consumer extra"})
+    queues = [q["name"] for q in flower.get("/api/workers?refresh=1")[1][WORKER]["active_queues"]]
+    assert queues == ["default", "extra"]
+    assert [q["name"] for q in flower.get("/api/queues/length")[1]["active_queues"]] == ["default", "extra"]
+    ran = flower.post("/api/task/apply/fl.add", {"args": [1, 2], "queue": "extra", "timeout": 30})[1]
+    assert ran["state"] == "SUCCESS"  # the worker consumes the queue it was given
+    assert flower.post(f"/api/worker/queue/cancel-consumer/{WORKER}?queue=extra")[1] == {
+        "message": "no longer consuming from extra"
+    }
+    status, body, _ = flower.post(f"/api/worker/pool/autoscale/{WORKER}?min=1&max=2")
+    assert (status, body) == (
+        403,
+        f"Failed to autoscale '{WORKER}' worker: ValueError('Autoscale not enabled')".encode(),
+    )
+    assert flower.post(f"/api/worker/pool/autoscale/{WORKER}?max=2")[:2] == (400, b"Missing argument min")
+    assert flower.post(f"/api/worker/pool/grow/{WORKER}?n=abc")[:2] == (
+        400,
+        b"Invalid argument 'abc' of type 'int'",
+    )
+    grown = flower.post(f"/api/worker/pool/grow/{WORKER}")
+    assert grown[:2] == (200, {"message": f"Growing '{WORKER}' worker's pool by 1"})
+
+    def pool() -> dict[str, Any]:
+        return dict(flower.get("/api/workers?refresh=1")[1][WORKER]["stats"]["pool"])
+
+    wait_for(lambda: len(pool()["processes"]) == 3, 60, "a third process")
+    assert pool()["max-concurrency"] == 3
+    shrunk = flower.post(f"/api/worker/pool/shrink/{WORKER}?n=2")
+    assert shrunk[:2] == (200, {"message": f"Shrinking '{WORKER}' worker's pool by 2"})
+    wait_for(lambda: len(pool()["processes"]) == 1, 60, "the pool down to one process")
+    refused = flower.post(f"/api/worker/pool/shrink/{WORKER}?n=5")
+    why = 'ValueError("Can\'t shrink pool below one process")'
+    assert refused[:2] == (403, f"Failed to shrink '{WORKER}' worker's pool: {why}".encode())
+    assert flower.post(f"/api/worker/pool/grow/{WORKER}")[0] == 200
+    assert flower.post("/api/task/apply/fl.add", {"args": [2, 2], "timeout": 30})[1]["result"] == 4
+    assert flower.post("/api/worker/shutdown/nobody@nowhere")[:2] == (404, b"Unknown worker 'nobody@nowhere'")
+
+
+def test_http_conventions_etags_cors_and_methods(flower: Flower) -> None:
+    status, body, headers = flower.get("/api/task/types")
+    assert headers["x-content-type-options"] == "nosniff" and headers["access-control-allow-origin"] == "*"
+    tag = headers["etag"]
+    status, body, again = flower.get("/api/task/types", {"If-None-Match": tag})
+    assert status == 304 and body == b"" and again["etag"] == tag
+    assert flower.get("/api/task/types", {"If-None-Match": '"stale"'})[0] == 200
+    status, body, _ = _http(flower.base + "/api/workers", "OPTIONS")
+    assert (status, body) == (204, b"")
+    assert _http(flower.base + "/api/tasks", "PUT", b"")[0] == 405
+    assert _http(flower.base + "/metrics", "POST", b"")[:2] == (405, b"None")
+    assert flower.get("/no/such/page")[0] == 404 and flower.get("/healthcheck")[1] == b"OK"
+
+
+def test_flower_metric_families(flower: Flower) -> None:
+    assert flower.post("/api/task/apply/fl.add", {"args": [1, 2], "timeout": 30})[1]["state"] == "SUCCESS"
+    assert (
+        flower.post("/api/task/apply/fl.fail", {"args": ["counted"], "timeout": 30})[1]["state"] == "FAILURE"
+    )
+    status, body, headers = flower.get("/metrics")
+    assert status == 200 and headers["content-type"] == "text/plain"
+    families = {f.name: f for f in text_string_to_metric_families(body.decode())}
+    assert {
+        "flower_events", "flower_task_runtime_seconds", "flower_task_prefetch_time_seconds",
+        "flower_worker_prefetched_tasks", "flower_worker_online", "process_cpu_seconds", "python_info",
+        "flower_worker_number_of_currently_executing_tasks",
+    } <= set(families)  # fmt: skip
+    events = {
+        (s.labels["task"], s.labels["type"], s.labels["worker"]) for s in families["flower_events"].samples
+    }
+    assert {("fl.add", "task-succeeded", WORKER), ("fl.fail", "task-failed", WORKER)} <= events
+    online = {s.labels["worker"]: s.value for s in families["flower_worker_online"].samples}
+    assert online == {WORKER: 1.0}
+
+
+def test_dns_rebinding_and_cross_site_requests_are_refused(flower: Flower, app: App) -> None:
+    target = app.enqueue("fl.add", [1, 1], queue="nobody-consumes").id
+    rebound = flower.get("/api/tasks", {"Host": f"attacker.example:{flower.port}"})
+    assert rebound[0] == 403 and b"--allowed-hosts" in rebound[1]
+    for headers in ({"Sec-Fetch-Site": "cross-site"}, {"Origin": "http://attacker.example"}):
+        assert flower.post(f"/api/task/revoke/{target}", headers=headers)[0] == 403
+    assert app.AsyncResult(target).status == "ENQUEUED"
+    same = {"Sec-Fetch-Site": "same-origin", "Origin": f"http://127.0.0.1:{flower.port}"}
+    assert flower.post(f"/api/task/revoke/{target}", headers=same)[0] == 200
+
+
+def test_closed_api_basic_auth_prefix_and_flowerconfig(
+    database_url: str, worker: Any, tmp_path: Path
+) -> None:
+    closed = Flower(database_url, "--address=127.0.0.1")
+    try:
+        assert closed.get("/api/workers")[:2] == (401, API_CLOSED)
+        assert closed.get("/metrics")[0] == 200 and closed.get("/")[0] == 200
+    finally:
+        stop(closed.proc)
+    config = tmp_path / "flowerconfig.py"
+    config.write_text("basic_auth = ['ops:s3cret']\nurl_prefix = 'flower'\n")
+    guarded = Flower(database_url, "--address=127.0.0.1", f"--conf={config}", "--persistent=True",
+                     env={"FLOWER_MAX_TASKS": "50"}, prefix="/flower")  # fmt: skip
+    try:
+        status, body, headers = guarded.get("/api/workers")
+        assert (status, body) == (401, b"") and "www-authenticate" not in headers
+        page = guarded.get("/")
+        assert page[0] == 401 and page[2]["www-authenticate"] == 'Basic realm="flower"'
+        good = {"Authorization": "Basic " + base64.b64encode(b"ops:s3cret").decode()}
+        assert WORKER in guarded.get("/api/workers", good)[1]
+        assert "access-control-allow-origin" not in guarded.get("/api/workers", good)[2]
+        assert (
+            _http(f"http://127.0.0.1:{guarded.port}/api/workers", headers=good)[0] == 404
+        )  # outside the prefix
+        assert "persistent accepted and ignored" in guarded.log.read_text()
+    finally:
+        stop(guarded.proc)
+
+
+def test_shutdown_stops_the_worker(flower: Flower, worker: Any) -> None:
+    assert flower.post(f"/api/worker/shutdown/{WORKER}")[:2] == (200, {"message": "Shutting down!"})
+    worker.wait(timeout=60)
+    wait_for(
+        lambda: flower.get("/api/workers?status=1")[1] == {WORKER: False}, what="the worker listed offline"
+    )
