@@ -525,8 +525,11 @@ written AS (
     ON CONFLICT (workflow_uuid, function_id) DO NOTHING
     RETURNING workflow_uuid, function_id
 )
-SELECT written.workflow_uuid, written.function_id, owned.task_status
-FROM written JOIN owned ON owned.task_id = written.workflow_uuid AND owned.function_id = written.function_id
+-- No join of the two CTEs (a nested loop over CTE scans is quadratic in the batch): the rows
+-- written (task_status NULL), then the owned rows whose task no longer runs (cancelled).
+SELECT workflow_uuid, function_id, NULL::text AS task_status FROM written
+UNION ALL
+SELECT task_id, function_id, task_status FROM owned WHERE task_status <> 'PENDING'
 
 -- name: step_owners
 -- Who holds existing checkpoint rows, and who runs their tasks now.
