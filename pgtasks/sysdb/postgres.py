@@ -336,7 +336,8 @@ class PostgresSystemDatabase(PostgresSessions, SqlStore):
                         },
                     ).fetchall()
         # RETURNING has no order; hand tasks out in the order they were picked.
-        return sorted((task_from_row(r) for r in rows), key=lambda t: (t.priority, t.enqueue_seq))
+        claimed_at = time.monotonic()
+        return sorted((task_from_row(r, claimed_at) for r in rows), key=lambda t: (t.priority, t.enqueue_seq))
 
     def _complete_plain(self, params: CompleteParams) -> list[str]:
         if not params.outcomes:

@@ -128,6 +128,9 @@ class TaskRecord:
     has_links: bool = False  # other tasks wait for this one's outcome (task_links)
     meta: str | None = None  # JSON: metadata its sender stored with the task (headers, root_id, group)
     end_reason: EndReason | None = None  # why it ended without its own outcome
+    # time.monotonic() in the claiming process when its claim returned: the claim proved the
+    # task runs here then, so a step starting right after needs no ownership read of its own.
+    claimed_at: float | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,8 +17,8 @@ from pgtasks.sysdb.records import (
 )
 
 
-def task_from_row(row: Mapping[str, Any]) -> TaskRecord:
-    """Build a TaskRecord from a ``workflow_status`` row."""
+def task_from_row(row: Mapping[str, Any], claimed_at: float | None = None) -> TaskRecord:
+    """Build a TaskRecord from a ``workflow_status`` row (``claimed_at``: see TaskRecord)."""
     return TaskRecord(
         task_id=row["workflow_uuid"],
         status=Status(row["status"]),
@@ -49,6 +49,7 @@ def task_from_row(row: Mapping[str, Any]) -> TaskRecord:
         has_links=bool(row.get("has_links")),
         meta=row.get("meta"),
         end_reason=EndReason(row["end_reason"]) if row.get("end_reason") else None,
+        claimed_at=claimed_at,
     )
 
 
