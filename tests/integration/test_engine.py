@@ -14,6 +14,7 @@ import pytest
 
 import pgtasks
 from pgtasks import App, Client, Status
+from pgtasks.engine import steps as steps_module
 from pgtasks.engine.execution import execute_task
 from pgtasks.sysdb.records import ClaimParams, NewTask, RecoverStaleParams
 from tests.support.inprocess import running_worker, wait_for
@@ -407,13 +408,13 @@ def test_a_fresh_claim_stands_for_the_first_steps_ownership_read(
         return read(task_id, executor_id, claim_token)
 
     monkeypatch.setattr(db, "task_owned_by", counted)
+    # A window wide enough that a loaded machine cannot age the fresh claim past it.
+    monkeypatch.setattr(steps_module, "OWNERSHIP_FRESH_SECONDS", 30.0)
     fresh, late = task.delay(), task.delay()
     claimed = db.tasks_claim(ClaimParams("w1", app.version(), ("default",), 2))
     by_id = {r.task_id: r for r in claimed}
     assert by_id[fresh.id].claimed_at is not None
-    # Stamped again here so that a slow machine does not age the claim past the window.
-    now = dataclasses.replace(by_id[fresh.id], claimed_at=time.monotonic())
-    outcome = execute_task(app.engine, now, "w1", steps=[])
+    outcome = execute_task(app.engine, by_id[fresh.id], "w1")
     assert outcome is not None and outcome.status is Status.SUCCESS and reads == []
     old = dataclasses.replace(by_id[late.id], claimed_at=time.monotonic() - 60)
     outcome = execute_task(app.engine, old, "w1")
