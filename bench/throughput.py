@@ -1,7 +1,7 @@
 """Enqueue and drain throughput, and enqueue-to-start latency: pgtasks on PostgreSQL and
 SQLite with one worker process; beside it, in the same run and on the same server, the raw
 SQL ceiling (:mod:`bench.ceiling`) and pgqueuer (:mod:`bench.peers`); Celery 5 on Redis as
-the reference; then each target of issue 16 as a ratio to its yardstick.
+the reference; then each target of issue 26 as a ratio to its yardstick.
 
     python -m bench.throughput [--tasks 20000] [--runs 3] [--configs ...] [--celery ...]
 
@@ -121,18 +121,23 @@ def start_latency(url: str, rate: float, seconds: float, concurrency: int, pool:
         client.close()
 
 
-def enqueue_rates(url: str, count: int) -> tuple[float, float]:
-    """Single delay() calls from one producer, then one bulk call of ``count`` tasks."""
+def enqueue_rates(url: str, count: int) -> tuple[float, float, float]:
+    """Single delay() calls from one producer (a tenth of ``count``, as for pgqueuer), one bulk
+    call of ``count`` tasks, and ``count`` tasks in bulk calls of 100."""
     client = Client(url)
     t = time.perf_counter()
-    for _ in range(count):
+    for _ in range(count // 10):
         client.enqueue("bench.noop", queue="elsewhere")
-    single = count / (time.perf_counter() - t)
+    single = count // 10 / (time.perf_counter() - t)
     t = time.perf_counter()
     client.engine.enqueue([SendOptions(queue="elsewhere").request("bench.noop") for _ in range(count)])
     bulk = count / (time.perf_counter() - t)
+    t = time.perf_counter()
+    for _ in range(0, count, 100):
+        client.engine.enqueue([SendOptions(queue="elsewhere").request("bench.noop") for _ in range(100)])
+    bulk100 = count / (time.perf_counter() - t)
     client.close()
-    return single, bulk
+    return single, bulk, bulk100
 
 
 def median_of(runs: int, measure: Callable[[int], float | tuple[float, ...]]) -> tuple[float, ...]:
@@ -167,6 +172,7 @@ def celery_row(python: str, pool: str, concurrency: int, args: argparse.Namespac
         f"Celery 5 / Redis {pool} -c {concurrency}",
         f"{enqueue:,.0f}",
         "-",
+        "-",
         f"{noop:,.0f}",
         "-",
         f"{p50:.1f}",
@@ -181,6 +187,7 @@ class Row:
     label: str
     single: float | None = None
     bulk: float | None = None
+    bulk100: float | None = None  # calls of 100
     noop: float | None = None
     steps: float | None = None
     p50: float | None = None
@@ -193,7 +200,7 @@ class Row:
         def ms(value: float | None) -> str:
             return "-" if value is None else f"{value:.1f}"
 
-        figures = (self.single, self.bulk, self.noop, self.steps)
+        figures = (self.single, self.bulk, self.bulk100, self.noop, self.steps)
         return [self.label, *map(count, figures), ms(self.p50), ms(self.p99)]
 
 
@@ -208,7 +215,9 @@ def pgtasks_row(
     """The figures of one pgtasks configuration; ``at(name)`` gives a fresh database URL."""
     row = Row(f"pgtasks / {label} -c {concurrency}")
     if with_enqueue:
-        row.single, row.bulk = median_of(args.runs, lambda _: enqueue_rates(at("bench_enqueue"), args.tasks))
+        row.single, row.bulk, row.bulk100 = median_of(
+            args.runs, lambda _: enqueue_rates(at("bench_enqueue"), args.tasks)
+        )
     noop_task, steps_task = TASKS_OF_POOL.get(pool, DEFAULT_TASKS)
     (row.noop,) = median_of(
         args.runs, lambda _: drain(at("bench_noop"), noop_task, args.tasks, concurrency, pool)
@@ -244,59 +253,82 @@ def pgqueuer_row(url: str, args: argparse.Namespace) -> Row | None:
     figures = peers.measure(python, url, args.tasks, args.runs, args.rate, args.seconds)
     return Row(
         f"pgqueuer, one process (batch_size {figures.best_batch_size})",
-        bulk=figures.enqueue_batched,
+        single=figures.enqueue_single,
+        bulk100=figures.enqueue_batched,
         noop=figures.drain,
         p50=figures.p50_ms,
         p99=figures.p99_ms,
     )
 
 
-def targets(
-    rows: list[Row], raw_one: Row, raw_many: Row, raw_own: Row, pgqueuer: Row | None
-) -> list[list[str]]:
-    """Each goal of issue 16 beside its yardstick from this run."""
+def targets(rows: list[Row], raw_many: Row, pgqueuer: Row | None) -> list[list[str]]:
+    """Each goal of issue 26 beside its yardstick from this run (pgqueuer's figures, or the
+    same pool's no-op drain), and the raw SQL shares for reference."""
     postgres = [r for r in rows if "postgres" in r.label]
-
-    def best(attribute: str, among: list[Row]) -> tuple[float, str]:
-        found = [(getattr(r, attribute), r.label) for r in among if getattr(r, attribute) is not None]
-        return max(found) if found else (0.0, "-")
-
     out: list[list[str]] = []
 
-    def add(goal: str, value: float, label: str, yardstick: float, what: str, needed: float) -> None:
-        ratio = value / yardstick if yardstick else 0.0
+    def add(
+        goal: str, value: float | None, label: str, yardstick: float | None, what: str, needed: float
+    ) -> None:
+        if not value or not yardstick:
+            return
+        ratio = value / yardstick
         met = "yes" if ratio >= needed else "NO"
         out.append([goal, f"{value:,.0f} ({label})", f"{yardstick:,.0f} {what}", f"{ratio:.2f}", met])
 
-    single, single_label = best("single", postgres)
-    add(
-        "single delay() >= 0.8 x raw single-row INSERT", single, single_label, raw_one.single or 0, "raw", 0.8
-    )
-    add("single delay() >= 0.8 x its own INSERT, raw", single, single_label, raw_own.single or 0, "raw", 0.8)
-    bulk, bulk_label = best("bulk", postgres)
-    add("bulk enqueue >= 0.7 x raw batched INSERT", bulk, bulk_label, raw_many.bulk or 0, "raw", 0.7)
-    add("bulk enqueue >= 0.7 x its own INSERT, raw", bulk, bulk_label, raw_own.bulk or 0, "raw", 0.7)
-    noop, noop_label = best("noop", postgres)
-    if pgqueuer is not None and pgqueuer.noop:
-        add("no-op drain, one worker >= 2 x pgqueuer", noop, noop_label, pgqueuer.noop, "pgqueuer", 2.0)
-    add("no-op drain, share of raw batched drain", noop, noop_label, raw_many.noop or 0, "raw", 0.0)
-    steps, steps_label = best("steps", postgres)
-    add("3-step durable tasks >= 2,000/s", steps, steps_label, 2000, "goal", 1.0)
-    prefork = [r for r in postgres if "prefork -c 2" in r.label]
-    if prefork and prefork[0].noop:
-        add("prefork -c 2 no-op drain >= 3,000/s", prefork[0].noop, "prefork -c 2", 3000, "goal", 1.0)
+    peer = pgqueuer or Row("pgqueuer: not measured")
+    producer = next((r for r in postgres if r.single is not None), None)
+    if producer is not None:
+        add(
+            "single delay() >= pgqueuer's single enqueue",
+            producer.single,
+            "one thread",
+            peer.single,
+            "pgqueuer",
+            1.0,
+        )
+        add(
+            "bulk, calls of 100 >= pgqueuer's calls of 100",
+            producer.bulk100,
+            "calls of 100",
+            peer.bulk100,
+            "pgqueuer",
+            1.0,
+        )
+        add(
+            "bulk, one call >= pgqueuer's calls of 100",
+            producer.bulk,
+            "one call",
+            peer.bulk100,
+            "pgqueuer",
+            1.0,
+        )
+        add(
+            "bulk, one call: share of raw batched INSERTs",
+            producer.bulk,
+            "one call",
+            raw_many.bulk,
+            "raw",
+            0.0,
+        )
     for row in postgres:
-        if row.p50 is not None and row.p99 is not None:
-            met = "yes" if row.p50 <= 3 and row.p99 <= 10 else "NO"
+        pool = row.label.removeprefix("pgtasks / postgres ")
+        needed = 0.5 if "prefork" in pool else 1.0
+        add(f"no-op drain >= {needed:g} x pgqueuer's best", row.noop, pool, peer.noop, "pgqueuer", needed)
+        add("3-step drain >= 0.4 x no-op drain, same pool", row.steps, pool, row.noop, "no-op", 0.4)
+        if row.p50 is not None and row.p99 is not None and peer.p50 is not None and peer.p99 is not None:
+            met = "yes" if row.p50 <= peer.p50 and row.p99 <= peer.p99 else "NO"
             out.append(
                 [
-                    "start p50 <= 3 ms, p99 <= 10 ms at 200/s",
-                    row.label,
-                    f"{row.p50:.1f} / {row.p99:.1f} ms",
+                    "start p50 / p99 at 200/s <= pgqueuer's",
+                    f"{row.p50:.1f} / {row.p99:.1f} ms ({pool})",
+                    f"{peer.p50:.1f} / {peer.p99:.1f} ms pgqueuer",
                     "-",
                     met,
                 ]
             )
+    best = max((r.noop for r in postgres if r.noop), default=None)
+    add("best no-op drain: share of raw batched drain", best, "best pool", raw_many.noop, "raw", 0.0)
     return out
 
 
@@ -319,6 +351,7 @@ def main() -> int:
         "system",
         "delay()/s",
         "bulk/s",
+        "bulk 100/s",
         "drain noop/s",
         "drain 3-step/s",
         "start p50 ms",
@@ -359,7 +392,7 @@ def main() -> int:
         if pgqueuer is not None:
             print(" | ".join(pgqueuer.cells()), flush=True)
         print("\ntarget | pgtasks | yardstick (same run) | ratio | met", flush=True)
-        for line in targets(rows, raw_one, raw_many, raw_own, pgqueuer):
+        for line in targets(rows, raw_many, pgqueuer):
             print(" | ".join(line), flush=True)
     if server:
         server.destroy()

@@ -55,7 +55,9 @@ def execute_task(
             )
         except TaskReleased:
             return _release(record)
-    ctx = context.TaskContext(record, executor_id, engine, {s.function_id: s for s in steps})
+    ctx = context.TaskContext(
+        record, executor_id, engine, {s.function_id: s for s in steps}, confirmed_at=record.claimed_at
+    )
     with tracing.running(record, executor_id) as span:
         token = context.enter(ctx)
         try:
@@ -96,7 +98,12 @@ async def execute_task_async(
         except TaskReleased:
             return _release(record)
     ctx = context.TaskContext(
-        record, executor_id, engine, {s.function_id: s for s in steps}, shared_loop=True
+        record,
+        executor_id,
+        engine,
+        {s.function_id: s for s in steps},
+        confirmed_at=record.claimed_at,
+        shared_loop=True,
     )
     with tracing.running(record, executor_id) as span:
         token = context.enter(ctx)
@@ -253,6 +260,9 @@ def _success_outcome(engine: Runtime, record: TaskRecord, value: Any) -> Outcome
     """SUCCESS with the encoded return value, or ERROR saying why it cannot be recorded (it
     cannot be serialized, or is over ``max_payload_bytes``): never an exception, so the body
     never runs again because its outcome could not be written."""
+    # A task that returns nothing: its output needs no encoder and fits any sane limit.
+    if value is None and record.serialization == "json" and engine.settings.max_payload_bytes >= 4:
+        return Outcome(record.task_id, Status.SUCCESS, output="null", claim_token=record.claim_token)
     what = f"return value of task {record.name!r}"
     try:
         _, output = engine.codec.dumps(value, what, record.serialization)

@@ -40,7 +40,7 @@ from pgtasks.sysdb.records import (
     StepWrite,
     TaskRecord,
 )
-from pgtasks.sysdb.rows import existing_step, task_from_row, written_step
+from pgtasks.sysdb.rows import existing_step, task_from_row
 from pgtasks.sysdb.sqlfiles import Migration, load_migrations, load_statements, pending_migrations
 from pgtasks.sysdb.store import SqlStore
 from pgtasks.sysdb.urls import DatabaseTarget
@@ -412,7 +412,8 @@ class PostgresSystemDatabase(PostgresSessions, SqlStore):
                         },
                     ).fetchall()
         # RETURNING has no order; hand tasks out in the order they were picked.
-        return sorted((task_from_row(r) for r in rows), key=lambda t: (t.priority, t.enqueue_seq))
+        claimed_at = time.monotonic()
+        return sorted((task_from_row(r, claimed_at) for r in rows), key=lambda t: (t.priority, t.enqueue_seq))
 
     def _complete_plain(self, params: CompleteParams) -> list[str]:
         if not params.outcomes:
@@ -461,10 +462,10 @@ class PostgresSystemDatabase(PostgresSessions, SqlStore):
             "executors": [s.executor_id for s in steps],
             "tokens": [s.claim_token for s in steps],
         }
-        written = {
-            (r["workflow_uuid"], r["function_id"]): r["task_status"]
-            for r in self._all("steps_record_many", args, generic=True)
-        }
+        written: set[tuple[str, int]] = set()
+        stopped: set[tuple[str, int]] = set()  # owned, but the task is cancelled
+        for r in self._all("steps_record_many", args, generic=True):
+            (written if r["task_status"] is None else stopped).add((r["workflow_uuid"], r["function_id"]))
         owners = {}
         if len(written) < len(steps):
             owners = {(r["workflow_uuid"], r["function_id"]): r for r in self._all("step_owners", keys)}
@@ -472,7 +473,7 @@ class PostgresSystemDatabase(PostgresSessions, SqlStore):
         for step in steps:
             key = (step.task_id, step.function_id)
             if key in written:
-                results.append(written_step(written[key]))
+                results.append(StepWrite.RECORDED_STOPPED if key in stopped else StepWrite.RECORDED)
             else:
                 results.append(existing_step(owners.get(key), step))
         return results

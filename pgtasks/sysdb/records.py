@@ -129,6 +129,9 @@ class TaskRecord:
     meta: str | None = None  # JSON: metadata its sender stored with the task (headers, root_id, group)
     end_reason: EndReason | None = None  # why it ended without its own outcome
     wait_for: str | None = None  # a suspended task's wake-up besides its time (waiting.py)
+    # time.monotonic() in the claiming process when its claim returned: the claim proved the
+    # task runs here then, so a step starting right after needs no ownership read of its own.
+    claimed_at: float | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True, slots=True)

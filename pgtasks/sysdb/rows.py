@@ -17,8 +17,8 @@ from pgtasks.sysdb.records import (
 )
 
 
-def task_from_row(row: Mapping[str, Any]) -> TaskRecord:
-    """Build a TaskRecord from a ``workflow_status`` row."""
+def task_from_row(row: Mapping[str, Any], claimed_at: float | None = None) -> TaskRecord:
+    """Build a TaskRecord from a ``workflow_status`` row (``claimed_at``: see TaskRecord)."""
     return TaskRecord(
         task_id=row["workflow_uuid"],
         status=Status(row["status"]),
@@ -50,6 +50,7 @@ def task_from_row(row: Mapping[str, Any]) -> TaskRecord:
         meta=row.get("meta"),
         end_reason=EndReason(row["end_reason"]) if row.get("end_reason") else None,
         wait_for=row.get("wait_for"),
+        claimed_at=claimed_at,
     )
 
 

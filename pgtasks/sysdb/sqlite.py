@@ -187,7 +187,8 @@ class SqliteSystemDatabase(SqlStore):
                 },
             ).fetchall()
         # RETURNING has no order; hand tasks out in the order they were picked.
-        return sorted((task_from_row(r) for r in rows), key=lambda t: (t.priority, t.enqueue_seq))
+        claimed_at = time.monotonic()
+        return sorted((task_from_row(r, claimed_at) for r in rows), key=lambda t: (t.priority, t.enqueue_seq))
 
     def _complete_on(self, db: sqlite3.Connection, params: CompleteParams) -> list[str]:
         written = []

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import dataclasses
 import logging
 import multiprocessing
+import operator
 import os
 import signal
 import threading
@@ -57,6 +59,11 @@ class _Held:
 # A task that waited longer than this for a child is checked before it runs: it may have been
 # revoked (or its lease lost) meanwhile, and must not run then.
 HELD_CHECK_SECONDS = 0.5
+
+# Records and outcomes cross the pipes as tuples of their fields: pickling the dataclasses
+# themselves costs several times more, on both sides, for every task.
+_record_fields = operator.attrgetter(*(f.name for f in dataclasses.fields(TaskRecord)))
+_outcome_fields = operator.attrgetter(*(f.name for f in dataclasses.fields(Outcome)))
 
 
 class PreforkPool:
@@ -126,7 +133,7 @@ class PreforkPool:
         child.task, child.started, child.limit = record, time.monotonic(), hard
         check = child.started - held.since > HELD_CHECK_SECONDS
         try:
-            child.conn.send((record, held.steps, soft, check))
+            child.conn.send((_record_fields(record), held.steps, soft, check))
         except OSError:
             child.task, child.retiring = None, True
             raise
@@ -221,10 +228,11 @@ class PreforkPool:
 
     def _receive(self, child: _Child) -> None:
         try:
-            outcome, retiring = child.conn.recv()
+            fields, retiring = child.conn.recv()
         except (EOFError, OSError):
             self._child_died(child)
             return
+        outcome = None if fields is None else Outcome(*fields)
         with self._lock:
             task, child.task = child.task, None
             child.retiring = retiring
@@ -375,7 +383,8 @@ def _child_main(conn: Connection, engine: Engine, executor_id: str, options: Poo
             os._exit(0)
         if message is None:
             os._exit(0)
-        record, steps, soft_limit, check = message
+        fields, steps, soft_limit, check = message
+        record = TaskRecord(*fields)
         if check and not _still_ours(engine, record, executor_id):
             conn.send((None, False))  # revoked or taken over while it waited: it must not run
             continue
@@ -387,7 +396,7 @@ def _child_main(conn: Connection, engine: Engine, executor_id: str, options: Poo
             signal.setitimer(signal.ITIMER_REAL, 0)
         done += 1
         retiring = options.max_tasks_per_child is not None and done >= options.max_tasks_per_child
-        conn.send((outcome, retiring))
+        conn.send((None if outcome is None else _outcome_fields(outcome), retiring))
         if retiring:
             os._exit(0)
 

@@ -263,8 +263,7 @@ class Worker:
             running, held, processes = dict.fromkeys(started, os.getpid()), [], [os.getpid()]
         return {
             "concurrency": self._size,
-            "prefetch_count": self._size
-            * (self.options.prefetch_multiplier if self._pool.prefetches else 1),
+            "prefetch_count": self._size * (self.options.prefetch_multiplier if self._pool.prefetches else 1),
             "queues": list(self.queues.names) if self.queues is not None else list(self.options.queues),
             "running": running,
             "prefetched": held,

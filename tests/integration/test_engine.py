@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -12,6 +14,7 @@ import pytest
 
 import pgtasks
 from pgtasks import App, Client, Status
+from pgtasks.engine import steps as steps_module
 from pgtasks.engine.execution import execute_task
 from pgtasks.sysdb.records import ClaimParams, NewTask, RecoverStaleParams
 from tests.support.inprocess import running_worker, wait_for
@@ -368,7 +371,10 @@ def test_two_executors_on_one_task_only_the_owner_records(app: App) -> None:
     db = app.engine.database.sysdb
     version = app.version()
     [first] = db.tasks_claim(ClaimParams("w1", version, ("default",), 1))
-    # w1's lease expires: the task is recovered and w2 claims it, while w1 still has it.
+    # w1's lease expires: the task is recovered and w2 claims it, while w1 still has it. (A
+    # lease outlives the ownership window in which a fresh claim stands for an ownership read:
+    # w1's claim is older than that by the time it starts.)
+    first = dataclasses.replace(first, claimed_at=time.monotonic() - 60)
     db.tasks_recover_stale(RecoverStaleParams(lease_ms=0))
     [second] = db.tasks_claim(ClaimParams("w2", version, ("default",), 1))
     assert execute_task(app.engine, first, "w1") is None  # abandoned, nothing recorded
@@ -377,6 +383,42 @@ def test_two_executors_on_one_task_only_the_owner_records(app: App) -> None:
     steps = db.steps_get(handle.id)
     assert [(s.function_id, s.executor_id) for s in steps] == [(1, "w2"), (2, "w2")]
     assert seen.calls == {"a": 1, "b": 1}
+
+
+def test_a_fresh_claim_stands_for_the_first_steps_ownership_read(
+    app: App, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The claim's commit proves the task runs here: a step that starts within the ownership
+    window after it reads nothing more; one that starts later reads its ownership first."""
+
+    @app.step
+    def work() -> int:
+        return 1
+
+    @app.task
+    def task() -> int:
+        return work()
+
+    db = app.engine.database.sysdb
+    reads: list[str] = []
+    read = db.task_owned_by
+
+    def counted(task_id: str, executor_id: str, claim_token: str | None = None) -> bool:
+        reads.append(task_id)
+        return read(task_id, executor_id, claim_token)
+
+    monkeypatch.setattr(db, "task_owned_by", counted)
+    # A window wide enough that a loaded machine cannot age the fresh claim past it.
+    monkeypatch.setattr(steps_module, "OWNERSHIP_FRESH_SECONDS", 30.0)
+    fresh, late = task.delay(), task.delay()
+    claimed = db.tasks_claim(ClaimParams("w1", app.version(), ("default",), 2))
+    by_id = {r.task_id: r for r in claimed}
+    assert by_id[fresh.id].claimed_at is not None
+    outcome = execute_task(app.engine, by_id[fresh.id], "w1")
+    assert outcome is not None and outcome.status is Status.SUCCESS and reads == []
+    old = dataclasses.replace(by_id[late.id], claimed_at=time.monotonic() - 60)
+    outcome = execute_task(app.engine, old, "w1")
+    assert outcome is not None and outcome.status is Status.SUCCESS and reads == [late.id]
 
 
 def test_nondeterministic_body_is_reported(app: App) -> None:

@@ -3,7 +3,10 @@
 
 from __future__ import annotations
 
-from pgtasks.sysdb import Status, SystemDatabase
+import psycopg
+
+from pgtasks.sysdb import Status, SystemDatabase, open_system_database
+from pgtasks.sysdb.postgres import PostgresSystemDatabase
 from pgtasks.sysdb.records import ClaimParams, CompleteParams, Outcome, QueueClaim
 from tests.integration.sysdb.support import claim, new
 from tests.support.inprocess import wait_for
@@ -89,3 +92,28 @@ def test_per_queue_limits_cap_what_one_claim_takes(sysdb: SystemDatabase) -> Non
     sysdb.tasks_enqueue([new(f"d{i}") for i in range(3)] + [new(f"m{i}", queue="mail") for i in range(3)])
     claimed = sysdb.tasks_claim(ClaimParams("w1", "v1", (QueueClaim("default", limit=1), "mail"), 10))
     assert sorted(t.task_id for t in claimed) == ["d0", "m0", "m1", "m2"]
+
+
+def test_a_free_claim_commits_without_waiting_for_its_flush_and_a_limited_one_waits(pg_url: str) -> None:
+    """A claim of a queue without limits runs with synchronous_commit off for its own
+    transaction (the task's first durable write flushes it); a claim under limits does not."""
+    db = open_system_database(pg_url)
+    try:
+        db.migrate()
+        db.tasks_enqueue([new("free1"), new("free2")])
+        assert isinstance(db, PostgresSystemDatabase)
+        args = {"version": "v1", "executor_id": "w1", "claim_token": "t1"}
+        with psycopg.connect(db.target.dsn) as conn:
+            with conn.transaction():
+                free = {**args, "queues": ["default"], "limits": [1], "limit": 1}
+                assert len(conn.execute(db.sql["tasks_claim"], free).fetchall()) == 1
+                assert conn.execute("SHOW synchronous_commit").fetchone() == ("off",)
+            assert conn.execute("SHOW synchronous_commit").fetchone() == ("on",)  # that transaction only
+            with conn.transaction():
+                limited = {**args, "queue": "default", "limit": 1, "concurrency": 5, "rate_max": None}
+                rows = conn.execute(db.sql["tasks_claim_limited"], {**limited, "period_ms": 0}).fetchall()
+                assert len(rows) == 1
+                assert conn.execute("SHOW synchronous_commit").fetchone() == ("on",)
+        assert {db.task_get(t).status for t in ("free1", "free2")} == {Status.PENDING}  # type: ignore[union-attr]
+    finally:
+        db.close()
