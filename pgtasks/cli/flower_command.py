@@ -153,6 +153,7 @@ def add_flower_command(sub: Any, common: list[argparse.ArgumentParser]) -> None:
         flower_main,
         common,
         add_help=False,  # --help is Flower's: usage() below
+        allow_abbrev=False,  # Flower's --conf=FILE is not Celery's --config
         help="the dashboard started with Flower's command line (--port=N --address=A --basic_auth=u:p "
         "--url_prefix=P ..., FLOWER_* variables, flowerconfig.py)",
     )

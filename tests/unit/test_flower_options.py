@@ -44,6 +44,8 @@ def test_flowers_options_are_what_the_parser_leaves_after_the_flower_command() -
     assert args.app == "proj" and args.func is flower_main and unknown == ["--port=1", "--basic_auth=u:p"]
     args, unknown = parser.parse_known_args(["flower", "--port=1", "-A", "proj"])  # -A after, as Celery
     assert args.app == "proj" and unknown == ["--port=1"]
+    args, unknown = parser.parse_known_args(["flower", "--conf=flowerconfig.py"])  # not Celery's --config
+    assert unknown == ["--conf=flowerconfig.py"]
     args, _ = parser.parse_known_args(["-A", "flower", "worker"])  # an app named flower
     assert args.app == "flower" and args.func is not flower_main
 
