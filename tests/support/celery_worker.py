@@ -11,6 +11,7 @@ from typing import Any, Protocol
 import pytest
 
 from tests.support.processes import stop, worker_process
+from tests.support.schemas import scratch_schema, with_schema
 
 
 class CeleryApp(Protocol):
@@ -56,3 +57,15 @@ def celery_worker(
         finally:
             output = stop(process)
             assert "Traceback" not in output.split("ready.", 1)[0], output
+
+
+@contextmanager
+def module_celery_worker(
+    app: CeleryApp, module: str, server_url: str, folder: Path, name: str, **options: Any
+) -> Iterator[Path]:
+    """:func:`celery_worker` shared by the tests of one module: on a schema of its own on
+    ``server_url`` (dropped at the end), its ledger in ``folder``. Yields the ledger."""
+    with scratch_schema(server_url, prefix="w_") as schema, pytest.MonkeyPatch.context() as patch:
+        url = with_schema(server_url, schema)
+        with celery_worker(app, module, url, folder / "ledger", patch, name, **options) as ledger:
+            yield ledger
