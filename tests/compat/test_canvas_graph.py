@@ -155,6 +155,28 @@ def test_the_rest_of_the_task_semantics(ledger: Path, name: str) -> None:
     observe(name, ledger)
 
 
+def test_a_task_claimed_ahead_expires_before_it_starts(
+    pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Celery checks ``expires`` when a task is about to run, also for one its worker reserved
+    ahead: past its expiry it never runs, reads REVOKED and ``get`` raises
+    ``TaskRevokedError`` (Celery's t/integration ``test_tasks.py::test_expired``, which the
+    real Celery on Redis passes). A prefork worker with one process claims ahead
+    (``worker_prefetch_multiplier``, 4 by default): the task is claimed behind two sleeping
+    tasks before its expiry, and reached after it."""
+    ledger, options = tmp_path / "ledger", {"pool": "prefork", "concurrency": 1}
+    with celery_worker(proj.app, MODULE, pg_url, ledger, monkeypatch, "expiry-w1", **options):
+        ready = proj.app.control.inspect().ping
+        wait_for(lambda: "expiry-w1" in (ready() or {}), timeout=60, what="the worker")
+        busy = [proj.sleeping.delay(1.5) for _ in range(2)]
+        late = proj.loud.apply_async(("claimed-ahead",), expires=1)
+        with pytest.raises(TaskRevokedError):
+            late.get(timeout=WAIT)
+        assert [b.get(timeout=WAIT) for b in busy] == [1.5, 1.5]
+        assert (late.state, late.ready(), late.failed()) == ("REVOKED", True, False)
+        assert "loud claimed-ahead" not in (ledger.read_text() if ledger.exists() else "")
+
+
 def test_task_ignore_result_setting(pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """``task_ignore_result=True``: every task of the app ignores its result (Celery sets each
     task's ``ignore_result`` from it): the task runs, ``get()`` is None at once, and read by

@@ -10,6 +10,7 @@ from typing import Any, Protocol
 
 import pytest
 
+from tests.support.inprocess import wait_for
 from tests.support.processes import stop, worker_process
 from tests.support.schemas import scratch_schema, with_schema
 
@@ -18,6 +19,7 @@ class CeleryApp(Protocol):
     """What these helpers use of a Celery-shaped app (``pgtasks.compat``'s ``Celery``)."""
 
     conf: Any
+    control: Any
 
     def set_current(self) -> None: ...
 
@@ -64,8 +66,10 @@ def module_celery_worker(
     app: CeleryApp, module: str, server_url: str, folder: Path, name: str, **options: Any
 ) -> Iterator[Path]:
     """:func:`celery_worker` shared by the tests of one module: on a schema of its own on
-    ``server_url`` (dropped at the end), its ledger in ``folder``. Yields the ledger."""
+    ``server_url`` (dropped at the end), its ledger in ``folder``; yields the ledger once the
+    worker answers ``ping`` (the tests' short waits do not include its start)."""
     with scratch_schema(server_url, prefix="w_") as schema, pytest.MonkeyPatch.context() as patch:
         url = with_schema(server_url, schema)
         with celery_worker(app, module, url, folder / "ledger", patch, name, **options) as ledger:
+            wait_for(lambda: name in (app.control.inspect().ping() or {}), timeout=60, what=f"worker {name}")
             yield ledger

@@ -31,7 +31,7 @@ from celery.result import AsyncResult
 
 from tests.compat.apps import canvas_errors_app as proj
 
-WAIT = 10.0  # seconds any single wait may take
+WAIT = 15.0  # seconds any single wait may take (a loaded CI machine included)
 SETTLE = 1.0  # seconds a count must hold to count as "exactly"
 EXCEPTION_TYPES = ("ChordError", "Expected", "TaskRevokedError", "TimeoutError", "ValueError")
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
