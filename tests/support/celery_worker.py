@@ -57,7 +57,7 @@ def celery_worker(
         try:
             yield ledger
         finally:
-            output = stop(process)
+            output = stop(process) or Path(options["output"]).read_text()  # piped, or to a file
             assert "Traceback" not in output.split("ready.", 1)[0], output
 
 
@@ -67,9 +67,12 @@ def module_celery_worker(
 ) -> Iterator[Path]:
     """:func:`celery_worker` shared by the tests of one module: on a schema of its own on
     ``server_url`` (dropped at the end), its ledger in ``folder``; yields the ledger once the
-    worker answers ``ping`` (the tests' short waits do not include its start)."""
+    worker answers ``ping`` (the tests' short waits do not include its start). Its output goes
+    to ``folder / "worker.log"``: a pipe nobody reads until the end would fill up with the
+    tracebacks of failing tasks and stop the worker."""
     with scratch_schema(server_url, prefix="w_") as schema, pytest.MonkeyPatch.context() as patch:
         url = with_schema(server_url, schema)
-        with celery_worker(app, module, url, folder / "ledger", patch, name, **options) as ledger:
+        log = folder / "worker.log"
+        with celery_worker(app, module, url, folder / "ledger", patch, name, output=log, **options) as ledger:
             wait_for(lambda: name in (app.control.inspect().ping() or {}), timeout=60, what=f"worker {name}")
             yield ledger
