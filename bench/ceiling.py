@@ -94,8 +94,8 @@ def pgtasks_statement_rates(url: str, count: int) -> tuple[float, float]:
     client = Client(f"{url}?schema=raw_pgtasks_{time.time_ns()}")
     engine = client.engine
     engine.enqueue([SendOptions(queue="raw").request("bench.noop")])  # creates the schema
-    sql = engine._sysdb.sql  # type: ignore[attr-defined]
-    channel = engine._sysdb.channel  # type: ignore[attr-defined]
+    sql = engine.database.sysdb.sql  # type: ignore[attr-defined]
+    channel = engine.database.sysdb.channel  # type: ignore[attr-defined]
     template = build_new_task(SendOptions(queue="raw").request("bench.noop"), engine.codec, "raw", 100)
     with _connect(url) as conn:
         rows = [dataclasses.replace(template, task_id=str(uuid.uuid4())) for _ in range(count)]

@@ -151,7 +151,7 @@ def measure(client: Client, conn: psycopg.Connection, schema: str, since_ms: int
         (schema,),
     ).fetchone()
     assert sizes is not None
-    sql = client.engine._sysdb.sql  # type: ignore[attr-defined]
+    sql = client.engine.database.sysdb.sql  # type: ignore[attr-defined]
     params = {
         "version": client.engine.version(),
         "executor_id": "sustained-probe",

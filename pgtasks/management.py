@@ -1,21 +1,39 @@
-"""Management of tasks and queues from code: list, inspect, cancel, resume and fork tasks;
-pause and resume queues."""
+"""Management of tasks and queues from code, on App and Client: list (by page too), inspect,
+cancel or terminate, resume and fork tasks, with their canvas links and masked arguments;
+pause, resume and change queues; with the monitoring of queues and workers
+(``pgtasks.monitoring``) and the runtime management of schedules (``pgtasks.scheduling``).
+The dashboard acts through these methods only."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import uuid
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pgtasks.engine.errors import ConfigurationError
+from pgtasks.engine.redaction import masked_inputs, secret_args_of
+from pgtasks.engine.settings import validate_queue_name
+from pgtasks.monitoring import Monitoring, QueueInfo
 from pgtasks.result import AsyncResult
-from pgtasks.sysdb.records import ForkParams, ListTasksParams, Status
-from pgtasks.task_info import StepInfo, TaskInfo
+from pgtasks.scheduling import ScheduleManagement
+from pgtasks.sysdb.records import (
+    ForkParams,
+    ListTasksParams,
+    QueueSettings,
+    QueueUpsert,
+    Status,
+    TaskLinkInfo,
+)
+from pgtasks.task_info import StepInfo, TaskInfo, TaskPage
 
 if TYPE_CHECKING:
     from pgtasks.engine.core import Engine
 
-__all__ = ["StepInfo", "TaskInfo", "TaskManagement"]
+__all__ = ["QueueInfo", "StepInfo", "TaskInfo", "TaskManagement", "TaskPage"]
+
+# What set_queue_settings may change: every stored setting but the name and the pause.
+QUEUE_SETTINGS = tuple(f.name for f in dataclasses.fields(QueueSettings) if f.name not in ("name", "paused"))
 
 
 def _status(value: str | Status) -> Status:
@@ -34,9 +52,45 @@ def _epoch_ms(value: dt.datetime | None) -> int | None:
     return round(value.timestamp() * 1000)
 
 
-class TaskManagement:
-    """What App and Client share: results by id, task management, closing. Needs
-    ``self.engine``."""
+def _cursor(text: str | None) -> tuple[int, int] | None:
+    """The listing position a ``TaskPage.next_page`` cursor names."""
+    if text is None:
+        return None
+    created, dot, seq = str(text).partition(".")
+    if not (dot and created.isdecimal() and seq.isdecimal()):
+        raise ConfigurationError(f"after must be the next_page of a TaskPage, not {text!r}")
+    return int(created), int(seq)
+
+
+def _list_params(
+    status: str | Status | list[str | Status] | None,
+    name: str | None,
+    queue: str | None,
+    worker: str | None,
+    created_after: dt.datetime | None,
+    created_before: dt.datetime | None,
+    limit: int,
+    newest_first: bool = True,
+) -> ListTasksParams:
+    """The filters of :meth:`TaskManagement.list_tasks`, checked."""
+    statuses = [] if status is None else [status] if isinstance(status, (str, Status)) else status
+    if not isinstance(limit, int) or limit < 1:
+        raise ConfigurationError(f"limit must be a positive integer, not {limit!r}")
+    return ListTasksParams(
+        status=tuple(_status(s) for s in statuses),
+        name=name,
+        queue_name=queue,
+        executor_id=worker,
+        created_after_epoch_ms=_epoch_ms(created_after),
+        created_before_epoch_ms=_epoch_ms(created_before),
+        limit=limit,
+        newest_first=newest_first,
+    )
+
+
+class TaskManagement(Monitoring, ScheduleManagement):
+    """What App and Client share: results by id, task, queue and schedule management, the
+    monitoring of queues and workers, closing. Needs ``self.engine``."""
 
     engine: Engine
 
@@ -49,34 +103,77 @@ class TaskManagement:
         created_before: dt.datetime | None = None,
         limit: int = 100,
         newest_first: bool = True,
+        worker: str | None = None,
     ) -> list[TaskInfo]:
-        """Tasks filtered by status, name, queue and creation time (naive datetimes are UTC)."""
-        statuses = [] if status is None else [status] if isinstance(status, (str, Status)) else status
-        if not isinstance(limit, int) or limit < 1:
-            raise ConfigurationError(f"limit must be a positive integer, not {limit!r}")
-        params = ListTasksParams(
-            status=tuple(_status(s) for s in statuses),
-            name=name,
-            queue_name=queue,
-            created_after_epoch_ms=_epoch_ms(created_after),
-            created_before_epoch_ms=_epoch_ms(created_before),
-            limit=limit,
-            newest_first=newest_first,
-        )
+        """Tasks filtered by status, name, queue, creation time (naive datetimes are UTC) and
+        the worker running (or that last ran) them."""
+        params = _list_params(status, name, queue, worker, created_after, created_before, limit, newest_first)
         return [TaskInfo.of(record) for record in self.engine.admin.tasks(params)]
 
-    def get_task(self, task_id: str) -> TaskInfo | None:
-        """One task and its recorded steps, or None."""
+    def task_page(
+        self,
+        status: str | Status | list[str | Status] | None = None,
+        name: str | None = None,
+        queue: str | None = None,
+        created_after: dt.datetime | None = None,
+        created_before: dt.datetime | None = None,
+        limit: int = 50,
+        worker: str | None = None,
+        after: str | None = None,
+    ) -> TaskPage:
+        """One page of the tasks :meth:`list_tasks` finds, newest first: the first page, or
+        the one after the page whose ``next_page`` is ``after``. Pages are read by key (no
+        count, no offset), so the hundredth page costs what the first does."""
+        params = _list_params(status, name, queue, worker, created_after, created_before, limit)
+        params = dataclasses.replace(params, limit=limit + 1, after_key=_cursor(after))
+        rows = self.engine.admin.tasks(params)
+        last = rows[limit - 1] if len(rows) > limit else None
+        cursor = None if last is None else f"{last.created_at}.{last.enqueue_seq}"
+        return TaskPage(tuple(TaskInfo.of(record) for record in rows[:limit]), cursor)
+
+    def get_task(self, task_id: str, steps: bool = True) -> TaskInfo | None:
+        """One task and (unless ``steps`` is False) its recorded steps, or None."""
         admin = self.engine.admin
         record = admin.task(task_id)
         if record is None:
             return None
-        return TaskInfo.of(record, admin.steps(task_id))
+        return TaskInfo.of(record, admin.steps(task_id) if steps else None)
 
-    def cancel_task(self, task_id: str) -> bool:
+    def task_children(self, task_id: str) -> list[str]:
+        """The ids of the tasks ``task_id`` sent and of those waiting for its result (the
+        next task of a chain, a chord's body, an errback)."""
+        return self.engine.admin.children(task_id)
+
+    def task_links(self, task_id: str, limit: int = 200) -> list[TaskLinkInfo]:
+        """The canvas links that start or end at ``task_id`` (``chain``, ``chord``,
+        ``group``, ``errback``, ``replace``, and ``sent`` for a task sent from its body): one
+        step of the graph of a workflow, at most ``limit`` links."""
+        return self.engine.admin.links_around(task_id, limit)
+
+    def shown_inputs(self, task: TaskInfo) -> str:
+        """The task's stored arguments with those its task declares secret (``secret_args``)
+        masked as ``'***'``; as stored when this process does not know the task (a Client
+        has no task code)."""
+        engine = self.engine
+        secrets = secret_args_of(engine.registry, task.name)
+        if secrets is None:
+            return task.inputs
+        shown, _ = masked_inputs(engine.codec, secrets, task.serialization, task.inputs, task.name)
+        return shown
+
+    def registered_task_names(self) -> list[str]:
+        """The names of the tasks registered in this process, sorted (none for a Client)."""
+        return sorted(self.engine.registry.names())
+
+    def cancel_task(self, task_id: str, terminate: bool = False, signal: str = "SIGTERM") -> bool:
         """Cancel a task that has not finished. A waiting task never starts; a running one
-        stops at its next step. Returns False if the task had already finished."""
-        return self.engine.admin.cancel(task_id)
+        stops at its next step. With ``terminate``, the worker running it (prefork pool) also
+        kills the process running it with ``signal``. Returns False if the task had already
+        finished."""
+        admin = self.engine.admin
+        if terminate:
+            admin.request_terminate(task_id, signal)
+        return admin.cancel(task_id)
 
     def resume_task(self, task_id: str) -> bool:
         """Re-enqueue a cancelled or dead-lettered task; it continues from its last recorded
@@ -92,6 +189,22 @@ class TaskManagement:
     def resume_queue(self, name: str) -> None:
         """Let workers claim from queue ``name`` again; idle workers wake at once."""
         self.engine.admin.set_queue_paused(name, False)
+
+    def set_queue_settings(self, name: str, **changes: Any) -> QueueSettings:
+        """Change some stored settings of queue ``name`` (``concurrency``,
+        ``worker_concurrency``, ``rate_limit_max`` with ``rate_limit_period_sec``,
+        ``partition_queue``, ``polling_interval_sec``, ``result_expires_sec``, ...); the
+        others keep their stored values. As ``pgtasks queue set``: it lasts until an app that
+        declares another value for a setting deploys it. Returns the settings now stored."""
+        validate_queue_name(name)
+        unknown = sorted(set(changes) - set(QUEUE_SETTINGS))
+        if unknown:
+            raise ConfigurationError(
+                f"unknown queue setting {', '.join(map(repr, unknown))}; one of {', '.join(QUEUE_SETTINGS)}"
+            )
+        admin = self.engine.admin
+        current = next(iter(admin.queues((name,))), QueueSettings(name))
+        return admin.upsert_queue(QueueUpsert(dataclasses.replace(current, **changes), frozenset(changes)))
 
     def AsyncResult(self, task_id: str) -> AsyncResult:
         """The handle of any task by id."""

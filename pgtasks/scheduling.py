@@ -1,5 +1,6 @@
-"""Periodic tasks on the App: ``app.schedule`` (stored at once), schedule sources (schedules
-declared in code, synced when a beat starts) and runtime management of schedules."""
+"""Periodic tasks: on the App, ``app.schedule`` (stored at once) and schedule sources
+(schedules declared in code, synced when a beat starts); on App and Client, the runtime
+management of the stored schedules (list, pause, resume, delete, trigger, backfill)."""
 
 from __future__ import annotations
 
@@ -25,6 +26,45 @@ if TYPE_CHECKING:
     from pgtasks.engine.core import Engine
 
 ScheduleSource = Callable[[], Iterable[ScheduleDefinition]]
+
+
+class ScheduleManagement:
+    """Managing the stored schedules at runtime, on App and Client (through
+    ``TaskManagement``): running beats pick every change up within a tick. Needs
+    ``self.engine``."""
+
+    engine: Engine
+
+    def schedules_list(self, status: str | None = None) -> list[ScheduleRecord]:
+        """Stored schedules by name, optionally only ACTIVE, PAUSED or INACTIVE ones."""
+        return admin.listing(self.engine, status)
+
+    def get_schedule(self, name: str) -> ScheduleRecord:
+        """The stored schedule ``name`` (ConfigurationError if there is none)."""
+        return admin.get(self.engine, name)
+
+    def pause_schedule(self, name: str) -> ScheduleRecord:
+        """Stop firing ``name`` until resumed."""
+        return admin.set_status(self.engine, name, ScheduleStatus.PAUSED)
+
+    def resume_schedule(self, name: str) -> ScheduleRecord:
+        """Fire ``name`` again from now on (the paused time is not backfilled)."""
+        return admin.set_status(self.engine, name, ScheduleStatus.ACTIVE)
+
+    def delete_schedule(self, name: str) -> bool:
+        """Delete ``name`` (its fired tasks stay); False if there was none."""
+        return admin.delete(self.engine, name)
+
+    def trigger_schedule(self, name: str) -> AsyncResult:
+        """Fire ``name`` once now, outside its timing."""
+        return AsyncResult(admin.trigger(self.engine, name), self.engine)
+
+    def backfill_schedule(
+        self, name: str, since: dt.datetime, until: dt.datetime | None = None
+    ) -> admin.BackfillReport:
+        """Fire every due time of ``name`` in ``[since, until]`` that has not fired (naive
+        datetimes are UTC)."""
+        return admin.backfill(self.engine, name, since, until)
 
 
 class Scheduling:
@@ -107,37 +147,6 @@ class Scheduling:
                     )
                 definitions.append(dataclasses.replace(definition, source=self.beat_source))
         return definitions
-
-    def schedules_list(self, status: str | None = None) -> list[ScheduleRecord]:
-        """Stored schedules by name, optionally only ACTIVE, PAUSED or INACTIVE ones."""
-        return admin.listing(self.engine, status)
-
-    def get_schedule(self, name: str) -> ScheduleRecord:
-        """The stored schedule ``name`` (ConfigurationError if there is none)."""
-        return admin.get(self.engine, name)
-
-    def pause_schedule(self, name: str) -> ScheduleRecord:
-        """Stop firing ``name`` until resumed."""
-        return admin.set_status(self.engine, name, ScheduleStatus.PAUSED)
-
-    def resume_schedule(self, name: str) -> ScheduleRecord:
-        """Fire ``name`` again from now on (the paused time is not backfilled)."""
-        return admin.set_status(self.engine, name, ScheduleStatus.ACTIVE)
-
-    def delete_schedule(self, name: str) -> bool:
-        """Delete ``name`` (its fired tasks stay); False if there was none."""
-        return admin.delete(self.engine, name)
-
-    def trigger_schedule(self, name: str) -> AsyncResult:
-        """Fire ``name`` once now, outside its timing."""
-        return AsyncResult(admin.trigger(self.engine, name), self.engine)
-
-    def backfill_schedule(
-        self, name: str, since: dt.datetime, until: dt.datetime | None = None
-    ) -> admin.BackfillReport:
-        """Fire every due time of ``name`` in ``[since, until]`` that has not fired (naive
-        datetimes are UTC)."""
-        return admin.backfill(self.engine, name, since, until)
 
 
 def _task_queue(task: Any) -> str | None:

@@ -1,13 +1,13 @@
-"""The public records of a task and its recorded steps, as the management API, the CLI and
-``AsyncResult.record()`` show them: storage internals (claim tokens, link flags, queue
-positions, sender metadata) stay in the engine."""
+"""The public records of a task and its recorded steps, as the management API, the CLI, the
+dashboard and ``AsyncResult.record()`` show them, and a page of tasks: storage internals
+(claim tokens, link flags, queue positions, sender metadata) stay in the engine."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from pgtasks.engine.failures import error_summary
-from pgtasks.sysdb.records import Status, StepRecord, TaskRecord
+from pgtasks.sysdb.records import EndReason, Status, StepRecord, TaskRecord
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,7 +29,9 @@ class TaskInfo:
     """A task as the management API shows it: its state, inputs and outcome (serialized as
     stored), timing and attempts. ``steps`` holds its recorded steps when read with
     ``get_task``, and is None in ``list_tasks`` results (steps are not loaded there).
-    ``executor_id`` names the worker running (or last running) the task."""
+    ``executor_id`` names the worker running (or last running) the task. ``end_reason`` says
+    why a task ended without an outcome of its own (EXPIRED, CANCELLED, DEPENDENCY_FAILED,
+    NOT_NEEDED), else None."""
 
     task_id: str
     status: Status
@@ -54,6 +56,7 @@ class TaskInfo:
     expires_at_epoch_ms: int | None
     parent_task_id: str | None
     forked_from: str | None
+    end_reason: EndReason | None = None
     steps: tuple[StepInfo, ...] | None = None
 
     @property
@@ -88,8 +91,18 @@ class TaskInfo:
             expires_at_epoch_ms=record.expires_at_epoch_ms,
             parent_task_id=record.parent_task_id,
             forked_from=record.forked_from,
+            end_reason=record.end_reason,
             steps=None if steps is None else tuple(_step_info(s) for s in steps),
         )
+
+
+@dataclass(frozen=True, slots=True)
+class TaskPage:
+    """One page of tasks, newest first (``task_page``), and ``next_page``: the cursor of the
+    page after it (pass it as ``after=``), None on the last page."""
+
+    tasks: tuple[TaskInfo, ...]
+    next_page: str | None
 
 
 def _step_info(step: StepRecord) -> StepInfo:

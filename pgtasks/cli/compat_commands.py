@@ -6,7 +6,7 @@
 - :func:`run_compat_command` runs Celery's commands: ``celery-check``, ``inspect``, ``purge``,
   ``status``, ``result``, ``call`` (``worker`` and ``beat`` are pgtasks' own).
 - :func:`worker_hooks` and :func:`beat_started` hand a worker or beat of a Celery app to
-  :mod:`pgtasks.compat.worker_start` (Celery's start-up), with what the command line gave.
+  :mod:`pgtasks.compat.bridge.worker_start` (Celery's start-up), with what the command line gave.
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ import sys
 from typing import Any
 
 from pgtasks.cli.compat_run import run
-from pgtasks.compat import worker_start
-from pgtasks.compat.install import install
-from pgtasks.compat.worker_start import WorkerHooks, beat_started
+from pgtasks.compat.bridge import worker_start
+from pgtasks.compat.bridge.install import install
+from pgtasks.compat.bridge.worker_start import WorkerHooks, beat_started
 
 __all__ = [
     "WorkerHooks",
@@ -155,10 +155,11 @@ def prepare_argv(argv: list[str]) -> list[str]:
     return out
 
 
-# -- worker start-up (the Celery glue lives in pgtasks.compat.worker_start) -----------------
+# -- worker start-up (the Celery glue lives in pgtasks.compat.bridge.worker_start) ----------
 def worker_hooks(app: Any, args: argparse.Namespace) -> WorkerHooks:
-    """The Celery start-up of ``pgtasks worker`` (see :func:`pgtasks.compat.worker_start.worker_hooks`),
-    with the settings this command line gave explicitly."""
+    """The Celery start-up of ``pgtasks worker`` (see
+    :func:`pgtasks.compat.bridge.worker_start.worker_hooks`), with the settings this command
+    line gave explicitly."""
     return worker_start.worker_hooks(app, args, _given)
 
 

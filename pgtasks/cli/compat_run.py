@@ -1,5 +1,5 @@
 """Celery's commands on pgtasks: ``celery-check``, ``inspect``, ``purge``, ``status``,
-``result`` and ``call``, answered from the database (see :mod:`pgtasks.compat.control`)."""
+``result`` and ``call``, answered from the database (see :mod:`pgtasks.compat.celery.app.control`)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from typing import Any
 
 from pgtasks.cli.loader import load_app
 from pgtasks.cli.workers import native_inspect, native_status, print_replies
-from pgtasks.compat.app import Celery
-from pgtasks.compat.check import UNSUPPORTED, check_app, report
-from pgtasks.compat.exceptions import ImproperlyConfigured
+from pgtasks.compat.bridge.check import UNSUPPORTED, check_app, report
+from pgtasks.compat.celery.app.base import Celery
+from pgtasks.compat.celery.exceptions import ImproperlyConfigured
 from pgtasks.engine.errors import ConfigurationError
 
 INSPECT_METHODS = (

@@ -8,7 +8,7 @@ import sys
 from typing import Any
 
 from pgtasks.app import App
-from pgtasks.compat import django_support
+from pgtasks.compat.bridge import django_support
 from pgtasks.engine.errors import ConfigurationError
 
 

@@ -15,11 +15,11 @@ from pgtasks import __version__
 from pgtasks.app import App
 from pgtasks.cli.beat import add_commands as add_beat_commands
 from pgtasks.cli.beat import run_command as run_beat_command
+from pgtasks.cli.celery_import.command import add_command as add_import_celery_command
+from pgtasks.cli.celery_import.command import run as run_import_celery
 from pgtasks.cli.compat_commands import add_compat_commands
 from pgtasks.cli.database import configured_url
 from pgtasks.cli.health import add_health_command, run_health
-from pgtasks.cli.import_celery import add_command as add_import_celery_command
-from pgtasks.cli.import_celery import run as run_import_celery
 from pgtasks.cli.loader import load_app
 from pgtasks.cli.provisioning import add_commands as add_provisioning_commands
 from pgtasks.cli.provisioning import print_migrations, print_roles

@@ -11,7 +11,7 @@ from urllib.parse import quote
 
 from markupsafe import Markup, escape
 
-from pgtasks.engine.core import Engine
+from pgtasks.management import TaskManagement
 from pgtasks.sysdb.records import TaskLinkInfo
 
 MAX_NODES = 40  # a graph bigger than this is cut (the page says so)
@@ -38,9 +38,8 @@ class CanvasGraph:
     truncated: bool
 
 
-def graph_around(engine: Engine, task_id: str) -> CanvasGraph:
+def graph_around(manager: TaskManagement, task_id: str) -> CanvasGraph:
     """Walk the links from ``task_id`` both ways, breadth first, up to :data:`MAX_NODES` tasks."""
-    admin = engine.admin
     seen: dict[str, Node] = {}
     links: dict[tuple[str, str, str], TaskLinkInfo] = {}
     todo = deque([task_id])
@@ -52,11 +51,11 @@ def graph_around(engine: Engine, task_id: str) -> CanvasGraph:
         if len(seen) >= MAX_NODES:
             truncated = True
             break
-        record = admin.task(node_id)
+        record = manager.get_task(node_id, steps=False)
         seen[node_id] = Node(
             node_id, record.name if record else "group", record.status.value if record else None
         )
-        for link in admin.links_around(node_id):
+        for link in manager.task_links(node_id):
             links[(link.parent_id, link.child_id, link.kind)] = link
             for other in (link.parent_id, link.child_id):
                 if other not in seen:

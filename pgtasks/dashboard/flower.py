@@ -18,7 +18,7 @@ from pgtasks.dashboard.console import Console, TaskFilter
 from pgtasks.dashboard.formatting import iso
 from pgtasks.dashboard.security import Guard, refuse, same_origin
 from pgtasks.engine.errors import PgtasksError
-from pgtasks.sysdb.records import TaskRecord
+from pgtasks.management import TaskInfo
 
 # pgtasks status -> the state names Flower reports, and back (Flower filters by them).
 FLOWER_STATE = {
@@ -86,24 +86,20 @@ class FlowerApi:
             state = None if state in (None, "", "All") else state
             if state is not None and state not in STATUSES_OF:
                 raise ValueError(f"unknown state {state!r}; one of {sorted(STATUSES_OF)}")
-            key = q.get("after")
-            created, _, seq = (key or "").partition(".")
             f = TaskFilter(
                 statuses=STATUSES_OF[state] if state else (),
                 name=None if q.get("taskname") in (None, "All") else q.get("taskname"),
                 worker=None if q.get("workername") in (None, "All") else q.get("workername"),
-                after_key=(int(created), int(seq)) if key else None,
+                after=q.get("after") or None,
             )
-        except ValueError as exc:
+            rows, next_key = self._walk(f, offset, limit)
+        except ValueError as exc:  # a ConfigurationError too: a malformed `after`
             return JSONResponse({"error": str(exc)}, 400)
-        rows, next_key = self._walk(f, offset, limit)
-        headers = {"X-Pgtasks-Next": f"{next_key[0]}.{next_key[1]}"} if next_key else {}
+        headers = {"X-Pgtasks-Next": next_key} if next_key else {}
         return JSONResponse({r.task_id: self._task(r, with_worker=True) for r in rows}, headers=headers)
 
-    def _walk(
-        self, f: TaskFilter, offset: int, limit: int
-    ) -> tuple[list[TaskRecord], tuple[int, int] | None]:
-        key = f.after_key
+    def _walk(self, f: TaskFilter, offset: int, limit: int) -> tuple[list[TaskInfo], str | None]:
+        key = f.after
         while offset > 0:
             skipped, key = self.console.tasks(_with_key(f, key), limit=min(offset, WALK_PAGE))
             offset -= len(skipped)
@@ -121,7 +117,7 @@ class FlowerApi:
 
     def result(self, request: Request) -> Response:
         task_id = request.path_params["task_id"]
-        record = self.console.engine.admin.task(task_id)
+        record = self.console.record(task_id)
         if record is None:
             return JSONResponse({"task-id": task_id, "state": "PENDING"})
         state = FLOWER_STATE.get(record.status.value, "PENDING")
@@ -186,7 +182,7 @@ class FlowerApi:
             return refuse(403, "cross-site request refused")
         return None
 
-    def _task(self, r: TaskRecord, with_worker: bool) -> dict[str, Any]:
+    def _task(self, r: TaskInfo, with_worker: bool) -> dict[str, Any]:
         state = FLOWER_STATE.get(r.status.value, "PENDING")
         args, kwargs = _inputs(self.console.arguments(r))
         finished = r.status.value in ("SUCCESS", "ERROR", "CANCELLED", "MAX_RECOVERY_ATTEMPTS_EXCEEDED")
@@ -217,7 +213,7 @@ class FlowerApi:
             "traceback": traceback,
             "exchange": None,
             "routing_key": r.queue_name,
-            "clock": r.enqueue_seq,
+            "clock": r.updated_at,  # Flower's is the clock of the task's last event
             "client": None,
             "root": r.parent_task_id or r.task_id,
             "root_id": r.parent_task_id or r.task_id,
@@ -230,8 +226,8 @@ class FlowerApi:
         return body
 
 
-def _with_key(f: TaskFilter, key: tuple[int, int] | None) -> TaskFilter:
-    return replace(f, after_key=key)
+def _with_key(f: TaskFilter, key: str | None) -> TaskFilter:
+    return replace(f, after=key)
 
 
 def _inputs(text: str) -> tuple[str, str]:

@@ -16,7 +16,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from pgtasks.dashboard.console import Console
-from pgtasks.scheduler import admin as schedule_admin
+from pgtasks.scheduler.admin import next_fire_of
 from pgtasks.scheduler.definitions import parse_due
 
 
@@ -38,7 +38,7 @@ class PgtasksCollector(Collector):
             name = row.settings.name
             for state, n in row.counts.items():
                 tasks.add_metric([name, state], n)
-            oldest.add_metric([name], row.oldest_waiting_s or 0.0)
+            oldest.add_metric([name], row.oldest_waiting_seconds or 0.0)
             paused.add_metric([name], 1.0 if row.settings.paused else 0.0)
         workers = GaugeMetricFamily("pgtasks_workers_online", "Workers whose heartbeat is within their lease")
         workers.add_metric([], len(self.console.workers()))
@@ -52,7 +52,7 @@ class PgtasksCollector(Collector):
             cursor = record.cursor
             if cursor is None:
                 continue
-            due = schedule_admin.next_fire_of(record, parse_due(cursor))
+            due = next_fire_of(record, parse_due(cursor))
             if due is not None:
                 lag.add_metric([record.name], max(0.0, (now - due).total_seconds()))
         yield from (tasks, oldest, paused, workers, lag)

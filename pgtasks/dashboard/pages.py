@@ -92,7 +92,7 @@ class Pages:
         for row in data["queues"]:
             for state, n in row.counts.items():
                 values[f"count:{row.settings.name}:{state}"] = str(n)
-            values[f"oldest:{row.settings.name}"] = age(row.oldest_waiting_s)
+            values[f"oldest:{row.settings.name}"] = age(row.oldest_waiting_seconds)
             values[f"paused:{row.settings.name}"] = "paused" if row.settings.paused else "active"
             lat = data["latency"].get(row.settings.name)
             values[f"p50:{row.settings.name}"] = millis(lat.p50_ms if lat else None)
@@ -107,20 +107,20 @@ class Pages:
         q = request.query_params
         wanted = q.get("id", "").strip()
         if wanted:
-            if self.console.task(wanted) is not None:
+            if self.console.record(wanted) is not None:
                 return RedirectResponse(f"/task/{wanted}", 303)
             return self._render(
                 "tasks.html", request, tasks=[], next_url=None, f=TaskFilter(), missing=wanted
             )
         try:
             f = _task_filter(q)
-        except ValueError as exc:
+            rows, key = self.console.tasks(f)
+        except ValueError as exc:  # a ConfigurationError too: a malformed filter or key
             return PlainTextResponse(f"bad filter: {exc}", 400)
-        rows, key = self.console.tasks(f)
         next_url = None
         if key is not None:
             params = {k: v for k, v in q.items() if k != "key" and v}
-            next_url = "/tasks?" + urlencode({**params, "key": f"{key[0]}.{key[1]}"})
+            next_url = "/tasks?" + urlencode({**params, "key": key})
         region = "/live/tasks?" + urlencode({k: v for k, v in q.items() if v})
         return self._render(
             "tasks.html", request, tasks=rows, next_url=next_url, f=f, missing=None, region=region
@@ -129,10 +129,9 @@ class Pages:
     def live_tasks(self, request: Request) -> Response:
         """The rows of the Tasks page for its filters and page, for live updates."""
         try:
-            f = _task_filter(request.query_params)
+            rows, _ = self.console.tasks(_task_filter(request.query_params))
         except ValueError as exc:
             return PlainTextResponse(f"bad filter: {exc}", 400)
-        rows, _ = self.console.tasks(f)
         return self._fragment("tasks_rows.html", tasks=rows)
 
     def live_workers(self, request: Request) -> Response:
@@ -233,9 +232,9 @@ def _task_filter(q: Mapping[str, str]) -> TaskFilter:
         queue=q.get("queue") or None,
         name=q.get("name") or None,
         worker=q.get("worker") or None,
-        created_after_ms=_time_ms(q.get("after")),
-        created_before_ms=_time_ms(q.get("before")),
-        after_key=_key(q.get("key")),
+        created_after=_datetime(q.get("after")),
+        created_before=_datetime(q.get("before")),
+        after=q.get("key") or None,
     )
     if f.status is not None:
         Status(f.status)
@@ -251,17 +250,3 @@ def _datetime(text: str | None, field: str = "time") -> dt.datetime | None:
     except ValueError:
         raise ValueError(f"{field} must be an ISO date-time such as 2026-01-31T03:00, not {text!r}") from None
     return value if value.tzinfo is not None else value.replace(tzinfo=dt.timezone.utc)
-
-
-def _time_ms(text: str | None) -> int | None:
-    """An ISO date-time from a filter (naive: UTC) as epoch ms."""
-    value = _datetime(text)
-    return None if value is None else round(value.timestamp() * 1000)
-
-
-def _key(text: str | None) -> tuple[int, int] | None:
-    """The keyset cursor ``<created_at>.<enqueue_seq>``."""
-    if not text:
-        return None
-    created, _, seq = text.partition(".")
-    return int(created), int(seq)

@@ -21,7 +21,7 @@ from pgtasks.engine.serialization import Codec
 from pgtasks.sysdb.records import CanvasEnqueue, ChordHeaderClose, LinkKind, TaskLink
 
 if TYPE_CHECKING:
-    from pgtasks.engine.core import Engine
+    from pgtasks.engine.runtime import Runtime
 
 
 class CanvasLinks:
@@ -70,7 +70,7 @@ class CanvasLinks:
 
 
 def enqueue_canvas(
-    engine: Engine,
+    engine: Runtime,
     requests: list[EnqueueRequest],
     waiting: frozenset[str] = frozenset(),
     links: tuple[TaskLink, ...] = (),
@@ -115,14 +115,14 @@ def enqueue_canvas(
             for request in requests
         )
         params = CanvasEnqueue(tasks, frozenset(waiting), tuple(links), replacing)
-        inserted = [r.task_id for r in engine._sysdb.tasks_enqueue_canvas(params)]
+        inserted = [r.task_id for r in engine.database.sysdb.tasks_enqueue_canvas(params)]
     if replacing is not None:
         crashpoint("after_replace_commit", task_id=replacing[0])
     return inserted
 
 
-def close_chord_header(engine: Engine, group_id: str, bodies: tuple[str, ...]) -> list[str]:
+def close_chord_header(engine: Runtime, group_id: str, bodies: tuple[str, ...]) -> list[str]:
     """The header of a chord sent task by task is complete (see ``links.py``); return the
     bodies this started."""
     params = ChordHeaderClose(group_id, tuple(bodies), engine.link_resolver())
-    return engine._sysdb.chord_header_close(params)
+    return engine.database.sysdb.chord_header_close(params)

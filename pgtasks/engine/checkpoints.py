@@ -21,7 +21,7 @@ class CheckpointWriter:
     """A writer thread that records queued checkpoints in batches."""
 
     def __init__(self, sysdb: SystemDatabase) -> None:
-        self._sysdb = sysdb
+        self._db = sysdb
         self._queue: queue.SimpleQueue[tuple[StepRecord, Future[StepWrite]] | None] = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._run, name="pgtasks-checkpoints", daemon=True)
         self._thread.start()
@@ -57,7 +57,7 @@ class CheckpointWriter:
                     break
                 batch.append(item)
             try:
-                results = self._sysdb.steps_record_many([step for step, _ in batch])
+                results = self._db.steps_record_many([step for step, _ in batch])
             except BaseException as exc:  # each waiting step decides (retry, release)
                 for _, done in batch:
                     done.set_exception(exc)

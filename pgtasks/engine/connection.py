@@ -1,10 +1,16 @@
 """The engine's handle on the system database: opened and migrated on first use, shared by
 the engines derived from one another (so a derived engine never opens a second pool), with
-the process's group-commit checkpoint writer."""
+the process's group-commit checkpoint writer.
+
+It is the one way to the system database inside the engine: the engine hands it to its
+facades (``WorkerApi``, ``TaskAdmin``, ``ScheduleStore``) and its modules reach it as
+``engine.database``; each call reads :attr:`DatabaseHandle.sysdb` anew, so a forked child
+that dropped its parent's connections (:meth:`DatabaseHandle.forget`) opens its own."""
 
 from __future__ import annotations
 
 import threading
+from concurrent.futures import Future
 
 from pgtasks.engine.checkpoints import CheckpointWriter
 from pgtasks.engine.done_watch import DoneWatch
@@ -31,7 +37,8 @@ class DatabaseHandle:
         """Whether an engine with these settings may share this handle."""
         return (url, schema, pool_size) == (self.url, self.schema, self.pool_size)
 
-    def get(self) -> SystemDatabase:
+    @property
+    def sysdb(self) -> SystemDatabase:
         """The system database, connected and migrated on first use."""
         db = self._db
         if db is None:
@@ -68,11 +75,16 @@ class DatabaseHandle:
         """Record a step checkpoint, sharing the commit with other tasks of this process."""
         return self.checkpoints().record(step)
 
+    def submit_step(self, step: StepRecord) -> Future[StepWrite]:
+        """Queue a step checkpoint for the shared commit; the future resolves once it is
+        committed (what an event loop awaits instead of blocking on :meth:`record_step`)."""
+        return self.checkpoints().submit(step)
+
     def checkpoints(self) -> CheckpointWriter:
         """The process's group-commit checkpoint writer, started on first use."""
         writer = self._checkpoints
         if writer is None:
-            db = self.get()
+            db = self.sysdb
             with self._lock:
                 if self._checkpoints is None:
                     self._checkpoints = CheckpointWriter(db)
@@ -83,7 +95,7 @@ class DatabaseHandle:
         """Where reads that may lag go: the replica of ``?read_url=``, else the database itself.
         The replica is never migrated (it follows the primary's schema) nor written."""
         if not self.target.read_url:
-            return self.get()
+            return self.sysdb
         with self._lock:
             if self._replica is None:
                 self._replica = open_replica(self.target.read_url, self.target.schema)
@@ -93,7 +105,7 @@ class DatabaseHandle:
         """The process's listener for finished tasks (what ``get_async`` waits on)."""
         with self._lock:
             if self._done_watch is None:
-                self._done_watch = DoneWatch(self.get)
+                self._done_watch = DoneWatch(lambda: self.sysdb)
             return self._done_watch
 
     def forget(self) -> None:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from pgtasks.sysdb.records import StepRecord, TaskRecord
 
 if TYPE_CHECKING:
-    from pgtasks.engine.core import Engine
+    from pgtasks.engine.runtime import Runtime
 
 
 @dataclass
@@ -20,7 +20,7 @@ class TaskContext:
 
     record: TaskRecord
     executor_id: str
-    engine: Engine
+    engine: Runtime
     steps: dict[int, StepRecord] = field(default_factory=dict)
     next_function_id: int = 1
     # time.monotonic() of the last write that proved the task still runs here, or None.

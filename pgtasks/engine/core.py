@@ -1,16 +1,18 @@
 """The engine: one per App or Client. Enqueues tasks, reads their state and results, and
-owns the connection to the system database (opened and migrated on first use), which no
-layer above reaches but through the engine's methods and its three facades:
-``worker_api`` (a worker process), ``admin`` (management) and ``schedules`` (the scheduler)."""
+owns the handle on the system database (``connection.DatabaseHandle``: opened and migrated
+on first use), which no layer above reaches but through the engine's methods and its three
+facades: ``worker_api`` (a worker process), ``admin`` (management) and ``schedules`` (the
+scheduler). Each facade is built with that handle and the settings it needs, never with the
+engine; the engine's modules that run tasks take the engine as a ``runtime.Runtime``."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import dataclasses
+import itertools
 import time
 from collections.abc import Callable
-from concurrent.futures import Future
 from typing import Any
 
 from pgtasks.engine import tracing
@@ -36,24 +38,20 @@ from pgtasks.engine.serialization import Codec
 from pgtasks.engine.settings import Settings
 from pgtasks.engine.task_admin import TaskAdmin
 from pgtasks.engine.worker_api import WorkerApi
-from pgtasks.sysdb import SystemDatabase
+from pgtasks.support.backoff import Backoff
 from pgtasks.sysdb.records import (
     HOLDER_FINISHED,
     EndReason,
     EnqueueResult,
-    MigrationInfo,
     NewTask,
     QueueSettings,
     Status,
-    StepRecord,
-    StepWrite,
     TaskRecord,
 )
 from pgtasks.sysdb.urls import DatabaseTarget
 
-WAIT_FIRST_INTERVAL = 0.005
 ENQUEUE_CHUNK = 1000  # tasks per statement in a large enqueue (see sysdb.overlapped)
-WAIT_MAX_INTERVAL = 0.5
+WAIT_BACKOFF = Backoff(first=0.005, cap=0.5, jitter=0.0)  # polls of a waiter without notifications
 PRIMARY_READ_EVERY = 5.0  # seconds: how stale a replica may keep a waiter
 
 
@@ -85,10 +83,10 @@ class Engine:
         ):
             database = DatabaseHandle(settings.database_url, settings.schema, settings.pool_size)
         self._database = database
-        self._worker_api = WorkerApi(self)
-        self._queue_watch = QueueWatch(lambda: self._sysdb.executors_list())
-        self._admin = TaskAdmin(self)
-        self._schedules = ScheduleStore(self)
+        self._worker_api = WorkerApi(database, settings.result_expires)
+        self._admin = TaskAdmin(database, settings.result_expires)
+        self._schedules = ScheduleStore(database)
+        self._queue_watch = QueueWatch(self._admin.executors)
 
     # -- configuration -------------------------------------------------------------------
     @property
@@ -146,35 +144,20 @@ class Engine:
 
     # -- database ------------------------------------------------------------------------
     @property
-    def _sysdb(self) -> SystemDatabase:
-        """The system database, connected and migrated on first use. Private to the engine
-        package (and to tests that need raw access)."""
-        return self._database.get()
+    def database(self) -> DatabaseHandle:
+        """The handle on the system database, for the engine's own modules (execution,
+        steps, canvases, stored states); the layers above use the facades, never this."""
+        return self._database
 
     @property
     def database_target(self) -> DatabaseTarget:
         """Where the system database is (dialect, schema, display URL); connects nothing."""
         return self._database.target
 
-    def _migrate(self) -> list[MigrationInfo]:
-        return self._database.migrate()
-
-    def _pending_migrations(self) -> tuple[DatabaseTarget, int]:
-        return self._database.pending_migrations()
-
     def forget_connections(self) -> None:
         """In a forked child: drop the parent's connections without touching them (closing
         would end the parent's sessions); the child opens its own on next use."""
         self._database.forget()
-
-    def record_step(self, step: StepRecord) -> StepWrite:
-        """Record a step checkpoint, sharing the commit with other tasks of this process."""
-        return self._database.record_step(step)
-
-    def submit_step(self, step: StepRecord) -> Future[StepWrite]:
-        """Queue a step checkpoint for the shared commit; the future resolves once it is
-        committed (what an event loop awaits instead of blocking on :meth:`record_step`)."""
-        return self._database.checkpoints().submit(step)
 
     def close(self) -> None:
         """Close the database connections (they reopen on next use)."""
@@ -207,12 +190,12 @@ class Engine:
         with tracing.sending([r.name for r in requests]) as stamp:
             build = self._row_builder(rows, stamp)
             if len(requests) <= ENQUEUE_CHUNK:
-                results = self._sysdb.tasks_enqueue(build(requests), conn=conn)
+                results = self._database.sysdb.tasks_enqueue(build(requests), conn=conn)
             else:  # the database writes one chunk while the next is being serialized
                 chunks = (
                     build(requests[i : i + ENQUEUE_CHUNK]) for i in range(0, len(requests), ENQUEUE_CHUNK)
                 )
-                results = self._sysdb.tasks_enqueue_chunks(chunks, conn=conn)
+                results = self._database.sysdb.tasks_enqueue_chunks(chunks, conn=conn)
         ids = _sent_ids(rows, results, on_duplicate)
         self._queue_watch.check({row.queue_name for row in rows})
         return ids
@@ -229,7 +212,8 @@ class Engine:
             raise ValueError("on_duplicate must be 'raise' or 'return'")
         rows: list[NewTask] = []
         with tracing.sending([r.name for r in requests]) as stamp:
-            results = await self._sysdb.tasks_enqueue_async(self._row_builder(rows, stamp)(requests), conn)
+            built = self._row_builder(rows, stamp)(requests)
+            results = await self._database.sysdb.tasks_enqueue_async(built, conn)
         return _sent_ids(rows, results, on_duplicate)
 
     def _row_builder(
@@ -269,7 +253,7 @@ class Engine:
 
     # -- results -------------------------------------------------------------------------
     def get_task(self, task_id: str) -> TaskRecord | None:
-        return self._sysdb.task_get(task_id)
+        return self._database.sysdb.task_get(task_id)
 
     def read_task(self, task_id: str, fresh: bool = False) -> TaskRecord | None:
         """The task's row for a reader that tolerates lag (result polling): from the replica
@@ -277,12 +261,12 @@ class Engine:
         A task the replica does not show (not replicated yet), or a replica that cannot be
         reached, is read from the database: a replica read may be late, never wrong."""
         if fresh or not self._database.target.read_url:
-            return self._sysdb.task_get(task_id)
+            return self._database.sysdb.task_get(task_id)
         try:
             record = self._database.reader().task_get(task_id)
         except DatabaseUnavailable:
             record = None
-        return record if record is not None else self._sysdb.task_get(task_id)
+        return record if record is not None else self._database.sysdb.task_get(task_id)
 
     def wait(self, task_id: str, timeout: float | None = None) -> TaskRecord:
         """Poll until the task reaches a terminal status; raise TaskTimeoutError after ``timeout``.
@@ -290,7 +274,7 @@ class Engine:
         seconds and the last, which read the database itself (a stuck replica delays a
         result by that much at most)."""
         deadline = None if timeout is None else time.monotonic() + timeout
-        interval = WAIT_FIRST_INTERVAL
+        intervals = WAIT_BACKOFF.delays()
         record = None
         asked_primary = time.monotonic()
         while True:
@@ -306,8 +290,8 @@ class Engine:
                 return record
             if last:
                 raise _wait_timeout(task_id, record, timeout)
+            interval = next(intervals)
             time.sleep(interval if remaining is None else min(interval, remaining))
-            interval = min(interval * 2, WAIT_MAX_INTERVAL)
 
     async def wait_async(self, task_id: str, timeout: float | None = None) -> TaskRecord:
         """:meth:`wait` without blocking the event loop, woken by the notification that the
@@ -316,7 +300,7 @@ class Engine:
         deadline = None if timeout is None else time.monotonic() + timeout
         watch = self._database.done_watch()
         listening = await asyncio.to_thread(watch.start)
-        interval = FALLBACK_SECONDS if listening else WAIT_FIRST_INTERVAL
+        intervals = itertools.repeat(FALLBACK_SECONDS) if listening else WAIT_BACKOFF.delays()
         record = None
         fresh = False
         asked_primary = time.monotonic()
@@ -335,13 +319,12 @@ class Engine:
                     return record
                 if last:
                     raise _wait_timeout(task_id, record, timeout)
+                interval = next(intervals)
                 pause = interval if remaining is None else min(interval, remaining)
                 await asyncio.wait({woken}, timeout=pause)
                 fresh = woken.done()
             finally:
                 watch.unwatch(task_id, woken)
-            if not listening:
-                interval = min(interval * 2, WAIT_MAX_INTERVAL)
 
     def result_of(self, record: TaskRecord) -> Any:
         """The return value of a finished task, or raise what it raised."""

@@ -16,6 +16,8 @@ import logging
 import threading
 from collections.abc import Callable
 
+from pgtasks.support.backoff import Backoff
+from pgtasks.support.loops import ErrorPolicy, Loop
 from pgtasks.sysdb import SystemDatabase
 from pgtasks.sysdb.errors import DatabaseUnavailable
 from pgtasks.sysdb.interface import EnqueueListener
@@ -23,18 +25,26 @@ from pgtasks.sysdb.interface import EnqueueListener
 log = logging.getLogger("pgtasks.engine")
 
 FALLBACK_SECONDS = 2.0  # with a listener, how often a waiter reads its row anyway
-RECONNECT_DELAYS = (0.1, 0.5, 1.0, 2.0, 5.0)
+RECONNECT_BACKOFF = Backoff(first=0.1, cap=5.0)
 
 
 class DoneWatch:
     """A listener thread and the waiters it wakes, by task id."""
 
-    def __init__(self, sysdb: Callable[[], SystemDatabase]) -> None:
-        self._sysdb = sysdb
+    def __init__(self, database: Callable[[], SystemDatabase]) -> None:
+        self._database = database  # the system database now (a forked child opens its own)
         self._lock = threading.Lock()
         self._waiters: dict[str, set[asyncio.Future[None]]] = {}
-        self._thread: threading.Thread | None = None
-        self._stop = threading.Event()
+        self._opened: EnqueueListener | None = None  # the listener start() opened
+        # A round is one listening session; a reconnect refused is retried with backoff.
+        errors = ErrorPolicy(
+            log,
+            "cannot listen for finished tasks",
+            (DatabaseUnavailable,),
+            logging.DEBUG,
+            backoff=RECONNECT_BACKOFF,
+        )
+        self._loop = Loop("pgtasks-done-watch", self._listen, 0.0, errors)
         self.available: bool | None = None  # None until the first start()
 
     def start(self) -> bool:
@@ -44,18 +54,13 @@ class DoneWatch:
             if self.available is not None:
                 return self.available
             try:
-                listener = self._sysdb().open_done_listener()
+                self._opened = self._database().open_done_listener()
+                self.available = self._opened is not None
             except DatabaseUnavailable as exc:
                 log.debug("cannot listen for finished tasks yet: %s", exc)
-                listener = None
                 self.available = True  # the thread connects when it can; waiters fall back
-            else:
-                self.available = listener is not None
             if self.available:
-                self._thread = threading.Thread(
-                    target=self._run, args=(listener,), name="pgtasks-done-watch", daemon=True
-                )
-                self._thread.start()
+                self._loop.start()
             return self.available
 
     def watch(self, task_id: str) -> asyncio.Future[None]:
@@ -74,32 +79,21 @@ class DoneWatch:
                     del self._waiters[task_id]
 
     def close(self) -> None:
-        self._stop.set()
+        self._loop.stop(timeout=0)  # the session ends within its next half-second wait
 
-    def _run(self, listener: EnqueueListener | None) -> None:
-        failures = 0
-        while not self._stop.is_set():
-            if listener is None:
-                try:
-                    listener = self._sysdb().open_done_listener()
-                    failures = 0
-                except DatabaseUnavailable as exc:
-                    delay = RECONNECT_DELAYS[min(failures, len(RECONNECT_DELAYS) - 1)]
-                    failures += 1
-                    log.debug("cannot listen for finished tasks, retry in %.1fs: %s", delay, exc)
-                    self._stop.wait(delay)
-                    continue
-                if listener is None:
-                    return
-            try:
-                while not self._stop.is_set():
-                    for payload in listener.wait(timeout=0.5):
-                        self._wake(payload.split("\n"))
-            except DatabaseUnavailable as exc:
-                log.debug("lost the listener for finished tasks: %s", exc)
-            finally:
-                listener.close()
-                listener = None
+    def _listen(self) -> None:
+        listener, self._opened = self._opened or self._database().open_done_listener(), None
+        if listener is None:  # the database has no notifications after all: waiters poll
+            self._loop.stop(timeout=0)
+            return
+        try:
+            while not self._loop.stopping:
+                for payload in listener.wait(timeout=0.5):
+                    self._wake(payload.split("\n"))
+        except DatabaseUnavailable as exc:
+            log.debug("lost the listener for finished tasks: %s", exc)
+        finally:
+            listener.close()
 
     def _wake(self, task_ids: list[str]) -> None:
         with self._lock:

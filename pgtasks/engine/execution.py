@@ -26,11 +26,11 @@ from pgtasks.engine.serialization import check_payload_size
 from pgtasks.sysdb.records import Outcome, Status, StepRecord, TaskRecord
 
 if TYPE_CHECKING:
-    from pgtasks.engine.core import Engine
+    from pgtasks.engine.runtime import Runtime
 
 
 def execute_task(
-    engine: Engine, record: TaskRecord, executor_id: str, steps: list[StepRecord] | None = None
+    engine: Runtime, record: TaskRecord, executor_id: str, steps: list[StepRecord] | None = None
 ) -> Outcome | None:
     """Run a task this executor has claimed and return its outcome, not yet written.
 
@@ -47,7 +47,7 @@ def execute_task(
     if steps is None:
         try:
             steps = with_database_retry(
-                lambda: engine._sysdb.steps_get(record.task_id),
+                lambda: engine.database.sysdb.steps_get(record.task_id),
                 engine.settings.lease_seconds,
                 "loading steps",
                 record.task_id,
@@ -69,7 +69,7 @@ def execute_task(
 
 
 async def execute_task_async(
-    engine: Engine,
+    engine: Runtime,
     record: TaskRecord,
     executor_id: str,
     steps: list[StepRecord] | None = None,
@@ -87,7 +87,7 @@ async def execute_task_async(
         loop = asyncio.get_running_loop()
         try:
             steps = await with_database_retry_async(
-                lambda: loop.run_in_executor(None, engine._sysdb.steps_get, record.task_id),
+                lambda: loop.run_in_executor(None, engine.database.sysdb.steps_get, record.task_id),
                 engine.settings.lease_seconds,
                 "loading steps",
                 record.task_id,
@@ -148,7 +148,7 @@ async def within_limits(awaitable: Awaitable[Any], limits: TimeLimits) -> Any:
             timer.cancel()
 
 
-def _prepare(engine: Engine, record: TaskRecord) -> tuple[TaskDefinition, Any, Any] | Outcome:
+def _prepare(engine: Runtime, record: TaskRecord) -> tuple[TaskDefinition, Any, Any] | Outcome:
     """The task's definition and decoded arguments, or the ERROR outcome saying why not."""
     try:
         definition = engine.registry.get(record.name)
@@ -165,7 +165,7 @@ def _release(record: TaskRecord) -> Outcome:
 
 
 def _ended(
-    engine: Engine,
+    engine: Runtime,
     record: TaskRecord,
     span: tracing.TaskSpan,
     exc: BaseException,
@@ -186,7 +186,7 @@ def _ended(
     return Outcome(record.task_id, Status.ERROR, error=encode_exception(exc), claim_token=record.claim_token)
 
 
-def _succeeded(engine: Engine, record: TaskRecord, span: tracing.TaskSpan, value: Any) -> Outcome:
+def _succeeded(engine: Runtime, record: TaskRecord, span: tracing.TaskSpan, value: Any) -> Outcome:
     outcome = _success_outcome(engine, record, value)
     if outcome.status is Status.ERROR:
         span.note("return value not recorded")
@@ -242,7 +242,7 @@ def on_shared_loop(loop: asyncio.AbstractEventLoop, limits: TimeLimits) -> conte
     return _shared_loop.set((loop, limits))
 
 
-def _success_outcome(engine: Engine, record: TaskRecord, value: Any) -> Outcome:
+def _success_outcome(engine: Runtime, record: TaskRecord, value: Any) -> Outcome:
     """SUCCESS with the encoded return value, or ERROR saying why it cannot be recorded (it
     cannot be serialized, or is over ``max_payload_bytes``): never an exception, so the body
     never runs again because its outcome could not be written."""
@@ -260,7 +260,7 @@ def _success_outcome(engine: Engine, record: TaskRecord, value: Any) -> Outcome:
 
 
 def _retry_outcome(
-    engine: Engine, record: TaskRecord, retry: RetryRequested, args: list[Any], kwargs: dict[str, Any]
+    engine: Runtime, record: TaskRecord, retry: RetryRequested, args: list[Any], kwargs: dict[str, Any]
 ) -> Outcome:
     """The outcome of a task that asked to run again, with new arguments if it gave any."""
     inputs = None

@@ -15,6 +15,7 @@ from pgtasks.engine.crashpoints import crashpoint
 from pgtasks.engine.errors import ConfigurationError, NonDeterminismError, TaskAbandoned
 from pgtasks.engine.failures import decode_exception, encode_exception
 from pgtasks.engine.retry import with_database_retry, with_database_retry_async
+from pgtasks.support.backoff import Backoff
 from pgtasks.sysdb.records import StepRecord, StepWrite
 
 # A checkpoint committed this recently proves the task still runs here as well as a fresh
@@ -44,11 +45,8 @@ class StepOptions:
                 raise ConfigurationError(f"step {self.name!r}: {field_name} must be >= {low}")
 
     def delay(self, attempt: int) -> float:
-        """Seconds to wait before retry number ``attempt`` (1-based)."""
-        try:
-            return float(min(self.max_backoff, self.backoff * self.backoff_rate ** (attempt - 1)))
-        except OverflowError:
-            return float(self.max_backoff)
+        """Seconds to wait before retry number ``attempt`` (1-based): exact, no jitter."""
+        return Backoff(self.backoff, self.max_backoff, self.backoff_rate, jitter=0.0).delay(attempt)
 
 
 def run_step(
@@ -134,7 +132,7 @@ def _begin(ctx: TaskContext, options: StepOptions) -> _Begun | _Replayed:
     if _check_due(ctx):
         engine = ctx.engine
         owned = with_database_retry(
-            lambda: engine._sysdb.task_owned_by(ctx.task_id, ctx.executor_id, ctx.record.claim_token),
+            lambda: engine.database.sysdb.task_owned_by(ctx.task_id, ctx.executor_id, ctx.record.claim_token),
             engine.settings.lease_seconds,
             "ownership check",
             ctx.task_id,
@@ -153,7 +151,7 @@ async def _begin_async(ctx: TaskContext, options: StepOptions) -> _Begun | _Repl
         engine, loop = ctx.engine, asyncio.get_running_loop()
 
         def read() -> bool:
-            return engine._sysdb.task_owned_by(ctx.task_id, ctx.executor_id, ctx.record.claim_token)
+            return engine.database.sysdb.task_owned_by(ctx.task_id, ctx.executor_id, ctx.record.claim_token)
 
         owned = await with_database_retry_async(
             lambda: loop.run_in_executor(None, read),
@@ -219,7 +217,7 @@ def _checkpoint(
 
     def write() -> StepWrite:
         crashpoint("after_step_body_before_checkpoint", **point)
-        written = ctx.engine.record_step(record)
+        written = ctx.engine.database.record_step(record)
         # Inside the retried call: in raise mode this is the lost reply after a COMMIT, which
         # the retry must recognise (its own row: RECORDED), as a real one would be.
         crashpoint("after_checkpoint_commit", **point)
@@ -239,7 +237,7 @@ async def _checkpoint_async(
 
     async def write() -> StepWrite:
         crashpoint("after_step_body_before_checkpoint", **begun.point)
-        written = await asyncio.wrap_future(ctx.engine.submit_step(record))
+        written = await asyncio.wrap_future(ctx.engine.database.submit_step(record))
         crashpoint("after_checkpoint_commit", **begun.point)
         return written
 

@@ -14,13 +14,13 @@ from pgtasks.engine.options import SendOptions, build_new_task
 from pgtasks.sysdb.records import Status, StoredOutcome
 
 if TYPE_CHECKING:
-    from pgtasks.engine.core import Engine
+    from pgtasks.engine.runtime import Runtime
 
 FINAL = (Status.SUCCESS, Status.ERROR, Status.CANCELLED)
 
 
 def store_outcome(
-    engine: Engine, task_id: str, status: Status, value: Any = None, name: str | None = None
+    engine: Runtime, task_id: str, status: Status, value: Any = None, name: str | None = None
 ) -> None:
     """Record ``status`` for ``task_id``: SUCCESS with ``value`` as its result, ERROR or
     CANCELLED with ``value`` (an exception) as its error. Any other status only makes sure the
@@ -29,7 +29,7 @@ def store_outcome(
         raise ConfigurationError(f"a stored state needs a task id, not {task_id!r}")
     if status not in FINAL and status is not Status.WAITING:
         raise ConfigurationError(f"only SUCCESS, ERROR or CANCELLED can be stored, not {status.value}")
-    record = engine.get_task(task_id)
+    record = engine.database.sysdb.task_get(task_id)
     tag = record.serialization if record is not None else None
     output = error = None
     if status is Status.SUCCESS and value is not None:
@@ -41,10 +41,10 @@ def store_outcome(
     settings = engine.settings
     new = build_new_task(request, engine.codec, settings.default_queue, settings.max_recovery_attempts)
     params = StoredOutcome(new, status, output, error, engine.link_resolver())
-    engine._sysdb.task_store_outcome(params)
+    engine.database.sysdb.task_store_outcome(params)
 
 
-def store_state(engine: Engine, task_id: str, state: str, meta: Any = None, name: str | None = None) -> None:
+def store_state(engine: Runtime, task_id: str, state: str, meta: Any = None, name: str | None = None) -> None:
     """Publish the unfinished ``state`` (STARTED, RETRY, a custom one) and its ``meta`` for
     ``task_id``, creating its row first if no task has that id."""
     store_outcome(engine, task_id, Status.WAITING, name=name)

@@ -5,9 +5,9 @@ resume, fork, children and groups, queue settings, live executors, migrations)."
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
 
 from pgtasks.engine import retention
+from pgtasks.engine.connection import DatabaseHandle
 from pgtasks.engine.errors import ConfigurationError
 from pgtasks.engine.settings import validate_queue_name
 from pgtasks.sysdb import SystemDatabase
@@ -28,23 +28,23 @@ from pgtasks.sysdb.records import (
     TaskRecord,
 )
 
-if TYPE_CHECKING:
-    from pgtasks.engine.core import Engine
-
 TERMINATE_KEY = "terminate"  # the event a revoke with terminate=True leaves for the worker
 
 
 class TaskAdmin:
-    """The engine's management operations (``engine.admin``). Records returned here are
-    storage records; the public API turns them into its own."""
+    """The engine's management operations (``engine.admin``), over its ``database`` handle;
+    ``result_expires`` is the app's age of finished tasks (what :meth:`prune` deletes by
+    default). Records returned here are storage records; the public API turns them into its
+    own."""
 
-    def __init__(self, engine: Engine) -> None:
-        self._engine = engine
+    def __init__(self, database: DatabaseHandle, result_expires: float | None) -> None:
+        self._database = database
+        self._result_expires = result_expires
 
     # -- tasks ---------------------------------------------------------------------------
     def _reader(self) -> SystemDatabase:
         """Where monitoring reads go: the ``read_url`` replica when there is one."""
-        return self._engine._database.reader()
+        return self._database.reader()
 
     def tasks(self, params: ListTasksParams) -> list[TaskRecord]:
         """Tasks filtered as ``params`` says (from the ``read_url`` replica when there is one)."""
@@ -52,31 +52,31 @@ class TaskAdmin:
 
     def task(self, task_id: str) -> TaskRecord | None:
         """One task, or None."""
-        return self._engine._sysdb.task_get(task_id)
+        return self._database.sysdb.task_get(task_id)
 
     def steps(self, task_id: str) -> list[StepRecord]:
         """The recorded steps of one task, in order."""
-        return self._engine._sysdb.steps_get(task_id)
+        return self._database.sysdb.steps_get(task_id)
 
     def cancel(self, task_id: str) -> bool:
         """Cancel an unfinished task; False if it had finished (or does not exist)."""
-        return self._engine._sysdb.task_cancel(task_id)
+        return self._database.sysdb.task_cancel(task_id)
 
     def request_terminate(self, task_id: str, signal_name: str) -> bool:
         """Ask the worker running ``task_id`` to stop its process with ``signal_name``
         (prefork pools); False if there is no such task."""
-        return self._engine._sysdb.task_event_set(task_id, TERMINATE_KEY, json.dumps(signal_name), "json")
+        return self._database.sysdb.task_event_set(task_id, TERMINATE_KEY, json.dumps(signal_name), "json")
 
     def resume(self, task_id: str) -> bool:
         """Re-enqueue a cancelled or dead-lettered task; False if it is not resumable."""
-        return self._engine._sysdb.task_resume(task_id)
+        return self._database.sysdb.task_resume(task_id)
 
     def fork(self, params: ForkParams) -> TaskRecord:
         """A new task with the inputs and early steps of another (KeyError if unknown).
 
         ``start_step`` may be at most one past the task's last recorded step: beyond that
         there is no history to keep, and the fork would silently run from that last step+1."""
-        sysdb = self._engine._sysdb
+        sysdb = self._database.sysdb
         if sysdb.task_get(params.source_id) is None:
             raise KeyError(params.source_id)
         recorded = max((s.function_id for s in sysdb.steps_get(params.source_id)), default=0)
@@ -90,16 +90,16 @@ class TaskAdmin:
 
     def children(self, task_id: str) -> list[str]:
         """The tasks ``task_id`` sent and those waiting for its result."""
-        return self._engine._sysdb.task_children(task_id)
+        return self._database.sysdb.task_children(task_id)
 
     def links_around(self, task_id: str, limit: int = 200) -> list[TaskLinkInfo]:
         """The canvas links that start or end at ``task_id`` (chain, chord, group, errback,
         replace) and the tasks it sent ('sent'): one step of the graph around a task."""
-        return self._engine._sysdb.task_links_around(task_id, limit)
+        return self._database.sysdb.task_links_around(task_id, limit)
 
     def group_members(self, group_id: str) -> list[str]:
         """The task ids of a group sent with ``group_id``, in order."""
-        return self._engine._sysdb.group_members(group_id)
+        return self._database.sysdb.group_members(group_id)
 
     # -- executors, queues, the database -------------------------------------------------
     def prune(
@@ -107,35 +107,37 @@ class TaskAdmin:
     ) -> dict[str, int]:
         """Delete finished tasks older than ``older_than`` seconds (default: the
         ``result_expires`` setting) in small batches; the counts per queue."""
-        return retention.prune(self._engine, older_than, queue, max_batches=max_batches)
+        return retention.prune(
+            self._database.sysdb, self._result_expires, older_than, queue, max_batches=max_batches
+        )
 
     def prunable(self, older_than: float | None = None, queue: str | None = None) -> dict[str, int]:
         """What :meth:`prune` would delete now, per queue (a dry run)."""
-        return retention.prunable(self._engine, older_than, queue)
+        return retention.prunable(self._database.sysdb, self._result_expires, older_than, queue)
 
     def forget(self, task_id: str) -> bool:
         """Delete one finished task now (False: unfinished, needed by a canvas, or unknown)."""
-        return self._engine._sysdb.task_forget(task_id)
+        return self._database.sysdb.task_forget(task_id)
 
     def executors(self) -> list[ExecutorInfo]:
         """Every registered executor, live or not (compare heartbeats with :meth:`now_ms`)."""
-        return self._engine._sysdb.executors_list()
+        return self._database.sysdb.executors_list()
 
     def now_ms(self) -> int:
         """The database server's clock, in epoch milliseconds."""
-        return self._engine._sysdb.now_ms()
+        return self._database.sysdb.now_ms()
 
     def dialect(self) -> str:
         """``postgres`` or ``sqlite``."""
-        return self._engine.database_target.dialect
+        return self._database.target.dialect
 
     def queues(self, names: tuple[str, ...] = ()) -> list[QueueSettings]:
         """Stored queue settings: those of ``names``, or all."""
-        return self._engine._sysdb.queues_get(names)
+        return self._database.sysdb.queues_get(names)
 
     def upsert_queue(self, params: QueueUpsert) -> QueueSettings:
         """Create or update one queue's settings."""
-        return self._engine._sysdb.queue_upsert(params)
+        return self._database.sysdb.queue_upsert(params)
 
     def queue_stats(self) -> list[QueueStats]:
         """Unfinished tasks by queue and state, and the oldest waiting task's due time."""
@@ -154,14 +156,14 @@ class TaskAdmin:
         """Pause (no worker claims its tasks from the moment this returns) or resume a queue
         (its idle workers wake at once); the queue's row is created if it has none."""
         validate_queue_name(name)
-        return self._engine._sysdb.queue_set_paused(QueuePause(name, paused))
+        return self._database.sysdb.queue_set_paused(QueuePause(name, paused))
 
     def migrate(self) -> list[MigrationInfo]:
         """Apply the migrations the database lacks; return those applied now."""
-        return self._engine._migrate()
+        return self._database.migrate()
 
     def migration_sql(self) -> str:
         """The SQL of the migrations the database has not applied yet (all for a new one),
         for a database administrator to run; applies nothing."""
-        target, applied = self._engine._pending_migrations()
+        target, applied = self._database.pending_migrations()
         return migration_script(target.dialect, target.schema, applied)

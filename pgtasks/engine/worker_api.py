@@ -4,9 +4,8 @@ settings and the enqueue listener. The worker speaks to this, never to the syste
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from pgtasks.engine import retention
+from pgtasks.engine.connection import DatabaseHandle
 from pgtasks.sysdb.interface import EnqueueListener
 from pgtasks.sysdb.records import (
     ClaimParams,
@@ -22,117 +21,116 @@ from pgtasks.sysdb.records import (
     TaskRecord,
 )
 
-if TYPE_CHECKING:
-    from pgtasks.engine.core import Engine
-
 __all__ = ["EnqueueListener", "WorkerApi"]
 
 
 class WorkerApi:
-    """The engine's operations for one worker process (``engine.worker_api``). Every call
-    reaches the engine's current connection, so a forked child that dropped its parent's
-    connections opens its own on the next call."""
+    """The engine's operations for one worker process (``engine.worker_api``), over the
+    engine's ``database`` handle; ``result_expires`` is the app's age of finished tasks (what
+    :meth:`prune` deletes by default). Every call reaches the handle's current connection, so
+    a forked child that dropped its parent's connections opens its own on the next call."""
 
-    def __init__(self, engine: Engine) -> None:
-        self._engine = engine
+    def __init__(self, database: DatabaseHandle, result_expires: float | None) -> None:
+        self._database = database
+        self._result_expires = result_expires
 
     # -- the executor --------------------------------------------------------------------
     def now_ms(self) -> int:
         """The database server's clock, in epoch milliseconds."""
-        return self._engine._sysdb.now_ms()
+        return self._database.sysdb.now_ms()
 
     def register_version(self, version: str) -> None:
         """Record the application version this worker runs."""
-        self._engine._sysdb.version_register(version)
+        self._database.sysdb.version_register(version)
 
     def register_executor(self, info: ExecutorInfo) -> None:
         """Insert (or take over) this worker's executor row, with a fresh heartbeat."""
-        self._engine._sysdb.executor_register(info)
+        self._database.sysdb.executor_register(info)
 
     def heartbeat(self, executor_id: str) -> bool:
         """Renew the lease; False if the row is gone (another worker recovered our tasks)."""
-        return self._engine._sysdb.executor_heartbeat(executor_id)
+        return self._database.sysdb.executor_heartbeat(executor_id)
 
     def limit_outage_wait(self, seconds: float) -> None:
         """Wait out an unreachable database for at most ``seconds`` from now on (shutdown)."""
-        self._engine._sysdb.limit_outage_wait(seconds)
+        self._database.sysdb.limit_outage_wait(seconds)
 
     def unregister_executor(self, executor_id: str) -> None:
         """Remove this worker's executor row (after a clean shutdown)."""
-        self._engine._sysdb.executor_unregister(executor_id)
+        self._database.sysdb.executor_unregister(executor_id)
 
     def prune(self, max_batches: int) -> dict[str, int]:
         """Delete finished tasks past ``result_expires`` (at most ``max_batches`` batches)."""
-        return retention.prune(self._engine, max_batches=max_batches)
+        return retention.prune(self._database.sysdb, self._result_expires, max_batches=max_batches)
 
     def executors(self) -> list[ExecutorInfo]:
         """Every registered executor, live or not."""
-        return self._engine._sysdb.executors_list()
+        return self._database.sysdb.executors_list()
 
     # -- recovery and housekeeping -------------------------------------------------------
     def recover_own(self, executor_id: str) -> RecoveryReport:
         """Re-enqueue (or dead-letter) the PENDING tasks a previous run of this executor held."""
-        return self._engine._sysdb.tasks_recover_own(RecoverOwnParams(executor_id))
+        return self._database.sysdb.tasks_recover_own(RecoverOwnParams(executor_id))
 
     def recover_stale(self, params: RecoverStaleParams) -> RecoveryReport:
         """Re-enqueue the PENDING tasks of executors whose lease expired."""
-        return self._engine._sysdb.tasks_recover_stale(params)
+        return self._database.sysdb.tasks_recover_stale(params)
 
     def release_stray(self, params: ReleaseStrayParams) -> list[str]:
         """Give back PENDING tasks of this executor that it does not know it holds."""
-        return self._engine._sysdb.tasks_release_stray(params)
+        return self._database.sysdb.tasks_release_stray(params)
 
     def owns(self, task_id: str, executor_id: str, claim_token: str | None) -> bool:
         """Whether ``executor_id`` still holds the task under ``claim_token`` (PENDING on it):
         False once it was revoked, or recovered and claimed by another executor."""
-        return self._engine._sysdb.task_owned_by(task_id, executor_id, claim_token)
+        return self._database.sysdb.task_owned_by(task_id, executor_id, claim_token)
 
     def to_terminate(self, task_ids: list[str]) -> list[str]:
         """Those of ``task_ids`` revoked with terminate=True."""
-        return self._engine._sysdb.tasks_to_terminate(task_ids)
+        return self._database.sysdb.tasks_to_terminate(task_ids)
 
     def promote_delayed(self) -> int:
         """Move DELAYED tasks that are due to ENQUEUED; return how many."""
-        return self._engine._sysdb.tasks_promote_delayed()
+        return self._database.sysdb.tasks_promote_delayed()
 
     def next_due(self, queues: tuple[str, ...]) -> int | None:
         """Milliseconds until the earliest DELAYED task of ``queues`` is due, or None."""
-        return self._engine._sysdb.tasks_next_due(queues)
+        return self._database.sysdb.tasks_next_due(queues)
 
     def announce(self, queues: tuple[str, ...]) -> None:
         """Wake the workers of ``queues`` (a freed slot under a global limit)."""
-        self._engine._sysdb.queues_announce(queues)
+        self._database.sysdb.queues_announce(queues)
 
     def expire(self) -> int:
         """Cancel waiting tasks whose expiry passed; return how many."""
-        return self._engine._sysdb.tasks_expire()
+        return self._database.sysdb.tasks_expire()
 
     # -- claims and outcomes -------------------------------------------------------------
     def claim(self, params: ClaimParams) -> list[TaskRecord]:
         """Claim up to the free slots of ``params`` in one statement."""
-        return self._engine._sysdb.tasks_claim(params)
+        return self._database.sysdb.tasks_claim(params)
 
     def recorded_steps(self, task_ids: list[str]) -> dict[str, list[StepRecord]]:
         """The checkpoints of several tasks, in one query."""
-        return self._engine._sysdb.steps_get_many(task_ids)
+        return self._database.sysdb.steps_get_many(task_ids)
 
     def complete(self, params: CompleteParams) -> list[str]:
         """Write a batch of outcomes (fenced on the executor); return the ids written."""
-        return self._engine._sysdb.tasks_complete(params)
+        return self._database.sysdb.tasks_complete(params)
 
     def task(self, task_id: str) -> TaskRecord | None:
         """One task's row, or None."""
-        return self._engine._sysdb.task_get(task_id)
+        return self._database.sysdb.task_get(task_id)
 
     # -- queues and wake-ups -------------------------------------------------------------
     def queues(self, names: tuple[str, ...]) -> list[QueueSettings]:
         """The stored settings of ``names`` (those that have a row)."""
-        return self._engine._sysdb.queues_get(names)
+        return self._database.sysdb.queues_get(names)
 
     def upsert_queue(self, params: QueueUpsert) -> QueueSettings:
         """Create or update one queue's settings."""
-        return self._engine._sysdb.queue_upsert(params)
+        return self._database.sysdb.queue_upsert(params)
 
     def open_listener(self) -> EnqueueListener | None:
         """A listener for enqueue announcements, or None where the dialect has none."""
-        return self._engine._sysdb.open_listener()
+        return self._database.sysdb.open_listener()

@@ -31,11 +31,14 @@ from pgtasks.scheduler.firing import fire_due
 from pgtasks.scheduler.live import LiveSource, SourceFollower
 from pgtasks.scheduler.planner import DEFAULT_GRACE_SECONDS, next_fire, plan_fires
 from pgtasks.scheduler.timing import floor_second, next_due
+from pgtasks.support.backoff import Backoff
+from pgtasks.support.loops import ErrorPolicy, Loop
 from pgtasks.sysdb.schedule_records import ListSchedulesParams, ScheduleRecord, ScheduleStatus
 
 log = logging.getLogger("pgtasks.beat")
 
 MIN_SLEEP = 0.005
+MAX_FAILED_TICK_PAUSE = 10.0  # the longest pause after failed ticks
 DECODED_CACHE_SIZE = 10_000  # decoded timings kept between ticks
 
 
@@ -70,9 +73,9 @@ class TickReport:
 
 
 class Beat:
-    """One scheduler. ``tick()`` does one pass (tests drive it with a ManualClock);
-    ``run(stop)`` loops until ``stop`` is set. The default clock is the database server's,
-    so beats on machines whose clocks disagree still agree on what is due."""
+    """One scheduler. ``tick()`` does one pass (tests drive it with a ManualClock); ``loop()``
+    ticks on a thread, ``run(stop)`` until ``stop`` is set. The default clock is the database
+    server's, so beats on machines whose clocks disagree still agree on what is due."""
 
     def __init__(
         self, engine: Engine, clock: Clock | None = None, settings: BeatSettings | None = None
@@ -137,26 +140,28 @@ class Beat:
         report.more_pending = report.more_pending or len(due) >= self.settings.batch
         return next_due(schedule.timing, max(due[-1], floor_second(now)))
 
+    def loop(self) -> Loop:
+        """This beat as a loop, not started: a tick, then a sleep until the next due time (at
+        most ``max_interval``), at once again while a backfill goes on. A failed tick (a lost
+        database, say) is retried with a growing pause; the loop never dies of it."""
+        first = min(self.settings.max_interval, MAX_FAILED_TICK_PAUSE)
+        errors = ErrorPolicy(
+            log, "beat tick failed", (DatabaseUnavailable,), backoff=Backoff(first, MAX_FAILED_TICK_PAUSE)
+        )
+        return Loop("pgtasks-beat", self._round, self.settings.max_interval, errors)
+
     def run(self, stop: threading.Event) -> None:
-        """Tick until ``stop`` is set. A failed tick (a lost database, say) is retried with a
-        growing pause; the loop never dies of it."""
-        failures = 0
-        while not stop.is_set():
-            try:
-                report = self.tick()
-                failures = 0
-            except Exception as exc:  # a scheduler inside a worker (-B) must not die silently
-                failures += 1
-                if isinstance(exc, DatabaseUnavailable):
-                    log.warning("database unavailable (%s); retrying", exc)
-                else:
-                    log.exception("beat tick failed; retrying")
-                self.clock.sleep(min(self.settings.max_interval * failures, 10.0), stop)
-                continue
-            if report.more_pending:
-                continue
-            self.clock.sleep(self._sleep_seconds(report), stop)
-        log.info("beat stopped")
+        """Tick until ``stop`` is set: the loop runs on a thread of its own while the calling
+        thread waits for ``stop`` (``pgtasks beat`` owns that thread and that event)."""
+        loop = self.loop()
+        loop.start()
+        stop.wait()
+        if loop.stop():
+            log.info("beat stopped")
+
+    def _round(self) -> float:
+        report = self.tick()
+        return 0.0 if report.more_pending else self._sleep_seconds(report)
 
     def _sleep_seconds(self, report: TickReport) -> float:
         wait = self.settings.max_interval
@@ -197,17 +202,17 @@ class Beat:
 class BeatThread:
     """A beat running on a thread of a worker (``pgtasks worker -B``)."""
 
-    thread: threading.Thread
-    stop_event: threading.Event
+    loop: Loop
     follower: SourceFollower | None = None
 
     def stop(self, timeout: float = 10.0) -> bool:
         """Stop the loop between two ticks and wait for it; False if it is still running."""
         if self.follower is not None:
             self.follower.stop()
-        self.stop_event.set()
-        self.thread.join(timeout)
-        return not self.thread.is_alive()
+        stopped = self.loop.stop(timeout)
+        if stopped:
+            log.info("beat stopped")
+        return stopped
 
 
 def start_beat_thread(
@@ -223,9 +228,8 @@ def start_beat_thread(
     beat.sync(definitions, source)
     follower = SourceFollower(live, beat.sync)
     follower.sync_now()
-    stop = threading.Event()
-    thread = threading.Thread(target=beat.run, args=(stop,), name="pgtasks-beat", daemon=True)
-    thread.start()
+    loop = beat.loop()
+    loop.start()
     follower.start()
     log.info("beat started in this worker with %d configured schedules", len(definitions))
-    return BeatThread(thread, stop, follower)
+    return BeatThread(loop, follower)

@@ -16,14 +16,10 @@ log = logging.getLogger("pgtasks.beat")
 
 
 class Clock(Protocol):
-    """What the scheduler needs from time: the current instant and a stoppable sleep."""
+    """What the scheduler needs from time: the current instant."""
 
     def now(self) -> dt.datetime:
         """The current instant, aware, in UTC."""
-        ...
-
-    def sleep(self, seconds: float, stop: threading.Event) -> None:
-        """Wait ``seconds`` or until ``stop`` is set."""
         ...
 
 
@@ -33,9 +29,6 @@ class SystemClock:
 
     def now(self) -> dt.datetime:
         return dt.datetime.now(UTC)
-
-    def sleep(self, seconds: float, stop: threading.Event) -> None:
-        stop.wait(max(0.0, seconds))
 
 
 class ServerTime(Protocol):
@@ -62,12 +55,9 @@ class DatabaseClock:
             log.debug("database clock unavailable (%s); using the local clock", exc)
         return dt.datetime.fromtimestamp(time.time() + self._offset, UTC)
 
-    def sleep(self, seconds: float, stop: threading.Event) -> None:
-        stop.wait(max(0.0, seconds))
-
 
 class ManualClock:
-    """A clock that moves only when told (``set``/``advance``); ``sleep`` returns at once."""
+    """A clock that moves only when told (``set``/``advance``)."""
 
     def __init__(self, start: dt.datetime) -> None:
         if start.tzinfo is None:
@@ -91,6 +81,3 @@ class ManualClock:
         with self._lock:
             self._now += dt.timedelta(seconds=seconds)
             return self._now
-
-    def sleep(self, seconds: float, stop: threading.Event) -> None:
-        return None

@@ -6,12 +6,12 @@ seen without an edit."""
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from pgtasks.scheduler.definitions import ScheduleDefinition
+from pgtasks.support.loops import ErrorPolicy, Loop
 
 log = logging.getLogger("pgtasks.beat")
 
@@ -41,8 +41,9 @@ class SourceFollower:
         self._sources = list(sources)
         self._sync = sync
         self._seen: dict[str, tuple[object, float]] = {}
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="pgtasks-beat-sources", daemon=True)
+        self._failing: set[str] = set()  # sources warned about, until they sync again
+        errors = ErrorPolicy(log, "following the schedule sources failed")
+        self._loop = Loop("pgtasks-beat-sources", self._poll, POLL_SECONDS, errors, start_after=POLL_SECONDS)
 
     def sync_now(self) -> int:
         """Sync every source once (at a beat's start); return how many schedules they hold.
@@ -51,10 +52,10 @@ class SourceFollower:
 
     def start(self) -> None:
         if self._sources:
-            self._thread.start()
+            self._loop.start()
 
     def stop(self) -> None:
-        self._stop.set()
+        self._loop.stop(timeout=0)
 
     def _sync_one(self, source: LiveSource) -> int:
         version = source.version()
@@ -63,18 +64,16 @@ class SourceFollower:
         self._seen[source.name] = (version, time.monotonic())
         return len(definitions)
 
-    def _run(self) -> None:
-        failing: set[str] = set()
-        while not self._stop.wait(POLL_SECONDS):
-            for source in self._sources:
-                try:
-                    seen, at = self._seen.get(source.name, (None, 0.0))
-                    if source.version() == seen and time.monotonic() - at < RESYNC_SECONDS:
-                        continue
-                    count = self._sync_one(source)
-                    log.info("synced %d schedules from %s", count, source.name)
-                    failing.discard(source.name)
-                except Exception as exc:  # the source's database may be away: next poll
-                    if source.name not in failing:
-                        log.warning("cannot sync the schedules of %s (retrying): %s", source.name, exc)
-                    failing.add(source.name)
+    def _poll(self) -> None:
+        for source in self._sources:
+            try:
+                seen, at = self._seen.get(source.name, (None, 0.0))
+                if source.version() == seen and time.monotonic() - at < RESYNC_SECONDS:
+                    continue
+                count = self._sync_one(source)
+                log.info("synced %d schedules from %s", count, source.name)
+                self._failing.discard(source.name)
+            except Exception as exc:  # the source's database may be away: next poll
+                if source.name not in self._failing:
+                    log.warning("cannot sync the schedules of %s (retrying): %s", source.name, exc)
+                self._failing.add(source.name)

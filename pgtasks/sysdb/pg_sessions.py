@@ -33,6 +33,7 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool, PoolTimeout
 
+from pgtasks.support.backoff import Backoff, Retry
 from pgtasks.sysdb.errors import ConfigurationError, DatabaseUnavailable
 from pgtasks.sysdb.identifiers import quote_identifier
 from pgtasks.sysdb.interface import EnqueueListener
@@ -64,7 +65,7 @@ def is_unavailable(exc: BaseException) -> bool:
 GENERIC_POOL_SIZE = 3  # the claim loop, the checkpoint writer, a spare
 RECONNECT_DEADLINE_ENV = "PGTASKS_RECONNECT_DEADLINE"
 DEFAULT_RECONNECT_DEADLINE = 60.0  # past a failover: 30 s without a primary, then a promotion
-FIRST_RETRY_DELAY, MAX_RETRY_DELAY = 0.05, 1.0
+RECONNECT_BACKOFF = Backoff(first=0.05, cap=1.0)  # between attempts through an outage
 
 log = logging.getLogger("pgtasks.sysdb")
 
@@ -280,7 +281,7 @@ class PostgresSessions:
         server, again on a fresh one, until the outage has lasted the reconnect deadline
         (then DatabaseUnavailable). ``body`` must be safe to repeat: an attempt whose reply
         was lost may have committed."""
-        delay = FIRST_RETRY_DELAY
+        retry: Retry | None = None  # made on the first failure: nothing added to the way through
         while True:
             conn: psycopg.Connection[Any] | None = None
             try:
@@ -303,13 +304,16 @@ class PostgresSessions:
                 self._outage_ended()
                 return result
             waited = self._outage_began(error)
-            left = self._reconnect_deadline - waited
-            if left <= 0:
+            # The deadline counts from the outage's start (shared by every thread), and may
+            # have been shortened meanwhile (limit_outage_wait): read afresh at each failure.
+            retry = retry or Retry(RECONNECT_BACKOFF, last_try_at_deadline=True)
+            retry.deadline = time.monotonic() + self._reconnect_deadline - waited
+            pause = retry.next_delay()
+            if pause is None:
                 raise DatabaseUnavailable(
                     f"the pgtasks database {self.target.display_url} is unavailable: {self._describe(error)}"
                 ) from error
-            time.sleep(min(delay, left))
-            delay = min(delay * 2, MAX_RETRY_DELAY)
+            time.sleep(pause)
 
     def _outage_began(self, error: Exception) -> float:
         """Note a failed attempt; return how long the outage has lasted. Warns once."""

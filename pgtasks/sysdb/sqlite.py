@@ -22,6 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from pgtasks.support.backoff import Backoff
 from pgtasks.sysdb.dedup import enqueue_results, single_task_params
 from pgtasks.sysdb.errors import ConfigurationError, DatabaseUnavailable
 from pgtasks.sysdb.records import (
@@ -40,6 +41,7 @@ from pgtasks.sysdb.urls import DatabaseTarget
 
 NOW_MS = "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)"
 BUSY_TIMEOUT_MS = 30_000
+WAL_SWITCH_BACKOFF = Backoff(first=0.01, cap=0.1)  # while other processes hold the file
 
 
 def _dict_row(cursor: sqlite3.Cursor, row: tuple[Any, ...]) -> dict[str, Any]:
@@ -227,14 +229,15 @@ def _use_wal(conn: sqlite3.Connection) -> None:
     """Switch the file to WAL (once: the mode is stored in the file). Switching needs the file
     to itself, which the busy timeout does not always wait for when many processes open a new
     database at once, so a refused switch is retried."""
-    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    retry = WAL_SWITCH_BACKOFF.retrying(within=BUSY_TIMEOUT_MS / 1000, last_try_at_deadline=True)
     while conn.execute("PRAGMA journal_mode").fetchone()["journal_mode"] != "wal":
         try:
             conn.execute("PRAGMA journal_mode = WAL")
         except sqlite3.OperationalError as exc:
-            if "locked" not in str(exc).lower() or time.monotonic() > deadline:
+            pause = retry.next_delay() if "locked" in str(exc).lower() else None
+            if pause is None:
                 raise DatabaseUnavailable(f"cannot switch {conn} to WAL: {exc}") from exc
-            time.sleep(0.01)
+            time.sleep(pause)
 
 
 def _within_partition_limits(

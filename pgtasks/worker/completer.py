@@ -11,14 +11,14 @@ from pgtasks.engine.crashpoints import crashpoint
 from pgtasks.engine.errors import DatabaseUnavailable, SerializationError
 from pgtasks.engine.failures import describe_failure, encode_exception
 from pgtasks.engine.worker_api import WorkerApi
+from pgtasks.support.backoff import Backoff
 from pgtasks.sysdb.records import CompleteParams, LinkResolver, Outcome, Status
 
 log = logging.getLogger("pgtasks.worker")
 
 FLUSH_INTERVAL = 0.002  # seconds an outcome may wait for others to share its commit
 MAX_BATCH = 500
-FIRST_RETRY_DELAY = 0.05
-MAX_RETRY_DELAY = 2.0
+RETRY_BACKOFF = Backoff(first=0.05, cap=2.0)  # between attempts to write a batch
 
 
 class BatchCompleter:
@@ -82,7 +82,7 @@ class BatchCompleter:
     def _write(self, batch: list[Outcome]) -> None:
         for outcome in batch:
             crashpoint("before_outcome", task_id=outcome.task_id)
-        delay = FIRST_RETRY_DELAY
+        retry = RETRY_BACKOFF.retrying()
         params = CompleteParams(self._executor_id, tuple(batch), self._links)
         while True:
             try:
@@ -97,10 +97,11 @@ class BatchCompleter:
                 if self._give_up.is_set():
                     log.error("could not write %d outcomes (recovery will re-run them): %s", len(batch), exc)
                     return
-                level = logging.WARNING if delay == FIRST_RETRY_DELAY else logging.DEBUG  # once per outage
-                log.log(level, "writing %d outcomes failed, retrying in %.2fs: %s", len(batch), delay, exc)
-                self._give_up.wait(delay)
-                delay = min(delay * 2, MAX_RETRY_DELAY)
+                pause = retry.next_delay()
+                assert pause is not None  # no deadline: until the write succeeds or stop() gives up
+                level = logging.WARNING if retry.failures == 1 else logging.DEBUG  # once per outage
+                log.log(level, "writing %d outcomes failed, retrying in %.2fs: %s", len(batch), pause, exc)
+                self._give_up.wait(pause)
         for outcome in batch:
             crashpoint("after_outcome_commit", task_id=outcome.task_id)
         lost = [o for o in batch if o.task_id not in written]

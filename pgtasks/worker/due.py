@@ -15,6 +15,7 @@ import threading
 
 from pgtasks.engine.errors import DatabaseUnavailable
 from pgtasks.engine.worker_api import WorkerApi
+from pgtasks.support.loops import ErrorPolicy, Loop
 
 log = logging.getLogger("pgtasks.worker")
 
@@ -30,41 +31,26 @@ class DueTimer:
         self._store = store
         self._queues = queues
         self._wake = wake
-        self._fallback = fallback
-        self._changed = threading.Event()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="pgtasks-due", daemon=True)
+        # Outages are the claim loop's to report: a debug line here. Never let the timer die of
+        # anything else either: the maintenance round promotes meanwhile.
+        errors = ErrorPolicy(log, "reading the next due time failed", (DatabaseUnavailable,), logging.DEBUG)
+        self._loop = Loop("pgtasks-due", self._round, fallback, errors)
 
     def start(self) -> None:
-        self._thread.start()
+        self._loop.start()
 
     def stop(self) -> None:
-        self._stop.set()
-        self._changed.set()
-        self._thread.join(timeout=10)
+        self._loop.stop()
 
     def poke(self) -> None:
         """The next due time may have changed: read it again now."""
-        self._changed.set()
+        self._loop.poke()
 
-    def _run(self) -> None:
-        failing = False
-        while not self._stop.is_set():
-            self._changed.clear()
-            try:
-                if self._store.promote_delayed():
-                    self._wake.set()
-                due_in_ms = self._store.next_due(self._queues)
-                failing = False
-            except DatabaseUnavailable as exc:  # the claim loop reports outages; stay quiet
-                if not failing:
-                    log.debug("cannot read the next due time: %s", exc)
-                failing = True
-                due_in_ms = None
-            except Exception:  # never let the timer die: the lease round promotes meanwhile
-                log.exception("reading the next due time failed")
-                due_in_ms = None
-            wait = self._fallback
-            if due_in_ms is not None:
-                wait = min(wait, (due_in_ms + EARLY_MARGIN_MS) / 1000)
-            self._changed.wait(wait)
+    def _round(self) -> float:
+        """Promote what is due; the seconds until the next due time (at most the fallback)."""
+        if self._store.promote_delayed():
+            self._wake.set()
+        due_in_ms = self._store.next_due(self._queues)
+        if due_in_ms is None:
+            return self._loop.interval
+        return min(self._loop.interval, (due_in_ms + EARLY_MARGIN_MS) / 1000)

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import logging
 import os
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from pgtasks.support.loops import ErrorPolicy, Loop
 from pgtasks.worker.endpoint import Endpoint, Route
 
 log = logging.getLogger("pgtasks.worker")
@@ -40,28 +40,26 @@ class HealthFile:
     def __init__(self, path: Path, probe: Probe, interval: float) -> None:
         self.path = path
         self._probe = probe
-        self._interval = interval
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="pgtasks-health-file", daemon=True)
+        # A full or read-only disk: warned about once (the probe will say so), until it heals.
+        errors = ErrorPolicy(
+            log,
+            f"cannot renew the health file {path}",
+            (OSError,),
+            recovered=f"the health file {path} is renewed again",
+        )
+        self._loop = Loop("pgtasks-health-file", self._renew, interval, errors)
 
     def start(self) -> None:
-        self._thread.start()
+        self._loop.start()
 
     def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=5)
+        self._loop.stop(timeout=5)
         self.path.unlink(missing_ok=True)
 
-    def _run(self) -> None:
-        while True:
-            if self._probe.alive() is None:
-                try:
-                    self.path.touch()
-                    os.utime(self.path)
-                except OSError as exc:  # a full or read-only disk: the probe will say so
-                    log.warning("cannot renew the health file %s: %s", self.path, exc)
-            if self._stop.wait(self._interval):
-                return
+    def _renew(self) -> None:
+        if self._probe.alive() is None:
+            self.path.touch()
+            os.utime(self.path)
 
 
 def _check(check: Callable[[], str | None]) -> Route:

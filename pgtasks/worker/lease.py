@@ -1,24 +1,32 @@
-"""The executor's lease: heartbeats in database time, and recovery of others' expired work."""
+"""The executor's lease: heartbeats in database time, and recovery of others' expired work.
+
+Two loops, so that no maintenance statement shares a thread with the heartbeat: however long
+a recovery, a promotion or a stray-claim check takes (a slow network, a lock held by an
+operator), the lease is renewed on time.
+
+- ``pgtasks-lease`` renews this executor's heartbeat every quarter lease (and takes a fresh
+  lease when another executor found the old one expired).
+- ``pgtasks-maintenance``, at the same pace: re-enqueues PENDING tasks of executors whose
+  heartbeat is older than their lease (or that have no executor row at all), promotes DELAYED
+  tasks that are due, runs the worker's own round (``also``) and cancels waiting tasks that
+  expired.
+"""
 
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Callable
 
 from pgtasks.engine.worker_api import WorkerApi
+from pgtasks.support.loops import ErrorPolicy, Loop
 from pgtasks.sysdb.records import ExecutorInfo, RecoverStaleParams
 
 log = logging.getLogger("pgtasks.worker")
 
 
 class LeaseKeeper:
-    """A background thread that, every ``interval`` seconds: renews this executor's
-    heartbeat, re-enqueues PENDING tasks of executors whose heartbeat is older than the lease
-    (or that have no executor row at all), promotes DELAYED tasks that are due, and cancels
-    waiting tasks that expired; ``also`` runs in the same round (the worker re-reads its
-    queues' settings there)."""
+    """The heartbeat loop and the maintenance loop of one executor (see the module)."""
 
     def __init__(
         self,
@@ -39,19 +47,38 @@ class LeaseKeeper:
         # outage out), recovery waits D + one lease (time.monotonic() from which it runs).
         self._recover_from = 0.0
         self.interval = max(0.05, lease_seconds / 4)
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="pgtasks-lease", daemon=True)
         self.beat_at: float | None = None  # time.monotonic() of the last renewed heartbeat
+        # The database may be restarting: any error is taken for an outage and retried.
+        self._heartbeats = Loop(
+            "pgtasks-lease",
+            self.renew,
+            self.interval,
+            ErrorPolicy(log, "heartbeat failed", (Exception,), recovered="heartbeats succeed again"),
+            start_after=self.interval,
+        )
+        self._maintenance = Loop(
+            "pgtasks-maintenance",
+            self.maintain,
+            self.interval,
+            ErrorPolicy(log, "lease round failed", (Exception,), recovered="lease rounds succeed again"),
+            start_after=self.interval,
+        )
 
     def start(self) -> None:
-        self._thread.start()
+        self._heartbeats.start()
+        self._maintenance.start()
 
     def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=10)
+        self._maintenance.stop()
+        self._heartbeats.stop()
 
     def tick(self) -> None:
-        """One round of heartbeat, recovery of others' expired work and promotion."""
+        """One heartbeat and one maintenance round, on the calling thread."""
+        self.renew()
+        self.maintain()
+
+    def renew(self) -> None:
+        """Renew this executor's heartbeat; after a long gap, hold recovery back (see above)."""
         renewed = self._store.heartbeat(self._info.executor_id)
         now = time.monotonic()
         gap = None if self.beat_at is None else now - self.beat_at
@@ -72,7 +99,14 @@ class LeaseKeeper:
             )
             self._store.register_executor(self._info)
         self.beat_at = now
-        if now >= self._recover_from:
+
+    def maintain(self) -> None:
+        """Recovery of others' expired work, promotion, the worker's round, expiry."""
+        now = time.monotonic()
+        # Recover only on a heartbeat renewed within the lease: a stale one means an outage
+        # that the heartbeat loop has not yet measured (it sets _recover_from when it renews).
+        beat_at = self.beat_at
+        if beat_at is not None and now - beat_at <= self._lease_seconds and now >= self._recover_from:
             self._recover_others()
         self._store.promote_delayed()
         if self._also is not None:
@@ -92,17 +126,3 @@ class LeaseKeeper:
                 len(report.dead_lettered),
                 ", ".join(report.dead_lettered[:10]),
             )
-
-    def _run(self) -> None:
-        failing = False
-        while not self._stop.wait(self.interval):
-            try:
-                self.tick()
-            except Exception as exc:  # the database may be restarting: keep trying
-                # One warning per outage, not one per round.
-                log.log(logging.DEBUG if failing else logging.WARNING, "lease round failed: %s", exc)
-                failing = True
-            else:
-                if failing:
-                    log.warning("lease rounds succeed again")
-                failing = False

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import logging
 import random
-import threading
 import time
 from collections import Counter
 from collections.abc import Callable
 
 from pgtasks.engine.retention import PRUNE_BATCH
 from pgtasks.engine.worker_api import WorkerApi
+from pgtasks.support.loops import ErrorPolicy, Loop
 from pgtasks.sysdb.errors import DatabaseUnavailable
 
 log = logging.getLogger("pgtasks.worker")
@@ -42,16 +42,21 @@ class Pruner:
         self._batches_per_step = batches_per_step
         self.interval = interval
         self._on_pruned = on_pruned
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="pgtasks-prune", daemon=True)
+        # A bug here must not take the worker down: logged, and the next round tries again.
+        # The first round comes at a random point of the first interval.
+        self._loop = Loop(
+            "pgtasks-prune",
+            self._scheduled_round,
+            interval,
+            ErrorPolicy(log, "pruning finished tasks failed"),
+            start_after=random.uniform(0, interval),
+        )
 
     def start(self) -> None:
-        self._thread.start()
+        self._loop.start()
 
     def stop(self) -> None:
-        self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join(timeout=10)
+        self._loop.stop()
 
     def round(self) -> dict[str, int]:
         """One round: batches until one comes back short (nothing more is past its age) or the
@@ -59,7 +64,7 @@ class Pruner:
         deleted: Counter[str] = Counter()
         ends = time.monotonic() + self.interval * ROUND_BUDGET_SHARE
         try:
-            while not self._stop.is_set():
+            while not self._loop.stopping:
                 step = self._store.prune(self._batches_per_step)
                 deleted.update(step)
                 if sum(step.values()) < self._batches_per_step * PRUNE_BATCH or time.monotonic() >= ends:
@@ -72,13 +77,5 @@ class Pruner:
                 self._on_pruned(dict(deleted))
         return dict(deleted)
 
-    def _run(self) -> None:
-        if self._stop.wait(random.uniform(0, self.interval)):
-            return
-        while True:
-            try:
-                self.round()
-            except Exception:  # a bug here must not take the worker down
-                log.exception("pruning finished tasks failed")
-            if self._stop.wait(self.interval):
-                return
+    def _scheduled_round(self) -> None:
+        self.round()

@@ -13,10 +13,12 @@ from collections.abc import Callable
 
 from pgtasks.engine.errors import DatabaseUnavailable
 from pgtasks.engine.worker_api import EnqueueListener, WorkerApi
+from pgtasks.support.backoff import Backoff
+from pgtasks.support.loops import ErrorPolicy, Loop
 
 log = logging.getLogger("pgtasks.worker")
 
-RECONNECT_DELAYS = (0.1, 0.5, 1.0, 2.0, 5.0)
+RECONNECT_BACKOFF = Backoff(first=0.1, cap=5.0)
 
 
 class WakeOnEnqueue:
@@ -33,58 +35,46 @@ class WakeOnEnqueue:
         self._queues = set(queues)
         self._wake = wake
         self._also = also
-        self._stop = threading.Event()
         self.listening = threading.Event()
+        self._opened: EnqueueListener | None = None  # the listener start() opened
+        # A round is one listening session: a lost one ends it, and the next reconnects at once;
+        # a reconnect refused is retried with backoff, warned about once per outage.
+        errors = ErrorPolicy(
+            log,
+            "cannot listen for new tasks (polling meanwhile)",
+            (DatabaseUnavailable,),
+            backoff=RECONNECT_BACKOFF,
+        )
+        self._loop = Loop("pgtasks-listen", self._listen, 0.0, errors)
 
     def start(self) -> bool:
         """Start listening; False where the database has no notifications (poll only)."""
-        first: EnqueueListener | object | None
         try:
-            first = self._store.open_listener()
+            self._opened = self._store.open_listener()
+            if self._opened is None:
+                return False
         except DatabaseUnavailable as exc:
             log.warning("cannot listen for new tasks yet (polling meanwhile): %s", exc)
-            first = _NOT_YET
-        if first is None:
-            return False
-        self._thread = threading.Thread(target=self._run, args=(first,), name="pgtasks-listen", daemon=True)
-        self._thread.start()
+        self._loop.start()
         return True
 
     def stop(self) -> None:
-        self._stop.set()
+        self._loop.stop(timeout=0)  # the session ends within its next half-second wait
 
-    def _run(self, listener: EnqueueListener | object) -> None:
-        failures = 0
-        while not self._stop.is_set():
-            if not isinstance(listener, EnqueueListener):
-                try:
-                    listener = self._store.open_listener()
-                    failures = 0
-                except DatabaseUnavailable as exc:
-                    delay = RECONNECT_DELAYS[min(failures, len(RECONNECT_DELAYS) - 1)]
-                    failures += 1
-                    log.log(
-                        logging.WARNING if failures == 1 else logging.DEBUG,  # once per outage
-                        "cannot listen for new tasks (polling meanwhile), retry in %.1fs: %s",
-                        delay,
-                        exc,
-                    )
-                    self._stop.wait(delay)
-                    continue
-            assert isinstance(listener, EnqueueListener)
-            self.listening.set()
-            try:
-                while not self._stop.is_set():
-                    if listener.wait(timeout=0.5) & self._queues:
-                        self._wake.set()
-                        if self._also is not None:
-                            self._also()
-            except DatabaseUnavailable as exc:
-                log.warning("lost the listener connection (polling meanwhile): %s", exc)
-            finally:
-                self.listening.clear()
-                listener.close()
-                listener = _NOT_YET
-
-
-_NOT_YET = object()
+    def _listen(self) -> None:
+        listener, self._opened = self._opened or self._store.open_listener(), None
+        if listener is None:  # the database has no notifications after all: poll only
+            self._loop.stop(timeout=0)
+            return
+        self.listening.set()
+        try:
+            while not self._loop.stopping:
+                if listener.wait(timeout=0.5) & self._queues:
+                    self._wake.set()
+                    if self._also is not None:
+                        self._also()
+        except DatabaseUnavailable as exc:
+            log.warning("lost the listener connection (polling meanwhile): %s", exc)
+        finally:
+            self.listening.clear()
+            listener.close()

@@ -23,6 +23,7 @@ from pgtasks.engine.errors import ConfigurationError, DatabaseUnavailable
 from pgtasks.engine.failures import error_summary
 from pgtasks.engine.redaction import masked_inputs, scrub, secret_args_of
 from pgtasks.engine.settings import check_name_length, validate_queue_name
+from pgtasks.support.backoff import Backoff
 from pgtasks.sysdb.records import (
     ClaimParams,
     ExecutorInfo,
@@ -49,8 +50,9 @@ log = logging.getLogger("pgtasks.worker")
 
 STRAY_GRACE_SECONDS = 10.0  # a claim this young may still be on its way to the pool
 GATHER_SECONDS = 0.002  # with a backlog, how long a claim waits for more slots to free up
-CLAIM_FIRST_BACKOFF = 0.1  # seconds before the first retry of a claim the database refused
-CLAIM_MAX_BACKOFF = 5.0
+# Pauses between claims the database refused (and start-up writes it refused): 0.1 s doubling
+# up to 5 s.
+CLAIM_BACKOFF = Backoff(first=0.1, cap=5.0)
 # How long a worker's start-up writes wait out a database that went away after the start-up
 # wait found it (a restart in the middle of the start), before the start fails.
 START_OUTAGE_SECONDS = 120.0
@@ -267,7 +269,7 @@ class Worker:
 
     def _claim_loop(self) -> None:
         poll = self.engine.settings.poll_interval
-        backoff = CLAIM_FIRST_BACKOFF
+        retry = CLAIM_BACKOFF.retrying()
         outage_since: float | None = None  # time.monotonic() of the first failed claim
         backlog = False  # the last claim took all it asked for: more tasks are probably waiting
         while not self._stopping.is_set():
@@ -292,22 +294,23 @@ class Worker:
                     ClaimParams(self.executor_id, self.version, self.queues.claims(), free)
                 )
             except DatabaseUnavailable as exc:  # transient: back off and try again
+                pause = retry.next_delay()
+                assert pause is not None  # no deadline: the outage is waited out
                 if outage_since is None:  # one warning per outage, not one per attempt
                     outage_since = time.monotonic()
                     log.warning("cannot claim tasks, the database is unavailable; retrying: %s", exc)
                 else:
-                    log.debug("claim failed again, retrying in %.1fs: %s", backoff, exc)
+                    log.debug("claim failed again, retrying in %.1fs: %s", pause, exc)
                 self._claiming = False
-                self._stopping.wait(backoff)
-                backoff = min(backoff * 2, CLAIM_MAX_BACKOFF)
+                self._stopping.wait(pause)
                 continue
             if outage_since is not None:
                 log.warning(
                     "claiming again after %.1fs without the database", time.monotonic() - outage_since
                 )
                 outage_since = None
+                retry.reset()
             self._claiming = True
-            backoff = CLAIM_FIRST_BACKOFF
             backlog = len(claimed) == free
             steps = self._recorded_steps(claimed)
             for record in claimed:
@@ -515,16 +518,14 @@ def _through_outages(step: Callable[[], T]) -> T:
     """Run a start-up ``step`` that is safe to repeat, waiting out a database outage that
     begins after the start-up wait found the database (a restart in the middle of a worker's
     start): retried with backoff for up to START_OUTAGE_SECONDS, then DatabaseUnavailable."""
-    delay, deadline = CLAIM_FIRST_BACKOFF, time.monotonic() + START_OUTAGE_SECONDS
-    warned = False
+    retry = CLAIM_BACKOFF.retrying(within=START_OUTAGE_SECONDS)
     while True:
         try:
             return step()
         except DatabaseUnavailable as exc:
-            if time.monotonic() + delay > deadline:
+            pause = retry.next_delay()
+            if pause is None:
                 raise
-            if not warned:
+            if retry.failures == 1:
                 log.warning("the database went away while the worker was starting; retrying: %s", exc)
-                warned = True
-            time.sleep(delay)
-            delay = min(delay * 2, CLAIM_MAX_BACKOFF)
+            time.sleep(pause)

@@ -47,17 +47,21 @@ def fired_in_db(database_url: str) -> list[str]:
         db.close()
 
 
-def assert_exactly_once_and_contiguous(counts: collections.Counter[str], database_url: str) -> list[str]:
+def assert_exactly_once_and_contiguous(
+    counts: collections.Counter[str], database_url: str, unlogged: int = 0
+) -> list[str]:
     """The due times in the database are contiguous (none skipped), and each was reported
     inserted by exactly one process (the ids make a second row impossible; the logs show that
-    no second process believed it fired the same due time)."""
+    no second process believed it fired the same due time). ``unlogged``: how many fires a
+    process killed from outside may have committed without living to log them."""
     in_db = fired_in_db(database_url)
     due = [task_id.removeprefix("sched-tick-") for task_id in in_db]
     instants = [dt.datetime.strptime(d, "%Y-%m-%dT%H:%M:%SZ") for d in due]
     gaps = [(a, b) for a, b in itertools.pairwise(instants) if b - a != dt.timedelta(seconds=1)]
     assert due and gaps == []
     assert max(counts.values()) == 1, [d for d, n in counts.items() if n > 1]
-    assert sorted(counts) == due
+    assert set(counts) <= set(due)
+    assert len(set(due) - set(counts)) <= unlogged, sorted(set(due) - set(counts))
     return due
 
 
@@ -113,7 +117,9 @@ def test_a_beat_killed_mid_fire_leaves_the_due_time_to_the_others(database_url: 
     finally:
         for process in survivors:
             stop(process)
-    due = assert_exactly_once_and_contiguous(fired_due_times(logs), database_url)
+    # The SIGKILL from outside can land between a fire's commit and its log line: that one fire
+    # is in the database, unlogged (still once: no other process logged it).
+    due = assert_exactly_once_and_contiguous(fired_due_times(logs), database_url, unlogged=1)
     assert due[0] == first_due.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 

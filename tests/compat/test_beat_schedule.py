@@ -10,7 +10,7 @@ import pytest
 
 from pgtasks import App
 from pgtasks.compat import Celery
-from pgtasks.compat.schedules import crontab
+from pgtasks.compat.celery.schedules import crontab
 from pgtasks.scheduler import Beat, ManualClock, fire_task_id
 
 UTC = dt.timezone.utc

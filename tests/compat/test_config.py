@@ -9,8 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from pgtasks.compat.app import BrokerNotSupported, Celery
-from pgtasks.compat.exceptions import ImproperlyConfigured
+from pgtasks.compat.bridge.configuration import BrokerNotSupported
+from pgtasks.compat.bridge.registration import shared_task
+from pgtasks.compat.celery.app.base import Celery
+from pgtasks.compat.celery.exceptions import ImproperlyConfigured
 
 
 @pytest.fixture
@@ -156,4 +158,19 @@ def test_every_celery_setting_is_in_the_conf_with_its_default(url: str) -> None:
     assert app.conf.task_soft_time_limit == 30  # added defaults fill what nothing else sets
     app.config_from_object({"task_soft_time_limit": 10})
     assert app.conf.task_soft_time_limit == 10
+    app.close()
+
+
+def test_a_shared_task_registers_in_an_app_whose_broker_url_was_refused(tmp_path: Path) -> None:
+    """Registering a task reads no setting: an app left holding a broker URL that was refused
+    (the assignment raised) does not break a shared task declared later in the process."""
+    app = Celery("refused", broker=f"sqlite:///{tmp_path / 'refused.sqlite3'}", set_as_current=False)
+    with pytest.raises(BrokerNotSupported):
+        app.conf.broker_url = "redis://localhost:6379/0"
+
+    @shared_task(name="cfg.shared_after_refusal")
+    def shared() -> str:
+        return "ok"
+
+    assert app.tasks["cfg.shared_after_refusal"] is shared
     app.close()

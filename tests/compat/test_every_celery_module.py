@@ -1,7 +1,7 @@
 """Every public module of the real Celery and kombu (as installed in `.venv-celery`, listed by
 walking their packages) imports in a process where pgtasks is celery: served with working
 behaviour, or importable with names that raise NotImplementedError naming the alternative
-(``compat/refused.py``)."""
+(``compat/bridge/refused.py``)."""
 
 from __future__ import annotations
 

@@ -131,7 +131,7 @@ def test_any_process_of_the_venv_imports_celery_from_pgtasks(tmp_path: Path) -> 
         cwd=tmp_path,
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["pgtasks.compat.celery_api", "pgtasks.compat.kombu"]
+    assert done.stdout.split() == ["pgtasks.compat.celery", "pgtasks.compat.kombu.entity"]
     # A process that never imports celery never imports pgtasks either.
     untouched = _python(
         "import sys, json; print('pgtasks' in sys.modules or 'pgtasks.compat' in sys.modules)"
@@ -151,7 +151,7 @@ def test_a_real_celery_wins_unless_pgtasks_celery_is_set(tmp_path: Path) -> None
     real = _python("import celery; print(getattr(celery, 'REAL', False))", env, cwd=tmp_path)
     assert real.stdout.strip() == "True", real.stderr
     ours = _python("import celery; print(celery.__name__)", {**env, "PGTASKS_CELERY": "1"}, cwd=tmp_path)
-    assert ours.stdout.strip() == "pgtasks.compat.celery_api", ours.stderr
+    assert ours.stdout.strip() == "pgtasks.compat.celery", ours.stderr
     command = Path(sys.executable).parent / "celery"
     delegated = subprocess.run(
         [str(command), "--version"],

@@ -11,9 +11,10 @@ import types
 import pytest
 
 from pgtasks.compat import install, installed
-from pgtasks.compat.registration import gen_task_name
-from pgtasks.compat.routing import prepare_routers, route
-from pgtasks.compat.states import celery_state, state
+from pgtasks.compat.bridge.outcomes import celery_exception, celery_state
+from pgtasks.compat.bridge.registration import gen_task_name
+from pgtasks.compat.celery.app.routes import prepare_routers, route
+from pgtasks.compat.celery.states import state
 from pgtasks.sysdb.records import Status
 
 
@@ -35,10 +36,10 @@ def test_import_hook_provides_celerys_and_kombus_names_and_is_idempotent() -> No
     from celery.states import SUCCESS  # noqa: F401
     from kombu import Exchange, Queue  # noqa: F401
 
-    import pgtasks.compat.celery_api
+    import pgtasks.compat.celery
     import pgtasks.engine.errors
 
-    assert celery is pgtasks.compat.celery_api and celery.app.task.Task is Task
+    assert celery is pgtasks.compat.celery and celery.app.task.Task is Task
     assert celery.utils.log.get_task_logger("x").parent.name == "celery.task"
     assert callable(kombu.serialization.register)
     assert SoftTimeLimitExceeded is pgtasks.engine.errors.SoftTimeLimitExceeded
@@ -115,8 +116,28 @@ def test_states_map_pgtasks_statuses() -> None:
     assert not state("CUSTOM") < state("PENDING")
 
 
+def test_failures_stored_under_the_old_module_paths_come_back_as_celerys_classes() -> None:
+    """Rows written before the Celery layer took Celery's module paths name
+    ``pgtasks.compat.exceptions``; they still read back as the Celery exception."""
+    from pgtasks.compat.celery.exceptions import Reject
+    from pgtasks.compat.kombu.exceptions import DecodeError
+    from pgtasks.engine.errors import TaskError
+    from pgtasks.engine.failures import decode_exception
+
+    old = '{"module": "pgtasks.compat.exceptions", "type": "Reject", "message": "no", "traceback": "tb"}'
+    decoded = decode_exception(old)
+    assert isinstance(decoded, TaskError)  # the engine rebuilds nothing from an unloaded module
+    mapped = celery_exception(decoded)
+    assert type(mapped) is Reject and mapped.reason == "no" and mapped.remote_traceback == "tb"
+    kombu = TaskError("pgtasks.compat.kombu_utils.DecodeError", "bad")
+    assert type(celery_exception(kombu)) is DecodeError
+    unknown = TaskError("pgtasks.compat.exceptions.NoSuchError", "x")
+    assert celery_exception(unknown) is unknown
+    assert celery_exception(TaskError("app.MyError", "x")).type_name == "app.MyError"
+
+
 def test_setting_names_cover_celerys_table() -> None:
-    from pgtasks.compat.conf import current_name
+    from pgtasks.compat.celery.app.utils import current_name
 
     assert current_name("CELERYD_TASK_TIME_LIMIT") == "task_time_limit"
     assert current_name("CELERY_RESULT_DBURI") == "database_url"

@@ -284,10 +284,11 @@ def test_a_slow_network_changes_nothing(pg_url: str, proxy: PgProxy, workers: Wo
     complete on their first claim, each step once, and the rescuer watching for expired leases
     finds nothing to recover.
 
-    Not much more: a lease round (heartbeat, then recovery, promotion, queue settings, stray
-    claims, expiry) makes about nine sequential round trips before its quarter-lease wait, so
-    with 50 ms each way the worker's own heartbeats come 1.17 s apart (measured) and its 1 s
-    lease lapses while it is healthy."""
+    It used to take not much more: while the heartbeat shared its thread with maintenance
+    (recovery, promotion, queue settings, stray claims, expiry: about nine sequential round
+    trips before the quarter-lease wait), 50 ms each way put the worker's own heartbeats
+    1.17 s apart (measured) and its 1 s lease lapsed while it was healthy. The heartbeat now
+    has a thread of its own."""
     proxy.delay(0.01)
     with psycopg.connect(parse_database_url(proxy.url).dsn, autocommit=True) as conn:
         began = time.monotonic()

@@ -168,7 +168,7 @@ def test_rows_whose_inputs_cannot_be_read_fail_with_a_reason(
         return "fine"
 
     poison = NewTask(task_id="poison", name=fine.name, inputs=inputs, serialization=tag, queue_name="default")
-    app.engine._sysdb.tasks_enqueue([poison])
+    app.engine.database.sysdb.tasks_enqueue([poison])
     healthy = fine.delay()
     with running_worker(app):
         assert healthy.get(timeout=20) == "fine"  # the worker keeps serving other tasks
@@ -365,7 +365,7 @@ def test_two_executors_on_one_task_only_the_owner_records(app: App) -> None:
         return work("a") + work("b")
 
     handle = task.delay()
-    db = app.engine._sysdb
+    db = app.engine.database.sysdb
     version = app.version()
     [first] = db.tasks_claim(ClaimParams("w1", version, ("default",), 1))
     # w1's lease expires: the task is recovered and w2 claims it, while w1 still has it.
@@ -395,7 +395,7 @@ def test_nondeterministic_body_is_reported(app: App) -> None:
         return one() if flip["value"] else two()
 
     handle = wobbly.delay()
-    db = app.engine._sysdb
+    db = app.engine.database.sysdb
     [record] = db.tasks_claim(ClaimParams("w1", app.version(), ("default",), 1))
     assert execute_task(app.engine, record, "w1") is not None
     flip["value"] = False

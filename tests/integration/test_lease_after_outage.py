@@ -15,7 +15,7 @@ from tests.support.inprocess import wait_for
 
 def test_recovery_of_others_waits_out_an_outage(database_url: str) -> None:
     app = App("lease-outage", database_url=database_url)
-    store, sysdb = app.engine.worker_api, app.engine._sysdb
+    store, sysdb = app.engine.worker_api, app.engine.database.sysdb
     sysdb.executor_register(ExecutorInfo("quiet", "host", 1, "v1", ("default",), lease_ms=1))
     sysdb.tasks_enqueue([new("held"), new("later")])
     claim(sysdb, executor="quiet", limit=2)

@@ -158,7 +158,7 @@ def test_a_pruning_round_goes_on_while_more_is_due(database_url: str) -> None:
     # 2,500 finished tasks and steps of one batch (1,000): one round deletes them all, so
     # pruning keeps up with any rate rather than a fixed number of batches a minute.
     app = App("round", database_url=database_url, result_expires=0.001)
-    db = app.engine._sysdb
+    db = app.engine.database.sysdb
     db.tasks_enqueue([NewTask(f"r{i}", "r.noop", '{"args":[],"kwargs":{}}', "default") for i in range(2500)])
     claimed = db.tasks_claim(ClaimParams("w1", app.version(), ("default",), 2500))
     outcomes = tuple(Outcome(t.task_id, Status.SUCCESS, "null", claim_token=t.claim_token) for t in claimed)

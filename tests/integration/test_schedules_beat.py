@@ -132,7 +132,7 @@ def test_a_lost_compare_and_set_inserts_nothing_and_the_loser_catches_up(app: Ap
     define_every_minute(app, clock, backfill=True)
     first, second = Beat(app.engine, clock), Beat(app.engine, clock)
     clock.set(minutes(3))
-    stale = app.engine._sysdb.schedules_list(ListSchedulesParams(name="m"))[0]
+    stale = app.engine.database.sysdb.schedules_list(ListSchedulesParams(name="m"))[0]
     assert first.tick().fired == ids("m", 1, 2, 3)
     from pgtasks.scheduler.definitions import decode_schedule
     from pgtasks.scheduler.firing import fire_due
@@ -251,7 +251,7 @@ def test_runtime_changes_reach_a_running_beat(app: App) -> None:
 def test_scheduled_tasks_go_to_the_latest_version(app: App) -> None:
     clock = ManualClock(T0)
     define_every_minute(app, clock, backfill=False)
-    sysdb = app.engine._sysdb
+    sysdb = app.engine.database.sysdb
     queues = (app.settings.default_queue,)
     for version, executor in (("v1", "w-old"), ("v2", "w-new")):
         start = sysdb.now_ms()  # versions are ordered by the database clock (ms)
@@ -269,7 +269,7 @@ def test_app_api_trigger_backfill_pause_and_errors(app: App) -> None:
     assert (record.status, record.queue_name, record.timezone) == (ScheduleStatus.ACTIVE, "q", "Asia/Kolkata")
     handle = app.trigger_schedule("api")
     assert handle.id.startswith("sched-api-manual-")
-    task = app.engine._sysdb.task_get(handle.id)
+    task = app.engine.database.sysdb.task_get(handle.id)
     assert task is not None and task.queue_name == "q" and task.inputs.startswith('{"args":[1]')
     today = dt.datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
     report = app.backfill_schedule("api", today - dt.timedelta(days=3))
@@ -294,7 +294,7 @@ def test_app_api_trigger_backfill_pause_and_errors(app: App) -> None:
 def test_rows_that_cannot_fire_do_not_stop_the_others(app: App, caplog: pytest.LogCaptureFixture) -> None:
     """Rows edited by hand into something unreadable are logged once each and skipped."""
     clock = ManualClock(T0)
-    sysdb = app.engine._sysdb
+    sysdb = app.engine.database.sysdb
     broken = (
         ScheduleWrite(name="bad-cron", task_name="sched.tick", schedule="every day at noon"),
         ScheduleWrite(name="bad-args", task_name="sched.tick", schedule="* * * * *", context='{"args": 5}'),

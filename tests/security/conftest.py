@@ -15,7 +15,7 @@ CAP = 4096  # max_payload_bytes of these apps, small so that going over it is ch
 
 def _app(url: str) -> Iterator[App]:
     with opened_app("sec", url, max_payload_bytes=CAP) as app:
-        app.engine._sysdb  # noqa: B018 - create the tables before the first snapshot
+        app.engine.database.sysdb  # noqa: B018 - create the tables before the first snapshot
         yield app
 
 

@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pgtasks.compat.redis_wire import RedisConnection, RedisError
+from pgtasks.cli.celery_import.redis_wire import RedisConnection, RedisError
 from tests.support.cli import REPO
 from tests.support.pgserver import free_port
 

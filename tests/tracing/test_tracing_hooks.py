@@ -15,7 +15,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 
 from pgtasks import App, Client
 from pgtasks.compat import Celery
-from pgtasks.compat.workflows import chain
+from pgtasks.compat.celery.canvas.chain import chain
 from pgtasks.engine import tracing
 from tests.support.cli import REPO
 from tests.support.inprocess import running_worker

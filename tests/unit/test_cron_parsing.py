@@ -6,8 +6,8 @@ import datetime as dt
 
 import pytest
 
-from pgtasks.compat.beat_schedule import definitions_from_config
-from pgtasks.compat.schedules import NotSupported, crontab, schedule, solar
+from pgtasks.compat.bridge.beat_schedule import definitions_from_config
+from pgtasks.compat.celery.schedules import NotSupported, crontab, schedule, solar
 from pgtasks.engine.errors import ConfigurationError
 from pgtasks.scheduler import define_schedule, fire_task_id, format_due
 from pgtasks.scheduler.cron import parse_cron

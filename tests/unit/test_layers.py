@@ -17,18 +17,22 @@ from pathlib import Path
 
 # The rule, as data for docs/architecture.md to quote: layer -> the layers it may import.
 ALLOWED: dict[str, frozenset[str]] = {
-    "sysdb": frozenset({"sysdb"}),
-    "engine": frozenset({"engine", "sysdb"}),
-    "worker": frozenset({"worker", "engine", "sysdb"}),
-    "scheduler": frozenset({"scheduler", "engine", "sysdb"}),
-    "public": frozenset({"public", "worker", "scheduler", "engine", "sysdb"}),
-    "compat": frozenset({"compat", "public", "worker", "scheduler", "engine", "sysdb"}),
-    "dashboard": frozenset({"dashboard", "public", "scheduler", "engine", "sysdb"}),
-    "cli": frozenset({"cli", "dashboard", "compat", "public", "worker", "scheduler", "engine", "sysdb"}),
+    "support": frozenset({"support"}),
+    "sysdb": frozenset({"sysdb", "support"}),
+    "engine": frozenset({"engine", "sysdb", "support"}),
+    "worker": frozenset({"worker", "engine", "sysdb", "support"}),
+    "scheduler": frozenset({"scheduler", "engine", "sysdb", "support"}),
+    "public": frozenset({"public", "worker", "scheduler", "engine", "sysdb", "support"}),
+    "compat": frozenset({"compat", "public", "worker", "scheduler", "engine", "sysdb", "support"}),
+    "dashboard": frozenset({"dashboard", "public", "scheduler", "engine", "sysdb", "support"}),
+    "cli": frozenset(
+        {"cli", "dashboard", "compat", "public", "worker", "scheduler", "engine", "sysdb", "support"}
+    ),
 }
 
 # Packages under pgtasks/ and their layer; a module directly in pgtasks/ is "public".
 PACKAGE_LAYERS: dict[str, str] = {
+    "pgtasks.support": "support",
     "pgtasks.sysdb": "sysdb",
     "pgtasks.engine": "engine",
     "pgtasks.worker": "worker",
@@ -176,6 +180,18 @@ def test_celery_lives_in_compat_and_cli_only() -> None:
         if "celery" in name.lower() and layer_of(name) not in CELERY_LAYERS
     ]
     assert not offending, f"{len(offending)} Celery leaks below compat:\n" + "\n".join(offending)
+
+
+def test_the_celery_layer_is_shaped_like_celery() -> None:
+    """``compat/`` holds Celery's, kombu's and billiard's packages at their paths (``celery.X.Y``
+    is ``compat/celery/X/Y.py``: tests/compat/test_celery_tree.py imports each by that name)
+    and pgtasks' own side in ``bridge/``; every folder is a package."""
+    compat = ROOT / "compat"
+    folders = [p for p in compat.rglob("*") if p.is_dir() and p.name != "__pycache__"]
+    top = sorted(p.name for p in compat.iterdir() if p.name != "__pycache__")
+    assert top == ["__init__.py", "billiard", "bridge", "celery", "kombu"]
+    assert [str(f.relative_to(ROOT)) for f in folders if not (f / "__init__.py").exists()] == []
+    assert (compat / "celery" / "app" / "task.py").exists() and len(folders) > 10
 
 
 def identifiers_in(source: str) -> list[tuple[str, int]]:

@@ -183,7 +183,7 @@ def test_an_app_behind_the_current_app_proxy(workdir: Path) -> None:
         workdir,
         """
         from pgtasks.compat import Celery
-        from pgtasks.compat.celery_api import current_app
+        from pgtasks.compat.celery import current_app
         app_instance = Celery("proxied", broker=DB)
         app_instance.set_current()
         app = current_app

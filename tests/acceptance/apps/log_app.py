@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 
 from pgtasks import App
-from pgtasks.compat.logs import get_task_logger
+from pgtasks.compat.celery.utils.log import get_task_logger
 
 app = App("logs", poll_interval=0.05)
 task_log = get_task_logger(__name__)

@@ -1,0 +1,89 @@
+"""The configuration bridge: a Celery app's settings (``app.conf``) as the settings of its
+pgtasks engine.
+
+``broker_url`` (or the ``CELERY_BROKER_URL`` environment variable, which wins as in Celery)
+names the pgtasks database: ``postgresql://``, ``postgres://`` or ``sqlite:///``; a message
+broker's URL is refused with what to set instead. Without one, ``PGTASKS_DATABASE_URL`` or the
+SQLite default is used. ``task_default_queue``, ``task_serializer``, ``accept_content`` and
+``result_expires`` become the engine's default queue, serializer, accepted content and result
+retention (:data:`ENGINE_SETTINGS`: changing one rebuilds the engine).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import os
+from typing import Any
+
+from pgtasks.compat.celery.app.utils import Settings as CelerySettings
+from pgtasks.compat.celery.exceptions import ImproperlyConfigured
+from pgtasks.engine.errors import ConfigurationError
+from pgtasks.engine.settings import Settings
+from pgtasks.sysdb.urls import DATABASE_URL_ENV, DEFAULT_DATABASE_URL, redact_url
+
+DATABASE_SCHEMES = ("postgresql", "postgres", "postgresql+psycopg", "postgresql+psycopg2", "sqlite")
+# The Celery settings the engine is built from.
+ENGINE_SETTINGS = frozenset(
+    {"broker_url", "task_default_queue", "task_serializer", "accept_content", "result_expires"}
+)
+_MIME = {"application/json": "json", "application/x-python-serialize": "pickle"}
+
+
+class BrokerNotSupported(ConfigurationError, ImproperlyConfigured):
+    """The broker URL names a message broker: pgtasks needs its database instead."""
+
+
+def check_broker_url(url: str) -> str:
+    """``url`` if pgtasks can use it as its database; else a precise BrokerNotSupported."""
+    first = url.split(";")[0].strip()
+    scheme = first.split("://", 1)[0].lower() if "://" in first else ""
+    if scheme not in DATABASE_SCHEMES:
+        raise BrokerNotSupported(
+            f"broker_url {redact_url(first)!r}: pgtasks does not use a message broker; it keeps tasks, "
+            "results and schedules in PostgreSQL. Set broker_url (or the CELERY_BROKER_URL environment "
+            "variable) to 'postgresql://user:password@host:5432/dbname' (or 'sqlite:///path/file.sqlite3'); "
+            "result_backend can stay as it is (it is ignored)."
+        )
+    return first
+
+
+def database_url(conf: CelerySettings) -> str:
+    """The pgtasks database of an app with settings ``conf`` (see the module docstring)."""
+    broker = os.environ.get("CELERY_BROKER_URL") or conf.get("broker_url")
+    if isinstance(broker, (list, tuple)):
+        broker = broker[0] if broker else None
+    if broker:
+        return check_broker_url(str(broker))
+    return os.environ.get(DATABASE_URL_ENV) or DEFAULT_DATABASE_URL
+
+
+def expires_seconds(value: Any) -> float | None:
+    """Celery's ``result_expires`` (a timedelta or seconds; None or 0: keep results) as the
+    engine's retention in seconds."""
+    if isinstance(value, dt.timedelta):
+        value = value.total_seconds()
+    if value is None or value == 0:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+        raise ImproperlyConfigured(f"result_expires must be a timedelta or seconds, not {value!r}")
+    return float(value)
+
+
+def engine_settings(conf: CelerySettings, settings: Settings) -> Settings:
+    """``settings`` (the engine's) with what ``conf`` says of :data:`ENGINE_SETTINGS`."""
+    accept = tuple(_MIME.get(c, c) for c in conf.accept_content or ("json",))
+    serializer = _MIME.get(conf.task_serializer, conf.task_serializer)
+    return dataclasses.replace(
+        settings,
+        database_url=database_url(conf),
+        default_queue=conf.task_default_queue or "celery",
+        serializer=serializer,
+        accept_content=accept,
+        result_expires=expires_seconds(conf.result_expires),
+    )
+
+
+def read_on_first_use(obj: Any) -> bool:
+    """Django's settings object: read on first use only (reading it configures Django)."""
+    return type(obj).__name__ in ("LazySettings", "Settings") and type(obj).__module__.startswith("django.")

@@ -1,0 +1,118 @@
+"""Running a Celery task's body once: hooks and signals in Celery's order, and the Celery state
+it ended in (an :class:`Attempt`).
+
+:func:`trace` serves the worker (through ``celery.app.trace.build_tracer``, which the worker
+entry calls: worker_entry.py) and ``apply()`` / eager mode (eager.py).
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from pgtasks.compat.billiard.einfo import ExceptionInfo
+from pgtasks.compat.celery import signals, states
+from pgtasks.compat.celery._state import executing
+from pgtasks.compat.celery.canvas.signature import Signature
+from pgtasks.compat.celery.exceptions import Ignore, Reject, Retry
+from pgtasks.engine.execution import run_coroutine
+
+if TYPE_CHECKING:
+    from pgtasks.compat.celery.app.task import Context, Task
+
+log = logging.getLogger("pgtasks.compat")
+
+
+@dataclass
+class Attempt:
+    """How one run of a task ended: Celery state, value (or exception) and einfo."""
+
+    state: str
+    retval: Any
+    einfo: ExceptionInfo | None = None
+
+
+def trace(task: Task, request: Context, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Attempt:
+    """Run the task once with ``request`` current, calling hooks and sending signals in
+    Celery's order: task_prerun, before_start, the body, on_success/task_success (or
+    on_failure/task_failure, or on_retry/task_retry), after_return, task_postrun."""
+    task_id = request.id
+    if task_id is None:
+        raise ValueError(f"cannot run task {task.name!r}: its request has no task id")
+    with executing(task, request):
+        signals.task_prerun.send(sender=task, task_id=task_id, task=task, args=args, kwargs=kwargs)
+        attempt: Attempt
+        try:
+            task.before_start(task_id, args, kwargs)
+            retval = task(*args, **kwargs) if _custom_call(task) else task.run(*args, **kwargs)
+            if inspect.isawaitable(retval):  # an async def task: run here, inside the hooks
+                retval = run_coroutine(retval)
+            pending = getattr(request, "_pending_retry", None)
+            if pending is not None:  # self.retry(throw=False) asked for a retry, then returned
+                raise pending
+        except Reject as exc:
+            attempt = Attempt(states.REJECTED, exc, ExceptionInfo(exc))
+            signals.task_rejected.send(sender=task, message=None, exc=exc)
+        except Ignore as exc:
+            attempt = Attempt(states.IGNORED, exc, ExceptionInfo(exc))
+        except Retry as exc:
+            einfo = ExceptionInfo(exc)
+            attempt = Attempt(states.RETRY, exc, einfo)
+            _call_hook(task.on_retry, exc.exc, task_id, args, kwargs, einfo)
+            signals.task_retry.send(sender=task, request=request, reason=exc, einfo=einfo)
+        except Exception as exc:
+            einfo = ExceptionInfo(exc)
+            attempt = Attempt(states.FAILURE, exc, einfo)
+            _call_hook(task.on_failure, exc, task_id, args, kwargs, einfo)
+            signals.task_failure.send(
+                sender=task,
+                task_id=task_id,
+                exception=exc,
+                args=args,
+                kwargs=kwargs,
+                traceback=exc.__traceback__,
+                einfo=einfo,
+            )
+            _call_errbacks(task, request, exc)
+        else:
+            attempt = Attempt(states.SUCCESS, retval)
+            _call_hook(task.on_success, retval, task_id, args, kwargs)
+            signals.task_success.send(sender=task, result=retval)
+        if attempt.state not in (states.IGNORED, states.REJECTED):
+            _call_hook(task.after_return, attempt.state, attempt.retval, task_id, args, kwargs, attempt.einfo)
+        signals.task_postrun.send(
+            sender=task,
+            task_id=task_id,
+            task=task,
+            args=args,
+            kwargs=kwargs,
+            retval=attempt.retval,
+            state=attempt.state,
+        )
+    return attempt
+
+
+def _call_errbacks(task: Task, request: Context, exc: BaseException) -> None:
+    """Errbacks that take ``(request, exc, traceback)`` run here, in the failing worker, as
+    Celery runs them; one that raises is logged and the others still run."""
+    for errback in request.errbacks or ():
+        try:
+            Signature(dict(errback), app=task.app)(request, exc, exc.__traceback__)
+        except Exception:
+            log.exception("errback %s of task %s[%s] raised", errback.get("task"), task.name, request.id)
+
+
+def _custom_call(task: Task) -> bool:
+    """Celery calls ``task.__call__`` instead of ``run`` when a base class overrides it."""
+    return task.overrides_call()
+
+
+def _call_hook(hook: Callable[..., Any], *args: Any) -> None:
+    """A handler that raises is logged; the task's outcome stands (Celery logs it too)."""
+    try:
+        hook(*args)
+    except Exception:
+        log.exception("task hook %s raised", getattr(hook, "__name__", hook))

@@ -1,0 +1,316 @@
+"""Planning a canvas into linked tasks: a signature with ``link``/``link_error`` callbacks, or
+a workflow (``chain``, ``group``, ``chord``), becomes every task of it, the ones that wait, and
+the links between them, inserted in one transaction; from then on each task's outcome releases
+the next ones in its own transaction (``pgtasks/sysdb/links.py``): no ``chord_unlock`` polling,
+and nothing lost if a worker dies between two links.
+
+- ``chain(a, b, c)``: ``b`` waits for ``a`` and gets its result first (unless immutable).
+  A failure stops the chain; the tasks after it end FAILURE with the same error, so waiting
+  on the chain's result raises it (Celery leaves them PENDING).
+- ``group(a, b)``: sent together; a ``GroupResult``. A group followed by a task is a chord.
+- ``chord(header, body)``: the body waits for every header task and gets the list of their
+  results in header order; a header failure fails the body with ``ChordError``.
+- ``link_error``: as in Celery, an errback that takes ``(request, exc, traceback)`` is called
+  in the failing worker; one that takes the task id is a task released with that id.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import json
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from pgtasks.compat.bridge.publishing import Prepared, prepare
+from pgtasks.compat.celery.canvas.chain import chain
+from pgtasks.compat.celery.canvas.chord import chord
+from pgtasks.compat.celery.canvas.group import group
+from pgtasks.compat.celery.canvas.signature import Signature, maybe_signature, takes_request
+from pgtasks.compat.celery.exceptions import ImproperlyConfigured, Replaced
+from pgtasks.compat.celery.result.async_result import AsyncResult
+from pgtasks.compat.celery.result.group_result import GroupResult
+from pgtasks.engine.canvas import close_chord_header, enqueue_canvas
+from pgtasks.engine.context import running_context
+from pgtasks.sysdb.records import LinkKind, TaskLink
+
+if TYPE_CHECKING:
+    from pgtasks.compat.celery.app.base import Celery
+    from pgtasks.compat.celery.app.task import Task
+
+# A chain's options that are not its first task's: its id (the last task's), its callbacks,
+# and the canvas bookkeeping Celery keeps in a workflow's options.
+CHAIN_OWN_OPTIONS = frozenset(
+    {"task_id", "link", "link_error", "group_id", "group_index", "chord", "root_id", "parent_id"}
+)
+
+
+@dataclass(slots=True)
+class Node:
+    """A planned part of a canvas: the tasks that take its input, the tasks whose results
+    leave it (several for a group), and the result handle the caller gets."""
+
+    entries: list[str]
+    exits: list[str]
+    is_group: bool
+    result: AsyncResult | GroupResult
+
+
+@dataclass(slots=True)
+class Plan:
+    """Every task of a canvas, built before anything is inserted."""
+
+    app: Celery
+    prepared: list[Prepared] = field(default_factory=list)
+    waiting: set[str] = field(default_factory=set)
+    links: list[TaskLink] = field(default_factory=list)
+    immutable: set[str] = field(default_factory=set)
+    meta: dict[str, str] = field(default_factory=dict)
+
+    def add(self, item: Any, waiting: bool, args: tuple[Any, ...] = (), root: str | None = None) -> Node:
+        """Plan a signature or workflow; ``args`` go first (the caller's partial arguments)."""
+        if isinstance(item, chain):
+            return self._chain(item, waiting, args, root)
+        if isinstance(item, chord):
+            return self._chord(item, waiting, args, root)
+        if isinstance(item, group):
+            return self._group(item, waiting, args, root)
+        sig = maybe_signature(item, app=self.app)
+        if not isinstance(sig, Signature):
+            raise TypeError(f"a canvas takes signatures and workflows, not {item!r}")
+        return self._signature(sig, waiting, args, root)
+
+    def _signature(self, sig: Signature, waiting: bool, args: tuple[Any, ...], root: str | None) -> Node:
+        merged_args, kwargs, options = sig._merge(args)
+        options = dict(options)
+        callbacks, errbacks = options.pop("link", None) or [], options.pop("link_error", None) or []
+        task_id = options.pop("task_id", None) or str(uuid.uuid4())
+        root = root or task_id
+        prepared = prepare(
+            self.app, sig.name, merged_args, kwargs, task=sig._type, task_id=task_id, root_id=root, **options
+        )
+        self.prepared.append(prepared)
+        meta: dict[str, Any] = {"root_id": root, "headers": options.get("headers") or {}}
+        meta.update({k: options[k] for k in ("time_limit", "soft_time_limit") if options.get(k) is not None})
+        # Celery calls an errback that takes (request, exc, traceback) in the failing worker,
+        # at once; one that takes a task id is sent as a task (a link below).
+        in_worker = [e for e in (maybe_signature(e, app=self.app) for e in errbacks) if takes_request(e)]
+        errbacks = [e for e in errbacks if maybe_signature(e, app=self.app) not in in_worker]
+        if in_worker:
+            meta["errbacks"] = [dict(e) for e in in_worker]
+        self.meta[task_id] = json.dumps(meta, default=str)
+        if waiting:
+            self.waiting.add(task_id)
+        if sig.immutable:
+            self.immutable.add(task_id)
+        node = Node([task_id], [task_id], False, self.app.AsyncResult(task_id, task_name=sig.name))
+        for callback in callbacks:
+            self.connect(node, self.add(callback, True, root=root))
+        for errback in errbacks:
+            handler = self.add(errback, True, root=root)
+            for entry in handler.entries:
+                self.links.append(
+                    TaskLink(task_id, entry, LinkKind.ERRBACK, prepend=entry not in self.immutable)
+                )
+        return node
+
+    def _chain(self, flow: chain, waiting: bool, args: tuple[Any, ...], root: str | None) -> Node:
+        steps: list[Any] = []
+        pending = list(flow.tasks)
+        while pending:  # Celery: a group followed by a task is a chord
+            step = maybe_signature(pending.pop(0), app=self.app)
+            if isinstance(step, group) and len(step.tasks) == 1:
+                step = maybe_signature(step.tasks[0], app=self.app)  # a group of one is its task
+            elif isinstance(step, group) and not step.tasks and (steps or pending):
+                continue  # an empty group inside a chain is skipped, as in Celery
+            if isinstance(step, group) and pending:
+                step = chord(step, pending.pop(0))
+            steps.append(step)
+        if not steps:
+            raise ValueError("an empty chain has nothing to run")
+        # As Celery sends a chain: its own options (apply_async(headers=, countdown=, queue=,
+        # ...), or .set()) go to its first task; its id and callbacks are handled elsewhere.
+        given = {k: v for k, v in flow.options.items() if k not in CHAIN_OWN_OPTIONS}
+        if given and isinstance(steps[0], Signature) and not isinstance(steps[0], (chain, group, chord)):
+            steps[0] = steps[0].clone(**given)
+        first = self.add(steps[0], waiting, args, root)
+        root = root or first.entries[0]
+        previous, last = first, first
+        for step in steps[1:]:
+            last = self.add(step, True, root=root)
+            self.connect(previous, last)
+            _eldest(last.result).parent = previous.result
+            previous = last
+        return Node(first.entries, last.exits, last.is_group, last.result)
+
+    def _group(self, flow: group, waiting: bool, args: tuple[Any, ...], root: str | None) -> Node:
+        group_id = flow.options.get("task_id") or str(uuid.uuid4())
+        members = [self.add(t, waiting, args, root) for t in flow.tasks]
+        for position, member in enumerate(members):
+            for exit_id in member.exits:
+                self.links.append(TaskLink(group_id, exit_id, LinkKind.GROUP, position))
+        entries = list(itertools.chain.from_iterable(m.entries for m in members))
+        exits = list(itertools.chain.from_iterable(m.exits for m in members))
+        # Nested groups are unrolled, as Celery unrolls them: one flat list of results.
+        results: list[Any] = []
+        for member in members:
+            nested = member.result
+            results.extend(nested.results if isinstance(nested, GroupResult) else [nested])
+        return Node(entries, exits, True, GroupResult(group_id, results, app=self.app))
+
+    def _chord(self, flow: chord, waiting: bool, args: tuple[Any, ...], root: str | None) -> Node:
+        header = self._group(flow.header, waiting, args, root)
+        if flow.body is None:
+            return header
+        body = self.add(flow.body, True, root=root)
+        self.connect(header, body)
+        _eldest(body.result).parent = header.result
+        # The chord takes its input in its header (inside a chain: the previous result goes
+        # to every header task) and gives the body's result.
+        return Node(header.entries or body.entries, body.exits, body.is_group, body.result)
+
+    def connect(self, before: Node, after: Node) -> None:
+        """``after`` waits for ``before``: one result (chain), or all of a group's (chord)."""
+        for entry in after.entries:
+            prepend = entry not in self.immutable
+            if not before.is_group:
+                self.links.extend(TaskLink(e, entry, LinkKind.CHAIN, prepend=prepend) for e in before.exits)
+                continue
+            for position, exit_id in enumerate(before.exits):
+                self.links.append(TaskLink(exit_id, entry, LinkKind.CHORD, position, prepend))
+            if not before.exits:  # an empty header: the body runs at once, with [] first
+                self.waiting.discard(entry)
+                if prepend:
+                    self._prepend_now(entry, [])
+
+    def _prepend_now(self, task_id: str, value: Any) -> None:
+        for n, prepared in enumerate(self.prepared):
+            if prepared.request.options.task_id == task_id:
+                request = dataclasses.replace(prepared.request, args=(value, *prepared.request.args))
+                self.prepared[n] = dataclasses.replace(prepared, request=request)
+
+    def send(
+        self, replacing: tuple[str, str, str | None] | None = None, stored: frozenset[str] = frozenset()
+    ) -> None:
+        """Insert the whole canvas in one transaction, with the publish signals around it
+        (``replacing``: the running task it replaces, see :func:`send_replacement`)."""
+        for prepared in self.prepared:
+            prepared.publish(after=False)
+        enqueue_canvas(
+            self.app.engine,
+            [p.request for p in self.prepared],
+            frozenset(self.waiting),
+            tuple(self.links),
+            self.meta,
+            replacing,
+            stored,
+        )
+        for prepared in self.prepared:
+            prepared.publish(after=True)
+
+
+def _eldest(result: AsyncResult | GroupResult) -> AsyncResult | GroupResult:
+    """The first result of a planned step (a chord body's header, a chain's first task): the
+    one whose parent is the step before it."""
+    while True:
+        parent = result._parent if isinstance(result, AsyncResult) else result.parent
+        if parent is None:
+            return result
+        result = parent
+
+
+def send_lazy_chord(
+    app: Celery, flow: chord, header: Iterator[Any], args: tuple[Any, ...]
+) -> AsyncResult | GroupResult:
+    """Send a chord whose header is a generator as Celery does, task by task while the
+    generator yields: the body first, waiting on an open link of the header's group id; each
+    header task then in its own transaction (so it may run before the next one is yielded);
+    and last the close, which starts the body if every header task succeeded already."""
+    group_id = flow.options.get("group_id") or str(uuid.uuid4())
+    plan = Plan(app)
+    body = plan.add(flow.body, True, root=group_id)
+    immutable = set(plan.immutable)
+    for entry in body.entries:
+        plan.links.append(TaskLink(group_id, entry, LinkKind.CHORD, -1, entry not in immutable))
+    plan.send(stored=frozenset({group_id}))
+    results: list[Any] = []
+    position = 0
+    for item in header:
+        part = Plan(app)
+        node = part.add(item, False, args, group_id)
+        for exit_id in node.exits:
+            for entry in body.entries:
+                part.links.append(TaskLink(exit_id, entry, LinkKind.CHORD, position, entry not in immutable))
+            part.links.append(TaskLink(group_id, exit_id, LinkKind.GROUP, position))
+            position += 1
+        part.send(stored=frozenset(body.entries))
+        nested = node.result
+        results.extend(nested.results if isinstance(nested, GroupResult) else [nested])
+    close_chord_header(app.engine, group_id, tuple(body.entries))
+    _eldest(body.result).parent = GroupResult(group_id, results, app=app)
+    return body.result
+
+
+def send_canvas(app: Celery, item: Any, args: tuple[Any, ...] = ()) -> AsyncResult | GroupResult:
+    """Plan and send a signature with callbacks, or a workflow; return its result handle."""
+    if isinstance(item, chord) and item.body is not None:
+        header = item.take_lazy_header()
+        if header is not None:
+            return send_lazy_chord(app, item, header, tuple(args))
+    plan = Plan(app)
+    node = plan.add(item, False, tuple(args))
+    plan.send()
+    return node.result
+
+
+def replacement_of(app: Celery, sig: Any) -> Any:
+    """Celery's shape of a replacement: a group (or a chain or chord ending in one) gets an
+    ``accumulate`` body, so that the replaced task's result is the group's list."""
+    sig = maybe_signature(sig, app=app)
+    accumulate = Signature("celery.accumulate", (), {"index": 0}, app=app)
+    if isinstance(sig, chain):
+        if not sig.tasks:
+            raise ImproperlyConfigured("Cannot replace with an empty chain")
+        if isinstance(maybe_signature(sig.tasks[-1], app=app), group):
+            return chain(*sig.tasks, accumulate, app=app)
+        return sig
+    if isinstance(sig, group):
+        return chord(sig, accumulate, app=app)
+    if isinstance(sig, chord) and sig.body is None:
+        return chord(sig.header, accumulate, app=app)
+    if not isinstance(sig, Signature):
+        raise TypeError(f"a task can be replaced by a signature or a workflow, not {sig!r}")
+    return sig
+
+
+def send_replacement(
+    app: Celery, sig: Any, task_id: str, root_id: str | None, replacing: tuple[str, str, str | None]
+) -> AsyncResult | GroupResult:
+    """Send ``sig`` in place of the running task ``task_id``: in one transaction the task stops
+    running (WAITING) and its replacement is inserted with a ``replace`` link from its last
+    task, so the task ends with the replacement's outcome and its own chain, chord,
+    callbacks and errbacks follow from there (``pgtasks/sysdb/links.py``)."""
+    plan = Plan(app)
+    node = plan.add(replacement_of(app, sig), False, (), root_id or task_id)
+    if node.is_group or len(node.exits) != 1:  # replacement_of always ends in one task
+        raise ImproperlyConfigured(f"a replacement must end in one task, not {sig!r}")
+    plan.links.append(TaskLink(node.exits[0], task_id, LinkKind.REPLACE, prepend=False))
+    plan.send(replacing)
+    return node.result
+
+
+def replace_running_task(task: Task, sig: Any) -> Any:
+    """``Task.on_replace``: send ``sig`` in place of ``task``, which must be running in this
+    worker, and raise :class:`~celery.exceptions.Replaced` (an Ignore) to end the attempt; a
+    task run eagerly or called directly runs ``sig`` here and returns its result."""
+    request = task.request
+    if request.is_eager or request.called_directly:
+        return sig.apply().get()
+    ctx = running_context()
+    if ctx is None or request.id != ctx.task_id:
+        raise RuntimeError(f"{task.name}.replace() must be called by the task while it runs")
+    replacing = (ctx.task_id, ctx.executor_id, ctx.record.claim_token)
+    send_replacement(task.app, sig, ctx.task_id, request.root_id, replacing)
+    raise Replaced("Replaced by new task")

@@ -1,0 +1,204 @@
+"""Preparing a task to send the Celery way: Celery's ``apply_async`` options consumed or mapped
+onto pgtasks' :class:`~pgtasks.engine.options.SendOptions`, routing, the message headers,
+and the publish signals around the insert."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import logging
+import uuid
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from pgtasks.compat.celery import signals
+from pgtasks.compat.celery.app.routes import route
+from pgtasks.compat.celery.exceptions import QueueNotFound
+from pgtasks.engine.errors import ConfigurationError
+from pgtasks.engine.options import EnqueueRequest, SendOptions
+from pgtasks.scheduler.zones import load_zone
+
+if TYPE_CHECKING:
+    from pgtasks.compat.celery.app.base import Celery
+
+log = logging.getLogger("pgtasks.compat")
+
+# apply_async options that only mean something to a message broker: accepted, no effect.
+BROKER_OPTIONS = frozenset(
+    {
+        "exchange",
+        "exchange_type",
+        "routing_key",
+        "delivery_mode",
+        "compression",
+        "serializer",
+        "retry",
+        "retry_policy",
+        "producer",
+        "connection",
+        "router",
+        "mandatory",
+        "immediate",
+        "reply_to",
+        "correlation_id",
+        "add_to_parent",
+        "shadow",
+        "declare",
+        "publisher",
+        "result_cls",
+        "task_type",
+        "stamped_headers",
+        "stamps",
+        "ignore_result",
+        "acks_late",
+    }
+)
+# apply_async options pgtasks does not carry out yet (warned once, then ignored).
+PHASE_TWO_OPTIONS = frozenset(
+    {
+        "rate_limit",
+        "chord",
+        "chain",
+    }
+)
+# Celery's apply_async options that shape the message (or are not carried out yet): consumed
+# here, never passed on to SendOptions.
+CELERY_OPTIONS = (
+    BROKER_OPTIONS
+    | PHASE_TWO_OPTIONS
+    | {
+        "headers",
+        "group_id",
+        "group_index",
+        "root_id",
+        "parent_id",
+        "time_limit",
+        "soft_time_limit",
+    }
+)
+_warned: set[str] = set()
+
+
+def _aware(value: dt.datetime, app: Celery) -> dt.datetime:
+    """Naive datetimes are UTC when ``enable_utc`` (Celery's default), else app-local time."""
+    if value.tzinfo is not None:
+        return value
+    if app.conf.enable_utc or not app.conf.timezone:
+        return value.replace(tzinfo=dt.timezone.utc)
+    return value.replace(tzinfo=load_zone(str(app.conf.timezone)))
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """One routed task, ready to insert: the engine request and what the publish signals get."""
+
+    request: EnqueueRequest
+    headers: dict[str, Any]
+    body: tuple[Any, ...]
+    properties: dict[str, Any]
+
+    def publish(self, after: bool) -> None:
+        """Send ``before_task_publish`` (or, ``after``, ``after_task_publish``)."""
+        name, queue = self.request.name, self.request.options.queue
+        if after:
+            signals.after_task_publish.send(
+                sender=name, body=self.body, exchange="", routing_key=queue, headers=self.headers
+            )
+            return
+        signals.before_task_publish.send(
+            sender=name,
+            body=self.body,
+            exchange="",
+            routing_key=queue,
+            headers=self.headers,
+            properties=self.properties,
+            declare=[],
+            retry_policy=None,
+        )
+
+
+def prepare(
+    app: Celery,
+    name: str,
+    args: Any = None,
+    kwargs: Any = None,
+    *,
+    task: Any = None,
+    task_id: str | None = None,
+    **options: Any,
+) -> Prepared:
+    """Check Celery's ``apply_async`` options, route the task and build its request."""
+    if args is not None and not isinstance(args, (list, tuple)):
+        raise TypeError(f"args of task {name!r} must be a list or tuple, not {type(args).__name__}")
+    if kwargs is not None and not isinstance(kwargs, dict):
+        raise TypeError(f"kwargs of task {name!r} must be a dict, not {type(kwargs).__name__}")
+    args, kwargs = tuple(args or ()), dict(kwargs or {})
+    for key in sorted(set(options) & PHASE_TWO_OPTIONS):
+        if options.get(key) is not None and key not in _warned:
+            _warned.add(key)
+            log.warning("apply_async(%s=...) is not supported by pgtasks.compat yet; ignored", key)
+    celery_only = {k: options.pop(k) for k in set(options) & CELERY_OPTIONS}
+    known = SendOptions.from_kwargs(**options)  # refuses an unknown option, naming the known ones
+    options.update(celery_only)
+    routing = {k: v for k, v in options.items() if k not in ("conn", "on_duplicate")}
+    routed = route(app.routers, name, args, kwargs, routing, app.conf.task_default_queue, task)
+    queue = routed["queue"]
+    _check_declared(app, queue)
+    priority = routed.get("priority", app.conf.task_default_priority)
+    countdown, eta = routed.get("countdown"), routed.get("eta")
+    if isinstance(eta, str):
+        eta = dt.datetime.fromisoformat(eta)
+    if countdown is not None:
+        eta = None  # Celery: a countdown wins over an eta
+    elif eta is not None:
+        if not isinstance(eta, dt.datetime):
+            raise ConfigurationError(f"eta must be a datetime, not {type(eta).__name__}")
+        eta = _aware(eta, app)
+    expires = routed.get("expires")
+    if isinstance(expires, dt.timedelta):
+        expires = expires.total_seconds()
+    elif isinstance(expires, str):
+        expires = dt.datetime.fromisoformat(expires)
+    if isinstance(expires, dt.datetime):
+        expires = _aware(expires, app)
+    task_id = task_id or str(uuid.uuid4())
+    headers = {
+        "lang": "py",
+        "task": name,
+        "id": task_id,
+        "shadow": None,
+        "eta": eta.isoformat() if isinstance(eta, dt.datetime) else None,
+        "expires": expires.isoformat() if isinstance(expires, dt.datetime) else expires,
+        "group": options.get("group_id"),
+        "group_index": options.get("group_index"),
+        "retries": known.retries,
+        "timelimit": [options.get("time_limit"), options.get("soft_time_limit")],
+        "root_id": options.get("root_id") or task_id,
+        "parent_id": options.get("parent_id"),
+        "argsrepr": repr(args),
+        "kwargsrepr": repr(kwargs),
+        "origin": None,
+        "ignore_result": bool(options.get("ignore_result", False)),
+        **dict(options.get("headers") or {}),
+    }
+    request = dataclasses.replace(
+        known,
+        task_id=task_id,
+        queue=queue,
+        countdown=countdown,
+        eta=eta,
+        priority=0 if priority is None else priority,
+        expires=expires,
+    ).request(name, args, kwargs)
+    body = (args, kwargs, {"callbacks": None, "errbacks": None, "chain": None, "chord": None})
+    return Prepared(request, headers, body, {"correlation_id": task_id, "priority": priority})
+
+
+def _check_declared(app: Celery, queue: str) -> None:
+    """With ``task_create_missing_queues=False``, a queue outside ``task_queues`` (and not the
+    default queue) is refused, as Celery's router refuses it."""
+    if app.conf.task_create_missing_queues is not False:
+        return
+    declared = {getattr(q, "name", q) for q in (app.conf.task_queues or ())}
+    if queue not in declared and queue != app.conf.task_default_queue:
+        raise QueueNotFound(f"Queue {queue!r} missing from task_queues")

@@ -1,0 +1,98 @@
+"""A Celery task's ``self.request`` (:class:`~pgtasks.compat.celery.app.task.Context`) made from
+what pgtasks knows of the run: the claimed row in a worker, or the call in eager mode."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import socket
+from typing import Any
+
+from pgtasks.compat.celery._state import current_request
+from pgtasks.compat.celery.app.task import Context
+from pgtasks.sysdb.records import TaskRecord
+
+
+def iso_time(epoch_ms: int | None) -> str | None:
+    """A row's time (milliseconds since the epoch) as Celery shows times: ISO 8601, UTC."""
+    if epoch_ms is None:
+        return None
+    return dt.datetime.fromtimestamp(epoch_ms / 1000, dt.timezone.utc).isoformat()
+
+
+def _meta(text: str | None) -> dict[str, Any]:
+    try:
+        meta = json.loads(text) if text else {}
+    except ValueError:
+        return {}
+    return meta if isinstance(meta, dict) else {}
+
+
+def delivery_info(record: TaskRecord) -> dict[str, Any]:
+    """Celery's ``delivery_info`` of a task row: its queue as the routing key, its priority, and
+    whether it was claimed before (``redelivered``)."""
+    return {
+        "exchange": "",
+        "routing_key": record.queue_name,
+        "priority": record.priority,
+        "redelivered": record.recovery_attempts > 1,
+    }
+
+
+def request_from_record(
+    record: TaskRecord, executor_id: str, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Context:
+    """The request of a task claimed by a worker, from its row (``meta`` holds what Celery
+    sends in message headers: ``root_id`` and the caller's ``headers``)."""
+    meta = _meta(record.meta)
+    return Context(
+        id=record.task_id,
+        task=record.name,
+        args=tuple(args),
+        kwargs=dict(kwargs),
+        retries=record.retries,
+        is_eager=False,
+        called_directly=False,
+        hostname=executor_id,
+        eta=iso_time(record.delay_until_epoch_ms) if record.retries == 0 else None,
+        expires=iso_time(record.expires_at_epoch_ms),
+        parent_id=record.parent_task_id,
+        root_id=meta.get("root_id") or record.parent_task_id or record.task_id,
+        headers=dict(meta.get("headers") or {}),
+        errbacks=meta.get("errbacks") or None,
+        time_limit=meta.get("time_limit"),
+        soft_time_limit=meta.get("soft_time_limit"),
+        delivery_info=delivery_info(record),
+        origin=None,
+    )
+
+
+def eager_request(
+    task_id: str,
+    name: str,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    retries: int,
+    options: dict[str, Any],
+) -> Context:
+    """The request of a task run in this process by ``apply()`` / eager mode."""
+    parent = current_request()
+    return Context(
+        id=task_id,
+        task=name,
+        args=tuple(args),
+        kwargs=dict(kwargs),
+        retries=retries,
+        is_eager=True,
+        called_directly=False,
+        hostname=socket.gethostname(),
+        parent_id=parent.id if parent is not None else None,
+        root_id=(parent.root_id or parent.id) if parent is not None else task_id,
+        headers=dict(options.get("headers") or {}),
+        delivery_info={
+            "is_eager": True,
+            "exchange": None,
+            "routing_key": options.get("queue"),
+            "priority": options.get("priority"),
+        },
+    )

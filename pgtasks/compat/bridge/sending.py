@@ -1,0 +1,165 @@
+"""Sending a task the Celery way (``Task.apply_async``, ``app.send_task``): one prepared task
+inserted through the engine, or, with callbacks or stored metadata, a canvas planned and
+inserted in one transaction (planning.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from pgtasks.compat.bridge.planning import send_canvas
+from pgtasks.compat.bridge.publishing import prepare
+from pgtasks.compat.celery.canvas.signature import Signature
+from pgtasks.compat.celery.result.async_result import AsyncResult
+from pgtasks.compat.celery.utils.functional import maybe_list
+from pgtasks.engine.core import is_async_connection
+from pgtasks.engine.errors import ConfigurationError
+
+if TYPE_CHECKING:
+    from pgtasks.compat.celery.app.base import Celery
+    from pgtasks.compat.celery.app.task import Task
+
+
+def send_task(
+    app: Celery,
+    name: str,
+    args: Any = None,
+    kwargs: Any = None,
+    *,
+    task: Any = None,
+    task_id: str | None = None,
+    link: Any = None,
+    link_error: Any = None,
+    **options: Any,
+) -> AsyncResult:
+    """Route and insert one task; return its AsyncResult. With ``link`` or ``link_error`` the
+    task and its callbacks are one canvas (see planning.py); so is a task with ``headers``,
+    ``time_limit`` or ``soft_time_limit``, which are stored with it (its ``meta``)."""
+    if link is not None or link_error is not None or _needs_meta(options):
+        if options.get("conn") is not None:
+            raise _no_canvas_on(name)
+        sig = Signature(task if task is not None else name, args, kwargs, dict(options), app=app)
+        sig.options["task_id"] = task_id or str(uuid.uuid4())
+        for callback in maybe_list(link) or ():
+            sig.link(callback)
+        for errback in maybe_list(link_error) or ():
+            sig.link_error(errback)
+        result = send_canvas(app, sig)
+        if not isinstance(result, AsyncResult):  # one signature plans to one task
+            raise TypeError(f"sending {name!r} gave {result!r}, not an AsyncResult")
+        return result
+    prepared = prepare(app, name, args, kwargs, task=task, task_id=task_id, **options)
+    prepared.publish(after=False)
+    request = prepared.request
+    [sent] = app.engine.enqueue(
+        [request], conn=options.get("conn"), on_duplicate=options.get("on_duplicate", "raise")
+    )
+    prepared.publish(after=True)
+    return app.AsyncResult(sent, task_name=name)
+
+
+async def send_task_async(
+    app: Celery,
+    name: str,
+    args: Any = None,
+    kwargs: Any = None,
+    *,
+    task: Any = None,
+    task_id: str | None = None,
+    link: Any = None,
+    link_error: Any = None,
+    **options: Any,
+) -> AsyncResult:
+    """:func:`send_task` for async code. With ``conn=`` a ``psycopg.AsyncConnection`` the task
+    is inserted on it (in its transaction); otherwise the send runs on a thread."""
+    conn = options.get("conn")
+    if conn is None or not is_async_connection(conn):
+        send = functools.partial(
+            send_task, app, name, args, kwargs, task=task, task_id=task_id, link=link, link_error=link_error
+        )
+        return await asyncio.to_thread(send, **options)
+    if link is not None or link_error is not None or _needs_meta(options):
+        raise _no_canvas_on(name)
+    prepared = prepare(app, name, args, kwargs, task=task, task_id=task_id, **options)
+    prepared.publish(after=False)
+    [sent] = await app.engine.enqueue_async(
+        [prepared.request], conn=conn, on_duplicate=options.get("on_duplicate", "raise")
+    )
+    prepared.publish(after=True)
+    return app.AsyncResult(sent, task_name=name)
+
+
+def _no_canvas_on(name: str) -> ConfigurationError:
+    return ConfigurationError(f"apply_async(conn=...) of {name!r} cannot carry link, link_error or headers")
+
+
+def _needs_meta(options: dict[str, Any]) -> bool:
+    return any(options.get(key) for key in ("headers", "time_limit", "soft_time_limit"))
+
+
+# -- Task.apply_async ------------------------------------------------------------------------
+def check_call(task: Task, args: Any, kwargs: Any) -> None:
+    """As Celery, before a task is sent or applied: ValueError when its soft time limit is
+    above its hard one; TypeError when its body cannot take these arguments."""
+    if task.soft_time_limit and task.time_limit and task.soft_time_limit > task.time_limit:
+        raise ValueError("soft_time_limit must be less than or equal to time_limit")
+    task.check_arguments(*(args or ()), **(kwargs or {}))
+
+
+def _task_options(
+    task: Task, task_id: str | None, link: Any, link_error: Any, options: dict[str, Any]
+) -> dict[str, Any]:
+    """The keyword arguments of send_task for ``task``: the options, with its queue, priority
+    and expiry where not given."""
+    defaults = {"queue": task.queue, "priority": task.priority, "expires": task.expires}
+    given = {k: v for k, v in defaults.items() if v is not None}
+    return {"task": task, "task_id": task_id, "link": link, "link_error": link_error, **given, **options}
+
+
+def _handed_back(task: Task, sent: AsyncResult, options: dict[str, Any]) -> AsyncResult:
+    """The handle ``apply_async`` returns: of the task's own result class (Celery's
+    ``result_cls=task.AsyncResult``: ``AbortableTask``'s), marked ignored when the result is
+    (``get()`` then returns None at once, as in Celery)."""
+    result = task.AsyncResult(sent.id)
+    ignored = options.get("ignore_result")
+    if task.ignore_result if ignored is None else ignored:
+        result.ignored = True
+    return result
+
+
+def send_for_task(
+    task: Task,
+    args: Any,
+    kwargs: Any,
+    task_id: str | None,
+    link: Any,
+    link_error: Any,
+    options: dict[str, Any],
+) -> AsyncResult:
+    """``task.apply_async(...)`` once checked and not eager: send it; its result handle."""
+    sending = _task_options(task, task_id, link, link_error, options)
+    return _handed_back(task, send_task(task.app, task.name or "", args, kwargs, **sending), options)
+
+
+async def send_for_task_async(
+    task: Task,
+    args: Any,
+    kwargs: Any,
+    task_id: str | None,
+    link: Any,
+    link_error: Any,
+    options: dict[str, Any],
+) -> AsyncResult:
+    """``task.apply_async_async(...)``: on ``conn=`` a ``psycopg.AsyncConnection``, the task is
+    inserted in its transaction; anything else (eager mode, callbacks) runs apply_async on a
+    thread."""
+    conn = options.get("conn")
+    if conn is None or not is_async_connection(conn) or task.app.conf.task_always_eager:
+        send = functools.partial(task.apply_async, args, kwargs, task_id=task_id)
+        return await asyncio.to_thread(send, link=link, link_error=link_error, **options)
+    check_call(task, args, kwargs)
+    sending = _task_options(task, task_id, link, link_error, options)
+    result = await send_task_async(task.app, task.name or "", args, kwargs, **sending)
+    return _handed_back(task, result, options)

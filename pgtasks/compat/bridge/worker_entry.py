@@ -1,0 +1,98 @@
+"""The function the engine runs for a Celery task in a worker (:func:`worker_entry`): it builds
+``self.request`` from the claimed row, runs the task through ``celery.app.trace.build_tracer``
+and turns the Celery state into the engine's outcome (:func:`outcome_of`): SUCCESS returns the
+value, RETRY raises :class:`~pgtasks.engine.errors.RetryRequested` (the engine re-runs the
+task under the same id with ``retries + 1``), FAILURE re-raises the task's exception so its
+type is recorded.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from pgtasks.compat.bridge import django_support
+from pgtasks.compat.bridge.execution import Attempt
+from pgtasks.compat.bridge.requests import request_from_record
+from pgtasks.compat.celery import states
+from pgtasks.compat.celery.app import trace as app_trace
+from pgtasks.compat.celery.exceptions import Replaced, Retry
+from pgtasks.engine.context import running_context
+from pgtasks.engine.errors import RetryRequested, TaskAbandoned
+
+if TYPE_CHECKING:
+    from pgtasks.compat.celery.app.task import Task
+
+
+def worker_entry(task: Task, run: Callable[..., Any]) -> Callable[..., Any]:
+    """The function the engine runs for ``task`` in a worker: builds ``self.request`` from
+    the claimed row, traces the body and turns the Celery state into the engine's outcome."""
+
+    @functools.wraps(run)
+    def run_in_worker(*args: Any, **kwargs: Any) -> Any:
+        ctx = running_context()
+        if ctx is None:  # called outside a worker: behave like calling the task
+            return task(*args, **kwargs)
+        request = request_from_record(ctx.record, ctx.executor_id, args, kwargs)
+        for name in ("time_limit", "soft_time_limit"):  # the call's limits, else the task's
+            if getattr(request, name) is None:
+                setattr(request, name, getattr(task, name))
+        request.timelimit = (request.time_limit, request.soft_time_limit)
+        django_support.close_old_connections()
+        try:
+            # Through the module attribute at every run: instrumentation that wraps
+            # celery.app.trace.build_tracer (sentry-sdk) sees each task, as on Celery.
+            tracer = app_trace.build_tracer(str(task.name), task, hostname=ctx.executor_id, app=task.app)
+            attempt = tracer(request.id, tuple(args), dict(kwargs), request.as_dict()).info
+        finally:
+            django_support.close_old_connections()
+        return outcome_of(attempt)
+
+    return run_in_worker
+
+
+def retry_countdown(retry: Retry) -> float:
+    """Seconds until the retry runs, from ``Retry.when`` (seconds or an ETA)."""
+    when = retry.when
+    if isinstance(when, dt.datetime):
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=dt.timezone.utc)
+        return max(0.0, (when - dt.datetime.now(dt.timezone.utc)).total_seconds())
+    if isinstance(when, (int, float)) and not isinstance(when, bool):
+        return max(0.0, float(when))
+    return 0.0
+
+
+def _new_arguments(retry: Retry) -> tuple[Any, Any]:
+    """The arguments ``self.retry(args=, kwargs=)`` gave (the old ones when not given)."""
+    sig = retry.sig
+    if isinstance(sig, tuple) and len(sig) >= 2:
+        return tuple(sig[0]), dict(sig[1])
+    return None, None
+
+
+def outcome_of(attempt: Attempt) -> Any:
+    """Return the value, or raise what makes the engine record the Celery outcome."""
+    if attempt.state == states.SUCCESS:
+        return attempt.retval
+    if attempt.state == states.RETRY:
+        retry: Retry = attempt.retval
+        reason = retry.exc if isinstance(retry.exc, BaseException) else None
+        new_args, new_kwargs = _new_arguments(retry)
+        raise RetryRequested(
+            str(retry), countdown=retry_countdown(retry), reason=reason, args=new_args, kwargs=new_kwargs
+        ) from retry
+    if attempt.state == states.IGNORED and isinstance(attempt.retval, Replaced):
+        # The task waits for its replacement (the same transaction as the replacement's
+        # insert made it WAITING): the worker writes nothing for it.
+        raise TaskAbandoned(f"task replaced: {attempt.retval}")
+    if attempt.state == states.IGNORED:
+        # Celery records nothing for an ignored task; the engine must record an outcome, so
+        # the task ends SUCCESS with None (an engine hook for "no outcome" is phase 2).
+        return None
+    if attempt.state == states.REJECTED and getattr(attempt.retval, "requeue", False):
+        raise RetryRequested("rejected with requeue=True", countdown=0.0) from attempt.retval
+    exc: BaseException = attempt.retval
+    raise exc.with_traceback(attempt.einfo.tb if attempt.einfo else None)

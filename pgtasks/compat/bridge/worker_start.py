@@ -1,0 +1,137 @@
+"""A worker (or beat) of a Celery app starting the Celery way: Django set-up, ``include`` and
+autodiscovered modules, default queues and limits from the settings, the logging and worker
+signals (:func:`worker_hooks`, :func:`beat_started`). The ``pgtasks`` command parses its
+arguments and calls these.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import types
+from collections.abc import Callable, Collection
+from typing import Any
+
+from pgtasks.compat.bridge import django_support
+from pgtasks.compat.celery import signals
+from pgtasks.compat.celery.app.base import Celery
+from pgtasks.engine.errors import ConfigurationError
+from pgtasks.worker.logs import LOG_FORMAT, configure_logging
+
+log = logging.getLogger("pgtasks.compat")
+
+
+class WorkerHooks:
+    """What a worker of a Celery app does around pgtasks' own start-up (no-op for an App)."""
+
+    def __init__(self, app: Any = None, hostname: str = "") -> None:
+        self.app = app
+        self.hostname = hostname
+        self.sender = types.SimpleNamespace(app=app, hostname=hostname)
+        # Celery's worker logs each task's outcome on "celery.app.trace": logging configs
+        # name it, and error trackers (sentry-sdk) ignore it to avoid a second event.
+        self.outcome_logger = "pgtasks.worker" if app is None else "celery.app.trace"
+
+    def after_start(self, then: Callable[[], object] | None) -> Callable[[], object] | None:
+        if self.app is None:
+            return then
+
+        def started() -> None:
+            if then is not None:
+                then()
+            signals.worker_ready.send(sender=self.sender)
+
+        return started
+
+    def stopped(self) -> None:
+        if self.app is None:
+            return
+        signals.worker_shutting_down.send(sender=self.hostname, sig="SIGTERM", how="Warm", exitcode=0)
+        signals.worker_shutdown.send(sender=self.sender)
+
+
+def _setup_logging(loglevel: str, log_format: str) -> None:
+    level = loglevel.upper()
+    if signals.setup_logging.receivers:
+        signals.setup_logging.send(
+            sender=None, loglevel=level, logfile=None, format=LOG_FORMAT, colorize=False
+        )
+    else:
+        configure_logging(level, log_format)
+    for signal, logger in (
+        (signals.after_setup_logger, logging.getLogger()),
+        (signals.after_setup_task_logger, logging.getLogger("celery.task")),
+    ):
+        signal.send(
+            sender=None, logger=logger, loglevel=level, logfile=None, format=LOG_FORMAT, colorize=False
+        )
+
+
+def beat_started(app: Any, beat: Any, embedded: bool) -> None:
+    """Celery's ``beat_init`` (``pgtasks beat``) or ``beat_embedded_init`` (``worker -B``), sent
+    with the beat as sender once it has synced its schedules; nothing for a pgtasks App."""
+    if isinstance(app, Celery):
+        scheduler = app.conf.beat_scheduler
+        known = ("PersistentScheduler", "django_celery_beat")  # the second: bridge/django_beat.py
+        if scheduler and not any(name in str(scheduler) for name in known):
+            # A database scheduler (django-celery-beat's) holds periodic tasks pgtasks never
+            # reads: say so loudly instead of leaving them silently unfired.
+            log.warning(
+                "beat_scheduler %r is not used: pgtasks beat fires the app's beat_schedule and the "
+                "schedules of `pgtasks schedule`, not periodic tasks stored by another scheduler "
+                "(such as those edited in Django's admin); move them to beat_schedule",
+                str(scheduler),
+            )
+        (signals.beat_embedded_init if embedded else signals.beat_init).send(sender=beat)
+
+
+UNLIMITED_PREFETCH = 16  # what Celery's worker_prefetch_multiplier = 0 (no limit) means here
+
+
+def worker_hooks(app: Any, args: argparse.Namespace, given: Collection[str] = ()) -> WorkerHooks:
+    """Prepare ``pgtasks worker`` for a Celery app (settings into ``args``, except those the
+    command line ``given`` names); send the start-up signals; return the hooks for the rest of
+    its life (no-ops for a pgtasks App)."""
+    if not isinstance(app, Celery):
+        return WorkerHooks()
+    django_support.setup_django()
+    app.finalize()
+    conf = app.conf
+    if not args.queues:
+        declared = [getattr(q, "name", q) for q in (conf.task_queues or ())]
+        args.queues = ",".join(declared) if declared else conf.task_default_queue
+    if "concurrency" not in given and conf.worker_concurrency:
+        args.concurrency = int(conf.worker_concurrency)
+    for name, setting, pools in (
+        ("time_limit", "task_time_limit", ("prefork", "asyncio")),
+        ("soft_time_limit", "task_soft_time_limit", ("prefork", "asyncio")),
+        ("max_tasks_per_child", "worker_max_tasks_per_child", ("prefork",)),
+    ):
+        if getattr(args, name) is None and conf.get(setting) is not None and args.pool in pools:
+            setattr(args, name, conf.get(setting))
+    multiplier = 1 if conf.get("worker_disable_prefetch") else conf.get("worker_prefetch_multiplier")
+    if getattr(args, "prefetch_multiplier", None) is None and multiplier is not None:
+        if isinstance(multiplier, bool) or not isinstance(multiplier, int) or multiplier < 0:
+            raise ConfigurationError(
+                f"worker_prefetch_multiplier must be a whole number >= 0, not {multiplier!r}"
+            )
+        # Celery's 0 (no limit) becomes a generous bound: a claim is never unbounded here.
+        args.prefetch_multiplier = multiplier or UNLIMITED_PREFETCH
+    hostname = args.hostname or ""
+    hooks = WorkerHooks(app, hostname)
+    _setup_logging(args.loglevel, getattr(args, "log_format", "text"))
+    signals.celeryd_init.send(sender=hostname, instance=hooks.sender, conf=conf, options=vars(args))
+    signals.worker_init.send(sender=hooks.sender)
+    signals.celeryd_after_setup.send(sender=hostname, instance=hooks.sender, conf=conf)
+    if args.pool == "prefork":
+        os.register_at_fork(after_in_child=lambda: _child_started(app))
+    elif args.pool == "solo":
+        signals.worker_process_init.send(sender=None)
+    return hooks
+
+
+def _child_started(app: Any) -> None:
+    django_support.close_connections_after_fork()
+    signals.worker_process_init.send(sender=None)
+    app.on_after_fork.send(sender=app)

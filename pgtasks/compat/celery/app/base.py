@@ -1,0 +1,431 @@
+"""Celery's ``celery.app.base``: :class:`Celery`, the application object, a
+:class:`pgtasks.App` configured the Celery way.
+
+How its settings become the engine's (``broker_url`` names the pgtasks database) is
+bridge/configuration.py; sending, planning, eager runs and the result backend are the bridge's
+too, called from here.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import importlib
+import os
+import uuid
+from collections.abc import Callable
+from typing import Any, overload
+
+from pgtasks.app import App
+from pgtasks.compat.bridge import django_beat, django_support, registration
+from pgtasks.compat.bridge.backend import DatabaseBackend
+from pgtasks.compat.bridge.beat_schedule import add_entry, definitions_for_app
+from pgtasks.compat.bridge.command_line import run_command
+from pgtasks.compat.bridge.configuration import (
+    ENGINE_SETTINGS,
+    database_url,
+    engine_settings,
+    read_on_first_use,
+)
+from pgtasks.compat.bridge.eager import apply_eagerly
+from pgtasks.compat.bridge.planning import send_canvas
+from pgtasks.compat.bridge.sending import send_task, send_task_async
+from pgtasks.compat.celery import _state
+from pgtasks.compat.celery.app.autoretry import add_autoretry_behaviour
+from pgtasks.compat.celery.app.builtins import register_builtins
+from pgtasks.compat.celery.app.control import Control
+from pgtasks.compat.celery.app.registry import TaskRegistry
+from pgtasks.compat.celery.app.routes import RouterFunction, prepare_routers
+from pgtasks.compat.celery.app.task import Task
+from pgtasks.compat.celery.app.utils import Settings, attributes_of, settings_from_mapping
+from pgtasks.compat.celery.canvas.signature import Signature, signature
+from pgtasks.compat.celery.exceptions import ChordError, ImproperlyConfigured
+from pgtasks.compat.celery.result.async_result import AsyncResult
+from pgtasks.compat.celery.result.eager_result import EagerResult
+from pgtasks.compat.celery.result.group_result import GroupResult
+from pgtasks.compat.celery.utils.dispatch.signal import Signal
+from pgtasks.compat.kombu.utils.imports import symbol_by_name
+from pgtasks.engine.core import Engine
+from pgtasks.engine.registry import TaskDefinition
+from pgtasks.scheduler.definitions import ScheduleDefinition
+from pgtasks.scheduler.live import LiveSource
+
+__all__ = ["Celery"]
+
+
+CeleryTask = Task  # inside Celery, ``Task`` is the property below
+
+
+class Celery(App):
+    """A Celery application running on pgtasks (see the module docstring)."""
+
+    def __init__(
+        self,
+        main: str | None = None,
+        loader: Any = None,
+        backend: Any = None,
+        amqp: Any = None,
+        events: Any = None,
+        log: Any = None,
+        control: Any = None,
+        set_as_current: bool = True,
+        tasks: Any = None,
+        broker: str | None = None,
+        include: Any = None,
+        changes: dict[str, Any] | None = None,
+        config_source: Any = None,
+        fixups: Any = None,
+        task_cls: type[Task] | str | None = None,
+        autofinalize: bool = True,
+        namespace: str | None = None,
+        strict_typing: bool = True,
+        **kwargs: Any,
+    ) -> None:
+        self._ready = False
+        self._engine_stale = False
+        self.conf = Settings(on_change=self._conf_changed)
+        self.namespace = namespace
+        self.autofinalize = autofinalize
+        self.strict_typing = strict_typing
+        self.task_cls: type[Task] = (
+            symbol_by_name(task_cls) if isinstance(task_cls, str) else (task_cls or Task)
+        )
+        self._registry = TaskRegistry()
+        self._autodiscover: list[tuple[Any, str]] = []
+        self._finalized = False
+        self._routers: tuple[Any, list[RouterFunction]] | None = None
+        self.on_configure = Signal("app.on_configure")
+        self.on_after_configure = Signal("app.on_after_configure")
+        self.on_after_finalize = Signal("app.on_after_finalize")
+        self.on_after_fork = Signal("app.on_after_fork")
+        preconf = dict(changes or {})
+        for key, value in (("broker_url", broker), ("result_backend", backend), ("include", include)):
+            if value is not None:
+                preconf[key] = value
+        preconf.update(kwargs)
+        self.conf.load(preconf)
+        super().__init__(
+            main, database_url=database_url(self.conf), default_queue=self.conf.task_default_queue
+        )
+        # What a chord body whose header failed raises: Celery's ChordError, fixed for the engine.
+        self.engine = self.engine.with_chord_error(ChordError)
+        self._ready = True
+        self._conf_changed(set(ENGINE_SETTINGS))
+        if config_source is not None:
+            self.config_from_object(config_source)
+        self.control = Control(self)
+        self.add_schedule_source(self._beat_schedule_definitions)
+        registration.app_created(self, set_as_current)
+
+    def __repr__(self) -> str:
+        return f"<Celery {self.main or '__main__'} on pgtasks>"
+
+    # -- configuration -------------------------------------------------------------------
+    @property
+    def engine(self) -> Engine:
+        """The engine, rebuilt from the settings on first use after they changed."""
+        if self._engine_stale:
+            self._engine_stale = False
+            self._rebuild_engine()
+        return self._engine
+
+    @engine.setter
+    def engine(self, value: Engine) -> None:
+        self._engine = value
+
+    def close(self) -> None:
+        """Close the database connections (of the engine as it is: no settings are read)."""
+        self._engine_stale = False
+        super().close()
+
+    @property
+    def timezone(self) -> str:
+        """The ``timezone`` setting (UTC when unset)."""
+        return str(self.conf.timezone or "UTC")
+
+    @timezone.setter
+    def timezone(self, value: str) -> None:
+        self.conf.timezone = value
+
+    def _conf_changed(self, names: set[str]) -> None:
+        if not self._ready:
+            return
+        if names & ENGINE_SETTINGS:
+            self._engine_stale = True  # rebuilt when next used: a source is not read before
+        if "broker_url" in names and dict.__contains__(self.conf, "broker_url"):
+            database_url(self.conf)  # a message broker's URL set here is refused at once
+        if "task_routes" in names:
+            self._routers = None
+
+    def _rebuild_engine(self) -> None:
+        settings = engine_settings(self.conf, self._engine.settings)
+        previous, self._engine = self._engine, self._engine.with_settings(settings)
+        if settings.database_url != previous.settings.database_url:
+            previous.close()  # the new engine opens its own connections on the new database
+
+    def config_from_object(
+        self, obj: Any, silent: bool = False, force: bool = False, namespace: str | None = None
+    ) -> None:
+        """Read settings from an object, a module or an import path (``'proj.settings'``,
+        ``'django.conf:settings'``); with ``namespace='CELERY'`` only ``CELERY_`` names."""
+        namespace = namespace if namespace is not None else self.namespace
+        if isinstance(obj, str):
+            try:
+                obj = symbol_by_name(obj)  # imports the module; reads no setting yet
+            except (ImportError, AttributeError):
+                if silent:
+                    return
+                raise
+        if not namespace and not read_on_first_use(obj):
+            settings_from_mapping(attributes_of(obj), None)  # old and new names mixed: refused now
+        # Read at each lookup, as Celery does: a setting changed on the object later (a test's
+        # settings fixture) takes effect, and Django's settings are not read before first use.
+        self.conf.add_source(obj, namespace)
+
+    def config_from_envvar(self, variable_name: str, silent: bool = False, force: bool = False) -> None:
+        """``config_from_object`` of the module named by an environment variable."""
+        module_name = os.environ.get(variable_name)
+        if not module_name:
+            if silent:
+                return
+            raise ImproperlyConfigured(f"The environment variable {variable_name!r} is not set.")
+        self.config_from_object(module_name, silent=silent, force=force)
+
+    def add_defaults(self, fun: Any) -> None:
+        """Defaults below every other setting (a callable is called for them)."""
+        values = fun() if callable(fun) else fun
+        self.conf.add_defaults(attributes_of(values))
+
+    @property
+    def routers(self) -> list[RouterFunction]:
+        """``task_routes`` prepared (recomputed when the setting changes)."""
+        routes = self.conf.task_routes
+        if self._routers is None or self._routers[0] is not routes:
+            self._routers = (routes, prepare_routers(routes))
+        return self._routers[1]
+
+    @property
+    def beat_schedule(self) -> dict[str, dict[str, Any]]:
+        """``conf.beat_schedule`` itself, so changes in place are seen."""
+        schedule = self.conf.beat_schedule
+        if schedule is None:
+            self.conf["beat_schedule"] = schedule = {}
+        return schedule  # type: ignore[no-any-return]
+
+    @beat_schedule.setter
+    def beat_schedule(self, value: dict[str, dict[str, Any]]) -> None:
+        self.conf["beat_schedule"] = dict(value)
+
+    def add_periodic_task(
+        self, schedule: Any, sig: Any, args: Any = (), kwargs: Any = (), name: str | None = None, **opts: Any
+    ) -> str:
+        """Celery's ``app.add_periodic_task``: adds an entry to ``beat_schedule``; returns its key."""
+        return add_entry(self.beat_schedule, schedule, sig, args, kwargs, name, opts)
+
+    def live_schedule_sources(self) -> list[LiveSource]:
+        """django-celery-beat's periodic tasks when ``beat_scheduler`` is its DatabaseScheduler
+        (see :mod:`pgtasks.compat.bridge.django_beat`)."""
+        return [django_beat.live_source(self)] if django_beat.uses_django_beat(self) else []
+
+    def _beat_schedule_definitions(self) -> list[ScheduleDefinition]:
+        """This app's schedule source: ``beat_schedule``, each entry routed by ``task_routes``
+        when its options name no queue."""
+        self.finalize()
+        return definitions_for_app(self)
+
+    # -- tasks ---------------------------------------------------------------------------
+    @property
+    def Task(self) -> type[Task]:
+        return self.task_cls
+
+    @property
+    def tasks(self) -> TaskRegistry:
+        """Tasks by name (importing ``include`` and autodiscovered modules first)."""
+        if self.autofinalize:
+            self.finalize()
+        return self._registry
+
+    # Celery's API: Celery's Task, not pgtasks' (hence [override]).
+    @overload  # type: ignore[override]
+    def task(self, fun: Callable[..., Any], /) -> CeleryTask: ...
+    @overload
+    def task(self, /, **opts: Any) -> Callable[[Callable[..., Any]], CeleryTask]: ...
+
+    def task(self, /, *args: Any, **opts: Any) -> CeleryTask | Callable[[Callable[..., Any]], CeleryTask]:
+        """``@app.task`` or ``@app.task(name=, bind=, base=, max_retries=, ...)``."""
+
+        def create(fun: Callable[..., Any]) -> Task:
+            options = dict(opts)
+            base = options.pop("base", None) or self.task_cls
+            bind = options.pop("bind", False)
+            for ignored in ("shared", "lazy", "filter"):
+                options.pop(ignored, None)
+            name = options.pop("name", None) or self.gen_task_name(fun.__name__, fun.__module__)
+            existing = self._registry.get(name)
+            if existing is not None and getattr(existing, "__wrapped__", None) is fun:
+                return existing  # type: ignore[no-any-return]
+            task = registration.make_task(fun, self, base, name, bind, **options)
+            self.register_task(task)
+            return task
+
+        if len(args) == 1 and callable(args[0]) and not opts:
+            return create(args[0])
+        if args:
+            raise TypeError("@task() takes exactly 1 argument")
+        return create
+
+    def gen_task_name(self, name: str, module: str) -> str:
+        return registration.gen_task_name(self.main, name, module)
+
+    def register_task(self, task: Any, **options: Any) -> Any:
+        """Register a Task instance (or class) with this app and with the engine."""
+        if isinstance(task, type):
+            task = task()
+        if not task.name:
+            task.name = self.gen_task_name(type(task).__name__, type(task).__module__)
+        if "__name__" not in vars(task):  # a class-based task looks like its class
+            task.__name__ = type(task).__name__
+            task.__qualname__ = type(task).__qualname__
+        if not getattr(task, "_decorated", False) and "run" not in vars(task):
+            # As Celery's register_task: autoretry_for works on class-based tasks too.
+            add_autoretry_behaviour(task)
+        self._registry[task.name] = task
+        # The engine as it is, not rebuilt from changed settings: its registry and recovery
+        # limit are every rebuilt engine's, and registering a (shared) task must not read the
+        # settings, which may name a broker pgtasks refuses when it next builds the engine.
+        engine = self._engine
+        definition = TaskDefinition(
+            name=task.name,
+            fn=registration.engine_entry(task),
+            queue=task.queue,
+            max_recovery_attempts=engine.settings.max_recovery_attempts,
+            options={
+                "time_limit": task.time_limit,
+                "soft_time_limit": task.soft_time_limit,
+                "rate_limit": task.rate_limit,
+                "celery": True,
+            },
+        )
+        engine.registry.add(definition)
+        return task
+
+    def finalize(self, auto: bool = False) -> None:
+        """Import ``include``/``imports`` and autodiscovered modules, once; then send
+        ``on_after_configure`` and ``on_after_finalize``."""
+        if self._finalized:
+            return
+        self._finalized = True
+        register_builtins(self)
+        self.on_configure.send(sender=self)
+        for module in [*(self.conf.include or ()), *(self.conf.imports or ())]:
+            importlib.import_module(module)
+        self._import_autodiscovered()
+        self.on_after_configure.send(sender=self, source=self.conf)
+        self.on_after_finalize.send(sender=self)
+
+    def autodiscover_tasks(
+        self, packages: Any = None, related_name: str = "tasks", force: bool = False
+    ) -> None:
+        """Import ``<package>.<related_name>`` for each package (Django: INSTALLED_APPS when
+        none are given), at finalize or now with ``force``."""
+        self._autodiscover.append((packages, related_name))
+        if force or self._finalized:
+            self._import_autodiscovered()
+
+    def _import_autodiscovered(self) -> None:
+        pending, self._autodiscover = self._autodiscover, []
+        for packages, related_name in pending:
+            if callable(packages):
+                packages = packages()
+            if packages is None:
+                packages = django_support.installed_apps()
+            for package in packages:
+                target = f"{package}.{related_name}" if related_name else package
+                try:
+                    importlib.import_module(target)
+                except ModuleNotFoundError as exc:
+                    if exc.name not in (target, package):
+                        raise
+
+    # -- sending and results -------------------------------------------------------------
+    def send_task(  # type: ignore[override]  # Celery's AsyncResult, not pgtasks'
+        self, name: str, args: Any = None, kwargs: Any = None, **options: Any
+    ) -> AsyncResult:
+        """Send a task by name (Celery ignores ``task_always_eager`` here, and so does pgtasks)."""
+        options = self._send_task_options(options)
+        return send_task(self, name, args, kwargs, task=self._registry.get(name), **options)
+
+    async def send_task_async(
+        self, name: str, args: Any = None, kwargs: Any = None, **options: Any
+    ) -> AsyncResult:
+        """:meth:`send_task` for async code (``conn=`` may be a ``psycopg.AsyncConnection``)."""
+        options = self._send_task_options(options)
+        return await send_task_async(self, name, args, kwargs, task=self._registry.get(name), **options)
+
+    @staticmethod
+    def _send_task_options(options: dict[str, Any]) -> dict[str, Any]:
+        """Celery's send_task options that mean nothing here dropped, None values too."""
+        ignored = (
+            "producer",
+            "connection",
+            "router",
+            "result_cls",
+            "publisher",
+            "add_to_parent",
+            "route_name",
+            "replaced_task_nesting",
+        )
+        return {
+            k: v
+            for k, v in options.items()
+            if k not in ignored and (v is not None or k in ("link", "link_error"))
+        }
+
+    def send_canvas(self, item: Signature, args: tuple[Any, ...] = ()) -> AsyncResult | GroupResult:
+        """Plan a workflow (or a signature with callbacks) into linked tasks and insert them in
+        one transaction; return its result handle. What ``chain``/``group``/``chord``
+        ``.apply_async`` call (see bridge/planning.py)."""
+        return send_canvas(self, item, args)
+
+    def apply_eagerly(
+        self, task: CeleryTask, args: tuple[Any, ...], kwargs: dict[str, Any], **options: Any
+    ) -> EagerResult:
+        """Run ``task`` here, now, and return its EagerResult: what ``Task.apply`` calls (see
+        bridge/eager.py; the app runs it because running a task is above the Task class)."""
+        return apply_eagerly(task, args, kwargs, **options)
+
+    @functools.cached_property
+    def backend(self) -> DatabaseBackend:
+        """Celery's result backend API over the app's own database (see bridge/backend.py)."""
+        return DatabaseBackend(self)
+
+    def AsyncResult(self, task_id: str, **kwargs: Any) -> AsyncResult:  # type: ignore[override]  # as send_task
+        kwargs.pop("app", None)
+        return AsyncResult(task_id, app=self, **kwargs)
+
+    def signature(self, *args: Any, **kwargs: Any) -> Signature:
+        kwargs["app"] = self
+        return signature(*args, **kwargs)
+
+    def set_current(self) -> None:
+        _state.set_current_app(self)
+
+    def set_default(self) -> None:
+        _state.set_current_app(self)
+
+    def now(self) -> Any:
+        return dt.datetime.now(dt.timezone.utc)
+
+    def uuid(self) -> str:
+        return str(uuid.uuid4())
+
+    def start(self, argv: list[str] | None = None) -> int:
+        """``app.start()``: the pgtasks command line with this app."""
+        return run_command(self, argv)
+
+    def worker_main(self, argv: list[str] | None = None) -> int:
+        return run_command(self, ["worker", *(argv or [])[1 if argv and argv[0] == "worker" else 0 :]])
+
+
+# What ``current_app`` gives when no app was created (Celery's default app).
+_state.set_default_factory(lambda: Celery("default"))

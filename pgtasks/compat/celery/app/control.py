@@ -1,0 +1,261 @@
+"""Celery's ``celery.app.control``: ``Control`` (``app.control``: revoke, purge, ping) and
+``Inspect`` (``app.control.inspect()``), answered from the database.
+
+There are no broadcast messages: a worker's row in ``executors`` (with a recent heartbeat)
+answers ``ping``, and what it runs is what the ``workflow_status`` rows say. Replies have
+Celery's shape: ``{node name: reply}``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from typing import TYPE_CHECKING, Any
+
+from pgtasks.compat.bridge.requests import delivery_info, iso_time
+from pgtasks.compat.celery import signals
+from pgtasks.compat.celery.app.task import Context
+from pgtasks.sysdb.records import ExecutorInfo, ListTasksParams, Status, TaskRecord
+
+if TYPE_CHECKING:
+    from pgtasks.compat.celery.app.base import Celery
+
+LIST_LIMIT = 1000
+
+
+class Control:
+    """Celery's ``app.control`` on pgtasks."""
+
+    def __init__(self, app: Celery) -> None:
+        self.app = app
+
+    def revoke(
+        self,
+        task_id: str | list[str],
+        destination: Any = None,
+        terminate: bool = False,
+        signal: Any = None,
+        **kwargs: Any,
+    ) -> None:
+        """Revoke tasks durably: one that has not started never will, on any worker (even one
+        started later). A running task stops at its next ``@app.step``; with ``terminate=True``
+        a prefork worker also kills the process running it, at its next heartbeat.
+
+        ``task_revoked`` is sent here, in the revoking process, for each task this call
+        revoked: no worker ever receives a revoked task to send it from."""
+        ids = [task_id] if isinstance(task_id, str) else list(task_id)
+        admin = self.app.engine.admin
+        for one in ids:
+            revoked = admin.cancel(one)
+            if terminate:
+                admin.request_terminate(one, str(signal or "SIGTERM"))
+            record = admin.task(one) if revoked else None
+            if record is not None:
+                self._revoked(record, terminate, signal)
+
+    def _revoked(self, record: TaskRecord, terminated: bool, signum: Any) -> None:
+        sender = self.app.tasks.get(record.name)
+        request = Context(id=record.task_id, task=record.name)
+        signals.task_revoked.send(
+            sender=sender, request=request, terminated=terminated, signum=signum, expired=False
+        )
+
+    def revoke_by_stamped_headers(self, *args: Any, **kwargs: Any) -> None:
+        raise NotImplementedError("revoke_by_stamped_headers is not supported by pgtasks")
+
+    def terminate(
+        self, task_id: str | list[str], destination: Any = None, signal: str = "SIGTERM", **kwargs: Any
+    ) -> None:
+        self.revoke(task_id, destination=destination, terminate=True, signal=signal)
+
+    def purge(self, connection: Any = None, queues: Any = None) -> int:
+        """Discard every task waiting in the queues (ENQUEUED or DELAYED), or only in
+        ``queues``; return how many. They end REVOKED (cancelled), so they are never run."""
+        names: list[str | None] = [None] if not queues else sorted(set(queues))
+        return sum(self._purge_queue(name) for name in names)
+
+    def _purge_queue(self, queue: str | None) -> int:
+        count = 0
+        admin = self.app.engine.admin
+        waiting_states = (Status.ENQUEUED, Status.DELAYED)
+        while True:
+            listing = ListTasksParams(status=waiting_states, queue_name=queue, limit=LIST_LIMIT)
+            waiting = admin.tasks(listing)
+            cancelled = sum(1 for record in waiting if admin.cancel(record.task_id))
+            count += cancelled
+            if len(waiting) < LIST_LIMIT or cancelled == 0:
+                return count
+
+    discard_all = purge
+
+    def ping(self, destination: Any = None, timeout: float = 1.0, **kwargs: Any) -> list[dict[str, Any]]:
+        """``[{node: {'ok': 'pong'}}]`` for every live worker."""
+        return [{node: {"ok": "pong"}} for node in self.inspect(destination=destination).nodes()]
+
+    def inspect(self, destination: Any = None, timeout: float = 1.0, **kwargs: Any) -> Inspect:
+        return Inspect(self.app, destination)
+
+    def _unsupported(self, *args: Any, **kwargs: Any) -> None:
+        raise NotImplementedError(
+            "remote control commands (rate_limit, time_limit, pool_grow, add_consumer, "
+            "...) are not supported by pgtasks; use `pgtasks queue set`"
+        )
+
+    rate_limit = time_limit = pool_grow = pool_shrink = autoscale = _unsupported
+    add_consumer = cancel_consumer = enable_events = disable_events = broadcast = _unsupported
+    shutdown = pool_restart = heartbeat = election = _unsupported
+
+
+def _details(executor: ExecutorInfo) -> dict[str, Any]:
+    """What the worker recorded about itself when it started (nothing from older workers)."""
+    try:
+        details = json.loads(executor.details or "{}")
+    except ValueError:
+        return {}
+    return details if isinstance(details, dict) else {}
+
+
+def _lease_alive(executor: ExecutorInfo, now_ms: int) -> bool:
+    return now_ms - executor.last_heartbeat <= executor.lease_ms
+
+
+class Inspect:
+    """``app.control.inspect()``: ping, active, scheduled, reserved, registered, stats,
+    revoked, active_queues, query_task. ``destination`` limits the nodes."""
+
+    def __init__(self, app: Celery, destination: Any = None) -> None:
+        self.app = app
+        self.destination = [destination] if isinstance(destination, str) else destination
+
+    def _executors(self) -> list[ExecutorInfo]:
+        admin = self.app.engine.admin
+        now = admin.now_ms()
+        live = [e for e in admin.executors() if _lease_alive(e, now)]
+        if self.destination:
+            live = [e for e in live if e.executor_id in self.destination]
+        return sorted(live, key=lambda e: e.executor_id)
+
+    def nodes(self) -> list[str]:
+        return [e.executor_id for e in self._executors()]
+
+    def _reply(self, answer: dict[str, Any]) -> dict[str, Any] | None:
+        return answer or None  # Celery returns None when no worker replied
+
+    def _task_info(self, record: TaskRecord) -> dict[str, Any]:
+        args: list[Any] = []
+        kwargs: dict[str, Any] = {}
+        with contextlib.suppress(Exception):  # unreadable inputs: shown empty
+            args, kwargs = self.app.engine.codec.loads_inputs(
+                record.serialization, record.inputs, record.name
+            )
+        return {
+            "id": record.task_id,
+            "name": record.name,
+            "args": list(args),
+            "kwargs": kwargs,
+            "type": record.name,
+            "hostname": record.executor_id,
+            "time_start": (record.started_at_epoch_ms or 0) / 1000 or None,
+            "acknowledged": True,
+            "worker_pid": None,
+            "delivery_info": delivery_info(record),
+        }
+
+    def ping(self) -> dict[str, Any] | None:
+        return self._reply({node: {"ok": "pong"} for node in self.nodes()})
+
+    def active(self, safe: Any = None) -> dict[str, Any] | None:
+        """The tasks each worker is running (PENDING rows it holds)."""
+        running = self.app.engine.admin.tasks(ListTasksParams(status=(Status.PENDING,), limit=LIST_LIMIT))
+        nodes = self.nodes()
+        return self._reply(
+            {node: [self._task_info(r) for r in running if r.executor_id == node] for node in nodes}
+        )
+
+    def scheduled(self, safe: Any = None) -> dict[str, Any] | None:
+        """Celery lists ETA tasks a worker holds in memory; pgtasks workers hold none (DELAYED
+        tasks wait in the database), so every node answers an empty list."""
+        return self._reply({node: [] for node in self.nodes()})
+
+    def reserved(self, safe: Any = None) -> dict[str, Any] | None:
+        """Workers claim only free slots, so nothing is reserved beyond what is active."""
+        return self._reply({node: [] for node in self.nodes()})
+
+    def registered(self, *taskinfoitems: Any, builtins: bool = False) -> dict[str, Any] | None:
+        """The task names each worker registered, as the worker recorded them when it started
+        (Celery's own ``celery.*`` tasks only with ``builtins=True``)."""
+        return self._reply(
+            {
+                e.executor_id: [
+                    n for n in _details(e).get("registered", []) if builtins or not n.startswith("celery.")
+                ]
+                for e in self._executors()
+            }
+        )
+
+    registered_tasks = registered
+
+    def stats(self) -> dict[str, Any] | None:
+        admin = self.app.engine.admin
+        now = admin.now_ms()
+        return self._reply(
+            {
+                e.executor_id: {
+                    "pid": e.pid,
+                    "hostname": e.hostname,
+                    "clock": str(now),
+                    "uptime": max(0, (now - e.started_at) // 1000),
+                    "pool": {
+                        "implementation": _details(e).get("pool", "pgtasks"),
+                        "max-concurrency": _details(e).get("concurrency"),
+                    },
+                    "broker": {"transport": admin.dialect()},
+                    "application_version": e.application_version,
+                    "queues": list(e.queues),
+                    "last_heartbeat": iso_time(e.last_heartbeat),
+                }
+                for e in self._executors()
+            }
+        )
+
+    def revoked(self) -> dict[str, Any] | None:
+        """Ids of revoked (cancelled) tasks, newest first, the same for every node (revokes are
+        stored in the database, not in each worker)."""
+        rows = self.app.engine.admin.tasks(ListTasksParams(status=(Status.CANCELLED,), limit=LIST_LIMIT))
+        ids = [r.task_id for r in rows]
+        return self._reply({node: ids for node in self.nodes()})
+
+    def active_queues(self) -> dict[str, Any] | None:
+        return self._reply(
+            {
+                e.executor_id: [
+                    {"name": q, "exchange": {"name": q}, "routing_key": q, "durable": True} for q in e.queues
+                ]
+                for e in self._executors()
+            }
+        )
+
+    def query_task(self, *ids: Any) -> dict[str, Any] | None:
+        """``{node: {id: [state, info]}}`` for the given ids held by each node."""
+        wanted = [i for group in ids for i in ([group] if isinstance(group, str) else group)]
+        records = [r for r in (self.app.engine.get_task(i) for i in wanted) if r is not None]
+        answer: dict[str, Any] = {}
+        for node in self.nodes():
+            held = {
+                r.task_id: ["active", self._task_info(r)]
+                for r in records
+                if r.executor_id == node and r.status is Status.PENDING
+            }
+            answer[node] = held
+        return self._reply(answer)
+
+    def report(self) -> dict[str, Any] | None:
+        return self._reply({node: {"ok": f"pgtasks pid {os.getpid()}"} for node in self.nodes()})
+
+    def conf(self, with_defaults: bool = False) -> dict[str, Any] | None:
+        return self._reply({node: self.app.conf.table(with_defaults) for node in self.nodes()})
+
+    def clock(self) -> dict[str, Any] | None:
+        now = self.app.engine.admin.now_ms()
+        return self._reply({node: {"clock": now} for node in self.nodes()})

@@ -1,0 +1,34 @@
+"""Celery's ``celery.canvas``: task signatures and the workflows built from them. Each class
+lives in a module of its own: signature.py (``Signature``, ``signature``, ``maybe_signature``),
+chain.py, group.py, chord.py, and mapping.py (``xmap``, ``xstarmap``, ``chunks``), over the
+base they share (workflow.py); this package only re-exports them. bridge/planning.py turns
+any of them into linked tasks.
+"""
+
+from __future__ import annotations
+
+from pgtasks.compat.celery.canvas.chain import chain
+from pgtasks.compat.celery.canvas.chord import chord
+from pgtasks.compat.celery.canvas.group import group
+from pgtasks.compat.celery.canvas.mapping import chunks, xmap, xstarmap
+from pgtasks.compat.celery.canvas.signature import (
+    Signature,
+    maybe_signature,
+    signature,
+    subtask,
+    takes_request,
+)
+
+__all__ = [
+    "Signature",
+    "chain",
+    "chord",
+    "chunks",
+    "group",
+    "maybe_signature",
+    "signature",
+    "subtask",
+    "takes_request",
+    "xmap",
+    "xstarmap",
+]

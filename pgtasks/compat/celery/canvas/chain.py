@@ -1,0 +1,77 @@
+"""Celery's ``chain`` (``celery.canvas.chain``, or ``a | b``): tasks one after the other, each
+result passed to the next. Where a chain's callbacks and errbacks go is decided here; the
+planner (bridge/planning.py) links its tasks."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from pgtasks.compat.celery.canvas.signature import Signature, maybe_signature, takes_request
+from pgtasks.compat.celery.canvas.workflow import Workflow
+from pgtasks.compat.celery.utils.functional import maybe_list
+
+if TYPE_CHECKING:
+    from pgtasks.compat.celery.app.base import Celery
+
+__all__ = ["chain"]
+
+
+@Signature.register_type(name="celery.chain")
+class chain(Workflow):
+    """Tasks one after the other, each result passed to the next: ``chain(a.s(1), b.s())``
+    or ``a.s(1) | b.s()``."""
+
+    def __init__(self, *tasks: Any, app: Celery | None = None, **options: Any) -> None:
+        if len(tasks) == 1 and not isinstance(tasks[0], dict) and hasattr(tasks[0], "__iter__"):
+            tasks = tuple(tasks[0])  # a list, tuple or generator of signatures
+        flat: list[Any] = []
+        for task in tasks:  # chain(chain(a, b), c) is chain(a, b, c)
+            flat.extend(task.tasks if isinstance(task, chain) else [task])
+        super().__init__("celery.chain", flat, app, **options)
+
+    @classmethod
+    def from_parts(cls, parts: list[Any], app: Celery | None, options: dict[str, Any]) -> Signature:
+        return cls(*parts, app=app, **options)
+
+    def link(self, callback: Any) -> Any:
+        """Run ``callback`` with the chain's result: linked to its last task."""
+        members = self._signatures()
+        return members[-1].link(callback) if members else super().link(callback)
+
+    def link_error(self, errback: Any) -> Any:
+        """Run ``errback`` once when any task of the chain fails. A failure ends every task
+        after it with the same error, so an errback sent as a task (with a task id) is linked
+        to the last task; one called in the failing worker is linked to every task."""
+        members = self._signatures()
+        if not members:
+            return super().link_error(errback)
+        if takes_request(maybe_signature(errback, app=self._app)):
+            for member in members:
+                member.link_error(errback)
+            return errback
+        return members[-1].link_error(errback)
+
+    def unchain_tasks(self) -> list[Any]:
+        """The chain's tasks as separate signatures (copies): the last one carries the chain's
+        callbacks, each carries its errbacks."""
+        members = [member.clone() for member in self._signatures()]
+        for callback in maybe_list(self.options.get("link")) or ():
+            if members:
+                members[-1].link(callback)
+        for errback in maybe_list(self.options.get("link_error")) or ():
+            for member in members:
+                member.link_error(errback)
+        return members
+
+    def apply(self, args: Any = None, kwargs: Any = None, **options: Any) -> Any:
+        """Run the chain here, each task after the other (eager mode)."""
+        result = None
+        previous: tuple[Any, ...] = tuple(args or ())
+        for task in self.tasks:
+            result = (
+                task.apply(previous) if isinstance(task, Workflow) else maybe_signature(task).apply(previous)
+            )
+            if result.state != "SUCCESS":
+                return result
+            previous = (result.get(),)
+        return result

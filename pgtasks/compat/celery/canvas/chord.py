@@ -1,0 +1,83 @@
+"""Celery's ``chord`` (``celery.canvas.chord``): a group whose results go, as one list, to a
+body (``chord(header)(body)``); a header task's failure fails the body with ChordError."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from pgtasks.compat.celery.canvas.group import group
+from pgtasks.compat.celery.canvas.signature import Signature, maybe_signature, takes_request
+from pgtasks.compat.celery.canvas.workflow import Workflow, members_link
+
+if TYPE_CHECKING:
+    from pgtasks.compat.celery.app.base import Celery
+
+__all__ = ["chord"]
+
+
+@Signature.register_type(name="celery.chord")
+class chord(Workflow):
+    """A group whose results go, as one list, to a body: ``chord(header)(body)``."""
+
+    def __init__(self, header: Any, body: Any = None, app: Celery | None = None, **options: Any) -> None:
+        # A generator header is kept as it is: sending the chord consumes it task by task,
+        # as Celery does (planning.py); anything else that reads the header unrolls it.
+        self._lazy = header if not isinstance(header, dict) and hasattr(header, "__next__") else None
+        if self._lazy is None:
+            header = header if isinstance(header, group) else group(header, app=app)
+        super().__init__("celery.chord", [group([], app=app) if self._lazy else header, body], app, **options)
+
+    @classmethod
+    def from_parts(cls, parts: list[Any], app: Celery | None, options: dict[str, Any]) -> Signature:
+        return cls(parts[0], parts[1] if len(parts) > 1 else None, app=app, **options)
+
+    @property
+    def header(self) -> group:
+        lazy = self._lazy
+        if lazy is not None:  # read before it was sent: unrolled now
+            self._lazy = None
+            self["kwargs"]["tasks"][0] = group(list(lazy), app=self._app)
+        return self.tasks[0]  # type: ignore[no-any-return]
+
+    def take_lazy_header(self) -> Any:
+        """The generator this chord's header still is (once), or None."""
+        lazy, self._lazy = self._lazy, None
+        return lazy
+
+    @property
+    def body(self) -> Any:
+        return self.tasks[1]
+
+    def link(self, callback: Any) -> Any:
+        """``callback`` runs with the body's result."""
+        body = self._body_signature()
+        return body.link(callback) if body is not None else super().link(callback)
+
+    def link_error(self, errback: Any) -> Any:
+        """``errback`` runs when the body fails, or a header task does (the body then fails
+        with ChordError); one called in the failing worker is linked to the header tasks too."""
+        body = self._body_signature()
+        if body is None:
+            return super().link_error(errback)
+        if takes_request(maybe_signature(errback, app=self._app)):
+            members_link(self.header._signatures(), errback, True)
+        return body.link_error(errback)
+
+    def _body_signature(self) -> Any:
+        if self.body is None:
+            return None
+        body = maybe_signature(self.body, app=self._app)
+        self["kwargs"]["tasks"][1] = body
+        return body
+
+    def __call__(self, body: Any = None, **options: Any) -> Any:
+        if body is not None:
+            return chord(self.header, body, app=self._app).apply_async(**options)
+        return self.apply_async(**options)
+
+    def apply(self, args: Any = None, kwargs: Any = None, **options: Any) -> Any:
+        results = self.header.apply(args)
+        if self.body is None:  # no body: the header's results, as when sent (planning.py)
+            return results
+        values = [r.get() for r in results.results]
+        return maybe_signature(self.body).apply((values,))

@@ -1,0 +1,64 @@
+"""Celery's ``group`` (``celery.canvas.group``): tasks sent together, whose result is a
+GroupResult; a group followed by a task is a chord."""
+
+from __future__ import annotations
+
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from pgtasks.compat.celery.canvas.chain import chain
+from pgtasks.compat.celery.canvas.signature import Signature, maybe_signature, workflow_type
+from pgtasks.compat.celery.canvas.workflow import Workflow, members_link
+from pgtasks.compat.celery.result.group_result import GroupResult
+
+if TYPE_CHECKING:
+    from pgtasks.compat.celery.app.base import Celery
+
+__all__ = ["group"]
+
+
+@Signature.register_type(name="celery.group")
+class group(Workflow):
+    """Tasks sent together: ``group(add.s(i, i) for i in range(10))`` -> GroupResult."""
+
+    def __init__(self, *tasks: Any, app: Celery | None = None, **options: Any) -> None:
+        if len(tasks) == 1 and not isinstance(tasks[0], dict) and hasattr(tasks[0], "__iter__"):
+            tasks = tuple(tasks[0])
+        super().__init__("celery.group", list(tasks), app, **options)
+
+    @classmethod
+    def from_parts(cls, parts: list[Any], app: Celery | None, options: dict[str, Any]) -> Signature:
+        return cls(*parts, app=app, **options)
+
+    def link(self, callback: Any) -> Any:
+        """As Celery: ``callback`` (immutable: no result is passed) linked to the first task."""
+        members = self._signatures()
+        return members_link(members[:1], callback, False) if members else super().link(callback)
+
+    def link_error(self, errback: Any) -> Any:
+        """As Celery: ``errback`` (an immutable copy) linked to every task of the group."""
+        members = self._signatures()
+        return members_link(members, errback, True) if members else super().link_error(errback)
+
+    def apply(self, args: Any = None, kwargs: Any = None, **options: Any) -> Any:
+        results: list[Any] = []
+        for member in self.tasks:
+            result = maybe_signature(member).apply(args)
+            results.extend(result.results if isinstance(result, GroupResult) else [result])
+        return GroupResult(str(uuid.uuid4()), results, app=self.app)
+
+    def __or__(self, other: Any) -> Any:
+        """``group | task`` is a chord (chord.py imports this module: looked up by name);
+        ``group | group`` a chain."""
+        return (
+            workflow_type("celery.chord")(self, other) if not isinstance(other, group) else chain(self, other)
+        )
+
+    def skew(self, start: float = 1.0, stop: float | None = None, step: float = 1.0) -> group:
+        """Spread the members' start: countdown ``start``, ``start + step``, ... (held at
+        ``stop`` once reached)."""
+        countdown = start
+        for member in self._signatures():
+            member.set(countdown=countdown)
+            countdown = countdown + step if stop is None else min(countdown + step, stop)
+        return self

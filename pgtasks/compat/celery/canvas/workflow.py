@@ -1,0 +1,84 @@
+"""What pgtasks' workflow types (``chain``, ``group``, ``chord``, ``xmap``, ...) share: a
+signature whose members are signatures (Celery's workflow classes each repeat it). Sending one
+goes through its app (``app.send_canvas``), which plans it into linked tasks
+(bridge/planning.py) and inserts them in one transaction; ``apply`` runs it here.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from pgtasks.compat.celery.canvas.signature import Signature, maybe_signature, workflow_type
+from pgtasks.compat.celery.utils.functional import maybe_list
+
+if TYPE_CHECKING:
+    from pgtasks.compat.celery.app.base import Celery
+
+__all__ = ["Workflow", "members_link"]
+
+
+def members_link(members: list[Any], sig: Any, error: bool) -> Any:
+    """Link ``sig`` (an immutable copy, as Celery does) to each of ``members``."""
+    for member in members:
+        copy = maybe_signature(sig).clone()
+        copy.set(immutable=True)
+        member.link_error(copy) if error else member.link(copy)
+    return sig
+
+
+class Workflow(Signature):
+    """What every workflow shares with a signature: options, ``|``, calling and sending."""
+
+    _lazy: Any = None  # a chord's header while it is still a generator
+
+    def __init__(self, name: str, tasks: list[Any], app: Celery | None = None, **options: Any) -> None:
+        super().__init__(name, (), {}, options, app=app)
+        self["kwargs"] = {"tasks": tasks}
+
+    @property
+    def tasks(self) -> list[Any]:
+        return list(self["kwargs"]["tasks"])
+
+    def _signatures(self) -> list[Any]:
+        """The members as signatures (a member that arrived as a dict is rebuilt in place)."""
+        members = [maybe_signature(t, app=self._app) for t in self["kwargs"]["tasks"]]
+        self["kwargs"]["tasks"] = members
+        return members
+
+    @property
+    def app(self) -> Celery:
+        if self._app is not None:
+            return self._app
+        for task in self.tasks:
+            found = getattr(task, "app", None) if not isinstance(task, dict) else None
+            if found is not None:
+                return found  # type: ignore[no-any-return]
+        return Signature.app.fget(self)  # type: ignore[attr-defined,no-any-return]
+
+    def apply_async(
+        self, args: Any = None, kwargs: Any = None, route_name: Any = None, **options: Any
+    ) -> Any:
+        for callback in maybe_list(options.pop("link", None)) or ():
+            self.link(callback)
+        for errback in maybe_list(options.pop("link_error", None)) or ():
+            self.link_error(errback)
+        if options:
+            self.options.update(options)
+        if self.app.conf.task_always_eager:
+            return self.apply(args)
+        return self.app.send_canvas(self, tuple(args or ()))
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.apply_async(args)
+
+    def __or__(self, other: Any) -> Any:
+        return workflow_type("celery.chain")(self, other)
+
+    def clone(self, args: Any = None, kwargs: Any = None, **opts: Any) -> Any:
+        copy = type(self).__new__(type(self))
+        dict.__init__(copy, self)
+        copy._type, copy._app = self._type, self._app
+        if self._lazy is not None:  # a generator header goes with the copy
+            copy._lazy, self._lazy = self._lazy, None
+        copy["options"] = {**self.options, **opts}
+        return copy

@@ -1,0 +1,1 @@
+"""Celery's ``celery.contrib.django``: ``DjangoTask`` (task.py)."""

@@ -1,0 +1,143 @@
+"""Celery's pytest plugin, ``celery.contrib.pytest``: enable it as Celery's docs say
+(``pytest_plugins = ("celery.contrib.pytest",)`` in a conftest, or ``-p
+celery.contrib.pytest``). The fixtures give a Celery app on a SQLite file of the test's own
+(unless ``celery_config`` names a database) and a real pgtasks worker on threads."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+
+from pgtasks.compat.celery import _state
+from pgtasks.compat.celery.app.base import Celery
+from pgtasks.compat.celery.contrib.testing.app import test_app
+from pgtasks.compat.celery.contrib.testing.worker import TestWorkController, start_worker
+
+__all__ = [
+    "celery_app",
+    "celery_config",
+    "celery_enable_logging",
+    "celery_includes",
+    "celery_parameters",
+    "celery_session_app",
+    "celery_session_worker",
+    "celery_worker",
+    "celery_worker_parameters",
+    "celery_worker_pool",
+    "depends_on_current_app",
+    "use_celery_app_trap",
+]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "celery(**overrides): override celery configuration for a test case")
+
+
+@contextmanager
+def _current(app: Celery) -> Iterator[Celery]:
+    """``app`` is the current app inside the block (shared tasks bind to it), as Celery's
+    ``setup_default_app``; the previous one after."""
+    previous = _state.current_app_or_none()
+    app.set_current()
+    try:
+        yield app
+    finally:
+        if previous is not None:
+            previous.set_current()
+        app.close()
+
+
+def _app(config: Mapping[str, Any], parameters: Mapping[str, Any], includes: Any = ()) -> Celery:
+    return test_app(config, parameters, includes)
+
+
+@pytest.fixture(scope="session")
+def celery_config() -> Mapping[str, Any]:
+    """Override to configure the test app (a dict of settings)."""
+    return {}
+
+
+@pytest.fixture(scope="session")
+def celery_parameters() -> Mapping[str, Any]:
+    """Override for the keyword arguments of the test app's constructor."""
+    return {}
+
+
+@pytest.fixture(scope="session")
+def celery_includes() -> Any:
+    """Override with the task modules the worker fixtures import."""
+    return ()
+
+
+@pytest.fixture(scope="session")
+def celery_worker_pool() -> str:
+    return "solo"
+
+
+@pytest.fixture(scope="session")
+def celery_worker_parameters() -> Mapping[str, Any]:
+    """Override for the keyword arguments of ``start_worker``."""
+    return {}
+
+
+@pytest.fixture(scope="session")
+def celery_enable_logging() -> bool:
+    return False
+
+
+@pytest.fixture(scope="session")
+def use_celery_app_trap() -> bool:
+    return False
+
+
+@pytest.fixture(scope="session")
+def celery_session_app(
+    celery_config: Mapping[str, Any], celery_parameters: Mapping[str, Any], celery_includes: Any
+) -> Iterator[Celery]:
+    """One test app for the whole session."""
+    with _current(_app(celery_config, celery_parameters, celery_includes)) as app:
+        yield app
+
+
+@pytest.fixture(scope="session")
+def celery_session_worker(
+    celery_session_app: Celery, celery_worker_pool: str, celery_worker_parameters: Mapping[str, Any]
+) -> Iterator[TestWorkController]:
+    """A worker of the session app, for the whole session."""
+    with start_worker(
+        celery_session_app, pool=celery_worker_pool, **dict(celery_worker_parameters)
+    ) as worker:
+        yield worker
+
+
+@pytest.fixture
+def celery_app(
+    request: pytest.FixtureRequest,
+    celery_config: Mapping[str, Any],
+    celery_parameters: Mapping[str, Any],
+    celery_includes: Any,
+) -> Iterator[Celery]:
+    """A fresh test app for this test, current while it runs; ``@pytest.mark.celery(...)``
+    overrides settings."""
+    mark = request.node.get_closest_marker("celery")
+    config = {**dict(celery_config), **(mark.kwargs if mark is not None else {})}
+    with _current(_app(config, celery_parameters, celery_includes)) as app:
+        yield app
+
+
+@pytest.fixture
+def celery_worker(
+    celery_app: Celery, celery_worker_pool: str, celery_worker_parameters: Mapping[str, Any]
+) -> Iterator[TestWorkController]:
+    """A worker of ``celery_app`` for this test."""
+    with start_worker(celery_app, pool=celery_worker_pool, **dict(celery_worker_parameters)) as worker:
+        yield worker
+
+
+@pytest.fixture
+def depends_on_current_app(celery_app: Celery) -> None:
+    """The test app is the current app (for code that uses ``current_app``)."""
+    celery_app.set_current()

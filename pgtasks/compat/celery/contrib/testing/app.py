@@ -1,0 +1,90 @@
+"""Celery's ``celery.contrib.testing.app``: ``TestApp`` and ``setup_default_app``, and
+:func:`test_app`, the app behind them and the pytest plugin's fixtures. Celery's in-memory
+broker (``memory://``, the test configuration's default) becomes a SQLite file of the test's
+own, so tests run against a real database with nothing to start."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+from pgtasks.compat.celery import _state
+from pgtasks.compat.celery.app.base import Celery
+
+__all__ = ["DEFAULT_TEST_CONFIG", "TestApp", "setup_default_app", "test_app"]
+
+IN_MEMORY = ("memory://", "cache+memory://", "rpc://", "")
+
+DEFAULT_TEST_CONFIG: dict[str, Any] = {
+    "worker_hijack_root_logger": False,
+    "worker_log_color": False,
+    "accept_content": {"json"},
+    "enable_utc": True,
+    "timezone": "UTC",
+    "broker_url": "memory://",
+    "result_backend": "cache+memory://",
+    "broker_heartbeat": 0,
+}
+
+
+def _test_database(config: Mapping[str, Any]) -> str | None:
+    """A SQLite file of the test's own for Celery's in-memory broker; None to keep the URL."""
+    broker = str(config.get("broker_url") or "")
+    if broker.split("://")[0] + "://" in IN_MEMORY or broker in IN_MEMORY:
+        folder = tempfile.mkdtemp(prefix="pgtasks-celery-test-")
+        return f"sqlite:///{os.path.join(folder, 'tasks.sqlite3')}"
+    return None
+
+
+def test_app(
+    config: Mapping[str, Any] | None = None, parameters: Mapping[str, Any] | None = None, includes: Any = ()
+) -> Celery:
+    """A Celery app for a test, as Celery's ``TestApp``: ``config`` as its settings (a memory
+    broker becomes a SQLite file of its own), ``parameters`` to the constructor."""
+    settings = {"broker_url": "memory://", "task_default_queue": "celery", **dict(config or {})}
+    database = _test_database(settings)
+    if database is not None:
+        settings["broker_url"] = database
+    params = dict(parameters or {})
+    app = Celery(params.pop("main", "celery.tests"), set_as_current=False, **params)
+    app.conf.update(settings)
+    for module in includes or ():
+        __import__(module)
+    return app
+
+
+def TestApp(
+    name: str | None = None,
+    config: Mapping[str, Any] | None = None,
+    enable_logging: bool = False,
+    set_as_current: bool = False,
+    log: Any = None,
+    backend: Any = None,
+    broker: Any = None,
+    **kwargs: Any,
+) -> Celery:
+    """A Celery app for tests with :data:`DEFAULT_TEST_CONFIG` and ``config`` (Celery's
+    in-memory broker becomes a SQLite file of the app's own)."""
+    settings = {**DEFAULT_TEST_CONFIG, **dict(config or {})}
+    if broker is not None:
+        settings["broker_url"] = broker
+    app = test_app(settings, {"main": name or "celery.tests", **kwargs})
+    if set_as_current:
+        app.set_current()
+    return app
+
+
+@contextmanager
+def setup_default_app(app: Celery, use_trap: bool = False) -> Iterator[None]:
+    """Make ``app`` the current and default app while the block runs, then restore the
+    previous one."""
+    previous = _state.current_app_or_none()
+    app.set_current()
+    try:
+        yield
+    finally:
+        if previous is not None:
+            previous.set_current()

@@ -1,0 +1,62 @@
+"""Celery's ``celery.contrib.testing.worker``: :func:`start_worker`, a worker for the app under
+test while a block runs. The worker is a real pgtasks worker on threads of the test process."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from pgtasks.compat.celery.app.base import Celery
+from pgtasks.worker import Worker, WorkerOptions
+
+__all__ = ["TestWorkController", "start_worker"]
+
+
+class TestWorkController:
+    """What ``start_worker`` yields: the running pgtasks worker of the app."""
+
+    def __init__(self, app: Celery, worker: Worker) -> None:
+        self.app = app
+        self.worker = worker
+        self.hostname = worker.executor_id
+
+    def __repr__(self) -> str:
+        return f"<TestWorkController {self.hostname} of {self.app!r}>"
+
+
+@contextmanager
+def start_worker(
+    app: Celery,
+    concurrency: int = 1,
+    pool: str = "solo",
+    loglevel: Any = "WARNING",
+    logfile: Any = None,
+    perform_ping_check: bool = True,
+    ping_task_timeout: float = 10.0,
+    shutdown_timeout: float = 10.0,
+    **kwargs: Any,
+) -> Iterator[TestWorkController]:
+    """Run a worker for ``app`` on threads of this process while the block runs (Celery's
+    ``celery.contrib.testing.worker.start_worker``). It consumes the app's default queue and
+    its ``task_queues``; ``pool`` is accepted (a thread pool is used: the tests' own process
+    cannot fork safely)."""
+    app.finalize()
+    queues = {app.conf.task_default_queue or "celery"}
+    queues |= {getattr(q, "name", q) for q in (app.conf.task_queues or ())}
+    options = WorkerOptions(
+        queues=tuple(sorted(queues)),
+        concurrency=max(1, int(concurrency)),
+        executor_id=kwargs.get("hostname") or f"gen{os.getpid()}@{threading.get_ident()}",
+    )
+    worker = Worker(app.engine, options)
+    worker.start()
+    thread = threading.Thread(target=worker.run, name="pgtasks-test-worker", daemon=True)
+    thread.start()
+    try:
+        yield TestWorkController(app, worker)
+    finally:
+        worker.shutdown(grace=shutdown_timeout)
+        thread.join(shutdown_timeout)

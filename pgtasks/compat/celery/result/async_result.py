@@ -1,0 +1,431 @@
+"""Celery's ``celery.result.AsyncResult``: the state and result of a task in the database, by
+id, and ``result_from_tuple``. States are Celery's, read from pgtasks' statuses by
+bridge/outcomes.py.
+
+Unlike Celery, an id that no task has is distinguishable from a waiting task: both read
+PENDING (as in Celery), but ``exists`` is False for the unknown id and ``get(timeout=...)``
+says no such task exists.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import functools
+import json
+import time
+from collections import deque
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from pgtasks.compat.bridge.outcomes import celery_exception, celery_state
+from pgtasks.compat.celery import states
+from pgtasks.compat.celery._state import get_current_app, task_join_will_block
+from pgtasks.compat.celery.exceptions import IncompleteStream, TaskRevokedError, TimeoutError
+from pgtasks.compat.celery.result.base import ResultBase
+from pgtasks.compat.celery.utils.graph import DependencyGraph
+from pgtasks.engine.errors import DatabaseUnavailable, MaxRecoveryAttemptsExceeded, TaskTimeoutError
+from pgtasks.engine.events import task_state
+from pgtasks.engine.failures import decode_exception
+from pgtasks.sysdb.records import Status, TaskRecord
+
+if TYPE_CHECKING:
+    from pgtasks.compat.celery.app.base import Celery
+    from pgtasks.compat.celery.result.group_result import GroupResult
+
+__all__ = ["AsyncResult", "result_from_tuple"]
+
+FIRST_POLL = 0.005
+SYNC_SUBTASK_MESSAGE = (
+    "Never call result.get() within a task!\n"
+    "See https://docs.celeryq.dev/en/latest/userguide/tasks.html#avoid-launching-synchronous-subtasks"
+)
+
+
+class AsyncResult(ResultBase):
+    """The state and result of the task ``id``; every read goes to the database."""
+
+    TimeoutError = TimeoutError
+    supports_native_join = True  # join_native waits on the database, as join does
+
+    def __init__(
+        self,
+        id: str,
+        backend: Any = None,
+        task_name: str | None = None,
+        app: Celery | None = None,
+        parent: Any = None,
+    ) -> None:
+        if id is None:
+            raise ValueError(f"AsyncResult expects a task id, not {id!r}")
+        self.id = str(id)
+        self.app = app if app is not None else get_current_app()
+        self._backend = backend
+        self._name = task_name
+        self._parent: AsyncResult | GroupResult | None = parent
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__}: {self.id}>"
+
+    def __str__(self) -> str:
+        return self.id
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, AsyncResult):
+            return other.id == self.id
+        if isinstance(other, str):
+            return other == self.id
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self.id)
+
+    @property
+    def task_id(self) -> str:
+        return self.id
+
+    @property
+    def backend(self) -> Any:
+        """The app's result backend (``app.backend``), or the one given."""
+        given = getattr(self, "_backend", None)
+        if given is not None:
+            return given
+        return getattr(self.app, "backend", None) if self.app is not None else None
+
+    @backend.setter
+    def backend(self, value: Any) -> None:
+        self._backend = value
+
+    def record(self) -> TaskRecord | None:
+        """The task's row, or None when no task has this id (from the ``read_url`` replica
+        when there is one: see docs/production.md)."""
+        return self.app.engine.read_task(self.id)
+
+    @property
+    def exists(self) -> bool:
+        """False when no task has this id (Celery cannot tell; pgtasks can)."""
+        return self.record() is not None
+
+    # -- state ---------------------------------------------------------------------------
+    def _track_started(self, name: str | None) -> bool:
+        task = self.app.tasks.get(name) if name else None
+        if task is not None and task.track_started:
+            return True
+        return bool(self.app.conf.task_track_started)
+
+    def _state_of(self, record: TaskRecord | None) -> str:
+        if record is None:
+            return states.PENDING
+        custom = self._custom(record)
+        if custom is not None:
+            return custom[0]
+        return celery_state(record.status, record.retries, self._track_started(record.name))
+
+    def _custom(self, record: TaskRecord) -> tuple[str, Any] | None:
+        """The state a running task set with ``update_state`` (read only while it runs)."""
+        if record.status not in (Status.PENDING, Status.WAITING):
+            return None  # WAITING: a state stored by hand (app.backend.mark_as_started)
+        return task_state(self.app.engine, record.task_id)
+
+    @property
+    def state(self) -> str:
+        """PENDING, STARTED, RETRY, SUCCESS, FAILURE or REVOKED."""
+        return self._state_of(self.record())
+
+    status = state
+
+    def _value_of(self, record: TaskRecord | None) -> Any:
+        if record is None:
+            return None
+        custom = self._custom(record)
+        if custom is not None:
+            return custom[1]
+        state = self._state_of(record)
+        if state == states.SUCCESS:
+            return self.app.engine.result_of(record)
+        if state == states.REVOKED:
+            expired = bool(record.error and "TaskExpired" in record.error)
+            return TaskRevokedError("expired" if expired else "revoked")
+        if record.status is Status.MAX_RECOVERY_ATTEMPTS_EXCEEDED:
+            try:
+                self.app.engine.result_of(record)
+            except MaxRecoveryAttemptsExceeded as exc:
+                return exc
+        if record.error and state in (states.FAILURE, states.RETRY):
+            return celery_exception(decode_exception(record.error, self.app.engine.trusted_modules()))
+        return None
+
+    @property
+    def result(self) -> Any:
+        """The return value, or the exception when the task failed (or is waiting to retry)."""
+        return self._value_of(self.record())
+
+    info = result
+
+    @property
+    def traceback(self) -> str | None:
+        """The formatted traceback of a failed task."""
+        record = self.record()
+        if record is None or not record.error or self._state_of(record) not in states.EXCEPTION_STATES:
+            return None
+        try:
+            return str(json.loads(record.error).get("traceback") or "") or None
+        except (ValueError, AttributeError):
+            return None
+
+    def ready(self) -> bool:
+        """True once the task succeeded, failed or was revoked."""
+        return self.state in states.READY_STATES
+
+    def successful(self) -> bool:
+        return self.state == states.SUCCESS
+
+    def failed(self) -> bool:
+        return self.state == states.FAILURE
+
+    # -- waiting -------------------------------------------------------------------------
+    def get(
+        self,
+        timeout: float | None = None,
+        propagate: bool = True,
+        interval: float = 0.5,
+        no_ack: bool = True,
+        follow_parents: bool = True,
+        callback: Any = None,
+        on_message: Any = None,
+        on_interval: Any = None,
+        disable_sync_subtasks: bool = True,
+        **kwargs: Any,
+    ) -> Any:
+        """Wait for the task; return its value, or raise its exception (``propagate``).
+
+        Raises :class:`~pgtasks.compat.exceptions.TimeoutError` after ``timeout`` seconds and
+        RuntimeError when called inside a task run by a worker (as Celery does).
+        """
+        if disable_sync_subtasks and task_join_will_block():
+            raise RuntimeError(SYNC_SUBTASK_MESSAGE)
+        if self.ignored:
+            return None
+        deadline = None if timeout is None else time.monotonic() + timeout
+        pause = min(FIRST_POLL, interval)
+        while True:
+            try:
+                record = self.record()
+            except DatabaseUnavailable:
+                record = None
+            if record is not None and self._state_of(record) in states.READY_STATES:
+                value = self._value_of(record)
+                if callback is not None:
+                    callback(self.id, value)
+                if propagate and self._state_of(record) in states.PROPAGATE_STATES:
+                    raise value
+                return value
+            if on_interval is not None:
+                on_interval()
+            remaining = None if deadline is None else deadline - time.monotonic()
+            if remaining is not None and remaining <= 0:
+                if record is None:
+                    raise TimeoutError(f"The operation timed out (no task with id {self.id!r} exists).")
+                raise TimeoutError("The operation timed out.")
+            time.sleep(pause if remaining is None else min(pause, remaining))
+            pause = min(pause * 2, interval)
+
+    wait = get
+
+    async def get_async(
+        self, timeout: float | None = None, propagate: bool = True, callback: Any = None, **kwargs: Any
+    ) -> Any:
+        """:meth:`get` for async code (pgtasks' ``_async`` twin; Celery has none): awaits the
+        task without blocking the event loop, woken by the database's notification that it
+        finished, and may be awaited inside a running task. Raises TimeoutError as get does."""
+        if self.ignored:
+            return None
+        try:
+            await self.app.engine.wait_async(self.id, timeout)
+        except TaskTimeoutError as exc:
+            if "no task with id" in str(exc):
+                raise TimeoutError(f"The operation timed out (no task with id {self.id!r} exists).") from None
+            raise TimeoutError("The operation timed out.") from None
+        read = functools.partial(self.get, propagate=propagate, callback=callback)
+        return await asyncio.to_thread(read, timeout=0, disable_sync_subtasks=False)
+
+    wait_async = get_async
+
+    async def ready_async(self) -> bool:
+        """:meth:`ready` for async code (the read runs on a thread)."""
+        return await asyncio.to_thread(self.ready)
+
+    async def state_async(self) -> str:
+        """:attr:`state` for async code (the read runs on a thread)."""
+        return await asyncio.to_thread(lambda: self.state)
+
+    # -- details -------------------------------------------------------------------------
+    @property
+    def name(self) -> str | None:
+        record = self.record()
+        return record.name if record is not None else self._name
+
+    @property
+    def args(self) -> tuple[Any, ...] | None:
+        record = self.record()
+        if record is None:
+            return None
+        args, _ = self.app.engine.codec.loads_inputs(record.serialization, record.inputs, record.name)
+        return tuple(args)
+
+    @property
+    def kwargs(self) -> dict[str, Any] | None:
+        record = self.record()
+        if record is None:
+            return None
+        _, kwargs = self.app.engine.codec.loads_inputs(record.serialization, record.inputs, record.name)
+        return kwargs
+
+    @property
+    def retries(self) -> int | None:
+        record = self.record()
+        return record.retries if record is not None else None
+
+    @property
+    def queue(self) -> str | None:
+        record = self.record()
+        return record.queue_name if record is not None else None
+
+    @property
+    def worker(self) -> str | None:
+        record = self.record()
+        return record.executor_id if record is not None else None
+
+    @property
+    def date_done(self) -> dt.datetime | None:
+        """When the task finished (UTC), or None while it has not."""
+        record = self.record()
+        if record is None or not record.status.is_terminal:
+            return None
+        return dt.datetime.fromtimestamp(record.updated_at / 1000, dt.timezone.utc)
+
+    @property
+    def parent(self) -> AsyncResult | GroupResult | None:
+        if self._parent is not None:
+            return self._parent
+        record = self.record()
+        if record is None or record.parent_task_id is None:
+            return None
+        return AsyncResult(record.parent_task_id, app=self.app)
+
+    @parent.setter
+    def parent(self, value: Any) -> None:
+        self._parent = value
+
+    @property
+    def children(self) -> list[AsyncResult] | None:
+        """The tasks this one sent and those waiting for its result (None when there are none,
+        as Celery reports a task with nothing recorded)."""
+        found = self.app.engine.admin.children(self.id)
+        return [AsyncResult(child, app=self.app) for child in found] or None
+
+    # -- actions -------------------------------------------------------------------------
+    def revoke(
+        self,
+        connection: Any = None,
+        terminate: bool = False,
+        signal: Any = None,
+        wait: bool = False,
+        timeout: float | None = None,
+    ) -> None:
+        """Revoke the task: if it has not started it never will, on any worker."""
+        self.app.control.revoke(self.id, terminate=terminate, signal=signal)
+
+    def forget(self) -> None:
+        """Delete the stored result now, as Celery does: a finished task's row, steps and
+        events go (it reads as PENDING afterwards). An unfinished task, or one a waiting
+        canvas still needs, is kept."""
+        self.app.engine.admin.forget(self.id)
+
+    def as_tuple(self) -> tuple[Any, ...]:
+        parent = self._parent
+        return (self.id, parent.as_tuple() if parent is not None else None), None
+
+    def iterdeps(self, intermediate: bool = False) -> Iterator[tuple[Any, AsyncResult]]:
+        """``(parent, result)`` for this result and, breadth first, every child of a ready
+        one; IncompleteStream at an unready one unless ``intermediate``."""
+        stack: deque[tuple[Any, AsyncResult]] = deque([(None, self)])
+        while stack:
+            parent, node = stack.popleft()
+            yield parent, node
+            if node.ready():
+                stack.extend((node, child) for child in node.children or [])
+            elif not intermediate:
+                raise IncompleteStream()
+
+    def collect(self, intermediate: bool = False, **kwargs: Any) -> Iterator[tuple[AsyncResult, Any]]:
+        """``(result, value)`` for this result and its descendants (see :meth:`iterdeps`)."""
+        for _, result in self.iterdeps(intermediate=intermediate):
+            yield result, result.get(**kwargs)
+
+    def then(self, callback: Any, on_error: Any = None, weak: bool = False) -> Any:
+        raise NotImplementedError("AsyncResult.then is not supported by pgtasks.compat")
+
+    def as_list(self) -> list[str]:
+        """This result's id, then its parents' (a chain's results, last first)."""
+        ids = [self.id]
+        parent: Any = self.parent  # an AsyncResult (a chain's previous task)
+        if parent is not None:
+            ids.extend(parent.as_list())
+        return ids
+
+    def get_leaf(self) -> Any:
+        """The value of the last result reached from this one through its children."""
+        value = None
+        for _, node in self.iterdeps():
+            value = node.get()
+        return value
+
+    def build_graph(
+        self, intermediate: bool = False, formatter: Callable[[Any], Any] | None = None
+    ) -> DependencyGraph:
+        """This result and its descendants as a DependencyGraph (each child depends on its
+        parent); ``formatter`` maps each result to the node stored."""
+        graph = DependencyGraph()
+        shown = formatter or (lambda result: result)
+        for parent, node in self.iterdeps(intermediate=intermediate):
+            graph.add_arc(shown(node))
+            if parent is not None:
+                graph.add_edge(shown(parent), shown(node))
+        return graph
+
+    @property
+    def graph(self) -> DependencyGraph:
+        return self.build_graph()
+
+    def maybe_throw(self, propagate: bool = True, callback: Callable[[str, Any], Any] | None = None) -> Any:
+        """The task's value; with ``propagate``, raise its exception if it failed (or was
+        revoked). ``callback(id, value)`` is called first, as Celery does."""
+        state, value = self.state, self.result
+        if state in states.PROPAGATE_STATES and propagate:
+            raise value if isinstance(value, BaseException) else TaskRevokedError(self.id)
+        if callback is not None:
+            callback(self.id, value)
+        return value
+
+    maybe_reraise = maybe_throw
+
+    def throw(self, *args: Any, **kwargs: Any) -> None:
+        """Raise the given exception (Celery passes it to the result's waiters)."""
+        if args and isinstance(args[0], BaseException):
+            raise args[0]
+        raise TypeError("throw() takes the exception to raise")
+
+    def revoke_by_stamped_headers(
+        self, headers: Any, terminate: bool = False, signal: Any = None, **kwargs: Any
+    ) -> None:
+        raise NotImplementedError(
+            "revoke_by_stamped_headers is not supported by pgtasks (signatures are not stamped); "
+            "revoke the tasks by id: AsyncResult(id).revoke() or app.control.revoke([ids])"
+        )
+
+
+def result_from_tuple(r: Any, app: Celery | None = None) -> AsyncResult:
+    """An AsyncResult from ``as_tuple()``'s form."""
+    (task_id, parent), _ = r
+    return AsyncResult(task_id, app=app, parent=result_from_tuple(parent, app) if parent else None)

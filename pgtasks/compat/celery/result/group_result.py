@@ -1,0 +1,51 @@
+"""Celery's ``celery.result.GroupResult``: the result of a ``group``."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from pgtasks.compat.celery._state import get_current_app
+from pgtasks.compat.celery.result.result_set import ResultSet
+
+if TYPE_CHECKING:
+    from pgtasks.compat.celery.app.base import Celery
+
+__all__ = ["GroupResult"]
+
+
+class GroupResult(ResultSet):
+    """The result of a ``group``: its ``id`` and its members. ``save()`` is a no-op (a sent
+    group is stored with its tasks); ``GroupResult.restore(id)`` reads it back."""
+
+    def __init__(self, id: str | None = None, results: Any = None, parent: Any = None, **kwargs: Any) -> None:
+        super().__init__(results, **kwargs)
+        self.id = id
+        self.parent = parent
+
+    def save(self, backend: Any = None) -> GroupResult:
+        """Store the group in the backend (a group sent through pgtasks is stored with its
+        tasks already; saving one built by hand makes :meth:`restore` find it)."""
+        if self.id is None:
+            raise ValueError("GroupResult.save() needs the group's id: GroupResult(id, results)")
+        app = self.app or get_current_app()
+        (backend or app.backend).save_group(self.id, self)
+        return self
+
+    def delete(self, backend: Any = None) -> None:
+        """Forget a group saved by hand (task rows are the history and stay)."""
+        if self.id is not None:
+            app = self.app or get_current_app()
+            (backend or app.backend).delete_group(self.id)
+
+    @classmethod
+    def restore(cls, id: str, backend: Any = None, app: Celery | None = None) -> GroupResult | None:
+        """The group sent (or saved) with id ``id``, or None if there is none."""
+        app = app or get_current_app()
+        found: GroupResult | None = (backend or app.backend).restore_group(id)
+        return found
+
+    def as_tuple(self) -> tuple[Any, ...]:
+        return (self.id, None), [r.as_tuple() for r in self.results]
+
+    def __repr__(self) -> str:
+        return f"<GroupResult: {self.id} [{', '.join(r.id for r in self.results)}]>"
