@@ -15,6 +15,7 @@ from pgtasks.sysdb.provisioning import migration_script
 from pgtasks.sysdb.records import (
     ExecutorInfo,
     ForkParams,
+    LinkResolver,
     ListTasksParams,
     MigrationInfo,
     QueueActivity,
@@ -37,9 +38,10 @@ class TaskAdmin:
     default). Records returned here are storage records; the public API turns them into its
     own."""
 
-    def __init__(self, database: DatabaseHandle, result_expires: float | None) -> None:
+    def __init__(self, database: DatabaseHandle, result_expires: float | None, links: LinkResolver) -> None:
         self._database = database
         self._result_expires = result_expires
+        self._links = links
 
     # -- tasks ---------------------------------------------------------------------------
     def _reader(self) -> SystemDatabase:
@@ -59,8 +61,9 @@ class TaskAdmin:
         return self._database.sysdb.steps_get(task_id)
 
     def cancel(self, task_id: str) -> bool:
-        """Cancel an unfinished task; False if it had finished (or does not exist)."""
-        return self._database.sysdb.task_cancel(task_id)
+        """Cancel an unfinished task; False if it had finished (or does not exist). What
+        waits on it is resolved at once: a chord fails, a chain is cancelled."""
+        return self._database.sysdb.task_cancel(task_id, self._links)
 
     def request_terminate(self, task_id: str, signal_name: str) -> bool:
         """Ask the worker running ``task_id`` to stop its process with ``signal_name``

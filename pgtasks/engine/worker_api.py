@@ -11,6 +11,7 @@ from pgtasks.sysdb.records import (
     ClaimParams,
     CompleteParams,
     ExecutorInfo,
+    LinkResolver,
     QueueSettings,
     QueueUpsert,
     RecoverOwnParams,
@@ -30,9 +31,10 @@ class WorkerApi:
     :meth:`prune` deletes by default). Every call reaches the handle's current connection, so
     a forked child that dropped its parent's connections opens its own on the next call."""
 
-    def __init__(self, database: DatabaseHandle, result_expires: float | None) -> None:
+    def __init__(self, database: DatabaseHandle, result_expires: float | None, links: LinkResolver) -> None:
         self._database = database
         self._result_expires = result_expires
+        self._links = links
 
     # -- the executor --------------------------------------------------------------------
     def now_ms(self) -> int:
@@ -102,8 +104,9 @@ class WorkerApi:
         self._database.sysdb.queues_announce(queues)
 
     def expire(self) -> int:
-        """Cancel waiting tasks whose expiry passed; return how many."""
-        return self._database.sysdb.tasks_expire()
+        """Cancel waiting tasks whose expiry passed; return how many (what waits on them is
+        resolved as for a revoke)."""
+        return self._database.sysdb.tasks_expire(self._links)
 
     # -- claims and outcomes -------------------------------------------------------------
     def claim(self, params: ClaimParams) -> list[TaskRecord]:

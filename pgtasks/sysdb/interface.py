@@ -21,6 +21,7 @@ from pgtasks.sysdb.records import (
     EnqueueResult,
     ExecutorInfo,
     ForkParams,
+    LinkResolver,
     ListTasksParams,
     MigrationInfo,
     NewTask,
@@ -157,8 +158,9 @@ class SystemDatabase(ABC):
         """The last (serialization, value) published under ``key``, or None."""
 
     @abstractmethod
-    def tasks_expire(self) -> int:
-        """Cancel waiting tasks whose expiry has passed; return how many."""
+    def tasks_expire(self, links: LinkResolver | None = None) -> int:
+        """Cancel waiting tasks whose expiry has passed; return how many. With ``links``,
+        what waits on them is resolved as for a revoked task (see :meth:`task_cancel`)."""
 
     @abstractmethod
     def tasks_promote_delayed(self) -> int:
@@ -174,8 +176,10 @@ class SystemDatabase(ABC):
         """Wake the workers of ``queues`` (a NOTIFY; nothing where workers only poll)."""
 
     @abstractmethod
-    def task_cancel(self, task_id: str) -> bool:
-        """Mark a task that has not finished CANCELLED; True if it was changed."""
+    def task_cancel(self, task_id: str, links: LinkResolver | None = None) -> bool:
+        """Mark a task that has not finished CANCELLED; True if it was changed. With ``links``,
+        in the same transaction: a chord waiting on it fails, its chain is cancelled, its
+        errbacks are not needed (``links.py``)."""
 
     @abstractmethod
     def task_resume(self, task_id: str) -> bool:

@@ -206,7 +206,9 @@ class Outcome:
     """The final state of one task, written fenced on the executor that ran it."""
 
     task_id: str
-    status: Status  # SUCCESS or ERROR; ENQUEUED gives the task back unfinished (release)
+    # SUCCESS or ERROR; ENQUEUED gives the task back unfinished (release); CANCELLED only
+    # where a revoke resolves links (task_cancel, tasks_expire)
+    status: Status
     output: str | None = None
     error: str | None = None
     claim_token: str | None = None  # the run's token; None fences on the executor only
@@ -412,6 +414,9 @@ class LinkKind(str, Enum):
     CHAIN = "chain"  # the child runs after the parent succeeded, with its result first
     CHORD = "chord"  # the child runs after every chord parent succeeded, with their results
     ERRBACK = "errback"  # the child runs after the parent failed, with the parent's id first
+    # As ``errback``, only for a parent that failed without running (a chord body whose
+    # header failed): the child calls an errback its worker would have called.
+    ERRBACK_UNRUN = "errback_unrun"
     GROUP = "group"  # membership of a saved group (the parent is the group id, not a task)
     # The child is a task replaced by the parent's workflow (Celery's Task.replace): it ends
     # with the parent's outcome, and then its own links resolve.
@@ -493,6 +498,11 @@ class LinkResolver(Protocol):
 
     def failure(self, exc: BaseException) -> str:
         """The error stored on a child whose arguments could not be built (``exc``)."""
+        ...
+
+    def revoked_error(self, expired: bool) -> str:
+        """The error of a task revoked (or ``expired``) before it ran, as a chord waiting on
+        it names it."""
         ...
 
     def as_output(self, result: tuple[str, str | None], tag: str) -> str | None:

@@ -19,8 +19,10 @@ from pgtasks.sysdb.queues import check_queue_settings, upsert_params
 from pgtasks.sysdb.records import (
     ExecutorInfo,
     ForkParams,
+    LinkResolver,
     ListTasksParams,
     MigrationInfo,
+    Outcome,
     QueueActivity,
     QueueLatency,
     QueuePause,
@@ -31,6 +33,7 @@ from pgtasks.sysdb.records import (
     RecoverStaleParams,
     RecoveryReport,
     ReleaseStrayParams,
+    Status,
     StepRecord,
     StepWrite,
     TaskRecord,
@@ -85,11 +88,24 @@ class SqlStore(CompletionStore, EventStore, ScheduleStore, RetentionStore, Syste
     def queues_announce(self, queues: tuple[str, ...]) -> None:
         return None  # a dialect with notifications overrides this
 
-    def tasks_expire(self) -> int:
-        return self._write("tasks_expire").count
+    def tasks_expire(self, links: LinkResolver | None = None) -> int:
+        with self._transaction() as conn:
+            rows = self._on(conn, "tasks_expire").fetchall()
+            if links is not None:
+                error = links.revoked_error(expired=True)
+                linked = [r["workflow_uuid"] for r in rows if r["has_links"]]
+                ended = [Outcome(task_id, Status.CANCELLED, None, error) for task_id in linked]
+                if ended:
+                    self._resolve(conn, ended, links)
+        return len(rows)
 
-    def task_cancel(self, task_id: str) -> bool:
-        return self._write("task_cancel", {"task_id": task_id}).count == 1
+    def task_cancel(self, task_id: str, links: LinkResolver | None = None) -> bool:
+        with self._transaction() as conn:
+            row = self._on(conn, "task_cancel", {"task_id": task_id}).fetchone()
+            if row is not None and row["has_links"] and links is not None:
+                error = links.revoked_error(expired=False)
+                self._resolve(conn, [Outcome(task_id, Status.CANCELLED, None, error)], links)
+        return row is not None
 
     def task_resume(self, task_id: str) -> bool:
         return self._write("task_resume", {"task_id": task_id}).count == 1

@@ -57,7 +57,9 @@ def celery_worker(
         try:
             yield ledger
         finally:
-            output = stop(process) or Path(options["output"]).read_text()  # piped, or to a file
+            output = stop(process)  # piped, or written to a file
+            if options.get("output") is not None:
+                output = Path(options["output"]).read_text()
             assert "Traceback" not in output.split("ready.", 1)[0], output
 
 

@@ -32,6 +32,7 @@ from pgtasks.compat.celery.canvas.signature import Signature, maybe_signature, t
 from pgtasks.compat.celery.exceptions import ImproperlyConfigured, Replaced
 from pgtasks.compat.celery.result.async_result import AsyncResult
 from pgtasks.compat.celery.result.group_result import GroupResult
+from pgtasks.compat.celery.utils.functional import maybe_list
 from pgtasks.engine.canvas import close_chord_header, enqueue_canvas
 from pgtasks.engine.context import running_context
 from pgtasks.sysdb.records import LinkKind, TaskLink
@@ -45,6 +46,9 @@ if TYPE_CHECKING:
 CHAIN_OWN_OPTIONS = frozenset(
     {"task_id", "link", "link_error", "group_id", "group_index", "chord", "root_id", "parent_id"}
 )
+
+
+CALL_ERRBACK = "pgtasks.call_errback"  # compat/celery/app/builtins.py
 
 
 @dataclass(slots=True)
@@ -114,6 +118,12 @@ class Plan:
                 self.links.append(
                     TaskLink(task_id, entry, LinkKind.ERRBACK, prepend=entry not in self.immutable)
                 )
+        # A task that waits may fail without running (its chord's header failed): then a
+        # task calls the errbacks its worker would have called.
+        for errback in in_worker if waiting else ():
+            caller = Signature(CALL_ERRBACK, (dict(errback),), app=self.app)
+            entry = self.add(caller, True, root=root).entries[0]
+            self.links.append(TaskLink(task_id, entry, LinkKind.ERRBACK_UNRUN, prepend=True))
         return node
 
     def _chain(self, flow: chain, waiting: bool, args: tuple[Any, ...], root: str | None) -> Node:
@@ -135,6 +145,11 @@ class Plan:
         given = {k: v for k, v in flow.options.items() if k not in CHAIN_OWN_OPTIONS}
         if given and isinstance(steps[0], Signature) and not isinstance(steps[0], (chain, group, chord)):
             steps[0] = steps[0].clone(**given)
+        # The chain's errbacks go to each of its tasks (a chord: its body, and its header with
+        # task_allow_error_cb_on_chord_header); only the task that fails calls them.
+        for errback in maybe_list(flow.options.get("link_error")) or ():
+            for step in steps:
+                step.link_error(errback)
         first = self.add(steps[0], waiting, args, root)
         root = root or first.entries[0]
         previous, last = first, first

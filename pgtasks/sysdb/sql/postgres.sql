@@ -293,11 +293,13 @@ picked AS (SELECT workflow_uuid, seen_before FROM chosen LIMIT %(limit)s)
 __claim_picked__
 
 -- name: tasks_expire
--- Waiting tasks past their expiry are cancelled, never run (Celery's expires).
+-- Waiting tasks past their expiry are cancelled, never run (Celery's expires); those with
+-- links are resolved in the same transaction (links.py).
 UPDATE __schema__.workflow_status
 SET status = 'CANCELLED', end_reason = 'EXPIRED', deduplication_id = NULL, updated_at = __now_ms__,
     error = '{"module": "pgtasks.engine.errors", "type": "TaskExpired", "message": "expired before it started", "args": null, "traceback": ""}'
 WHERE status IN ('ENQUEUED', 'DELAYED') AND expires_at_epoch_ms <= __now_ms__
+RETURNING workflow_uuid, has_links
 
 -- name: queue_get_all
 SELECT * FROM __schema__.queues ORDER BY name
@@ -436,6 +438,7 @@ UPDATE __schema__.workflow_status
 SET status = 'CANCELLED', end_reason = 'CANCELLED', deduplication_id = NULL, updated_at = __now_ms__
 WHERE workflow_uuid = %(task_id)s
   AND status IN ('ENQUEUED', 'DELAYED', 'PENDING', 'WAITING')
+RETURNING has_links
 
 -- name: task_resume
 UPDATE __schema__.workflow_status
@@ -804,7 +807,8 @@ ORDER BY position
 
 -- name: task_activate
 UPDATE __schema__.workflow_status
-SET inputs = %(inputs)s, serialization = %(tag)s, updated_at = __now_ms__,
+SET parent_workflow_id = COALESCE(%(parent)s::text, parent_workflow_id),
+    inputs = %(inputs)s, serialization = %(tag)s, updated_at = __now_ms__,
     status = CASE WHEN delay_until_epoch_ms > __now_ms__ THEN 'DELAYED' ELSE 'ENQUEUED' END
 WHERE workflow_uuid = %(id)s AND status = 'WAITING'
 RETURNING queue_name, status

@@ -126,6 +126,7 @@ UPDATE workflow_status
 SET status = 'CANCELLED', end_reason = 'EXPIRED', deduplication_id = NULL, updated_at = __now_ms__,
     error = '{"module": "pgtasks.engine.errors", "type": "TaskExpired", "message": "expired before it started", "args": null, "traceback": ""}'
 WHERE status IN ('ENQUEUED', 'DELAYED') AND expires_at_epoch_ms <= __now_ms__
+RETURNING workflow_uuid, has_links
 
 -- name: queue_get_all
 SELECT * FROM queues ORDER BY name
@@ -234,6 +235,7 @@ WHERE status = 'DELAYED' AND delay_until_epoch_ms <= __now_ms__
 UPDATE workflow_status
 SET status = 'CANCELLED', end_reason = 'CANCELLED', deduplication_id = NULL, updated_at = __now_ms__
 WHERE workflow_uuid = :task_id AND status IN ('ENQUEUED', 'DELAYED', 'PENDING', 'WAITING')
+RETURNING has_links
 
 -- name: task_resume
 UPDATE workflow_status
@@ -523,7 +525,8 @@ ORDER BY position
 
 -- name: task_activate
 UPDATE workflow_status
-SET inputs = :inputs, serialization = :tag, updated_at = __now_ms__,
+SET parent_workflow_id = COALESCE(:parent, parent_workflow_id),
+    inputs = :inputs, serialization = :tag, updated_at = __now_ms__,
     status = CASE WHEN delay_until_epoch_ms > __now_ms__ THEN 'DELAYED' ELSE 'ENQUEUED' END
 WHERE workflow_uuid = :id AND status = 'WAITING'
 RETURNING queue_name, status

@@ -39,7 +39,7 @@ from pgtasks.compat.celery.app.routes import RouterFunction, prepare_routers
 from pgtasks.compat.celery.app.task import Task
 from pgtasks.compat.celery.app.utils import Settings, attributes_of, settings_from_mapping
 from pgtasks.compat.celery.canvas.signature import Signature, signature
-from pgtasks.compat.celery.exceptions import ChordError, ImproperlyConfigured
+from pgtasks.compat.celery.exceptions import ChordError, ImproperlyConfigured, TaskRevokedError
 from pgtasks.compat.celery.result.async_result import AsyncResult
 from pgtasks.compat.celery.result.eager_result import EagerResult
 from pgtasks.compat.celery.result.group_result import GroupResult
@@ -107,8 +107,9 @@ class Celery(App):
         super().__init__(
             main, database_url=database_url(self.conf), default_queue=self.conf.task_default_queue
         )
-        # What a chord body whose header failed raises: Celery's ChordError, fixed for the engine.
-        self.engine = self.engine.with_chord_error(ChordError)
+        # What a chord body whose header failed raises: Celery's ChordError (naming a revoked
+        # header task's TaskRevokedError), fixed for the engine.
+        self.engine = self.engine.with_chord_error(ChordError, TaskRevokedError)
         self._ready = True
         self._conf_changed(set(ENGINE_SETTINGS))
         if config_source is not None:

@@ -208,9 +208,12 @@ class AsyncResult(ResultBase):
             return None
         deadline = None if timeout is None else time.monotonic() + timeout
         pause = min(FIRST_POLL, interval)
+        parents = self._ancestors() if follow_parents and propagate else []
         while True:
             try:
+                # The task first: a parent's failure commits with (or before) what it caused.
                 record = self.record()
+                parents = _raise_failed(parents)
             except DatabaseUnavailable:
                 record = None
             if record is not None and self._state_of(record) in states.READY_STATES:
@@ -231,6 +234,19 @@ class AsyncResult(ResultBase):
             pause = min(pause * 2, interval)
 
     wait = get
+
+    def _ancestors(self) -> list[AsyncResult]:
+        """The results this one was sent after, oldest first, groups by their members: the
+        parents set when the canvas was sent (a result read by id has none, as in Celery)."""
+        lineage: list[Any] = []
+        node = self._parent
+        while node is not None:
+            lineage.append(node)
+            node = node._parent if isinstance(node, AsyncResult) else getattr(node, "parent", None)
+        found: list[AsyncResult] = []
+        for node in reversed(lineage):
+            found.extend(_leaves(node))
+        return found
 
     async def get_async(
         self, timeout: float | None = None, propagate: bool = True, callback: Any = None, **kwargs: Any
@@ -423,6 +439,28 @@ class AsyncResult(ResultBase):
             "revoke_by_stamped_headers is not supported by pgtasks (signatures are not stamped); "
             "revoke the tasks by id: AsyncResult(id).revoke() or app.control.revoke([ids])"
         )
+
+
+def _leaves(node: Any) -> list[AsyncResult]:
+    """The task results of a result: itself, or a group's members (nested groups unrolled)."""
+    if isinstance(node, AsyncResult):
+        return [node]
+    return [leaf for member in getattr(node, "results", None) or [] for leaf in _leaves(member)]
+
+
+def _raise_failed(results: list[AsyncResult]) -> list[AsyncResult]:
+    """Raise the error of the first of ``results`` that failed or was revoked (Celery's
+    ``get`` re-raises a failed parent's error before waiting); return those not done yet."""
+    left = []
+    for result in results:
+        record = result.record()
+        state = result._state_of(record)
+        if state in states.PROPAGATE_STATES:
+            value = result._value_of(record)
+            raise value if isinstance(value, BaseException) else TaskRevokedError(result.id)
+        if state != states.SUCCESS:
+            left.append(result)
+    return left
 
 
 def result_from_tuple(r: Any, app: Celery | None = None) -> AsyncResult:
