@@ -98,6 +98,8 @@ class Plan:
         self.prepared.append(prepared)
         meta: dict[str, Any] = {"root_id": root, "headers": options.get("headers") or {}}
         meta.update({k: options[k] for k in ("time_limit", "soft_time_limit") if options.get(k) is not None})
+        if options.get("ignore_result"):  # the outcome is stored (a canvas needs it), read as none
+            meta["ignore_result"] = True
         # Celery calls an errback that takes (request, exc, traceback) in the failing worker,
         # at once; one that takes a task id is sent as a task (a link below).
         in_worker = [e for e in (maybe_signature(e, app=self.app) for e in errbacks) if takes_request(e)]

@@ -119,6 +119,8 @@ class AsyncResult(ResultBase):
         custom = self._custom(record)
         if custom is not None:
             return custom[0]
+        if record.status.is_terminal and _ignored(record):
+            return states.PENDING  # sent with ignore_result: Celery stores nothing
         return celery_state(record.status, record.retries, self._track_started(record.name))
 
     def _custom(self, record: TaskRecord) -> tuple[str, Any] | None:
@@ -441,6 +443,11 @@ class AsyncResult(ResultBase):
         )
 
 
+def _ignored(record: TaskRecord) -> bool:
+    """The task was sent with ``ignore_result`` (planning.py notes it in its meta)."""
+    return bool(record.meta) and '"ignore_result": true' in str(record.meta)
+
+
 def _leaves(node: Any) -> list[AsyncResult]:
     """The task results of a result: itself, or a group's members (nested groups unrolled)."""
     if isinstance(node, AsyncResult):
@@ -463,7 +470,17 @@ def _raise_failed(results: list[AsyncResult]) -> list[AsyncResult]:
     return left
 
 
-def result_from_tuple(r: Any, app: Celery | None = None) -> AsyncResult:
-    """An AsyncResult from ``as_tuple()``'s form."""
-    (task_id, parent), _ = r
-    return AsyncResult(task_id, app=app, parent=result_from_tuple(parent, app) if parent else None)
+def result_from_tuple(r: Any, app: Celery | None = None) -> AsyncResult | GroupResult:
+    """A result from ``as_tuple()``'s form (also after a JSON round trip): an AsyncResult, or
+    a GroupResult with its members (``((id, parent), [member tuples])``), parents rebuilt."""
+    if isinstance(r, ResultBase):
+        return r  # type: ignore[return-value]
+    res, nodes = r
+    task_id, parent = res if isinstance(res, (list, tuple)) else (res, None)
+    rebuilt_parent = result_from_tuple(parent, app) if parent else None
+    if nodes is not None:
+        from pgtasks.compat.celery.result.group_result import GroupResult
+
+        members = [result_from_tuple(node, app) for node in nodes]
+        return GroupResult(task_id, members, parent=rebuilt_parent, app=app)
+    return AsyncResult(task_id, app=app, parent=rebuilt_parent)
