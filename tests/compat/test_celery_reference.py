@@ -6,8 +6,8 @@ test_canvas_failures.py and test_canvas_graph.py.
 
 Only the essential pins run here (every scenario costs the real worker seconds, and those
 where Celery never ends cost their whole wait): a chord's error and its errbacks, errbacks by
-calling style, per group member and in a chain, the ids of a chain and of a chord, and one
-deviation from the documentation (a header chain's error names its last task).
+calling style, per group member and in a chain, the ids of a chain, and one deviation from
+the documentation (a header chain's error names its last task).
 ``python -m tests.compat.apps.canvas_probe`` with the reference venv runs all of them."""
 
 from __future__ import annotations
@@ -18,14 +18,12 @@ from tests.compat.apps.canvas_expected import CELERY_ON_REDIS, EXPECTED
 from tests.support.celery_reference import celery_reference
 
 ESSENTIAL = (
-    "header_task_fails",
     "header_chain_fails_in_the_middle",
     "chord_errbacks_when_the_header_fails",
     "task_errbacks_of_every_style",
     "group_errback_per_failed_member",
     "chain_errbacks",
     "chain_ids",
-    "chord_ids",
 )
 
 

@@ -73,21 +73,32 @@ class Plan:
     immutable: set[str] = field(default_factory=set)
     meta: dict[str, str] = field(default_factory=dict)
 
-    def add(self, item: Any, waiting: bool, args: tuple[Any, ...] = (), root: str | None = None) -> Node:
-        """Plan a signature or workflow; ``args`` go first (the caller's partial arguments)."""
+    def add(
+        self,
+        item: Any,
+        waiting: bool,
+        args: tuple[Any, ...] = (),
+        root: str | None = None,
+        kwargs: dict[str, Any] | None = None,
+    ) -> Node:
+        """Plan a signature or workflow; ``args`` go first and ``kwargs`` are merged (the
+        caller's partial arguments: to each task of a group or chord header, to the first
+        task of a chain; an immutable signature takes none)."""
         if isinstance(item, chain):
-            return self._chain(item, waiting, args, root)
+            return self._chain(item, waiting, args, root, kwargs)
         if isinstance(item, chord):
-            return self._chord(item, waiting, args, root)
+            return self._chord(item, waiting, args, root, kwargs)
         if isinstance(item, group):
-            return self._group(item, waiting, args, root)
+            return self._group(item, waiting, args, root, kwargs)
         sig = maybe_signature(item, app=self.app)
         if not isinstance(sig, Signature):
             raise TypeError(f"a canvas takes signatures and workflows, not {item!r}")
-        return self._signature(sig, waiting, args, root)
+        return self._signature(sig, waiting, args, root, kwargs)
 
-    def _signature(self, sig: Signature, waiting: bool, args: tuple[Any, ...], root: str | None) -> Node:
-        merged_args, kwargs, options = sig._merge(args)
+    def _signature(
+        self, sig: Signature, waiting: bool, args: tuple[Any, ...], root: str | None, partial: Any = None
+    ) -> Node:
+        merged_args, kwargs, options = sig._merge(args, partial)
         options = dict(options)
         callbacks, errbacks = options.pop("link", None) or [], options.pop("link_error", None) or []
         task_id = options.pop("task_id", None) or str(uuid.uuid4())
@@ -128,7 +139,9 @@ class Plan:
             self.links.append(TaskLink(task_id, entry, LinkKind.ERRBACK_UNRUN, prepend=True))
         return node
 
-    def _chain(self, flow: chain, waiting: bool, args: tuple[Any, ...], root: str | None) -> Node:
+    def _chain(
+        self, flow: chain, waiting: bool, args: tuple[Any, ...], root: str | None, kwargs: Any = None
+    ) -> Node:
         steps: list[Any] = []
         pending = list(flow.tasks)
         while pending:  # Celery: a group followed by a task is a chord
@@ -152,7 +165,7 @@ class Plan:
         for errback in maybe_list(flow.options.get("link_error")) or ():
             for step in steps:
                 step.link_error(errback)
-        first = self.add(steps[0], waiting, args, root)
+        first = self.add(steps[0], waiting, args, root, kwargs)
         root = root or first.entries[0]
         previous, last = first, first
         for step in steps[1:]:
@@ -162,9 +175,11 @@ class Plan:
             previous = last
         return Node(first.entries, last.exits, last.is_group, last.result)
 
-    def _group(self, flow: group, waiting: bool, args: tuple[Any, ...], root: str | None) -> Node:
+    def _group(
+        self, flow: group, waiting: bool, args: tuple[Any, ...], root: str | None, kwargs: Any = None
+    ) -> Node:
         group_id = flow.options.get("task_id") or str(uuid.uuid4())
-        members = [self.add(t, waiting, args, root) for t in flow.tasks]
+        members = [self.add(t, waiting, args, root, kwargs) for t in flow.tasks]
         for position, member in enumerate(members):
             for exit_id in member.exits:
                 self.links.append(TaskLink(group_id, exit_id, LinkKind.GROUP, position))
@@ -177,8 +192,10 @@ class Plan:
             results.extend(nested.results if isinstance(nested, GroupResult) else [nested])
         return Node(entries, exits, True, GroupResult(group_id, results, app=self.app))
 
-    def _chord(self, flow: chord, waiting: bool, args: tuple[Any, ...], root: str | None) -> Node:
-        header = self._group(flow.header, waiting, args, root)
+    def _chord(
+        self, flow: chord, waiting: bool, args: tuple[Any, ...], root: str | None, kwargs: Any = None
+    ) -> Node:
+        header = self._group(flow.header, waiting, args, root, kwargs)
         if flow.body is None:
             return header
         body = self.add(flow.body, True, root=root)
@@ -270,14 +287,16 @@ def send_lazy_chord(
     return body.result
 
 
-def send_canvas(app: Celery, item: Any, args: tuple[Any, ...] = ()) -> AsyncResult | GroupResult:
+def send_canvas(
+    app: Celery, item: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
+) -> AsyncResult | GroupResult:
     """Plan and send a signature with callbacks, or a workflow; return its result handle."""
     if isinstance(item, chord) and item.body is not None:
         header = item.take_lazy_header()
         if header is not None:
             return send_lazy_chord(app, item, header, tuple(args))
     plan = Plan(app)
-    node = plan.add(item, False, tuple(args))
+    node = plan.add(item, False, tuple(args), kwargs=kwargs)
     plan.send()
     return node.result
 

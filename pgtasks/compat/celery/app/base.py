@@ -382,11 +382,13 @@ class Celery(App):
             if k not in ignored and (v is not None or k in ("link", "link_error"))
         }
 
-    def send_canvas(self, item: Signature, args: tuple[Any, ...] = ()) -> AsyncResult | GroupResult:
+    def send_canvas(
+        self, item: Signature, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
+    ) -> AsyncResult | GroupResult:
         """Plan a workflow (or a signature with callbacks) into linked tasks and insert them in
         one transaction; return its result handle. What ``chain``/``group``/``chord``
         ``.apply_async`` call (see bridge/planning.py)."""
-        return send_canvas(self, item, args)
+        return send_canvas(self, item, args, kwargs)
 
     def apply_eagerly(
         self, task: CeleryTask, args: tuple[Any, ...], kwargs: dict[str, Any], **options: Any

@@ -57,7 +57,7 @@ class Workflow(Signature):
             self.options.update(options)
         if self.app.conf.task_always_eager:
             return self.apply(args)
-        return self.app.send_canvas(self, tuple(args or ()))
+        return self.app.send_canvas(self, tuple(args or ()), dict(kwargs or {}))
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.apply_async(args)
