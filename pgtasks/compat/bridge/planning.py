@@ -199,6 +199,11 @@ class Plan:
         if flow.body is None:
             return header
         body = self.add(flow.body, True, root=root)
+        if root is None:  # a chord sent alone: the body's root is that of the task releasing it
+            for entry in body.entries:
+                meta = json.loads(self.meta[entry])
+                meta.pop("root_id", None)
+                self.meta[entry] = json.dumps(meta, default=str)
         self.connect(header, body)
         _eldest(body.result).parent = header.result
         # The chord takes its input in its header (inside a chain: the previous result goes
