@@ -65,6 +65,12 @@ class TaskAdmin:
         waits on it is resolved at once: a chord fails, a chain is cancelled."""
         return self._database.sysdb.task_cancel(task_id, self._links)
 
+    def revoke_ahead(self, task_id: str, queue_name: str) -> bool:
+        """Remember ``task_id`` as revoked before it is sent: a finished, cancelled task under
+        that id (kept as long as finished tasks are, see retention), which a task sent later
+        with the id returns instead of running; False if a task has the id already."""
+        return self._database.sysdb.task_revoke_ahead(task_id, queue_name)
+
     def request_terminate(self, task_id: str, signal_name: str) -> bool:
         """Ask the worker running ``task_id`` to stop its process with ``signal_name``
         (prefork pools); False if there is no such task."""

@@ -182,6 +182,11 @@ class SystemDatabase(ABC):
         errbacks are not needed (``links.py``)."""
 
     @abstractmethod
+    def task_revoke_ahead(self, task_id: str, queue_name: str) -> bool:
+        """Store ``task_id`` as revoked before any task has it (a task sent later with that id
+        finds it and never runs); False if a task has the id already."""
+
+    @abstractmethod
     def task_resume(self, task_id: str) -> bool:
         """Re-enqueue a CANCELLED, dead-lettered or waiting task with a fresh attempt count."""
 

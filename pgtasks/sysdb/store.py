@@ -107,6 +107,9 @@ class SqlStore(CompletionStore, EventStore, ScheduleStore, RetentionStore, Syste
                 self._resolve(conn, [Outcome(task_id, Status.CANCELLED, None, error)], links)
         return row is not None
 
+    def task_revoke_ahead(self, task_id: str, queue_name: str) -> bool:
+        return self._write("task_revoke_ahead", {"id": task_id, "queue": queue_name}).count == 1
+
     def task_resume(self, task_id: str) -> bool:
         return self._write("task_resume", {"task_id": task_id}).count == 1
 

@@ -237,6 +237,15 @@ SET status = 'CANCELLED', end_reason = 'CANCELLED', deduplication_id = NULL, upd
 WHERE workflow_uuid = :task_id AND status IN ('ENQUEUED', 'DELAYED', 'PENDING', 'WAITING')
 RETURNING has_links
 
+-- name: task_revoke_ahead
+-- A revoke of an id no task has yet (Celery's workers remember revoked ids): a finished,
+-- revoked row under that id, so the task sent later with it returns this row and never runs.
+INSERT INTO workflow_status
+    (workflow_uuid, status, end_reason, name, inputs, serialization, queue_name, created_at, updated_at)
+VALUES (:id, 'CANCELLED', 'CANCELLED', 'celery.revoked', '{"args": [], "kwargs": {}}', 'json',
+        :queue, __now_ms__, __now_ms__)
+ON CONFLICT (workflow_uuid) DO NOTHING
+
 -- name: task_resume
 UPDATE workflow_status
 SET status = 'ENQUEUED', executor_id = NULL, application_version = NULL,
