@@ -205,7 +205,9 @@ class Plan:
                 meta.pop("root_id", None)
                 self.meta[entry] = json.dumps(meta, default=str)
         self.connect(header, body)
-        _eldest(body.result).parent = header.result
+        # As Celery: in a chain, the body's first result has the header as parent; a chord
+        # sent alone gives it to the body's result (a chain body's last).
+        (body.result if root is None and not waiting else _eldest(body.result)).parent = header.result
         # The chord takes its input in its header (inside a chain: the previous result goes
         # to every header task) and gives the body's result.
         return Node(header.entries or body.entries, body.exits, body.is_group, body.result)
@@ -288,7 +290,7 @@ def send_lazy_chord(
         nested = node.result
         results.extend(nested.results if isinstance(nested, GroupResult) else [nested])
     close_chord_header(app.engine, group_id, tuple(body.entries))
-    _eldest(body.result).parent = GroupResult(group_id, results, app=app)
+    body.result.parent = GroupResult(group_id, results, app=app)
     return body.result
 
 

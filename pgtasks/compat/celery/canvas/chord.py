@@ -71,6 +71,18 @@ class chord(Workflow):
                 member.link_error(errback.clone().set(immutable=True))
         return body.link_error(errback)
 
+    def __or__(self, other: Any) -> Any:
+        """As Celery: ``chord | task`` (or a group of one) is the chord with its body followed
+        by it; anything else makes a chain."""
+        other = maybe_signature(other, app=self._app)
+        if isinstance(other, group) and len(other.tasks) == 1:
+            other = maybe_signature(other.tasks[0], app=self._app)
+        if isinstance(other, Signature) and not isinstance(other, Workflow) and self.body is not None:
+            composed = self.clone()
+            composed["kwargs"] = {"tasks": [self.header, maybe_signature(self.body, app=self._app) | other]}
+            return composed
+        return super().__or__(other)
+
     def _body_signature(self) -> Any:
         if self.body is None:
             return None
