@@ -103,6 +103,15 @@ class WorkerApi:
         """Wake the workers of ``queues`` (a freed slot under a global limit)."""
         self._database.sysdb.queues_announce(queues)
 
+    def expire_claimed(self, record: TaskRecord, executor_id: str) -> bool:
+        """End ``record`` (claimed by this executor, not started) if its expiry has passed:
+        Celery checks ``expires`` when a prefetched task is about to run. True if it ended."""
+        if record.expires_at_epoch_ms is None:
+            return False
+        return self._database.sysdb.task_expire_claimed(
+            record.task_id, executor_id, record.claim_token, self._links
+        )
+
     def expire(self) -> int:
         """Cancel waiting tasks whose expiry passed; return how many (what waits on them is
         resolved as for a revoke)."""

@@ -182,6 +182,13 @@ class SystemDatabase(ABC):
         errbacks are not needed (``links.py``)."""
 
     @abstractmethod
+    def task_expire_claimed(
+        self, task_id: str, executor_id: str, claim_token: str | None, links: LinkResolver
+    ) -> bool:
+        """End a task this executor claimed but has not started, if its expiry has passed
+        (database time), resolving what waits on it; True if it was ended."""
+
+    @abstractmethod
     def task_revoke_ahead(self, task_id: str, queue_name: str) -> bool:
         """Store ``task_id`` as revoked before any task has it (a task sent later with that id
         finds it and never runs); False if a task has the id already."""

@@ -11,6 +11,7 @@ batched completion, migrate, listen, and its sessions.
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from pgtasks.sysdb.completion import CompletionStore
 from pgtasks.sysdb.events import EventStore
@@ -100,10 +101,23 @@ class SqlStore(CompletionStore, EventStore, ScheduleStore, RetentionStore, Syste
         return len(rows)
 
     def task_cancel(self, task_id: str, links: LinkResolver | None = None) -> bool:
+        return self._cancel("task_cancel", {"task_id": task_id}, task_id, links, expired=False)
+
+    def task_expire_claimed(
+        self, task_id: str, executor_id: str, claim_token: str | None, links: LinkResolver
+    ) -> bool:
+        args = {"id": task_id, "executor": executor_id, "token": claim_token}
+        return self._cancel("task_expire_claimed", args, task_id, links, expired=True)
+
+    def _cancel(
+        self, statement: str, args: dict[str, Any], task_id: str, links: LinkResolver | None, expired: bool
+    ) -> bool:
+        """Run a statement that cancels one task (``RETURNING has_links``) and resolve what
+        waits on it in the same transaction; True if it was cancelled."""
         with self._transaction() as conn:
-            row = self._on(conn, "task_cancel", {"task_id": task_id}).fetchone()
+            row = self._on(conn, statement, args).fetchone()
             if row is not None and row["has_links"] and links is not None:
-                error = links.revoked_error(expired=False)
+                error = links.revoked_error(expired=expired)
                 self._resolve(conn, [Outcome(task_id, Status.CANCELLED, None, error)], links)
         return row is not None
 

@@ -440,6 +440,17 @@ WHERE workflow_uuid = %(task_id)s
   AND status IN ('ENQUEUED', 'DELAYED', 'PENDING', 'WAITING')
 RETURNING has_links
 
+-- name: task_expire_claimed
+-- A task claimed ahead (held by a prefork worker) whose expiry passed before it started ends
+-- as tasks_expire ends a waiting one (fenced on its executor and claim).
+UPDATE __schema__.workflow_status
+SET status = 'CANCELLED', end_reason = 'EXPIRED', deduplication_id = NULL, updated_at = __now_ms__,
+    error = '{"module": "pgtasks.engine.errors", "type": "TaskExpired", "message": "expired before it started", "args": null, "traceback": ""}'
+WHERE workflow_uuid = %(id)s AND status = 'PENDING' AND executor_id = %(executor)s
+  AND (%(token)s::text IS NULL OR claim_token = %(token)s::text)
+  AND expires_at_epoch_ms <= __now_ms__
+RETURNING has_links
+
 -- name: task_revoke_ahead
 -- A revoke of an id no task has yet (Celery's workers remember revoked ids): a finished,
 -- revoked row under that id, so the task sent later with it returns this row and never runs.
