@@ -215,8 +215,8 @@ class FlowerApi:
             "routing_key": r.queue_name,
             "clock": r.updated_at,  # Flower's is the clock of the task's last event
             "client": None,
-            "root": r.parent_task_id or r.task_id,
-            "root_id": r.parent_task_id or r.task_id,
+            "root": r.root_task_id or r.task_id,
+            "root_id": r.root_task_id or r.task_id,
             "parent": r.parent_task_id,
             "parent_id": r.parent_task_id,
             "children": [],

@@ -406,6 +406,11 @@ class Celery(App):
         kwargs.pop("app", None)
         return AsyncResult(task_id, app=self, **kwargs)
 
+    def GroupResult(self, group_id: str | None = None, results: Any = None, **kwargs: Any) -> GroupResult:
+        """Celery's ``app.GroupResult``: a group's result on this app."""
+        kwargs.pop("app", None)
+        return GroupResult(group_id, results, app=self, **kwargs)
+
     def signature(self, *args: Any, **kwargs: Any) -> Signature:
         kwargs["app"] = self
         return signature(*args, **kwargs)

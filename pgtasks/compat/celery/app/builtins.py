@@ -31,11 +31,11 @@ def register_builtins(app: Celery) -> None:
         """Call ``errback`` with ``(request, exc, None)`` for task ``task_id``, which failed
         without running (a chord body whose header failed), as Celery calls it from the
         worker that saw the failure: the request is the failed task's, ``exc`` its error."""
+        # why: app.task and canvas import the app's base module, which registers these tasks
         from pgtasks.compat.celery.app.task import Context
-        from pgtasks.compat.celery.canvas.signature import Signature
-        from pgtasks.compat.celery.result.async_result import AsyncResult
+        from pgtasks.compat.celery.canvas.signature import Signature  # why: as above
 
-        failed = AsyncResult(task_id, app=app)
+        failed = app.AsyncResult(task_id)
         request = Context(id=task_id, task=failed.name, args=failed.args or (), kwargs=failed.kwargs or {})
         Signature(dict(errback), app=app)(request, failed.result, None)
 

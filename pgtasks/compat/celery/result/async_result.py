@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 __all__ = ["AsyncResult", "result_from_tuple"]
 
 FIRST_POLL = 0.005
+GROUP_LINKS_READ = 50  # links read around a child to find the group it belongs to
 SYNC_SUBTASK_MESSAGE = (
     "Never call result.get() within a task!\n"
     "See https://docs.celeryq.dev/en/latest/userguide/tasks.html#avoid-launching-synchronous-subtasks"
@@ -336,11 +337,23 @@ class AsyncResult(ResultBase):
         self._parent = value
 
     @property
-    def children(self) -> list[AsyncResult] | None:
-        """The tasks this one sent and those waiting for its result (None when there are none,
-        as Celery reports a task with nothing recorded)."""
-        found = self.app.engine.admin.children(self.id)
-        return [AsyncResult(child, app=self.app) for child in found] or None
+    def children(self) -> list[AsyncResult | GroupResult] | None:
+        """The tasks this one sent and those waiting for its result, the members of a group
+        as one GroupResult, as Celery records them (None when there are none, as Celery
+        reports a task with nothing recorded)."""
+        admin = self.app.engine.admin
+        found: list[AsyncResult | GroupResult] = []
+        groups: set[str] = set()
+        for child in admin.children(self.id):
+            around = admin.links_around(child, GROUP_LINKS_READ)
+            group_id = next((x.parent_id for x in around if x.kind == "group" and x.child_id == child), None)
+            if group_id is None:
+                found.append(AsyncResult(child, app=self.app))
+            elif group_id not in groups:
+                groups.add(group_id)
+                members = [AsyncResult(m, app=self.app) for m in admin.group_members(group_id)]
+                found.append(self.app.GroupResult(group_id, members))
+        return found or None
 
     # -- actions -------------------------------------------------------------------------
     def revoke(
@@ -364,10 +377,11 @@ class AsyncResult(ResultBase):
         parent = self._parent
         return (self.id, parent.as_tuple() if parent is not None else None), None
 
-    def iterdeps(self, intermediate: bool = False) -> Iterator[tuple[Any, AsyncResult]]:
+    def iterdeps(self, intermediate: bool = False) -> Iterator[tuple[Any, Any]]:
         """``(parent, result)`` for this result and, breadth first, every child of a ready
-        one; IncompleteStream at an unready one unless ``intermediate``."""
-        stack: deque[tuple[Any, AsyncResult]] = deque([(None, self)])
+        one (a group's children are its members); IncompleteStream at an unready one unless
+        ``intermediate``."""
+        stack: deque[tuple[Any, Any]] = deque([(None, self)])
         while stack:
             parent, node = stack.popleft()
             yield parent, node
@@ -479,8 +493,6 @@ def result_from_tuple(r: Any, app: Celery | None = None) -> AsyncResult | GroupR
     task_id, parent = res if isinstance(res, (list, tuple)) else (res, None)
     rebuilt_parent = result_from_tuple(parent, app) if parent else None
     if nodes is not None:
-        from pgtasks.compat.celery.result.group_result import GroupResult
-
         members = [result_from_tuple(node, app) for node in nodes]
-        return GroupResult(task_id, members, parent=rebuilt_parent, app=app)
+        return (app or get_current_app()).GroupResult(task_id, members, parent=rebuilt_parent)
     return AsyncResult(task_id, app=app, parent=rebuilt_parent)
