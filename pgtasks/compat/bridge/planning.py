@@ -176,10 +176,20 @@ class Plan:
         return Node(first.entries, last.exits, last.is_group, last.result)
 
     def _group(
-        self, flow: group, waiting: bool, args: tuple[Any, ...], root: str | None, kwargs: Any = None
+        self,
+        flow: group,
+        waiting: bool,
+        args: tuple[Any, ...],
+        root: str | None,
+        kwargs: Any = None,
+        header: bool = False,
     ) -> Node:
         group_id = flow.options.get("task_id") or str(uuid.uuid4())
-        members = [self.add(t, waiting, args, root, kwargs) for t in flow.tasks]
+        # A group of one sent alone gives its member's results (a chain ending in a group:
+        # that group's); in a chord header, or beside other members, each member is one value.
+        nest = header or len(flow.tasks) > 1
+        tasks = [_one_value(self.app, t) if nest else t for t in flow.tasks]
+        members = [self.add(t, waiting, args, root, kwargs) for t in tasks]
         for position, member in enumerate(members):
             for exit_id in member.exits:
                 self.links.append(TaskLink(group_id, exit_id, LinkKind.GROUP, position))
@@ -195,7 +205,7 @@ class Plan:
     def _chord(
         self, flow: chord, waiting: bool, args: tuple[Any, ...], root: str | None, kwargs: Any = None
     ) -> Node:
-        header = self._group(flow.header, waiting, args, root, kwargs)
+        header = self._group(flow.header, waiting, args, root, kwargs, header=flow.body is not None)
         if flow.body is None:
             return header
         body = self.add(flow.body, True, root=root)
@@ -250,6 +260,21 @@ class Plan:
         )
         for prepared in self.prepared:
             prepared.publish(after=True)
+
+
+def _one_value(app: Celery, member: Any) -> Any:
+    """A group member as Celery nests it: a chain ending in a group is one member whose value
+    is that group's list (Celery unrolls nested groups only), so it gets Celery's
+    ``celery.accumulate`` body, as a replacement does."""
+    member = maybe_signature(member, app=app)
+    if not isinstance(member, chain) or not member.tasks:
+        return member
+    last = maybe_signature(member.tasks[-1], app=app)
+    if isinstance(last, group) and len(last.tasks) > 1:
+        accumulate = Signature("celery.accumulate", (), {"index": 0}, app=app)
+        options = {k: v for k, v in member.options.items() if k != "task_id"}
+        return chain(*member.tasks, accumulate, app=app, **options)
+    return member
 
 
 def _eldest(result: AsyncResult | GroupResult) -> AsyncResult | GroupResult:
