@@ -35,6 +35,7 @@ from pgtasks.compat.celery.result.group_result import GroupResult
 from pgtasks.compat.celery.utils.functional import maybe_list
 from pgtasks.engine.canvas import close_chord_header, enqueue_canvas
 from pgtasks.engine.context import running_context
+from pgtasks.engine.serialization import SERIALIZERS
 from pgtasks.sysdb.records import LinkKind, TaskLink
 
 if TYPE_CHECKING:
@@ -117,7 +118,7 @@ class Plan:
         errbacks = [e for e in errbacks if maybe_signature(e, app=self.app) not in in_worker]
         if in_worker:
             meta["errbacks"] = [dict(e) for e in in_worker]
-        self.meta[task_id] = json.dumps(meta, default=str)
+        self.meta[task_id] = _meta_text(meta)
         if waiting:
             self.waiting.add(task_id)
         if sig.immutable:
@@ -213,7 +214,7 @@ class Plan:
             for entry in body.entries:
                 meta = json.loads(self.meta[entry])
                 meta.pop("root_id", None)
-                self.meta[entry] = json.dumps(meta, default=str)
+                self.meta[entry] = _meta_text(meta)
         self.connect(header, body)
         # As Celery: in a chain, the body's first result has the header as parent; a chord
         # sent alone gives it to the body's result (a chain body's last).
@@ -260,6 +261,15 @@ class Plan:
         )
         for prepared in self.prepared:
             prepared.publish(after=True)
+
+
+def _meta_text(meta: dict[str, Any]) -> str:
+    """A task's meta as stored: typed JSON (an errback's bytes arguments stay bytes), read
+    back by bridge/requests.py; a value JSON cannot carry is stored as its text."""
+    try:
+        return SERIALIZERS["json"].dumps(meta)
+    except (TypeError, ValueError):
+        return json.dumps(meta, default=str)
 
 
 def _one_value(app: Celery, member: Any) -> Any:

@@ -459,7 +459,12 @@ class AsyncResult(ResultBase):
 
 def _ignored(record: TaskRecord) -> bool:
     """The task was sent with ``ignore_result`` (planning.py notes it in its meta)."""
-    return bool(record.meta) and '"ignore_result": true' in str(record.meta)
+    if not record.meta or "ignore_result" not in record.meta:
+        return False
+    try:
+        return json.loads(record.meta).get("ignore_result") is True
+    except (ValueError, AttributeError):
+        return False
 
 
 def _leaves(node: Any) -> list[AsyncResult]:
