@@ -149,10 +149,10 @@ def test_the_rest_of_the_task_semantics(ledger: Path, name: str) -> None:
     and read by id it stays PENDING with no result. ``expires`` (seconds or a datetime) on a
     task still waiting: it never runs, reads REVOKED (ready, not failed) and ``get`` raises
     ``TaskRevokedError``. ``chord | signature`` is a chord whose body goes on with the
-    signature; ``chain | chord`` a chain. Arguments and keyword arguments given to a group are prepended to, and
-    merged into, every member (a chord's header included); given to a chain, only its first
-    task's. Groups at the end of chains nested in chords and groups complete with the nested
-    lists Celery gives."""
+    signature; ``chain | chord`` a chain. Arguments and keyword arguments given to a group
+    are prepended to, and merged into, every member (a chord's header included); given to a
+    chain, only its first task's. Groups at the end of chains nested in chords and groups
+    complete with the nested lists Celery gives."""
     observe(name, ledger)
 
 
