@@ -4,6 +4,7 @@ dashboard and ``AsyncResult.record()`` show them, and a page of tasks: storage i
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 from pgtasks.engine.failures import error_summary
@@ -32,7 +33,10 @@ class TaskInfo:
     ``executor_id`` names the worker running (or last running) the task. ``end_reason`` says
     why a task ended without an outcome of its own (EXPIRED, CANCELLED, DEPENDENCY_FAILED,
     NOT_NEEDED), else None. ``wait_for`` says what, besides its time, wakes a task waiting
-    durably (``message:<id>:<topic>``, ``event:<id>:<key>``; docs/waiting.md)."""
+    durably (``message:<id>:<topic>``, ``event:<id>:<key>``; docs/waiting.md).
+    ``parent_task_id`` is the task that sent it or whose outcome released it (a chain's
+    previous task); ``root_task_id`` the first task of its workflow (its sender's record of
+    it, else its parent, else itself)."""
 
     task_id: str
     status: Status
@@ -60,6 +64,7 @@ class TaskInfo:
     end_reason: EndReason | None = None
     wait_for: str | None = None
     steps: tuple[StepInfo, ...] | None = None
+    root_task_id: str | None = None
 
     @property
     def error_summary(self) -> str:
@@ -96,6 +101,7 @@ class TaskInfo:
             end_reason=record.end_reason,
             wait_for=record.wait_for,
             steps=None if steps is None else tuple(_step_info(s) for s in steps),
+            root_task_id=_root_of(record),
         )
 
 
@@ -106,6 +112,17 @@ class TaskPage:
 
     tasks: tuple[TaskInfo, ...]
     next_page: str | None
+
+
+def _root_of(record: TaskRecord) -> str:
+    """The root its sender stored (``meta``'s ``root_id``), else its parent, else itself."""
+    root = None
+    if record.meta:
+        try:
+            root = json.loads(record.meta).get("root_id")
+        except (ValueError, AttributeError):
+            root = None
+    return str(root or record.parent_task_id or record.task_id)
 
 
 def _step_info(step: StepRecord) -> StepInfo:

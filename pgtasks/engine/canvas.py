@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from pgtasks.engine import tracing
 from pgtasks.engine.crashpoints import crashpoint
-from pgtasks.engine.errors import ChordError, ConfigurationError, TaskError
+from pgtasks.engine.errors import ChordError, ConfigurationError, TaskCancelled, TaskError
 from pgtasks.engine.failures import encode_exception, error_summary
 from pgtasks.engine.options import EnqueueRequest, build_new_task
 from pgtasks.engine.serialization import Codec
@@ -28,11 +28,18 @@ class CanvasLinks:
     """The engine's :class:`~pgtasks.sysdb.records.LinkResolver`: deserializes a child's
     arguments, puts the parent's result (or results, or id) first, and serializes them back
     in the child's own serialization. ``chord_error`` is the exception type stored on a chord
-    body whose header failed (the engine's ``chord_error``, fixed when the engine is built)."""
+    body whose header failed, ``revoked_error`` the one a revoked header task is named by
+    (the engine's, fixed when the engine is built)."""
 
-    def __init__(self, codec: Codec, chord_error: type[BaseException] = ChordError) -> None:
+    def __init__(
+        self,
+        codec: Codec,
+        chord_error: type[BaseException] = ChordError,
+        revoked_error: type[BaseException] = TaskCancelled,
+    ) -> None:
         self.codec = codec
         self.chord_error = chord_error
+        self.revoked = revoked_error
 
     def with_result(self, child: tuple[str, str], result: tuple[str, str | None]) -> tuple[str, str]:
         return self._prepend(child, self._value(result))
@@ -53,6 +60,9 @@ class CanvasLinks:
 
     def failure(self, exc: BaseException) -> str:
         return encode_exception(exc)
+
+    def revoked_error(self, expired: bool) -> str:
+        return encode_exception(self.revoked("expired" if expired else "revoked"))
 
     def as_output(self, result: tuple[str, str | None], tag: str) -> str | None:
         if result[1] is None or result[0] == tag:

@@ -61,8 +61,9 @@ class Engine:
 
     Its settings never change: :meth:`with_settings` derives an engine with other settings
     (sharing the registry, the declared queues and, on the same database, the connections).
-    ``chord_error`` is the exception type stored on a chord body whose header failed; a
-    layer with its own (Celery's) derives an engine with :meth:`with_chord_error`.
+    ``chord_error`` is the exception type stored on a chord body whose header failed and
+    ``revoked_error`` the one a chord error names for a revoked header task; a layer with its
+    own (Celery's) derives an engine with :meth:`with_chord_error`.
     """
 
     def __init__(
@@ -71,6 +72,7 @@ class Engine:
         registry: Registry | None = None,
         *,
         chord_error: type[BaseException] = ChordError,
+        revoked_error: type[BaseException] = TaskCancelled,
         declared_queues: dict[str, QueueSettings] | None = None,
         database: DatabaseHandle | None = None,
     ) -> None:
@@ -79,13 +81,14 @@ class Engine:
         self.declared_queues: dict[str, QueueSettings] = {} if declared_queues is None else declared_queues
         self._codec = Codec(settings.serializer, frozenset(settings.accept_content))
         self._chord_error = chord_error
+        self._revoked_error = revoked_error
         if database is None or not database.serves(
             settings.database_url, settings.schema, settings.pool_size
         ):
             database = DatabaseHandle(settings.database_url, settings.schema, settings.pool_size)
         self._database = database
-        self._worker_api = WorkerApi(database, settings.result_expires)
-        self._admin = TaskAdmin(database, settings.result_expires)
+        self._worker_api = WorkerApi(database, settings.result_expires, self.link_resolver())
+        self._admin = TaskAdmin(database, settings.result_expires, self.link_resolver())
         self._schedules = ScheduleStore(database)
         self._queue_watch = QueueWatch(self._admin.executors)
 
@@ -108,17 +111,23 @@ class Engine:
     def with_settings(self, settings: Settings | None = None, **changes: Any) -> Engine:
         """An engine with ``settings`` (default: these) and ``changes`` applied to them."""
         wanted = dataclasses.replace(settings if settings is not None else self._settings, **changes)
-        return self._derive(wanted, self._chord_error)
+        return self._derive(wanted, self._chord_error, self._revoked_error)
 
-    def with_chord_error(self, chord_error: type[BaseException]) -> Engine:
-        """An engine that stores ``chord_error`` on a chord body whose header failed."""
-        return self._derive(self._settings, chord_error)
+    def with_chord_error(
+        self, chord_error: type[BaseException], revoked_error: type[BaseException] = TaskCancelled
+    ) -> Engine:
+        """An engine that stores ``chord_error`` on a chord body whose header failed (naming
+        a revoked header task's ``revoked_error``)."""
+        return self._derive(self._settings, chord_error, revoked_error)
 
-    def _derive(self, settings: Settings, chord_error: type[BaseException]) -> Engine:
+    def _derive(
+        self, settings: Settings, chord_error: type[BaseException], revoked_error: type[BaseException]
+    ) -> Engine:
         return Engine(
             settings,
             self.registry,
             chord_error=chord_error,
+            revoked_error=revoked_error,
             declared_queues=self.declared_queues,
             database=self._database,
         )
@@ -141,7 +150,7 @@ class Engine:
 
     def link_resolver(self) -> CanvasLinks:
         """What completes a task whose outcome other tasks wait for (chains, chords)."""
-        return CanvasLinks(self._codec, self._chord_error)
+        return CanvasLinks(self._codec, self._chord_error, self._revoked_error)
 
     # -- database ------------------------------------------------------------------------
     @property

@@ -18,6 +18,7 @@ from pgtasks.sysdb.records import (
     EventEntry,
     ExecutorInfo,
     ForkParams,
+    LinkResolver,
     ListTasksParams,
     MessageInfo,
     MigrationInfo,
@@ -43,9 +44,10 @@ class TaskAdmin:
     default). Records returned here are storage records; the public API turns them into its
     own."""
 
-    def __init__(self, database: DatabaseHandle, result_expires: float | None) -> None:
+    def __init__(self, database: DatabaseHandle, result_expires: float | None, links: LinkResolver) -> None:
         self._database = database
         self._result_expires = result_expires
+        self._links = links
 
     # -- tasks ---------------------------------------------------------------------------
     def _reader(self) -> SystemDatabase:
@@ -85,8 +87,15 @@ class TaskAdmin:
         return self._database.sysdb.messages_of(task_id)
 
     def cancel(self, task_id: str) -> bool:
-        """Cancel an unfinished task; False if it had finished (or does not exist)."""
-        return self._database.sysdb.task_cancel(task_id)
+        """Cancel an unfinished task; False if it had finished (or does not exist). What
+        waits on it is resolved at once: a chord fails, a chain is cancelled."""
+        return self._database.sysdb.task_cancel(task_id, self._links)
+
+    def revoke_ahead(self, task_id: str, queue_name: str) -> bool:
+        """Remember ``task_id`` as revoked before it is sent: a finished, cancelled task under
+        that id (kept as long as finished tasks are, see retention), which a task sent later
+        with the id returns instead of running; False if a task has the id already."""
+        return self._database.sysdb.task_revoke_ahead(task_id, queue_name)
 
     def request_terminate(self, task_id: str, signal_name: str) -> bool:
         """Ask the worker running ``task_id`` to stop its process with ``signal_name``

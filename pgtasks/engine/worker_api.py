@@ -12,6 +12,7 @@ from pgtasks.sysdb.records import (
     ClaimParams,
     CompleteParams,
     ExecutorInfo,
+    LinkResolver,
     QueueSettings,
     QueueUpsert,
     RecoverOwnParams,
@@ -32,9 +33,10 @@ class WorkerApi:
     :meth:`prune` deletes by default). Every call reaches the handle's current connection, so
     a forked child that dropped its parent's connections opens its own on the next call."""
 
-    def __init__(self, database: DatabaseHandle, result_expires: float | None) -> None:
+    def __init__(self, database: DatabaseHandle, result_expires: float | None, links: LinkResolver) -> None:
         self._database = database
         self._result_expires = result_expires
+        self._links = links
 
     # -- the executor --------------------------------------------------------------------
     def now_ms(self) -> int:
@@ -124,9 +126,19 @@ class WorkerApi:
         """Wake the workers of ``queues`` (a freed slot under a global limit)."""
         self._database.sysdb.queues_announce(queues)
 
+    def expire_claimed(self, record: TaskRecord, executor_id: str) -> bool:
+        """End ``record`` (claimed by this executor, not started) if its expiry has passed:
+        Celery checks ``expires`` when a prefetched task is about to run. True if it ended."""
+        if record.expires_at_epoch_ms is None:
+            return False
+        return self._database.sysdb.task_expire_claimed(
+            record.task_id, executor_id, record.claim_token, self._links
+        )
+
     def expire(self) -> int:
-        """Cancel waiting tasks whose expiry passed; return how many."""
-        return self._database.sysdb.tasks_expire()
+        """Cancel waiting tasks whose expiry passed; return how many (what waits on them is
+        resolved as for a revoke)."""
+        return self._database.sysdb.tasks_expire(self._links)
 
     # -- claims and outcomes -------------------------------------------------------------
     def claim(self, params: ClaimParams) -> list[TaskRecord]:

@@ -23,6 +23,7 @@ from pgtasks.sysdb.records import (
     EventEntry,
     ExecutorInfo,
     ForkParams,
+    LinkResolver,
     ListTasksParams,
     MessageInfo,
     MessageParams,
@@ -185,8 +186,9 @@ class SystemDatabase(ABC):
         """The last (serialization, value) published under ``key``, or None."""
 
     @abstractmethod
-    def tasks_expire(self) -> int:
-        """Cancel waiting tasks whose expiry has passed; return how many."""
+    def tasks_expire(self, links: LinkResolver | None = None) -> int:
+        """Cancel waiting tasks whose expiry has passed; return how many. With ``links``,
+        what waits on them is resolved as for a revoked task (see :meth:`task_cancel`)."""
 
     @abstractmethod
     def tasks_promote_delayed(self) -> int:
@@ -202,8 +204,22 @@ class SystemDatabase(ABC):
         """Wake the workers of ``queues`` (a NOTIFY; nothing where workers only poll)."""
 
     @abstractmethod
-    def task_cancel(self, task_id: str) -> bool:
-        """Mark a task that has not finished CANCELLED; True if it was changed."""
+    def task_cancel(self, task_id: str, links: LinkResolver | None = None) -> bool:
+        """Mark a task that has not finished CANCELLED; True if it was changed. With ``links``,
+        in the same transaction: a chord waiting on it fails, its chain is cancelled, its
+        errbacks are not needed (``links.py``)."""
+
+    @abstractmethod
+    def task_expire_claimed(
+        self, task_id: str, executor_id: str, claim_token: str | None, links: LinkResolver
+    ) -> bool:
+        """End a task this executor claimed but has not started, if its expiry has passed
+        (database time), resolving what waits on it; True if it was ended."""
+
+    @abstractmethod
+    def task_revoke_ahead(self, task_id: str, queue_name: str) -> bool:
+        """Store ``task_id`` as revoked before any task has it (a task sent later with that id
+        finds it and never runs); False if a task has the id already."""
 
     @abstractmethod
     def task_resume(self, task_id: str) -> bool:

@@ -149,12 +149,19 @@ class LinkStore(Primitives):
         ]
 
     def _resolve(self, conn: Any, outcomes: Iterable[Outcome], links: LinkResolver) -> None:
-        # Work list of (parent id, status, serialized output, error); failures cascade.
-        pending: deque[tuple[str, Status, str | None, str | None]] = deque(
-            (o.task_id, o.status, o.output, o.error) for o in outcomes
+        # Work list of what ended: (id, status, serialized output, error, culprit, raised,
+        # ran). ``culprit`` is the task a chord error names: the task that failed or was
+        # revoked, carried down a chain. ``raised``: the task failed on its own (it ran, or
+        # its chord's header failed it): only then are its errbacks called, as Celery calls
+        # them; ``ran``: it ran (its worker called the errbacks it calls itself).
+        pending: deque[tuple[str, Status, str | None, str | None, str, bool, bool]] = deque(
+            (o.task_id, o.status, o.output, o.error, o.task_id, o.status is Status.ERROR, True)
+            for o in outcomes
         )
         while pending:
-            parent, status, output, error = pending.popleft()
+            parent, status, output, error, culprit, raised, ran = pending.popleft()
+            if status is Status.CANCELLED:
+                error = error or links.revoked_error(expired=False)
             for link in self._on(conn, "links_of_parent", {"id": parent}).fetchall():
                 child, kind, prepend = link["child_uuid"], LinkKind(link["kind"]), bool(link["prepend"])
                 tag = link["serialization"]  # the parent's: its output is written in it
@@ -163,32 +170,43 @@ class LinkStore(Primitives):
                     continue  # cancelled (revoked), or resolved already
                 inputs = (row["serialization"], row["inputs"])
                 failure = None
+                # A chord body fails with its own ChordError, a replaced task with its
+                # replacement: their errbacks are called and chord errors name them. The tasks
+                # after a failed one in a chain carry its failure (and not their errbacks).
+                own = kind is not LinkKind.CHAIN
                 try:
-                    if status is Status.SUCCESS and kind is LinkKind.ERRBACK:
-                        self._end(conn, child, Status.CANCELLED, None, EndReason.NOT_NEEDED)
+                    if kind in (LinkKind.ERRBACK, LinkKind.ERRBACK_UNRUN):
+                        if raised and (kind is LinkKind.ERRBACK or not ran):
+                            new = links.with_task_id(inputs, parent) if prepend else inputs
+                            self._activate(conn, child, new, parent)
+                        else:
+                            self._end(conn, child, Status.CANCELLED, None, EndReason.NOT_NEEDED)
                     elif status is Status.SUCCESS and kind is LinkKind.REPLACE:
                         output_as_child = links.as_output((tag, output), row["serialization"])
                         args = {"id": child, "output": output_as_child}
                         ended = self._on(conn, "task_end_replaced", args).fetchone()
                         if ended is not None and ended["has_links"]:
-                            pending.append((child, Status.SUCCESS, output_as_child, None))
+                            pending.append((child, Status.SUCCESS, output_as_child, None, child, False, True))
                     elif status is Status.SUCCESS and kind is LinkKind.CHAIN:
                         new = links.with_result(inputs, (tag, output)) if prepend else inputs
-                        self._activate(conn, child, new)
+                        self._activate(conn, child, new, parent)
                     elif status is Status.SUCCESS:
                         self._chord_part_done(conn, parent, child, (tag, output), inputs, prepend, links)
-                    elif kind is LinkKind.ERRBACK:
-                        new = links.with_task_id(inputs, parent) if prepend else inputs
-                        self._activate(conn, child, new)
+                    elif status is Status.CANCELLED and kind is not LinkKind.CHORD:
+                        # A revoked task's chain (or the task it replaced) is never run: revoked too.
+                        if self._end(conn, child, Status.CANCELLED, error, EndReason.DEPENDENCY_FAILED):
+                            pending.append((child, Status.CANCELLED, None, error, culprit, False, False))
                     else:
-                        failure = links.dependency_error(parent, error, kind)
+                        failure = links.dependency_error(culprit, error, kind)
                 except SerializationFailure as exc:  # a result the child cannot take: it fails
-                    failure = links.failure(exc)
+                    failure, own = links.failure(exc), True
                 # A replaced task fails with its replacement: the failure is its own.
                 failed_parent = status is not Status.SUCCESS and kind is not LinkKind.REPLACE
                 reason = EndReason.DEPENDENCY_FAILED if failed_parent else None
                 if failure is not None and self._end(conn, child, Status.ERROR, failure, reason):
-                    pending.append((child, Status.ERROR, None, failure))
+                    pending.append(
+                        (child, Status.ERROR, None, failure, child if own else culprit, own, False)
+                    )
 
     def _end(
         self, conn: Any, task_id: str, status: Status, error: str | None, reason: EndReason | None
@@ -221,10 +239,12 @@ class LinkStore(Primitives):
             return
         rows = self._on(conn, "chord_results", {"child": child}).fetchall()
         results = [(r["result_serialization"] or "json", r["result"]) for r in rows]
-        self._activate(conn, child, links.with_results(inputs, results) if prepend else inputs)
+        self._activate(conn, child, links.with_results(inputs, results) if prepend else inputs, parent)
 
-    def _activate(self, conn: Any, child: str, inputs: tuple[str, str]) -> None:
-        args = {"id": child, "tag": inputs[0], "inputs": inputs[1]}
+    def _activate(self, conn: Any, child: str, inputs: tuple[str, str], parent: str | None = None) -> None:
+        """Release a WAITING child with its arguments; ``parent`` is the task whose outcome
+        released it (its parent id, and its root's, as Celery records them)."""
+        args = {"id": child, "tag": inputs[0], "inputs": inputs[1], "parent": parent}
         row = self._on(conn, "task_activate", args).fetchone()
         if row is not None and row["status"] == Status.ENQUEUED.value:
             self._announce_on(conn, row["queue_name"])

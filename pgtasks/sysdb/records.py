@@ -211,7 +211,8 @@ class Outcome:
 
     task_id: str
     # SUCCESS or ERROR; ENQUEUED gives the task back unfinished (release); DELAYED: the task
-    # suspended itself to wait (engine/waiting.py) and its row says so already: nothing to write
+    # suspended itself to wait (engine/waiting.py) and its row says so already: nothing to write;
+    # CANCELLED only where a revoke resolves links (task_cancel, tasks_expire)
     status: Status
     output: str | None = None
     error: str | None = None
@@ -457,6 +458,9 @@ class LinkKind(str, Enum):
     CHAIN = "chain"  # the child runs after the parent succeeded, with its result first
     CHORD = "chord"  # the child runs after every chord parent succeeded, with their results
     ERRBACK = "errback"  # the child runs after the parent failed, with the parent's id first
+    # As ``errback``, only for a parent that failed without running (a chord body whose
+    # header failed): the child calls an errback its worker would have called.
+    ERRBACK_UNRUN = "errback_unrun"
     GROUP = "group"  # membership of a saved group (the parent is the group id, not a task)
     # The child is a task replaced by the parent's workflow (Celery's Task.replace): it ends
     # with the parent's outcome, and then its own links resolve.
@@ -538,6 +542,11 @@ class LinkResolver(Protocol):
 
     def failure(self, exc: BaseException) -> str:
         """The error stored on a child whose arguments could not be built (``exc``)."""
+        ...
+
+    def revoked_error(self, expired: bool) -> str:
+        """The error of a task revoked (or ``expired``) before it ran, as a chord waiting on
+        it names it."""
         ...
 
     def as_output(self, result: tuple[str, str | None], tag: str) -> str | None:

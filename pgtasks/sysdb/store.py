@@ -11,6 +11,7 @@ batched completion, migrate, listen, and its sessions.
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from pgtasks.sysdb.commands import CommandStore
 from pgtasks.sysdb.completion import CompletionStore
@@ -22,8 +23,10 @@ from pgtasks.sysdb.records import (
     RECENT_ORDERS,
     ExecutorInfo,
     ForkParams,
+    LinkResolver,
     ListTasksParams,
     MigrationInfo,
+    Outcome,
     QueueActivity,
     QueueLatency,
     QueuePause,
@@ -35,6 +38,7 @@ from pgtasks.sysdb.records import (
     RecoverStaleParams,
     RecoveryReport,
     ReleaseStrayParams,
+    Status,
     StepRecord,
     StepWrite,
     TaskRecord,
@@ -116,11 +120,40 @@ class SqlStore(
     def queues_announce(self, queues: tuple[str, ...]) -> None:
         return None  # a dialect with notifications overrides this
 
-    def tasks_expire(self) -> int:
-        return self._write("tasks_expire").count
+    def tasks_expire(self, links: LinkResolver | None = None) -> int:
+        with self._transaction() as conn:
+            rows = self._on(conn, "tasks_expire").fetchall()
+            if links is not None:
+                error = links.revoked_error(expired=True)
+                linked = [r["workflow_uuid"] for r in rows if r["has_links"]]
+                ended = [Outcome(task_id, Status.CANCELLED, None, error) for task_id in linked]
+                if ended:
+                    self._resolve(conn, ended, links)
+        return len(rows)
 
-    def task_cancel(self, task_id: str) -> bool:
-        return self._write("task_cancel", {"task_id": task_id}).count == 1
+    def task_cancel(self, task_id: str, links: LinkResolver | None = None) -> bool:
+        return self._cancel("task_cancel", {"task_id": task_id}, task_id, links, expired=False)
+
+    def task_expire_claimed(
+        self, task_id: str, executor_id: str, claim_token: str | None, links: LinkResolver
+    ) -> bool:
+        args = {"id": task_id, "executor": executor_id, "token": claim_token}
+        return self._cancel("task_expire_claimed", args, task_id, links, expired=True)
+
+    def _cancel(
+        self, statement: str, args: dict[str, Any], task_id: str, links: LinkResolver | None, expired: bool
+    ) -> bool:
+        """Run a statement that cancels one task (``RETURNING has_links``) and resolve what
+        waits on it in the same transaction; True if it was cancelled."""
+        with self._transaction() as conn:
+            row = self._on(conn, statement, args).fetchone()
+            if row is not None and row["has_links"] and links is not None:
+                error = links.revoked_error(expired=expired)
+                self._resolve(conn, [Outcome(task_id, Status.CANCELLED, None, error)], links)
+        return row is not None
+
+    def task_revoke_ahead(self, task_id: str, queue_name: str) -> bool:
+        return self._write("task_revoke_ahead", {"id": task_id, "queue": queue_name}).count == 1
 
     def task_resume(self, task_id: str) -> bool:
         return self._write("task_resume", {"task_id": task_id}).count == 1

@@ -385,8 +385,8 @@ def _child_main(conn: Connection, engine: Engine, executor_id: str, options: Poo
             os._exit(0)
         fields, steps, soft_limit, check = message
         record = TaskRecord(*fields)
-        if check and not _still_ours(engine, record, executor_id):
-            conn.send((None, False))  # revoked or taken over while it waited: it must not run
+        if check and (not _still_ours(engine, record, executor_id) or _expired(engine, record, executor_id)):
+            conn.send((None, False))  # revoked, taken over or expired while it waited: not run
             continue
         if soft_limit is not None:
             signal.setitimer(signal.ITIMER_REAL, soft_limit)
@@ -408,6 +408,15 @@ def _still_ours(engine: Engine, record: TaskRecord, executor_id: str) -> bool:
         return engine.worker_api.owns(record.task_id, executor_id, record.claim_token)
     except DatabaseUnavailable:
         return True
+
+
+def _expired(engine: Engine, record: TaskRecord, executor_id: str) -> bool:
+    """Whether ``record``'s expiry passed while it waited for a child (it is then ended as
+    expired); a database error counts as no."""
+    try:
+        return engine.worker_api.expire_claimed(record, executor_id)
+    except DatabaseUnavailable:
+        return False
 
 
 def _unstarted(record: TaskRecord) -> Outcome:

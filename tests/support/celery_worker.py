@@ -10,13 +10,16 @@ from typing import Any, Protocol
 
 import pytest
 
+from tests.support.inprocess import wait_for
 from tests.support.processes import stop, worker_process
+from tests.support.schemas import scratch_schema, with_schema
 
 
 class CeleryApp(Protocol):
     """What these helpers use of a Celery-shaped app (``pgtasks.compat``'s ``Celery``)."""
 
     conf: Any
+    control: Any
 
     def set_current(self) -> None: ...
 
@@ -54,5 +57,24 @@ def celery_worker(
         try:
             yield ledger
         finally:
-            output = stop(process)
+            output = stop(process)  # piped, or written to a file
+            if options.get("output") is not None:
+                output = Path(options["output"]).read_text()
             assert "Traceback" not in output.split("ready.", 1)[0], output
+
+
+@contextmanager
+def module_celery_worker(
+    app: CeleryApp, module: str, server_url: str, folder: Path, name: str, **options: Any
+) -> Iterator[Path]:
+    """:func:`celery_worker` shared by the tests of one module: on a schema of its own on
+    ``server_url`` (dropped at the end), its ledger in ``folder``; yields the ledger once the
+    worker answers ``ping`` (the tests' short waits do not include its start). Its output goes
+    to ``folder / "worker.log"``: a pipe nobody reads until the end would fill up with the
+    tracebacks of failing tasks and stop the worker."""
+    with scratch_schema(server_url, prefix="w_") as schema, pytest.MonkeyPatch.context() as patch:
+        url = with_schema(server_url, schema)
+        log = folder / "worker.log"
+        with celery_worker(app, module, url, folder / "ledger", patch, name, output=log, **options) as ledger:
+            wait_for(lambda: name in (app.control.inspect().ping() or {}), timeout=60, what=f"worker {name}")
+            yield ledger

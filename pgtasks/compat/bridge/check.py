@@ -81,7 +81,6 @@ IGNORED_SETTINGS: dict[str, str] = {
     "task_protocol": "no message protocol",
     "task_default_routing_key": "routing is by queue name only",
     "task_default_delivery_mode": "every task is durable",
-    "task_ignore_result": "results are always stored",
     "task_store_errors_even_if_ignored": "errors are always stored",
     "worker_state_db": "state is in the database",
     "worker_enable_remote_control": "inspect/control read the database",
@@ -122,7 +121,6 @@ UNSUPPORTED_SETTINGS: dict[str, str] = {
     "security_cert_store": "message signing",
     "security_digest": "message signing",
     "security_key_password": "message signing",
-    "task_allow_error_cb_on_chord_header": "canvas is phase 2",
     "worker_consumer": "no consumer blueprint",
     "worker_agent": "no agent",
 }
@@ -143,7 +141,6 @@ SILENT_SIGNALS = (
 )
 TASK_OPTIONS: dict[str, tuple[str, str]] = {
     "rate_limit": (UNSUPPORTED, "rate limits are per queue and global: app.queue(name, rate_limit=...)"),
-    "ignore_result": (IGNORED, "results are always stored"),
     "acks_late": (IGNORED, "a task is re-run after a crash whatever this says"),
     "reject_on_worker_lost": (IGNORED, "a task whose worker died is recovered"),
 }

@@ -32,8 +32,10 @@ from pgtasks.compat.celery.canvas.signature import Signature, maybe_signature, t
 from pgtasks.compat.celery.exceptions import ImproperlyConfigured, Replaced
 from pgtasks.compat.celery.result.async_result import AsyncResult
 from pgtasks.compat.celery.result.group_result import GroupResult
+from pgtasks.compat.celery.utils.functional import maybe_list
 from pgtasks.engine.canvas import close_chord_header, enqueue_canvas
 from pgtasks.engine.context import running_context
+from pgtasks.engine.serialization import SERIALIZERS
 from pgtasks.sysdb.records import LinkKind, TaskLink
 
 if TYPE_CHECKING:
@@ -45,6 +47,9 @@ if TYPE_CHECKING:
 CHAIN_OWN_OPTIONS = frozenset(
     {"task_id", "link", "link_error", "group_id", "group_index", "chord", "root_id", "parent_id"}
 )
+
+
+CALL_ERRBACK = "pgtasks.call_errback"  # compat/celery/app/builtins.py
 
 
 @dataclass(slots=True)
@@ -69,21 +74,32 @@ class Plan:
     immutable: set[str] = field(default_factory=set)
     meta: dict[str, str] = field(default_factory=dict)
 
-    def add(self, item: Any, waiting: bool, args: tuple[Any, ...] = (), root: str | None = None) -> Node:
-        """Plan a signature or workflow; ``args`` go first (the caller's partial arguments)."""
+    def add(
+        self,
+        item: Any,
+        waiting: bool,
+        args: tuple[Any, ...] = (),
+        root: str | None = None,
+        kwargs: dict[str, Any] | None = None,
+    ) -> Node:
+        """Plan a signature or workflow; ``args`` go first and ``kwargs`` are merged (the
+        caller's partial arguments: to each task of a group or chord header, to the first
+        task of a chain; an immutable signature takes none)."""
         if isinstance(item, chain):
-            return self._chain(item, waiting, args, root)
+            return self._chain(item, waiting, args, root, kwargs)
         if isinstance(item, chord):
-            return self._chord(item, waiting, args, root)
+            return self._chord(item, waiting, args, root, kwargs)
         if isinstance(item, group):
-            return self._group(item, waiting, args, root)
+            return self._group(item, waiting, args, root, kwargs)
         sig = maybe_signature(item, app=self.app)
         if not isinstance(sig, Signature):
             raise TypeError(f"a canvas takes signatures and workflows, not {item!r}")
-        return self._signature(sig, waiting, args, root)
+        return self._signature(sig, waiting, args, root, kwargs)
 
-    def _signature(self, sig: Signature, waiting: bool, args: tuple[Any, ...], root: str | None) -> Node:
-        merged_args, kwargs, options = sig._merge(args)
+    def _signature(
+        self, sig: Signature, waiting: bool, args: tuple[Any, ...], root: str | None, partial: Any = None
+    ) -> Node:
+        merged_args, kwargs, options = sig._merge(args, partial)
         options = dict(options)
         callbacks, errbacks = options.pop("link", None) or [], options.pop("link_error", None) or []
         task_id = options.pop("task_id", None) or str(uuid.uuid4())
@@ -96,13 +112,15 @@ class Plan:
         meta.update({k: options[k] for k in ("time_limit", "soft_time_limit") if options.get(k) is not None})
         if prepared.extra:
             meta["properties"] = prepared.extra
+        if options.get("ignore_result"):  # the outcome is stored (a canvas needs it), read as none
+            meta["ignore_result"] = True
         # Celery calls an errback that takes (request, exc, traceback) in the failing worker,
         # at once; one that takes a task id is sent as a task (a link below).
         in_worker = [e for e in (maybe_signature(e, app=self.app) for e in errbacks) if takes_request(e)]
         errbacks = [e for e in errbacks if maybe_signature(e, app=self.app) not in in_worker]
         if in_worker:
             meta["errbacks"] = [dict(e) for e in in_worker]
-        self.meta[task_id] = json.dumps(meta, default=str)
+        self.meta[task_id] = _meta_text(meta)
         if waiting:
             self.waiting.add(task_id)
         if sig.immutable:
@@ -116,9 +134,17 @@ class Plan:
                 self.links.append(
                     TaskLink(task_id, entry, LinkKind.ERRBACK, prepend=entry not in self.immutable)
                 )
+        # A task that waits may fail without running (its chord's header failed): then a
+        # task calls the errbacks its worker would have called.
+        for errback in in_worker if waiting else ():
+            caller = Signature(CALL_ERRBACK, (dict(errback),), app=self.app)
+            entry = self.add(caller, True, root=root).entries[0]
+            self.links.append(TaskLink(task_id, entry, LinkKind.ERRBACK_UNRUN, prepend=True))
         return node
 
-    def _chain(self, flow: chain, waiting: bool, args: tuple[Any, ...], root: str | None) -> Node:
+    def _chain(
+        self, flow: chain, waiting: bool, args: tuple[Any, ...], root: str | None, kwargs: Any = None
+    ) -> Node:
         steps: list[Any] = []
         pending = list(flow.tasks)
         while pending:  # Celery: a group followed by a task is a chord
@@ -137,7 +163,12 @@ class Plan:
         given = {k: v for k, v in flow.options.items() if k not in CHAIN_OWN_OPTIONS}
         if given and isinstance(steps[0], Signature) and not isinstance(steps[0], (chain, group, chord)):
             steps[0] = steps[0].clone(**given)
-        first = self.add(steps[0], waiting, args, root)
+        # The chain's errbacks go to each of its tasks (a chord: its body, and its header with
+        # task_allow_error_cb_on_chord_header); only the task that fails calls them.
+        for errback in maybe_list(flow.options.get("link_error")) or ():
+            for step in steps:
+                step.link_error(errback)
+        first = self.add(steps[0], waiting, args, root, kwargs)
         root = root or first.entries[0]
         previous, last = first, first
         for step in steps[1:]:
@@ -147,9 +178,21 @@ class Plan:
             previous = last
         return Node(first.entries, last.exits, last.is_group, last.result)
 
-    def _group(self, flow: group, waiting: bool, args: tuple[Any, ...], root: str | None) -> Node:
+    def _group(
+        self,
+        flow: group,
+        waiting: bool,
+        args: tuple[Any, ...],
+        root: str | None,
+        kwargs: Any = None,
+        header: bool = False,
+    ) -> Node:
         group_id = flow.options.get("task_id") or str(uuid.uuid4())
-        members = [self.add(t, waiting, args, root) for t in flow.tasks]
+        # A group of one sent alone gives its member's results (a chain ending in a group:
+        # that group's); in a chord header, or beside other members, each member is one value.
+        nest = header or len(flow.tasks) > 1
+        tasks = [_one_value(self.app, t) if nest else t for t in flow.tasks]
+        members = [self.add(t, waiting, args, root, kwargs) for t in tasks]
         for position, member in enumerate(members):
             for exit_id in member.exits:
                 self.links.append(TaskLink(group_id, exit_id, LinkKind.GROUP, position))
@@ -162,13 +205,22 @@ class Plan:
             results.extend(nested.results if isinstance(nested, GroupResult) else [nested])
         return Node(entries, exits, True, GroupResult(group_id, results, app=self.app))
 
-    def _chord(self, flow: chord, waiting: bool, args: tuple[Any, ...], root: str | None) -> Node:
-        header = self._group(flow.header, waiting, args, root)
+    def _chord(
+        self, flow: chord, waiting: bool, args: tuple[Any, ...], root: str | None, kwargs: Any = None
+    ) -> Node:
+        header = self._group(flow.header, waiting, args, root, kwargs, header=flow.body is not None)
         if flow.body is None:
             return header
         body = self.add(flow.body, True, root=root)
+        if root is None:  # a chord sent alone: the body's root is that of the task releasing it
+            for entry in body.entries:
+                meta = json.loads(self.meta[entry])
+                meta.pop("root_id", None)
+                self.meta[entry] = _meta_text(meta)
         self.connect(header, body)
-        _eldest(body.result).parent = header.result
+        # As Celery: in a chain, the body's first result has the header as parent; a chord
+        # sent alone gives it to the body's result (a chain body's last).
+        (body.result if root is None and not waiting else _eldest(body.result)).parent = header.result
         # The chord takes its input in its header (inside a chain: the previous result goes
         # to every header task) and gives the body's result.
         return Node(header.entries or body.entries, body.exits, body.is_group, body.result)
@@ -213,6 +265,30 @@ class Plan:
             prepared.publish(after=True)
 
 
+def _meta_text(meta: dict[str, Any]) -> str:
+    """A task's meta as stored: typed JSON (an errback's bytes arguments stay bytes), read
+    back by bridge/requests.py; a value JSON cannot carry is stored as its text."""
+    try:
+        return SERIALIZERS["json"].dumps(meta)
+    except (TypeError, ValueError):
+        return json.dumps(meta, default=str)
+
+
+def _one_value(app: Celery, member: Any) -> Any:
+    """A group member as Celery nests it: a chain ending in a group is one member whose value
+    is that group's list (Celery unrolls nested groups only), so it gets Celery's
+    ``celery.accumulate`` body, as a replacement does."""
+    member = maybe_signature(member, app=app)
+    if not isinstance(member, chain) or not member.tasks:
+        return member
+    last = maybe_signature(member.tasks[-1], app=app)
+    if isinstance(last, group) and len(last.tasks) > 1:
+        accumulate = Signature("celery.accumulate", (), {"index": 0}, app=app)
+        options = {k: v for k, v in member.options.items() if k != "task_id"}
+        return chain(*member.tasks, accumulate, app=app, **options)
+    return member
+
+
 def _eldest(result: AsyncResult | GroupResult) -> AsyncResult | GroupResult:
     """The first result of a planned step (a chord body's header, a chain's first task): the
     one whose parent is the step before it."""
@@ -251,18 +327,20 @@ def send_lazy_chord(
         nested = node.result
         results.extend(nested.results if isinstance(nested, GroupResult) else [nested])
     close_chord_header(app.engine, group_id, tuple(body.entries))
-    _eldest(body.result).parent = GroupResult(group_id, results, app=app)
+    body.result.parent = GroupResult(group_id, results, app=app)
     return body.result
 
 
-def send_canvas(app: Celery, item: Any, args: tuple[Any, ...] = ()) -> AsyncResult | GroupResult:
+def send_canvas(
+    app: Celery, item: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
+) -> AsyncResult | GroupResult:
     """Plan and send a signature with callbacks, or a workflow; return its result handle."""
     if isinstance(item, chord) and item.body is not None:
         header = item.take_lazy_header()
         if header is not None:
             return send_lazy_chord(app, item, header, tuple(args))
     plan = Plan(app)
-    node = plan.add(item, False, tuple(args))
+    node = plan.add(item, False, tuple(args), kwargs=kwargs)
     plan.send()
     return node.result
 

@@ -67,6 +67,7 @@ def make_task(
         "name": name,
         "run": run,
         "_decorated": True,
+        "_bound": bind,
         "__doc__": fun.__doc__,
         "__module__": fun.__module__,
         "__qualname__": getattr(fun, "__qualname__", fun.__name__),

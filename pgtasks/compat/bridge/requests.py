@@ -4,12 +4,12 @@ what pgtasks knows of the run: the claimed row in a worker, or the call in eager
 from __future__ import annotations
 
 import datetime as dt
-import json
 import socket
 from typing import Any
 
 from pgtasks.compat.celery._state import current_request
 from pgtasks.compat.celery.app.task import Context
+from pgtasks.engine.serialization import SERIALIZERS
 from pgtasks.sysdb.records import TaskRecord
 
 
@@ -22,7 +22,7 @@ def iso_time(epoch_ms: int | None) -> str | None:
 
 def _meta(text: str | None) -> dict[str, Any]:
     try:
-        meta = json.loads(text) if text else {}
+        meta = SERIALIZERS["json"].loads(text) if text else {}  # typed JSON (planning.py)
     except ValueError:
         return {}
     return meta if isinstance(meta, dict) else {}

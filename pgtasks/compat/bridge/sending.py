@@ -99,8 +99,14 @@ def _no_canvas_on(name: str) -> ConfigurationError:
 
 
 def _needs_meta(options: dict[str, Any]) -> bool:
+    """Options stored with the task (its ``meta``). ``ignore_result`` is, unless the task is
+    inserted on the caller's connection (``conn=``): then its outcome reads as stored."""
     stored = ("headers", "time_limit", "soft_time_limit")
-    return any(options.get(key) for key in stored) or bool(message_properties(options))
+    return (
+        any(options.get(key) for key in stored)
+        or bool(message_properties(options))
+        or (bool(options.get("ignore_result")) and options.get("conn") is None)
+    )
 
 
 # -- Task.apply_async ------------------------------------------------------------------------
@@ -117,7 +123,12 @@ def _task_options(
 ) -> dict[str, Any]:
     """The keyword arguments of send_task for ``task``: the options, with its queue, priority
     and expiry where not given."""
-    defaults = {"queue": task.queue, "priority": task.priority, "expires": task.expires}
+    defaults = {
+        "queue": task.queue,
+        "priority": task.priority,
+        "expires": task.expires,
+        "ignore_result": _ignores_result(task, {}) or None,
+    }
     given = {k: v for k, v in defaults.items() if v is not None}
     return {"task": task, "task_id": task_id, "link": link, "link_error": link_error, **given, **options}
 
@@ -127,10 +138,17 @@ def _handed_back(task: Task, sent: AsyncResult, options: dict[str, Any]) -> Asyn
     ``result_cls=task.AsyncResult``: ``AbortableTask``'s), marked ignored when the result is
     (``get()`` then returns None at once, as in Celery)."""
     result = task.AsyncResult(sent.id)
-    ignored = options.get("ignore_result")
-    if task.ignore_result if ignored is None else ignored:
+    if _ignores_result(task, options):
         result.ignored = True
     return result
+
+
+def _ignores_result(task: Task, options: dict[str, Any]) -> bool:
+    """The call's ``ignore_result``, else the task's, else the app's ``task_ignore_result``."""
+    for choice in (options.get("ignore_result"), task.ignore_result):
+        if choice is not None:
+            return bool(choice)
+    return bool(task.app.conf.task_ignore_result)
 
 
 def send_for_task(

@@ -19,6 +19,8 @@ from pgtasks.compat.bridge.requests import request_from_record
 from pgtasks.compat.celery import states
 from pgtasks.compat.celery.app import trace as app_trace
 from pgtasks.compat.celery.exceptions import Replaced, Retry
+from pgtasks.compat.celery.result.async_result import AsyncResult
+from pgtasks.compat.celery.result.group_result import GroupResult
 from pgtasks.engine.context import running_context
 from pgtasks.engine.errors import RetryRequested, TaskAbandoned
 
@@ -76,7 +78,9 @@ def _new_arguments(retry: Retry) -> tuple[Any, Any]:
 def outcome_of(attempt: Attempt) -> Any:
     """Return the value, or raise what makes the engine record the Celery outcome."""
     if attempt.state == states.SUCCESS:
-        return attempt.retval
+        # A result handle returned by a task is stored as its tuple, as Celery's backends do.
+        retval = attempt.retval
+        return retval.as_tuple() if isinstance(retval, (AsyncResult, GroupResult)) else retval
     if attempt.state == states.RETRY:
         retry: Retry = attempt.retval
         reason = retry.exc if isinstance(retry.exc, BaseException) else None

@@ -358,9 +358,10 @@ picked AS (SELECT workflow_uuid, seen_before FROM chosen LIMIT %(limit)s)
 __claim_picked__
 
 -- name: tasks_expire
--- Waiting tasks past their expiry are cancelled, never run (Celery's expires). SKIP LOCKED,
--- as in every maintenance statement: a row someone holds (an operator's SELECT ... FOR
--- UPDATE, a claim in flight) is left to a later round instead of stalling this one.
+-- Waiting tasks past their expiry are cancelled, never run (Celery's expires); those with
+-- links are resolved in the same transaction (links.py). SKIP LOCKED, as in every
+-- maintenance statement: a row someone holds (an operator's SELECT ... FOR UPDATE, a claim in
+-- flight) is left to a later round instead of stalling this one.
 UPDATE __schema__.workflow_status AS ws
 SET status = 'CANCELLED', end_reason = 'EXPIRED', deduplication_id = NULL, updated_at = __now_ms__,
     error = '{"module": "pgtasks.engine.errors", "type": "TaskExpired", "message": "expired before it started", "args": null, "traceback": ""}'
@@ -369,6 +370,7 @@ FROM (SELECT workflow_uuid FROM __schema__.workflow_status
       FOR UPDATE SKIP LOCKED) AS free
 WHERE ws.workflow_uuid = free.workflow_uuid
   AND ws.status IN ('ENQUEUED', 'DELAYED') AND ws.expires_at_epoch_ms <= __now_ms__
+RETURNING ws.workflow_uuid, ws.has_links
 
 -- name: queue_get_all
 SELECT * FROM __schema__.queues ORDER BY name
@@ -514,6 +516,27 @@ UPDATE __schema__.workflow_status
 SET status = 'CANCELLED', end_reason = 'CANCELLED', deduplication_id = NULL, updated_at = __now_ms__
 WHERE workflow_uuid = %(task_id)s
   AND status IN ('ENQUEUED', 'DELAYED', 'PENDING', 'WAITING')
+RETURNING has_links
+
+-- name: task_expire_claimed
+-- A task claimed ahead (held by a prefork worker) whose expiry passed before it started ends
+-- as tasks_expire ends a waiting one (fenced on its executor and claim).
+UPDATE __schema__.workflow_status
+SET status = 'CANCELLED', end_reason = 'EXPIRED', deduplication_id = NULL, updated_at = __now_ms__,
+    error = '{"module": "pgtasks.engine.errors", "type": "TaskExpired", "message": "expired before it started", "args": null, "traceback": ""}'
+WHERE workflow_uuid = %(id)s AND status = 'PENDING' AND executor_id = %(executor)s
+  AND (%(token)s::text IS NULL OR claim_token = %(token)s::text)
+  AND expires_at_epoch_ms <= __now_ms__
+RETURNING has_links
+
+-- name: task_revoke_ahead
+-- A revoke of an id no task has yet (Celery's workers remember revoked ids): a finished,
+-- revoked row under that id, so the task sent later with it returns this row and never runs.
+INSERT INTO __schema__.workflow_status
+    (workflow_uuid, status, end_reason, name, inputs, serialization, queue_name, created_at, updated_at)
+VALUES (%(id)s, 'CANCELLED', 'CANCELLED', 'celery.revoked', '{"args": [], "kwargs": {}}', 'json',
+        %(queue)s, __now_ms__, __now_ms__)
+ON CONFLICT (workflow_uuid) DO NOTHING
 
 -- name: task_resume
 UPDATE __schema__.workflow_status
@@ -925,7 +948,8 @@ ORDER BY position
 
 -- name: task_activate
 UPDATE __schema__.workflow_status
-SET inputs = %(inputs)s, serialization = %(tag)s, updated_at = __now_ms__,
+SET parent_workflow_id = COALESCE(%(parent)s::text, parent_workflow_id),
+    inputs = %(inputs)s, serialization = %(tag)s, updated_at = __now_ms__,
     status = CASE WHEN delay_until_epoch_ms > __now_ms__ THEN 'DELAYED' ELSE 'ENQUEUED' END
 WHERE workflow_uuid = %(id)s AND status = 'WAITING'
 RETURNING queue_name, status

@@ -180,6 +180,7 @@ UPDATE workflow_status
 SET status = 'CANCELLED', end_reason = 'EXPIRED', deduplication_id = NULL, updated_at = __now_ms__,
     error = '{"module": "pgtasks.engine.errors", "type": "TaskExpired", "message": "expired before it started", "args": null, "traceback": ""}'
 WHERE status IN ('ENQUEUED', 'DELAYED') AND expires_at_epoch_ms <= __now_ms__
+RETURNING workflow_uuid, has_links
 
 -- name: queue_get_all
 SELECT * FROM queues ORDER BY name
@@ -289,6 +290,27 @@ WHERE status = 'DELAYED' AND delay_until_epoch_ms <= __now_ms__
 UPDATE workflow_status
 SET status = 'CANCELLED', end_reason = 'CANCELLED', deduplication_id = NULL, updated_at = __now_ms__
 WHERE workflow_uuid = :task_id AND status IN ('ENQUEUED', 'DELAYED', 'PENDING', 'WAITING')
+RETURNING has_links
+
+-- name: task_expire_claimed
+-- A task claimed ahead (held by a prefork worker) whose expiry passed before it started ends
+-- as tasks_expire ends a waiting one (fenced on its executor and claim).
+UPDATE workflow_status
+SET status = 'CANCELLED', end_reason = 'EXPIRED', deduplication_id = NULL, updated_at = __now_ms__,
+    error = '{"module": "pgtasks.engine.errors", "type": "TaskExpired", "message": "expired before it started", "args": null, "traceback": ""}'
+WHERE workflow_uuid = :id AND status = 'PENDING' AND executor_id = :executor
+  AND (:token IS NULL OR claim_token = :token)
+  AND expires_at_epoch_ms <= __now_ms__
+RETURNING has_links
+
+-- name: task_revoke_ahead
+-- A revoke of an id no task has yet (Celery's workers remember revoked ids): a finished,
+-- revoked row under that id, so the task sent later with it returns this row and never runs.
+INSERT INTO workflow_status
+    (workflow_uuid, status, end_reason, name, inputs, serialization, queue_name, created_at, updated_at)
+VALUES (:id, 'CANCELLED', 'CANCELLED', 'celery.revoked', '{"args": [], "kwargs": {}}', 'json',
+        :queue, __now_ms__, __now_ms__)
+ON CONFLICT (workflow_uuid) DO NOTHING
 
 -- name: task_resume
 UPDATE workflow_status
@@ -602,7 +624,8 @@ ORDER BY position
 
 -- name: task_activate
 UPDATE workflow_status
-SET inputs = :inputs, serialization = :tag, updated_at = __now_ms__,
+SET parent_workflow_id = COALESCE(:parent, parent_workflow_id),
+    inputs = :inputs, serialization = :tag, updated_at = __now_ms__,
     status = CASE WHEN delay_until_epoch_ms > __now_ms__ THEN 'DELAYED' ELSE 'ENQUEUED' END
 WHERE workflow_uuid = :id AND status = 'WAITING'
 RETURNING queue_name, status

@@ -58,6 +58,9 @@ class JsonLinks:
     def failure(self, exc: BaseException) -> str:
         return json.dumps({"type": type(exc).__name__, "message": str(exc)})
 
+    def revoked_error(self, expired: bool) -> str:
+        return json.dumps({"type": "Revoked", "message": "expired" if expired else "revoked"})
+
     def as_output(self, result: tuple[str, str | None], tag: str) -> str | None:
         return result[1]
 

@@ -17,7 +17,7 @@ from pgtasks.sysdb.records import (
     NewTask,
     Outcome,
 )
-from tests.integration.sysdb.support import claim, new, step
+from tests.integration.sysdb.support import JsonLinks, claim, new, step
 from tests.support.inprocess import wait_for
 
 
@@ -114,6 +114,34 @@ def test_expired_tasks_are_never_claimed_and_get_cancelled(sysdb: SystemDatabase
     assert sysdb.tasks_expire() == 1
     stale = sysdb.task_get("stale")
     assert stale is not None and stale.status is Status.CANCELLED and "expired" in (stale.error or "")
+
+
+def test_a_claimed_task_whose_expiry_passed_ends_expired_on_its_executor_only(sysdb: SystemDatabase) -> None:
+    expires = sysdb.now_ms() + 200
+    sysdb.tasks_enqueue([new("held", expires_at_epoch_ms=expires), new("later")])
+    assert claim(sysdb) == ["held", "later"]
+    record = sysdb.task_get("held")
+    assert record is not None
+    assert not sysdb.task_expire_claimed("held", "w1", record.claim_token, JsonLinks())  # not yet
+    wait_for(lambda: sysdb.now_ms() > expires, timeout=10, what="the expiry to pass")
+    assert not sysdb.task_expire_claimed("held", "w2", record.claim_token, JsonLinks())  # not its executor
+    assert not sysdb.task_expire_claimed("later", "w1", None, JsonLinks())  # no expiry
+    assert sysdb.task_expire_claimed("held", "w1", record.claim_token, JsonLinks())
+    held = sysdb.task_get("held")
+    assert held is not None and held.status is Status.CANCELLED and held.end_reason is EndReason.EXPIRED
+    assert not sysdb.task_owned_by("held", "w1")
+
+
+def test_a_revoke_ahead_of_the_task_keeps_it_from_running(sysdb: SystemDatabase) -> None:
+    assert sysdb.task_revoke_ahead("early", "default")
+    assert not sysdb.task_revoke_ahead("early", "default")  # the id is taken now
+    [sent] = sysdb.tasks_enqueue([new("early")])
+    assert sent.task_id == "early" and not sent.inserted
+    assert claim(sysdb) == []
+    early = sysdb.task_get("early")
+    assert early is not None and early.status is Status.CANCELLED and early.name == "celery.revoked"
+    sysdb.tasks_enqueue([new("sent")])
+    assert not sysdb.task_revoke_ahead("sent", "default")  # a task has it: cancel it instead
 
 
 def test_resume_clears_an_expiry_that_has_passed(sysdb: SystemDatabase) -> None:

@@ -39,7 +39,7 @@ from pgtasks.compat.celery.app.routes import RouterFunction, prepare_routers
 from pgtasks.compat.celery.app.task import Task
 from pgtasks.compat.celery.app.utils import Settings, attributes_of, settings_from_mapping
 from pgtasks.compat.celery.canvas.signature import Signature, signature
-from pgtasks.compat.celery.exceptions import ChordError, ImproperlyConfigured
+from pgtasks.compat.celery.exceptions import ChordError, ImproperlyConfigured, TaskRevokedError
 from pgtasks.compat.celery.loaders.base import BaseLoader, get_loader_cls
 from pgtasks.compat.celery.result.async_result import AsyncResult
 from pgtasks.compat.celery.result.eager_result import EagerResult
@@ -115,8 +115,9 @@ class Celery(App):
         super().__init__(
             main, database_url=database_url(self.conf), default_queue=self.conf.task_default_queue
         )
-        # What a chord body whose header failed raises: Celery's ChordError, fixed for the engine.
-        self.engine = self.engine.with_chord_error(ChordError)
+        # What a chord body whose header failed raises: Celery's ChordError (naming a revoked
+        # header task's TaskRevokedError), fixed for the engine.
+        self.engine = self.engine.with_chord_error(ChordError, TaskRevokedError)
         self._ready = True
         self._conf_changed(set(ENGINE_SETTINGS))
         if config_source is not None:
@@ -389,11 +390,13 @@ class Celery(App):
             if k not in ignored and (v is not None or k in ("link", "link_error"))
         }
 
-    def send_canvas(self, item: Signature, args: tuple[Any, ...] = ()) -> AsyncResult | GroupResult:
+    def send_canvas(
+        self, item: Signature, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
+    ) -> AsyncResult | GroupResult:
         """Plan a workflow (or a signature with callbacks) into linked tasks and insert them in
         one transaction; return its result handle. What ``chain``/``group``/``chord``
         ``.apply_async`` call (see bridge/planning.py)."""
-        return send_canvas(self, item, args)
+        return send_canvas(self, item, args, kwargs)
 
     def apply_eagerly(
         self, task: CeleryTask, args: tuple[Any, ...], kwargs: dict[str, Any], **options: Any
@@ -417,6 +420,11 @@ class Celery(App):
     def AsyncResult(self, task_id: str, **kwargs: Any) -> AsyncResult:  # type: ignore[override]  # as send_task
         kwargs.pop("app", None)
         return AsyncResult(task_id, app=self, **kwargs)
+
+    def GroupResult(self, group_id: str | None = None, results: Any = None, **kwargs: Any) -> GroupResult:
+        """Celery's ``app.GroupResult``: a group's result on this app."""
+        kwargs.pop("app", None)
+        return GroupResult(group_id, results, app=self, **kwargs)
 
     def signature(self, *args: Any, **kwargs: Any) -> Signature:
         kwargs["app"] = self

@@ -49,6 +49,12 @@ class Control:
         admin = self.app.engine.admin
         for one in ids:
             revoked = admin.cancel(one)
+            # An id no task has yet is remembered, as Celery's workers remember revoked ids
+            # (a task that arrived in between is cancelled instead).
+            while not revoked and admin.task(one) is None:
+                if admin.revoke_ahead(one, self.app.conf.task_default_queue):
+                    break
+                revoked = admin.cancel(one)
             if terminate:
                 admin.request_terminate(one, str(signal or "SIGTERM"))
             record = admin.task(one) if revoked else None

@@ -142,7 +142,7 @@ class Task:
     max_retries: ClassVar[int | None] = 3
     default_retry_delay: ClassVar[float] = 180
     rate_limit: ClassVar[str | None] = None
-    ignore_result: ClassVar[bool] = False
+    ignore_result: ClassVar[bool | None] = None  # None: the app's task_ignore_result
     trail: ClassVar[bool] = True
     send_events: ClassVar[bool] = True
     store_errors_even_if_ignored: ClassVar[bool] = False

@@ -1,12 +1,13 @@
 """Celery's ``chain`` (``celery.canvas.chain``, or ``a | b``): tasks one after the other, each
-result passed to the next. Where a chain's callbacks and errbacks go is decided here; the
-planner (bridge/planning.py) links its tasks."""
+result passed to the next. Where a chain's callbacks go is decided here; its errbacks stay in
+its options (``link_error``) until the planner (bridge/planning.py) links them to each of its
+tasks, as Celery does when it sends a chain."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from pgtasks.compat.celery.canvas.signature import Signature, maybe_signature, takes_request
+from pgtasks.compat.celery.canvas.signature import Signature, maybe_signature
 from pgtasks.compat.celery.canvas.workflow import Workflow
 from pgtasks.compat.celery.utils.functional import maybe_list
 
@@ -38,18 +39,14 @@ class chain(Workflow):
         members = self._signatures()
         return members[-1].link(callback) if members else super().link(callback)
 
-    def link_error(self, errback: Any) -> Any:
-        """Run ``errback`` once when any task of the chain fails. A failure ends every task
-        after it with the same error, so an errback sent as a task (with a task id) is linked
-        to the last task; one called in the failing worker is linked to every task."""
-        members = self._signatures()
-        if not members:
-            return super().link_error(errback)
-        if takes_request(maybe_signature(errback, app=self._app)):
-            for member in members:
-                member.link_error(errback)
-            return errback
-        return members[-1].link_error(errback)
+    def apply_async(
+        self, args: Any = None, kwargs: Any = None, route_name: Any = None, **options: Any
+    ) -> Any:
+        """Send the chain; errbacks given here replace the chain's own (as Celery merges a
+        chain's options)."""
+        errbacks = options.pop("link_error", None)
+        flow = self if errbacks is None else self.clone(link_error=list(maybe_list(errbacks) or ()))
+        return Workflow.apply_async(flow, args, kwargs, route_name, **options)
 
     def unchain_tasks(self) -> list[Any]:
         """The chain's tasks as separate signatures (copies): the last one carries the chain's

@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from pgtasks.compat.celery.canvas.group import group
-from pgtasks.compat.celery.canvas.signature import Signature, maybe_signature, takes_request
-from pgtasks.compat.celery.canvas.workflow import Workflow, members_link
+from pgtasks.compat.celery.canvas.signature import Signature, maybe_signature
+from pgtasks.compat.celery.canvas.workflow import Workflow
 
 if TYPE_CHECKING:
     from pgtasks.compat.celery.app.base import Celery
@@ -37,7 +37,12 @@ class chord(Workflow):
         if lazy is not None:  # read before it was sent: unrolled now
             self._lazy = None
             self["kwargs"]["tasks"][0] = group(list(lazy), app=self._app)
-        return self.tasks[0]  # type: ignore[no-any-return]
+        return self["kwargs"]["tasks"][0]  # type: ignore[no-any-return]
+
+    @property
+    def tasks(self) -> list[Any]:
+        """The header's tasks (as Celery's ``chord.tasks``)."""
+        return self.header.tasks
 
     def take_lazy_header(self) -> Any:
         """The generator this chord's header still is (once), or None."""
@@ -46,7 +51,7 @@ class chord(Workflow):
 
     @property
     def body(self) -> Any:
-        return self.tasks[1]
+        return self["kwargs"]["tasks"][1]
 
     def link(self, callback: Any) -> Any:
         """``callback`` runs with the body's result."""
@@ -54,14 +59,29 @@ class chord(Workflow):
         return body.link(callback) if body is not None else super().link(callback)
 
     def link_error(self, errback: Any) -> Any:
-        """``errback`` runs when the body fails, or a header task does (the body then fails
-        with ChordError); one called in the failing worker is linked to the header tasks too."""
+        """``errback`` runs once when the body fails, or a header task does (the body then
+        fails with ChordError and calls it). With ``task_allow_error_cb_on_chord_header``,
+        an immutable copy is linked to every header task too, as Celery documents."""
         body = self._body_signature()
         if body is None:
             return super().link_error(errback)
-        if takes_request(maybe_signature(errback, app=self._app)):
-            members_link(self.header._signatures(), errback, True)
+        errback = maybe_signature(errback, app=self._app)
+        if self.app.conf.task_allow_error_cb_on_chord_header:
+            for member in self.header._signatures():
+                member.link_error(errback.clone().set(immutable=True))
         return body.link_error(errback)
+
+    def __or__(self, other: Any) -> Any:
+        """As Celery: ``chord | task`` (or a group of one) is the chord with its body followed
+        by it; anything else makes a chain."""
+        other = maybe_signature(other, app=self._app)
+        if isinstance(other, group) and len(other.tasks) == 1:
+            other = maybe_signature(other.tasks[0], app=self._app)
+        if isinstance(other, Signature) and not isinstance(other, Workflow) and self.body is not None:
+            composed = self.clone()
+            composed["kwargs"] = {"tasks": [self.header, maybe_signature(self.body, app=self._app) | other]}
+            return composed
+        return super().__or__(other)
 
     def _body_signature(self) -> Any:
         if self.body is None:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from pgtasks.compat.celery.canvas.chain import chain
 from pgtasks.compat.celery.canvas.signature import Signature, maybe_signature, workflow_type
-from pgtasks.compat.celery.canvas.workflow import Workflow, members_link
+from pgtasks.compat.celery.canvas.workflow import Workflow
 from pgtasks.compat.celery.result.group_result import GroupResult
 
 if TYPE_CHECKING:
@@ -33,12 +33,21 @@ class group(Workflow):
     def link(self, callback: Any) -> Any:
         """As Celery: ``callback`` (immutable: no result is passed) linked to the first task."""
         members = self._signatures()
-        return members_link(members[:1], callback, False) if members else super().link(callback)
+        if not members:
+            return super().link(callback)
+        members[0].link(maybe_signature(callback, app=self._app).clone().set(immutable=True))
+        return callback
 
     def link_error(self, errback: Any) -> Any:
-        """As Celery: ``errback`` (an immutable copy) linked to every task of the group."""
+        """As Celery: a copy of ``errback`` linked to every task of the group, so each member
+        that fails calls it once."""
         members = self._signatures()
-        return members_link(members, errback, True) if members else super().link_error(errback)
+        if not members:
+            return super().link_error(errback)
+        errback = maybe_signature(errback, app=self._app)
+        for member in members:
+            member.link_error(errback.clone())
+        return errback
 
     def apply(self, args: Any = None, kwargs: Any = None, **options: Any) -> Any:
         results: list[Any] = []

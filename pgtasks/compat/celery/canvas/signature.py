@@ -255,10 +255,11 @@ class Signature(dict):  # type: ignore[type-arg]
 
     # -- calling -------------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        """Call the task here, directly (as in Celery, the arguments given here go first even
-        when the signature is immutable: how an errback gets ``request, exc, traceback``)."""
-        merged_args = (*args, *self.args)
-        return self.type(*merged_args, **{**self.kwargs, **kwargs})
+        """Call the task here, directly; the arguments given here go first, unless the
+        signature is immutable (as Celery: an immutable errback gets none of ``request, exc,
+        traceback``)."""
+        merged_args, merged_kwargs, _ = self._merge(args, kwargs)
+        return self.type(*merged_args, **merged_kwargs)
 
     def delay(self, *args: Any, **kwargs: Any) -> Any:
         """``apply_async(args, kwargs)``: an AsyncResult (a GroupResult for a group)."""
@@ -298,9 +299,8 @@ class Signature(dict):  # type: ignore[type-arg]
         return callback
 
     def link_error(self, errback: Any) -> Any:
-        """Run ``errback`` with this task's id when it fails; returns ``errback``."""
-        self.options.setdefault("link_error", []).append(errback)
-        return errback
+        """Run ``errback`` when this task fails (linked once); returns ``errback``."""
+        return self.append_to_list_option("link_error", errback)
 
     def on_error(self, errback: Any) -> Any:
         """:meth:`link_error` that returns this signature, so calls can be chained:
@@ -387,13 +387,18 @@ def maybe_signature(d: Any, app: Celery | None = None, clone: bool = False) -> A
 
 
 def takes_request(errback: Any) -> bool:
-    """Celery's test for a new-style errback: its function takes more than one positional
-    argument (``request, exc, traceback``). Unknown tasks are old-style (sent with the id)."""
+    """Celery's test for an errback called with ``(request, exc, traceback)`` in the failing
+    worker: a task made by the decorator, not bound (``bind=True``), whose function takes
+    more than one positional argument. Any other (a bound or class-based task, an unknown
+    one) is sent as a task with the failed task's id."""
     if not isinstance(errback, Signature) or errback.name not in errback.app.tasks:
         return False
-    run = errback.app.tasks[errback.name].run
+    task = errback.app.tasks[errback.name]
+    function = getattr(task, "__wrapped__", None)
+    if not getattr(task, "_decorated", False) or getattr(task, "_bound", False) or function is None:
+        return False
     try:
-        params = inspect.signature(run).parameters.values()
+        params = inspect.signature(function).parameters.values()
     except (TypeError, ValueError):
         return False
     positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]

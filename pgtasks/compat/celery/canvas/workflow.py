@@ -14,16 +14,7 @@ from pgtasks.compat.celery.utils.functional import maybe_list
 if TYPE_CHECKING:
     from pgtasks.compat.celery.app.base import Celery
 
-__all__ = ["Workflow", "members_link"]
-
-
-def members_link(members: list[Any], sig: Any, error: bool) -> Any:
-    """Link ``sig`` (an immutable copy, as Celery does) to each of ``members``."""
-    for member in members:
-        copy = maybe_signature(sig).clone()
-        copy.set(immutable=True)
-        member.link_error(copy) if error else member.link(copy)
-    return sig
+__all__ = ["Workflow"]
 
 
 class Workflow(Signature):
@@ -49,7 +40,7 @@ class Workflow(Signature):
     def app(self) -> Celery:
         if self._app is not None:
             return self._app
-        for task in self.tasks:
+        for task in self["kwargs"]["tasks"]:
             found = getattr(task, "app", None) if not isinstance(task, dict) else None
             if found is not None:
                 return found  # type: ignore[no-any-return]
@@ -66,7 +57,7 @@ class Workflow(Signature):
             self.options.update(options)
         if self.app.conf.task_always_eager:
             return self.apply(args)
-        return self.app.send_canvas(self, tuple(args or ()))
+        return self.app.send_canvas(self, tuple(args or ()), dict(kwargs or {}))
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.apply_async(args)

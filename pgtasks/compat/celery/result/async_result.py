@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 __all__ = ["AsyncResult", "result_from_tuple"]
 
 FIRST_POLL = 0.005
+GROUP_LINKS_READ = 50  # links read around a child to find the group it belongs to
 SYNC_SUBTASK_MESSAGE = (
     "Never call result.get() within a task!\n"
     "See https://docs.celeryq.dev/en/latest/userguide/tasks.html#avoid-launching-synchronous-subtasks"
@@ -120,6 +121,8 @@ class AsyncResult(ResultBase):
         custom = self._custom(record)
         if custom is not None:
             return custom[0]
+        if record.status.is_terminal and _ignored(record):
+            return states.PENDING  # sent with ignore_result: Celery stores nothing
         return celery_state(record.status, record.retries, self._track_started(record.name))
 
     def _custom(self, record: TaskRecord) -> tuple[str, Any] | None:
@@ -213,9 +216,12 @@ class AsyncResult(ResultBase):
         # the timeout is read (a number or its string, as Celery) only once a poll finds the
         # task not ready.
         polls: Retry | None = None
+        parents = self._ancestors() if follow_parents and propagate else []
         while True:
             try:
+                # The task first: a parent's failure commits with (or before) what it caused.
                 record = self.record()
+                parents = _raise_failed(parents)
             except DatabaseUnavailable:
                 record = None
             if record is not None and self._state_of(record) in states.READY_STATES:
@@ -239,6 +245,19 @@ class AsyncResult(ResultBase):
             time.sleep(pause)
 
     wait = get
+
+    def _ancestors(self) -> list[AsyncResult]:
+        """The results this one was sent after, oldest first, groups by their members: the
+        parents set when the canvas was sent (a result read by id has none, as in Celery)."""
+        lineage: list[Any] = []
+        node = self._parent
+        while node is not None:
+            lineage.append(node)
+            node = node._parent if isinstance(node, AsyncResult) else getattr(node, "parent", None)
+        found: list[AsyncResult] = []
+        for node in reversed(lineage):
+            found.extend(_leaves(node))
+        return found
 
     async def get_async(
         self, timeout: float | None = None, propagate: bool = True, callback: Any = None, **kwargs: Any
@@ -350,11 +369,23 @@ class AsyncResult(ResultBase):
         self._parent = value
 
     @property
-    def children(self) -> list[AsyncResult] | None:
-        """The tasks this one sent and those waiting for its result (None when there are none,
-        as Celery reports a task with nothing recorded)."""
-        found = self.app.engine.admin.children(self.id)
-        return [AsyncResult(child, app=self.app) for child in found] or None
+    def children(self) -> list[AsyncResult | GroupResult] | None:
+        """The tasks this one sent and those waiting for its result, the members of a group
+        as one GroupResult, as Celery records them (None when there are none, as Celery
+        reports a task with nothing recorded)."""
+        admin = self.app.engine.admin
+        found: list[AsyncResult | GroupResult] = []
+        groups: set[str] = set()
+        for child in admin.children(self.id):
+            around = admin.links_around(child, GROUP_LINKS_READ)
+            group_id = next((x.parent_id for x in around if x.kind == "group" and x.child_id == child), None)
+            if group_id is None:
+                found.append(AsyncResult(child, app=self.app))
+            elif group_id not in groups:
+                groups.add(group_id)
+                members = [AsyncResult(m, app=self.app) for m in admin.group_members(group_id)]
+                found.append(self.app.GroupResult(group_id, members))
+        return found or None
 
     # -- actions -------------------------------------------------------------------------
     def revoke(
@@ -378,10 +409,11 @@ class AsyncResult(ResultBase):
         parent = self._parent
         return (self.id, parent.as_tuple() if parent is not None else None), None
 
-    def iterdeps(self, intermediate: bool = False) -> Iterator[tuple[Any, AsyncResult]]:
+    def iterdeps(self, intermediate: bool = False) -> Iterator[tuple[Any, Any]]:
         """``(parent, result)`` for this result and, breadth first, every child of a ready
-        one; IncompleteStream at an unready one unless ``intermediate``."""
-        stack: deque[tuple[Any, AsyncResult]] = deque([(None, self)])
+        one (a group's children are its members); IncompleteStream at an unready one unless
+        ``intermediate``."""
+        stack: deque[tuple[Any, Any]] = deque([(None, self)])
         while stack:
             parent, node = stack.popleft()
             yield parent, node
@@ -457,13 +489,53 @@ class AsyncResult(ResultBase):
         )
 
 
+def _ignored(record: TaskRecord) -> bool:
+    """The task was sent with ``ignore_result`` (planning.py notes it in its meta)."""
+    if not record.meta or "ignore_result" not in record.meta:
+        return False
+    try:
+        return json.loads(record.meta).get("ignore_result") is True
+    except (ValueError, AttributeError):
+        return False
+
+
 def _date_done(record: TaskRecord | None) -> dt.datetime | None:
     if record is None or not record.status.is_terminal:
         return None
     return dt.datetime.fromtimestamp(record.updated_at / 1000, dt.timezone.utc)
 
 
-def result_from_tuple(r: Any, app: Celery | None = None) -> AsyncResult:
-    """An AsyncResult from ``as_tuple()``'s form."""
-    (task_id, parent), _ = r
-    return AsyncResult(task_id, app=app, parent=result_from_tuple(parent, app) if parent else None)
+def _leaves(node: Any) -> list[AsyncResult]:
+    """The task results of a result: itself, or a group's members (nested groups unrolled)."""
+    if isinstance(node, AsyncResult):
+        return [node]
+    return [leaf for member in getattr(node, "results", None) or [] for leaf in _leaves(member)]
+
+
+def _raise_failed(results: list[AsyncResult]) -> list[AsyncResult]:
+    """Raise the error of the first of ``results`` that failed or was revoked (Celery's
+    ``get`` re-raises a failed parent's error before waiting); return those not done yet."""
+    left = []
+    for result in results:
+        record = result.record()
+        state = result._state_of(record)
+        if state in states.PROPAGATE_STATES:
+            value = result._value_of(record)
+            raise value if isinstance(value, BaseException) else TaskRevokedError(result.id)
+        if state != states.SUCCESS:
+            left.append(result)
+    return left
+
+
+def result_from_tuple(r: Any, app: Celery | None = None) -> AsyncResult | GroupResult:
+    """A result from ``as_tuple()``'s form (also after a JSON round trip): an AsyncResult, or
+    a GroupResult with its members (``((id, parent), [member tuples])``), parents rebuilt."""
+    if isinstance(r, ResultBase):
+        return r  # type: ignore[return-value]
+    res, nodes = r
+    task_id, parent = res if isinstance(res, (list, tuple)) else (res, None)
+    rebuilt_parent = result_from_tuple(parent, app) if parent else None
+    if nodes is not None:
+        members = [result_from_tuple(node, app) for node in nodes]
+        return (app or get_current_app()).GroupResult(task_id, members, parent=rebuilt_parent)
+    return AsyncResult(task_id, app=app, parent=rebuilt_parent)

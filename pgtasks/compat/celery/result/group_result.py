@@ -45,7 +45,8 @@ class GroupResult(ResultSet):
         return found
 
     def as_tuple(self) -> tuple[Any, ...]:
-        return (self.id, None), [r.as_tuple() for r in self.results]
+        parent = self.parent.as_tuple() if self.parent is not None else None
+        return (self.id, parent), [r.as_tuple() for r in self.results]
 
     def __repr__(self) -> str:
         return f"<GroupResult: {self.id} [{', '.join(r.id for r in self.results)}]>"

@@ -67,7 +67,8 @@ class ResultSet(ResultBase):
         values = []
         for result in self.results:
             left = None if deadline is None else max(0.0, deadline - time.monotonic())
-            value = result.get(timeout=left, propagate=propagate, interval=interval)
+            # A member's own outcome, not its parents' (as Celery's native join reads them).
+            value = result.get(timeout=left, propagate=propagate, interval=interval, follow_parents=False)
             if callback is not None:
                 callback(result.id, value)
             values.append(value)
