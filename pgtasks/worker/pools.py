@@ -36,6 +36,10 @@ DEFAULT_POOL = "prefork"
 # and the one whose processes max_tasks_per_child replaces.
 TIME_LIMITED_POOLS = ("prefork", "asyncio")
 RECYCLED_POOLS = ("prefork",)
+# The pools that run tasks in forked child processes, and the one that runs them in the claim
+# loop's own thread (Celery's worker_process_init is sent in each child, or once for solo).
+FORKING_POOLS = ("prefork",)
+INLINE_POOLS = ("solo",)
 
 
 @dataclass(frozen=True, slots=True)

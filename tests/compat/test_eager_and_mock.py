@@ -85,3 +85,12 @@ def test_signatures_of_one_task(eager: None) -> None:
     assert signature("tests.compat.apps.results_app.add", args=(4, 4)).apply().get() == 8
     assert sig(5) == 6
     assert (sig | proj.add.s(1)).apply((2,)).get() == 4  # eager: (2 + 1) + 1
+
+
+def test_chord_run_sends_a_header_with_its_body(eager: None) -> None:
+    from celery import chord
+
+    result = chord([]).run([proj.add.s(1, 2), proj.add.s(3, 4)], proj.whoami.s(), eager=True)
+    assert result.get()["args"] == [[3, 7]]
+    sent = chord([]).run([proj.add.s(5, 5)], proj.whoami.s(), task_id="chord-run-1")  # always eager
+    assert sent.get()["args"] == [[10]]

@@ -19,6 +19,7 @@ from pgtasks.compat.celery.app.base import Celery
 from pgtasks.compat.celery.utils.nodenames import default_nodename
 from pgtasks.engine.errors import ConfigurationError
 from pgtasks.worker.logs import LOG_FORMAT, configure_logging
+from pgtasks.worker.pools import FORKING_POOLS, INLINE_POOLS, RECYCLED_POOLS, TIME_LIMITED_POOLS
 
 log = logging.getLogger("pgtasks.compat")
 
@@ -109,9 +110,9 @@ def worker_hooks(app: Any, args: argparse.Namespace, given: Collection[str] = ()
     if "concurrency" not in given and conf.worker_concurrency:
         args.concurrency = int(conf.worker_concurrency)
     for name, setting, pools in (
-        ("time_limit", "task_time_limit", ("prefork", "asyncio")),
-        ("soft_time_limit", "task_soft_time_limit", ("prefork", "asyncio")),
-        ("max_tasks_per_child", "worker_max_tasks_per_child", ("prefork",)),
+        ("time_limit", "task_time_limit", TIME_LIMITED_POOLS),
+        ("soft_time_limit", "task_soft_time_limit", TIME_LIMITED_POOLS),
+        ("max_tasks_per_child", "worker_max_tasks_per_child", RECYCLED_POOLS),
     ):
         if getattr(args, name) is None and conf.get(setting) is not None and args.pool in pools:
             setattr(args, name, conf.get(setting))
@@ -131,9 +132,9 @@ def worker_hooks(app: Any, args: argparse.Namespace, given: Collection[str] = ()
     app.loader.init_worker()  # the task modules, then a custom loader's on_worker_init
     signals.worker_init.send(sender=hooks.sender)
     signals.celeryd_after_setup.send(sender=hostname, instance=hooks.sender, conf=conf)
-    if args.pool == "prefork":
+    if args.pool in FORKING_POOLS:
         os.register_at_fork(after_in_child=lambda: _child_started(app))
-    elif args.pool == "solo":
+    elif args.pool in INLINE_POOLS:
         app.loader.init_worker_process()
         signals.worker_process_init.send(sender=None)
     return hooks

@@ -95,6 +95,32 @@ class chord(Workflow):
             return chord(self.header, body, app=self._app).apply_async(**options)
         return self.apply_async(**options)
 
+    def run(
+        self,
+        header: Any,
+        body: Any,
+        partial_args: Any = (),
+        app: Celery | None = None,
+        interval: float | None = None,
+        countdown: float = 1,
+        max_retries: int | None = None,
+        eager: bool = False,
+        task_id: str | None = None,
+        kwargs: Any = None,
+        **options: Any,
+    ) -> Any:
+        """Send ``header`` with ``body`` waiting for it, as Celery's ``chord.run`` (which
+        ``apply_async`` calls): the body's AsyncResult. ``interval``, ``countdown`` and
+        ``max_retries`` tune Celery's polling of the header (``celery.chord_unlock``); here the
+        database releases the body when the last header task ends, so they are not read.
+        ``eager`` runs it in this process (:meth:`apply`)."""
+        whole = chord(header, body, app=app or self._app)
+        if task_id is not None:
+            options["task_id"] = task_id
+        if eager:
+            return whole.apply(partial_args, kwargs, **options)
+        return whole.apply_async(partial_args, kwargs, **options)
+
     def apply(self, args: Any = None, kwargs: Any = None, **options: Any) -> Any:
         results = self.header.apply(args)
         if self.body is None:  # no body: the header's results, as when sent (planning.py)
