@@ -70,7 +70,8 @@ def test_parent_and_root_ids(ledger: Path, name: str) -> None:
 def _dashboard_task(url: str, task_id: str, log: Path) -> dict[str, Any]:
     port = free_port()
     args = ("dashboard", "--port", str(port), "--database-url", url)
-    board = spawn_pgtasks(*args, env=cli_env(url), output=log)
+    # Flower's API answers without credentials only when opened, as in Flower 2.2.
+    board = spawn_pgtasks(*args, env=cli_env(url, {"FLOWER_UNAUTHENTICATED_API": "true"}), output=log)
     base = f"http://127.0.0.1:{port}"
 
     def up() -> bool:

@@ -165,7 +165,8 @@ def test_the_project_runs_unchanged_without_celery(venv: Path, pg_url: str, tmp_
     by_admin = [t for t in sent if not t.task_id.startswith("sched-") and t.status.value == "ENQUEUED"]
     assert len(by_admin) == 1, by_admin
     stored = client.engine.get_task(by_admin[0].task_id)
-    assert stored is not None and '"periodic_task_name": "after-disable"' in (stored.meta or ""), stored
+    assert stored is not None and stored.meta is not None, stored
+    assert json.loads(stored.meta)["headers"]["periodic_task_name"] == "after-disable", stored.meta
 
 
 def _check_test_and_serve(venv: Path, project: Path, env: dict[str, str]) -> None:
