@@ -71,11 +71,11 @@ WORKER_ROLE_SUITES := tests/integration/sysdb tests/integration/test_canvas_link
 test: $(DEV_STAMP) $(BROWSER_STAMP) $(PGBOUNCER_STAMP) $(REDIS_STAMP) $(CELERY_VENV_STAMP)
 	$(BIN)/ruff check pgtasks pgtasks_celery_hook.py setup.py tests bench loadtest examples
 	$(BIN)/mypy
-	$(BIN)/python -m pytest -q -n 2
+	$(BIN)/python -m pytest -q -n 3
 	@echo "The system database suites again, connected as the least-privilege worker role:"
-	PGTASKS_TEST_AS_ROLE=worker $(BIN)/python -m pytest -q -n 2 -p no:cacheprovider -k postgres $(WORKER_ROLE_SUITES)
+	PGTASKS_TEST_AS_ROLE=worker $(BIN)/python -m pytest -q -n 3 -p no:cacheprovider -k postgres $(WORKER_ROLE_SUITES)
 	@echo "The storage, engine, canvas, worker, beat and crash suites again, through PgBouncer (transaction pooling):"
-	PGTASKS_TEST_THROUGH=pgbouncer $(BIN)/python -m pytest -q -n 2 -p no:cacheprovider -k "not sqlite" $(PGBOUNCER_SUITES)
+	PGTASKS_TEST_THROUGH=pgbouncer $(BIN)/python -m pytest -q -n 3 -p no:cacheprovider -k "not sqlite" $(PGBOUNCER_SUITES)
 	$(MAKE) --no-print-directory test-floors
 
 # Part of the suite (storage, engine, schedules, workers, canvas, beat, crash recovery) in a venv
@@ -97,7 +97,7 @@ $(FLOORS_STAMP): pyproject.toml tests/support/floors.py | $(BIN)/python
 
 test-floors: $(FLOORS_STAMP)
 	@echo "Part of the suite at the dependency floors: $$(tr '\n' ' ' < .venv-floors/floors.txt)"
-	.venv-floors/bin/python -m pytest -q -n 2 -p no:cacheprovider $(FLOOR_SUITES)
+	.venv-floors/bin/python -m pytest -q -n 3 -p no:cacheprovider $(FLOOR_SUITES)
 
 lint: $(DEV_STAMP)
 	$(BIN)/ruff check pgtasks pgtasks_celery_hook.py setup.py tests bench loadtest examples
