@@ -23,6 +23,7 @@ from urllib.parse import urlencode
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from selenium import webdriver
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
@@ -213,7 +214,18 @@ def _shot(browser: WebDriver, name: str) -> None:
 
 
 def _text(browser: WebDriver, css: str) -> str:
-    return str(browser.find_element(By.CSS_SELECTOR, css).text)
+    """The text of ``css``, read again when a live update replaced the element meanwhile."""
+    read: list[str] = []
+
+    def once() -> bool:
+        try:
+            read.append(str(browser.find_element(By.CSS_SELECTOR, css).text))
+        except StaleElementReferenceException:
+            return False
+        return True
+
+    wait_for(once, timeout=10, what=f"the text of {css}")
+    return read[-1]
 
 
 def _click(browser: WebDriver, form_css: str) -> None:
@@ -253,6 +265,12 @@ def test_every_page_loads_with_real_tasks(board: Board, browser: WebDriver, seed
         browser, "#recent-failures"
     )
     assert seeded["evil"] in _text(browser, "#recent-tasks")
+    # the activity chart's labels are drawn at the size they are read at, not scaled down
+    scale = browser.execute_script(
+        "const t = document.querySelector(\"[data-chart='default'] text.axis\");"
+        "return [t.textContent, t.getBoundingClientRect().height];"
+    )
+    assert scale[0].startswith("max ") and scale[0].endswith("/min") and scale[1] >= 10, scale
     _shot(browser, "overview")
     browser.get(board.base + "/queues")
     assert browser.find_element(By.CSS_SELECTOR, "#limits-held") is not None
