@@ -57,7 +57,7 @@ demo: $(STAMP)
 	$(BIN)/pgtasks demo
 
 PGBOUNCER_SUITES := tests/integration/test_engine.py tests/integration/test_canvas_links.py \
-	tests/integration/sysdb tests/compat/test_canvas.py tests/compat/test_canvas_shapes.py \
+	tests/integration/sysdb tests/compat/test_canvas.py \
 	tests/acceptance/test_crash_recovery.py tests/acceptance/test_prefork.py tests/acceptance/test_beat.py
 
 WORKER_ROLE_SUITES := tests/integration/sysdb tests/integration/test_canvas_links.py \
@@ -78,13 +78,12 @@ test: $(DEV_STAMP) $(BROWSER_STAMP) $(PGBOUNCER_STAMP) $(REDIS_STAMP) $(CELERY_V
 	PGTASKS_TEST_THROUGH=pgbouncer $(BIN)/python -m pytest -q -n 3 -p no:cacheprovider -k "not sqlite" $(PGBOUNCER_SUITES)
 	$(MAKE) --no-print-directory test-floors
 
-# Part of the suite (storage, engine, schedules, workers, canvas, beat, crash recovery) in a venv
+# Part of the suite (storage, engine, links, schedules, workers, beat, crash recovery) in a venv
 # holding the lowest versions pyproject.toml allows, so the floors stay true: the suites that
 # drive the database driver, its pool and croniter, not every integration test again.
 FLOOR_SUITES := tests/integration/sysdb tests/integration/test_engine.py tests/integration/test_canvas_links.py \
 	tests/integration/test_schedules_store.py tests/integration/test_schedules_beat.py \
-	tests/acceptance/test_crash_recovery.py tests/acceptance/test_prefork.py \
-	tests/compat/test_canvas.py tests/acceptance/test_beat.py
+	tests/acceptance/test_crash_recovery.py tests/acceptance/test_beat.py
 FLOORS_STAMP := .venv-floors/.installed
 
 $(FLOORS_STAMP): pyproject.toml tests/support/floors.py | $(BIN)/python
