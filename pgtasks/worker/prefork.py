@@ -412,7 +412,9 @@ def _still_ours(engine: Engine, record: TaskRecord, executor_id: str) -> bool:
 
 def _expired(engine: Engine, record: TaskRecord, executor_id: str) -> bool:
     """Whether ``record``'s expiry passed while it waited for a child (it is then ended as
-    expired); a database error counts as no."""
+    expired); a database error counts as no. A task without an expiry costs no round trip."""
+    if record.expires_at_epoch_ms is None:
+        return False
     try:
         return engine.worker_api.expire_claimed(record, executor_id)
     except DatabaseUnavailable:
