@@ -90,6 +90,9 @@ class WorkerOptions:
     outcome_logger: str = "pgtasks.worker"
     # Seconds between two rounds of deleting finished tasks past result_expires.
     prune_interval: float = PRUNE_INTERVAL
+    # Told the ids of each batch of outcomes once committed (or given up), off the claim path:
+    # a Celery app's django-celery-results mirror (compat/bridge/django_results.py).
+    on_committed: Callable[[list[str]], None] | None = None
 
     def __post_init__(self) -> None:
         if self.concurrency < 1:
@@ -301,6 +304,8 @@ class Worker:
 
     def _disown(self, task_ids: list[str]) -> None:
         """Called by the completer once a batch of outcomes is written (or abandoned)."""
+        if self.options.on_committed is not None:
+            self.options.on_committed(task_ids)
         with self._running_lock:
             self._owned.difference_update(task_ids)
             retried = bool(self._retrying.intersection(task_ids))

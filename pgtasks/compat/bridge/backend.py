@@ -14,6 +14,7 @@ import time
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from pgtasks.compat.bridge.django_results import mirror_of
 from pgtasks.compat.celery import states
 from pgtasks.compat.celery.exceptions import TaskRevokedError, TimeoutError
 from pgtasks.compat.celery.result.async_result import AsyncResult
@@ -247,6 +248,9 @@ class DatabaseBackend:
         """Store a group's members so that :meth:`restore_group` finds them."""
         ids = [r.id for r in result.results]
         store_outcome(self.app.engine, group_id, Status.SUCCESS, ids, name=GROUP_TASK)
+        mirror = mirror_of(self.app)
+        if mirror is not None:  # django-celery-results' GroupResult row, as its backend writes it
+            mirror.save_group(group_id, result)
         return result
 
     def restore_group(self, group_id: str, cache: bool = True) -> GroupResult | None:
@@ -264,6 +268,9 @@ class DatabaseBackend:
         record = self.app.engine.get_task(group_id)
         if record is not None and record.name == GROUP_TASK:
             store_outcome(self.app.engine, group_id, Status.CANCELLED, TaskRevokedError("group deleted"))
+        mirror = mirror_of(self.app)
+        if mirror is not None:
+            mirror.delete_group(group_id)
 
     def on_chord_part_return(self, request: Any, state: str, result: Any, **kwargs: Any) -> None:
         """Chords are advanced by the outcome of each header task, in its own transaction."""

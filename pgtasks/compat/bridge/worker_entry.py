@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from pgtasks.compat.bridge import django_support
+from pgtasks.compat.bridge.django_results import running_task_mirror
 from pgtasks.compat.bridge.execution import Attempt
 from pgtasks.compat.bridge.requests import request_from_record
 from pgtasks.compat.celery import states
@@ -43,11 +44,18 @@ def worker_entry(task: Task, run: Callable[..., Any]) -> Callable[..., Any]:
                 setattr(request, name, getattr(task, name))
         request.timelimit = (request.time_limit, request.soft_time_limit)
         django_support.close_old_connections()
+        mirror = running_task_mirror(task)
+        if mirror is not None and task.track_started:
+            mirror.started(request)
         try:
             # Through the module attribute at every run: instrumentation that wraps
             # celery.app.trace.build_tracer (sentry-sdk) sees each task, as on Celery.
             tracer = app_trace.build_tracer(str(task.name), task, hostname=ctx.executor_id, app=task.app)
             attempt = tracer(request.id, tuple(args), dict(kwargs), request.as_dict()).info
+            if mirror is not None and attempt.state == states.RETRY:
+                retry = attempt.retval
+                reason = retry.exc if isinstance(retry.exc, BaseException) else retry
+                mirror.retrying(request, reason, attempt.einfo.traceback if attempt.einfo else None)
         finally:
             django_support.close_old_connections()
         return outcome_of(attempt)

@@ -14,6 +14,7 @@ from collections.abc import Callable, Collection
 from typing import Any
 
 from pgtasks.compat.bridge import django_support
+from pgtasks.compat.bridge.django_results import mirror_of
 from pgtasks.compat.celery import signals
 from pgtasks.compat.celery.app.base import Celery
 from pgtasks.compat.celery.utils.nodenames import default_nodename
@@ -34,6 +35,14 @@ class WorkerHooks:
         # Celery's worker logs each task's outcome on "celery.app.trace": logging configs
         # name it, and error trackers (sentry-sdk) ignore it to avoid a second event.
         self.outcome_logger = "pgtasks.worker" if app is None else "celery.app.trace"
+        # django-celery-results' rows, mirrored once pgtasks committed each outcome
+        self.mirror = mirror_of(app) if app is not None else None
+        if self.mirror is not None:
+            self.mirror.hostname = hostname
+
+    @property
+    def on_committed(self) -> Callable[[list[str]], None] | None:
+        return self.mirror.committed if self.mirror is not None else None
 
     def after_start(self, then: Callable[[], object] | None) -> Callable[[], object] | None:
         if self.app is None:
@@ -52,6 +61,8 @@ class WorkerHooks:
         signals.worker_shutting_down.send(sender=self.hostname, sig="SIGTERM", how="Warm", exitcode=0)
         self.app.loader.shutdown_worker()
         signals.worker_shutdown.send(sender=self.sender)
+        if self.mirror is not None:
+            self.mirror.stop()
 
 
 def _setup_logging(loglevel: str, log_format: str) -> None:

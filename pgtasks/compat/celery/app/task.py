@@ -387,6 +387,11 @@ class Task:
         if task_id is None:
             raise ValueError(f"update_state() of {self.name!r} needs a task_id outside a running task")
         record_task_state(self.app.engine, task_id, state or states.PENDING, meta)
+        from pgtasks.compat.bridge.django_results import running_task_mirror
+
+        mirror = running_task_mirror(self)
+        if mirror is not None:  # django-celery-results' row, after pgtasks recorded the state
+            mirror.custom_state(request, task_id, state or states.PENDING, meta)
 
     def shadow_name(self, args: Any, kwargs: Any, options: Any) -> str | None:
         """Celery's hook for a display name other than the task's; None keeps the name."""

@@ -1,14 +1,21 @@
 """Celery's ``celery.backends.base``: the result backend base classes, for libraries that
-subclass them at import (django-celery-results). pgtasks keeps results in its own tables
-(``app.backend`` is :class:`pgtasks.compat.bridge.backend.DatabaseBackend`); a backend built on
-these classes is not used, and its storage methods say so."""
+subclass them (django-celery-results). pgtasks keeps results in its own tables (``app.backend``
+is :class:`pgtasks.compat.bridge.backend.DatabaseBackend`); a backend built on these classes
+never answers reads. Its writing half works as Celery's: ``store_result`` prepares the value
+(an exception as ``exc_type``/``exc_message``/``exc_module``, pickled as itself) and calls the
+subclass's ``_store_result``; a key/value subclass gets Celery's meta dict through its
+``set``. pgtasks' worker calls them to mirror each task's state into such a backend
+(compat/bridge/django_results.py)."""
 
 from __future__ import annotations
 
+import datetime as dt
+import pickle
 from typing import Any
 
 from pgtasks.compat.celery import states
 from pgtasks.compat.celery._state import get_current_task
+from pgtasks.compat.kombu.utils import json as kombu_json
 
 __all__ = [
     "Backend",
@@ -21,12 +28,16 @@ __all__ = [
 
 NOT_USED = (
     "pgtasks stores task results in its own database tables; result backend classes are not "
-    "used (result_backend is ignored). Read results with AsyncResult or app.backend."
+    "read (result_backend only names where pgtasks mirrors task states, for "
+    "django-celery-results). Read results with AsyncResult or app.backend."
 )
+# Where pgtasks serves Celery's own exception classes: rows name Celery's module, as on Celery.
+CELERY_MODULES = {"pgtasks.compat.celery.exceptions": "celery.exceptions"}
+CONTENT = {"json": ("application/json", "utf-8"), "pickle": ("application/x-python-serialize", "binary")}
 
 
 class BaseBackend:
-    """Celery's result backend base: constructible and subclassable; storage is pgtasks'."""
+    """Celery's result backend base: writes through the subclass's ``_store_result``."""
 
     supports_native_join = False
     supports_autoexpire = False
@@ -48,14 +59,128 @@ class BaseBackend:
     ) -> None:
         self.app = app
         self.url = url
-        self.expires = expires
+        conf = getattr(app, "conf", None)
+        configured = conf.get("result_serializer") if conf is not None else None
+        self.serializer = serializer or configured or "json"
+        if expires is None and conf is not None:
+            expires = conf.get("result_expires")
+        self.expires = expires.total_seconds() if isinstance(expires, dt.timedelta) else expires
+
+    # -- encoding ------------------------------------------------------------------------
+    def _encode(self, data: Any) -> tuple[str, str, Any]:
+        """``(content_type, content_encoding, payload)`` of ``data`` in the result serializer
+        (JSON text with kombu's encoder, or pickle bytes)."""
+        if self.serializer == "pickle":
+            return (*CONTENT["pickle"], pickle.dumps(data))
+        return (*CONTENT["json"], kombu_json.dumps(data))
+
+    def encode(self, data: Any) -> Any:
+        return self._encode(data)[2]
+
+    def decode(self, payload: Any) -> Any:
+        if self.serializer == "pickle":
+            return pickle.loads(payload)  # pickle only by the app's opt-in
+        return kombu_json.loads(payload)
+
+    def prepare_exception(self, exc: BaseException, serializer: str | None = None) -> Any:
+        """The exception itself for pickle, else Celery's dict of it."""
+        if (serializer or self.serializer) == "pickle":
+            return exc
+        module = type(exc).__module__
+        return {
+            "exc_type": type(exc).__qualname__,
+            "exc_message": list(exc.args) if _json_safe(exc.args) else [str(exc)],
+            "exc_module": CELERY_MODULES.get(module, module),
+        }
+
+    def prepare_value(self, result: Any) -> Any:
+        return result
+
+    def encode_result(self, result: Any, state: str) -> Any:
+        if state in self.EXCEPTION_STATES and isinstance(result, BaseException):
+            return self.prepare_exception(result)
+        return self.prepare_value(result)
+
+    def current_task_children(self, request: Any = None) -> list[Any]:
+        """What the task sent while it ran, as result tuples (Celery's meta ``children``)."""
+        request = request or getattr(get_current_task(), "request", None)
+        if request is None:
+            return []
+        children = getattr(request, "children", None) or []
+        return [r.as_tuple() if hasattr(r, "as_tuple") else r for r in children]
+
+    # -- writing -------------------------------------------------------------------------
+    def store_result(
+        self,
+        task_id: str,
+        result: Any,
+        state: str,
+        traceback: str | None = None,
+        request: Any = None,
+        **kwargs: Any,
+    ) -> Any:
+        """Store ``state`` of ``task_id`` through the subclass's ``_store_result``."""
+        self._store_result(task_id, self.encode_result(result, state), state, traceback, request=request)
+        return result
+
+    def _store_result(
+        self,
+        task_id: str,
+        result: Any,
+        state: str,
+        traceback: str | None = None,
+        request: Any = None,
+        **kw: Any,
+    ) -> Any:
+        raise NotImplementedError(NOT_USED)
+
+    def mark_as_started(self, task_id: str, **meta: Any) -> Any:
+        return self.store_result(task_id, meta, states.STARTED)
+
+    def mark_as_done(self, task_id: str, result: Any, request: Any = None, **kwargs: Any) -> None:
+        self.store_result(task_id, result, states.SUCCESS, request=request)
+
+    def mark_as_failure(
+        self,
+        task_id: str,
+        exc: BaseException,
+        traceback: str | None = None,
+        request: Any = None,
+        **kwargs: Any,
+    ) -> None:
+        self.store_result(task_id, exc, states.FAILURE, traceback=traceback, request=request)
+
+    def mark_as_retry(
+        self,
+        task_id: str,
+        exc: BaseException,
+        traceback: str | None = None,
+        request: Any = None,
+        **kwargs: Any,
+    ) -> None:
+        self.store_result(task_id, exc, states.RETRY, traceback=traceback, request=request)
+
+    def mark_as_revoked(self, task_id: str, reason: str = "", request: Any = None, **kwargs: Any) -> None:
+        from pgtasks.compat.celery.exceptions import TaskRevokedError
+
+        self.store_result(task_id, TaskRevokedError(reason), states.REVOKED, request=request)
+
+    def save_group(self, group_id: str, result: Any) -> Any:
+        return self._save_group(group_id, result)
+
+    def _save_group(self, group_id: str, result: Any) -> Any:
+        raise NotImplementedError(NOT_USED)
+
+    def delete_group(self, group_id: str) -> None:
+        self._delete_group(group_id)
+
+    def _delete_group(self, group_id: str) -> None:
+        raise NotImplementedError(NOT_USED)
 
     def _not_used(self, *args: Any, **kwargs: Any) -> Any:
         raise NotImplementedError(NOT_USED)
 
-    store_result = mark_as_done = mark_as_failure = mark_as_started = mark_as_revoked = _not_used
-    mark_as_retry = get_task_meta = get_state = get_result = wait_for = forget = _not_used
-    save_group = restore_group = delete_group = _not_used
+    get_task_meta = get_state = get_result = wait_for = forget = restore_group = _not_used
 
 
 Backend = BaseBackend
@@ -66,10 +191,88 @@ class BaseDictBackend(BaseBackend):
 
 
 class KeyValueStoreBackend(BaseDictBackend):
-    """Celery's key/value result backend base."""
+    """Celery's key/value result backend base: a task's meta dict under
+    ``celery-task-meta-<id>`` through the subclass's ``get``/``set``/``delete``."""
 
     key_t = str
+    task_keyprefix = "celery-task-meta-"
+    group_keyprefix = "celery-taskset-meta-"
+
+    def get_key_for_task(self, task_id: str, key: str = "") -> str:
+        return f"{self.task_keyprefix}{task_id}{key}"
+
+    def get_key_for_group(self, group_id: str, key: str = "") -> str:
+        return f"{self.group_keyprefix}{group_id}{key}"
+
+    def _get_result_meta(
+        self, result: Any, state: str, traceback: str | None, request: Any, format_date: bool = True
+    ) -> dict[str, Any]:
+        """Celery's meta dict; with ``result_extended`` the request's name, arguments, worker,
+        retries and queue too."""
+        done = dt.datetime.now(dt.timezone.utc) if state in self.READY_STATES else None
+        meta: dict[str, Any] = {
+            "status": state,
+            "result": result,
+            "traceback": traceback,
+            "children": self.current_task_children(request),
+            "date_done": done.isoformat() if done is not None and format_date else done,
+        }
+        if request is not None and self.app is not None and self.app.conf.get("result_extended"):
+            info = getattr(request, "delivery_info", None) or {}
+            meta.update(
+                name=getattr(request, "task", None),
+                args=getattr(request, "args", None),
+                kwargs=getattr(request, "kwargs", None),
+                worker=getattr(request, "hostname", None),
+                retries=getattr(request, "retries", None),
+                queue=info.get("routing_key"),
+            )
+        return meta
+
+    def _store_result(
+        self,
+        task_id: str,
+        result: Any,
+        state: str,
+        traceback: str | None = None,
+        request: Any = None,
+        **kw: Any,
+    ) -> Any:
+        key = self.get_key_for_task(task_id)
+        current = self.get(key)
+        # a ready state is never replaced by an unready one (a late STARTED or progress)
+        ready = isinstance(current, dict) and current.get("status") in self.READY_STATES
+        if ready and state not in self.READY_STATES:
+            return result
+        meta = self._get_result_meta(result, state, traceback, request)
+        meta["task_id"] = task_id
+        self.set(key, self.encode(meta))
+        return result
+
+    def _save_group(self, group_id: str, result: Any) -> Any:
+        self.set(self.get_key_for_group(group_id), self.encode({"result": result.as_tuple()}))
+        return result
+
+    def _delete_group(self, group_id: str) -> None:
+        self.delete(self.get_key_for_group(group_id))
+
+    def get(self, key: str) -> Any:
+        raise NotImplementedError("a key/value backend implements get")
+
+    def set(self, key: str, value: Any) -> None:
+        raise NotImplementedError("a key/value backend implements set")
+
+    def delete(self, key: str) -> None:
+        raise NotImplementedError("a key/value backend implements delete")
 
 
 class DisabledBackend(BaseBackend):
     """Celery's backend for ``result_backend=None``."""
+
+
+def _json_safe(args: tuple[Any, ...]) -> bool:
+    try:
+        kombu_json.dumps(list(args))
+    except (TypeError, ValueError):
+        return False
+    return True
