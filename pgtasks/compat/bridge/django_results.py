@@ -176,11 +176,12 @@ class ResultsMirror:
         """The request Celery's backend reads, made from a committed row."""
         args, kwargs = self.app.engine.codec.loads_inputs(record.serialization, record.inputs, record.name)
         meta = _json(record.meta)
-        sent = [
-            [[link.child_id, None], None]
-            for link in self.app.engine.admin.links_around(record.task_id)
-            if link.kind == "sent" and link.parent_id == record.task_id
-        ]
+        # Celery's children: what the body sent (not a chain's or chord's next task, which
+        # pgtasks also notes as sent by the task that released it)
+        around = self.app.engine.admin.links_around(record.task_id)
+        links = [x for x in around if x.parent_id == record.task_id]
+        following = {x.child_id for x in links if x.kind != "sent"}
+        sent = [[[x.child_id, None], None] for x in links if x.kind == "sent" and x.child_id not in following]
         return types.SimpleNamespace(
             id=record.task_id,
             task=record.name,
@@ -213,7 +214,7 @@ class ResultsMirror:
         """One header task of a chord ended: count it down as the library's
         ``on_chord_part_return`` does, without sending the body (pgtasks' links start it)."""
         counter = _chord_counter_model(self.backend)
-        group_id = _json(record.meta).get("group_id")
+        group_id = _json(record.meta).get("chord_group")  # planning.py
         if counter is None or not group_id:
             return
         from django.db import router, transaction

@@ -24,6 +24,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from pgtasks.compat.bridge.django_results import mirror_of
 from pgtasks.compat.bridge.publishing import Prepared, prepare
 from pgtasks.compat.celery.canvas.chain import chain
 from pgtasks.compat.celery.canvas.chord import chord
@@ -73,6 +74,7 @@ class Plan:
     links: list[TaskLink] = field(default_factory=list)
     immutable: set[str] = field(default_factory=set)
     meta: dict[str, str] = field(default_factory=dict)
+    chords: list[tuple[GroupResult, int]] = field(default_factory=list)  # headers, their sizes
 
     def add(
         self,
@@ -218,6 +220,13 @@ class Plan:
                 meta.pop("root_id", None)
                 self.meta[entry] = _meta_text(meta)
         self.connect(header, body)
+        if isinstance(header.result, GroupResult) and mirror_of(self.app) is not None:
+            # django-celery-results' ChordCounter: counted down as each header task ends
+            self.chords.append((header.result, len(header.exits)))
+            for exit_id in header.exits:
+                meta = json.loads(self.meta[exit_id])
+                meta["chord_group"] = header.result.id
+                self.meta[exit_id] = _meta_text(meta)
         # As Celery: in a chain, the body's first result has the header as parent; a chord
         # sent alone gives it to the body's result (a chain body's last).
         (body.result if root is None and not waiting else _eldest(body.result)).parent = header.result
@@ -263,6 +272,9 @@ class Plan:
         )
         for prepared in self.prepared:
             prepared.publish(after=True)
+        mirror = mirror_of(self.app) if self.chords else None
+        for header, size in self.chords if mirror is not None else ():
+            mirror.chord_sent(header, size)
 
 
 def _meta_text(meta: dict[str, Any]) -> str:

@@ -39,3 +39,8 @@ def tracked(self, x, y=0):
 @shared_task(ignore_result=True)
 def quiet(x):
     return x
+
+
+@shared_task
+def tsum(values):
+    return sum(values)
