@@ -273,8 +273,9 @@ class Plan:
         for prepared in self.prepared:
             prepared.publish(after=True)
         mirror = mirror_of(self.app) if self.chords else None
-        for header, size in self.chords if mirror is not None else ():
-            mirror.chord_sent(header, size)
+        if mirror is not None:
+            for header, size in self.chords:
+                mirror.chord_sent(header, size)
 
 
 def _meta_text(meta: dict[str, Any]) -> str:
