@@ -13,12 +13,14 @@ import fcntl
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -296,3 +298,254 @@ def _fired(client: Client, schedule: str) -> list[str]:
     """Ids of the tasks the schedule fired (``sched-<name>-<due time>``)."""
     tasks = client.list_tasks(name="orders.tasks.add", limit=10000)
     return [t.task_id for t in tasks if t.task_id.startswith(f"sched-{schedule}-")]
+
+
+@contextmanager
+def worker_logging_to(log: Path, venv: Path, project: Path, env: dict[str, str]) -> Iterator[None]:
+    """`celery -A shop worker` (prefork, Celery's default pool) running while inside."""
+    with log.open("w") as sink:
+        argv = [
+            str(venv / "bin" / "celery"),
+            "-A",
+            "shop",
+            "worker",
+            "-l",
+            "info",
+            "-c",
+            "2",
+            "-P",
+            "prefork",
+        ]
+        worker = subprocess.Popen(argv, cwd=project, env=env, stdout=sink, stderr=subprocess.STDOUT)
+        try:
+            yield
+        finally:
+            worker.terminate()
+            worker.wait(timeout=60)
+    assert worker.returncode == 0, log.read_text()
+
+
+def test_django_celery_results_rows_as_the_library_writes_them(
+    venv: Path, pg_url: str, tmp_path: Path
+) -> None:
+    """With result_backend "django-db" the worker writes TaskResult, GroupResult and
+    ChordCounter rows field by field as django-celery-results' backend writes them on Celery
+    (the reference: rows captured from Celery 5.6 and django-celery-results 2.6), and with
+    "django-cache" its cache keys; a mirror that cannot write leaves the task unaffected."""
+    project = _project(tmp_path)
+    env = _env(venv, pg_url)
+    python = str(venv / "bin" / "python")
+    gates = tmp_path / "gates"
+    gates.mkdir()
+    log = tmp_path / "worker.log"
+    env.update(SHOP_GATES=str(gates), SHOP_WORKER_LOG=str(log))
+    _run([python, "manage.py", "migrate", "--noinput"], project, env)
+    with worker_logging_to(log, venv, project, env):
+        seen = json.loads(
+            _run([python, "manage.py", "shell", "-c", RESULT_ROWS], project, env).splitlines()[-1]
+        )
+    node = f"celery@{socket.gethostname()}"
+    json_content = {"content_type": "application/json", "content_encoding": "utf-8"}
+
+    def expect(row: dict[str, Any], **fields: Any) -> None:
+        base = {"periodic_task_name": None, "worker": node, "traceback": None, "meta": '{"children": []}'}
+        wanted = {**base, **json_content, **fields}
+        assert {k: row[k] for k in wanted} == wanted, row
+        assert row["date_created"] <= row["date_done"], row
+
+    started = json.loads(seen["started"]["result"])
+    assert started["hostname"] == node and isinstance(started["pid"], int), seen["started"]
+    expect(seen["started"], status="STARTED", task_name="orders.tasks.tracked", task_kwargs="\"{'y': 1}\"")
+    assert seen["started"]["date_started"] is not None
+    expect(seen["halfway"], status="HALFWAY", result='{"done": 1}')
+    expect(seen["tracked"], status="SUCCESS", result="10")
+    # date_created is the first store (STARTED); date_started stays; date_done moves on
+    assert seen["tracked"]["date_created"] == seen["started"]["date_created"]
+    assert seen["tracked"]["date_started"] == seen["started"]["date_started"] is not None
+    retry = seen["retry"]
+    expect(
+        retry,
+        status="RETRY",
+        task_name="orders.tasks.flaky",
+        task_args='"(1,)"',
+        task_kwargs='"{}"',
+        result='{"exc_type": "RuntimeError", "exc_message": ["try 0"], "exc_module": "builtins"}',
+        traceback=retry["traceback"],
+        meta=json.dumps({"children": [[[retry["task_id"], None], None]]}),
+    )
+    # celery-progress reads the countdown from this last line
+    assert retry["traceback"].endswith("celery.exceptions.Retry: Retry in 1s: RuntimeError('try 0')\n")
+    expect(seen["retried"], status="SUCCESS", result="1", task_args='"(1,)"', date_started=None)
+    expect(seen["success"], status="SUCCESS", result="5", task_name="orders.tasks.add", task_args='"(2, 3)"')
+    expect(seen["kwargs"], result="3", task_args='"()"', task_kwargs="\"{'x': 1, 'y': 2}\"")
+    failure = seen["failure"]
+    expect(
+        failure,
+        status="FAILURE",
+        task_name="orders.tasks.boom",
+        task_args="\"('bad input',)\"",
+        result='{"exc_type": "ValueError", "exc_message": ["bad input"], "exc_module": "builtins"}',
+        traceback=failure["traceback"],
+    )
+    assert failure["traceback"].startswith("Traceback (most recent call last):\n")
+    assert failure["traceback"].endswith("raise ValueError(message)\nValueError: bad input\n")
+    assert seen["ignored"] is None  # ignore_result: no row, as on Celery
+
+    group = seen["group"]
+    assert seen["plain_group"] == 0  # only GroupResult.save() writes one
+    assert group["row"]["result"] == json.dumps(
+        [[group["id"], None], [[[m, None], None] for m in group["members"]]]
+    )
+    assert {k: group["row"][k] for k in json_content} == json_content
+    assert group["row"]["date_created"] <= group["row"]["date_done"]
+
+    counter = seen["counter"]
+    assert counter["count"] == 2 and json.loads(counter["sub_tasks"]) == [
+        [[m, None], None] for m in counter["header"]
+    ], counter
+    assert seen["chord"] == 3
+    expect(seen["body"], status="SUCCESS", task_name="orders.tasks.tsum", task_args='"([1, 2],)"', result="3")
+
+    lost, value = seen["unmirrored"]
+    assert value == 42 and seen["lost_row"] is None
+    expect(seen["after"], status="SUCCESS", result="2")
+    text = log.read_text()
+    assert text.count("could not mirror the state of") == 1, text  # once; the next ones go on
+    assert text.count(f"orders.tasks.add[{lost}] succeeded") == 1, text  # never run again
+    assert seen["admin"][0] == 200 and seen["admin"][1] >= 1, seen["admin"]
+
+    # "django-cache": Celery's meta dict under celery-task-meta-<id>, in the project's cache
+    env.update(SHOP_RESULT_BACKEND="django-cache", SHOP_CACHE_DIR=str(tmp_path / "cache"))
+    with worker_logging_to(tmp_path / "worker-cache.log", venv, project, env):
+        cached = json.loads(
+            _run([python, "manage.py", "shell", "-c", CACHE_KEYS], project, env).splitlines()[-1]
+        )
+    ok, failed = cached
+    assert {k: v for k, v in ok.items() if k not in ("task_id", "date_done")} == {
+        "status": "SUCCESS",
+        "result": 5,
+        "traceback": None,
+        "children": [],
+        "name": "orders.tasks.add",
+        "args": [2, 3],
+        "kwargs": {},
+        "worker": node,
+        "retries": 0,
+        "queue": "celery",
+    }, ok
+    assert dt.datetime.fromisoformat(ok["date_done"]).tzinfo is not None
+    assert failed["status"] == "FAILURE" and failed["result"] == "ValueError('bad input')", failed
+    assert failed["traceback"].endswith("ValueError: bad input\n"), failed
+
+
+CACHE_KEYS = """
+import json, time
+from django.core.cache import cache
+from orders.tasks import add, boom
+done = [add.delay(2, 3), boom.delay("bad input")]
+for result in done:
+    result.get(timeout=60, propagate=False)
+found = []
+deadline = time.monotonic() + 60
+for result in done:
+    meta = None
+    while meta is None or meta["status"] != result.state:  # written just after the outcome
+        assert time.monotonic() < deadline, meta
+        time.sleep(0.02)
+        meta = cache.get(f"celery-task-meta-{result.id}")
+    found.append(dict(meta, result=meta["result"] if meta["status"] == "SUCCESS" else repr(meta["result"])))
+print(json.dumps(found))
+"""
+RESULT_ROWS = """
+import json, os, time
+from celery import chord, group
+from django.contrib.auth.models import User
+from django.db import connection
+from django.test import Client
+from django_celery_results.models import ChordCounter, GroupResult, TaskResult
+from orders.tasks import add, boom, flaky, gated, quiet, tracked, tsum
+from shop.celery import app
+
+gates = os.environ["SHOP_GATES"]
+
+
+def until(check, what):
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        found = check()
+        if found:
+            return found
+        time.sleep(0.02)
+    raise TimeoutError(what)
+
+
+def row(task_id, status=None):
+    found = TaskResult.objects.filter(task_id=task_id).first()
+    if found is None or (status is not None and found.status != status):
+        return None
+    return {f.name: getattr(found, f.name) for f in TaskResult._meta.fields}
+
+
+def final(result):
+    try:
+        result.get(timeout=60)
+    except Exception:
+        pass
+    return until(lambda: row(result.id, result.state), f"the row of {result.id}")
+
+
+seen = {}
+watched = tracked.delay(f"{gates}/t", y=1)
+seen["started"] = until(lambda: row(watched.id, "STARTED"), "STARTED")
+open(f"{gates}/t.1", "w").close()
+seen["halfway"] = until(lambda: row(watched.id, "HALFWAY"), "HALFWAY")
+open(f"{gates}/t.2", "w").close()
+seen["tracked"] = final(watched)
+retried = flaky.delay(1)
+seen["retry"] = until(lambda: row(retried.id, "RETRY"), "RETRY")
+seen["retried"] = final(retried)
+seen["success"] = final(add.delay(2, 3))
+seen["kwargs"] = final(add.apply_async(kwargs={"x": 1, "y": 2}))
+seen["failure"] = final(boom.delay("bad input"))
+ignored = quiet.delay(1)
+until(lambda: app.engine.get_task(ignored.id).status.is_terminal, "the ignored task")
+final(add.delay(0, 0))  # committed after it: the mirror has handled the ignored task
+seen["ignored"] = row(ignored.id)
+
+members = group(add.s(i, i) for i in range(2)).apply_async()
+members.get(timeout=60)
+seen["plain_group"] = GroupResult.objects.filter(group_id=members.id).count()
+members.save()
+saved = GroupResult.objects.get(group_id=members.id)
+seen["group"] = {"id": members.id, "members": [r.id for r in members.results], "row": {
+    f.name: getattr(saved, f.name) for f in GroupResult._meta.fields
+}}
+
+both = chord([gated.s(f"{gates}/c", 1), gated.s(f"{gates}/c", 2)], tsum.s()).apply_async()
+header = both.parent
+counter = ChordCounter.objects.get(group_id=header.id)
+seen["counter"] = {"group_id": counter.group_id, "sub_tasks": counter.sub_tasks, "count": counter.count,
+                   "header": [r.id for r in header.results]}
+open(f"{gates}/c", "w").close()
+seen["chord"] = both.get(timeout=60)
+until(lambda: not ChordCounter.objects.filter(group_id=header.id).exists(), "the counter to go")
+seen["body"] = final(both)
+
+with connection.cursor() as cursor:  # the mirror's table is gone: the task is not affected
+    cursor.execute("ALTER TABLE django_celery_results_taskresult RENAME TO hidden_taskresult")
+lost = add.delay(20, 22)
+seen["unmirrored"] = [lost.id, lost.get(timeout=60)]
+log = os.environ["SHOP_WORKER_LOG"]
+until(lambda: f"could not mirror the state of {lost.id}" in open(log).read(), "the failed write logged")
+with connection.cursor() as cursor:
+    cursor.execute("ALTER TABLE hidden_taskresult RENAME TO django_celery_results_taskresult")
+seen["after"] = final(add.delay(1, 1))
+seen["lost_row"] = row(lost.id)
+
+user = User.objects.create_superuser("staff", "staff@example.com", "pw")
+browser = Client(HTTP_HOST="localhost")
+browser.force_login(user)
+page = browser.get("/admin/django_celery_results/taskresult/")
+seen["admin"] = [page.status_code, page.content.decode().count(retried.id)]
+print(json.dumps(seen, default=str))
+"""

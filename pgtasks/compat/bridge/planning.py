@@ -261,6 +261,10 @@ class Plan:
         (``replacing``: the running task it replaces, see :func:`send_replacement`)."""
         for prepared in self.prepared:
             prepared.publish(after=False)
+        mirror = mirror_of(self.app) if self.chords else None
+        if mirror is not None:  # before its header can end, as Celery's apply_chord
+            for header, size in self.chords:
+                mirror.chord_sent(header, size)
         enqueue_canvas(
             self.app.engine,
             [p.request for p in self.prepared],
@@ -272,10 +276,6 @@ class Plan:
         )
         for prepared in self.prepared:
             prepared.publish(after=True)
-        mirror = mirror_of(self.app) if self.chords else None
-        if mirror is not None:
-            for header, size in self.chords:
-                mirror.chord_sent(header, size)
 
 
 def _meta_text(meta: dict[str, Any]) -> str:

@@ -221,7 +221,7 @@ class KeyValueStoreBackend(BaseDictBackend):
             info = getattr(request, "delivery_info", None) or {}
             meta.update(
                 name=getattr(request, "task", None),
-                args=getattr(request, "args", None),
+                args=list(request.args) if getattr(request, "args", None) is not None else None,
                 kwargs=getattr(request, "kwargs", None),
                 worker=getattr(request, "hostname", None),
                 retries=getattr(request, "retries", None),

@@ -54,3 +54,10 @@ CELERY_RESULT_EXTENDED = True
 CELERY_TASK_ALWAYS_EAGER = False
 CELERY_TIMEZONE = TIME_ZONE
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
+if os.environ.get("SHOP_CACHE_DIR"):  # a cache the worker and the web processes share
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
+            "LOCATION": os.environ["SHOP_CACHE_DIR"],
+        }
+    }
