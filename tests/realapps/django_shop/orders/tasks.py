@@ -20,7 +20,6 @@ def stamped(self):
     return maybe_make_aware(timezone.now()).isoformat() and self.request.id
 
 
-
 # What django-celery-results' rows record (tests/realapps/test_django_shop.py reads them)
 def _wait_for(path):
     deadline = time.monotonic() + 60
