@@ -30,7 +30,7 @@ import queue
 import threading
 import types
 from importlib.metadata import entry_points
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from pgtasks.compat.celery import states
 from pgtasks.compat.celery.backends.base import CELERY_MODULES, BaseBackend
@@ -151,10 +151,13 @@ class ResultsMirror:
                 except queue.Empty:
                     break
             stopping = None in batch
-            with self._one_commit():
-                for task_id in batch:
-                    if task_id is not None:
+            ids = [task_id for task_id in batch if task_id is not None]
+            try:
+                with self._one_commit():
+                    for task_id in ids:
                         self._guard(task_id, self.outcome, task_id)
+            except Exception as exc:  # the commit itself failed: those rows are lost, not more
+                self._failure(f"{len(ids)} tasks", exc)
         self._close_connections()
 
     def _one_commit(self) -> contextlib.AbstractContextManager[Any]:
@@ -166,7 +169,7 @@ class ResultsMirror:
             return contextlib.nullcontext()
         from django.db import router, transaction
 
-        return transaction.atomic(using=router.db_for_write(model))
+        return cast("contextlib.AbstractContextManager[Any]", transaction.atomic(router.db_for_write(model)))
 
     def outcome(self, task_id: str) -> None:
         """SUCCESS, FAILURE or REVOKED from the committed row (nothing for a task not ended,
@@ -262,13 +265,10 @@ class ResultsMirror:
             self._failure(task_id, exc)
 
     def _savepoint(self) -> contextlib.AbstractContextManager[Any]:
-        """Inside a batch's transaction, a savepoint (else nothing: the write commits alone)."""
-        model = getattr(self.backend, "TaskModel", None)
-        if model is None or threading.current_thread() is not self._thread:
+        """Inside a batch's transaction (the mirror thread), a savepoint; else nothing."""
+        if threading.current_thread() is not self._thread:
             return contextlib.nullcontext()
-        from django.db import router, transaction
-
-        return transaction.atomic(using=router.db_for_write(model))
+        return self._one_commit()  # nested in the batch's: a savepoint
 
     def _failure(self, task_id: str, exc: Exception) -> None:
         level = logging.DEBUG if self._failed else logging.WARNING
