@@ -65,7 +65,7 @@ def backend_path(name: Any) -> str | None:
     found = entry_points(group="celery.result_backends").select(name=name)
     for point in found:
         return str(point.value)
-    return name if (":" in name or "." in name) and "+" not in name else None
+    return name if ":" in name or "." in name else None
 
 
 def mirror_of(app: Celery) -> ResultsMirror | None:
@@ -237,9 +237,9 @@ class ResultsMirror:
     def _count_chord_part(self, record: TaskRecord) -> None:
         """One header task of a chord ended: count it down as the library's
         ``on_chord_part_return`` does, without sending the body (pgtasks' links start it)."""
-        counter = _chord_counter_model(self.backend)
         group_id = _json(record.meta).get("chord_group")  # planning.py
-        if counter is None or not group_id:
+        counter = _chord_counter_model(self.backend) if group_id else None
+        if counter is None:
             return
         from django.db import router, transaction
 
@@ -317,10 +317,11 @@ def _json(text: str | None) -> dict[str, Any]:
 
 
 def _chord_counter_model(backend: BaseBackend) -> Any:
-    """django-celery-results' ChordCounter where the backend is its database backend."""
+    """django-celery-results' ChordCounter where the backend is its database backend (or a
+    subclass of it)."""
     if not hasattr(backend, "apply_chord") or not hasattr(backend, "TaskModel"):
         return None
-    return importlib.import_module(type(backend).__module__).ChordCounter
+    return importlib.import_module("django_celery_results.models").ChordCounter
 
 
 def running_task_mirror(task: Task) -> ResultsMirror | None:

@@ -138,7 +138,8 @@ class BaseBackend:
         return self.store_result(task_id, meta, states.STARTED)
 
     def mark_as_done(self, task_id: str, result: Any, request: Any = None, **kwargs: Any) -> None:
-        self.store_result(task_id, result, states.SUCCESS, request=request)
+        if kwargs.get("store_result", True):
+            self.store_result(task_id, result, kwargs.get("state", states.SUCCESS), request=request)
 
     def mark_as_failure(
         self,
@@ -148,7 +149,9 @@ class BaseBackend:
         request: Any = None,
         **kwargs: Any,
     ) -> None:
-        self.store_result(task_id, exc, states.FAILURE, traceback=traceback, request=request)
+        if kwargs.get("store_result", True):
+            state = kwargs.get("state", states.FAILURE)
+            self.store_result(task_id, exc, state, traceback=traceback, request=request)
 
     def mark_as_retry(
         self,
@@ -158,12 +161,16 @@ class BaseBackend:
         request: Any = None,
         **kwargs: Any,
     ) -> None:
-        self.store_result(task_id, exc, states.RETRY, traceback=traceback, request=request)
+        if kwargs.get("store_result", True):
+            state = kwargs.get("state", states.RETRY)
+            self.store_result(task_id, exc, state, traceback=traceback, request=request)
 
     def mark_as_revoked(self, task_id: str, reason: str = "", request: Any = None, **kwargs: Any) -> None:
         from pgtasks.compat.celery.exceptions import TaskRevokedError
 
-        self.store_result(task_id, TaskRevokedError(reason), states.REVOKED, request=request)
+        if kwargs.get("store_result", True):
+            state = kwargs.get("state", states.REVOKED)
+            self.store_result(task_id, TaskRevokedError(reason), state, request=request)
 
     def save_group(self, group_id: str, result: Any) -> Any:
         return self._save_group(group_id, result)
