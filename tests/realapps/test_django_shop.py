@@ -390,6 +390,19 @@ def test_django_celery_results_rows_as_the_library_writes_them(
     assert failure["traceback"].startswith("Traceback (most recent call last):\n")
     assert failure["traceback"].endswith("raise ValueError(message)\nValueError: bad input\n")
     assert seen["ignored"] is None  # ignore_result: no row, as on Celery
+    # revoked before it ran: what Celery's worker writes when it discards the message
+    expect(
+        seen["revoked"],
+        status="REVOKED",
+        result=json.dumps(
+            {"exc_type": "TaskRevokedError", "exc_message": ["revoked"], "exc_module": "celery.exceptions"}
+        ),
+        task_name=None,
+        task_args=None,
+        task_kwargs=None,
+        worker=None,
+        date_started=None,
+    )
 
     group = seen["group"]
     assert seen["plain_group"] == 0  # only GroupResult.save() writes one
@@ -511,6 +524,10 @@ ignored = quiet.delay(1)
 until(lambda: app.engine.get_task(ignored.id).status.is_terminal, "the ignored task")
 final(add.delay(0, 0))  # committed after it: the mirror has handled the ignored task
 seen["ignored"] = row(ignored.id)
+
+later = add.apply_async((1, 1), countdown=600)
+later.revoke()
+seen["revoked"] = row(later.id)
 
 members = group(add.s(i, i) for i in range(2)).apply_async()
 members.get(timeout=60)

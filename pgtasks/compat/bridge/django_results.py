@@ -11,6 +11,7 @@ reads pgtasks). When each state is written:
   running the task, as it reaches them (interim states, as Celery writes them);
 * SUCCESS, FAILURE and REVOKED: by the worker's mirror thread, once pgtasks has committed the
   outcome, from the committed row (so a row never claims an outcome pgtasks rolled back);
+* REVOKED by ``revoke()``: by the revoking process, once pgtasks committed it;
 * ``GroupResult.save()`` / ``delete()``: by the caller; a chord's ``ChordCounter`` is created
   when the chord is sent and counted down, then deleted, as its header tasks end.
 
@@ -123,6 +124,14 @@ class ResultsMirror:
             tb = tb.replace(f"{ours}.Retry", f"{theirs}.Retry") if tb else tb
         view = _view(request, children=[[[request.id, None], None]])
         self._write(str(request.id), reason, states.RETRY, tb, view)
+
+    # -- the process revoking a task -----------------------------------------------------
+    def revoked(self, task_id: str) -> None:
+        """REVOKED, once pgtasks committed the revoke, with what Celery's worker knows of a
+        task it discards: no name, arguments or worker."""
+        from pgtasks.compat.celery.exceptions import TaskRevokedError
+
+        self._write(task_id, TaskRevokedError("revoked"), states.REVOKED, None, None)
 
     # -- the worker, after pgtasks committed outcomes -------------------------------------
     def committed(self, task_ids: list[str]) -> None:

@@ -67,6 +67,11 @@ class Control:
         signals.task_revoked.send(
             sender=sender, request=request, terminated=terminated, signum=signum, expired=False
         )
+        from pgtasks.compat.bridge.django_results import mirror_of
+
+        mirror = mirror_of(self.app)
+        if mirror is not None and (sender is None or not sender.ignore_result):
+            mirror.revoked(record.task_id)
 
     def revoke_by_stamped_headers(self, *args: Any, **kwargs: Any) -> None:
         raise NotImplementedError("revoke_by_stamped_headers is not supported by pgtasks")
