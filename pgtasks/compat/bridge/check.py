@@ -70,7 +70,10 @@ IGNORED_PREFIXES: dict[str, str] = {
     "control_": "remote control uses the database",
 }
 IGNORED_SETTINGS: dict[str, str] = {
-    "result_backend": "results are stored in the pgtasks database",
+    "result_backend": (
+        "results are stored in the pgtasks database (django-db and django-cache are also written, "
+        "for django-celery-results: docs/celery-migration.md)"
+    ),
     "task_acks_late": "a task is re-run after a crash whatever this says (durable execution)",
     "task_acks_on_failure_or_timeout": "outcomes are always recorded",
     "task_reject_on_worker_lost": "a task whose worker died is recovered (up to max_recovery_attempts)",
