@@ -377,7 +377,14 @@ def test_django_celery_results_rows_as_the_library_writes_them(
     assert retry["traceback"].endswith("celery.exceptions.Retry: Retry in 1s: RuntimeError('try 0')\n")
     expect(seen["retried"], status="SUCCESS", result="1", task_args='"(1,)"', date_started=None)
     expect(seen["success"], status="SUCCESS", result="5", task_name="orders.tasks.add", task_args='"(2, 3)"')
-    expect(seen["kwargs"], result="3", task_args='"()"', task_kwargs="\"{'x': 1, 'y': 2}\"")
+    # django-celery-beat's header names the periodic task
+    expect(
+        seen["kwargs"],
+        result="3",
+        task_args='"()"',
+        task_kwargs="\"{'x': 1, 'y': 2}\"",
+        periodic_task_name="nightly",
+    )
     failure = seen["failure"]
     expect(
         failure,
@@ -518,7 +525,7 @@ retried = flaky.delay(1)
 seen["retry"] = until(lambda: row(retried.id, "RETRY"), "RETRY")
 seen["retried"] = final(retried)
 seen["success"] = final(add.delay(2, 3))
-seen["kwargs"] = final(add.apply_async(kwargs={"x": 1, "y": 2}))
+seen["kwargs"] = final(add.apply_async(kwargs={"x": 1, "y": 2}, headers={"periodic_task_name": "nightly"}))
 seen["failure"] = final(boom.delay("bad input"))
 ignored = quiet.delay(1)
 until(lambda: app.engine.get_task(ignored.id).status.is_terminal, "the ignored task")
