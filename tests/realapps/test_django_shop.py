@@ -4,7 +4,8 @@ django-celery-beat and django-celery-results in INSTALLED_APPS, its own pytest-d
 (eager mode flipped by the settings fixture), its Procfile's `celery -A shop worker` line, a
 plain script that sends a task to that worker, and `celery -A shop beat` firing the periodic
 tasks stored by django-celery-beat. Then the same in a venv where the real celery is installed
-too (django-celery-beat's dependencies bring it), with PGTASKS_CELERY=1."""
+too (django-celery-beat's dependencies bring it), with PGTASKS_CELERY=1. And the rows
+django-celery-results' admin reads, as its backend writes them on Celery."""
 
 from __future__ import annotations
 
@@ -304,18 +305,8 @@ def _fired(client: Client, schedule: str) -> list[str]:
 def worker_logging_to(log: Path, venv: Path, project: Path, env: dict[str, str]) -> Iterator[None]:
     """`celery -A shop worker` (prefork, Celery's default pool) running while inside."""
     with log.open("w") as sink:
-        argv = [
-            str(venv / "bin" / "celery"),
-            "-A",
-            "shop",
-            "worker",
-            "-l",
-            "info",
-            "-c",
-            "2",
-            "-P",
-            "prefork",
-        ]
+        options = ["-l", "info", "-c", "2", "-P", "prefork"]
+        argv = [str(venv / "bin" / "celery"), "-A", "shop", "worker", *options]
         worker = subprocess.Popen(argv, cwd=project, env=env, stdout=sink, stderr=subprocess.STDOUT)
         try:
             yield
