@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from pgtasks.sysdb.errors import DuplicatesRefused
@@ -74,6 +74,18 @@ def enqueue_columns(tasks: list[NewTask]) -> dict[str, list[Any]]:
         "metas": [t.meta for t in tasks],
         "retries": [t.retries for t in tasks],
     }
+
+
+def staging_rows(tasks: list[NewTask]) -> Iterator[tuple[Any, ...]]:
+    """The tasks as rows of the enqueue staging table (its columns' order; ``ord`` numbers
+    them from 1, the order they are inserted in)."""
+    for position, t in enumerate(tasks, 1):
+        yield (
+            t.task_id, t.name, t.inputs, t.serialization, t.queue_name, t.priority,
+            t.deduplication_id, t.partition_key, t.delay_until_epoch_ms, t.delay_ms or 0,
+            t.application_version, t.max_recovery_attempts, t.parent_task_id,
+            t.expires_at_epoch_ms, t.expires_in_ms, t.meta, t.retries, position,
+        )  # fmt: skip
 
 
 def single_task_params(task: NewTask) -> dict[str, Any]:
