@@ -46,6 +46,10 @@ CREATE TEMPORARY TABLE IF NOT EXISTS pgtasks_enqueue_staging (
     parent text, expires bigint, expires_rel bigint, meta text, retries int, ord bigint
 ) ON COMMIT DROP
 
+-- name: enqueue_staging_allowed
+-- Whether this role may create temporary tables here (else large enqueues send arrays).
+SELECT has_database_privilege(current_database(), 'TEMPORARY')
+
 -- name: enqueue_staging_copy
 COPY pg_temp.pgtasks_enqueue_staging FROM STDIN (FORMAT BINARY)
 
