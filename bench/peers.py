@@ -25,6 +25,7 @@ DRAIN_BATCH_SIZES = (10, 100, 500)  # pgqueuer's batch_size: its best is reporte
 @dataclass(frozen=True)
 class PeerFigures:
     enqueue_batched: float  # jobs/s, batches of 100
+    enqueue_one_call: float  # jobs/s, all in one call
     enqueue_single: float  # jobs/s, one job per call from one producer
     drain: float  # jobs/s at the best batch size
     best_batch_size: int
@@ -65,9 +66,9 @@ def _installed(python: str, server_url: str) -> str:
 
 
 def measure(python: str, server_url: str, count: int, runs: int, rate: float, seconds: float) -> PeerFigures:
-    """Medians of ``runs``: batched and single enqueue (a tenth of ``count`` single calls), drain
-    at each batch size (the best kept), and the send-to-start wait at ``rate`` jobs/s for
-    ``seconds``."""
+    """Medians of ``runs``: batched enqueue (calls of 100, and one call of ``count``), single
+    enqueue (a tenth of ``count`` single calls), drain at each batch size (the best kept),
+    and the send-to-start wait at ``rate`` jobs/s for ``seconds``."""
 
     def seconds_of(*args: str) -> float:
         value = _side(python, *args)["seconds"]
@@ -76,6 +77,10 @@ def measure(python: str, server_url: str, count: int, runs: int, rate: float, se
 
     enqueue = statistics.median(
         count / seconds_of("enqueue", _installed(python, server_url), str(count), "100") for _ in range(runs)
+    )
+    one_call = statistics.median(
+        count / seconds_of("enqueue", _installed(python, server_url), str(count), str(count))
+        for _ in range(runs)
     )
     single = statistics.median(
         count / 10 / seconds_of("enqueue", _installed(python, server_url), str(count // 10), "1")
@@ -96,4 +101,6 @@ def measure(python: str, server_url: str, count: int, runs: int, rate: float, se
         ordered = sorted(float(w) for w in waits)
         p50s.append(statistics.median(ordered))
         p99s.append(ordered[int(len(ordered) * 0.99) - 1])
-    return PeerFigures(enqueue, single, drains[best], best, statistics.median(p50s), statistics.median(p99s))
+    return PeerFigures(
+        enqueue, one_call, single, drains[best], best, statistics.median(p50s), statistics.median(p99s)
+    )

@@ -23,6 +23,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -39,6 +40,7 @@ CONFIGS = "postgres:threads:8,postgres:threads:32,postgres:prefork:2,postgres:as
 TASKS_OF_POOL = {"asyncio": ("bench.async_noop", "bench.async_three_steps")}
 DEFAULT_TASKS = ("bench.noop", "bench.three_steps")
 CELERY_CONFIGS = "prefork:2,threads:8"
+PRODUCERS = 16  # producer threads of the many-producer delay() figure
 
 
 def start_worker(
@@ -121,14 +123,28 @@ def start_latency(url: str, rate: float, seconds: float, concurrency: int, pool:
         client.close()
 
 
-def enqueue_rates(url: str, count: int) -> tuple[float, float, float]:
-    """Single delay() calls from one producer (a tenth of ``count``, as for pgqueuer), one bulk
-    call of ``count`` tasks, and ``count`` tasks in bulk calls of 100."""
+def enqueue_rates(url: str, count: int) -> tuple[float, float, float, float]:
+    """Single delay() calls from one producer (a tenth of ``count``, as for pgqueuer), the same
+    count from ``PRODUCERS`` threads sharing one client (a web server's), one bulk call of
+    ``count`` tasks, and ``count`` tasks in bulk calls of 100."""
     client = Client(url)
     t = time.perf_counter()
     for _ in range(count // 10):
         client.enqueue("bench.noop", queue="elsewhere")
     single = count // 10 / (time.perf_counter() - t)
+    each = count // 10 // PRODUCERS
+
+    def produce() -> None:
+        for _ in range(each):
+            client.enqueue("bench.noop", queue="elsewhere")
+
+    producers = [threading.Thread(target=produce) for _ in range(PRODUCERS)]
+    t = time.perf_counter()
+    for producer in producers:
+        producer.start()
+    for producer in producers:
+        producer.join()
+    many = each * PRODUCERS / (time.perf_counter() - t)
     t = time.perf_counter()
     client.engine.enqueue([SendOptions(queue="elsewhere").request("bench.noop") for _ in range(count)])
     bulk = count / (time.perf_counter() - t)
@@ -137,7 +153,7 @@ def enqueue_rates(url: str, count: int) -> tuple[float, float, float]:
         client.engine.enqueue([SendOptions(queue="elsewhere").request("bench.noop") for _ in range(100)])
     bulk100 = count / (time.perf_counter() - t)
     client.close()
-    return single, bulk, bulk100
+    return single, many, bulk, bulk100
 
 
 def median_of(runs: int, measure: Callable[[int], float | tuple[float, ...]]) -> tuple[float, ...]:
@@ -186,6 +202,7 @@ class Row:
 
     label: str
     single: float | None = None
+    single_many: float | None = None  # delay() from PRODUCERS threads
     bulk: float | None = None
     bulk100: float | None = None  # calls of 100
     noop: float | None = None
@@ -200,7 +217,7 @@ class Row:
         def ms(value: float | None) -> str:
             return "-" if value is None else f"{value:.1f}"
 
-        figures = (self.single, self.bulk, self.bulk100, self.noop, self.steps)
+        figures = (self.single, self.single_many, self.bulk, self.bulk100, self.noop, self.steps)
         return [self.label, *map(count, figures), ms(self.p50), ms(self.p99)]
 
 
@@ -215,7 +232,7 @@ def pgtasks_row(
     """The figures of one pgtasks configuration; ``at(name)`` gives a fresh database URL."""
     row = Row(f"pgtasks / {label} -c {concurrency}")
     if with_enqueue:
-        row.single, row.bulk, row.bulk100 = median_of(
+        row.single, row.single_many, row.bulk, row.bulk100 = median_of(
             args.runs, lambda _: enqueue_rates(at("bench_enqueue"), args.tasks)
         )
     noop_task, steps_task = TASKS_OF_POOL.get(pool, DEFAULT_TASKS)
@@ -254,6 +271,7 @@ def pgqueuer_row(url: str, args: argparse.Namespace) -> Row | None:
     return Row(
         f"pgqueuer, one process (batch_size {figures.best_batch_size})",
         single=figures.enqueue_single,
+        bulk=figures.enqueue_one_call,
         bulk100=figures.enqueue_batched,
         noop=figures.drain,
         p50=figures.p50_ms,
@@ -288,6 +306,14 @@ def targets(rows: list[Row], raw_many: Row, pgqueuer: Row | None) -> list[list[s
             1.0,
         )
         add(
+            f"delay() from {PRODUCERS} threads >= pgqueuer's single enqueue",
+            producer.single_many,
+            f"{PRODUCERS} threads",
+            peer.single,
+            "pgqueuer, one producer",
+            1.0,
+        )
+        add(
             "bulk, calls of 100 >= pgqueuer's calls of 100",
             producer.bulk100,
             "calls of 100",
@@ -296,10 +322,10 @@ def targets(rows: list[Row], raw_many: Row, pgqueuer: Row | None) -> list[list[s
             1.0,
         )
         add(
-            "bulk, one call >= pgqueuer's calls of 100",
+            "bulk, one call >= pgqueuer's one call",
             producer.bulk,
             "one call",
-            peer.bulk100,
+            peer.bulk,
             "pgqueuer",
             1.0,
         )
@@ -350,6 +376,7 @@ def main() -> int:
     header = [
         "system",
         "delay()/s",
+        f"delay() x{PRODUCERS}/s",
         "bulk/s",
         "bulk 100/s",
         "drain noop/s",

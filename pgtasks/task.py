@@ -22,6 +22,7 @@ class Task:
     def __init__(self, engine: Engine, definition: TaskDefinition) -> None:
         self._engine = engine
         self.definition = definition
+        self._plain_options: SendOptions | None = None
         functools.update_wrapper(self, definition.fn)
 
     @property
@@ -87,10 +88,16 @@ class Task:
         return await send_many_async(self._engine, self.name, arg_lists, task_ids, self._options(options))
 
     def _options(self, options: dict[str, Any]) -> SendOptions:
-        """``options`` checked, with this task's queue and recovery limit as defaults."""
-        return SendOptions.from_kwargs(**options).with_defaults(
+        """``options`` checked, with this task's queue and recovery limit as defaults (those
+        of a call without options made once: ``delay()``'s)."""
+        if not options and self._plain_options is not None:
+            return self._plain_options
+        checked = SendOptions.from_kwargs(**options).with_defaults(
             queue=self.definition.queue, max_recovery_attempts=self.definition.max_recovery_attempts
         )
+        if not options:
+            self._plain_options = checked
+        return checked
 
 
 def task_name_for(fn: Callable[..., Any], main: str | None) -> str:

@@ -102,6 +102,12 @@ def child_task_id(parent_id: str, function_id: int) -> str:
     return str(uuid.uuid5(_CHILD_NAMESPACE, f"{parent_id}:{function_id}"))
 
 
+# Checked options by what they were checked from: a producer sends the same task with the same
+# options over and over, and checking them is most of the work of building its row.
+_CHECKED: dict[tuple[Any, ...], NewTask] = {}
+_CHECKED_LIMIT = 1024  # distinct (task, options) pairs kept; past it the cache starts afresh
+
+
 def build_new_task(
     request: EnqueueRequest,
     codec: Codec,
@@ -116,14 +122,83 @@ def build_new_task(
     ``max_payload_bytes``: refuse arguments larger than this once serialized
     (:class:`~pgtasks.engine.errors.PayloadTooLarge`)."""
     options = request.options
+    checked = _checked_options(request, default_queue, default_max_recovery_attempts)
+    task_id = new_task_id() if options.task_id is None else options.task_id
+    if options.task_id is not None:
+        if not isinstance(task_id, str) or not 0 < len(task_id) <= MAX_TASK_ID_LENGTH:
+            raise ConfigurationError(f"task_id must be a string of 1 to {MAX_TASK_ID_LENGTH} characters")
+        _check_text(task_id, "task_id")
+    if not isinstance(request.args, (list, tuple)):
+        raise ConfigurationError(f"args of task {request.name!r} must be a list or tuple")
+    if not isinstance(request.kwargs, dict):
+        raise ConfigurationError(f"kwargs of task {request.name!r} must be a dict")
+    tag, inputs = codec.dumps_inputs(request.name, tuple(request.args), request.kwargs, max_payload_bytes)
+    # Positional, in NewTask's field order: keywords cost twice as much on this hot path.
+    return NewTask(
+        task_id,
+        checked.name,
+        inputs,
+        checked.queue_name,
+        tag,
+        checked.priority,
+        checked.deduplication_id,
+        checked.partition_key,
+        checked.delay_ms,
+        checked.delay_until_epoch_ms,
+        checked.application_version,
+        checked.max_recovery_attempts,
+        parent_task_id,
+        checked.expires_at_epoch_ms,
+        checked.expires_in_ms,
+        None,
+        checked.retries,
+    )
+
+
+def _checked_options(
+    request: EnqueueRequest, default_queue: str, default_max_recovery_attempts: int
+) -> NewTask:
+    """The row's fields that come from the name and the options (task id and inputs left
+    empty), checked; cached for options without a task id or a connection (those change
+    from call to call, and a connection is not kept alive by a cache)."""
+    options = request.options
+    key: tuple[Any, ...] | None = None
+    if options.task_id is None and options.conn is None:
+        # The types too: True == 1, but priority=True is refused where priority=1 is not.
+        key = (
+            request.name,
+            request.application_version,
+            options,
+            default_queue,
+            default_max_recovery_attempts,
+            type(options.priority),
+            type(options.countdown),
+            type(options.max_recovery_attempts),
+            type(options.retries),
+            type(options.expires),
+        )
+        try:
+            checked = _CHECKED.get(key)
+        except TypeError:  # an option of an unhashable type: checked (and refused) below
+            key, checked = None, None
+        if checked is not None:
+            return checked
+    checked = _check_options(request, default_queue, default_max_recovery_attempts)
+    if key is not None:
+        if len(_CHECKED) >= _CHECKED_LIMIT:
+            _CHECKED.clear()
+        _CHECKED[key] = checked
+    return checked
+
+
+def _check_options(
+    request: EnqueueRequest, default_queue: str, default_max_recovery_attempts: int
+) -> NewTask:
+    options = request.options
     if not isinstance(request.name, str) or not request.name:
         raise ConfigurationError(f"task name must be a non-empty string, not {request.name!r}")
     _check_text(request.name, "task name")
     check_name_length(request.name, "task name")
-    task_id = new_task_id() if options.task_id is None else options.task_id
-    if not isinstance(task_id, str) or not 0 < len(task_id) <= MAX_TASK_ID_LENGTH:
-        raise ConfigurationError(f"task_id must be a string of 1 to {MAX_TASK_ID_LENGTH} characters")
-    _check_text(task_id, "task_id")
     for what, value in (
         ("deduplication_id", options.deduplication_id),
         ("partition_key", options.partition_key),
@@ -137,10 +212,6 @@ def build_new_task(
                 check_name_length(value, what)
             else:
                 check_key_length(value, what)
-    if not isinstance(request.args, (list, tuple)):
-        raise ConfigurationError(f"args of task {request.name!r} must be a list or tuple")
-    if not isinstance(request.kwargs, dict):
-        raise ConfigurationError(f"kwargs of task {request.name!r} must be a dict")
     if isinstance(options.priority, bool) or not isinstance(options.priority, int):
         raise ConfigurationError(f"priority must be an integer, not {options.priority!r}")
     if not -(2**31) <= options.priority < 2**31:
@@ -148,7 +219,6 @@ def build_new_task(
     retries = options.retries
     if isinstance(retries, bool) or not isinstance(retries, int) or not 0 <= retries < 2**31:
         raise ConfigurationError(f"retries must be an integer >= 0, not {options.retries!r}")
-    tag, inputs = codec.dumps_inputs(request.name, tuple(request.args), request.kwargs, max_payload_bytes)
     max_attempts = options.max_recovery_attempts
     if max_attempts is None:
         max_attempts = default_max_recovery_attempts
@@ -157,10 +227,10 @@ def build_new_task(
             f"max_recovery_attempts must be an integer from 0 to {2**31 - 1}, not {max_attempts!r}"
         )
     return NewTask(
-        task_id=task_id,
+        task_id="",
         name=request.name,
-        inputs=inputs,
-        serialization=tag,
+        inputs="",
+        serialization="",
         queue_name=validate_queue_name(default_queue if options.queue is None else options.queue),
         priority=options.priority,
         deduplication_id=options.deduplication_id,
@@ -169,7 +239,6 @@ def build_new_task(
         delay_until_epoch_ms=_eta_ms(options.eta),
         application_version=request.application_version,
         max_recovery_attempts=max_attempts,
-        parent_task_id=parent_task_id,
         expires_at_epoch_ms=(
             _eta_ms(options.expires, "expires") if isinstance(options.expires, dt.datetime) else None
         ),

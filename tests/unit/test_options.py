@@ -167,3 +167,22 @@ def test_child_task_id_is_deterministic() -> None:
     assert len(first) == 36
     # the namespace is fixed: the id must not change between releases
     assert first == "4ebeaf3e-7f0a-5687-9f0f-f57cfada957a"
+
+
+def test_checked_options_are_reused_only_for_what_they_were_checked_from() -> None:
+    """The checked options are cached by task and options: a cached priority=1 does not let
+    priority=True through (True == 1), each task still gets its own id, arguments and parent,
+    and an unhashable option is refused as before."""
+    first, second = build(priority=1, args=(1,)), build(priority=1, args=(2,), parent_task_id="p")
+    assert first.task_id != second.task_id and first.priority == second.priority == 1
+    assert json.loads(second.inputs)["args"] == [2] and (first.parent_task_id, second.parent_task_id) == (
+        None,
+        "p",
+    )
+    with pytest.raises(ConfigurationError, match="priority must be an integer, not True"):
+        build(priority=True)
+    with pytest.raises(ConfigurationError, match="countdown must be a number of seconds, not True"):
+        build(countdown=True)
+    assert build(countdown=1).delay_ms == 1000 and build(countdown=2.5).delay_ms == 2500
+    with pytest.raises(ConfigurationError, match="priority must be an integer, not \\[1\\]"):
+        build(priority=[1])

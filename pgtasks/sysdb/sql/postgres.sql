@@ -35,6 +35,27 @@ notified AS (
 )
 SELECT workflow_uuid FROM inserted, notified
 
+-- name: enqueue_staging_create
+-- A large enqueue's rows arrive by binary COPY into this temporary table (no parameters to
+-- adapt per row), then tasks_enqueue reads them from it. Dropped at the transaction's end, so
+-- nothing outlives it, also behind a transaction-pooling PgBouncer; the rows of one chunk are
+-- deleted once inserted (enqueue_staging_empty) and the next chunk reuses the table.
+CREATE TEMPORARY TABLE IF NOT EXISTS pgtasks_enqueue_staging (
+    id text, name text, inputs text, serialization text, queue text, priority int, dedup text,
+    partition_key text, delay_abs bigint, delay_rel bigint, version text, max_attempts int,
+    parent text, expires bigint, expires_rel bigint, meta text, retries int, ord bigint
+) ON COMMIT DROP
+
+-- name: enqueue_staging_allowed
+-- Whether this role may create temporary tables here (else large enqueues send arrays).
+SELECT has_database_privilege(current_database(), 'TEMPORARY')
+
+-- name: enqueue_staging_copy
+COPY pg_temp.pgtasks_enqueue_staging FROM STDIN (FORMAT BINARY)
+
+-- name: enqueue_staging_empty
+DELETE FROM pg_temp.pgtasks_enqueue_staging
+
 -- name: tasks_find_duplicates
 -- Two probes: the primary key, and the deduplication index (partial: the IS NOT NULL lets the
 -- planner use it for each pair).

@@ -228,3 +228,47 @@ def test_empty_bulk_enqueues_insert_nothing_and_do_not_fail(sysdb: SystemDatabas
     assert sysdb.tasks_enqueue_chunks(iter([[], []])) == []
     assert sysdb.tasks_enqueue_canvas(CanvasEnqueue(())) == []
     assert sysdb.tasks_list(ListTasksParams()) == []
+
+
+def test_bulk_rows_keep_every_column_whatever_way_they_are_sent(sysdb: SystemDatabase) -> None:
+    """One task setting every optional column beside tasks setting none, sent as one statement
+    (arrays: a column no task sets goes as NULL) and as chunks (PostgreSQL: COPY through the
+    staging table): each stored row holds what its task said, in the order sent."""
+    now = sysdb.now_ms()
+
+    def batch(prefix: str) -> list[NewTask]:
+        full = new(
+            f"{prefix}-full",
+            priority=3,
+            deduplication_id=f"{prefix}-d",
+            partition_key="p",
+            delay_ms=3_600_000,
+            application_version="v9",
+            max_recovery_attempts=4,
+            parent_task_id=f"{prefix}-1",
+            expires_in_ms=7_200_000,
+            meta='{"m": 1}',
+            retries=2,
+        )
+        return [new(f"{prefix}-1"), full, new(f"{prefix}-2", delay_until_epoch_ms=now + 3_600_000)]
+
+    sysdb.tasks_enqueue(batch("one"))
+    sysdb.tasks_enqueue_chunks(iter([batch("chunked")[:2], batch("chunked")[2:]]))
+    for prefix in ("one", "chunked"):
+        plain, full, eta = (sysdb.task_get(f"{prefix}-{s}") for s in ("1", "full", "2"))
+        assert plain is not None and full is not None and eta is not None
+        assert plain.status is Status.ENQUEUED and plain.delay_until_epoch_ms is None
+        assert (plain.deduplication_id, plain.partition_key, plain.meta, plain.expires_at_epoch_ms) == (
+            None,
+            None,
+            None,
+            None,
+        )
+        assert full.status is Status.DELAYED and full.delay_until_epoch_ms is not None
+        assert full.delay_until_epoch_ms >= now + 3_600_000
+        assert full.expires_at_epoch_ms is not None and full.expires_at_epoch_ms >= now + 7_200_000
+        assert (full.priority, full.deduplication_id, full.partition_key) == (3, f"{prefix}-d", "p")
+        assert (full.application_version, full.max_recovery_attempts, full.retries) == ("v9", 4, 2)
+        assert (full.parent_task_id, full.meta) == (f"{prefix}-1", '{"m": 1}')
+        assert eta.status is Status.DELAYED and eta.delay_until_epoch_ms == now + 3_600_000
+        assert plain.enqueue_seq < full.enqueue_seq < eta.enqueue_seq

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import inspect
 import uuid
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from pgtasks.compat.bridge import django_support
 from pgtasks.compat.bridge.planning import replace_running_task, replacement_of
@@ -264,11 +264,25 @@ class Task:
         if not self.typing:
             return
         try:
-            inspect.signature(self.run).bind(*args, **kwargs)
+            signature = self._run_signature()
+            if signature is not None:
+                signature.bind(*args, **kwargs)
         except TypeError as exc:
             raise TypeError(f"{getattr(self.run, '__name__', self.name)}() {exc}") from None
+
+    def _run_signature(self) -> inspect.Signature | None:
+        """The body's signature (None: a builtin without one), read once per body: reading it
+        costs more than the rest of a send's Python."""
+        run = self.run
+        cached = self.__dict__.get("_pgtasks_run_signature")
+        if cached is not None and cached[0] == run:
+            return cast("inspect.Signature | None", cached[1])
+        try:
+            signature: inspect.Signature | None = inspect.signature(run)
         except ValueError:
-            return  # no signature to check (a builtin)
+            signature = None
+        self.__dict__["_pgtasks_run_signature"] = (run, signature)
+        return signature
 
     def delay(self, *args: Any, **kwargs: Any) -> AsyncResult:
         """``apply_async(args, kwargs)``."""
