@@ -225,7 +225,7 @@ class StoredSchedule:
 def decode_schedule(record: ScheduleRecord) -> StoredSchedule:
     """Read a row back; ConfigurationError if it cannot be fired (written by hand, say)."""
     if record.interval_seconds is not None:
-        timing: Timing = IntervalTiming(check_interval(record.interval_seconds))
+        timing: Timing = IntervalTiming.parse(check_interval(record.interval_seconds), record.schedule)
     else:
         timing = CronTiming.parse(record.schedule, record.timezone, record.day_and)
     try:

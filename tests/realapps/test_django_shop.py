@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import datetime as dt
 import fcntl
+import itertools
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -24,6 +26,7 @@ import pytest
 
 from pgtasks import Client
 from pgtasks.scheduler import admin
+from pgtasks.scheduler.definitions import parse_due
 from tests.support.cli import REPO
 from tests.support.inprocess import wait_for
 
@@ -120,6 +123,14 @@ def test_the_project_runs_unchanged_without_celery(venv: Path, pg_url: str, tmp_
         )
         stopped_at = len(_fired(client, "every-second-add"))
         wait_for(lambda: len(_fired(client, "after-disable")) >= 2, timeout=60, what="the new row to fire")
+        # a beat started again fires the anchored row neither early nor twice
+        wait_for(lambda: _fired(client, "anchored"), timeout=60, what="the anchored row to fire")
+        beats[0].terminate()
+        assert beats[0].wait(timeout=60) == 0, logs[0].read_text()
+        with logs[0].open("a") as sink:
+            argv = [str(command), "-A", "shop", "beat"]
+            beats[0] = subprocess.Popen(argv, cwd=project, env=env, stdout=sink, stderr=subprocess.STDOUT)
+        wait_for(lambda: len(_fired(client, "anchored")) >= 3, timeout=60, what="two fires after the restart")
         # a tick that read the schedule just before the sync may still fire it once
         assert len(_fired(client, "every-second-add")) <= stopped_at + 1
     finally:
@@ -134,6 +145,9 @@ def test_the_project_runs_unchanged_without_celery(venv: Path, pg_url: str, tmp_
         assert "is not used" not in text, text
     fired = _fired(client, "every-second-add")
     assert len(fired) == len(set(fired))  # one task per due time, whichever beat fired it
+    anchored = sorted(_due(task_id) for task_id in _fired(client, "anchored"))
+    assert all(int(due.timestamp()) % 4 == 1 for due in anchored), anchored  # last_run_at's phase
+    assert all(b - a == dt.timedelta(seconds=4) for a, b in itertools.pairwise(anchored)), anchored
     assert len(_fired(client, "once")) == 1  # a one_off row fires once, then is disabled
     # each fire carries the row's headers and django-celery-beat's (self.request.periodic_task_name)
     meta = json.loads(client.engine.get_task(fired[0]).meta or "{}")  # type: ignore[union-attr]
@@ -156,9 +170,9 @@ def test_the_project_runs_unchanged_without_celery(venv: Path, pg_url: str, tmp_
     assert rows["celery.backend_cleanup"]["task"] == "celery.backend_cleanup"
     assert seen["cleanup"] == ["0", "4", 43200]
     # a row with a start_time starts within seconds of it, not at the next minute's resync
-    first = min(_fired(client, "later"))
-    started = dt.datetime.fromisoformat(first.removeprefix("sched-later-").replace("Z", "+00:00"))
-    assert 0 <= started.timestamp() - seen["later"] < 5, (first, seen["later"])
+    # a row with a start_time first fires at it (its next whole second), as django-celery-beat
+    started = min(_due(task_id) for task_id in _fired(client, "later"))
+    assert started.timestamp() == math.ceil(seen["later"]), (started, seen["later"])
     sent = client.list_tasks(name="orders.tasks.add", limit=10000)
     # "Run selected tasks" sent it once (send.py's task ran earlier), naming the row as
     # django-celery-beat names it (a periodic_task_name header, or option in its older versions)
@@ -244,6 +258,14 @@ soon = timezone.now() + datetime.timedelta(seconds=4)
 PeriodicTask.objects.create(
     name="later", task="orders.tasks.add", interval=every, args="[3, 3]", start_time=soon
 )
+# last ran at a second that is 1 modulo 4: it fires every 4 s after it (not at multiples of 4)
+four = IntervalSchedule.objects.create(every=4, period=IntervalSchedule.SECONDS)
+now = timezone.now().timestamp()
+ran = int(now) // 4 * 4 + 1
+ran = datetime.datetime.fromtimestamp(ran - 4 if ran > now else ran, datetime.timezone.utc)
+PeriodicTask.objects.create(
+    name="anchored", task="orders.tasks.add", interval=four, args="[4, 4]", last_run_at=ran
+)
 """
 
 # What staff do in django-celery-beat's admin (its own views, through Django's test client):
@@ -290,6 +312,11 @@ row.save()
 every = IntervalSchedule.objects.get(every=1, period=IntervalSchedule.SECONDS)
 PeriodicTask.objects.create(name="after-disable", task="orders.tasks.add", interval=every, args="[1, 1]")
 """
+
+
+def _due(task_id: str) -> dt.datetime:
+    """The due time of a fired task's id (``sched-<name>-<due time>``)."""
+    return parse_due(task_id[-len("2026-01-01T00:00:00Z") :])
 
 
 def _fired(client: Client, schedule: str) -> list[str]:

@@ -107,6 +107,34 @@ def test_interval_schedules_fire_at_multiples_of_the_period_since_the_epoch() ->
     ]
 
 
+def test_anchored_intervals_fire_every_period_after_their_anchor() -> None:
+    # django-celery-beat's interval rows: last_run_at + k * every, never early (a fraction of a
+    # second moves the anchor up), none before the row's start_time
+    anchored = IntervalTiming.anchored(30, at("2026-01-01T00:00:07.250000"))
+    assert (anchored.offset, anchored.describe()) == (8, "every 30s +8s")
+    assert due_between(anchored, at("2026-01-01T00:00:08"), at("2026-01-01T00:01:10"), 10) == [
+        at("2026-01-01T00:00:38"),
+        at("2026-01-01T00:01:08"),
+    ]
+    start = at("2026-01-01T00:05:00")
+    starting = IntervalTiming.anchored(30, start, start)
+    assert starting.describe() == "every 30s from 2026-01-01T00:05:00Z"
+    assert due_between(starting, at("2026-01-01T00:00:00"), at("2026-01-01T00:06:00"), 10) == [
+        start,
+        at("2026-01-01T00:05:30"),
+        at("2026-01-01T00:06:00"),
+    ]
+    for timing in (
+        IntervalTiming(30),
+        anchored,
+        starting,
+        IntervalTiming.anchored(30, start, at("2026-01-02T00:00:01")),
+    ):
+        assert IntervalTiming.parse(30, timing.describe()) == timing  # as stored and read back
+    with pytest.raises(ConfigurationError, match="stored interval 'every 30s' is not 'every 20s"):
+        IntervalTiming.parse(20, "every 30s")
+
+
 def test_celery_crontab_converts_to_cron_text() -> None:
     assert crontab().cron_expression == "* * * * *"
     assert crontab(minute=0, hour="9-17", day_of_week="mon-fri").cron_expression == "0 9-17 * * mon-fri"

@@ -7,8 +7,10 @@ a pgtasks schedule of the same name, stored under the source ``config:django_cel
 exactly once per due time however many beats run. An edit, a disabled or deleted row, a start
 time reached or an expiry passed is picked up within a second (``PeriodicTasks.last_update``
 changes with every save; the rows past their start or expiry are counted), and every row at
-least once a minute. A clocked one-off row is sent once, at its time, and then disabled, as
-django-celery-beat does.
+least once a minute. An interval row fires every period after its ``last_run_at`` (its
+``start_time`` or ``date_changed`` until it first ran), as django-celery-beat anchors it, so a
+beat started again fires it neither early nor twice. A clocked one-off row is sent once, at
+its time, and then disabled, as django-celery-beat does.
 
 As django-celery-beat's own scheduler: each fired task carries the row's ``headers`` and the
 ``periodic_task_name`` header (``self.request.periodic_task_name``); the beat that fired a row
@@ -20,6 +22,7 @@ error names the row.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 import logging
@@ -29,6 +32,7 @@ from pgtasks.compat.bridge.beat_schedule import entry_queue
 from pgtasks.engine.errors import ConfigurationError
 from pgtasks.scheduler.definitions import ScheduleDefinition, define_schedule, fire_task_id
 from pgtasks.scheduler.live import LiveSource
+from pgtasks.scheduler.timing import IntervalTiming
 
 if TYPE_CHECKING:
     from pgtasks.compat.celery.app.base import Celery
@@ -97,7 +101,7 @@ class PeriodicTaskReader:
         return found
 
     def _definition(self, row: Any, now: dt.datetime) -> ScheduleDefinition | None:
-        if row.start_time is not None and row.start_time > now:
+        if row.start_time is not None and row.start_time > now and row.interval_id is None:
             return None  # not yet: the resync after its start time adds it
         if row.expires is not None and row.expires <= now:
             return None
@@ -114,7 +118,7 @@ class PeriodicTaskReader:
             timing = {"cron": cron, "timezone": str(c.timezone)}
         else:
             raise ConfigurationError("its schedule is solar, which pgtasks does not fire")
-        return define_schedule(
+        definition = define_schedule(
             row.name,
             row.task,
             **timing,
@@ -126,6 +130,9 @@ class PeriodicTaskReader:
             source=SOURCE,
             meta={"headers": _headers(row)},
         )
+        if isinstance(definition.timing, IntervalTiming):
+            return dataclasses.replace(definition, timing=_anchored(row, definition.timing.seconds))
+        return definition
 
     def _send_clocked(
         self, row: Any, args: list[Any], kwargs: dict[str, Any], options: dict[str, Any]
@@ -201,6 +208,21 @@ class PeriodicTaskReader:
         if (name, problem) not in self._reported:
             self._reported.add((name, problem))
             log.error("periodic task %r is not fired: %s", name, problem)
+
+
+def _anchored(row: Any, seconds: int) -> IntervalTiming:
+    """An interval row's instants as django-celery-beat's: every period after its
+    ``last_run_at``, which is its ``start_time`` (the first fire) or ``date_changed`` until it
+    first ran; none before ``start_time``."""
+    anchor = row.last_run_at or row.start_time or row.date_changed
+    return IntervalTiming.anchored(seconds, _aware(anchor), row.start_time and _aware(row.start_time))
+
+
+def _aware(value: dt.datetime) -> dt.datetime:
+    """A row's datetime, aware (a project with ``USE_TZ = False`` stores its local time)."""
+    from django.utils import timezone  # why: see _last_change
+
+    return value if timezone.is_aware(value) else timezone.make_aware(value)
 
 
 def _headers(row: Any) -> dict[str, Any]:
