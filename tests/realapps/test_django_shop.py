@@ -62,7 +62,8 @@ def fresh_venv(root: Path, packages: list[str]) -> tuple[Path, list[str]]:
 @pytest.fixture(scope="module")
 def venv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     root = tmp_path_factory.mktemp("realapp")
-    made, pip = fresh_venv(root, ["Django>=5.1", "pytest", "pytest-django", *THEIR_DEPENDENCIES])
+    # ephem: the project's solar schedules need it, as with Celery (its requirements.txt)
+    made, pip = fresh_venv(root, ["Django>=5.1", "pytest", "pytest-django", "ephem", *THEIR_DEPENDENCIES])
     _run([*pip, "--no-deps", *LIBRARIES], root)
     # the path finder: pgtasks_celery.pth (installed with the wheel) answers for celery and kombu
     check = (
@@ -115,12 +116,17 @@ def test_the_project_runs_unchanged_without_celery(venv: Path, pg_url: str, tmp_
     client = Client(pg_url)
     try:
         wait_for(lambda: len(_fired(client, "every-second-add")) >= 3, timeout=90, what="three fires")
-        _run([python, "manage.py", "shell", "-c", DISABLE_AND_ADD], project, env)
-        wait_for(
-            lambda: admin.get(client.engine, "every-second-add").status.value == "INACTIVE",
-            timeout=60,
-            what="the disabled row's schedule to stop",
-        )
+        # CELERY_BEAT_SCHEDULE's entry is a row (django-celery-beat's DatabaseScheduler writes
+        # them at start): it fires from there, and staff disable it in the admin
+        wait_for(lambda: _fired(client, "add-every-2s"), timeout=60, what="the beat_schedule entry")
+        assert admin.get(client.engine, "add-every-2s").source == "config:django_celery_beat"
+        noon = float(_run([python, "manage.py", "shell", "-c", DISABLE_AND_ADD], project, env).split()[-1])
+        for disabled in ("every-second-add", "add-every-2s"):
+            wait_for(
+                lambda: admin.get(client.engine, disabled).status.value == "INACTIVE",  # noqa: B023
+                timeout=60,
+                what=f"the disabled row {disabled}'s schedule to stop",
+            )
         stopped_at = len(_fired(client, "every-second-add"))
         wait_for(lambda: len(_fired(client, "after-disable")) >= 2, timeout=60, what="the new row to fire")
         # a beat started again fires the anchored row neither early nor twice
@@ -131,6 +137,12 @@ def test_the_project_runs_unchanged_without_celery(venv: Path, pg_url: str, tmp_
             argv = [str(command), "-A", "shop", "beat"]
             beats[0] = subprocess.Popen(argv, cwd=project, env=env, stdout=sink, stderr=subprocess.STDOUT)
         wait_for(lambda: len(_fired(client, "anchored")) >= 3, timeout=60, what="two fires after the restart")
+        assert _fired(client, "later")
+        # the solar row fired at its event (the next whole second), as Celery's solar schedule
+        wait_for(lambda: _fired(client, "at-noon"), timeout=60, what="the solar row to fire")
+        assert [_due(t).timestamp() for t in _fired(client, "at-noon")] == [math.ceil(noon)], noon
+        # the restarted beat wrote the entry's row again, and left it disabled
+        assert admin.get(client.engine, "add-every-2s").status.value == "INACTIVE"
         # a tick that read the schedule just before the sync may still fire it once
         assert len(_fired(client, "every-second-add")) <= stopped_at + 1
     finally:
@@ -168,8 +180,14 @@ def test_the_project_runs_unchanged_without_celery(venv: Path, pg_url: str, tmp_
     assert after["runs"] == len(_fired(client, "after-disable")) and after["last"], rows
     assert rows["once"] == {"runs": 0, "last": False, "enabled": False, "task": "orders.tasks.add"}, rows
     assert rows["celery.backend_cleanup"]["task"] == "celery.backend_cleanup"
+    assert rows["add-every-2s"]["enabled"] is False and rows["add-every-2s"]["task"] == "orders.tasks.add"
+    entry_fire = json.loads(client.engine.get_task(min(_fired(client, "add-every-2s"))).meta or "{}")  # type: ignore[union-attr]
+    assert entry_fire["headers"] == {
+        "x-from": "settings",
+        "periodic_task_name": "add-every-2s",
+        "celery_beat_task": True,
+    }
     assert seen["cleanup"] == ["0", "4", 43200]
-    # a row with a start_time starts within seconds of it, not at the next minute's resync
     # a row with a start_time first fires at it (its next whole second), as django-celery-beat
     started = min(_due(task_id) for task_id in _fired(client, "later"))
     assert started.timestamp() == math.ceil(seen["later"]), (started, seen["later"])
@@ -254,10 +272,6 @@ slow = IntervalSchedule.objects.create(every=3, period=IntervalSchedule.SECONDS)
 PeriodicTask.objects.create(name="once", task="orders.tasks.add", interval=slow, args="[2, 2]", one_off=True)
 import datetime
 from django.utils import timezone
-soon = timezone.now() + datetime.timedelta(seconds=4)
-PeriodicTask.objects.create(
-    name="later", task="orders.tasks.add", interval=every, args="[3, 3]", start_time=soon
-)
 # last ran at a second that is 1 modulo 4: it fires every 4 s after it (not at multiples of 4)
 four = IntervalSchedule.objects.create(every=4, period=IntervalSchedule.SECONDS)
 now = timezone.now().timestamp()
@@ -306,11 +320,32 @@ print(json.dumps({
 
 DISABLE_AND_ADD = """
 from django_celery_beat.models import IntervalSchedule, PeriodicTask
-row = PeriodicTask.objects.get(name="every-second-add")
-row.enabled = False
-row.save()
+for name in ("every-second-add", "add-every-2s"):
+    row = PeriodicTask.objects.get(name=name)
+    row.enabled = False
+    row.save()
 every = IntervalSchedule.objects.get(every=1, period=IntervalSchedule.SECONDS)
 PeriodicTask.objects.create(name="after-disable", task="orders.tasks.add", interval=every, args="[1, 1]")
+# added while the beats run, starting in 3 seconds
+import datetime
+from django.utils import timezone
+soon = timezone.now() + datetime.timedelta(seconds=3)
+PeriodicTask.objects.create(
+    name="later", task="orders.tasks.add", interval=every, args="[3, 3]", start_time=soon
+)
+# a solar row: solar noon at the equator, at the longitude where it comes in 4 seconds
+import ephem
+from django_celery_beat.models import SolarSchedule
+def noon(longitude):
+    place = ephem.Observer()
+    place.lat, place.lon, place.elevation, place.pressure, place.horizon = "0", str(longitude), 0, 0, "0"
+    return place.next_transit(ephem.Sun(), start=ephem.Date(timezone.now() - datetime.timedelta(hours=1)))
+wanted, longitude = ephem.Date(timezone.now() + datetime.timedelta(seconds=4)), 0.0
+for _ in range(3):
+    longitude = round(((longitude + (noon(longitude) - wanted) * 360 + 180) % 360) - 180, 6)
+solar = SolarSchedule.objects.create(event="solar_noon", latitude=0, longitude=longitude)
+PeriodicTask.objects.create(name="at-noon", task="orders.tasks.add", solar=solar, args="[6, 6]")
+print(noon(longitude).datetime().replace(tzinfo=datetime.timezone.utc).timestamp())
 """
 
 

@@ -53,3 +53,11 @@ CELERY_RESULT_BACKEND = "django-db"
 CELERY_TASK_ALWAYS_EAGER = False
 CELERY_TIMEZONE = TIME_ZONE
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
+CELERY_BEAT_SCHEDULE = {
+    "add-every-2s": {
+        "task": "orders.tasks.add",
+        "schedule": 2.0,
+        "args": (5, 5),
+        "options": {"headers": {"x-from": "settings"}},
+    },
+}
