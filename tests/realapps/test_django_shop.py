@@ -15,9 +15,11 @@ import json
 import math
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
+import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -61,7 +63,20 @@ def fresh_venv(root: Path, packages: list[str]) -> tuple[Path, list[str]]:
 
 @pytest.fixture(scope="module")
 def venv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    root = tmp_path_factory.mktemp("realapp")
+    """The project's venv without celery, built once per run: the test processes (xdist) that
+    run this module's tests share it (the session's folder holds theirs)."""
+    shared = os.environ.get("PYTEST_XDIST_WORKER") is not None
+    root = tmp_path_factory.getbasetemp().parent / "realapp" if shared else tmp_path_factory.mktemp("realapp")
+    root.mkdir(exist_ok=True)
+    with open(root / "build.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (root / "built").exists():
+            _build_venv(root)
+            (root / "built").touch()
+    yield root / "venv"
+
+
+def _build_venv(root: Path) -> None:
     # ephem: the project's solar schedules need it, as with Celery (its requirements.txt)
     made, pip = fresh_venv(root, ["Django>=5.1", "pytest", "pytest-django", "ephem", *THEIR_DEPENDENCIES])
     _run([*pip, "--no-deps", *LIBRARIES], root)
@@ -70,7 +85,6 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         "import importlib.machinery as m; assert not any(map(m.PathFinder.find_spec, ('celery', 'kombu')))"
     )
     _run([str(made / "bin" / "python"), "-c", check], root)
-    yield made
 
 
 def _project(tmp_path: Path) -> Path:
@@ -136,6 +150,8 @@ def test_the_project_runs_unchanged_without_celery(venv: Path, pg_url: str, tmp_
         with logs[0].open("a") as sink:
             argv = [str(command), "-A", "shop", "beat"]
             beats[0] = subprocess.Popen(argv, cwd=project, env=env, stdout=sink, stderr=subprocess.STDOUT)
+        ready = lambda: logs[0].read_text().count("beat ready") == 2  # noqa: E731
+        wait_for(ready, timeout=60, what="the restarted beat")
         wait_for(lambda: len(_fired(client, "anchored")) >= 3, timeout=60, what="two fires after the restart")
         assert _fired(client, "later")
         # the solar row fired at its event (the next whole second), as Celery's solar schedule
@@ -358,3 +374,135 @@ def _fired(client: Client, schedule: str) -> list[str]:
     """Ids of the tasks the schedule fired (``sched-<name>-<due time>``)."""
     tasks = client.list_tasks(name="orders.tasks.add", limit=10000)
     return [t.task_id for t in tasks if t.task_id.startswith(f"sched-{schedule}-")]
+
+
+STAFF = """
+from django.contrib.auth.models import User
+from django.core.management import call_command
+call_command("migrate", interactive=False, verbosity=0)
+User.objects.create_superuser("staff", "staff@example.com", "pw-for-tests")
+"""
+
+
+def test_staff_schedule_tasks_in_django_celery_beats_admin(venv: Path, pg_url: str, tmp_path: Path) -> None:
+    """django-celery-beat's admin in a real browser, against the project's `runserver`, its
+    `celery -A shop beat` and its Procfile worker: the schedule add forms, a periodic task
+    added through its form runs, "Disable selected tasks" stops it, "Run selected tasks" runs
+    it once more, "Enable selected tasks" starts it again."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.remote.webelement import WebElement
+    from selenium.webdriver.support.expected_conditions import staleness_of
+    from selenium.webdriver.support.ui import Select, WebDriverWait
+
+    from tests.support.browser import chromium
+
+    project = _project(tmp_path)
+    env = _env(venv, pg_url)
+    python = str(venv / "bin" / "python")
+    _run([python, "manage.py", "shell", "-c", STAFF], project, env)  # migrated, with a superuser
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    site = f"http://127.0.0.1:{port}/admin/"
+    logs = {name: (tmp_path / f"{name}.log").open("w") for name in ("server", "beat")}
+    commands = {
+        "server": [python, "manage.py", "runserver", "--noreload", f"127.0.0.1:{port}"],
+        "beat": [str(venv / "bin" / "celery"), "-A", "shop", "beat"],
+    }
+    started = [
+        subprocess.Popen(argv, cwd=project, env=env, stdout=logs[name], stderr=subprocess.STDOUT)
+        for name, argv in commands.items()
+    ]
+    client = Client(pg_url)
+
+    def fired(ran: bool = False) -> list[str]:
+        tasks = client.list_tasks(name="orders.tasks.add", limit=1000)
+        return [
+            t.task_id
+            for t in tasks
+            if t.task_id.startswith("sched-from-admin-") and (not ran or t.status.value == "SUCCESS")
+        ]
+
+    try:
+        with procfile_worker(venv, project, env), chromium() as browser:
+            wait_for(lambda: _answers(site + "login/"), timeout=60, what="runserver")
+
+            def submit(path: str, fields: dict[str, str], choices: dict[str, str] | None = None) -> str:
+                browser.get(site + path)
+                # open the collapsed sections (the task's arguments), as staff do to fill them
+                browser.execute_script("document.querySelectorAll('details').forEach(d => d.open = true)")
+                for name, value in fields.items():
+                    box = browser.find_element(By.NAME, name)
+                    box.clear()
+                    box.send_keys(value)
+                for name, text in (choices or {}).items():
+                    Select(browser.find_element(By.NAME, name)).select_by_visible_text(text)
+                return sent(browser.find_element(By.CSS_SELECTOR, "input[type=submit]"))
+
+            def sent(button: WebElement) -> str:
+                """Click and return the page that the submission loads (not the one left)."""
+                button.click()
+                WebDriverWait(browser, 30).until(staleness_of(button))
+                return browser.page_source
+
+            def act(action: str) -> str:
+                browser.get(site + "django_celery_beat/periodictask/")
+                browser.find_element(
+                    By.XPATH, "//tr[.//a[text()='from-admin']]//input[@name='_selected_action']"
+                ).click()
+                Select(browser.find_element(By.NAME, "action")).select_by_value(action)
+                return sent(browser.find_element(By.NAME, "index"))
+
+            submit("login/", {"username": "staff", "password": "pw-for-tests"})
+            added = "was added successfully"
+            assert added in submit(
+                "django_celery_beat/intervalschedule/add/", {"every": "2"}, {"period": "Seconds"}
+            )
+            assert added in submit("django_celery_beat/crontabschedule/add/", {"minute": "30", "hour": "4"})
+            solar = {"latitude": "48.85", "longitude": "2.35"}
+            assert added in submit("django_celery_beat/solarschedule/add/", solar, {"event": "Sunrise"})
+            clocked = {"clocked_time_0": "2030-01-01", "clocked_time_1": "04:00:00"}
+            assert added in submit("django_celery_beat/clockedschedule/add/", clocked)
+            # the add form lists the app's tasks (app.loader.import_default_modules())
+            page = submit(
+                "django_celery_beat/periodictask/add/",
+                {"name": "from-admin", "args": "[7, 8]"},
+                {"regtask": "orders.tasks.add", "interval": "every 2 seconds"},
+            )
+            assert added in page, page
+            wait_for(lambda: fired(ran=True), timeout=60, what="the periodic task added in the admin to run")
+            assert "successfully disabled" in act("disable_tasks")
+            wait_for(
+                lambda: admin.get(client.engine, "from-admin").status.value == "INACTIVE",
+                timeout=30,
+                what="the disabled task's schedule to stop",
+            )
+            stopped_at = len(fired())
+            assert "1 task was successfully run" in act("run_tasks")
+            by_hand = [
+                t
+                for t in client.list_tasks(name="orders.tasks.add", limit=1000)
+                if not t.task_id.startswith("sched-")
+            ]
+            assert len(by_hand) == 1
+            assert client.AsyncResult(by_hand[0].task_id).get(timeout=60) == 15
+            # a tick that read the schedule just before the sync may still fire it once
+            assert len(fired()) <= stopped_at + 1
+            assert "successfully enabled" in act("enable_tasks")
+            wait_for(lambda: len(fired()) > stopped_at + 1, timeout=30, what="the enabled task to fire again")
+    finally:
+        for process in started:
+            process.terminate()
+            process.wait(timeout=60)
+        for sink in logs.values():
+            sink.close()
+        client.close()
+    assert started[1].returncode == 0, (tmp_path / "beat.log").read_text()
+
+
+def _answers(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:
+            return bool(response.status == 200)
+    except OSError:
+        return False

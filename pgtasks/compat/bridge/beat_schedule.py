@@ -1,9 +1,9 @@
 """Celery's ``beat_schedule`` entries as the native scheduler's definitions (the Celery app's
 schedule source, synced when a beat starts).
 
-An entry is ``{"task": name, "schedule": crontab(...) | schedule(...) | solar(...) | timedelta | seconds |
-"cron string", "args": (...), "kwargs": {...}, "options": {"queue": ..., "priority": ...,
-"expires": ...}}``; pgtasks also reads ``automatic_backfill`` and ``backfill_window`` from the
+An entry is ``{"task": name, "schedule": crontab(...) | schedule(...) | solar(...) | timedelta
+| seconds | "cron string", "args": (...), "kwargs": {...}, "options": {"queue": ...,
+"priority": ..., "expires": ...}}``; pgtasks also reads ``automatic_backfill`` and ``backfill_window`` from the
 entry or its options. Other Celery options (exchange, routing_key, ...) are ignored.
 """
 
