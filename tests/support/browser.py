@@ -14,13 +14,16 @@ from selenium.webdriver.remote.webdriver import WebDriver
 
 
 @contextmanager
-def chromium() -> Iterator[WebDriver]:
-    """A browser with a profile of its own, closed at the end."""
+def chromium(eager: bool = False) -> Iterator[WebDriver]:
+    """A browser with a profile of its own, closed at the end. ``eager``: a page counts as
+    loaded once its document is (not its images and style sheets)."""
     binary, driver_path = shutil.which("chromium"), shutil.which("chromedriver")
     assert binary and driver_path, "make test installs chromium and chromium-driver (apt-get)"
     profile = tempfile.mkdtemp(prefix="pgtasks-chromium-")
     options = webdriver.ChromeOptions()
     options.binary_location = binary
+    if eager:
+        options.page_load_strategy = "eager"
     for flag in (
         "--headless",
         "--no-sandbox",
