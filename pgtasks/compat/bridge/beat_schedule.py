@@ -3,8 +3,9 @@ schedule source, synced when a beat starts).
 
 An entry is ``{"task": name, "schedule": crontab(...) | schedule(...) | solar(...) | timedelta
 | seconds | "cron string", "args": (...), "kwargs": {...}, "options": {"queue": ...,
-"priority": ..., "expires": ...}}``; pgtasks also reads ``automatic_backfill`` and ``backfill_window`` from the
-entry or its options. Other Celery options (exchange, routing_key, ...) are ignored.
+"priority": ..., "expires": ...}}``; pgtasks also reads ``automatic_backfill`` and
+``backfill_window`` from the entry or its options. Other Celery options (exchange,
+routing_key, ...) are ignored.
 """
 
 from __future__ import annotations
