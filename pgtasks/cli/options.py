@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import socket
 import sys
 from collections.abc import Callable, Sequence
@@ -139,18 +140,22 @@ def add_pool_option(parser: argparse.ArgumentParser) -> None:
 
 
 def expand_hostname(name: str) -> str:
-    """Celery's node name expansion: %h host name, %n its first label, %d the domain, %% a %."""
+    """Celery's node name expansion: ``%h`` the host name, ``%n`` its first label, ``%d`` the
+    domain, ``%i`` the pool process index (``0`` in the worker's own process), ``%I`` the same
+    with a ``-`` before it (empty in the worker's own process), ``%%`` a ``%``. Another letter
+    after ``%`` is refused, as Celery refuses it."""
     host = socket.gethostname()
     short, _, domain = host.partition(".")
-    out, i = [], 0
-    while i < len(name):
-        if name[i] == "%" and i + 1 < len(name):
-            out.append({"h": host, "n": short, "d": domain, "%": "%"}.get(name[i + 1], name[i : i + 2]))
-            i += 2
-        else:
-            out.append(name[i])
-            i += 1
-    return "".join(out)
+    keys = {"h": host, "n": short, "d": domain, "i": "0", "I": "", "%": "%"}
+
+    def resolve(match: re.Match[str]) -> str:
+        if match.group(1) not in keys:
+            raise argparse.ArgumentTypeError(
+                f"unknown format %{match.group(1)} in node name {name!r} (known: %h %n %d %i %I %%)"
+            )
+        return keys[match.group(1)]
+
+    return re.sub(r"%([%\w])", resolve, name)
 
 
 def global_options(*, top_level: bool = False, broker: bool = True) -> argparse.ArgumentParser:

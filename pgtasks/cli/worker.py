@@ -54,8 +54,8 @@ def add_worker_command(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> 
         "--hostname",
         type=expand_hostname,
         help=(
-            "executor id (default pgtasks@<host>; celery@<host> for a Celery app);"
-            " %%h, %%n and %%d expand as in Celery"
+            "executor id (default pgtasks@<host>; celery@<host> for a Celery app, which also"
+            " reads a name without @ as a host: celery@NAME); %%h, %%n, %%d, %%i, %%I expand as in Celery"
         ),
     )
     worker.add_argument(

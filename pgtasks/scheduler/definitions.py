@@ -15,6 +15,7 @@ from typing import Any
 
 from pgtasks.engine.errors import ConfigurationError
 from pgtasks.engine.settings import validate_queue_name
+from pgtasks.scheduler.solar import SolarTiming
 from pgtasks.scheduler.timing import CronTiming, IntervalTiming, Timing, check_interval
 from pgtasks.scheduler.zones import UTC
 from pgtasks.sysdb.schedule_records import ScheduleRecord, ScheduleWrite
@@ -84,7 +85,7 @@ class ScheduleDefinition:
 
     name: str
     task_name: str
-    timing: CronTiming | IntervalTiming
+    timing: CronTiming | IntervalTiming | SolarTiming
     args: tuple[Any, ...] = ()
     kwargs: dict[str, Any] = field(default_factory=dict)
     queue: str | None = None
@@ -127,6 +128,7 @@ def define_schedule(
     *,
     cron: str | None = None,
     every: float | dt.timedelta | None = None,
+    solar: tuple[str, float, float] | None = None,
     timezone: str = "UTC",
     day_and: bool = False,
     args: Any = (),
@@ -139,19 +141,23 @@ def define_schedule(
     source: str = API_SOURCE,
     meta: dict[str, Any] | None = None,
 ) -> ScheduleDefinition:
-    """Check every part of a schedule; raise ConfigurationError naming the bad one. ``meta``
-    (a JSON object) is stored with every task it fires, as a sender's metadata is."""
+    """Check every part of a schedule; raise ConfigurationError naming the bad one. The timing
+    is one of ``cron=`` (in ``timezone``), ``every=`` (seconds) and ``solar=(event, latitude,
+    longitude)`` (:mod:`pgtasks.scheduler.solar`, needs ephem). ``meta`` (a JSON object) is
+    stored with every task it fires, as a sender's metadata is."""
     check_schedule_name(name)
     if not isinstance(task_name, str) or not task_name:
         raise ConfigurationError(f"schedule {name!r}: task must be a task or a task name, not {task_name!r}")
-    if (cron is None) == (every is None):
-        raise ConfigurationError(f"schedule {name!r}: give exactly one of cron= and every=")
+    if [cron, every, solar].count(None) != 2:
+        raise ConfigurationError(f"schedule {name!r}: give exactly one of cron=, every= and solar=")
     try:
-        timing: CronTiming | IntervalTiming = (
-            CronTiming.parse(cron, timezone, day_and)
-            if cron is not None
-            else IntervalTiming(check_interval(every))
-        )
+        timing: CronTiming | IntervalTiming | SolarTiming
+        if cron is not None:
+            timing = CronTiming.parse(cron, timezone, day_and)
+        elif solar is not None:
+            timing = SolarTiming.define(*solar)
+        else:
+            timing = IntervalTiming(check_interval(every))
     except ConfigurationError as exc:
         raise ConfigurationError(f"schedule {name!r}: {exc}") from None
     kwargs = {} if kwargs is None else kwargs
@@ -225,7 +231,9 @@ class StoredSchedule:
 def decode_schedule(record: ScheduleRecord) -> StoredSchedule:
     """Read a row back; ConfigurationError if it cannot be fired (written by hand, say)."""
     if record.interval_seconds is not None:
-        timing: Timing = IntervalTiming(check_interval(record.interval_seconds))
+        timing: Timing = IntervalTiming.parse(check_interval(record.interval_seconds), record.schedule)
+    elif record.schedule.startswith("solar "):
+        timing = SolarTiming.parse(record.schedule)
     else:
         timing = CronTiming.parse(record.schedule, record.timezone, record.day_and)
     try:

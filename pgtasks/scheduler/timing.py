@@ -10,13 +10,15 @@ The daylight-saving rules (see docs/scheduling.md):
   hourly or every-five-minutes job keeps running through the repeated hour).
 
 Whatever the zone does, the instants produced strictly increase, so none repeats.
-Interval schedules fire at the multiples of their period since the Unix epoch (UTC): every
-scheduler process computes the same instants without talking to the others.
+Interval schedules fire at the multiples of their period since the Unix epoch (UTC), or since
+an anchor instant (django-celery-beat's rows): every scheduler process computes the same
+instants without talking to the others.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Protocol
@@ -108,21 +110,65 @@ class CronTiming:
 
 @dataclass(frozen=True, slots=True)
 class IntervalTiming:
-    """Every ``seconds`` seconds, at the multiples of the period since the Unix epoch."""
+    """Every ``seconds`` seconds, at the multiples of the period since the Unix epoch shifted by
+    ``offset`` seconds, and none before ``start`` (when given). An interval anchored on an
+    instant (Celery's ``last_run_at``, django-celery-beat's ``start_time``) is the offset of
+    that instant, so that every scheduler computes the same instants."""
 
     seconds: int
+    offset: int = 0  # 0 <= offset < seconds
+    start: dt.datetime | None = None  # aware, whole seconds
 
     def __post_init__(self) -> None:
         check_interval(self.seconds)
 
+    @classmethod
+    def anchored(cls, seconds: int, anchor: dt.datetime, start: dt.datetime | None = None) -> IntervalTiming:
+        """The instants ``anchor + k * seconds``, none before ``start`` (both moved to the next
+        whole second when they have a fraction of one: never early)."""
+        offset = int(ceil_second(anchor).timestamp()) % seconds
+        return cls(seconds, offset, None if start is None else ceil_second(start))
+
+    @classmethod
+    def parse(cls, seconds: int, text: str) -> IntervalTiming:
+        """Read back what :meth:`describe` wrote (``every 5s``, ``every 5s +3s``, ``every 5s +3s
+        from 2026-11-22T10:15:03Z``)."""
+        match = _INTERVAL_TEXT.fullmatch(text or f"every {seconds}s")
+        if match is None or int(match["every"]) != seconds:
+            raise ConfigurationError(
+                f"stored interval {text!r} is not 'every {seconds}s [+Ns] [from <time>]'"
+            )
+        start = (
+            dt.datetime.strptime(match["start"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+            if match["start"]
+            else None
+        )
+        return cls(seconds, int(match["offset"] or 0), start)
+
     def describe(self) -> str:
-        return f"every {self.seconds}s"
+        text = f"every {self.seconds}s"
+        if self.offset:
+            text += f" +{self.offset}s"
+        if self.start is not None:
+            text += f" from {self.start.strftime('%Y-%m-%dT%H:%M:%SZ')}"
+        return text
 
     def instants_after(self, after: dt.datetime) -> Iterator[dt.datetime]:
-        step = int(floor_second(after).timestamp()) // self.seconds + 1
+        lowest = int(floor_second(after).timestamp()) + 1
+        if self.start is not None:
+            lowest = max(lowest, int(self.start.timestamp()))
+        step = -((self.offset - lowest) // self.seconds)  # the first multiple at or after lowest
         while True:
-            yield dt.datetime.fromtimestamp(step * self.seconds, UTC)
+            yield dt.datetime.fromtimestamp(self.offset + step * self.seconds, UTC)
             step += 1
+
+
+_INTERVAL_TEXT = re.compile(r"every (?P<every>\d+)s(?: \+(?P<offset>\d+)s)?(?: from (?P<start>\S+Z))?")
+
+
+def ceil_second(instant: dt.datetime) -> dt.datetime:
+    """An aware UTC instant moved up to the next whole second, if it has a fraction of one."""
+    return floor_second(instant) + (ONE_SECOND if instant.microsecond else dt.timedelta())
 
 
 def check_interval(seconds: object) -> int:

@@ -169,7 +169,7 @@ def test_a_task_claimed_ahead_expires_before_it_starts(
     ledger, options = tmp_path / "ledger", {"pool": "prefork", "concurrency": 1}
     with celery_worker(proj.app, MODULE, pg_url, ledger, monkeypatch, "expiry-w1", **options):
         ready = proj.app.control.inspect().ping
-        wait_for(lambda: "expiry-w1" in (ready() or {}), timeout=60, what="the worker")
+        wait_for(lambda: "celery@expiry-w1" in (ready() or {}), timeout=60, what="the worker")
         busy = [proj.sleeping.delay(1.5) for _ in range(2)]
         late = proj.loud.apply_async(("claimed-ahead",), expires=1)
         with pytest.raises(TaskRevokedError):

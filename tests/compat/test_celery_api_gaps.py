@@ -65,15 +65,15 @@ def test_inspect_registered_describes_each_worker_as_it_runs(
             return None
 
         wait_for(
-            lambda: "w-registered" in (proj.app.control.inspect().ping() or {}),
+            lambda: "celery@w-registered" in (proj.app.control.inspect().ping() or {}),
             timeout=60,
             what="the worker to answer ping",
         )
         registered = proj.app.control.inspect().registered()
         assert registered is not None
-        names = registered["w-registered"]
+        names = registered["celery@w-registered"]
         assert "tests.compat.apps.results_app.add" in names
         assert "only.in.this.process" not in names  # the caller's own task, not the worker's
         assert not any(n.startswith("celery.") for n in names)
         stats = proj.app.control.inspect().stats()
-        assert stats is not None and stats["w-registered"]["pool"]["implementation"] == "threads"
+        assert stats is not None and stats["celery@w-registered"]["pool"]["implementation"] == "threads"

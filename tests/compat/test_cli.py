@@ -41,18 +41,18 @@ def test_inspect_status_call_result_and_purge(pg_url: str, tmp_path: Path) -> No
     process = worker_process(
         pg_url,
         tmp_path / "ledger",
-        "cli-w1",
+        "cli%I-%i",  # a Celery app's -n without "@" names the host: celery@cli-0
         app=app,
         extra_args=("--without-gossip", "-E", "-O", "fair", "--prefetch-multiplier=2"),
     )
     try:
         wait_for(
-            lambda: "cli-w1: OK" in run_pgtasks("-A", app, "status", url=pg_url).stdout,
+            lambda: "celery@cli-0: OK" in run_pgtasks("-A", app, "status", url=pg_url).stdout,
             timeout=60,
             what="worker online",
         )
-        ping = run_pgtasks("-A", app, "inspect", "ping", url=pg_url)
-        assert ping.returncode == 0 and "->  cli-w1: OK" in ping.stdout and "pong" in ping.stdout
+        ping = run_pgtasks("-A", app, "inspect", "ping", "-d", "celery@cli-0", url=pg_url)
+        assert ping.returncode == 0 and "->  celery@cli-0: OK" in ping.stdout and "pong" in ping.stdout
         stats = run_pgtasks("-A", app, "inspect", "stats", url=pg_url)
         assert '"pid"' in stats.stdout and "1 node online." in stats.stdout
         sent = run_pgtasks(

@@ -31,7 +31,9 @@ def test_a_prefetch_multiplier_of_one_claims_only_for_idle_processes(pg_url: str
 
         def held() -> list[str]:
             return [
-                t.task_id for t in client.list_tasks(status=["PENDING"], limit=10) if t.executor_id == "pf1"
+                t.task_id
+                for t in client.list_tasks(status=["PENDING"], limit=10)
+                if t.executor_id == "celery@pf1"
             ]
 
         wait_for(lambda: held() == [first.id], what="the first task to be claimed")

@@ -75,7 +75,7 @@ def test_request_inside_the_worker(worker: Path) -> None:
     assert seen == {
         "id": "my-own-id",
         "retries": 0,
-        "hostname": "celery-w1",
+        "hostname": "celery@celery-w1",  # -n without "@" names the host, as in Celery
         "is_eager": False,
         "called_directly": False,
         "args": [1, 2],

@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import datetime as dt
 import fcntl
+import itertools
 import json
+import math
 import os
 import shutil
 import socket
 import subprocess
 import sys
 import tempfile
+import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -27,6 +30,7 @@ import pytest
 
 from pgtasks import Client
 from pgtasks.scheduler import admin
+from pgtasks.scheduler.definitions import parse_due
 from tests.support.cli import REPO
 from tests.support.inprocess import wait_for
 
@@ -61,15 +65,28 @@ def fresh_venv(root: Path, packages: list[str]) -> tuple[Path, list[str]]:
 
 @pytest.fixture(scope="module")
 def venv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    root = tmp_path_factory.mktemp("realapp")
-    made, pip = fresh_venv(root, ["Django>=5.1", "pytest", "pytest-django", *THEIR_DEPENDENCIES])
+    """The project's venv without celery, built once per run: the test processes (xdist) that
+    run this module's tests share it (the session's folder holds theirs)."""
+    shared = os.environ.get("PYTEST_XDIST_WORKER") is not None
+    root = tmp_path_factory.getbasetemp().parent / "realapp" if shared else tmp_path_factory.mktemp("realapp")
+    root.mkdir(exist_ok=True)
+    with open(root / "build.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (root / "built").exists():
+            _build_venv(root)
+            (root / "built").touch()
+    yield root / "venv"
+
+
+def _build_venv(root: Path) -> None:
+    # ephem: the project's solar schedules need it, as with Celery (its requirements.txt)
+    made, pip = fresh_venv(root, ["Django>=5.1", "pytest", "pytest-django", "ephem", *THEIR_DEPENDENCIES])
     _run([*pip, "--no-deps", *LIBRARIES], root)
     # the path finder: pgtasks_celery.pth (installed with the wheel) answers for celery and kombu
     check = (
         "import importlib.machinery as m; assert not any(map(m.PathFinder.find_spec, ('celery', 'kombu')))"
     )
     _run([str(made / "bin" / "python"), "-c", check], root)
-    yield made
 
 
 def _project(tmp_path: Path) -> Path:
@@ -115,14 +132,35 @@ def test_the_project_runs_unchanged_without_celery(venv: Path, pg_url: str, tmp_
     client = Client(pg_url)
     try:
         wait_for(lambda: len(_fired(client, "every-second-add")) >= 3, timeout=90, what="three fires")
-        _run([python, "manage.py", "shell", "-c", DISABLE_AND_ADD], project, env)
-        wait_for(
-            lambda: admin.get(client.engine, "every-second-add").status.value == "INACTIVE",
-            timeout=60,
-            what="the disabled row's schedule to stop",
-        )
+        # CELERY_BEAT_SCHEDULE's entry is a row (django-celery-beat's DatabaseScheduler writes
+        # them at start): it fires from there, and staff disable it in the admin
+        wait_for(lambda: _fired(client, "add-every-2s"), timeout=60, what="the beat_schedule entry")
+        assert admin.get(client.engine, "add-every-2s").source == "config:django_celery_beat"
+        noon = float(_run([python, "manage.py", "shell", "-c", DISABLE_AND_ADD], project, env).split()[-1])
+        for disabled in ("every-second-add", "add-every-2s"):
+            wait_for(
+                lambda: admin.get(client.engine, disabled).status.value == "INACTIVE",  # noqa: B023
+                timeout=60,
+                what=f"the disabled row {disabled}'s schedule to stop",
+            )
         stopped_at = len(_fired(client, "every-second-add"))
         wait_for(lambda: len(_fired(client, "after-disable")) >= 2, timeout=60, what="the new row to fire")
+        # a beat started again fires the anchored row neither early nor twice
+        wait_for(lambda: _fired(client, "anchored"), timeout=60, what="the anchored row to fire")
+        beats[0].terminate()
+        assert beats[0].wait(timeout=60) == 0, logs[0].read_text()
+        with logs[0].open("a") as sink:
+            argv = [str(command), "-A", "shop", "beat"]
+            beats[0] = subprocess.Popen(argv, cwd=project, env=env, stdout=sink, stderr=subprocess.STDOUT)
+        ready = lambda: logs[0].read_text().count("beat ready") == 2  # noqa: E731
+        wait_for(ready, timeout=60, what="the restarted beat")
+        wait_for(lambda: len(_fired(client, "anchored")) >= 3, timeout=60, what="two fires after the restart")
+        assert _fired(client, "later")
+        # the solar row fired at its event (the next whole second), as Celery's solar schedule
+        wait_for(lambda: _fired(client, "at-noon"), timeout=60, what="the solar row to fire")
+        assert [_due(t).timestamp() for t in _fired(client, "at-noon")] == [math.ceil(noon)], noon
+        # the restarted beat wrote the entry's row again, and left it disabled
+        assert admin.get(client.engine, "add-every-2s").status.value == "INACTIVE"
         # a tick that read the schedule just before the sync may still fire it once
         assert len(_fired(client, "every-second-add")) <= stopped_at + 1
     finally:
@@ -137,6 +175,9 @@ def test_the_project_runs_unchanged_without_celery(venv: Path, pg_url: str, tmp_
         assert "is not used" not in text, text
     fired = _fired(client, "every-second-add")
     assert len(fired) == len(set(fired))  # one task per due time, whichever beat fired it
+    anchored = sorted(_due(task_id) for task_id in _fired(client, "anchored"))
+    assert all(int(due.timestamp()) % 4 == 1 for due in anchored), anchored  # last_run_at's phase
+    assert all(b - a == dt.timedelta(seconds=4) for a, b in itertools.pairwise(anchored)), anchored
     assert len(_fired(client, "once")) == 1  # a one_off row fires once, then is disabled
     # each fire carries the row's headers and django-celery-beat's (self.request.periodic_task_name)
     meta = json.loads(client.engine.get_task(fired[0]).meta or "{}")  # type: ignore[union-attr]
@@ -157,11 +198,17 @@ def test_the_project_runs_unchanged_without_celery(venv: Path, pg_url: str, tmp_
     assert after["runs"] == len(_fired(client, "after-disable")) and after["last"], rows
     assert rows["once"] == {"runs": 0, "last": False, "enabled": False, "task": "orders.tasks.add"}, rows
     assert rows["celery.backend_cleanup"]["task"] == "celery.backend_cleanup"
+    assert rows["add-every-2s"]["enabled"] is False and rows["add-every-2s"]["task"] == "orders.tasks.add"
+    entry_fire = json.loads(client.engine.get_task(min(_fired(client, "add-every-2s"))).meta or "{}")  # type: ignore[union-attr]
+    assert entry_fire["headers"] == {
+        "x-from": "settings",
+        "periodic_task_name": "add-every-2s",
+        "celery_beat_task": True,
+    }
     assert seen["cleanup"] == ["0", "4", 43200]
-    # a row with a start_time starts within seconds of it, not at the next minute's resync
-    first = min(_fired(client, "later"))
-    started = dt.datetime.fromisoformat(first.removeprefix("sched-later-").replace("Z", "+00:00"))
-    assert 0 <= started.timestamp() - seen["later"] < 5, (first, seen["later"])
+    # a row with a start_time first fires at it (its next whole second), as django-celery-beat
+    started = min(_due(task_id) for task_id in _fired(client, "later"))
+    assert started.timestamp() == math.ceil(seen["later"]), (started, seen["later"])
     sent = client.list_tasks(name="orders.tasks.add", limit=10000)
     # "Run selected tasks" sent it once (send.py's task ran earlier), naming the row as
     # django-celery-beat names it (a periodic_task_name header, or option in its older versions)
@@ -243,9 +290,13 @@ slow = IntervalSchedule.objects.create(every=3, period=IntervalSchedule.SECONDS)
 PeriodicTask.objects.create(name="once", task="orders.tasks.add", interval=slow, args="[2, 2]", one_off=True)
 import datetime
 from django.utils import timezone
-soon = timezone.now() + datetime.timedelta(seconds=4)
+# last ran at a second that is 1 modulo 4: it fires every 4 s after it (not at multiples of 4)
+four = IntervalSchedule.objects.create(every=4, period=IntervalSchedule.SECONDS)
+now = timezone.now().timestamp()
+ran = int(now) // 4 * 4 + 1
+ran = datetime.datetime.fromtimestamp(ran - 4 if ran > now else ran, datetime.timezone.utc)
 PeriodicTask.objects.create(
-    name="later", task="orders.tasks.add", interval=every, args="[3, 3]", start_time=soon
+    name="anchored", task="orders.tasks.add", interval=four, args="[4, 4]", last_run_at=ran
 )
 """
 
@@ -287,12 +338,38 @@ print(json.dumps({
 
 DISABLE_AND_ADD = """
 from django_celery_beat.models import IntervalSchedule, PeriodicTask
-row = PeriodicTask.objects.get(name="every-second-add")
-row.enabled = False
-row.save()
+for name in ("every-second-add", "add-every-2s"):
+    row = PeriodicTask.objects.get(name=name)
+    row.enabled = False
+    row.save()
 every = IntervalSchedule.objects.get(every=1, period=IntervalSchedule.SECONDS)
 PeriodicTask.objects.create(name="after-disable", task="orders.tasks.add", interval=every, args="[1, 1]")
+# added while the beats run, starting in 3 seconds
+import datetime
+from django.utils import timezone
+soon = timezone.now() + datetime.timedelta(seconds=3)
+PeriodicTask.objects.create(
+    name="later", task="orders.tasks.add", interval=every, args="[3, 3]", start_time=soon
+)
+# a solar row: solar noon at the equator, at the longitude where it comes in 4 seconds
+import ephem
+from django_celery_beat.models import SolarSchedule
+def noon(longitude):
+    place = ephem.Observer()
+    place.lat, place.lon, place.elevation, place.pressure, place.horizon = "0", str(longitude), 0, 0, "0"
+    return place.next_transit(ephem.Sun(), start=ephem.Date(timezone.now() - datetime.timedelta(hours=1)))
+wanted, longitude = ephem.Date(timezone.now() + datetime.timedelta(seconds=4)), 0.0
+for _ in range(3):
+    longitude = round(((longitude + (noon(longitude) - wanted) * 360 + 180) % 360) - 180, 6)
+solar = SolarSchedule.objects.create(event="solar_noon", latitude=0, longitude=longitude)
+PeriodicTask.objects.create(name="at-noon", task="orders.tasks.add", solar=solar, args="[6, 6]")
+print(noon(longitude).datetime().replace(tzinfo=datetime.timezone.utc).timestamp())
 """
+
+
+def _due(task_id: str) -> dt.datetime:
+    """The due time of a fired task's id (``sched-<name>-<due time>``)."""
+    return parse_due(task_id[-len("2026-01-01T00:00:00Z") :])
 
 
 def _fired(client: Client, schedule: str) -> list[str]:
@@ -564,3 +641,137 @@ page = browser.get("/admin/django_celery_results/taskresult/")
 seen["admin"] = [page.status_code, page.content.decode().count(retried.id)]
 print(json.dumps(seen, default=str))
 """
+STAFF = """
+from django.contrib.auth.models import User
+from django.core.management import call_command
+call_command("migrate", interactive=False, verbosity=0)
+User.objects.create_superuser("staff", "staff@example.com", "pw-for-tests")
+"""
+
+
+def test_staff_schedule_tasks_in_django_celery_beats_admin(venv: Path, pg_url: str, tmp_path: Path) -> None:
+    """django-celery-beat's admin in a real browser, against the project's `runserver`, its
+    `celery -A shop beat` and its Procfile worker: the schedule add forms, a periodic task
+    added through its form runs, "Disable selected tasks" stops it, "Run selected tasks" runs
+    it once more, "Enable selected tasks" schedules it again."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.remote.webelement import WebElement
+    from selenium.webdriver.support.expected_conditions import staleness_of
+    from selenium.webdriver.support.ui import Select, WebDriverWait
+
+    from tests.support.browser import chromium
+
+    project = _project(tmp_path)
+    env = _env(venv, pg_url)
+    python = str(venv / "bin" / "python")
+    _run([python, "manage.py", "shell", "-c", STAFF], project, env)  # migrated, with a superuser
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    site = f"http://127.0.0.1:{port}/admin/"
+    logs = {name: (tmp_path / f"{name}.log").open("w") for name in ("server", "beat")}
+    commands = {
+        "server": [python, "manage.py", "runserver", "--noreload", f"127.0.0.1:{port}"],
+        "beat": [str(venv / "bin" / "celery"), "-A", "shop", "beat"],
+    }
+    started = [
+        subprocess.Popen(argv, cwd=project, env=env, stdout=logs[name], stderr=subprocess.STDOUT)
+        for name, argv in commands.items()
+    ]
+    client = Client(pg_url)
+
+    def fired(ran: bool = False) -> list[str]:
+        tasks = client.list_tasks(name="orders.tasks.add", limit=1000)
+        return [
+            t.task_id
+            for t in tasks
+            if t.task_id.startswith("sched-from-admin-") and (not ran or t.status.value == "SUCCESS")
+        ]
+
+    try:
+        with procfile_worker(venv, project, env), chromium(eager=True) as browser:
+            wait_for(lambda: _answers(site + "login/"), timeout=60, what="runserver")
+
+            def submit(path: str, fields: dict[str, str], choices: dict[str, str] | None = None) -> str:
+                browser.get(site + path)
+                # open the collapsed sections (the task's arguments), as staff do to fill them
+                browser.execute_script("document.querySelectorAll('details').forEach(d => d.open = true)")
+                for name, value in fields.items():
+                    box = browser.find_element(By.NAME, name)
+                    box.clear()
+                    box.send_keys(value)
+                for name, text in (choices or {}).items():
+                    Select(browser.find_element(By.NAME, name)).select_by_visible_text(text)
+                return sent(browser.find_element(By.CSS_SELECTOR, "input[type=submit]"))
+
+            def sent(button: WebElement) -> str:
+                """Click and return the page that the submission loads (not the one left)."""
+                button.click()
+                WebDriverWait(browser, 30).until(staleness_of(button))
+                return browser.page_source
+
+            def act(action: str) -> str:
+                browser.get(site + "django_celery_beat/periodictask/")
+                browser.find_element(
+                    By.XPATH, "//tr[.//a[text()='from-admin']]//input[@name='_selected_action']"
+                ).click()
+                Select(browser.find_element(By.NAME, "action")).select_by_value(action)
+                return sent(browser.find_element(By.NAME, "index"))
+
+            submit("login/", {"username": "staff", "password": "pw-for-tests"})
+            added = "was added successfully"
+            assert added in submit(
+                "django_celery_beat/intervalschedule/add/", {"every": "2"}, {"period": "Seconds"}
+            )
+            assert added in submit("django_celery_beat/crontabschedule/add/", {"minute": "30", "hour": "4"})
+            solar = {"latitude": "48.85", "longitude": "2.35"}
+            assert added in submit("django_celery_beat/solarschedule/add/", solar, {"event": "Sunrise"})
+            clocked = {"clocked_time_0": "2030-01-01", "clocked_time_1": "04:00:00"}
+            assert added in submit("django_celery_beat/clockedschedule/add/", clocked)
+            # the add form lists the app's tasks (app.loader.import_default_modules())
+            page = submit(
+                "django_celery_beat/periodictask/add/",
+                {"name": "from-admin", "args": "[7, 8]"},
+                {"regtask": "orders.tasks.add", "interval": "every 2 seconds"},
+            )
+            assert added in page, page
+            wait_for(lambda: fired(ran=True), timeout=60, what="the periodic task added in the admin to run")
+            assert "successfully disabled" in act("disable_tasks")
+            wait_for(
+                lambda: admin.get(client.engine, "from-admin").status.value == "INACTIVE",
+                timeout=30,
+                what="the disabled task's schedule to stop",
+            )
+            stopped_at = len(fired())
+            assert "1 task was successfully run" in act("run_tasks")
+            by_hand = [
+                t
+                for t in client.list_tasks(name="orders.tasks.add", limit=1000)
+                if not t.task_id.startswith("sched-")
+            ]
+            assert len(by_hand) == 1
+            assert client.AsyncResult(by_hand[0].task_id).get(timeout=60) == 15
+            # a tick that read the schedule just before the sync may still fire it once
+            assert len(fired()) <= stopped_at + 1
+            assert "successfully enabled" in act("enable_tasks")
+            wait_for(
+                lambda: admin.get(client.engine, "from-admin").status.value == "ACTIVE",
+                timeout=30,
+                what="the enabled task's schedule to start again",
+            )
+    finally:
+        for process in started:
+            process.terminate()
+            process.wait(timeout=60)
+        for sink in logs.values():
+            sink.close()
+        client.close()
+    assert started[1].returncode == 0, (tmp_path / "beat.log").read_text()
+
+
+def _answers(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:
+            return bool(response.status == 200)
+    except OSError:
+        return False

@@ -76,5 +76,6 @@ def module_celery_worker(
         url = with_schema(server_url, schema)
         log = folder / "worker.log"
         with celery_worker(app, module, url, folder / "ledger", patch, name, output=log, **options) as ledger:
-            wait_for(lambda: name in (app.control.inspect().ping() or {}), timeout=60, what=f"worker {name}")
+            node = name if "@" in name else f"celery@{name}"  # -n without "@" names the host, as in Celery
+            wait_for(lambda: node in (app.control.inspect().ping() or {}), timeout=60, what=f"worker {node}")
             yield ledger

@@ -154,3 +154,32 @@ def test_the_global_options_act_only_when_applied(
     with pytest.raises(ConfigurationError) as refused:
         apply_global_options(parse(f"--workdir {tmp_path / 'absent'} worker"))
     assert str(refused.value) == f"--workdir {tmp_path / 'absent'}: No such file or directory"
+
+
+@pytest.mark.parametrize(
+    ("given", "expanded", "celery_node"),
+    [
+        # what Celery 5 makes of each (celery.utils.nodenames: default_nodename, then host_format)
+        ("w1@%h", "w1@vm.example.org", "w1@vm.example.org"),
+        ("w1@%n", "w1@vm", "w1@vm"),
+        ("w1@%d", "w1@example.org", "w1@example.org"),
+        ("w%i%I@%n", "w0@vm", "w0@vm"),  # the worker's own process: index 0, no "-<index>"
+        ("worker1", "worker1", "celery@worker1"),  # no "@": a host name, the name is celery's
+        ("%h", "vm.example.org", "celery@vm.example.org"),
+        ("100%%@%n", "100%@vm", "100%@vm"),
+    ],
+)
+def test_node_names_expand_as_celery_expands_them(
+    given: str, expanded: str, celery_node: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pgtasks.compat.celery.utils.nodenames import default_nodename
+
+    monkeypatch.setattr(socket, "gethostname", lambda: "vm.example.org")
+    assert parse(f"worker -n {given}").hostname == expanded  # a native App's executor id
+    assert default_nodename(expanded) == celery_node  # what a Celery app's worker is named
+
+
+def test_an_unknown_node_name_format_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        parse("worker -n w%x@%h")
+    assert "argument -n/--hostname: unknown format %x in node name 'w%x@%h'" in capsys.readouterr().err

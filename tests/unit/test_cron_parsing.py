@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import datetime as dt
+import sys
 
 import pytest
 
 from pgtasks.compat.bridge.beat_schedule import definitions_from_config
-from pgtasks.compat.celery.schedules import NotSupported, crontab, schedule, solar
+from pgtasks.compat.celery.exceptions import ImproperlyConfigured
+from pgtasks.compat.celery.schedules import crontab, schedule, solar
 from pgtasks.engine.errors import ConfigurationError
 from pgtasks.scheduler import define_schedule, fire_task_id, format_due
 from pgtasks.scheduler.cron import parse_cron
 from pgtasks.scheduler.definitions import decode_schedule, parse_due
-from pgtasks.scheduler.timing import CronTiming, IntervalTiming, due_between
+from pgtasks.scheduler.solar import SolarTiming
+from pgtasks.scheduler.timing import CronTiming, IntervalTiming, ceil_second, due_between, next_due
 from pgtasks.sysdb.schedule_records import ScheduleRecord, ScheduleStatus
 
 UTC = dt.timezone.utc
@@ -73,9 +76,9 @@ def test_unknown_time_zones_are_rejected_when_defined() -> None:
 
 
 def test_schedule_definitions_are_checked() -> None:
-    with pytest.raises(ConfigurationError, match="exactly one of cron= and every="):
+    with pytest.raises(ConfigurationError, match="exactly one of cron=, every= and solar="):
         define_schedule("x", "t")
-    with pytest.raises(ConfigurationError, match="exactly one of cron= and every="):
+    with pytest.raises(ConfigurationError, match="exactly one of cron=, every= and solar="):
         define_schedule("x", "t", cron="* * * * *", every=5)
     with pytest.raises(ConfigurationError, match="whole number of seconds"):
         define_schedule("x", "t", every=0.5)
@@ -107,6 +110,34 @@ def test_interval_schedules_fire_at_multiples_of_the_period_since_the_epoch() ->
     ]
 
 
+def test_anchored_intervals_fire_every_period_after_their_anchor() -> None:
+    # django-celery-beat's interval rows: last_run_at + k * every, never early (a fraction of a
+    # second moves the anchor up), none before the row's start_time
+    anchored = IntervalTiming.anchored(30, at("2026-01-01T00:00:07.250000"))
+    assert (anchored.offset, anchored.describe()) == (8, "every 30s +8s")
+    assert due_between(anchored, at("2026-01-01T00:00:08"), at("2026-01-01T00:01:10"), 10) == [
+        at("2026-01-01T00:00:38"),
+        at("2026-01-01T00:01:08"),
+    ]
+    start = at("2026-01-01T00:05:00")
+    starting = IntervalTiming.anchored(30, start, start)
+    assert starting.describe() == "every 30s from 2026-01-01T00:05:00Z"
+    assert due_between(starting, at("2026-01-01T00:00:00"), at("2026-01-01T00:06:00"), 10) == [
+        start,
+        at("2026-01-01T00:05:30"),
+        at("2026-01-01T00:06:00"),
+    ]
+    for timing in (
+        IntervalTiming(30),
+        anchored,
+        starting,
+        IntervalTiming.anchored(30, start, at("2026-01-02T00:00:01")),
+    ):
+        assert IntervalTiming.parse(30, timing.describe()) == timing  # as stored and read back
+    with pytest.raises(ConfigurationError, match="stored interval 'every 30s' is not 'every 20s"):
+        IntervalTiming.parse(20, "every 30s")
+
+
 def test_celery_crontab_converts_to_cron_text() -> None:
     assert crontab().cron_expression == "* * * * *"
     assert crontab(minute=0, hour="9-17", day_of_week="mon-fri").cron_expression == "0 9-17 * * mon-fri"
@@ -129,13 +160,67 @@ def test_celery_crontab_with_both_day_fields_needs_both() -> None:
     assert len(due_between(either, at("2026-01-01T00:00:00"), at("2026-02-01T00:00:00"), 100)) == 10
 
 
-def test_celery_schedule_and_solar() -> None:
+def test_celery_schedule() -> None:
     every = schedule(dt.timedelta(minutes=5))
     assert every.seconds == 300 and every == schedule(300.0) and repr(every) == "<freq: 0:05:00>"
     with pytest.raises(ConfigurationError, match="whole number of seconds"):
         schedule(0.25)
-    with pytest.raises(NotSupported, match="does not support solar schedules"):
+
+
+# Celery 5.6's solar(event, lat, lon) with ephem 4.2.1: the next two events after 2026-03-20
+# 00:00 UTC (remaining_estimate), captured from the real Celery; pgtasks fires at the next
+# whole second.
+CELERY_SOLAR_EVENTS = [
+    ("sunrise", 51.5074, -0.1278, "2026-03-20T06:03:23.672278", "2026-03-21T06:01:06.919074"),
+    ("solar_noon", 0, -166.61, "2026-03-20T23:13:44.323802", "2026-03-21T23:13:26.547709"),
+    ("sunset", -33.87, 151.21, "2026-03-20T08:06:56.727924", "2026-03-21T08:05:35.336795"),
+    ("dawn_civil", 51.5074, -0.1278, "2026-03-20T05:30:08.869745", "2026-03-21T05:27:50.377536"),
+    ("dusk_astronomical", 40.7, -74.0, "2026-03-20T00:38:54.334668", "2026-03-21T00:40:06.010295"),
+    ("sunrise", 78.22, 15.65, "2026-03-20T04:51:44.711796", "2026-03-21T04:43:53.426596"),
+]
+
+
+@pytest.mark.parametrize(("event", "lat", "lon", "first", "second"), CELERY_SOLAR_EVENTS)
+def test_solar_schedules_fire_at_celerys_events(
+    event: str, lat: float, lon: float, first: str, second: str
+) -> None:
+    timing = solar(event, lat, lon).timing()
+    fires = due_between(timing, at("2026-03-20T00:00:00"), at("2026-03-22T00:00:00"), 10)
+    assert fires == [ceil_second(at(first)), ceil_second(at(second))]
+    assert SolarTiming.parse(timing.describe()) == timing  # as stored and read back
+
+
+def test_a_solar_event_that_does_not_happen_for_months_is_found() -> None:
+    # Longyearbyen's polar night: Celery's next sunrise after 2026-12-01 is 2027-02-16T10:20:48.87
+    polar_night = SolarTiming.define("sunrise", 78.22, 15.65)
+    assert next_due(polar_night, at("2026-12-01T00:00:00")) == at("2027-02-16T10:20:49")
+
+
+def test_bad_solar_schedules_are_refused_as_celery_refuses_them() -> None:
+    assert solar("sunset", 10, 20) == solar("sunset", 10, 20) != solar("sunrise", 10, 20)
+    assert repr(solar("sunset", 10, 20)) == "<solar: sunset at latitude 10, longitude: 20>"
+    with pytest.raises(ValueError, match="solar event 'noon' is not one of dawn_astronomical, "):
+        solar("noon", 10, 20)
+    with pytest.raises(ValueError, match="solar latitude must be a number from -90 to 90, not 91"):
+        solar("sunset", 91, 20)
+    with pytest.raises(ValueError, match="solar longitude must be a number from -180 to 180, not -181"):
+        solar("sunset", 10, -181)
+    with pytest.raises(ConfigurationError, match="stored solar schedule 'solar sunset x 1' has no numbers"):
+        SolarTiming.parse("solar sunset x 1")
+    definition = define_schedule("dusk", "t", solar=("dusk_civil", 48.85, 2.35))
+    assert definition.to_write().schedule == "solar dusk_civil 48.85 2.35"
+    with pytest.raises(ConfigurationError, match="give exactly one of cron=, every= and solar="):
+        define_schedule("both", "t", every=5, solar=("dusk_civil", 48.85, 2.35))
+
+
+def test_without_ephem_solar_schedules_name_the_package(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "ephem", None)  # what `import ephem` meets when it is absent
+    with pytest.raises(
+        ImproperlyConfigured, match="solar schedules need the ephem package, as in Celery: pip install ephem"
+    ):
         solar("sunrise", -33.87, 151.21)
+    with pytest.raises(ConfigurationError, match="schedule 'dawn': solar schedules need the ephem package"):
+        define_schedule("dawn", "t", solar=("dawn_civil", 0, 0))
 
 
 def test_beat_schedule_entries_become_configured_definitions() -> None:

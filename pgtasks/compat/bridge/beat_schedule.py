@@ -1,10 +1,11 @@
 """Celery's ``beat_schedule`` entries as the native scheduler's definitions (the Celery app's
 schedule source, synced when a beat starts).
 
-An entry is ``{"task": name, "schedule": crontab(...) | schedule(...) | timedelta | seconds |
-"cron string", "args": (...), "kwargs": {...}, "options": {"queue": ..., "priority": ...,
-"expires": ...}}``; pgtasks also reads ``automatic_backfill`` and ``backfill_window`` from the
-entry or its options. Other Celery options (exchange, routing_key, ...) are ignored.
+An entry is ``{"task": name, "schedule": crontab(...) | schedule(...) | solar(...) | timedelta
+| seconds | "cron string", "args": (...), "kwargs": {...}, "options": {"queue": ...,
+"priority": ..., "expires": ...}}``; pgtasks also reads ``automatic_backfill`` and
+``backfill_window`` from the entry or its options. Other Celery options (exchange,
+routing_key, ...) are ignored.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from collections.abc import Mapping, MutableMapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pgtasks.compat.celery.app.routes import route
-from pgtasks.compat.celery.schedules import crontab, schedule
+from pgtasks.compat.celery.schedules import crontab, schedule, solar
 from pgtasks.engine.errors import ConfigurationError
 from pgtasks.scheduler.definitions import (
     DEFAULT_BACKFILL_WINDOW,
@@ -38,12 +39,14 @@ def timing_arguments(value: Any, timezone: str) -> dict[str, Any]:
         return {"cron": value.cron_expression, "day_and": value.day_and, "timezone": timezone}
     if isinstance(value, schedule):
         return {"every": value.seconds}
+    if isinstance(value, solar):
+        return {"solar": (value.event, value.lat, value.lon)}
     if isinstance(value, (dt.timedelta, int, float)) and not isinstance(value, bool):
         return {"every": value}
     if isinstance(value, str):
         return {"cron": value, "timezone": timezone}
     raise ConfigurationError(
-        f"unsupported schedule {value!r}: use crontab(...), schedule(...), a timedelta, "
+        f"unsupported schedule {value!r}: use crontab(...), schedule(...), solar(...), a timedelta, "
         "a number of seconds or a cron string"
     )
 

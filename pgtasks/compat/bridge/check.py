@@ -197,11 +197,6 @@ def check_app(app: Celery) -> list[Finding]:
     for signal in SILENT_SIGNALS:
         if signal.receivers:
             findings.append(Finding(f"signal {signal.name}", UNSUPPORTED, "pgtasks does not send it (yet)"))
-    for key, entry in sorted(app.beat_schedule.items()):
-        if type((entry or {}).get("schedule")).__name__ == "solar":
-            findings.append(
-                Finding(f"beat entry {key!r}: solar", UNSUPPORTED, "use a crontab in the place's zone")
-            )
     return findings
 
 

@@ -135,8 +135,9 @@ def worker_hooks(app: Any, args: argparse.Namespace, given: Collection[str] = ()
             )
         # Celery's 0 (no limit) becomes a generous bound: a claim is never unbounded here.
         args.prefetch_multiplier = multiplier or UNLIMITED_PREFETCH
-    # Celery's default node name, which probes address (`inspect ping -d celery@$HOSTNAME`)
-    args.hostname = hostname = args.hostname or default_nodename(None)
+    # Celery's node names: celery@<host> by default, which probes address (`inspect ping -d
+    # celery@$HOSTNAME`); a name without "@" is a host name (`-n worker1`: celery@worker1)
+    args.hostname = hostname = default_nodename(args.hostname)
     hooks = WorkerHooks(app, hostname)
     _setup_logging(args.loglevel, getattr(args, "log_format", "text"))
     signals.celeryd_init.send(sender=hostname, instance=hooks.sender, conf=conf, options=vars(args))

@@ -1,6 +1,6 @@
 """``celery.schedules``: Celery's schedule classes with Celery's constructor signatures,
-``crontab``, ``schedule`` and ``solar`` (not supported: raises), turned into the native
-scheduler's cron and interval timings (see docs/scheduling.md).
+``crontab``, ``schedule`` and ``solar``, turned into the native scheduler's cron, interval and
+solar timings (see docs/scheduling.md).
 
 A ``crontab`` is evaluated in the application's ``timezone`` with the DST rules of
 :mod:`pgtasks.scheduler.timing`. As in Celery, when both ``day_of_month`` and ``day_of_week``
@@ -20,8 +20,10 @@ __all__ = ["BaseSchedule", "NotSupported", "crontab", "maybe_schedule", "schedst
 
 from croniter import croniter
 
+from pgtasks.compat.celery.exceptions import ImproperlyConfigured
 from pgtasks.engine.errors import ConfigurationError
 from pgtasks.scheduler.cron import parse_cron
+from pgtasks.scheduler.solar import SolarTiming
 from pgtasks.scheduler.timing import CronTiming, IntervalTiming, check_interval
 
 # What Celery's ``is_due()`` returns: due now, and seconds until the next check.
@@ -190,14 +192,39 @@ class schedule(BaseSchedule):
         return hash(self.seconds)
 
 
-class solar:
-    """Celery's sunrise/sunset schedules are not supported: constructing one raises."""
+class solar(BaseSchedule):
+    """``solar(event, lat, lon)``: at each ``event`` (``sunrise``, ``solar_noon``, ``sunset``,
+    ``dawn_civil``, ``dusk_nautical``, ... as Celery's) seen from latitude ``lat`` and longitude
+    ``lon`` (:mod:`pgtasks.scheduler.solar`). Needs the ephem package, as in Celery: without it,
+    ImproperlyConfigured says to install it; a bad event or place is a ValueError."""
 
     def __init__(self, event: str, lat: float, lon: float, **kwargs: Any) -> None:
-        raise NotSupported(
-            f"solar({event!r}, {lat}, {lon}): pgtasks does not support solar schedules; use a crontab "
-            "in the place's time zone (app.timezone) instead"
-        )
+        super().__init__(kwargs.get("nowfun"), kwargs.get("app"))
+        try:
+            self._timing = SolarTiming.define(event, lat, lon)
+        except ConfigurationError as exc:
+            if "ephem" in str(exc):
+                raise ImproperlyConfigured(str(exc)) from None
+            raise ValueError(str(exc)) from None
+        self.event, self.lat, self.lon = event, lat, lon
+
+    def timing(self, timezone: str = "UTC") -> SolarTiming:
+        """The due instants (an event is an instant: the zone plays no part)."""
+        return self._timing
+
+    def __reduce__(self) -> tuple[type, tuple[str, float, float]]:
+        return self.__class__, (self.event, self.lat, self.lon)
+
+    def __repr__(self) -> str:
+        return f"<solar: {self.event} at latitude {self.lat}, longitude: {self.lon}>"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, solar):
+            return NotImplemented
+        return (self.event, self.lat, self.lon) == (other.event, other.lat, other.lon)
+
+    def __hash__(self) -> int:
+        return hash((self.event, self.lat, self.lon))
 
 
 def maybe_schedule(s: Any, relative: bool = False, app: Any = None) -> Any:

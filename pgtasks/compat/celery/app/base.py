@@ -238,9 +238,10 @@ class Celery(App):
 
     def _beat_schedule_definitions(self) -> list[ScheduleDefinition]:
         """This app's schedule source: ``beat_schedule``, each entry routed by ``task_routes``
-        when its options name no queue."""
+        when its options name no queue. None with django-celery-beat's DatabaseScheduler,
+        which writes the entries as its rows (they fire from there, once)."""
         self.finalize()
-        return definitions_for_app(self)
+        return [] if django_beat.uses_django_beat(self) else definitions_for_app(self)
 
     # -- tasks ---------------------------------------------------------------------------
     @property

@@ -61,3 +61,11 @@ if os.environ.get("SHOP_CACHE_DIR"):  # a cache the worker and the web processes
             "LOCATION": os.environ["SHOP_CACHE_DIR"],
         }
     }
+CELERY_BEAT_SCHEDULE = {
+    "add-every-2s": {
+        "task": "orders.tasks.add",
+        "schedule": 2.0,
+        "args": (5, 5),
+        "options": {"headers": {"x-from": "settings"}},
+    },
+}
