@@ -10,32 +10,28 @@ import json
 import os
 import shutil
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.realapps.test_django_shop import fresh_venv
+from tests.realapps.venvs import light_venv, shared_packages
 from tests.support.cli import REPO
 from tests.support.redis import RedisServer
 
 PROJECT = Path(__file__).parent / "libs_project"
 # celery-once imports six, which Celery used to bring (docs/celery-migration.md); pytest-celery
 # 1.x brings its Docker tooling
-PACKAGES = ["Django>=5.1", "pytest", "six", "redis", "django-appconf", "celery-progress"]
-PYTEST_CELERY_DEPENDENCIES = ["debugpy", "docker", "pytest-docker-tools", "tenacity", "psutil"]
+PACKAGES = ["Django>=5.1", "pytest", "six", "redis", "django-appconf", "debugpy", "docker"]
+PACKAGES += ["pytest-docker-tools", "tenacity", "psutil"]
 # each declares celery as a dependency: installed without it, as a project that drops celery does
-WITHOUT_THEIR_CELERY = ["celery-once", "celery-singleton", "django-celery-email", "pytest-celery==1.3.0"]
+WITHOUT_THEIR_CELERY = ["celery-once", "celery-singleton", "django-celery-email", "celery-progress"]
 PLUGIN_PROJECT = REPO / "tests" / "compat" / "apps" / "plugin_project"
 
 
 @pytest.fixture(scope="module")
-def venv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, list[str]]]:
-    root = tmp_path_factory.mktemp("libraries")
-    made, pip = fresh_venv(root, [*PACKAGES, *PYTEST_CELERY_DEPENDENCIES])
-    done = subprocess.run([*pip, "--no-deps", *WITHOUT_THEIR_CELERY], capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-    yield made, pip
+def venv(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
+    shared = shared_packages("libraries", PACKAGES, WITHOUT_THEIR_CELERY)
+    return light_venv(tmp_path_factory.mktemp("libraries"), shared, ["pytest-celery==1.3.0"])
 
 
 def _env(venv: Path, **values: str) -> dict[str, str]:
@@ -152,6 +148,6 @@ def test_pytest_celery_fixtures(venv: tuple[Path, list[str]], pg_url: str) -> No
     current = _plugin_project_tests(made, pg_url, "-k", "marker or session")
     assert "2 passed" in current, current
     # 0.0.0, the shim Celery's docs named: celery_app / celery_worker as documented
-    subprocess.run([*pip, "--no-deps", "pytest-celery==0.0.0"], check=True, capture_output=True)
+    subprocess.run([*pip, "--no-deps", "pytest-celery==0.0.0"], check=True, capture_output=True, timeout=300)
     classic = _plugin_project_tests(made, pg_url)
     assert "4 passed" in classic, classic
