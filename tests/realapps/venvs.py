@@ -3,8 +3,9 @@
 A project's third-party packages (and pgtasks' own dependencies) go into a venv kept under
 ``.venv-realapps/`` in this checkout, named by a hash of what it holds and built under a file
 lock, so that test processes running at once, and later runs, share it. Each test module then
-gets a light venv of its own: pgtasks' wheel built from this checkout (``--no-deps``) and
-whatever the module installs there, with the shared packages seen through a ``.pth`` file."""
+gets a light venv of its own: pgtasks' wheel built from this checkout (once for each state of
+its sources, ``--no-deps``) and whatever the module installs there, with the shared packages
+seen through a ``.pth`` file."""
 
 from __future__ import annotations
 
@@ -13,10 +14,10 @@ import hashlib
 import re
 import subprocess
 import sys
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from tests.realapps.test_django_shop import fresh_venv
 from tests.support.cli import REPO
 
 CACHE = REPO / ".venv-realapps"
@@ -59,10 +60,36 @@ def shared_packages(name: str, packages: list[str], no_deps: Sequence[str] = ())
     return site
 
 
+def _pgtasks_wheel() -> Path:
+    """pgtasks' wheel built from this checkout, once for each state of its sources."""
+    sources = [REPO / "pyproject.toml", REPO / "setup.py", *sorted(REPO.glob("pgtasks_celery*"))]
+    sources += sorted(
+        p for p in (REPO / "pgtasks").rglob("*") if p.is_file() and "__pycache__" not in p.parts
+    )
+    digest = hashlib.sha256()
+    for path in sources:
+        digest.update(str(path.relative_to(REPO)).encode() + b"\0" + path.read_bytes())
+    wheels = CACHE / f"wheel-{digest.hexdigest()[:12]}"
+    CACHE.mkdir(exist_ok=True)
+    # one build at a time: the test processes share this checkout's build directory
+    with open(Path(tempfile.gettempdir()) / "pgtasks-wheel-build.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not list(wheels.glob("pgtasks-*.whl")):
+            _install(
+                [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(wheels), str(REPO)]
+            )
+    [wheel] = wheels.glob("pgtasks-*.whl")
+    return wheel
+
+
 def light_venv(root: Path, shared: Path, packages: Sequence[str] = ()) -> tuple[Path, list[str]]:
-    """A venv in ``root`` with pgtasks' wheel from this checkout and ``packages`` (without
-    their dependencies), that imports the shared venv's packages after its own."""
-    made, pip = fresh_venv(root, ["--no-deps", *packages])
+    """A venv in ``root`` (without pip: this interpreter's pip installs into it) with pgtasks'
+    wheel from this checkout and ``packages`` (without their dependencies), that imports the
+    shared venv's packages after its own; returns it and its pip command for more."""
+    made = root / "venv"
+    _install([sys.executable, "-m", "venv", "--without-pip", str(made)])
+    pip = [sys.executable, "-m", "pip", "--python", str(made / "bin" / "python"), "install", "--quiet"]
+    _install([*pip, "--no-deps", str(_pgtasks_wheel()), *packages])
     [site] = (made / "lib").glob("python3.*/site-packages")
     (site / "zz_realapps_shared.pth").write_text(f"{shared}\n")
     return made, pip
