@@ -94,6 +94,13 @@ def test_each_library_works_as_its_documentation_shows(
         "again": [True, "rebuilt"],
     }
 
+    # pgtasks' own equivalent, without Redis (docs/celery-migration.md)
+    assert seen["pgtasks_deduplication"] == {
+        "first": "reindexed",
+        "duplicate_is_first": True,
+        "again": [True, "reindexed"],
+    }
+
     # django-celery-email: send_mail sent one task, and the worker's inner backend the mail
     mail = seen["django_celery_email"]
     assert mail["send_mail"] == ["AsyncResult"]

@@ -14,7 +14,7 @@ django.setup()
 import redis  # noqa: E402
 from django.core.mail import send_mail  # noqa: E402
 from django.test import Client  # noqa: E402
-from jobs.tasks import import_rows, rebuild_index, refresh_report, sent_mail  # noqa: E402
+from jobs.tasks import import_rows, rebuild_index, refresh_report, reindex, sent_mail  # noqa: E402
 
 GATES = Path(os.environ["GATE_DIR"])
 
@@ -59,6 +59,21 @@ def celery_singleton():
     }
 
 
+def pgtasks_deduplication():
+    """pgtasks' equivalent of both, without Redis: one unfinished task per key."""
+    options = {"deduplication_id": "reindex", "on_duplicate": "return"}
+    first = reindex.apply_async(("dedup",), **options)
+    duplicate = reindex.apply_async(("dedup",), **options)
+    (GATES / "dedup").touch()
+    done = first.get(timeout=60)
+    again = reindex.apply_async(("dedup",), **options)
+    return {
+        "first": done,
+        "duplicate_is_first": duplicate.id == first.id,
+        "again": [again.id != first.id, again.get(timeout=60)],
+    }
+
+
 def django_celery_email():
     # its backend answers with the results of the tasks it sent
     sent = send_mail("Welcome", "Hello Ada", "shop@example.com", ["ada@example.com"])
@@ -81,5 +96,5 @@ def celery_progress():
     return {"running": running, "finished": finished}
 
 
-SCENARIOS = [celery_once, celery_singleton, django_celery_email, celery_progress]
+SCENARIOS = [celery_once, celery_singleton, pgtasks_deduplication, django_celery_email, celery_progress]
 print(json.dumps({scenario.__name__: scenario() for scenario in SCENARIOS}))

@@ -45,3 +45,10 @@ def sent_mail():
     from django.core import mail
 
     return [{"subject": m.subject, "to": m.to, "body": m.body} for m in getattr(mail, "outbox", [])]
+
+
+@shared_task
+def reindex(gate):
+    """The same job without celery-singleton: pgtasks' deduplication keys instead."""
+    wait_for_gate(gate)
+    return "reindexed"
