@@ -12,6 +12,7 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -75,6 +76,8 @@ def _pgtasks_wheel() -> Path:
     with open(Path(tempfile.gettempdir()) / "pgtasks-wheel-build.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not list(wheels.glob("pgtasks-*.whl")):
+            for older in CACHE.glob("wheel-*"):
+                shutil.rmtree(older)
             _install(
                 [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(wheels), str(REPO)]
             )
