@@ -141,7 +141,7 @@ celery-env:
 	.venv-celery/bin/python -m pip install --quiet 'celery[redis]>=5.3,<6' 'locust>=2.20'
 
 clean:
-	rm -rf $(VENV) .venv-floors .venv-pgqueuer build *.egg-info pgtasks-demo.sqlite3*
+	rm -rf $(VENV) .venv-floors .venv-pgqueuer .venv-realapps build *.egg-info pgtasks-demo.sqlite3*
 
 # The asyncio pool: 10,000 one-second sleepers on -P asyncio -c 5000, async vs sync drain rates,
 # and get_async() vs get() latency (docs/async.md).

@@ -94,3 +94,13 @@ def test_sentry_reports_the_failing_task_and_continues_the_trace(pg_url: str, tm
         assert run["contexts"]["trace"]["trace_id"] == sent["trace_id"]
     assert run_ok["contexts"]["trace"]["status"] == "ok"
     assert run_bad["contexts"]["trace"]["status"] == "internal_error"
+    # each run's parent is the producer's span that sent it (its apply_async), one span per task
+    [request] = _items(tmp_path / "producer.jsonl", "transaction")
+    assert request["transaction"] == "POST /divide"
+    sending = {span["span_id"]: span for span in request["spans"]}
+    parents = [run["contexts"]["trace"]["parent_span_id"] for run in (run_ok, run_bad)]
+    assert len(set(parents)) == 2 and all(parent in sending for parent in parents), (parents, sending)
+    assert {sending[p]["description"] for p in parents} == {
+        "tests.compat.apps.sentry_app.add",
+        "tests.compat.apps.sentry_app.divide",
+    }
