@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from celery import chain
 from celery.exceptions import TaskRevokedError
+from celery.worker import state as worker_state
 
 from pgtasks import Client
 from tests.compat.apps import canvas_errors_app as proj
@@ -205,3 +206,27 @@ def test_a_revoke_before_the_task_is_sent_is_remembered(ledger: Path) -> None:
     proj.app.control.revoke(task_id)
     with pytest.raises(TaskRevokedError):
         proj.loud.apply_async(("never",), task_id=task_id).get(timeout=WAIT)
+
+
+def test_worker_state_is_a_view_of_the_database(ledger: Path) -> None:
+    """``celery.worker.state`` (which Celery's own test suite imports): revoked ids, the
+    requests workers hold and the tasks they finished, read from the database that all
+    workers share; ``revoked_stamps`` stays empty, as pgtasks does not revoke by stamps."""
+    proj.app.set_current()
+    task_id = "revoked-state-" + str(free_port())
+    assert task_id not in worker_state.revoked
+    worker_state.revoked.add(task_id)
+    assert task_id in worker_state.revoked and task_id in set(worker_state.revoked)
+    worker_state.revoked_stamps.clear()
+    assert dict(worker_state.revoked_stamps) == {}
+    with pytest.raises(NotImplementedError, match="stamped headers"):
+        worker_state.revoked_stamps["monitoring_id"] = ["1"]
+    assert not worker_state.reserved_requests
+    running = proj.sleeping.delay(1)
+    wait_for(lambda: running.id in worker_state.active_requests, WAIT, "the task to be active")
+    held = {r.id: r for r in worker_state.active_requests}
+    assert held[running.id].task == proj.sleeping.name and held[running.id].args == (1,)
+    running.get(timeout=WAIT)
+    assert running.id not in worker_state.active_requests
+    assert worker_state.total_count[proj.sleeping.name] >= 1
+    assert worker_state.SOFTWARE_INFO["sw_ident"] == "pgtasks"
