@@ -92,6 +92,12 @@ class Plan:
         if isinstance(item, group):
             return self._group(item, waiting, args, root, kwargs)
         sig = maybe_signature(item, app=self.app)
+        if (
+            not isinstance(sig, Signature)
+            and isinstance(getattr(item, "name", None), str)
+            and callable(getattr(item, "s", None))
+        ):
+            sig = item.s()  # a task object (``chord([tsum, tsum], ...)``): Celery takes its signature
         if not isinstance(sig, Signature):
             raise TypeError(f"a canvas takes signatures and workflows, not {item!r}")
         return self._signature(sig, waiting, args, root, kwargs)
