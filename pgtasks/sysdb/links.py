@@ -88,7 +88,22 @@ class LinkStore(Primitives):
                 )
                 parents = {link.parent_id for link in params.links if link.kind is not LinkKind.GROUP}
                 cur.executemany(self.sql["task_set_has_links"], [{"id": p} for p in sorted(parents)])
+            if params.joining is not None:
+                self._join_chords(conn, *params.joining)
         return results
+
+    def _join_chords(self, conn: Any, member: str, task_id: str) -> None:
+        """``task_id`` becomes one more header task of each chord ``member`` counts towards.
+        The member's own chord link is not done while it runs, so no body can start before
+        this commits; each body's row is locked, so concurrent additions count in turn."""
+        bodies = self._on(conn, "chord_bodies_of_member", {"member": member}).fetchall()
+        if not bodies:
+            raise ConfigurationError(f"task {member} is not a member of any chord")
+        for body in bodies:
+            self._on(conn, "task_lock", {"id": body["child_uuid"]})
+            args = {"parent": task_id, "child": body["child_uuid"], "prepend": body["prepend"]}
+            self._on(conn, "chord_link_append", args)
+        self._on(conn, "task_set_has_links", {"id": task_id})
 
     def task_store_outcome(self, params: StoredOutcome) -> bool:
         task_id = params.task.task_id

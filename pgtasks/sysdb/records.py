@@ -493,6 +493,9 @@ class CanvasEnqueue:
     # (task id, executor id, claim token) of a running task that this canvas replaces: in the
     # same transaction it stops running (WAITING), fenced on its executor, or nothing is inserted.
     replacing: tuple[str, str, str | None] | None = None
+    # (header task id, task id) for add_to_chord: the task joins every chord the running header
+    # task counts towards, as one more header task (ConfigurationError if there is none).
+    joining: tuple[str, str] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from celery import chain
+from celery import chain, group
 from celery.exceptions import TaskRevokedError
 from celery.worker import state as worker_state
 
@@ -139,9 +139,7 @@ def test_signatures_of_nested_workflows_rebuild_from_json(ledger: Path) -> None:
         "ignore_result",
         "expires_while_waiting",
         "chord_or_signature",
-        # "add_to_chord" (canvas_graph.py, pinned on Celery) is not run here: pgtasks does not
-        # implement self.add_to_chord yet (it raises NotImplementedError, see
-        # docs/celery-migration.md); issue 29 entry 5 leaves it open.
+        "add_to_chord",
         "group_partials",
         "nested_tails",
     ],
@@ -230,3 +228,13 @@ def test_worker_state_is_a_view_of_the_database(ledger: Path) -> None:
     assert running.id not in worker_state.active_requests
     assert worker_state.total_count[proj.sleeping.name] >= 1
     assert worker_state.SOFTWARE_INFO["sw_ident"] == "pgtasks"
+
+
+def test_add_to_chord_grows_the_header_in_the_database(ledger: Path) -> None:
+    """``self.add_to_chord``: a chord added to a chord is one more header task (the body gets
+    its result last); a task in no chord gets Celery's ValueError, and nothing is sent."""
+    added = (group([proj.add_chord_to_my_chord.s([1, 2, 3], 4)]) | proj.identity.s()).delay()
+    assert added.get(timeout=WAIT) == [0, 5 + 6 + 7]
+    alone = proj.add_to_my_chord.delay([1], 4)
+    with pytest.raises(ValueError, match="Current task is not member of any chord"):
+        alone.get(timeout=WAIT)

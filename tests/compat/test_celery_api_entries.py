@@ -42,8 +42,10 @@ def test_task_request_stack_and_signature_from_request(app: Celery) -> None:
     assert who.request_stack.top is None and who.request.id is None
     assert who.shadow_name((1,), {}, {}) is None and who.throws == ()
     assert who.backend is app.backend
-    with pytest.raises(NotImplementedError, match="add_to_chord is not supported"):
+    with pytest.raises(ValueError, match="Current task is not member of any chord"):
         who.add_to_chord(who.s(1))
+    with pytest.raises(NotImplementedError, match="lazy=True"):
+        who.add_to_chord(who.s(1), lazy=True)
 
 
 def test_context_mapping_clear_and_execution_options() -> None:

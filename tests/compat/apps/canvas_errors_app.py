@@ -9,7 +9,7 @@ import json
 import os
 import time
 
-from celery import Celery, chain
+from celery import Celery, chain, group
 
 from tests.compat.apps.ledger import note
 
@@ -113,6 +113,13 @@ def add_to_my_chord(self, numbers, value):
     """A chord header task that adds one task per number to its own chord."""
     for number in numbers:
         self.add_to_chord(add.s(number, value))
+    return 0
+
+
+@app.task(bind=True)
+def add_chord_to_my_chord(self, numbers, value):
+    """A chord header task that adds a chord (a group and its sum) to its own chord."""
+    self.add_to_chord(group(add.s(number, value) for number in numbers) | tsum.s())
     return 0
 
 
