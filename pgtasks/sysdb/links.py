@@ -218,9 +218,11 @@ class LinkStore(Primitives):
                 # A replaced task fails with its replacement: the failure is its own.
                 failed_parent = status is not Status.SUCCESS and kind is not LinkKind.REPLACE
                 reason = EndReason.DEPENDENCY_FAILED if failed_parent else None
+                # A replaced task ran: the errbacks its worker calls went with its replacement.
+                replaced = kind is LinkKind.REPLACE
                 if failure is not None and self._end(conn, child, Status.ERROR, failure, reason):
                     pending.append(
-                        (child, Status.ERROR, None, failure, child if own else culprit, own, False)
+                        (child, Status.ERROR, None, failure, child if own else culprit, own, replaced)
                     )
 
     def _end(
