@@ -12,10 +12,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from celery import chain, chord, group
+from celery.exceptions import ChordError
+from celery.result import GroupResult
 
 from tests.compat.apps import canvas_errors_app as proj
 from tests.compat.apps.canvas_expected import EXPECTED
-from tests.compat.apps.canvas_probe import run
+from tests.compat.apps.canvas_probe import WAIT, run
 from tests.support.celery_worker import module_celery_worker
 
 MODULE = "tests.compat.apps.canvas_errors_app"
@@ -138,3 +141,23 @@ def test_a_replacement_with_its_own_errbacks_keeps_both(ledger: Path) -> None:
     by a chain carrying an errback of its own: when the replacement fails, both errbacks are
     called, once each, and the result raises the replacement's error."""
     observe("replaced_by_a_chain_with_its_own_errback", ledger)
+
+
+def test_a_failing_header_fails_every_body_type_with_its_error(ledger: Path) -> None:
+    """``chain(group(ok, fail), body)``: ``get()`` on the handle raises the header task's own
+    error whatever the body is (a task, a chain, a group, a chord), as in Celery, which fails
+    each member of a group body with that error (pgtasks: the members read ChordError, and
+    the group's ``get()`` follows its parents to the header's error)."""
+    bodies = [
+        proj.add.si(9, 7),
+        chain(proj.add.si(9, 7), proj.add.si(5, 7)),
+        group([proj.add.si(9, 7), proj.add.si(5, 7)]),
+        chord(group([proj.add.si(1, 1), proj.add.si(2, 2)]), proj.add.si(10, 10)),
+    ]
+    handles = [chain(group([proj.add.si(15, 7), proj.fail.si()]), body).apply_async() for body in bodies]
+    for handle in handles:
+        with pytest.raises(proj.Expected):
+            handle.get(timeout=WAIT)
+    assert isinstance(handles[2], GroupResult)
+    with pytest.raises(ChordError):  # a member read by its id: no parents to follow
+        proj.app.AsyncResult(handles[2].results[0].id).get(timeout=WAIT)
