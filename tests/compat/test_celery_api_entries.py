@@ -12,7 +12,7 @@ from pgtasks.compat import install
 
 install()
 
-from celery import Celery, chain, group  # noqa: E402
+from celery import Celery, chain, chord, group  # noqa: E402
 from celery.app.task import Context  # noqa: E402
 from celery.canvas import Signature  # noqa: E402
 from celery.result import AsyncResult, EagerResult, ResultSet  # noqa: E402
@@ -96,6 +96,13 @@ def test_signature_entries(app: Celery) -> None:
     ]
     pieces = chain(add.s(1, 1), add.s(2)).unchain_tasks()
     assert [p.name for p in pieces] == ["e.add", "e.add"]
+    # As Celery: a chord's header given as a list holds copies, a group is kept as it is.
+    member = add.si(1, 1)
+    listed = chord([member], add.s(0))
+    for task in listed.tasks:
+        task.link_error(handle.si("x"))
+    assert listed.tasks[0] is not member and member == add.si(1, 1)
+    assert chord(group([member]), add.s(0)).tasks[0] is member
 
 
 def test_result_entries(app: Celery) -> None:
