@@ -525,6 +525,9 @@ def raise_failed(results: list[AsyncResult]) -> list[AsyncResult]:
         record = result.record()
         state = result._state_of(record)
         if state in states.PROPAGATE_STATES:
+            # An older result read as unfinished may have failed since, causing this failure
+            # (a failure commits before what it causes): read those again first.
+            raise_failed(left)
             value = result._value_of(record)
             raise value if isinstance(value, BaseException) else TaskRevokedError(result.id)
         if state != states.SUCCESS:
