@@ -238,3 +238,9 @@ def test_add_to_chord_grows_the_header_in_the_database(ledger: Path) -> None:
     alone = proj.add_to_my_chord.delay([1], 4)
     with pytest.raises(ValueError, match="Current task is not member of any chord"):
         alone.get(timeout=WAIT)
+
+
+def test_a_task_rejected_with_requeue_is_delivered_again(ledger: Path) -> None:
+    """``Reject(requeue=True)`` sends the task back; its next delivery reads as redelivered
+    (``delivery_info["redelivered"]``), as Celery's broker marks it (Celery's own suite)."""
+    assert proj.reject_once.delay().get(timeout=WAIT) == "second-pass"
