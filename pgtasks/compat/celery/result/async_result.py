@@ -520,7 +520,7 @@ def ancestors(parent: Any) -> list[AsyncResult]:
 def raise_failed(results: list[AsyncResult]) -> list[AsyncResult]:
     """Raise the error of the first of ``results`` that failed or was revoked (Celery's
     ``get`` re-raises a failed parent's error before waiting); return those not done yet."""
-    left = []
+    left: list[AsyncResult] = []
     for result in results:
         record = result.record()
         state = result._state_of(record)
