@@ -129,7 +129,9 @@ def enqueue_canvas(
             )
             for request in requests
         )
-        params = CanvasEnqueue(tasks, frozenset(waiting), tuple(links), replacing, joining)
+        params = CanvasEnqueue(
+            tasks, frozenset(waiting), tuple(links), replacing, joining, engine.link_resolver()
+        )
         inserted = [r.task_id for r in engine.database.sysdb.tasks_enqueue_canvas(params)]
     if replacing is not None:
         crashpoint("after_replace_commit", task_id=replacing[0])

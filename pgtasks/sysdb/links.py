@@ -47,6 +47,9 @@ from pgtasks.sysdb.records import (
     TaskLinkInfo,
 )
 
+# The statuses of a task whose links are resolved (a cancelled one: as revoked).
+FINISHED = (Status.SUCCESS.value, Status.ERROR.value, Status.CANCELLED.value)
+
 # What building a child's arguments may raise (a result the child's serializer cannot carry,
 # a stored value this process does not accept); anything else is a bug and fails the write.
 SerializationFailure = (ValueError, TypeError)
@@ -90,7 +93,29 @@ class LinkStore(Primitives):
                 cur.executemany(self.sql["task_set_has_links"], [{"id": p} for p in sorted(parents)])
             if params.joining is not None:
                 self._join_chords(conn, *params.joining)
+            if params.resolver is not None:
+                self._resolve_finished_parents(conn, params, inserted)
         return results
+
+    def _resolve_finished_parents(self, conn: Any, params: CanvasEnqueue, inserted: set[str]) -> None:
+        """Links from a task this insert did not write (its id existed: sent again, or revoked
+        before it was sent) whose outcome is written already: resolved now, or the tasks
+        waiting on it would wait forever. Its row is locked first, so an outcome committing
+        meanwhile either sees these links or is seen here. It ran for another canvas: the
+        errbacks its worker calls are called for this one as for a task that never ran."""
+        own = {t.task_id for t in params.tasks}
+        parents = {
+            link.parent_id
+            for link in params.links
+            if link.kind is not LinkKind.GROUP and link.parent_id in own and link.parent_id not in inserted
+        }
+        outcomes = []
+        for parent in sorted(parents):
+            row = self._on(conn, "task_outcome_lock", {"id": parent}).fetchone()
+            if row is not None and row["status"] in FINISHED:
+                outcomes.append(Outcome(parent, Status(row["status"]), row["output"], row["error"]))
+        if outcomes and params.resolver is not None:
+            self._resolve(conn, outcomes, params.resolver, ran=False)
 
     def _join_chords(self, conn: Any, member: str, task_id: str) -> None:
         """``task_id`` becomes one more header task of each chord ``member`` counts towards.
@@ -163,14 +188,14 @@ class LinkStore(Primitives):
             for r in rows
         ]
 
-    def _resolve(self, conn: Any, outcomes: Iterable[Outcome], links: LinkResolver) -> None:
+    def _resolve(self, conn: Any, outcomes: Iterable[Outcome], links: LinkResolver, ran: bool = True) -> None:
         # Work list of what ended: (id, status, serialized output, error, culprit, raised,
         # ran). ``culprit`` is the task a chord error names: the task that failed or was
         # revoked, carried down a chain. ``raised``: the task failed on its own (it ran, or
         # its chord's header failed it): only then are its errbacks called, as Celery calls
         # them; ``ran``: it ran (its worker called the errbacks it calls itself).
         pending: deque[tuple[str, Status, str | None, str | None, str, bool, bool]] = deque(
-            (o.task_id, o.status, o.output, o.error, o.task_id, o.status is Status.ERROR, True)
+            (o.task_id, o.status, o.output, o.error, o.task_id, o.status is Status.ERROR, ran)
             for o in outcomes
         )
         while pending:

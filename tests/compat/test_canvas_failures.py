@@ -8,6 +8,7 @@ short: a scenario that does not happen fails in seconds."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,6 +21,8 @@ from tests.compat.apps import canvas_errors_app as proj
 from tests.compat.apps.canvas_expected import EXPECTED
 from tests.compat.apps.canvas_probe import WAIT, run
 from tests.support.celery_worker import module_celery_worker
+from tests.support.inprocess import wait_for
+from tests.support.ledger import lines_of
 
 MODULE = "tests.compat.apps.canvas_errors_app"
 
@@ -161,3 +164,32 @@ def test_a_failing_header_fails_every_body_type_with_its_error(ledger: Path) -> 
     assert isinstance(handles[2], GroupResult)
     with pytest.raises(ChordError):  # a member read by its id: no parents to follow
         proj.app.AsyncResult(handles[2].results[0].id).get(timeout=WAIT)
+
+
+@pytest.mark.parametrize("style", ["id", "request"])
+def test_a_canvas_that_reuses_a_finished_task_id_goes_on(ledger: Path, style: str) -> None:
+    """A signature frozen once and sent in two canvases (Celery's own suite does this): the
+    second send does not run the task again (pgtasks keeps one task per id) but passes its
+    recorded failure on, so the second canvas fails with it instead of waiting forever, and
+    its errback (id or request style) is called for it."""
+    token = uuid.uuid4().hex
+    errback = (
+        proj.errback_with_id.s(token=token) if style == "id" else proj.errback_with_request.s(token=token)
+    )
+    failing = proj.fail.s()
+    fail_id = failing.freeze().id
+    steps = chain(proj.identity.si(42), failing, proj.identity.si(42))
+    first = chord((steps,), proj.identity.s())
+    first.link_error(errback)
+    body_id = first.body.freeze().id
+    second = chord((proj.identity.si(42),), steps)
+    second.link_error(errback)
+    for flow in (first, second):
+        with pytest.raises(proj.Expected):
+            flow.delay().get(timeout=WAIT)
+
+    def called() -> list[str]:
+        return [line.split()[2] for line in lines_of(ledger) if line.split()[:2] == [style, token]]
+
+    wait_for(lambda: len(called()) == 2, WAIT, "both errbacks")
+    assert called() == [body_id, fail_id]

@@ -1004,6 +1004,11 @@ SELECT %(parent)s, %(child)s, 'chord', COALESCE(MAX(position), -1) + 1, %(prepen
 FROM __schema__.task_links WHERE child_uuid = %(child)s AND kind = 'chord'
 ON CONFLICT DO NOTHING
 
+-- name: task_outcome_lock
+-- A task a canvas links from without inserting it (its id existed): its outcome, if any.
+SELECT status, output, error FROM __schema__.workflow_status
+WHERE workflow_uuid = %(id)s FOR UPDATE
+
 -- name: group_members
 SELECT child_uuid FROM __schema__.task_links
 WHERE parent_uuid = %(group)s AND kind = 'group'

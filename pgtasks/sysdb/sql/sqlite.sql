@@ -677,6 +677,11 @@ SELECT :parent, :child, 'chord', COALESCE(MAX(position), -1) + 1, :prepend
 FROM task_links WHERE child_uuid = :child AND kind = 'chord'
 ON CONFLICT DO NOTHING
 
+-- name: task_outcome_lock
+-- A task a canvas links from without inserting it (its id existed): its outcome, if any.
+SELECT status, output, error FROM workflow_status
+WHERE workflow_uuid = :id
+
 -- name: group_members
 SELECT child_uuid FROM task_links
 WHERE parent_uuid = :group AND kind = 'group'
