@@ -193,3 +193,15 @@ def test_a_canvas_that_reuses_a_finished_task_id_goes_on(ledger: Path, style: st
 
     wait_for(lambda: len(called()) == 2, WAIT, "both errbacks")
     assert called() == [body_id, fail_id]
+
+
+def test_an_errback_of_a_standalone_chord_body_keeps_its_bytes(ledger: Path) -> None:
+    """An errback its worker calls (``mark_here`` takes ``request, exc, traceback``) with a
+    bytes argument, linked to the body of a chord sent alone, gets its bytes back when the
+    body fails (the body's stored meta is rewritten when the chord is planned)."""
+    token = uuid.uuid4().hex
+    flow = chord((proj.identity.si(1),), proj.fail.s())
+    flow.link_error(proj.mark_here.si(token.encode()))
+    with pytest.raises(proj.Expected):
+        flow.delay().get(timeout=WAIT)
+    wait_for(lambda: f"mark {token.encode()!r}" in lines_of(ledger), WAIT, "the errback with bytes")

@@ -221,7 +221,7 @@ class Plan:
         body = self.add(flow.body, True, root=root)
         if root is None:  # a chord sent alone: the body's root is that of the task releasing it
             for entry in body.entries:
-                meta = json.loads(self.meta[entry])
+                meta = SERIALIZERS["json"].loads(self.meta[entry])  # typed: bytes stay bytes
                 meta.pop("root_id", None)
                 self.meta[entry] = _meta_text(meta)
         self.connect(header, body)
