@@ -156,6 +156,46 @@ def test_the_rest_of_the_task_semantics(ledger: Path, name: str) -> None:
     observe(name, ledger)
 
 
+def test_worker_state_is_a_view_of_the_database(ledger: Path) -> None:
+    """``celery.worker.state`` (which Celery's own test suite imports): revoked ids, the
+    requests workers hold and the tasks they finished, read from the database that all
+    workers share; ``revoked_stamps`` stays empty, as pgtasks does not revoke by stamps."""
+    proj.app.set_current()
+    task_id = "revoked-state-" + str(free_port())
+    assert task_id not in worker_state.revoked
+    worker_state.revoked.add(task_id)
+    assert task_id in worker_state.revoked and task_id in set(worker_state.revoked)
+    worker_state.revoked_stamps.clear()
+    assert dict(worker_state.revoked_stamps) == {}
+    with pytest.raises(NotImplementedError, match="stamped headers"):
+        worker_state.revoked_stamps["monitoring_id"] = ["1"]
+    assert not worker_state.reserved_requests
+    running = proj.sleeping.delay(1)
+    wait_for(lambda: running.id in worker_state.active_requests, WAIT, "the task to be active")
+    held = {r.id: r for r in worker_state.active_requests}
+    assert held[running.id].task == proj.sleeping.name and held[running.id].args == (1,)
+    running.get(timeout=WAIT)
+    assert running.id not in worker_state.active_requests
+    assert worker_state.total_count[proj.sleeping.name] >= 1
+    assert worker_state.SOFTWARE_INFO["sw_ident"] == "pgtasks"
+
+
+def test_add_to_chord_grows_the_header_in_the_database(ledger: Path) -> None:
+    """``self.add_to_chord``: a chord added to a chord is one more header task (the body gets
+    its result last); a task in no chord gets Celery's ValueError, and nothing is sent."""
+    added = (group([proj.add_chord_to_my_chord.s([1, 2, 3], 4)]) | proj.identity.s()).delay()
+    assert added.get(timeout=WAIT) == [0, 5 + 6 + 7]
+    alone = proj.add_to_my_chord.delay([1], 4)
+    with pytest.raises(ValueError, match="Current task is not member of any chord"):
+        alone.get(timeout=WAIT)
+
+
+def test_a_task_rejected_with_requeue_is_delivered_again(ledger: Path) -> None:
+    """``Reject(requeue=True)`` sends the task back; its next delivery reads as redelivered
+    (``delivery_info["redelivered"]``), as Celery's broker marks it (Celery's own suite)."""
+    assert proj.reject_once.delay().get(timeout=WAIT) == "second-pass"
+
+
 def test_a_task_claimed_ahead_expires_before_it_starts(
     pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -204,43 +244,3 @@ def test_a_revoke_before_the_task_is_sent_is_remembered(ledger: Path) -> None:
     proj.app.control.revoke(task_id)
     with pytest.raises(TaskRevokedError):
         proj.loud.apply_async(("never",), task_id=task_id).get(timeout=WAIT)
-
-
-def test_worker_state_is_a_view_of_the_database(ledger: Path) -> None:
-    """``celery.worker.state`` (which Celery's own test suite imports): revoked ids, the
-    requests workers hold and the tasks they finished, read from the database that all
-    workers share; ``revoked_stamps`` stays empty, as pgtasks does not revoke by stamps."""
-    proj.app.set_current()
-    task_id = "revoked-state-" + str(free_port())
-    assert task_id not in worker_state.revoked
-    worker_state.revoked.add(task_id)
-    assert task_id in worker_state.revoked and task_id in set(worker_state.revoked)
-    worker_state.revoked_stamps.clear()
-    assert dict(worker_state.revoked_stamps) == {}
-    with pytest.raises(NotImplementedError, match="stamped headers"):
-        worker_state.revoked_stamps["monitoring_id"] = ["1"]
-    assert not worker_state.reserved_requests
-    running = proj.sleeping.delay(1)
-    wait_for(lambda: running.id in worker_state.active_requests, WAIT, "the task to be active")
-    held = {r.id: r for r in worker_state.active_requests}
-    assert held[running.id].task == proj.sleeping.name and held[running.id].args == (1,)
-    running.get(timeout=WAIT)
-    assert running.id not in worker_state.active_requests
-    assert worker_state.total_count[proj.sleeping.name] >= 1
-    assert worker_state.SOFTWARE_INFO["sw_ident"] == "pgtasks"
-
-
-def test_add_to_chord_grows_the_header_in_the_database(ledger: Path) -> None:
-    """``self.add_to_chord``: a chord added to a chord is one more header task (the body gets
-    its result last); a task in no chord gets Celery's ValueError, and nothing is sent."""
-    added = (group([proj.add_chord_to_my_chord.s([1, 2, 3], 4)]) | proj.identity.s()).delay()
-    assert added.get(timeout=WAIT) == [0, 5 + 6 + 7]
-    alone = proj.add_to_my_chord.delay([1], 4)
-    with pytest.raises(ValueError, match="Current task is not member of any chord"):
-        alone.get(timeout=WAIT)
-
-
-def test_a_task_rejected_with_requeue_is_delivered_again(ledger: Path) -> None:
-    """``Reject(requeue=True)`` sends the task back; its next delivery reads as redelivered
-    (``delivery_info["redelivered"]``), as Celery's broker marks it (Celery's own suite)."""
-    assert proj.reject_once.delay().get(timeout=WAIT) == "second-pass"
