@@ -98,7 +98,7 @@ def enqueue_canvas(
     at once. ``stored``: ids outside this canvas its links may name (tasks stored before, a
     chord header's group id). ``joining`` (header task id, task id of this canvas): that task
     becomes one more header task of every chord the running header task counts towards
-    (``add_to_chord``); ConfigurationError if it counts towards none."""
+    (``add_to_chord``); NotInChord if it counts towards none."""
     ids = [r.options.task_id for r in requests]
     if any(i is None for i in ids) or len(set(ids)) != len(ids):
         raise ConfigurationError("every task of a canvas needs its own task_id")

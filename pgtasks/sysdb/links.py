@@ -32,7 +32,7 @@ from collections import deque
 from collections.abc import Iterable
 from typing import Any
 
-from pgtasks.sysdb.errors import ConfigurationError
+from pgtasks.sysdb.errors import ConfigurationError, NotInChord
 from pgtasks.sysdb.primitives import Primitives
 from pgtasks.sysdb.records import (
     CanvasEnqueue,
@@ -123,7 +123,7 @@ class LinkStore(Primitives):
         this commits; each body's row is locked, so concurrent additions count in turn."""
         bodies = self._on(conn, "chord_bodies_of_member", {"member": member}).fetchall()
         if not bodies:
-            raise ConfigurationError(f"task {member} is not a member of any chord")
+            raise NotInChord(f"task {member} is not a member of any chord")
         for body in bodies:
             self._on(conn, "task_lock", {"id": body["child_uuid"]})
             args = {"parent": task_id, "child": body["child_uuid"], "prepend": body["prepend"]}

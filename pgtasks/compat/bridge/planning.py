@@ -35,8 +35,8 @@ from pgtasks.compat.celery.result.group_result import GroupResult
 from pgtasks.compat.celery.utils.functional import maybe_list
 from pgtasks.engine.canvas import close_chord_header, enqueue_canvas
 from pgtasks.engine.context import running_context
-from pgtasks.engine.errors import ConfigurationError
 from pgtasks.engine.serialization import SERIALIZERS
+from pgtasks.sysdb.errors import NotInChord
 from pgtasks.sysdb.records import LinkKind, TaskLink
 
 if TYPE_CHECKING:
@@ -420,8 +420,6 @@ def add_to_running_chord(task: Task, sig: Any) -> AsyncResult | GroupResult:
     node = plan.add(replacement_of(task.app, sig), False, (), task.request.root_id or ctx.task_id)
     try:
         plan.send(joining=(ctx.task_id, node.exits[0]))
-    except ConfigurationError as exc:
-        if "not a member of any chord" not in str(exc):
-            raise
+    except NotInChord:
         raise ValueError("Current task is not member of any chord") from None
     return node.result
