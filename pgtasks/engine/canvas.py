@@ -87,6 +87,7 @@ def enqueue_canvas(
     meta: Mapping[str, str] | None = None,
     replacing: tuple[str, str, str | None] | None = None,
     stored: frozenset[str] = frozenset(),
+    joining: tuple[str, str] | None = None,
 ) -> list[str]:
     """Insert every task of a canvas in one transaction; return their ids in order.
 
@@ -95,10 +96,14 @@ def enqueue_canvas(
     executor id, claim token) names the running task this canvas replaces: it waits, from
     the same transaction, for its ``replace`` link, and is the parent of the tasks that start
     at once. ``stored``: ids outside this canvas its links may name (tasks stored before, a
-    chord header's group id)."""
+    chord header's group id). ``joining`` (header task id, task id of this canvas): that task
+    becomes one more header task of every chord the running header task counts towards
+    (``add_to_chord``); NotInChord if it counts towards none."""
     ids = [r.options.task_id for r in requests]
     if any(i is None for i in ids) or len(set(ids)) != len(ids):
         raise ConfigurationError("every task of a canvas needs its own task_id")
+    if joining is not None and joining[1] not in ids:
+        raise ConfigurationError(f"the task joining a chord is not in the canvas: {joining[1]}")
     known = set(ids) | set(stored) | ({replacing[0]} if replacing is not None else set())
     for link in links:
         if link.child_id not in known or (link.kind is not LinkKind.GROUP and link.parent_id not in known):
@@ -124,7 +129,9 @@ def enqueue_canvas(
             )
             for request in requests
         )
-        params = CanvasEnqueue(tasks, frozenset(waiting), tuple(links), replacing)
+        params = CanvasEnqueue(
+            tasks, frozenset(waiting), tuple(links), replacing, joining, engine.link_resolver()
+        )
         inserted = [r.task_id for r in engine.database.sysdb.tasks_enqueue_canvas(params)]
     if replacing is not None:
         crashpoint("after_replace_commit", task_id=replacing[0])

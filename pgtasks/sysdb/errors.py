@@ -13,6 +13,11 @@ class ConfigurationError(PgtasksError, ValueError):
     """A setting pgtasks cannot use (database URL, schema name, option value)."""
 
 
+class NotInChord(ConfigurationError):
+    """A task added to the chord of a running task (``add_to_chord``) that counts towards no
+    chord: nothing was written."""
+
+
 class DatabaseUnavailable(PgtasksError):
     """The system database could not be reached or answered with a connection error."""
 

@@ -32,7 +32,7 @@ from collections import deque
 from collections.abc import Iterable
 from typing import Any
 
-from pgtasks.sysdb.errors import ConfigurationError
+from pgtasks.sysdb.errors import ConfigurationError, NotInChord
 from pgtasks.sysdb.primitives import Primitives
 from pgtasks.sysdb.records import (
     CanvasEnqueue,
@@ -46,6 +46,9 @@ from pgtasks.sysdb.records import (
     StoredOutcome,
     TaskLinkInfo,
 )
+
+# The statuses of a task whose links are resolved (a cancelled one: as revoked).
+FINISHED = (Status.SUCCESS.value, Status.ERROR.value, Status.CANCELLED.value)
 
 # What building a child's arguments may raise (a result the child's serializer cannot carry,
 # a stored value this process does not accept); anything else is a bug and fails the write.
@@ -88,7 +91,44 @@ class LinkStore(Primitives):
                 )
                 parents = {link.parent_id for link in params.links if link.kind is not LinkKind.GROUP}
                 cur.executemany(self.sql["task_set_has_links"], [{"id": p} for p in sorted(parents)])
+            if params.joining is not None:
+                self._join_chords(conn, *params.joining)
+            if params.resolver is not None:
+                self._resolve_finished_parents(conn, params, inserted)
         return results
+
+    def _resolve_finished_parents(self, conn: Any, params: CanvasEnqueue, inserted: set[str]) -> None:
+        """Links from a task this insert did not write (its id existed: sent again, or revoked
+        before it was sent) whose outcome is written already: resolved now, or the tasks
+        waiting on it would wait forever. Its row is locked first, so an outcome committing
+        meanwhile either sees these links or is seen here. It ran for another canvas: the
+        errbacks its worker calls are called for this one as for a task that never ran."""
+        own = {t.task_id for t in params.tasks}
+        parents = {
+            link.parent_id
+            for link in params.links
+            if link.kind is not LinkKind.GROUP and link.parent_id in own and link.parent_id not in inserted
+        }
+        outcomes = []
+        for parent in sorted(parents):
+            row = self._on(conn, "task_outcome_lock", {"id": parent}).fetchone()
+            if row is not None and row["status"] in FINISHED:
+                outcomes.append(Outcome(parent, Status(row["status"]), row["output"], row["error"]))
+        if outcomes and params.resolver is not None:
+            self._resolve(conn, outcomes, params.resolver, ran=False)
+
+    def _join_chords(self, conn: Any, member: str, task_id: str) -> None:
+        """``task_id`` becomes one more header task of each chord ``member`` counts towards.
+        The member's own chord link is not done while it runs, so no body can start before
+        this commits; each body's row is locked, so concurrent additions count in turn."""
+        bodies = self._on(conn, "chord_bodies_of_member", {"member": member}).fetchall()
+        if not bodies:
+            raise NotInChord(f"task {member} is not a member of any chord")
+        for body in bodies:
+            self._on(conn, "task_lock", {"id": body["child_uuid"]})
+            args = {"parent": task_id, "child": body["child_uuid"], "prepend": body["prepend"]}
+            self._on(conn, "chord_link_append", args)
+        self._on(conn, "task_set_has_links", {"id": task_id})
 
     def task_store_outcome(self, params: StoredOutcome) -> bool:
         task_id = params.task.task_id
@@ -148,14 +188,14 @@ class LinkStore(Primitives):
             for r in rows
         ]
 
-    def _resolve(self, conn: Any, outcomes: Iterable[Outcome], links: LinkResolver) -> None:
+    def _resolve(self, conn: Any, outcomes: Iterable[Outcome], links: LinkResolver, ran: bool = True) -> None:
         # Work list of what ended: (id, status, serialized output, error, culprit, raised,
         # ran). ``culprit`` is the task a chord error names: the task that failed or was
         # revoked, carried down a chain. ``raised``: the task failed on its own (it ran, or
         # its chord's header failed it): only then are its errbacks called, as Celery calls
         # them; ``ran``: it ran (its worker called the errbacks it calls itself).
         pending: deque[tuple[str, Status, str | None, str | None, str, bool, bool]] = deque(
-            (o.task_id, o.status, o.output, o.error, o.task_id, o.status is Status.ERROR, True)
+            (o.task_id, o.status, o.output, o.error, o.task_id, o.status is Status.ERROR, ran)
             for o in outcomes
         )
         while pending:
@@ -203,9 +243,11 @@ class LinkStore(Primitives):
                 # A replaced task fails with its replacement: the failure is its own.
                 failed_parent = status is not Status.SUCCESS and kind is not LinkKind.REPLACE
                 reason = EndReason.DEPENDENCY_FAILED if failed_parent else None
+                # A replaced task ran: the errbacks its worker calls went with its replacement.
+                replaced = kind is LinkKind.REPLACE
                 if failure is not None and self._end(conn, child, Status.ERROR, failure, reason):
                     pending.append(
-                        (child, Status.ERROR, None, failure, child if own else culprit, own, False)
+                        (child, Status.ERROR, None, failure, child if own else culprit, own, replaced)
                     )
 
     def _end(

@@ -8,15 +8,21 @@ short: a scenario that does not happen fails in seconds."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from celery import chain, chord, group
+from celery.exceptions import ChordError
+from celery.result import GroupResult
 
 from tests.compat.apps import canvas_errors_app as proj
 from tests.compat.apps.canvas_expected import EXPECTED
-from tests.compat.apps.canvas_probe import run
+from tests.compat.apps.canvas_probe import WAIT, run
 from tests.support.celery_worker import module_celery_worker
+from tests.support.inprocess import wait_for
+from tests.support.ledger import lines_of
 
 MODULE = "tests.compat.apps.canvas_errors_app"
 
@@ -138,3 +144,64 @@ def test_a_replacement_with_its_own_errbacks_keeps_both(ledger: Path) -> None:
     by a chain carrying an errback of its own: when the replacement fails, both errbacks are
     called, once each, and the result raises the replacement's error."""
     observe("replaced_by_a_chain_with_its_own_errback", ledger)
+
+
+def test_a_failing_header_fails_every_body_type_with_its_error(ledger: Path) -> None:
+    """``chain(group(ok, fail), body)``: ``get()`` on the handle raises the header task's own
+    error whatever the body is (a task, a chain, a group, a chord), as in Celery, which fails
+    each member of a group body with that error (pgtasks: the members read ChordError, and
+    the group's ``get()`` follows its parents to the header's error)."""
+    bodies = [
+        proj.add.si(9, 7),
+        chain(proj.add.si(9, 7), proj.add.si(5, 7)),
+        group([proj.add.si(9, 7), proj.add.si(5, 7)]),
+        chord(group([proj.add.si(1, 1), proj.add.si(2, 2)]), proj.add.si(10, 10)),
+    ]
+    handles = [chain(group([proj.add.si(15, 7), proj.fail.si()]), body).apply_async() for body in bodies]
+    for handle in handles:
+        with pytest.raises(proj.Expected):
+            handle.get(timeout=WAIT)
+    assert isinstance(handles[2], GroupResult)
+    with pytest.raises(ChordError):  # a member read by its id: no parents to follow
+        proj.app.AsyncResult(handles[2].results[0].id).get(timeout=WAIT)
+
+
+@pytest.mark.parametrize("style", ["id", "request"])
+def test_a_canvas_that_reuses_a_finished_task_id_goes_on(ledger: Path, style: str) -> None:
+    """A signature frozen once and sent in two canvases (Celery's own suite does this): the
+    second send does not run the task again (pgtasks keeps one task per id) but passes its
+    recorded failure on, so the second canvas fails with it instead of waiting forever, and
+    its errback (id or request style) is called for it."""
+    token = uuid.uuid4().hex
+    errback = (
+        proj.errback_with_id.s(token=token) if style == "id" else proj.errback_with_request.s(token=token)
+    )
+    failing = proj.fail.s()
+    fail_id = failing.freeze().id
+    steps = chain(proj.identity.si(42), failing, proj.identity.si(42))
+    first = chord((steps,), proj.identity.s())
+    first.link_error(errback)
+    body_id = first.body.freeze().id
+    second = chord((proj.identity.si(42),), steps)
+    second.link_error(errback)
+    for flow in (first, second):
+        with pytest.raises(proj.Expected):
+            flow.delay().get(timeout=WAIT)
+
+    def called() -> list[str]:
+        return [line.split()[2] for line in lines_of(ledger) if line.split()[:2] == [style, token]]
+
+    wait_for(lambda: len(called()) == 2, WAIT, "both errbacks")
+    assert called() == [body_id, fail_id]
+
+
+def test_an_errback_of_a_standalone_chord_body_keeps_its_bytes(ledger: Path) -> None:
+    """An errback its worker calls (``mark_here`` takes ``request, exc, traceback``) with a
+    bytes argument, linked to the body of a chord sent alone, gets its bytes back when the
+    body fails (the body's stored meta is rewritten when the chord is planned)."""
+    token = uuid.uuid4().hex
+    flow = chord((proj.identity.si(1),), proj.fail.s())
+    flow.link_error(proj.mark_here.si(token.encode()))
+    with pytest.raises(proj.Expected):
+        flow.delay().get(timeout=WAIT)
+    wait_for(lambda: f"mark {token.encode()!r}" in lines_of(ledger), WAIT, "the errback with bytes")

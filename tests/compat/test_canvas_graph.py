@@ -17,8 +17,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from celery import chain
+from celery import chain, group
 from celery.exceptions import TaskRevokedError
+from celery.worker import state as worker_state
 
 from pgtasks import Client
 from tests.compat.apps import canvas_errors_app as proj
@@ -138,9 +139,7 @@ def test_signatures_of_nested_workflows_rebuild_from_json(ledger: Path) -> None:
         "ignore_result",
         "expires_while_waiting",
         "chord_or_signature",
-        # "add_to_chord" (canvas_graph.py, pinned on Celery) is not run here: pgtasks does not
-        # implement self.add_to_chord yet (it raises NotImplementedError, see
-        # docs/celery-migration.md); issue 29 entry 5 leaves it open.
+        "add_to_chord",
         "group_partials",
         "nested_tails",
     ],
@@ -155,6 +154,46 @@ def test_the_rest_of_the_task_semantics(ledger: Path, name: str) -> None:
     chain, only its first task's. Groups at the end of chains nested in chords and groups
     complete with the nested lists Celery gives."""
     observe(name, ledger)
+
+
+def test_worker_state_is_a_view_of_the_database(ledger: Path) -> None:
+    """``celery.worker.state`` (which Celery's own test suite imports): revoked ids, the
+    requests workers hold and the tasks they finished, read from the database that all
+    workers share; ``revoked_stamps`` stays empty, as pgtasks does not revoke by stamps."""
+    proj.app.set_current()
+    task_id = "revoked-state-" + str(free_port())
+    assert task_id not in worker_state.revoked
+    worker_state.revoked.add(task_id)
+    assert task_id in worker_state.revoked and task_id in set(worker_state.revoked)
+    worker_state.revoked_stamps.clear()
+    assert dict(worker_state.revoked_stamps) == {}
+    with pytest.raises(NotImplementedError, match="stamped headers"):
+        worker_state.revoked_stamps["monitoring_id"] = ["1"]
+    assert not worker_state.reserved_requests
+    running = proj.sleeping.delay(1)
+    wait_for(lambda: running.id in worker_state.active_requests, WAIT, "the task to be active")
+    held = {r.id: r for r in worker_state.active_requests}
+    assert held[running.id].task == proj.sleeping.name and held[running.id].args == (1,)
+    running.get(timeout=WAIT)
+    assert running.id not in worker_state.active_requests
+    assert worker_state.total_count[proj.sleeping.name] >= 1
+    assert worker_state.SOFTWARE_INFO["sw_ident"] == "pgtasks"
+
+
+def test_add_to_chord_grows_the_header_in_the_database(ledger: Path) -> None:
+    """``self.add_to_chord``: a chord added to a chord is one more header task (the body gets
+    its result last); a task in no chord gets Celery's ValueError, and nothing is sent."""
+    added = (group([proj.add_chord_to_my_chord.s([1, 2, 3], 4)]) | proj.identity.s()).delay()
+    assert added.get(timeout=WAIT) == [0, 5 + 6 + 7]
+    alone = proj.add_to_my_chord.delay([1], 4)
+    with pytest.raises(ValueError, match="Current task is not member of any chord"):
+        alone.get(timeout=WAIT)
+
+
+def test_a_task_rejected_with_requeue_is_delivered_again(ledger: Path) -> None:
+    """``Reject(requeue=True)`` sends the task back; its next delivery reads as redelivered
+    (``delivery_info["redelivered"]``), as Celery's broker marks it (Celery's own suite)."""
+    assert proj.reject_once.delay().get(timeout=WAIT) == "second-pass"
 
 
 def test_a_task_claimed_ahead_expires_before_it_starts(

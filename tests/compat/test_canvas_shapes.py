@@ -40,6 +40,10 @@ def test_nested_groups_and_groups_in_chains(ledger: Path) -> None:
     assert single.get(timeout=60) == 30  # a group of one is its task: no list passed on
     skipped = chain(proj.add.s(1, 1), group([]), proj.mul.s(10)).delay()
     assert skipped.get(timeout=60) == 20
+    # A task object in a canvas stands for its signature, as in Celery.
+    tail = chain(proj.tsum.s(), group(proj.add.s(8), proj.add.s(16)), proj.tsum.s() | proj.add.s(32))
+    centred = chord([proj.add.s(0, 1)], chord([proj.tsum, proj.tsum], tail))
+    assert centred.apply_async().get(timeout=60) == 60
 
 
 def test_parents_and_root_id_through_a_chord_in_a_chain(ledger: Path) -> None:

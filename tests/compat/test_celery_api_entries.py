@@ -12,7 +12,7 @@ from pgtasks.compat import install
 
 install()
 
-from celery import Celery, chain, group  # noqa: E402
+from celery import Celery, chain, chord, group  # noqa: E402
 from celery.app.task import Context  # noqa: E402
 from celery.canvas import Signature  # noqa: E402
 from celery.result import AsyncResult, EagerResult, ResultSet  # noqa: E402
@@ -42,8 +42,10 @@ def test_task_request_stack_and_signature_from_request(app: Celery) -> None:
     assert who.request_stack.top is None and who.request.id is None
     assert who.shadow_name((1,), {}, {}) is None and who.throws == ()
     assert who.backend is app.backend
-    with pytest.raises(NotImplementedError, match="add_to_chord is not supported"):
+    with pytest.raises(ValueError, match="Current task is not member of any chord"):
         who.add_to_chord(who.s(1))
+    with pytest.raises(NotImplementedError, match="lazy=True"):
+        who.add_to_chord(who.s(1), lazy=True)
 
 
 def test_context_mapping_clear_and_execution_options() -> None:
@@ -94,6 +96,13 @@ def test_signature_entries(app: Celery) -> None:
     ]
     pieces = chain(add.s(1, 1), add.s(2)).unchain_tasks()
     assert [p.name for p in pieces] == ["e.add", "e.add"]
+    # As Celery: a chord's header given as a list holds copies, a group is kept as it is.
+    member = add.si(1, 1)
+    listed = chord([member], add.s(0))
+    for task in listed.tasks:
+        task.link_error(handle.si("x"))
+    assert listed.tasks[0] is not member and member == add.si(1, 1)
+    assert chord(group([member]), add.s(0)).tasks[0] is member
 
 
 def test_result_entries(app: Celery) -> None:

@@ -37,6 +37,7 @@ from pgtasks.compat.celery.utils.functional import maybe_list
 from pgtasks.engine.canvas import close_chord_header, enqueue_canvas
 from pgtasks.engine.context import running_context
 from pgtasks.engine.serialization import SERIALIZERS
+from pgtasks.sysdb.errors import NotInChord
 from pgtasks.sysdb.records import LinkKind, TaskLink
 
 if TYPE_CHECKING:
@@ -94,6 +95,12 @@ class Plan:
         if isinstance(item, group):
             return self._group(item, waiting, args, root, kwargs)
         sig = maybe_signature(item, app=self.app)
+        if (
+            not isinstance(sig, Signature)
+            and isinstance(getattr(item, "name", None), str)
+            and callable(getattr(item, "s", None))
+        ):
+            sig = item.s()  # a task object (``chord([tsum, tsum], ...)``): Celery takes its signature
         if not isinstance(sig, Signature):
             raise TypeError(f"a canvas takes signatures and workflows, not {item!r}")
         return self._signature(sig, waiting, args, root, kwargs)
@@ -216,7 +223,7 @@ class Plan:
         body = self.add(flow.body, True, root=root)
         if root is None:  # a chord sent alone: the body's root is that of the task releasing it
             for entry in body.entries:
-                meta = json.loads(self.meta[entry])
+                meta = SERIALIZERS["json"].loads(self.meta[entry])  # typed: bytes stay bytes
                 meta.pop("root_id", None)
                 self.meta[entry] = _meta_text(meta)
         self.connect(header, body)
@@ -255,10 +262,14 @@ class Plan:
                 self.prepared[n] = dataclasses.replace(prepared, request=request)
 
     def send(
-        self, replacing: tuple[str, str, str | None] | None = None, stored: frozenset[str] = frozenset()
+        self,
+        replacing: tuple[str, str, str | None] | None = None,
+        stored: frozenset[str] = frozenset(),
+        joining: tuple[str, str] | None = None,
     ) -> None:
         """Insert the whole canvas in one transaction, with the publish signals around it
-        (``replacing``: the running task it replaces, see :func:`send_replacement`)."""
+        (``replacing``: the running task it replaces, see :func:`send_replacement`;
+        ``joining``: see :func:`add_to_running_chord`)."""
         for prepared in self.prepared:
             prepared.publish(after=False)
         mirror = mirror_of(self.app) if self.chords else None
@@ -273,6 +284,7 @@ class Plan:
             self.meta,
             replacing,
             stored,
+            joining,
         )
         for prepared in self.prepared:
             prepared.publish(after=True)
@@ -407,3 +419,20 @@ def replace_running_task(task: Task, sig: Any) -> Any:
     replacing = (ctx.task_id, ctx.executor_id, ctx.record.claim_token)
     send_replacement(task.app, sig, ctx.task_id, request.root_id, replacing)
     raise Replaced("Replaced by new task")
+
+
+def add_to_running_chord(task: Task, sig: Any) -> AsyncResult | GroupResult:
+    """``Task.add_to_chord``: send ``sig`` as one more header task of the chord ``task`` (running
+    in this worker) belongs to; the body then waits for it too, and gets its result last. A
+    group is sent as one member whose result is its list. The task and the header's new count
+    are written in one transaction: ValueError, and nothing sent, if ``task`` is in no chord."""
+    ctx = running_context()
+    if ctx is None or task.request.id != ctx.task_id:
+        raise ValueError("Current task is not member of any chord")
+    plan = Plan(task.app)
+    node = plan.add(replacement_of(task.app, sig), False, (), task.request.root_id or ctx.task_id)
+    try:
+        plan.send(joining=(ctx.task_id, node.exits[0]))
+    except NotInChord:
+        raise ValueError("Current task is not member of any chord") from None
+    return node.result

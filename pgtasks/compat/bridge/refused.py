@@ -57,7 +57,6 @@ REFUSED: dict[str, str] = {
             "celery.worker.consumer.agent",
             "celery.worker.consumer.delayed_delivery",
             "celery.worker.control",
-            "celery.worker.state",
             "celery.worker.strategy",
             "celery.worker.autoscale",
             "celery.worker.components",

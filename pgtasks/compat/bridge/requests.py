@@ -4,6 +4,7 @@ what pgtasks knows of the run: the claimed row in a worker, or the call in eager
 from __future__ import annotations
 
 import datetime as dt
+import json
 import socket
 from typing import Any
 
@@ -30,13 +31,26 @@ def _meta(text: str | None) -> dict[str, Any]:
 
 def delivery_info(record: TaskRecord) -> dict[str, Any]:
     """Celery's ``delivery_info`` of a task row: its queue as the routing key, its priority, and
-    whether it was claimed before (``redelivered``)."""
+    whether it was delivered before (``redelivered``): claimed by a worker that was lost, or
+    sent back by ``Reject(requeue=True)``."""
     return {
         "exchange": "",
         "routing_key": record.queue_name,
         "priority": record.priority,
-        "redelivered": record.recovery_attempts > 1,
+        "redelivered": record.recovery_attempts > 1 or _requeued(record),
     }
+
+
+def _requeued(record: TaskRecord) -> bool:
+    """The task runs again after ``Reject(requeue=True)``: the Reject is its retry's reason,
+    stored as its error until it ends (read only for a task retried with an error)."""
+    if not record.retries or not record.error:
+        return False
+    try:
+        stored = json.loads(record.error)
+    except ValueError:
+        return False
+    return isinstance(stored, dict) and stored.get("type") == "Reject"
 
 
 def request_from_record(

@@ -105,6 +105,8 @@ def outcome_of(attempt: Attempt) -> Any:
         # the task ends SUCCESS with None (an engine hook for "no outcome" is phase 2).
         return None
     if attempt.state == states.REJECTED and getattr(attempt.retval, "requeue", False):
-        raise RetryRequested("rejected with requeue=True", countdown=0.0) from attempt.retval
+        # The Reject is kept as the retry's reason: the next delivery reads as redelivered.
+        reject = attempt.retval
+        raise RetryRequested("rejected with requeue=True", countdown=0.0, reason=reject) from reject
     exc: BaseException = attempt.retval
     raise exc.with_traceback(attempt.einfo.tb if attempt.einfo else None)

@@ -1012,6 +1012,24 @@ SET status = %(status)s, output = %(output)s, error = %(error)s, end_reason = NU
 WHERE workflow_uuid = %(id)s
 RETURNING has_links
 
+-- name: chord_bodies_of_member
+-- The chord bodies a header task counts towards (add_to_chord), in id order (locked so).
+SELECT child_uuid, prepend FROM __schema__.task_links
+WHERE parent_uuid = %(member)s AND kind = 'chord'
+ORDER BY child_uuid
+
+-- name: chord_link_append
+-- One more header task for a chord (add_to_chord), after the last; the body's row is locked.
+INSERT INTO __schema__.task_links (parent_uuid, child_uuid, kind, position, prepend)
+SELECT %(parent)s, %(child)s, 'chord', COALESCE(MAX(position), -1) + 1, %(prepend)s
+FROM __schema__.task_links WHERE child_uuid = %(child)s AND kind = 'chord'
+ON CONFLICT DO NOTHING
+
+-- name: task_outcome_lock
+-- A task a canvas links from without inserting it (its id existed): its outcome, if any.
+SELECT status, output, error FROM __schema__.workflow_status
+WHERE workflow_uuid = %(id)s FOR UPDATE
+
 -- name: group_members
 SELECT child_uuid FROM __schema__.task_links
 WHERE parent_uuid = %(group)s AND kind = 'group'

@@ -664,6 +664,24 @@ SET status = :status, output = :output, error = :error, end_reason = NULL,
 WHERE workflow_uuid = :id
 RETURNING has_links
 
+-- name: chord_bodies_of_member
+-- The chord bodies a header task counts towards (add_to_chord), in id order.
+SELECT child_uuid, prepend FROM task_links
+WHERE parent_uuid = :member AND kind = 'chord'
+ORDER BY child_uuid
+
+-- name: chord_link_append
+-- One more header task for a chord (add_to_chord), after the last (inside BEGIN IMMEDIATE).
+INSERT INTO task_links (parent_uuid, child_uuid, kind, position, prepend)
+SELECT :parent, :child, 'chord', COALESCE(MAX(position), -1) + 1, :prepend
+FROM task_links WHERE child_uuid = :child AND kind = 'chord'
+ON CONFLICT DO NOTHING
+
+-- name: task_outcome_lock
+-- A task a canvas links from without inserting it (its id existed): its outcome, if any.
+SELECT status, output, error FROM workflow_status
+WHERE workflow_uuid = :id
+
 -- name: group_members
 SELECT child_uuid FROM task_links
 WHERE parent_uuid = :group AND kind = 'group'

@@ -9,7 +9,8 @@ import json
 import os
 import time
 
-from celery import Celery, chain
+from celery import Celery, chain, group
+from celery.exceptions import Reject
 
 from tests.compat.apps.ledger import note
 
@@ -114,6 +115,21 @@ def add_to_my_chord(self, numbers, value):
     for number in numbers:
         self.add_to_chord(add.s(number, value))
     return 0
+
+
+@app.task(bind=True)
+def add_chord_to_my_chord(self, numbers, value):
+    """A chord header task that adds a chord (a group and its sum) to its own chord."""
+    self.add_to_chord(group(add.s(number, value) for number in numbers) | tsum.s())
+    return 0
+
+
+@app.task(bind=True, acks_late=True)
+def reject_once(self):
+    """Rejected with requeue on its first delivery; succeeds when delivered again."""
+    if not self.request.delivery_info.get("redelivered"):
+        raise Reject(requeue=True)
+    return "second-pass"
 
 
 @app.task

@@ -217,6 +217,9 @@ EXPECTED: dict[str, dict[str, Any]] = {
         "in_chain": {"raises": "Expected"},
         "in_chain_inner": 1,
         "in_chain_outer": 1,
+        "in_worker": {"raises": "Expected"},
+        "in_worker_inner": 1,
+        "in_worker_outer": 1,
     },
     "results_as_tuples": {
         "fanned": [["GroupResult", "<fan>", ["<m1>", "<m2>"]], ["AsyncResult", "<first>"]],

@@ -381,12 +381,16 @@ def nested_chord_header_errback_once(p: Probe) -> dict[str, Any]:
 @scenario
 def replaced_by_a_chain_with_its_own_errback(p: Probe) -> dict[str, Any]:
     """A task (and a chain) with an errback, replaced by a chain carrying its own: both are
-    called, once each."""
+    called, once each; also when the chain's errback is one its worker calls (``mark_here``
+    takes ``request, exc, traceback``)."""
     t = [p.token() for _ in range(3)]
     alone = replaced_by_failing_chain.apply_async((t[0],), link_error=mark.si(f"{t[0]}-outer"))
     flow = chain(identity.si(1), replaced_by_failing_chain.si(t[1]), identity.si(2))
     flow.link_error(mark.si(f"{t[1]}-outer"))
     in_chain = flow.delay()
+    here = chain(identity.si(1), replaced_by_failing_chain.si(t[2]), identity.si(2))
+    here.link_error(mark_here.si(f"{t[2]}-outer"))
+    in_worker = here.delay()
     return {
         "alone": p.outcome(wait_get(alone)),
         "alone_inner": p.count("mark", f"{t[0]}-inner", 1),
@@ -394,4 +398,7 @@ def replaced_by_a_chain_with_its_own_errback(p: Probe) -> dict[str, Any]:
         "in_chain": p.outcome(wait_get(in_chain)),
         "in_chain_inner": p.count("mark", f"{t[1]}-inner", 1),
         "in_chain_outer": p.count("mark", f"{t[1]}-outer", 1),
+        "in_worker": p.outcome(wait_get(in_worker)),
+        "in_worker_inner": p.count("mark", f"{t[2]}-inner", 1),
+        "in_worker_outer": p.count("mark", f"{t[2]}-outer", 1),
     }

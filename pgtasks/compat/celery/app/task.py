@@ -13,7 +13,7 @@ import uuid
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from pgtasks.compat.bridge import django_support
-from pgtasks.compat.bridge.planning import replace_running_task, replacement_of
+from pgtasks.compat.bridge.planning import add_to_running_chord, replace_running_task, replacement_of
 from pgtasks.compat.bridge.retries import request_retry
 from pgtasks.compat.bridge.sending import check_call, send_for_task, send_for_task_async
 from pgtasks.compat.celery import exceptions, states
@@ -483,10 +483,16 @@ class Task:
         return replace_running_task(self, sig)
 
     def add_to_chord(self, sig: Any, lazy: bool = False) -> Any:
-        raise NotImplementedError(
-            "add_to_chord is not supported by pgtasks: a chord's header is fixed when it is sent; "
-            "send the extra work as a group (or a chord) of its own"
-        )
+        """Add ``sig`` to the chord this running task is a header task of: the body waits for
+        it too and gets its result after the others'. ValueError if the task is in no chord.
+        ``lazy=True`` (Celery: return the signature for the caller to send) is refused: the
+        task is inserted with the header's new count in one transaction."""
+        if lazy:
+            raise NotImplementedError(
+                "add_to_chord(lazy=True) is not supported by pgtasks: the task is sent with the "
+                "chord's new count in one transaction; call add_to_chord(sig)"
+            )
+        return add_to_running_chord(self, sig)
 
     # -- what Celery's worker and annotations do to a task ----------------------------------
     def annotate(self) -> None:

@@ -23,8 +23,11 @@ class chord(Workflow):
         # A generator header is kept as it is: sending the chord consumes it task by task,
         # as Celery does (planning.py); anything else that reads the header unrolls it.
         self._lazy = header if not isinstance(header, dict) and hasattr(header, "__next__") else None
-        if self._lazy is None:
-            header = header if isinstance(header, group) else group(header, app=app)
+        if self._lazy is None and not isinstance(header, group):
+            # As Celery: a header given as a list holds copies (linking an errback to
+            # ``chord.tasks`` leaves the caller's signatures as they were); a group is kept.
+            members = [header] if isinstance(header, dict) else list(header)
+            header = group([t.clone() if isinstance(t, Signature) else t for t in members], app=app)
         super().__init__("celery.chord", [group([], app=app) if self._lazy else header, body], app, **options)
 
     @classmethod

@@ -221,7 +221,7 @@ class AsyncResult(ResultBase):
             try:
                 # The task first: a parent's failure commits with (or before) what it caused.
                 record = self.record()
-                parents = _raise_failed(parents)
+                parents = raise_failed(parents)
             except DatabaseUnavailable:
                 record = None
             if record is not None and self._state_of(record) in states.READY_STATES:
@@ -247,17 +247,7 @@ class AsyncResult(ResultBase):
     wait = get
 
     def _ancestors(self) -> list[AsyncResult]:
-        """The results this one was sent after, oldest first, groups by their members: the
-        parents set when the canvas was sent (a result read by id has none, as in Celery)."""
-        lineage: list[Any] = []
-        node = self._parent
-        while node is not None:
-            lineage.append(node)
-            node = node._parent if isinstance(node, AsyncResult) else getattr(node, "parent", None)
-        found: list[AsyncResult] = []
-        for node in reversed(lineage):
-            found.extend(_leaves(node))
-        return found
+        return ancestors(self._parent)
 
     async def get_async(
         self, timeout: float | None = None, propagate: bool = True, callback: Any = None, **kwargs: Any
@@ -512,14 +502,32 @@ def _leaves(node: Any) -> list[AsyncResult]:
     return [leaf for member in getattr(node, "results", None) or [] for leaf in _leaves(member)]
 
 
-def _raise_failed(results: list[AsyncResult]) -> list[AsyncResult]:
+def ancestors(parent: Any) -> list[AsyncResult]:
+    """The results a result was sent after, from its ``parent`` on, oldest first, groups by
+    their members: the parents set when the canvas was sent (a result read by id has none,
+    as in Celery)."""
+    lineage: list[Any] = []
+    node = parent
+    while node is not None:
+        lineage.append(node)
+        node = node._parent if isinstance(node, AsyncResult) else getattr(node, "parent", None)
+    found: list[AsyncResult] = []
+    for node in reversed(lineage):
+        found.extend(_leaves(node))
+    return found
+
+
+def raise_failed(results: list[AsyncResult]) -> list[AsyncResult]:
     """Raise the error of the first of ``results`` that failed or was revoked (Celery's
     ``get`` re-raises a failed parent's error before waiting); return those not done yet."""
-    left = []
+    left: list[AsyncResult] = []
     for result in results:
         record = result.record()
         state = result._state_of(record)
         if state in states.PROPAGATE_STATES:
+            # An older result read as unfinished may have failed since, causing this failure
+            # (a failure commits before what it causes): read those again first.
+            raise_failed(left)
             value = result._value_of(record)
             raise value if isinstance(value, BaseException) else TaskRevokedError(result.id)
         if state != states.SUCCESS:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from pgtasks.compat.celery._state import get_current_app
+from pgtasks.compat.celery.exceptions import ChordError
+from pgtasks.compat.celery.result.async_result import ancestors, raise_failed
 from pgtasks.compat.celery.result.result_set import ResultSet
 
 if TYPE_CHECKING:
@@ -43,6 +45,28 @@ class GroupResult(ResultSet):
         app = app or get_current_app()
         found: GroupResult | None = (backend or app.backend).restore_group(id)
         return found
+
+    def join(
+        self,
+        timeout: float | None = None,
+        propagate: bool = True,
+        interval: float = 0.5,
+        callback: Any = None,
+        disable_sync_subtasks: bool = True,
+        **kwargs: Any,
+    ) -> list[Any]:
+        """Every result, in order (:meth:`ResultSet.join`). A group sent after others (a
+        chord's group body) whose member failed because a parent did raises that parent's
+        error, not the member's ChordError: Celery fails each member of such a body with the
+        header task's own error."""
+        try:
+            return super().join(timeout, propagate, interval, callback, disable_sync_subtasks, **kwargs)
+        except ChordError:
+            if self.parent is not None:
+                raise_failed(ancestors(self.parent))
+            raise
+
+    get = join
 
     def as_tuple(self) -> tuple[Any, ...]:
         parent = self.parent.as_tuple() if self.parent is not None else None
