@@ -33,8 +33,11 @@ import types
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any, cast
 
+from pgtasks.compat.bridge import django_support
 from pgtasks.compat.celery import states
 from pgtasks.compat.celery.backends.base import CELERY_MODULES, BaseBackend
+from pgtasks.compat.celery.exceptions import TaskRevokedError
+from pgtasks.compat.celery.result.async_result import AsyncResult, _ignored
 from pgtasks.compat.celery.utils.saferepr import saferepr
 from pgtasks.sysdb.records import Status
 
@@ -129,8 +132,6 @@ class ResultsMirror:
     def revoked(self, task_id: str) -> None:
         """REVOKED, once pgtasks committed the revoke, with what Celery's worker knows of a
         task it discards: no name, arguments or worker."""
-        from pgtasks.compat.celery.exceptions import TaskRevokedError
-
         self._write(task_id, TaskRevokedError("revoked"), states.REVOKED, None, None)
 
     # -- the worker, after pgtasks committed outcomes -------------------------------------
@@ -190,8 +191,6 @@ class ResultsMirror:
         state = _FINAL.get(record.status, states.FAILURE if record.status.is_terminal else None)
         if state is None or self._ignored(record):
             return
-        from pgtasks.compat.celery.result.async_result import AsyncResult
-
         result = AsyncResult(task_id, app=self.app)
         value = engine.result_of(record) if state == states.SUCCESS else result._value_of(record)
         traceback = result._traceback_of(record) if state == states.FAILURE else None
@@ -200,8 +199,6 @@ class ResultsMirror:
             self._count_chord_part(record)
 
     def _ignored(self, record: TaskRecord) -> bool:
-        from pgtasks.compat.celery.result.async_result import _ignored
-
         task = self.app.tasks.get(record.name)
         return _ignored(record) or bool(task is not None and task.ignore_result)
 
@@ -293,8 +290,6 @@ class ResultsMirror:
         )
 
     def _close_connections(self) -> None:
-        from pgtasks.compat.bridge import django_support
-
         django_support.close_old_connections()
 
 

@@ -13,6 +13,7 @@ import json
 import os
 from typing import TYPE_CHECKING, Any
 
+from pgtasks.compat.bridge.django_results import mirror_of
 from pgtasks.compat.bridge.requests import delivery_info, iso_time
 from pgtasks.compat.celery import signals
 from pgtasks.compat.celery.app.task import Context
@@ -67,8 +68,6 @@ class Control:
         signals.task_revoked.send(
             sender=sender, request=request, terminated=terminated, signum=signum, expired=False
         )
-        from pgtasks.compat.bridge.django_results import mirror_of
-
         mirror = mirror_of(self.app)
         if mirror is not None and (sender is None or not sender.ignore_result):
             mirror.revoked(record.task_id)

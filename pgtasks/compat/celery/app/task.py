@@ -13,6 +13,7 @@ import uuid
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from pgtasks.compat.bridge import django_support
+from pgtasks.compat.bridge.django_results import running_task_mirror
 from pgtasks.compat.bridge.planning import add_to_running_chord, replace_running_task, replacement_of
 from pgtasks.compat.bridge.retries import request_retry
 from pgtasks.compat.bridge.sending import check_call, send_for_task, send_for_task_async
@@ -401,8 +402,6 @@ class Task:
         if task_id is None:
             raise ValueError(f"update_state() of {self.name!r} needs a task_id outside a running task")
         record_task_state(self.app.engine, task_id, state or states.PENDING, meta)
-        from pgtasks.compat.bridge.django_results import running_task_mirror
-
         mirror = running_task_mirror(self)
         if mirror is not None:  # django-celery-results' row, after pgtasks recorded the state
             mirror.custom_state(request, task_id, state or states.PENDING, meta)

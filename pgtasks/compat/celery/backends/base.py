@@ -15,6 +15,7 @@ from typing import Any
 
 from pgtasks.compat.celery import states
 from pgtasks.compat.celery._state import get_current_task
+from pgtasks.compat.celery.exceptions import TaskRevokedError
 from pgtasks.compat.kombu.utils import json as kombu_json
 
 __all__ = [
@@ -166,8 +167,6 @@ class BaseBackend:
             self.store_result(task_id, exc, state, traceback=traceback, request=request)
 
     def mark_as_revoked(self, task_id: str, reason: str = "", request: Any = None, **kwargs: Any) -> None:
-        from pgtasks.compat.celery.exceptions import TaskRevokedError
-
         if kwargs.get("store_result", True):
             state = kwargs.get("state", states.REVOKED)
             self.store_result(task_id, TaskRevokedError(reason), state, request=request)
