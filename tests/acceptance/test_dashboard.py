@@ -10,7 +10,6 @@ from __future__ import annotations
 import base64
 import json
 import os
-import shutil
 import socket
 import tempfile
 import urllib.error
@@ -22,9 +21,7 @@ from urllib.parse import urlencode
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
-from selenium import webdriver
 from selenium.common.exceptions import StaleElementReferenceException
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 
@@ -39,6 +36,7 @@ from pgtasks.sysdb.records import (
     RecoverOwnParams,
     TaskLink,
 )
+from tests.support.browser import chromium
 from tests.support.cli import cli_env, run_pgtasks, spawn_pgtasks
 from tests.support.inprocess import wait_for
 from tests.support.processes import stop, worker_process
@@ -177,31 +175,8 @@ def guarded(database_url: str, seeded: dict[str, Any]) -> Iterator[Board]:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[WebDriver]:
-    chromium = shutil.which("chromium")
-    driver_path = shutil.which("chromedriver")
-    assert chromium and driver_path, "make test installs chromium and chromium-driver (apt-get)"
-    profile = tempfile.mkdtemp(prefix="pgtasks-chromium-")
-    options = webdriver.ChromeOptions()
-    options.binary_location = chromium
-    for flag in (
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-dev-shm-usage",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--window-size=1400,1000",
-        f"--user-data-dir={profile}",
-    ):
-        options.add_argument(flag)
-    driver = webdriver.Chrome(service=Service(driver_path), options=options)
-    try:
+    with chromium() as driver:
         yield driver
-    finally:
-        driver.quit()
-        shutil.rmtree(profile, ignore_errors=True)
 
 
 def _shot(browser: WebDriver, name: str) -> None:

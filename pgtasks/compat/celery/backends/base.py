@@ -139,8 +139,7 @@ class BaseBackend:
         return self.store_result(task_id, meta, states.STARTED)
 
     def mark_as_done(self, task_id: str, result: Any, request: Any = None, **kwargs: Any) -> None:
-        if kwargs.get("store_result", True):
-            self.store_result(task_id, result, kwargs.get("state", states.SUCCESS), request=request)
+        self._mark(task_id, result, states.SUCCESS, None, request, kwargs)
 
     def mark_as_failure(
         self,
@@ -150,9 +149,7 @@ class BaseBackend:
         request: Any = None,
         **kwargs: Any,
     ) -> None:
-        if kwargs.get("store_result", True):
-            state = kwargs.get("state", states.FAILURE)
-            self.store_result(task_id, exc, state, traceback=traceback, request=request)
+        self._mark(task_id, exc, states.FAILURE, traceback, request, kwargs)
 
     def mark_as_retry(
         self,
@@ -162,14 +159,24 @@ class BaseBackend:
         request: Any = None,
         **kwargs: Any,
     ) -> None:
-        if kwargs.get("store_result", True):
-            state = kwargs.get("state", states.RETRY)
-            self.store_result(task_id, exc, state, traceback=traceback, request=request)
+        self._mark(task_id, exc, states.RETRY, traceback, request, kwargs)
 
     def mark_as_revoked(self, task_id: str, reason: str = "", request: Any = None, **kwargs: Any) -> None:
-        if kwargs.get("store_result", True):
-            state = kwargs.get("state", states.REVOKED)
-            self.store_result(task_id, TaskRevokedError(reason), state, request=request)
+        self._mark(task_id, TaskRevokedError(reason), states.REVOKED, None, request, kwargs)
+
+    def _mark(
+        self,
+        task_id: str,
+        result: Any,
+        default_state: str,
+        traceback: str | None,
+        request: Any,
+        options: dict[str, Any],
+    ) -> None:
+        """The ``mark_as_*`` methods: store unless ``store_result=False``, in ``state`` if given."""
+        if options.get("store_result", True):
+            state = options.get("state", default_state)
+            self.store_result(task_id, result, state, traceback=traceback, request=request)
 
     def save_group(self, group_id: str, result: Any) -> Any:
         return self._save_group(group_id, result)
