@@ -68,6 +68,13 @@ def test_parent_and_root_ids(ledger: Path, name: str) -> None:
     observe(name, ledger)
 
 
+def test_group_and_group_index(ledger: Path) -> None:
+    """``self.request.group`` is the id of the group (or chord header) the task gives a result
+    to and ``group_index`` its position there, as the real Celery on Redis sets them (of a chain
+    in a group, only its last task); stored with the task, so a retried task keeps them."""
+    observe("group_places", ledger)
+
+
 def _dashboard_task(url: str, task_id: str, log: Path) -> dict[str, Any]:
     port = free_port()
     args = ("dashboard", "--port", str(port), "--database-url", url)

@@ -204,7 +204,7 @@ class Plan:
         members = [self.add(t, waiting, args, root, kwargs) for t in tasks]
         for position, member in enumerate(members):
             for exit_id in member.exits:
-                self.links.append(TaskLink(group_id, exit_id, LinkKind.GROUP, position))
+                self.join_group(group_id, exit_id, position)
         entries = list(itertools.chain.from_iterable(m.entries for m in members))
         exits = list(itertools.chain.from_iterable(m.exits for m in members))
         # Nested groups are unrolled, as Celery unrolls them: one flat list of results.
@@ -240,6 +240,15 @@ class Plan:
         # The chord takes its input in its header (inside a chain: the previous result goes
         # to every header task) and gives the body's result.
         return Node(header.entries or body.entries, body.exits, body.is_group, body.result)
+
+    def join_group(self, group_id: str, task_id: str, position: int) -> None:
+        """``task_id`` gives the result at ``position`` of the group ``group_id``; as Celery, its
+        request's ``group``/``group_index`` name them (a nested group's task keeps its own)."""
+        self.links.append(TaskLink(group_id, task_id, LinkKind.GROUP, position))
+        meta = SERIALIZERS["json"].loads(self.meta[task_id])
+        if "group_id" not in meta:
+            meta.update(group_id=group_id, group_index=position)
+            self.meta[task_id] = _meta_text(meta)
 
     def connect(self, before: Node, after: Node) -> None:
         """``after`` waits for ``before``: one result (chain), or all of a group's (chord)."""
@@ -346,7 +355,7 @@ def send_lazy_chord(
         for exit_id in node.exits:
             for entry in body.entries:
                 part.links.append(TaskLink(exit_id, entry, LinkKind.CHORD, position, entry not in immutable))
-            part.links.append(TaskLink(group_id, exit_id, LinkKind.GROUP, position))
+            part.join_group(group_id, exit_id, position)
             position += 1
         part.send(stored=frozenset(body.entries))
         nested = node.result

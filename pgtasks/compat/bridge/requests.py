@@ -76,6 +76,8 @@ def request_from_record(
         expires=iso_time(record.expires_at_epoch_ms),
         parent_id=record.parent_task_id,
         root_id=meta.get("root_id") or record.parent_task_id or record.task_id,
+        group=meta.get("group_id"),
+        group_index=meta.get("group_index"),
         headers=headers or None,
         errbacks=meta.get("errbacks") or None,
         time_limit=meta.get("time_limit"),

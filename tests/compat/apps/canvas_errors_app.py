@@ -91,6 +91,12 @@ def ids(self, label):
 
 
 @app.task(bind=True)
+def group_place(self, label):
+    """The group this task gives a result to, and its position there."""
+    return {"label": label, "group": self.request.group, "group_index": self.request.group_index}
+
+
+@app.task(bind=True)
 def collect_ids(self, previous, label):
     r = self.request
     return {"label": label, "id": r.id, "parent_id": r.parent_id, "root_id": r.root_id, "previous": previous}
