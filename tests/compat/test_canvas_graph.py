@@ -17,12 +17,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from celery import chain, group
+from celery import chain, chord, group
+from celery.canvas import StampingVisitor
 from celery.exceptions import TaskRevokedError
+from celery.result import AsyncResult
+from celery.signals import before_task_publish
 from celery.worker import state as worker_state
 
 from pgtasks import Client
 from tests.compat.apps import canvas_errors_app as proj
+from tests.compat.apps.canvas_errors_app import replaced_by_stamps_seen, stamps_seen
 from tests.compat.apps.canvas_expected import EXPECTED
 from tests.compat.apps.canvas_probe import WAIT, run
 from tests.support.celery_worker import celery_worker, module_celery_worker
@@ -73,6 +77,72 @@ def test_group_and_group_index(ledger: Path) -> None:
     to and ``group_index`` its position there, as the real Celery on Redis sets them (of a chain
     in a group, only its last task); stored with the task, so a retried task keeps them."""
     observe("group_places", ledger)
+
+
+class MonitoringId(StampingVisitor):
+    """Stamps every task with one id, and callbacks with where they hang."""
+
+    def __init__(self, value: str) -> None:
+        self.value = value
+
+    def on_signature(self, sig: Any, **headers: Any) -> dict[str, Any]:
+        return {"mtask_id": self.value}
+
+    def on_callback(self, callback: Any, **headers: Any) -> dict[str, Any]:
+        return {"on": "callback"}
+
+
+def test_a_stamped_task_has_its_stamps_in_headers_and_request(ledger: Path) -> None:
+    """Canvas "Stamping": ``sig.stamp(visitor)`` stamps are sent as the ``stamps`` and
+    ``stamped_headers`` headers (never as message properties) and the worker's request has
+    them, each stamp also as an attribute; a retried task keeps them, a replacement adds them
+    to its own; ``append_stamps=True`` keeps both values of a stamp as a list."""
+    published: list[tuple[dict[str, Any], dict[str, Any]]] = []
+
+    def seen(headers: dict[str, Any], properties: dict[str, Any], **_: Any) -> None:
+        published.append((headers, properties))
+
+    sig = stamps_seen.s(retry=True)
+    sig.stamp(MonitoringId("m-1"), other=7)
+    before_task_publish.connect(seen)
+    try:
+        got = sig.apply_async().get(timeout=WAIT)
+    finally:
+        before_task_publish.disconnect(seen)
+    expected = {"mtask_id": "m-1", "other": 7}
+    assert got == {"stamps": expected, "stamped_headers": ["mtask_id", "other"], "as_attributes": expected}
+    ((headers, properties),) = published
+    assert headers["stamps"] == expected and sorted(headers["stamped_headers"]) == ["mtask_id", "other"]
+    assert not {"stamped_headers", "mtask_id", "other"} & set(properties)
+    sig.stamp(MonitoringId("m-2"), append_stamps=True)
+    assert sig.options["mtask_id"] == ["m-2", "m-1"]
+    replaced = replaced_by_stamps_seen.si()
+    replaced.stamp(mtask_id="m-5")
+    assert replaced.delay().get(timeout=WAIT)["stamps"] == {"mtask_id": "m-5", "replaced": "yes"}
+
+
+def test_every_task_of_a_stamped_canvas_is_stamped(ledger: Path) -> None:
+    """A chain, group and chord pass the stamps to every task (a chord's header and body,
+    nested workflows); ``stamp_links`` gives the callbacks the visitor's ``on_callback`` stamps,
+    not the stamps of the task they follow."""
+    first, member, nested = stamps_seen.si(), stamps_seen.si(), [stamps_seen.si(), stamps_seen.si()]
+    tasks = [first, member, *nested]
+    results = [AsyncResult(t.freeze().id, app=proj.app) for t in tasks]
+    canvas = chain(first, chord([member, group(nested)], stamps_seen.s()))
+    canvas.stamp(MonitoringId("m-3"))
+    body = canvas.apply_async().get(timeout=WAIT)
+    stamped = {"mtask_id": "m-3"}
+    assert body["stamps"] == stamped
+    assert [r.get(timeout=WAIT)["stamps"] for r in results] == [stamped] * len(tasks)
+    alone = stamps_seen.si()
+    alone.options["link"] = dict(stamps_seen.si())  # as a link travels: a dict
+    alone.stamp_links(MonitoringId("m-4"))
+    (linked,) = alone.options["link"]
+    assert "stamped_headers" not in alone.options
+    assert {k: linked.options[k] for k in linked.options["stamped_headers"]} == {
+        "on": "callback",
+        "mtask_id": "m-4",
+    }
 
 
 def _dashboard_task(url: str, task_id: str, log: Path) -> dict[str, Any]:

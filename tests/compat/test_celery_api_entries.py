@@ -85,8 +85,8 @@ def test_signature_entries(app: Celery) -> None:
         pass
 
     assert Signature.TYPES["custom_sig"] is Custom
-    with pytest.raises(NotImplementedError, match="stamping is not supported"):
-        sig.stamp(color="blue")
+    assert sig.stamp(color="blue").options["stamped_headers"] == ["color"]
+    assert sig.options["color"] == "blue"
     assert [
         m.options["countdown"] for m in group(add.s(i, i) for i in range(3)).skew(start=1, step=2).tasks
     ] == [

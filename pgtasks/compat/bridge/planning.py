@@ -121,6 +121,8 @@ class Plan:
         meta.update({k: options[k] for k in ("time_limit", "soft_time_limit") if options.get(k) is not None})
         if prepared.extra:
             meta["properties"] = prepared.extra
+        if prepared.stamps:
+            meta["stamps"] = prepared.stamps
         if options.get("ignore_result"):  # the outcome is stored (a canvas needs it), read as none
             meta["ignore_result"] = True
         # Celery calls an errback that takes (request, exc, traceback) in the failing worker,
@@ -426,6 +428,9 @@ def replace_running_task(task: Task, sig: Any) -> Any:
     if ctx is None or request.id != ctx.task_id:
         raise RuntimeError(f"{task.name}.replace() must be called by the task while it runs")
     replacing = (ctx.task_id, ctx.executor_id, ctx.record.claim_token)
+    if request.stamps:  # the replacement keeps the task's stamps, beside its own
+        sig = maybe_signature(sig, app=task.app)
+        sig.stamp(append_stamps=False, **request.stamps)
     send_replacement(task.app, sig, ctx.task_id, request.root_id, replacing)
     raise Replaced("Replaced by new task")
 

@@ -96,6 +96,28 @@ def group_place(self, label):
     return {"label": label, "group": self.request.group, "group_index": self.request.group_index}
 
 
+@app.task(bind=True, max_retries=1)
+def stamps_seen(self, *previous, retry=False):
+    """The stamps the worker gave this task (after one retry, with ``retry``)."""
+    if retry and not self.request.retries:
+        raise self.retry(countdown=0)
+    r = self.request
+    stamped = sorted(r.stamped_headers or [])
+    return {
+        "stamps": r.stamps,
+        "stamped_headers": stamped,
+        "as_attributes": {h: getattr(r, h) for h in stamped},
+    }
+
+
+@app.task(bind=True)
+def replaced_by_stamps_seen(self):
+    """Replaces itself by a task stamped ``replaced``."""
+    sig = stamps_seen.si()
+    sig.stamp(replaced="yes")
+    return self.replace(sig)
+
+
 @app.task(bind=True)
 def collect_ids(self, previous, label):
     r = self.request
