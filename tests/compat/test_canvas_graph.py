@@ -236,16 +236,12 @@ def test_the_rest_of_the_task_semantics(ledger: Path, name: str) -> None:
 def test_worker_state_is_a_view_of_the_database(ledger: Path) -> None:
     """``celery.worker.state`` (which Celery's own test suite imports): revoked ids, the
     requests workers hold and the tasks they finished, read from the database that all
-    workers share; ``revoked_stamps`` stays empty, as pgtasks does not revoke by stamps."""
+    workers share (``revoked_stamps``: see the test below)."""
     proj.app.set_current()
     task_id = "revoked-state-" + str(free_port())
     assert task_id not in worker_state.revoked
     worker_state.revoked.add(task_id)
     assert task_id in worker_state.revoked and task_id in set(worker_state.revoked)
-    worker_state.revoked_stamps.clear()
-    assert dict(worker_state.revoked_stamps) == {}
-    with pytest.raises(NotImplementedError, match="stamped headers"):
-        worker_state.revoked_stamps["monitoring_id"] = ["1"]
     assert not worker_state.reserved_requests
     running = proj.sleeping.delay(1)
     wait_for(lambda: running.id in worker_state.active_requests, WAIT, "the task to be active")
@@ -255,6 +251,36 @@ def test_worker_state_is_a_view_of_the_database(ledger: Path) -> None:
     assert running.id not in worker_state.active_requests
     assert worker_state.total_count[proj.sleeping.name] >= 1
     assert worker_state.SOFTWARE_INFO["sw_ident"] == "pgtasks"
+
+
+def test_revoke_by_stamped_headers_is_durable(ledger: Path) -> None:
+    """``revoke_by_stamped_headers``: a task sent later whose stamp matches (one of its values
+    when the stamp is a list) ends REVOKED without running, and so does what waits on it in a
+    chain; another stamp runs; the revoked stamps are in the database (``worker_state``) until
+    ``revoked_stamps.clear()``."""
+    proj.app.set_current()
+    worker_state.revoked_stamps.clear()
+    mark = f"mark-{free_port()}"
+    reply = proj.app.control.revoke_by_stamped_headers({"monitoring_id": [mark]}, reply=True)
+    assert reply and all(
+        r == {"ok": f"headers {{'monitoring_id': ['{mark}']}} flagged as revoked, but not terminated"}
+        for node in reply
+        for r in node.values()
+    )
+    assert dict(worker_state.revoked_stamps) == {"monitoring_id": [mark]}
+    alone, listed, other = proj.add.si(1, 1), proj.add.si(1, 2), proj.add.si(2, 2)
+    alone.stamp(monitoring_id=mark)
+    listed.stamp(monitoring_id=["x", mark])
+    other.stamp(monitoring_id="other")
+    in_chain = chain(proj.add.si(0, 0), alone.clone()).apply_async()
+    for sent in (alone.apply_async(), listed.apply_async(), in_chain):
+        with pytest.raises(TaskRevokedError):
+            sent.get(timeout=WAIT)
+        assert sent.status == "REVOKED"
+    assert other.apply_async().get(timeout=WAIT) == 4
+    worker_state.revoked_stamps.clear()
+    assert dict(worker_state.revoked_stamps) == {}
+    assert alone.clone().apply_async().get(timeout=WAIT) == 2
 
 
 def test_add_to_chord_grows_the_header_in_the_database(ledger: Path) -> None:

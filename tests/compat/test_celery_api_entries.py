@@ -132,8 +132,8 @@ def test_result_entries(app: Celery) -> None:
     with pytest.raises(ValueError, match="thrown"):
         ok.throw(ValueError("thrown"))
     assert AsyncResult.TimeoutError.__name__ == "TimeoutError"
-    with pytest.raises(NotImplementedError, match="revoke the tasks by id"):
-        ok.revoke_by_stamped_headers({"color": "blue"})
+    with pytest.raises(TypeError, match="a dict of header names"):
+        ok.revoke_by_stamped_headers(["color"])
 
     results = ResultSet([double.delay(1)], app=app)
     results.update([double.delay(2), results.results[0]])
