@@ -2,15 +2,14 @@
 stamps are kept in the database, as the published state of one task row that no worker ever
 claims (``pgtasks:revoked-stamps``, named ``celery.revoked_stamps``), so every worker, even one
 started later, sees them. A worker checks a task that carries stamps when it starts it: one
-whose stamps match is cancelled (REVOKED, what waits on it resolved as for ``revoke``) and not
-run. A task without stamps costs nothing; a revoke is a read-modify-write of that one row (two
-revokes at the same instant may lose one)."""
+whose stamps match is cancelled (REVOKED, what waits on it resolved as for ``revoke``; the
+worker sends ``task_revoked``) and not run. A task without stamps costs nothing; a revoke is a
+read-modify-write of that one row (two revokes at the same instant may lose one)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from pgtasks.compat.celery.utils.functional import maybe_list
 from pgtasks.engine.events import task_state
 from pgtasks.engine.stored import store_state
 
@@ -41,7 +40,7 @@ def revoke_stamps(app: Celery, headers: dict[str, Any]) -> None:
     stamps = revoked_stamps(app)
     for header, values in headers.items():
         known = stamps.setdefault(header, [])
-        known.extend(v for v in maybe_list(values) or [values] if v not in known)
+        known.extend(v for v in (values if isinstance(values, (list, tuple)) else [values]) if v not in known)
     store_revoked_stamps(app, stamps)
 
 
