@@ -17,12 +17,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from celery import chain, group
+from celery import chain, chord, group
+from celery.canvas import StampingVisitor
 from celery.exceptions import TaskRevokedError
+from celery.result import AsyncResult
+from celery.signals import before_task_publish
 from celery.worker import state as worker_state
 
 from pgtasks import Client
 from tests.compat.apps import canvas_errors_app as proj
+from tests.compat.apps.canvas_errors_app import replaced_by_stamps_seen, stamps_seen
 from tests.compat.apps.canvas_expected import EXPECTED
 from tests.compat.apps.canvas_probe import WAIT, run
 from tests.support.celery_worker import celery_worker, module_celery_worker
@@ -66,6 +70,79 @@ def test_parent_and_root_ids(ledger: Path, name: str) -> None:
     Redis: a chord sent alone gives each header task its own root (no parent), and the body
     the root and parent of the header task that completed it."""
     observe(name, ledger)
+
+
+def test_group_and_group_index(ledger: Path) -> None:
+    """``self.request.group`` is the id of the group (or chord header) the task gives a result
+    to and ``group_index`` its position there, as the real Celery on Redis sets them (of a chain
+    in a group, only its last task); stored with the task, so a retried task keeps them."""
+    observe("group_places", ledger)
+
+
+class MonitoringId(StampingVisitor):
+    """Stamps every task with one id, and callbacks with where they hang."""
+
+    def __init__(self, value: str) -> None:
+        self.value = value
+
+    def on_signature(self, sig: Any, **headers: Any) -> dict[str, Any]:
+        return {"mtask_id": self.value}
+
+    def on_callback(self, callback: Any, **headers: Any) -> dict[str, Any]:
+        return {"on": "callback"}
+
+
+def test_a_stamped_task_has_its_stamps_in_headers_and_request(ledger: Path) -> None:
+    """Canvas "Stamping": ``sig.stamp(visitor)`` stamps are sent as the ``stamps`` and
+    ``stamped_headers`` headers (never as message properties) and the worker's request has
+    them, each stamp also as an attribute; a retried task keeps them, a replacement adds them
+    to its own; ``append_stamps=True`` keeps both values of a stamp as a list."""
+    published: list[tuple[dict[str, Any], dict[str, Any]]] = []
+
+    def seen(headers: dict[str, Any], properties: dict[str, Any], **_: Any) -> None:
+        published.append((headers, properties))
+
+    sig = stamps_seen.s(retry=True)
+    sig.stamp(MonitoringId("m-1"), other=7)
+    before_task_publish.connect(seen)
+    try:
+        got = sig.apply_async().get(timeout=WAIT)
+    finally:
+        before_task_publish.disconnect(seen)
+    expected = {"mtask_id": "m-1", "other": 7}
+    assert got == {"stamps": expected, "stamped_headers": ["mtask_id", "other"], "as_attributes": expected}
+    ((headers, properties),) = published
+    assert headers["stamps"] == expected and sorted(headers["stamped_headers"]) == ["mtask_id", "other"]
+    assert not {"stamped_headers", "mtask_id", "other"} & set(properties)
+    sig.stamp(MonitoringId("m-2"), append_stamps=True)
+    assert sig.options["mtask_id"] == ["m-2", "m-1"]
+    replaced = replaced_by_stamps_seen.si()
+    replaced.stamp(mtask_id="m-5")
+    assert replaced.delay().get(timeout=WAIT)["stamps"] == {"mtask_id": "m-5", "replaced": "yes"}
+
+
+def test_every_task_of_a_stamped_canvas_is_stamped(ledger: Path) -> None:
+    """A chain, group and chord pass the stamps to every task (a chord's header and body,
+    nested workflows); ``stamp_links`` gives the callbacks the visitor's ``on_callback`` stamps,
+    not the stamps of the task they follow."""
+    first, member, nested = stamps_seen.si(), stamps_seen.si(), [stamps_seen.si(), stamps_seen.si()]
+    tasks = [first, member, *nested]
+    results = [AsyncResult(t.freeze().id, app=proj.app) for t in tasks]
+    canvas = chain(first, chord([member, group(nested)], stamps_seen.s()))
+    canvas.stamp(MonitoringId("m-3"))
+    body = canvas.apply_async().get(timeout=WAIT)
+    stamped = {"mtask_id": "m-3"}
+    assert body["stamps"] == stamped
+    assert [r.get(timeout=WAIT)["stamps"] for r in results] == [stamped] * len(tasks)
+    alone = stamps_seen.si()
+    alone.options["link"] = dict(stamps_seen.si())  # as a link travels: a dict
+    alone.stamp_links(MonitoringId("m-4"))
+    (linked,) = alone.options["link"]
+    assert "stamped_headers" not in alone.options
+    assert {k: linked.options[k] for k in linked.options["stamped_headers"]} == {
+        "on": "callback",
+        "mtask_id": "m-4",
+    }
 
 
 def _dashboard_task(url: str, task_id: str, log: Path) -> dict[str, Any]:
@@ -159,16 +236,12 @@ def test_the_rest_of_the_task_semantics(ledger: Path, name: str) -> None:
 def test_worker_state_is_a_view_of_the_database(ledger: Path) -> None:
     """``celery.worker.state`` (which Celery's own test suite imports): revoked ids, the
     requests workers hold and the tasks they finished, read from the database that all
-    workers share; ``revoked_stamps`` stays empty, as pgtasks does not revoke by stamps."""
+    workers share (``revoked_stamps``: see the test below)."""
     proj.app.set_current()
     task_id = "revoked-state-" + str(free_port())
     assert task_id not in worker_state.revoked
     worker_state.revoked.add(task_id)
     assert task_id in worker_state.revoked and task_id in set(worker_state.revoked)
-    worker_state.revoked_stamps.clear()
-    assert dict(worker_state.revoked_stamps) == {}
-    with pytest.raises(NotImplementedError, match="stamped headers"):
-        worker_state.revoked_stamps["monitoring_id"] = ["1"]
     assert not worker_state.reserved_requests
     running = proj.sleeping.delay(1)
     wait_for(lambda: running.id in worker_state.active_requests, WAIT, "the task to be active")
@@ -178,6 +251,36 @@ def test_worker_state_is_a_view_of_the_database(ledger: Path) -> None:
     assert running.id not in worker_state.active_requests
     assert worker_state.total_count[proj.sleeping.name] >= 1
     assert worker_state.SOFTWARE_INFO["sw_ident"] == "pgtasks"
+
+
+def test_revoke_by_stamped_headers_is_durable(ledger: Path) -> None:
+    """``revoke_by_stamped_headers``: a task sent later whose stamp matches (one of its values
+    when the stamp is a list) ends REVOKED without running, and so does what waits on it in a
+    chain; another stamp runs; the revoked stamps are in the database (``worker_state``) until
+    ``revoked_stamps.clear()``."""
+    proj.app.set_current()
+    worker_state.revoked_stamps.clear()
+    mark = f"mark-{free_port()}"
+    reply = proj.app.control.revoke_by_stamped_headers({"monitoring_id": [mark]}, reply=True)
+    assert reply and all(
+        r == {"ok": f"headers {{'monitoring_id': ['{mark}']}} flagged as revoked, but not terminated"}
+        for node in reply
+        for r in node.values()
+    )
+    assert dict(worker_state.revoked_stamps) == {"monitoring_id": [mark]}
+    alone, listed, other = proj.add.si(1, 1), proj.add.si(1, 2), proj.add.si(2, 2)
+    alone.stamp(monitoring_id=mark)
+    listed.stamp(monitoring_id=["x", mark])
+    other.stamp(monitoring_id="other")
+    in_chain = chain(proj.add.si(0, 0), alone.clone()).apply_async()
+    for sent in (alone.apply_async(), listed.apply_async(), in_chain):
+        with pytest.raises(TaskRevokedError):
+            sent.get(timeout=WAIT)
+        assert sent.status == "REVOKED"
+    assert other.apply_async().get(timeout=WAIT) == 4
+    worker_state.revoked_stamps.clear()
+    assert dict(worker_state.revoked_stamps) == {}
+    assert alone.clone().apply_async().get(timeout=WAIT) == 2
 
 
 def test_add_to_chord_grows_the_header_in_the_database(ledger: Path) -> None:

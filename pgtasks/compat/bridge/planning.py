@@ -121,6 +121,8 @@ class Plan:
         meta.update({k: options[k] for k in ("time_limit", "soft_time_limit") if options.get(k) is not None})
         if prepared.extra:
             meta["properties"] = prepared.extra
+        if prepared.stamps:
+            meta["stamps"] = prepared.stamps
         if options.get("ignore_result"):  # the outcome is stored (a canvas needs it), read as none
             meta["ignore_result"] = True
         # Celery calls an errback that takes (request, exc, traceback) in the failing worker,
@@ -204,7 +206,7 @@ class Plan:
         members = [self.add(t, waiting, args, root, kwargs) for t in tasks]
         for position, member in enumerate(members):
             for exit_id in member.exits:
-                self.links.append(TaskLink(group_id, exit_id, LinkKind.GROUP, position))
+                self.join_group(group_id, exit_id, position)
         entries = list(itertools.chain.from_iterable(m.entries for m in members))
         exits = list(itertools.chain.from_iterable(m.exits for m in members))
         # Nested groups are unrolled, as Celery unrolls them: one flat list of results.
@@ -240,6 +242,15 @@ class Plan:
         # The chord takes its input in its header (inside a chain: the previous result goes
         # to every header task) and gives the body's result.
         return Node(header.entries or body.entries, body.exits, body.is_group, body.result)
+
+    def join_group(self, group_id: str, task_id: str, position: int) -> None:
+        """``task_id`` gives the result at ``position`` of the group ``group_id``; as Celery, its
+        request's ``group``/``group_index`` name them (a nested group's task keeps its own)."""
+        self.links.append(TaskLink(group_id, task_id, LinkKind.GROUP, position))
+        meta = SERIALIZERS["json"].loads(self.meta[task_id])
+        if "group_id" not in meta:
+            meta.update(group_id=group_id, group_index=position)
+            self.meta[task_id] = _meta_text(meta)
 
     def connect(self, before: Node, after: Node) -> None:
         """``after`` waits for ``before``: one result (chain), or all of a group's (chord)."""
@@ -346,7 +357,7 @@ def send_lazy_chord(
         for exit_id in node.exits:
             for entry in body.entries:
                 part.links.append(TaskLink(exit_id, entry, LinkKind.CHORD, position, entry not in immutable))
-            part.links.append(TaskLink(group_id, exit_id, LinkKind.GROUP, position))
+            part.join_group(group_id, exit_id, position)
             position += 1
         part.send(stored=frozenset(body.entries))
         nested = node.result
@@ -417,6 +428,9 @@ def replace_running_task(task: Task, sig: Any) -> Any:
     if ctx is None or request.id != ctx.task_id:
         raise RuntimeError(f"{task.name}.replace() must be called by the task while it runs")
     replacing = (ctx.task_id, ctx.executor_id, ctx.record.claim_token)
+    if request.stamps:  # the replacement keeps the task's stamps, beside its own
+        sig = maybe_signature(sig, app=task.app)
+        sig.stamp(append_stamps=False, **request.stamps)
     send_replacement(task.app, sig, ctx.task_id, request.root_id, replacing)
     raise Replaced("Replaced by new task")
 

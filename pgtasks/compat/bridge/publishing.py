@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from pgtasks.compat.celery import signals
 from pgtasks.compat.celery.app.routes import route
+from pgtasks.compat.celery.canvas.stamping import stamps_of
 from pgtasks.compat.celery.exceptions import QueueNotFound
 from pgtasks.engine.errors import ConfigurationError
 from pgtasks.engine.options import SEND_OPTION_NAMES, EnqueueRequest, SendOptions
@@ -132,6 +133,7 @@ class Prepared:
     body: tuple[Any, ...]
     properties: dict[str, Any]
     extra: dict[str, Any] = dataclasses.field(default_factory=dict)  # message properties given
+    stamps: dict[str, Any] = dataclasses.field(default_factory=dict)  # canvas stamping
 
     def publish(self, after: bool) -> None:
         """Send ``before_task_publish`` (or, ``after``, ``after_task_publish``)."""
@@ -173,6 +175,7 @@ def prepare(
         if options.get(key) is not None and key not in _warned:
             _warned.add(key)
             log.warning("apply_async(%s=...) is not supported by pgtasks.compat yet; ignored", key)
+    stamps = stamps_of(options)  # Celery sends them as headers, never as properties
     extra = message_properties(options)
     for key in extra:
         del options[key]
@@ -218,6 +221,8 @@ def prepare(
         "kwargsrepr": repr(kwargs),
         "origin": None,
         "ignore_result": bool(options.get("ignore_result", False)),
+        "stamped_headers": list(stamps) or None,
+        "stamps": stamps,
         **dict(options.get("headers") or {}),
     }
     request = dataclasses.replace(
@@ -231,7 +236,7 @@ def prepare(
     ).request(name, args, kwargs)
     body = (args, kwargs, {"callbacks": None, "errbacks": None, "chain": None, "chord": None})
     properties = {"correlation_id": task_id, "priority": priority, **extra}
-    return Prepared(request, headers, body, properties, extra)
+    return Prepared(request, headers, body, properties, extra, stamps)
 
 
 def _check_declared(app: Celery, queue: str) -> None:

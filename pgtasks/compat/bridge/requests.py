@@ -57,12 +57,13 @@ def request_from_record(
     record: TaskRecord, executor_id: str, args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> Context:
     """The request of a task claimed by a worker, from its row (``meta`` holds what Celery
-    sends in message headers: ``root_id`` and the caller's ``headers``, and the message
-    properties given). As in Celery's worker, each custom header is also an attribute of the
-    request (``self.request.periodic_task_name``), never hiding one of the protocol's, and
-    ``headers`` is None when there are none."""
+    sends in message headers: ``root_id``, the caller's ``headers``, the canvas' ``stamps``,
+    and the message properties given). As in Celery's worker, each custom header and each
+    stamp is also an attribute of the request (``self.request.periodic_task_name``), never
+    hiding one of the protocol's, and ``headers`` is None when there are none."""
     meta = _meta(record.meta)
     headers = dict(meta.get("headers") or {})
+    stamps = dict(meta.get("stamps") or {})
     request = Context(
         id=record.task_id,
         task=record.name,
@@ -76,6 +77,10 @@ def request_from_record(
         expires=iso_time(record.expires_at_epoch_ms),
         parent_id=record.parent_task_id,
         root_id=meta.get("root_id") or record.parent_task_id or record.task_id,
+        group=meta.get("group_id"),
+        group_index=meta.get("group_index"),
+        stamps=stamps,
+        stamped_headers=list(stamps),
         headers=headers or None,
         errbacks=meta.get("errbacks") or None,
         time_limit=meta.get("time_limit"),
@@ -92,7 +97,7 @@ def request_from_record(
             **dict(meta.get("properties") or {}),
         },
     )
-    for name, value in headers.items():
+    for name, value in {**stamps, **headers}.items():
         if isinstance(name, str) and name.isidentifier() and not hasattr(request, name):
             setattr(request, name, value)
     return request

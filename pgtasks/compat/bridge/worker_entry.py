@@ -17,7 +17,8 @@ from pgtasks.compat.bridge import django_support
 from pgtasks.compat.bridge.django_results import running_task_mirror
 from pgtasks.compat.bridge.execution import Attempt
 from pgtasks.compat.bridge.requests import request_from_record
-from pgtasks.compat.celery import states
+from pgtasks.compat.bridge.revoked_stamps import revoked_stamps, revoking_stamp
+from pgtasks.compat.celery import signals, states
 from pgtasks.compat.celery.app import trace as app_trace
 from pgtasks.compat.celery.exceptions import Replaced, Retry
 from pgtasks.compat.celery.result.async_result import AsyncResult
@@ -43,6 +44,12 @@ def worker_entry(task: Task, run: Callable[..., Any]) -> Callable[..., Any]:
             if getattr(request, name) is None:
                 setattr(request, name, getattr(task, name))
         request.timelimit = (request.time_limit, request.soft_time_limit)
+        if request.stamps and revoking_stamp(request.stamps, revoked_stamps(task.app)) is not None:
+            task.app.engine.admin.cancel(ctx.task_id)  # ends REVOKED; what waits on it resolves
+            signals.task_revoked.send(
+                sender=task, request=request, terminated=False, signum=None, expired=False
+            )
+            raise TaskAbandoned("revoked by its stamped headers")
         django_support.close_old_connections()
         mirror = running_task_mirror(task)
         if mirror is not None and task.track_started:

@@ -91,6 +91,34 @@ def ids(self, label):
 
 
 @app.task(bind=True)
+def group_place(self, label):
+    """The group this task gives a result to, and its position there."""
+    return {"label": label, "group": self.request.group, "group_index": self.request.group_index}
+
+
+@app.task(bind=True, max_retries=1)
+def stamps_seen(self, *previous, retry=False):
+    """The stamps the worker gave this task (after one retry, with ``retry``)."""
+    if retry and not self.request.retries:
+        raise self.retry(countdown=0)
+    r = self.request
+    stamped = sorted(r.stamped_headers or [])
+    return {
+        "stamps": r.stamps,
+        "stamped_headers": stamped,
+        "as_attributes": {h: getattr(r, h) for h in stamped},
+    }
+
+
+@app.task(bind=True)
+def replaced_by_stamps_seen(self):
+    """Replaces itself by a task stamped ``replaced``."""
+    sig = stamps_seen.si()
+    sig.stamp(replaced="yes")
+    return self.replace(sig)
+
+
+@app.task(bind=True)
 def collect_ids(self, previous, label):
     r = self.request
     return {"label": label, "id": r.id, "parent_id": r.parent_id, "root_id": r.root_id, "previous": previous}

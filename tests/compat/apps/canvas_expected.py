@@ -99,6 +99,16 @@ EXPECTED: dict[str, dict[str, Any]] = {
             {"id": "<id>", "label": 5, "parent_id": "<two>", "root_id": "<one>"},
         ],
     },
+    "group_places": {
+        "chord_header": [{"group_index": 0, "label": 0}, {"group_index": 1, "label": 1}],
+        "first_of_a_chain_member": {"group": None, "group_index": None, "label": "first"},
+        "group": [
+            {"group": "<group>", "group_index": 0, "label": 0},
+            {"group": "<group>", "group_index": 1, "label": 1},
+            {"group": "<group>", "group_index": 2, "label": 2},
+        ],
+        "one_header_group": True,
+    },
     "group_partials": {"chain_first_task": 26, "chord_header": 26, "group": [11, 12, 13]},
     "group_result_as_an_argument": {
         "member_ids": True,

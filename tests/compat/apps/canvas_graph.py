@@ -23,6 +23,7 @@ from tests.compat.apps.canvas_errors_app import (
     collect_ids,
     errback_bound,
     fail,
+    group_place,
     identity,
     ids,
     loud,
@@ -119,6 +120,24 @@ def nested_chord_ids(p: Probe) -> dict[str, Any]:
     _one_of(p, value, "parent_id", inner_body, y)
     _one_of(p, inner_value, "parent_id", x1, x2)
     return {"outer_body": value, "inner_body": inner_value, "inner_header": inner_header, "y": y_value}
+
+
+@scenario
+def group_places(p: Probe) -> dict[str, Any]:
+    """``self.request.group``/``group_index``: a group member's (of a chain member, its last
+    task's) and a chord header task's; a task outside any group has none."""
+    first = group_place.si("first")
+    first.freeze()
+    res = group(group_place.si(0), chain(first, group_place.si(1)), group_place.si(2)).delay()
+    p.role(group=res)
+    header = chord([group_place.si(0), group_place.si(1)], identity.s()).delay().get(timeout=WAIT)
+    header_groups = {h.pop("group") for h in header}
+    return {
+        "group": p.named(res.get(timeout=WAIT)),
+        "first_of_a_chain_member": AsyncResult(first.id, app=proj.app).get(timeout=WAIT),
+        "chord_header": header,
+        "one_header_group": len(header_groups) == 1 and None not in header_groups,
+    }
 
 
 @scenario

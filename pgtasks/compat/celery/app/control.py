@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from pgtasks.compat.bridge.django_results import mirror_of
 from pgtasks.compat.bridge.requests import delivery_info, iso_time
+from pgtasks.compat.bridge.revoked_stamps import revoke_stamps
 from pgtasks.compat.celery import signals
 from pgtasks.compat.celery.app.task import Context
 from pgtasks.compat.celery.app.utils import filter_hidden_settings
@@ -72,8 +73,24 @@ class Control:
         if mirror is not None and (sender is None or not sender.ignore_result):
             mirror.revoked(record.task_id)
 
-    def revoke_by_stamped_headers(self, *args: Any, **kwargs: Any) -> None:
-        raise NotImplementedError("revoke_by_stamped_headers is not supported by pgtasks")
+    def revoke_by_stamped_headers(
+        self,
+        headers: dict[str, Any],
+        destination: Any = None,
+        terminate: bool = False,
+        signal: Any = None,
+        reply: bool = False,
+        **kwargs: Any,
+    ) -> list[dict[str, Any]] | None:
+        """Revoke every task stamped with one of ``headers``' values (a header and a value or a
+        list of them), durably: a worker cancels a matching task when it would start it, even
+        one sent later (bridge/revoked_stamps.py). ``terminate`` does not stop a task already
+        running (the reply says so, as Celery's does when nothing was terminated)."""
+        revoke_stamps(self.app, headers)
+        if not reply:
+            return None
+        text = f"headers {headers} flagged as revoked, but not terminated"
+        return [{node: {"ok": text}} for node in self.inspect(destination=destination).nodes()]
 
     def terminate(
         self, task_id: str | list[str], destination: Any = None, signal: str = "SIGTERM", **kwargs: Any

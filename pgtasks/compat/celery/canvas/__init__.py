@@ -1,8 +1,8 @@
 """Celery's ``celery.canvas``: task signatures and the workflows built from them. Each class
 lives in a module of its own: signature.py (``Signature``, ``signature``, ``maybe_signature``),
-chain.py, group.py, chord.py, and mapping.py (``xmap``, ``xstarmap``, ``chunks``), over the
-base they share (workflow.py); this package only re-exports them. bridge/planning.py turns
-any of them into linked tasks.
+chain.py, group.py, chord.py, mapping.py (``xmap``, ``xstarmap``, ``chunks``) and stamping.py
+(``StampingVisitor``), over the base they share (workflow.py); this package only re-exports
+them. bridge/planning.py turns any of them into linked tasks.
 """
 
 from __future__ import annotations
@@ -18,9 +18,11 @@ from pgtasks.compat.celery.canvas.signature import (
     subtask,
     takes_request,
 )
+from pgtasks.compat.celery.canvas.stamping import StampingVisitor
 
 __all__ = [
     "Signature",
+    "StampingVisitor",
     "chain",
     "chord",
     "chunks",

@@ -48,6 +48,11 @@ class chain(Workflow):
         flow = self if errbacks is None else self.clone(link_error=list(maybe_list(errbacks) or ()))
         return Workflow.apply_async(flow, args, kwargs, route_name, **options)
 
+    def stamp(self, visitor: Any = None, append_stamps: bool = False, **headers: Any) -> None:
+        """Stamp every task of the chain and its links (``on_chain_start`` / ``on_chain_end``)."""
+        hooks = ("on_chain_start", "on_chain_end")
+        self._stamp_members(visitor, append_stamps, headers, hooks, self._signatures())
+
     def unchain_tasks(self) -> list[Any]:
         """The chain's tasks as separate signatures (copies): the last one carries the chain's
         callbacks, each carries its errbacks."""

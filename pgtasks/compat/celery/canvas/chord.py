@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from pgtasks.compat.celery.canvas.group import group
 from pgtasks.compat.celery.canvas.signature import Signature, maybe_signature
+from pgtasks.compat.celery.canvas.stamping import stamp_headers
 from pgtasks.compat.celery.canvas.workflow import Workflow
 
 if TYPE_CHECKING:
@@ -73,6 +74,16 @@ class chord(Workflow):
             for member in self.header._signatures():
                 member.link_error(errback.clone().set(immutable=True))
         return body.link_error(errback)
+
+    def stamp(self, visitor: Any = None, append_stamps: bool = False, **headers: Any) -> None:
+        """Stamp the header's tasks (``on_chord_header_start`` / ``_end``), then the body with
+        the visitor's ``on_chord_body`` stamps added."""
+        hooks = ("on_chord_header_start", "on_chord_header_end")
+        headers = self._stamp_members(visitor, append_stamps, headers, hooks, self.header._signatures())
+        body = self._body_signature()
+        if body is not None:
+            visited = (visitor.on_chord_body(self, **headers) or {}) if visitor is not None else None
+            body.stamp(visitor, append_stamps, **stamp_headers(self, visited, append_stamps, headers))
 
     def __or__(self, other: Any) -> Any:
         """As Celery: ``chord | task`` (or a group of one) is the chord with its body followed

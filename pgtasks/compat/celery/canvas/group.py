@@ -49,6 +49,11 @@ class group(Workflow):
             member.link_error(errback.clone())
         return errback
 
+    def stamp(self, visitor: Any = None, append_stamps: bool = False, **headers: Any) -> None:
+        """Stamp every member of the group and its links (``on_group_start`` / ``on_group_end``)."""
+        hooks = ("on_group_start", "on_group_end")
+        self._stamp_members(visitor, append_stamps, headers, hooks, self._signatures())
+
     def apply(self, args: Any = None, kwargs: Any = None, **options: Any) -> Any:
         results: list[Any] = []
         for member in self.tasks:

@@ -19,6 +19,7 @@ from collections.abc import Callable, MutableSequence
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, overload
 
 from pgtasks.compat.celery._state import get_current_app
+from pgtasks.compat.celery.canvas.stamping import stamp_headers, stamp_links
 from pgtasks.compat.celery.utils.functional import maybe_list
 
 if TYPE_CHECKING:
@@ -26,12 +27,6 @@ if TYPE_CHECKING:
     from pgtasks.compat.celery.result import async_result
 
 __all__ = ["Signature", "maybe_signature", "signature", "subtask", "takes_request", "workflow_type"]
-
-STAMPING = (
-    "signature stamping is not supported by pgtasks; pass what the stamp would carry in "
-    "headers=... (apply_async(headers=...)), which the task reads from self.request.headers"
-)
-
 
 _Type = TypeVar("_Type", bound="type[Signature]")
 
@@ -321,10 +316,14 @@ class Signature(dict):  # type: ignore[type-arg]
         )
 
     def stamp(self, visitor: Any = None, append_stamps: bool = False, **headers: Any) -> Any:
-        raise NotImplementedError(STAMPING)
+        """Stamp this signature (see stamping.py): ``headers`` and what ``visitor.on_signature``
+        returns become options listed in ``stamped_headers``, sent as the task's stamps."""
+        visited = (visitor.on_signature(self, **headers) or {}) if visitor is not None else None
+        return self.set(**stamp_headers(self, visited, append_stamps, headers))
 
-    def stamp_links(self, visitor: Any, append_stamps: bool = False, **headers: Any) -> Any:
-        raise NotImplementedError(STAMPING)
+    def stamp_links(self, visitor: Any, append_stamps: bool = False, **headers: Any) -> None:
+        """Stamp this signature's callbacks and errbacks (not the signature itself)."""
+        stamp_links(self, visitor, append_stamps, headers)
 
     def __deepcopy__(self, memo: dict[int, Any]) -> Signature:
         return Signature(dict(copy.deepcopy(dict(self), memo)), type=self._type, app=self._app)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from pgtasks.compat.celery.canvas.signature import Signature, maybe_signature, workflow_type
+from pgtasks.compat.celery.canvas.stamping import stamp_headers, stamp_links
 from pgtasks.compat.celery.utils.functional import maybe_list
 
 if TYPE_CHECKING:
@@ -64,6 +65,21 @@ class Workflow(Signature):
 
     def __or__(self, other: Any) -> Any:
         return workflow_type("celery.chain")(self, other)
+
+    def _stamp_members(
+        self, visitor: Any, append: bool, headers: dict[str, Any], hooks: tuple[str, str], members: list[Any]
+    ) -> dict[str, Any]:
+        """Stamp the links and ``members`` of this workflow with ``headers`` and what the
+        visitor's ``hooks`` (its start and end of this kind of workflow) add; the stamps."""
+        start, end = hooks
+        visited = (getattr(visitor, start)(self, **headers) or {}) if visitor is not None else None
+        headers = stamp_headers(self, visited, append, headers)
+        stamp_links(self, visitor, append, headers)
+        for member in members:
+            member.stamp(visitor, append, **headers)
+        if visitor is not None:
+            getattr(visitor, end)(self, **headers)
+        return headers
 
     def clone(self, args: Any = None, kwargs: Any = None, **opts: Any) -> Any:
         copy = type(self).__new__(type(self))

@@ -473,10 +473,9 @@ class AsyncResult(ResultBase):
     def revoke_by_stamped_headers(
         self, headers: Any, terminate: bool = False, signal: Any = None, **kwargs: Any
     ) -> None:
-        raise NotImplementedError(
-            "revoke_by_stamped_headers is not supported by pgtasks (signatures are not stamped); "
-            "revoke the tasks by id: AsyncResult(id).revoke() or app.control.revoke([ids])"
-        )
+        """Revoke every task stamped with one of ``headers``' values (see
+        ``app.control.revoke_by_stamped_headers``)."""
+        self.app.control.revoke_by_stamped_headers(headers, terminate=terminate, signal=signal)
 
 
 def _ignored(record: TaskRecord) -> bool:

@@ -7,9 +7,8 @@ process (a worker, the client that sends, a test):
 
 - :data:`revoked`: the ids of revoked tasks (``CANCELLED`` rows, including the ids revoked
   before their task was sent); ``id in revoked`` reads one row, ``add`` revokes durably;
-- :data:`revoked_stamps`: always empty. Revoking by stamped headers is not supported by
-  pgtasks (``app.control.revoke_by_stamped_headers`` raises NotImplementedError), so no
-  worker consults stamps and ``clear()`` has nothing to forget;
+- :data:`revoked_stamps`: the stamped headers revoked (``revoke_by_stamped_headers``), as
+  the database keeps them for every worker; ``clear()`` forgets them;
 - :data:`active_requests`: the requests of the tasks workers hold now (``PENDING`` rows);
   :data:`reserved_requests` is empty: workers claim tasks for free slots, and a task a
   prefork worker holds ahead is already ``PENDING`` (so active);
@@ -23,6 +22,7 @@ from collections.abc import Iterable, Iterator, MutableMapping, Set
 from typing import Any
 
 from pgtasks import __version__
+from pgtasks.compat.bridge import revoked_stamps as stamp_store
 from pgtasks.compat.bridge.requests import request_from_record
 from pgtasks.compat.celery._state import get_current_app
 from pgtasks.compat.celery.worker.request import Request
@@ -74,29 +74,33 @@ class RevokedIds(Set[str]):
         get_current_app().control.revoke(list(task_ids))
 
 
-class NoStamps(MutableMapping[str, Any]):
-    """Celery's revoked stamped headers: always empty on pgtasks, which does not revoke by
-    stamps; storing one is refused so that nothing seems to be revoked when it is not."""
+class RevokedStamps(MutableMapping[str, Any]):
+    """Celery's revoked stamped headers: a view of the current app's database (the revoked
+    stamps every worker checks, bridge/revoked_stamps.py). Setting a header revokes its values
+    (``app.control.revoke_by_stamped_headers``); deleting one or ``clear()`` forgets them."""
+
+    def _stamps(self) -> dict[str, list[Any]]:
+        return stamp_store.revoked_stamps(get_current_app())
 
     def __getitem__(self, key: str) -> Any:
-        raise KeyError(key)
+        return self._stamps()[key]
 
     def __setitem__(self, key: str, value: Any) -> None:
-        raise NotImplementedError(
-            "revoking by stamped headers is not supported by pgtasks: revoke the task ids"
-        )
+        stamp_store.revoke_stamps(get_current_app(), {key: value})
 
     def __delitem__(self, key: str) -> None:
-        raise KeyError(key)
+        stamps = self._stamps()
+        del stamps[key]
+        stamp_store.store_revoked_stamps(get_current_app(), stamps)
 
     def __iter__(self) -> Iterator[str]:
-        return iter(())
+        return iter(self._stamps())
 
     def __len__(self) -> int:
-        return 0
+        return len(self._stamps())
 
     def clear(self) -> None:
-        """Nothing to forget (see the module's docstring)."""
+        stamp_store.store_revoked_stamps(get_current_app(), {})
 
 
 class ActiveRequests(Set[Request]):
@@ -154,7 +158,7 @@ class FinishedCounts(MutableMapping[str, int]):
 
 
 revoked = RevokedIds()
-revoked_stamps = NoStamps()
+revoked_stamps = RevokedStamps()
 active_requests = ActiveRequests()
 reserved_requests: frozenset[Request] = frozenset()
 total_count = FinishedCounts()
