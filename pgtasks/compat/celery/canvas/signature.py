@@ -19,7 +19,7 @@ from collections.abc import Callable, MutableSequence
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, overload
 
 from pgtasks.compat.celery._state import get_current_app
-from pgtasks.compat.celery.canvas.stamping import stamp_headers, stamp_links
+from pgtasks.compat.celery.canvas.stamping import StampingVisitor, stamp_headers
 from pgtasks.compat.celery.utils.functional import maybe_list
 
 if TYPE_CHECKING:
@@ -402,3 +402,21 @@ def takes_request(errback: Any) -> bool:
         return False
     positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     return len(positional) > 1 or any(p.kind is p.VAR_POSITIONAL for p in params)
+
+
+def stamp_links(
+    sig: Signature, visitor: StampingVisitor | None, append: bool, headers: dict[str, Any]
+) -> None:
+    """Stamp ``sig``'s callbacks and errbacks (rebuilt in place when they are dicts) with the
+    headers and the visitor's ``on_callback`` / ``on_errback``."""
+    for option, hook in (("link", "on_callback"), ("link_error", "on_errback")):
+        given = sig.options.get(option)
+        if not given:
+            continue
+        links = [maybe_signature(link, app=sig._app) for link in maybe_list(given) or ()]
+        for link in links:
+            visited = (getattr(visitor, hook)(link, **headers) or {}) if visitor is not None else None
+            link.stamp(
+                visitor, append, **stamp_headers(link, visited, append, copy.deepcopy(headers), own=False)
+            )
+        sig.options[option] = links

@@ -11,7 +11,6 @@ with the headers and the visitor only, never with the stamps of the signature th
 
 from __future__ import annotations
 
-import copy
 from typing import TYPE_CHECKING, Any
 
 from pgtasks.compat.celery.utils.functional import maybe_list
@@ -19,7 +18,7 @@ from pgtasks.compat.celery.utils.functional import maybe_list
 if TYPE_CHECKING:
     from pgtasks.compat.celery.canvas.signature import Signature
 
-__all__ = ["StampingVisitor", "merge_stamps", "stamp_headers", "stamp_links", "stamps_of"]
+__all__ = ["StampingVisitor", "merge_stamps", "stamp_headers", "stamps_of"]
 
 
 class StampingVisitor:
@@ -97,26 +96,6 @@ def stamp_headers(
         merge_stamps(merged, {k: v for k, v in sig.options.items() if k in existing}, append)
         merged["stamped_headers"] = sorted(names)
     return merged
-
-
-def stamp_links(
-    sig: Signature, visitor: StampingVisitor | None, append: bool, headers: dict[str, Any]
-) -> None:
-    """Stamp ``sig``'s callbacks and errbacks (rebuilt in place when they are dicts) with the
-    headers and the visitor's ``on_callback`` / ``on_errback``."""
-    from pgtasks.compat.celery.canvas.signature import maybe_signature
-
-    for option, hook in (("link", "on_callback"), ("link_error", "on_errback")):
-        given = sig.options.get(option)
-        if not given:
-            continue
-        links = [maybe_signature(link, app=sig._app) for link in maybe_list(given) or ()]
-        for link in links:
-            visited = (getattr(visitor, hook)(link, **headers) or {}) if visitor is not None else None
-            link.stamp(
-                visitor, append, **stamp_headers(link, visited, append, copy.deepcopy(headers), own=False)
-            )
-        sig.options[option] = links
 
 
 def stamps_of(options: dict[str, Any]) -> dict[str, Any]:

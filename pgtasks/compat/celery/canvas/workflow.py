@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from pgtasks.compat.celery.canvas.signature import Signature, maybe_signature, workflow_type
-from pgtasks.compat.celery.canvas.stamping import stamp_headers, stamp_links
+from pgtasks.compat.celery.canvas.signature import Signature, maybe_signature, stamp_links, workflow_type
+from pgtasks.compat.celery.canvas.stamping import stamp_headers
 from pgtasks.compat.celery.utils.functional import maybe_list
 
 if TYPE_CHECKING:
