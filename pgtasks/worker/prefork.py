@@ -2,68 +2,95 @@
 kills a child that passes the hard time limit (recording TimeLimitExceeded) and replaces it,
 and replaces children after ``max_tasks_per_child`` tasks. The soft time limit raises
 SoftTimeLimitExceeded inside the task (SIGALRM in the child). It takes more tasks than it has
-children (the worker's prefetch) and hands each to the next child that is free.
+children (the worker's prefetch) and holds them until a child is free.
+
+A free child takes the next held task; when many are held and that task name's recent run
+time is short, it takes a **micro-batch** of them (at most :data:`MICRO_BATCH_SIZE` tasks and
+about :data:`MICRO_BATCH_SECONDS` of expected work, by a moving average of each name's run
+time), in one message: the hand-off costs a pickle and a write per batch, not per task. The
+child sends each outcome back as soon as its task is done, and writes which task of its batch
+it runs, and since when, into its shared slot (:mod:`pgtasks.worker.prefork_slots`): the
+parent enforces hard time limits and ``terminate`` from there, and when it kills a child, or
+a child dies, it knows which task was in progress (recorded as today) and gives the rest of
+the batch back unstarted, once. The child's loop and messages are in
+:mod:`pgtasks.worker.prefork_child`.
 """
 
 from __future__ import annotations
 
 import collections
 import contextlib
-import dataclasses
 import logging
-import multiprocessing
-import operator
+import math
 import os
-import signal
+import select
 import threading
 import time
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from multiprocessing import Pipe
-from multiprocessing.connection import Connection, wait
+from multiprocessing.connection import Connection
+from typing import Any
 
 from pgtasks.engine.core import Engine
-from pgtasks.engine.errors import (
-    DatabaseUnavailable,
-    SoftTimeLimitExceeded,
-    TimeLimitExceeded,
-    WorkerLostError,
-)
+from pgtasks.engine.errors import TimeLimitExceeded, WorkerLostError
 from pgtasks.engine.failures import encode_exception
 from pgtasks.sysdb.records import Outcome, Status, StepRecord, TaskRecord
 from pgtasks.worker.forkserver import ForkedChild, ForkServer, ForkServerError
 from pgtasks.worker.limits import time_limits
-from pgtasks.worker.pools import Finish, PoolOptions, run_guarded
+from pgtasks.worker.pools import Finish, PoolOptions
+from pgtasks.worker.prefork_child import MessageReader, child_main, outcome_of, record_fields, unstarted
+from pgtasks.worker.prefork_slots import Slots
 
 log = logging.getLogger("pgtasks.worker")
 
+# A task that waited longer than this for a child is checked before it runs: it may have been
+# revoked (or its lease lost) meanwhile, and must not run then.
+HELD_CHECK_SECONDS = 0.5
+# A micro-batch: at most this many tasks, and about this much expected work (a task name
+# whose run time is not known yet goes alone).
+MICRO_BATCH_SIZE = 16
+MICRO_BATCH_SECONDS = 0.005
+RUN_TIME_WEIGHT = 0.2  # of the latest run in a name's moving average
 
-@dataclass
-class _Child:
-    process: ForkedChild
-    conn: Connection
-    task: TaskRecord | None = None
-    started: float = 0.0
-    retiring: bool = False  # exiting (max_tasks_per_child) or dead: takes no task
-    limit: float | None = None  # the hard time limit of its task, in seconds
+Finished = list[tuple[TaskRecord, "Outcome | None"]]
 
 
 @dataclass(frozen=True, slots=True)
 class _Held:
-    """A task submitted while every child was busy: it starts on the next free child."""
+    """A task submitted and not yet sent to a child."""
 
     record: TaskRecord
     steps: list[StepRecord] | None
     since: float  # time.monotonic() when it was submitted
 
 
-# A task that waited longer than this for a child is checked before it runs: it may have been
-# revoked (or its lease lost) meanwhile, and must not run then.
-HELD_CHECK_SECONDS = 0.5
+@dataclass(frozen=True, slots=True)
+class _Sent:
+    """A task of a child's batch."""
 
-# Records and outcomes cross the pipes as tuples of their fields: pickling the dataclasses
-# themselves costs several times more, on both sides, for every task.
-_record_fields = operator.attrgetter(*(f.name for f in dataclasses.fields(TaskRecord)))
-_outcome_fields = operator.attrgetter(*(f.name for f in dataclasses.fields(Outcome)))
+    record: TaskRecord
+    limit: float | None  # its hard time limit, in seconds
+
+
+@dataclass
+class _Child:
+    process: ForkedChild
+    conn: Connection
+    slot: int
+    reader: MessageReader
+    batch: list[_Sent] = field(default_factory=list)
+    done: int = 0  # outcomes of the batch received so far
+    ran: int = 0  # tasks it ran (max_tasks_per_child)
+    retiring: bool = False  # exiting (max_tasks_per_child), dead or killed: takes no task
+
+    @property
+    def busy(self) -> bool:
+        return self.done < len(self.batch)
+
+    @property
+    def idle(self) -> bool:
+        return not self.retiring and self.done >= len(self.batch)
 
 
 class PreforkPool:
@@ -76,8 +103,11 @@ class PreforkPool:
     def __init__(self, engine: Engine, executor_id: str, options: PoolOptions, finish: Finish) -> None:
         self._engine, self._executor_id, self._options, self._finish = engine, executor_id, options, finish
         self._forks = ForkServer(self._child_main)
+        self._slots = Slots()
         self._children: list[_Child] = []
+        self._generation = 0  # changes with the children: the monitor then re-registers pipes
         self._held: collections.deque[_Held] = collections.deque()
+        self._seconds: dict[str, float] = {}  # moving average of each task name's run time
         self._lock = threading.Lock()
         self._stopping = False
         self._terminating: set[str] = set()  # task ids to kill (revoked with terminate=True)
@@ -98,63 +128,87 @@ class PreforkPool:
         self._monitor.start()
 
     def _spawn(self) -> _Child:
-        process, conn = self._forks.spawn()
+        slot = self._slots.take()
+        try:
+            process, conn = self._forks.spawn()
+        except BaseException:
+            self._slots.give(slot)
+            raise
         self._spawned += 1
-        conn.send(f"ForkPoolWorker-{self._spawned}")  # the child's first message: its name
-        return _Child(process, conn)
+        self._generation += 1
+        conn.send((f"ForkPoolWorker-{self._spawned}", slot))  # the child's first message
+        return _Child(process, conn, slot, MessageReader(conn.fileno()))
 
     def _child_main(self, conn: Connection) -> None:
         self._wake_read.close()  # the pool's own pipe: not the child's
         self._wake_write.close()
-        _child_main(conn, self._engine, self._executor_id, self._options)
+        child_main(conn, self._slots, self._engine, self._executor_id, self._options)
 
     def submit(self, record: TaskRecord, steps: list[StepRecord] | None = None) -> None:
         with self._lock:
-            child = self._idle_child()
-            if child is None:  # every child is busy: the next one free takes it
-                self._held.append(_Held(record, steps, time.monotonic()))
-                return
-            # OSError: it died a moment ago; the caller gives the task back, not us
-            limited = self._send(child, _Held(record, steps, time.monotonic()))
+            self._held.append(_Held(record, steps, time.monotonic()))
+            limited = self._feed()
         if limited:
-            self._wake_write.send(None)  # the monitor watches this child's time from now on
+            self._wake_write.send(None)  # the monitor watches the child's time from now on
 
-    def _idle_child(self) -> _Child | None:
-        return next((c for c in self._children if c.task is None and not c.retiring), None)
+    def _feed(self) -> bool:
+        """Send held tasks to the idle children (the lock held); True when one of them has
+        a hard time limit. A child found dead is marked retiring (the monitor handles its
+        death) and its batch held again."""
+        limited = False
+        while self._held and not self._stopping:
+            child = next((c for c in self._children if c.idle), None)
+            if child is None:
+                break
+            batch = self._take_batch(child)
+            try:
+                limited |= self._send(child, batch)
+            except OSError:
+                self._held.extendleft(reversed(batch))
+        return limited
 
-    def _send(self, child: _Child, held: _Held) -> bool:
-        """Start ``held`` on the idle ``child`` (the lock held); True when it has a hard time
-        limit. A child found dead is marked retiring (its death is handled by the monitor)
-        and OSError raised, with the task not taken."""
-        record = held.record
-        hard, soft = time_limits(
-            self._engine, record, self._options.time_limit, self._options.soft_time_limit
-        )
-        child.task, child.started, child.limit = record, time.monotonic(), hard
-        check = child.started - held.since > HELD_CHECK_SECONDS
+    def _take_batch(self, child: _Child) -> list[_Held]:
+        """The held tasks ``child`` takes: the next one, and while the tasks are short the
+        ones after it, up to a fair share of those held (the lock held)."""
+        held = self._held
+        live = sum(1 for c in self._children if not c.retiring)
+        size = min(MICRO_BATCH_SIZE, math.ceil(len(held) / max(1, live)))
+        if self._options.max_tasks_per_child is not None:  # it exits after its last one
+            size = min(size, self._options.max_tasks_per_child - child.ran)
+        batch = [held.popleft()]
+        expected = self._seconds.get(batch[0].record.name, math.inf)
+        while len(batch) < size and held:
+            expected += self._seconds.get(held[0].record.name, math.inf)
+            if expected > MICRO_BATCH_SECONDS:
+                break
+            batch.append(held.popleft())
+        return batch
+
+    def _send(self, child: _Child, batch: list[_Held]) -> bool:
+        """Start ``batch`` on the idle ``child`` (the lock held); True when a task of it has
+        a hard time limit. OSError when the child is dead (it is then marked retiring)."""
+        now = time.monotonic()
+        sent, message, limited = [], [], False
+        for held in batch:
+            record = held.record
+            hard, soft = time_limits(
+                self._engine, record, self._options.time_limit, self._options.soft_time_limit
+            )
+            sent.append(_Sent(record, hard))
+            message.append((record_fields(record), held.steps, soft, now - held.since > HELD_CHECK_SECONDS))
+            limited = limited or hard is not None
+        self._slots.reset(child.slot)
+        child.batch, child.done = sent, 0
         try:
-            child.conn.send((_record_fields(record), held.steps, soft, check))
+            child.conn.send(message)
         except OSError:
-            child.task, child.retiring = None, True
+            child.batch, child.retiring = [], True
             raise
-        return hard is not None
-
-    def _feed(self) -> None:
-        """Start held tasks on the idle children (monitor thread)."""
-        with self._lock:
-            while self._held and not self._stopping:
-                child = self._idle_child()
-                if child is None:
-                    return
-                held = self._held.popleft()
-                try:
-                    self._send(child, held)
-                except OSError:
-                    self._held.appendleft(held)  # the next idle child takes it
+        return limited
 
     def waiting(self) -> int:
         with self._lock:
-            return len(self._held)
+            return len(self._held) + sum(len(c.batch) - c.done - 1 for c in self._children if c.busy)
 
     def resize(self, delta: int) -> None:
         """Start ``delta`` more children, or stop ``-delta`` idle ones (Celery's pool_grow and
@@ -163,7 +217,7 @@ class PreforkPool:
             if delta > 0:
                 self._children.extend(self._spawn() for _ in range(delta))
             else:
-                idle = [c for c in self._children if c.task is None and not c.retiring]
+                idle = [c for c in self._children if c.idle]
                 if len(idle) < -delta:
                     raise ValueError("Can't shrink pool. All processes busy!")
                 for child in idle[:-delta]:
@@ -175,16 +229,22 @@ class PreforkPool:
 
     def snapshot(self) -> tuple[dict[str, int], list[str], list[int]]:
         """(the running task ids with the pid of the child running each, the ids of the
-        tasks held for a free child, the pids of the children), for the worker's report."""
+        tasks held for a free child or waiting in a child's batch, the pids of the
+        children), for the worker's report."""
         with self._lock:
-            running = {c.task.task_id: c.process.pid for c in self._children if c.task is not None}
-            return running, [h.record.task_id for h in self._held], [c.process.pid for c in self._children]
+            busy = [c for c in self._children if c.busy]
+            running = {c.batch[c.done].record.task_id: c.process.pid for c in busy}
+            held = [h.record.task_id for h in self._held]
+            held += [s.record.task_id for c in busy for s in c.batch[c.done + 1 :]]
+            return running, held, [c.process.pid for c in self._children]
 
     def release_waiting(self) -> None:
+        """Give back the held tasks (the rest of a child's micro-batch, a few milliseconds of
+        work, runs)."""
         with self._lock:
             held, self._held = list(self._held), collections.deque()
         for task in held:
-            self._finish(task.record, _unstarted(task.record))
+            self._finish(task.record, unstarted(task.record))
 
     def alive(self) -> bool:
         return self._monitor.is_alive() or self._stopping
@@ -197,57 +257,120 @@ class PreforkPool:
             self._give_up(exc)
 
     def _watch_children(self) -> None:
-        while True:
-            if self._broken is not None:
-                self._give_up(self._broken)
-                return
-            with self._lock:
-                if self._stopping and all(c.task is None for c in self._children):
-                    return
-                conns = [c.conn for c in self._children]
-                limited = [c for c in self._children if c.task is not None and c.limit is not None]
-            timeout = 0.5
-            if limited:
-                deadline = min(c.started + (c.limit or 0.0) for c in limited)
-                timeout = min(timeout, max(0.0, deadline - time.monotonic()))
-            ready = wait([*conns, self._wake_read], timeout)
-            if self._wake_read in ready:
-                while self._wake_read.poll():
-                    self._wake_read.recv()
-            for child in list(self._children):
-                if child.conn in ready:
-                    self._receive(child)
-            if self._terminating:
-                self._terminate_requested()
-            for child in list(self._children):
-                limit = child.limit
-                if child.task is not None and limit is not None and time.monotonic() - child.started >= limit:
-                    self._kill_for_time_limit(child, limit)
-            if self._held:
-                self._feed()
-
-    def _receive(self, child: _Child) -> None:
+        poller = select.epoll()
+        wake = self._wake_read.fileno()
+        poller.register(wake, select.EPOLLIN)
+        registered: dict[int, _Child] = {}
+        generation = -1
         try:
-            fields, retiring = child.conn.recv()
-        except (EOFError, OSError):
-            self._child_died(child)
-            return
-        outcome = None if fields is None else Outcome(*fields)
-        with self._lock:
-            task, child.task = child.task, None
-            child.retiring = retiring
-            if self._stopping and not retiring:
-                with contextlib.suppress(OSError):  # killed already by a cold shutdown
-                    child.conn.send(None)  # warm shutdown: this child is done
+            while True:
+                if self._broken is not None:
+                    self._give_up(self._broken)
+                    return
+                with self._lock:
+                    if self._stopping and not any(c.busy for c in self._children):
+                        return
+                    if generation != self._generation:
+                        generation = self._generation
+                        registered = _register(poller, registered, self._children)
+                    timeout = self._next_deadline(time.monotonic())
+                finished: Finished = []
+                for fd, _events in poller.poll(timeout):
+                    if fd == wake:
+                        while self._wake_read.poll():
+                            self._wake_read.recv()
+                    elif (child := registered.get(fd)) is not None and not child.retiring:
+                        self._read(child, finished)
+                if self._terminating:
+                    self._terminate_requested(finished)
+                self._enforce_limits(finished)
+                if self._held:  # the next tasks start before these outcomes are handled
+                    with self._lock:
+                        self._feed()
+                for record, outcome in finished:
+                    self._finish(record, outcome)
+        finally:
+            poller.close()
+
+    def _next_deadline(self, now: float) -> float:
+        """Seconds until the monitor must look at the running tasks' hard limits again."""
+        timeout = 0.5
+        for child in self._children:
+            if child.busy and (limit := child.batch[child.done].limit) is not None:
+                index, started = self._slots.running(child.slot)
+                # not started yet: it starts after this, so its deadline is later than this
+                deadline = started + limit if index == child.done else now + limit
+                timeout = min(timeout, max(0.0, deadline - now))
+        return timeout
+
+    def _read(self, child: _Child, finished: Finished) -> None:
+        """Take what ``child`` sent; handle its exit (retiring after its last task, or dead)."""
+        messages, ended = child.reader.read()
+        retiring = self._take(child, messages, finished)
         if retiring:
             # Its successor is forked before the slot is reported free, so the worker never
             # claims a task that no idle child could take.
             child.process.forget()
+            rest = child.batch[child.done :]  # none: its batches stop at its last task
             self._replace(child)
-        if self._held:  # the next task starts before this one's outcome is handled
-            self._feed()
-        if task is not None:
-            self._finish(task, outcome)
+            finished.extend((s.record, unstarted(s.record)) for s in rest)
+        elif ended:
+            self._child_died(child, finished)
+
+    def _take(self, child: _Child, messages: list[tuple[Any, ...]], finished: Finished) -> bool:
+        """Record ``child``'s outcome messages; True when it said it exits now."""
+        retiring = False
+        with self._lock:
+            for fields, seconds, last in messages:
+                sent = child.batch[child.done]
+                child.done += 1
+                retiring = retiring or last
+                if seconds is not None:
+                    child.ran += 1
+                    average = self._seconds.get(sent.record.name)
+                    self._seconds[sent.record.name] = (
+                        seconds if average is None else average + (seconds - average) * RUN_TIME_WEIGHT
+                    )
+                finished.append((sent.record, outcome_of(fields)))
+            if retiring:
+                child.retiring = True
+            elif messages and self._stopping and not child.busy and not child.retiring:
+                with contextlib.suppress(OSError):  # killed already by a cold shutdown
+                    child.conn.send(None)  # warm shutdown: this child is done
+        return retiring
+
+    def _drain(self, child: _Child, finished: Finished) -> None:
+        """Take every outcome a dead ``child`` wrote before it died (without blocking: a
+        process the task started may still hold the pipe open)."""
+        with contextlib.suppress(OSError):
+            os.set_blocking(child.conn.fileno(), False)
+        while True:
+            messages, ended = child.reader.read()
+            self._take(child, messages, finished)
+            if ended:
+                return
+
+    def _unreported(self, child: _Child) -> tuple[_Sent | None, list[_Sent]]:
+        """Of a dead ``child``'s batch, once its messages are drained: the task it was
+        running (None if between two), and the tasks it never started."""
+        rest = child.batch[child.done :]
+        index, _started = self._slots.running(child.slot)
+        if rest and index == child.done:
+            return rest[0], rest[1:]
+        return None, rest
+
+    def _stop_child(self, child: _Child, finished: Finished) -> _Sent | None:
+        """Kill ``child`` (or bury it: dead already), replace it, and give back its batch's
+        unstarted tasks; return the task it was running, for the caller to record."""
+        with self._lock:
+            child.retiring = True  # takes no task from now on
+        child.process.kill()
+        child.process.join(timeout=5)
+        self._drain(child, finished)
+        running, rest = self._unreported(child)
+        self._replace(child)
+        finished.extend((s.record, unstarted(s.record)) for s in rest)
+        return running
 
     def _give_up(self, error: Exception) -> None:
         """Without its fork server no child can be replaced: give back the tasks of the
@@ -257,30 +380,31 @@ class PreforkPool:
         with self._lock:
             left, self._children = self._children, []
             held, self._held = list(self._held), collections.deque()
-        for task in held:
-            self._finish(task.record, _unstarted(task.record))
+            for child in left:
+                child.retiring = True
+        finished: Finished = [(task.record, unstarted(task.record)) for task in held]
         for child in left:
             child.process.kill()
+            self._drain(child, finished)
+            running, rest = self._unreported(child)
             child.conn.close()
-            if child.task is not None:
-                self._give_back(child.task, child.process.exitcode)
+            finished.extend((s.record, unstarted(s.record)) for s in rest)
+            if running is not None:
+                finished.append(self._lost(running.record, child.process.exitcode))
+        for record, outcome in finished:
+            self._finish(record, outcome)
 
-    def _give_back(self, task: TaskRecord, code: int | None) -> None:
+    def _lost(self, task: TaskRecord, code: int | None) -> tuple[TaskRecord, Outcome]:
         log.error("the process running task %s died (exit code %s); it will run again", task.task_id, code)
         # Given back rather than failed: the death counts as an attempt, so a task that keeps
         # killing its process ends in MAX_RECOVERY_ATTEMPTS_EXCEEDED.
         lost = encode_exception(WorkerLostError(f"process exited with code {code}"))
-        self._finish(task, Outcome(task.task_id, Status.ENQUEUED, error=lost, claim_token=task.claim_token))
+        return task, Outcome(task.task_id, Status.ENQUEUED, error=lost, claim_token=task.claim_token)
 
-    def _child_died(self, child: _Child) -> None:
-        with self._lock:  # from now on submit() passes it by, so its task is the one read here
-            child.retiring = True
-            task = child.task
-        child.process.join(timeout=5)
-        code = child.process.exitcode
-        self._replace(child)
-        if task is not None:
-            self._give_back(task, code)
+    def _child_died(self, child: _Child, finished: Finished) -> None:
+        running = self._stop_child(child, finished)
+        if running is not None:
+            finished.append(self._lost(running.record, child.process.exitcode))
 
     def terminate(self, task_id: str) -> bool:
         # The monitor thread kills the child: it is the only one that replaces children, so
@@ -289,7 +413,7 @@ class PreforkPool:
             held = next((h for h in self._held if h.record.task_id == task_id), None)
             if held is not None:
                 self._held.remove(held)
-            elif not any(c.task is not None and c.task.task_id == task_id for c in self._children):
+            elif not any(s.record.task_id == task_id for c in self._children for s in c.batch[c.done :]):
                 return False
             else:
                 self._terminating.add(task_id)
@@ -300,25 +424,57 @@ class PreforkPool:
         self._wake_write.send(None)
         return True
 
-    def _terminate_requested(self) -> None:
+    def _terminate_requested(self, finished: Finished) -> None:
         with self._lock:
             wanted, self._terminating = self._terminating, set()
-            doomed = [c for c in self._children if c.task is not None and c.task.task_id in wanted]
-        for child in doomed:
-            task = child.task
-            child.process.kill()
-            child.process.join(timeout=5)
-            self._replace(child)
-            if task is not None:
+            doomed = [
+                (child, index, sent)
+                for child in self._children
+                if not child.retiring
+                for index, sent in enumerate(child.batch[child.done :], child.done)
+                if sent.record.task_id in wanted
+            ]
+        killed: set[int] = set()
+        for child, index, sent in doomed:
+            if id(child) in killed:
+                continue
+            task = sent.record
+            if self._slots.running(child.slot)[0] < index:  # not started: the child skips it
+                self._slots.cancel(child.slot, index)
+                if self._slots.running(child.slot)[0] < index:
+                    log.warning("Task %s[%s] revoked before it started", task.name, task.task_id)
+                    continue  # it reports the task not run, finished then
+            killed.add(id(child))
+            running = self._stop_child(child, finished)
+            if running is None:
+                continue
+            if running is sent:
                 log.warning("Task %s[%s] terminated (revoked with terminate=True)", task.name, task.task_id)
-                self._finish(task, None)  # the row is CANCELLED already: nothing to write
+                finished.append((task, None))  # the row is CANCELLED already: nothing to write
+            else:  # it finished a moment before the kill; the next one had just started
+                finished.append(self._lost(running.record, child.process.exitcode))
 
-    def _kill_for_time_limit(self, child: _Child, limit: float) -> None:
-        task = child.task
-        child.process.kill()
-        child.process.join(timeout=5)
-        self._replace(child)
-        if task is not None:
+    def _enforce_limits(self, finished: Finished) -> None:
+        now = time.monotonic()
+        with self._lock:
+            over = [
+                child
+                for child in self._children
+                if child.busy
+                and not child.retiring
+                and (limit := child.batch[child.done].limit) is not None
+                and (started := self._slots.running(child.slot))[0] == child.done
+                and now - started[1] >= limit
+            ]
+        for child in over:
+            sent = child.batch[child.done]
+            running = self._stop_child(child, finished)
+            if running is None:
+                continue
+            task, limit = running.record, running.limit
+            if running is not sent or limit is None:  # it finished just in time: not this one
+                finished.append(self._lost(task, child.process.exitcode))
+                continue
             log.error(
                 "Task %s[%s] passed its hard time limit of %gs; its process was killed",
                 task.name,
@@ -326,13 +482,17 @@ class PreforkPool:
                 limit,
             )
             error = encode_exception(TimeLimitExceeded(f"task ran longer than its time limit of {limit:g}s"))
-            self._finish(task, Outcome(task.task_id, Status.ERROR, error=error, claim_token=task.claim_token))
+            finished.append(
+                (task, Outcome(task.task_id, Status.ERROR, error=error, claim_token=task.claim_token))
+            )
 
     def _replace(self, child: _Child) -> None:
         with self._lock:
             child.conn.close()
+            self._slots.give(child.slot)
             index = self._children.index(child)
             self._children.pop(index)
+            self._generation += 1
             if self._stopping or self._broken is not None:
                 return
             if self._shrinking:  # asked to exit by resize()
@@ -349,10 +509,10 @@ class PreforkPool:
         with self._lock:
             self._stopping = True
             children = list(self._children)
-        for child in children:
-            if child.task is None or not wait:
-                with contextlib.suppress(OSError):
-                    child.conn.send(None)
+            for child in children:
+                if not child.busy or not wait:
+                    with contextlib.suppress(OSError):
+                        child.conn.send(None)
         self._wake_write.send(None)
         if not wait:
             for child in children:
@@ -362,68 +522,19 @@ class PreforkPool:
         self._forks.close()
 
 
-def _child_main(conn: Connection, engine: Engine, executor_id: str, options: PoolOptions) -> None:
-    """A prefork child: run the tasks the parent sends, one at a time, and send back outcomes."""
-    signal.set_wakeup_fd(-1)  # the parent's wake-up pipe is not ours
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent coordinates shutdown
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    signal.signal(signal.SIGQUIT, signal.SIG_DFL)
-    engine.forget_connections()  # the parent's sockets must not be used (or closed) here
-    signal.signal(signal.SIGALRM, _soft_limit_reached)
-    try:
-        # processName in log records, Celery's name for a pool process
-        multiprocessing.current_process().name = conn.recv()
-    except (EOFError, OSError):
-        os._exit(0)
-    done = 0
-    while True:
-        try:
-            message = conn.recv()
-        except (EOFError, OSError):
-            os._exit(0)
-        if message is None:
-            os._exit(0)
-        fields, steps, soft_limit, check = message
-        record = TaskRecord(*fields)
-        if check and (not _still_ours(engine, record, executor_id) or _expired(engine, record, executor_id)):
-            conn.send((None, False))  # revoked, taken over or expired while it waited: not run
-            continue
-        if soft_limit is not None:
-            signal.setitimer(signal.ITIMER_REAL, soft_limit)
-        try:
-            outcome = run_guarded(engine, record, executor_id, steps)
-        finally:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-        done += 1
-        retiring = options.max_tasks_per_child is not None and done >= options.max_tasks_per_child
-        conn.send((None if outcome is None else _outcome_fields(outcome), retiring))
-        if retiring:
-            os._exit(0)
-
-
-def _still_ours(engine: Engine, record: TaskRecord, executor_id: str) -> bool:
-    """Whether this executor still holds ``record`` (read before running a task that waited
-    for a child); a database error counts as yes: the fence on its outcome still holds."""
-    try:
-        return engine.worker_api.owns(record.task_id, executor_id, record.claim_token)
-    except DatabaseUnavailable:
-        return True
-
-
-def _expired(engine: Engine, record: TaskRecord, executor_id: str) -> bool:
-    """Whether ``record``'s expiry passed while it waited for a child (it is then ended as
-    expired); a database error counts as no. A task without an expiry costs no round trip."""
-    if record.expires_at_epoch_ms is None:
-        return False
-    try:
-        return engine.worker_api.expire_claimed(record, executor_id)
-    except DatabaseUnavailable:
-        return False
-
-
-def _unstarted(record: TaskRecord) -> Outcome:
-    return Outcome(record.task_id, Status.ENQUEUED, claim_token=record.claim_token, unstarted=True)
-
-
-def _soft_limit_reached(_signum: int, _frame: object) -> None:
-    raise SoftTimeLimitExceeded("task ran past its soft time limit")
+def _register(
+    poller: select.epoll, registered: dict[int, _Child], children: Iterable[_Child]
+) -> dict[int, _Child]:
+    """Make ``poller`` watch the pipes of ``children`` (and no other child's)."""
+    now = {child.conn.fileno(): child for child in children if not child.conn.closed}
+    for fd, child in registered.items():
+        if now.get(fd) is not child:
+            with contextlib.suppress(OSError):  # closed already, and so dropped by the kernel
+                poller.unregister(fd)
+    for fd, child in now.items():
+        if registered.get(fd) is not child:
+            try:
+                poller.register(fd, select.EPOLLIN)
+            except FileExistsError:  # a closed pipe's number, reused
+                poller.modify(fd, select.EPOLLIN)
+    return now

@@ -1,0 +1,162 @@
+"""A prefork child's loop, and the messages it exchanges with the parent.
+
+Parent -> child, over the child's pipe (``Connection.send``): first ``(process name, slot)``,
+then micro-batches: lists of ``(TaskRecord fields, steps, soft limit, check)``, one task
+first to last; ``None`` asks the child to exit.
+
+Child -> parent, over the same pipe but framed here (a 4-byte length, then a pickle), one
+message per task, written as soon as the task is done so that a child killed or dead later in
+its batch loses no outcome: ``(Outcome fields or None, seconds it ran or None if it did not
+run, retiring)``. The parent reads whatever is there in one ``read`` and splits it
+(:class:`MessageReader`), instead of a poll and two reads per message.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import multiprocessing
+import operator
+import os
+import pickle
+import signal
+import struct
+import time
+from multiprocessing.connection import Connection
+from typing import Any
+
+from pgtasks.engine.core import Engine
+from pgtasks.engine.errors import DatabaseUnavailable, SoftTimeLimitExceeded
+from pgtasks.sysdb.records import Outcome, Status, TaskRecord
+from pgtasks.worker.pools import PoolOptions, run_guarded
+from pgtasks.worker.prefork_slots import Slots
+
+LENGTH = struct.Struct("!I")
+READ_SIZE = 1 << 16
+
+# Records and outcomes cross the pipes as tuples of their fields: pickling the dataclasses
+# themselves costs several times more, on both sides, for every task.
+record_fields = operator.attrgetter(*(f.name for f in dataclasses.fields(TaskRecord)))
+_outcome_fields = operator.attrgetter(*(f.name for f in dataclasses.fields(Outcome)))
+
+
+def child_main(
+    conn: Connection, slots: Slots, engine: Engine, executor_id: str, options: PoolOptions
+) -> None:
+    """A prefork child: run the batches the parent sends, task by task, and send back each
+    outcome; exit when asked, when the parent is gone, or after ``max_tasks_per_child``."""
+    signal.set_wakeup_fd(-1)  # the parent's wake-up pipe is not ours
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent coordinates shutdown
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.signal(signal.SIGQUIT, signal.SIG_DFL)
+    engine.forget_connections()  # the parent's sockets must not be used (or closed) here
+    signal.signal(signal.SIGALRM, _soft_limit_reached)
+    try:
+        # processName in log records, Celery's name for a pool process
+        multiprocessing.current_process().name, slot = conn.recv()
+    except (EOFError, OSError):
+        os._exit(0)
+    fd = conn.fileno()
+    done = 0
+    while True:
+        try:
+            batch = conn.recv()
+        except (EOFError, OSError):
+            os._exit(0)
+        if batch is None:
+            os._exit(0)
+        for index, (fields, steps, soft_limit, check) in enumerate(batch):
+            started = time.monotonic()
+            slots.start(slot, index, started)
+            record = TaskRecord(*fields)
+            if slots.cancelled(slot, index) or (
+                check
+                and (not _still_ours(engine, record, executor_id) or _expired(engine, record, executor_id))
+            ):
+                _send(fd, (None, None, False))  # revoked, taken over or expired meanwhile: not run
+                continue
+            if soft_limit is not None:
+                signal.setitimer(signal.ITIMER_REAL, soft_limit)
+            try:
+                outcome = run_guarded(engine, record, executor_id, steps)
+            finally:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+            done += 1
+            retiring = options.max_tasks_per_child is not None and done >= options.max_tasks_per_child
+            fields = None if outcome is None else _outcome_fields(outcome)
+            _send(fd, (fields, time.monotonic() - started, retiring))
+            if retiring:  # the parent sends no batch past this count (any rest goes back)
+                os._exit(0)
+
+
+def _send(fd: int, message: tuple[Any, ...]) -> None:
+    data = pickle.dumps(message, pickle.HIGHEST_PROTOCOL)
+    view = memoryview(LENGTH.pack(len(data)) + data)
+    try:
+        while view:
+            view = view[os.write(fd, view) :]
+    except OSError:  # the parent is gone
+        os._exit(0)
+
+
+class MessageReader:
+    """The parent's side of a child's messages: :meth:`read` takes what the pipe holds."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._buffer = bytearray()
+
+    def read(self) -> tuple[list[tuple[Any, ...]], bool]:
+        """(the complete messages read by one ``read``, whether the pipe reached its end:
+        the child exited). Call it when the pipe is readable: it blocks otherwise."""
+        try:
+            data = os.read(self._fd, READ_SIZE)
+        except OSError:
+            data = b""
+        if not data:
+            return [], True
+        buffer = self._buffer
+        buffer += data
+        messages = []
+        start = 0
+        while len(buffer) - start >= LENGTH.size:
+            (size,) = LENGTH.unpack_from(buffer, start)
+            end = start + LENGTH.size + size
+            if end > len(buffer):
+                break
+            messages.append(pickle.loads(memoryview(buffer)[start + LENGTH.size : end]))
+            start = end
+        del buffer[:start]
+        return messages, False
+
+
+def outcome_of(fields: tuple[Any, ...] | None) -> Outcome | None:
+    return None if fields is None else Outcome(*fields)
+
+
+def _still_ours(engine: Engine, record: TaskRecord, executor_id: str) -> bool:
+    """Whether this executor still holds ``record`` (read before running a task that waited
+    for a child); a database error counts as yes: the fence on its outcome still holds."""
+    try:
+        return engine.worker_api.owns(record.task_id, executor_id, record.claim_token)
+    except DatabaseUnavailable:
+        return True
+
+
+def _expired(engine: Engine, record: TaskRecord, executor_id: str) -> bool:
+    """Whether ``record``'s expiry passed while it waited for a child (it is then ended as
+    expired); a database error counts as no. A task without an expiry costs no round trip."""
+    if record.expires_at_epoch_ms is None:
+        return False
+    try:
+        return engine.worker_api.expire_claimed(record, executor_id)
+    except DatabaseUnavailable:
+        return False
+
+
+def unstarted(record: TaskRecord) -> Outcome:
+    """The outcome that gives back a task that never started (its attempt not counted)."""
+    return Outcome(record.task_id, Status.ENQUEUED, claim_token=record.claim_token, unstarted=True)
+
+
+def _soft_limit_reached(_signum: int, _frame: object) -> None:
+    raise SoftTimeLimitExceeded("task ran past its soft time limit")
