@@ -83,6 +83,7 @@ class _Child:
     done: int = 0  # outcomes of the batch received so far
     ran: int = 0  # tasks it ran (max_tasks_per_child)
     retiring: bool = False  # exiting (max_tasks_per_child), dead or killed: takes no task
+    cancelled: set[int] = field(default_factory=set)  # of the batch: revoked, not to start
 
     @property
     def busy(self) -> bool:
@@ -198,7 +199,7 @@ class PreforkPool:
             message.append((record_fields(record), held.steps, soft, now - held.since > HELD_CHECK_SECONDS))
             limited = limited or hard is not None
         self._slots.reset(child.slot)
-        child.batch, child.done = sent, 0
+        child.batch, child.done, child.cancelled = sent, 0, set()
         try:
             child.conn.send(message)
         except OSError:
@@ -311,9 +312,9 @@ class PreforkPool:
             # Its successor is forked before the slot is reported free, so the worker never
             # claims a task that no idle child could take.
             child.process.forget()
-            rest = child.batch[child.done :]  # none: its batches stop at its last task
+            back = self._given_back(child, child.done)  # none: its batches stop at its last task
             self._replace(child)
-            finished.extend((s.record, unstarted(s.record)) for s in rest)
+            finished.extend(back)
         elif ended:
             self._child_died(child, finished)
 
@@ -350,14 +351,22 @@ class PreforkPool:
             if ended:
                 return
 
-    def _unreported(self, child: _Child) -> tuple[_Sent | None, list[_Sent]]:
+    def _unreported(self, child: _Child) -> tuple[_Sent | None, Finished]:
         """Of a dead ``child``'s batch, once its messages are drained: the task it was
-        running (None if between two), and the tasks it never started."""
-        rest = child.batch[child.done :]
+        running (None if between two), and the outcomes of those it never started."""
         index, _started = self._slots.running(child.slot)
-        if rest and index == child.done:
-            return rest[0], rest[1:]
-        return None, rest
+        running = child.batch[child.done] if child.busy and index == child.done else None
+        return running, self._given_back(child, child.done + (running is not None))
+
+    @staticmethod
+    def _given_back(child: _Child, first: int) -> Finished:
+        """The tasks of ``child``'s batch from ``first`` on, which it never started: given
+        back unstarted, or abandoned (None) where revoked."""
+        batch = child.batch[first:]
+        return [
+            (s.record, None if i in child.cancelled else unstarted(s.record))
+            for i, s in enumerate(batch, first)
+        ]
 
     def _stop_child(self, child: _Child, finished: Finished) -> _Sent | None:
         """Kill ``child`` (or bury it: dead already), replace it, and give back its batch's
@@ -367,9 +376,9 @@ class PreforkPool:
         child.process.kill()
         child.process.join(timeout=5)
         self._drain(child, finished)
-        running, rest = self._unreported(child)
+        running, back = self._unreported(child)
         self._replace(child)
-        finished.extend((s.record, unstarted(s.record)) for s in rest)
+        finished.extend(back)
         return running
 
     def _give_up(self, error: Exception) -> None:
@@ -386,9 +395,9 @@ class PreforkPool:
         for child in left:
             child.process.kill()
             self._drain(child, finished)
-            running, rest = self._unreported(child)
+            running, back = self._unreported(child)
             child.conn.close()
-            finished.extend((s.record, unstarted(s.record)) for s in rest)
+            finished.extend(back)
             if running is not None:
                 finished.append(self._lost(running.record, child.process.exitcode))
         for record, outcome in finished:
@@ -425,34 +434,42 @@ class PreforkPool:
         return True
 
     def _terminate_requested(self, finished: Finished) -> None:
+        """Cancel the wanted tasks of each child's batch; kill a child running one of them
+        (or starting it: the child may have read its cancel bit too late)."""
         with self._lock:
             wanted, self._terminating = self._terminating, set()
-            doomed = [
-                (child, index, sent)
+            doomed = {
+                id(child): (child, indices)
                 for child in self._children
                 if not child.retiring
-                for index, sent in enumerate(child.batch[child.done :], child.done)
-                if sent.record.task_id in wanted
-            ]
-        killed: set[int] = set()
-        for child, index, sent in doomed:
-            if id(child) in killed:
-                continue
-            task = sent.record
-            if self._slots.running(child.slot)[0] < index:  # not started: the child skips it
+                and (
+                    indices := [
+                        i
+                        for i in range(child.done, len(child.batch))
+                        if child.batch[i].record.task_id in wanted
+                    ]
+                )
+            }
+        for child, indices in doomed.values():
+            for index in indices:
                 self._slots.cancel(child.slot, index)
-                if self._slots.running(child.slot)[0] < index:
+                child.cancelled.add(index)
+            started = self._slots.running(child.slot)[0]
+            for index in indices:
+                if index > started:  # the child reports it not run: finished then
+                    task = child.batch[index].record
                     log.warning("Task %s[%s] revoked before it started", task.name, task.task_id)
-                    continue  # it reports the task not run, finished then
-            killed.add(id(child))
+            if started not in indices:
+                continue
             running = self._stop_child(child, finished)
             if running is None:
                 continue
-            if running is sent:
+            task = running.record
+            if task.task_id in wanted:
                 log.warning("Task %s[%s] terminated (revoked with terminate=True)", task.name, task.task_id)
                 finished.append((task, None))  # the row is CANCELLED already: nothing to write
-            else:  # it finished a moment before the kill; the next one had just started
-                finished.append(self._lost(running.record, child.process.exitcode))
+            else:  # the wanted one finished a moment before the kill, and the next had started
+                finished.append(self._lost(task, child.process.exitcode))
 
     def _enforce_limits(self, finished: Finished) -> None:
         now = time.monotonic()
