@@ -280,8 +280,8 @@ class PreforkPool:
                     if fd == wake:
                         while self._wake_read.poll():
                             self._wake_read.recv()
-                    elif (child := registered.get(fd)) is not None and not child.retiring:
-                        self._read(child, finished)
+                    elif (child := registered.get(fd)) is not None and not child.conn.closed:
+                        self._read(child, finished)  # (closed: replaced already, in this round)
                 if self._terminating:
                     self._terminate_requested(finished)
                 self._enforce_limits(finished)

@@ -176,3 +176,11 @@ def test_terminate_skips_an_unstarted_batch_mate_and_kills_a_running_one(pool: _
     assert pool.outcome(revoked) is None
     assert pool.outcome(last).status is Status.SUCCESS  # type: ignore[union-attr]
     assert not pool.pool.terminate(revoked)  # finished: nothing to stop
+
+
+def test_a_child_asked_to_exit_by_a_shrink_is_removed_and_the_pool_serves_on(pool: _Pool) -> None:
+    pool.pool.resize(1)
+    wait_for(lambda: len(pool.pool.snapshot()[2]) == 2, what="the pool to grow")
+    pool.pool.resize(-1)
+    wait_for(lambda: len(pool.pool.snapshot()[2]) == 1, what="the shrunk child to be removed")
+    assert pool.outcome(pool.submit("noop")).status is Status.SUCCESS  # type: ignore[union-attr]
