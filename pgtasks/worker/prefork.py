@@ -354,9 +354,13 @@ class PreforkPool:
     def _unreported(self, child: _Child) -> tuple[_Sent | None, Finished]:
         """Of a dead ``child``'s batch, once its messages are drained: the task it was
         running (None if between two), and the outcomes of those it never started."""
-        index, _started = self._slots.running(child.slot)
-        running = child.batch[child.done] if child.busy and index == child.done else None
+        running = self._running(child)
         return running, self._given_back(child, child.done + (running is not None))
+
+    def _running(self, child: _Child) -> _Sent | None:
+        """The task ``child`` has started (by its slot) and not reported, or None."""
+        index = self._slots.running(child.slot)[0]
+        return child.batch[index] if child.done == index < len(child.batch) else None
 
     @staticmethod
     def _given_back(child: _Child, first: int) -> Finished:
@@ -416,16 +420,36 @@ class PreforkPool:
             finished.append(self._lost(running.record, child.process.exitcode))
 
     def terminate(self, task_id: str) -> bool:
-        # The monitor thread kills the child: it is the only one that replaces children, so
-        # a kill cannot race with it noticing the same child's death.
+        # A task not started yet is dropped here: held, or cancelled in its child's batch (the
+        # child then reports it not run). The monitor thread kills a child running one: it is
+        # the only one that replaces children, so a kill cannot race with it noticing the same
+        # child's death.
         with self._lock:
             held = next((h for h in self._held if h.record.task_id == task_id), None)
             if held is not None:
                 self._held.remove(held)
-            elif not any(s.record.task_id == task_id for c in self._children for s in c.batch[c.done :]):
-                return False
             else:
-                self._terminating.add(task_id)
+                sent = next(
+                    (
+                        (child, index)
+                        for child in self._children
+                        if not child.retiring
+                        for index in range(child.done, len(child.batch))
+                        if child.batch[index].record.task_id == task_id
+                    ),
+                    None,
+                )
+                if sent is None:
+                    return False
+                child, index = sent
+                self._slots.cancel(child.slot, index)
+                child.cancelled.add(index)
+                if self._slots.running(child.slot)[0] < index:
+                    log.warning(
+                        "Task %s[%s] revoked before it started", child.batch[index].record.name, task_id
+                    )
+                    return True
+                self._terminating.add(task_id)  # running, or starting (cancelled too late)
         if held is not None:  # it never started: nothing to stop, and the row is CANCELLED
             log.warning("Task %s[%s] revoked before it started", held.record.name, task_id)
             self._finish(held.record, None)
@@ -434,33 +458,18 @@ class PreforkPool:
         return True
 
     def _terminate_requested(self, finished: Finished) -> None:
-        """Cancel the wanted tasks of each child's batch; kill a child running one of them
-        (or starting it: the child may have read its cancel bit too late)."""
+        """Kill the children running a task revoked with terminate=True."""
         with self._lock:
             wanted, self._terminating = self._terminating, set()
-            doomed = {
-                id(child): (child, indices)
+            doomed = [
+                child
                 for child in self._children
-                if not child.retiring
-                and (
-                    indices := [
-                        i
-                        for i in range(child.done, len(child.batch))
-                        if child.batch[i].record.task_id in wanted
-                    ]
-                )
-            }
-        for child, indices in doomed.values():
-            for index in indices:
-                self._slots.cancel(child.slot, index)
-                child.cancelled.add(index)
-            started = self._slots.running(child.slot)[0]
-            for index in indices:
-                if index > started:  # the child reports it not run: finished then
-                    task = child.batch[index].record
-                    log.warning("Task %s[%s] revoked before it started", task.name, task.task_id)
-            if started not in indices:
-                continue
+                if child.busy
+                and not child.retiring
+                and (running := self._running(child)) is not None
+                and running.record.task_id in wanted
+            ]
+        for child in doomed:
             running = self._stop_child(child, finished)
             if running is None:
                 continue
