@@ -44,9 +44,6 @@ from pgtasks.worker.prefork_slots import Slots
 
 log = logging.getLogger("pgtasks.worker")
 
-# A task that waited longer than this for a child is checked before it runs: it may have been
-# revoked (or its lease lost) meanwhile, and must not run then.
-HELD_CHECK_SECONDS = 0.5
 # A micro-batch: at most this many tasks, and about this much expected work (a task name
 # whose run time is not known yet goes alone).
 MICRO_BATCH_SIZE = 16
@@ -188,7 +185,6 @@ class PreforkPool:
     def _send(self, child: _Child, batch: list[_Held]) -> bool:
         """Start ``batch`` on the idle ``child`` (the lock held); True when a task of it has
         a hard time limit. OSError when the child is dead (it is then marked retiring)."""
-        now = time.monotonic()
         sent, message, limited = [], [], False
         for held in batch:
             record = held.record
@@ -196,7 +192,7 @@ class PreforkPool:
                 self._engine, record, self._options.time_limit, self._options.soft_time_limit
             )
             sent.append(_Sent(record, hard))
-            message.append((record_fields(record), held.steps, soft, now - held.since > HELD_CHECK_SECONDS))
+            message.append((record_fields(record), held.steps, soft, held.since))
             limited = limited or hard is not None
         self._slots.reset(child.slot)
         child.batch, child.done, child.cancelled = sent, 0, set()

@@ -1,8 +1,8 @@
 """A prefork child's loop, and the messages it exchanges with the parent.
 
 Parent -> child, over the child's pipe (``Connection.send``): first ``(process name, slot)``,
-then micro-batches: lists of ``(TaskRecord fields, steps, soft limit, check)``, one task
-first to last; ``None`` asks the child to exit.
+then micro-batches: lists of ``(TaskRecord fields, steps, soft limit, time.monotonic() when
+it was submitted)``, one task first to last; ``None`` asks the child to exit.
 
 Child -> parent, over the same pipe but framed here (a 4-byte length, then a pickle), one
 message per task, written as soon as the task is done so that a child killed or dead later in
@@ -31,6 +31,10 @@ from pgtasks.worker.pools import PoolOptions, run_guarded
 from pgtasks.worker.prefork_slots import Slots
 
 LENGTH = struct.Struct("!I")
+# A task that waited longer than this for a child (held by the parent, or behind others of
+# its batch) is checked before it runs: it may have been revoked (or its lease lost) meanwhile,
+# and must not run then.
+HELD_CHECK_SECONDS = 0.5
 READ_SIZE = 1 << 16
 
 # Records and outcomes cross the pipes as tuples of their fields: pickling the dataclasses
@@ -64,12 +68,12 @@ def child_main(
             os._exit(0)
         if batch is None:
             os._exit(0)
-        for index, (fields, steps, soft_limit, check) in enumerate(batch):
+        for index, (fields, steps, soft_limit, since) in enumerate(batch):
             started = time.monotonic()
             slots.start(slot, index, started)
             record = TaskRecord(*fields)
             if slots.cancelled(slot, index) or (
-                check
+                started - since > HELD_CHECK_SECONDS
                 and (not _still_ours(engine, record, executor_id) or _expired(engine, record, executor_id))
             ):
                 _send(fd, (None, None, False))  # revoked, taken over or expired meanwhile: not run

@@ -19,7 +19,7 @@ from pgtasks.engine.core import Engine
 from pgtasks.engine.registry import TaskDefinition
 from pgtasks.engine.settings import Settings
 from pgtasks.sysdb.records import Outcome, Status, TaskRecord
-from pgtasks.worker import prefork
+from pgtasks.worker import prefork, prefork_child
 from pgtasks.worker.pools import PoolOptions
 from pgtasks.worker.prefork import PreforkPool
 from tests.support.inprocess import wait_for
@@ -96,7 +96,7 @@ def pool(tmp_path_factory: pytest.TempPathFactory) -> Iterator[_Pool]:
     with pytest.MonkeyPatch.context() as patch:
         # Every task here waits longer than the check threshold, and none has a row to check
         # against; and a loaded machine must not make these no-op tasks look too slow to batch.
-        patch.setattr(prefork, "HELD_CHECK_SECONDS", 3600.0)
+        patch.setattr(prefork_child, "HELD_CHECK_SECONDS", 3600.0)
         patch.setattr(prefork, "MICRO_BATCH_SECONDS", 10.0)
         served = _Pool(tmp_path_factory.mktemp("prefork"))
         served.pool.start()
