@@ -86,8 +86,8 @@ def child_main(
                 signal.setitimer(signal.ITIMER_REAL, 0)
             done += 1
             retiring = options.max_tasks_per_child is not None and done >= options.max_tasks_per_child
-            fields = None if outcome is None else _outcome_fields(outcome)
-            _send(fd, (fields, time.monotonic() - started, retiring))
+            reported = None if outcome is None else _outcome_fields(outcome)
+            _send(fd, (reported, time.monotonic() - started, retiring))
             if retiring:  # the parent sends no batch past this count (any rest goes back)
                 os._exit(0)
 
