@@ -39,6 +39,11 @@ def add_worker_command(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> 
     worker.add_argument("--soft-time-limit", type=float, help="raise SoftTimeLimitExceeded after S seconds")
     worker.add_argument("--max-tasks-per-child", type=int, help="replace a child after N tasks (prefork)")
     worker.add_argument(
+        "--max-memory-per-child",
+        type=int,
+        help="replace a child after the task that took its resident memory past K KiB (prefork)",
+    )
+    worker.add_argument(
         "--prune-interval",
         type=float,
         default=PRUNE_INTERVAL,
@@ -106,7 +111,6 @@ def add_worker_command(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> 
         ("--autoscale",),
         ("-S", "--statedb"),
         ("--heartbeat-interval",),
-        ("--max-memory-per-child",),
         ("-X", "--exclude-queues"),
         ("-s", "--schedule", "--schedule-filename"),
         ("--scheduler", "--scheduler-cls"),
@@ -151,6 +155,7 @@ def run(args: argparse.Namespace) -> int:
         time_limit=args.time_limit,
         soft_time_limit=args.soft_time_limit,
         max_tasks_per_child=args.max_tasks_per_child,
+        max_memory_per_child=args.max_memory_per_child,
         prefetch_multiplier=(
             DEFAULT_PREFETCH_MULTIPLIER if args.prefetch_multiplier is None else args.prefetch_multiplier
         ),

@@ -52,6 +52,9 @@ class PoolOptions:
     time_limit: float | None = None
     soft_time_limit: float | None = None
     max_tasks_per_child: int | None = None
+    # Resident memory (KiB, as Celery's worker_max_memory_per_child) past which a child is
+    # replaced after the task it is running.
+    max_memory_per_child: int | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in POOLS:
@@ -69,6 +72,13 @@ class PoolOptions:
             raise ConfigurationError("max_tasks_per_child must be >= 1")
         if self.kind not in RECYCLED_POOLS and self.max_tasks_per_child:
             raise ConfigurationError("max_tasks_per_child needs the prefork pool (-P prefork)")
+        memory = self.max_memory_per_child
+        if memory is not None and (isinstance(memory, bool) or not isinstance(memory, int) or memory < 1):
+            raise ConfigurationError(
+                f"max_memory_per_child must be a whole number of kilobytes >= 1, not {memory!r}"
+            )
+        if self.kind not in RECYCLED_POOLS and memory:
+            raise ConfigurationError("max_memory_per_child needs the prefork pool (-P prefork)")
 
 
 class Pool(Protocol):

@@ -18,6 +18,7 @@ import multiprocessing
 import operator
 import os
 import pickle
+import resource
 import signal
 import struct
 import time
@@ -47,7 +48,9 @@ def child_main(
     conn: Connection, slots: Slots, engine: Engine, executor_id: str, options: PoolOptions
 ) -> None:
     """A prefork child: run the batches the parent sends, task by task, and send back each
-    outcome; exit when asked, when the parent is gone, or after ``max_tasks_per_child``."""
+    outcome; exit when asked, when the parent is gone, after ``max_tasks_per_child`` tasks, or
+    after the task that took its resident memory past ``max_memory_per_child`` (the rest of
+    its batch goes back to the parent unstarted)."""
     signal.set_wakeup_fd(-1)  # the parent's wake-up pipe is not ours
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent coordinates shutdown
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
@@ -85,11 +88,19 @@ def child_main(
             finally:
                 signal.setitimer(signal.ITIMER_REAL, 0)
             done += 1
-            retiring = options.max_tasks_per_child is not None and done >= options.max_tasks_per_child
+            retiring = (options.max_tasks_per_child is not None and done >= options.max_tasks_per_child) or (
+                options.max_memory_per_child is not None and _resident_kib() > options.max_memory_per_child
+            )
             reported = None if outcome is None else _outcome_fields(outcome)
             _send(fd, (reported, time.monotonic() - started, retiring))
             if retiring:  # the parent sends no batch past this count (any rest goes back)
                 os._exit(0)
+
+
+def _resident_kib() -> int:
+    """The most resident memory this process has held, in KiB (Linux's ``ru_maxrss``): what
+    Celery's ``worker_max_memory_per_child`` compares with."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 
 
 def _send(fd: int, message: tuple[Any, ...]) -> None:

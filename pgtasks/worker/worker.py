@@ -81,6 +81,7 @@ class WorkerOptions:
     time_limit: float | None = None
     soft_time_limit: float | None = None
     max_tasks_per_child: int | None = None
+    max_memory_per_child: int | None = None  # KiB of resident memory (prefork)
     # prefork: tasks claimed ahead per process (Celery's worker_prefetch_multiplier), so a child
     # that ends a task starts the next at once. Only where every consumed queue is free of
     # limits: under a global or per-worker limit, or a rate limit, a worker claims exactly its
@@ -112,7 +113,12 @@ class WorkerOptions:
 
     def pool_options(self) -> PoolOptions:
         return PoolOptions(
-            self.pool, self.concurrency, self.time_limit, self.soft_time_limit, self.max_tasks_per_child
+            self.pool,
+            self.concurrency,
+            self.time_limit,
+            self.soft_time_limit,
+            self.max_tasks_per_child,
+            self.max_memory_per_child,
         )
 
 

@@ -32,6 +32,33 @@ def test_children_run_tasks_and_are_replaced_after_max_tasks(database_url: str, 
     client.close()
 
 
+def test_a_child_is_replaced_after_the_task_that_took_it_past_max_memory(
+    database_url: str, ledger: Path
+) -> None:
+    # Celery's worker_max_memory_per_child: the task that crosses the limit completes in its
+    # child, and the next task runs in a new one.
+    client = Client(database_url)
+    worker = worker_process(
+        database_url,
+        ledger,
+        "pf",
+        pool="prefork",
+        concurrency=1,
+        extra_args=("--max-memory-per-child", str(400 * 1024)),
+    )
+    try:
+        before = [client.enqueue("durable.pid").get(timeout=60) for _ in range(3)]
+        hog = client.enqueue("durable.hog", [512]).get(timeout=60)
+        after = [client.enqueue("durable.pid").get(timeout=60) for _ in range(2)]
+    finally:
+        out = stop(worker)
+    assert worker.returncode == 0, out
+    assert len(set(before)) == 1  # under the limit: one child
+    assert hog == before[0]  # the task that crossed it ran to its end there
+    assert len(set(after)) == 1 and after[0] != hog  # then a new child took over
+    client.close()
+
+
 def test_children_replaced_after_every_task_never_stall(database_url: str, ledger: Path) -> None:
     # Forking a replacement from the running worker once left children waiting forever on a
     # SQLite lock they had inherited (stuck in 5 of 5 runs of this test); the fork server

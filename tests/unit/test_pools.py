@@ -50,6 +50,11 @@ def test_each_pool_says_what_it_can_do(tmp_path: Path, kind: str, prefetches: bo
         ({"pool": "solo", "soft_time_limit": 5.0}, "time limits need the prefork pool"),
         ({"pool": "asyncio", "max_tasks_per_child": 10}, "max_tasks_per_child needs the prefork pool"),
         ({"max_tasks_per_child": 0}, "max_tasks_per_child must be >= 1"),
+        ({"pool": "threads", "max_memory_per_child": 1000}, "max_memory_per_child needs the prefork pool"),
+        (
+            {"max_memory_per_child": 0},
+            "max_memory_per_child must be a whole number of kilobytes >= 1, not 0",
+        ),
         ({"time_limit": -1.0}, "time_limit must be a positive number of seconds"),
     ],
 )

@@ -110,7 +110,6 @@ UNSUPPORTED_SETTINGS: dict[str, str] = {
     "task_annotations": "set the options on the tasks themselves",
     "task_default_rate_limit": "rate limits are per queue and global: app.queue(name, rate_limit=...)",
     "worker_disable_rate_limits": "rate limits are per queue: `pgtasks queue set NAME --rate-limit none`",
-    "worker_max_memory_per_child": "use --max-tasks-per-child",
     "worker_autoscaler": "use a fixed -c",
     "worker_pool": "use -P prefork, threads, solo or asyncio",
     "worker_pool_restarts": "no pool restarts",

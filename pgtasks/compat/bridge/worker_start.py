@@ -124,6 +124,7 @@ def worker_hooks(app: Any, args: argparse.Namespace, given: Collection[str] = ()
         ("time_limit", "task_time_limit", TIME_LIMITED_POOLS),
         ("soft_time_limit", "task_soft_time_limit", TIME_LIMITED_POOLS),
         ("max_tasks_per_child", "worker_max_tasks_per_child", RECYCLED_POOLS),
+        ("max_memory_per_child", "worker_max_memory_per_child", RECYCLED_POOLS),
     ):
         if getattr(args, name) is None and conf.get(setting) is not None and args.pool in pools:
             setattr(args, name, conf.get(setting))

@@ -67,6 +67,16 @@ def pid() -> int:
     return os.getpid()
 
 
+_held: list[bytes] = []
+
+
+@app.task(name="durable.hog")
+def hog(mebibytes: int) -> int:
+    """Keep ``mebibytes`` of written (resident) memory for the rest of the process; its pid."""
+    _held.append(b"x" * (mebibytes << 20))
+    return os.getpid()
+
+
 @app.task(name="durable.sleepy")
 def sleepy(seconds: float) -> str:
     time.sleep(seconds)
