@@ -35,7 +35,7 @@ from pgtasks.engine.errors import TimeLimitExceeded
 from pgtasks.engine.execution import TimeLimits, execute_task_async, on_shared_loop
 from pgtasks.engine.failures import encode_exception
 from pgtasks.sysdb.records import Outcome, Status, StepRecord, TaskRecord
-from pgtasks.worker.held import Held, RunTimes, still_to_run, unstarted, waited_long
+from pgtasks.worker.held import Held, still_to_run, unstarted, waited_long
 from pgtasks.worker.limits import time_limits
 from pgtasks.worker.loop_watch import TASK_PREFIX, LoopWatch, Running
 from pgtasks.worker.pools import Finish, PoolOptions, guarded_outcome, run_guarded
@@ -47,6 +47,7 @@ class AsyncioPool:
     """``-P asyncio``: async tasks on one event loop, sync ones on threads (see above)."""
 
     prefetches = True
+    adaptive = True  # the claim-ahead follows the task rate (Worker._free_slots)
     terminates = True  # a running coroutine is cancelled
     replace_process = False
 
@@ -67,7 +68,6 @@ class AsyncioPool:
         self._lock = threading.Lock()
         self._held: collections.deque[Held] = collections.deque()  # claimed, not started (lock)
         self._active = 0  # coroutines started and not ended (loop only)
-        self.run_times = RunTimes()
         self._watch = LoopWatch(self._loop, self._running, self._overrun)
         self.replace_process = False  # set once the loop is blocked past a hard time limit
 
@@ -139,7 +139,8 @@ class AsyncioPool:
             return
         since = time.monotonic()
         with self._lock:
-            self._held.extend(Held(record, steps, since) for record, steps in tasks)
+            room = self._options.size - self._active - len(self._held)  # _active: a hint here
+            self._held.extend(Held(r, steps, since, n >= room) for n, (r, steps) in enumerate(tasks))
         self._loop.call_soon_threadsafe(self._start_held)
 
     def _start_held(self) -> None:
@@ -161,7 +162,6 @@ class AsyncioPool:
         record, steps = held.record, held.steps
         task_id = record.task_id
         outcome: Outcome | None = None
-        started = time.monotonic()
         try:
             if waited_long(held) and not await self._loop.run_in_executor(
                 None, still_to_run, self._engine, held, self._executor_id
@@ -179,7 +179,6 @@ class AsyncioPool:
                 self._submitted.pop(task_id, None)
                 given_up = task_id in self._given_up
             self._active -= 1
-            self.run_times.note(time.monotonic() - started)
             self._start_held()
         if given_up:  # the watchdog wrote its outcome already
             return

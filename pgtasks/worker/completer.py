@@ -23,7 +23,7 @@ from pgtasks.sysdb.records import CompleteParams, LinkResolver, Outcome, Status
 log = logging.getLogger("pgtasks.worker")
 
 FLUSH_INTERVAL = 0.002  # seconds an outcome may wait for others to share its commit
-CARRY_WAIT = 0.02  # seconds the writer leaves outcomes to a claim that carries them
+CARRY_WAIT = 0.1  # seconds the writer leaves outcomes to a claim that carries them
 MAX_BATCH = 500
 RETRY_BACKOFF = Backoff(first=0.05, cap=2.0)  # between attempts to write a batch
 

@@ -17,7 +17,6 @@ from pgtasks.engine.errors import DatabaseUnavailable
 from pgtasks.sysdb.records import Outcome, Status, StepRecord, TaskRecord
 
 HELD_CHECK_SECONDS = 0.5
-RUN_TIME_WEIGHT = 0.05  # of the latest task in the moving average of run times
 
 
 class Held(NamedTuple):
@@ -26,24 +25,14 @@ class Held(NamedTuple):
     record: TaskRecord
     steps: list[StepRecord] | None
     since: float  # time.monotonic() when the pool took it
-
-
-class RunTimes:
-    """A moving average of how long the pool's tasks run (seconds), which sizes the worker's
-    claim-ahead (``Worker._free_slots``); None until a task has run. Updated by several
-    threads without a lock: a lost update only delays the average a little."""
-
-    def __init__(self) -> None:
-        self.mean: float | None = None
-
-    def note(self, seconds: float) -> None:
-        mean = self.mean
-        self.mean = seconds if mean is None else mean + (seconds - mean) * RUN_TIME_WEIGHT
+    # False for a task the pool had a free slot for when it took it: it starts as soon as the
+    # pool gets to it (an event loop busy with others may take a while), and is never checked.
+    ahead: bool = True
 
 
 def waited_long(held: Held) -> bool:
-    """Whether ``held`` waited long enough to be checked before it starts."""
-    return time.monotonic() - held.since > HELD_CHECK_SECONDS
+    """Whether ``held`` was claimed ahead and waited long enough to be checked before it starts."""
+    return held.ahead and time.monotonic() - held.since > HELD_CHECK_SECONDS
 
 
 def still_to_run(engine: Engine, held: Held, executor_id: str) -> bool:

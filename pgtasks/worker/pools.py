@@ -27,7 +27,7 @@ from pgtasks.engine.errors import ConfigurationError, DatabaseUnavailable
 from pgtasks.engine.execution import execute_task
 from pgtasks.engine.failures import encode_exception
 from pgtasks.sysdb.records import Outcome, Status, StepRecord, TaskRecord
-from pgtasks.worker.held import Held, RunTimes, still_to_run, unstarted, waited_long
+from pgtasks.worker.held import Held, still_to_run, unstarted, waited_long
 
 log = logging.getLogger("pgtasks.worker")
 
@@ -147,6 +147,7 @@ class ThreadPool:
     ``Worker._free_slots``): tasks wait here, and go back unstarted at a warm shutdown."""
 
     prefetches = True
+    adaptive = True  # the claim-ahead follows the task rate (Worker._free_slots)
     terminates = False
     replace_process = False
 
@@ -157,7 +158,6 @@ class ThreadPool:
         self._cond = threading.Condition()
         self._stopping = False
         self._threads: list[threading.Thread] = []
-        self.run_times = RunTimes()
 
     def start(self) -> None:
         for n in range(self._size):
@@ -204,10 +204,7 @@ class ThreadPool:
             if waited_long(task) and not still_to_run(engine, task, executor_id):
                 finish(task.record, None)  # revoked, taken over or expired while it waited
                 continue
-            started = time.monotonic()
-            outcome = run_guarded(engine, task.record, executor_id, task.steps)
-            self.run_times.note(time.monotonic() - started)
-            finish(task.record, outcome)
+            finish(task.record, run_guarded(engine, task.record, executor_id, task.steps))
 
     def shutdown(self, wait: bool) -> None:
         """Stop the threads once their running task ends (``wait``: wait for that); tasks still

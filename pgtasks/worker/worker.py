@@ -42,7 +42,6 @@ from pgtasks.worker.completer import BatchCompleter
 from pgtasks.worker.control import WorkerControl
 from pgtasks.worker.due import DueTimer
 from pgtasks.worker.health import fresh
-from pgtasks.worker.held import RunTimes
 from pgtasks.worker.lease import LeaseKeeper
 from pgtasks.worker.logs import error_repr, log_with_traceback, result_repr
 from pgtasks.worker.metrics import WorkerMetrics
@@ -63,10 +62,13 @@ CLAIM_BACKOFF = Backoff(first=0.1, cap=5.0)
 START_OUTAGE_SECONDS = 120.0
 DEFAULT_PREFETCH_MULTIPLIER = 4  # Celery's worker_prefetch_multiplier default
 # Adaptive claim-ahead (threads, asyncio): beyond the free slots, hold as many tasks as the
-# slots run in this many seconds at the recent mean run time (within the prefetch multiplier):
-# enough to cover a claim's round trip. A backlog of short tasks is claimed in batches of
-# hundreds, slow tasks only for free slots, so other workers get theirs.
-AHEAD_SECONDS = 0.05
+# worker finished in this many seconds lately (within the prefetch multiplier): more than a
+# claim's round trip, so that the held tasks never run out while a claim is on its way, and
+# well under HELD_CHECK_SECONDS, so that they rarely need a check before they start. A backlog
+# of short tasks is claimed in batches of hundreds, slow tasks one or two beyond the free
+# slots, so other workers get theirs.
+AHEAD_SECONDS = 0.1
+RATE_WINDOW = 0.1  # seconds: the shortest round of the task rate's moving average
 MAX_CLAIM = 500  # tasks per claim statement at most
 UNREGISTER_OUTAGE_WAIT = 2.0  # seconds a stopping worker retries removing its executor row
 T = TypeVar("T")
@@ -91,8 +93,9 @@ class WorkerOptions:
     time_limit: float | None = None
     soft_time_limit: float | None = None
     max_tasks_per_child: int | None = None
-    # prefork: tasks claimed ahead per process (Celery's worker_prefetch_multiplier), so a child
-    # that ends a task starts the next at once. Only where every consumed queue is free of
+    # Tasks claimed ahead per process (Celery's worker_prefetch_multiplier), so a child that
+    # ends a task starts the next at once; the threads and asyncio pools claim ahead within this
+    # bound by the task run time (see _free_slots). Only where every consumed queue is free of
     # limits: under a global or per-worker limit, or a rate limit, a worker claims exactly its
     # free processes. 1 claims only for idle processes.
     prefetch_multiplier: int = DEFAULT_PREFETCH_MULTIPLIER
@@ -138,6 +141,9 @@ class Worker:
         self.version = engine.version()
         self._running = 0
         self._running_lock = threading.Lock()
+        self._finished = 0  # tasks finished since _rate_since (the claim-ahead's task rate)
+        self._rate = 0.0
+        self._rate_since = time.monotonic()
         self._started: dict[str, float] = {}
         self._size = options.concurrency  # processes or threads; Flower's pool grow/shrink change it
         self._total: dict[str, int] = {}  # tasks received by name (Celery's stats "total")
@@ -458,13 +464,23 @@ class Worker:
         capacity = self._size
         if self._pool.prefetches and self.queues is not None and self.queues.unlimited():
             ahead = capacity * (self.options.prefetch_multiplier - 1)
-            run_times: RunTimes | None = getattr(self._pool, "run_times", None)
-            if run_times is not None:  # adaptive: the tasks its slots run in AHEAD_SECONDS
-                mean = run_times.mean
-                ahead = 0 if mean is None else min(ahead, int(capacity * AHEAD_SECONDS / max(mean, 1e-6)))
+            if getattr(self._pool, "adaptive", False):  # the tasks finished in AHEAD_SECONDS
+                ahead = min(ahead, int(self._task_rate() * AHEAD_SECONDS))
             capacity += ahead
         with self._running_lock:
             return min(MAX_CLAIM, max(0, capacity - self._running))
+
+    def _task_rate(self) -> float:
+        """Tasks finished per second: a moving average over rounds of at least RATE_WINDOW
+        seconds, started afresh after a pause (0 until the first round ends)."""
+        now = time.monotonic()
+        with self._running_lock:
+            elapsed = now - self._rate_since
+            if elapsed >= RATE_WINDOW:
+                current = self._finished / elapsed
+                self._rate = current if elapsed > 10 * RATE_WINDOW else (self._rate + current) / 2
+                self._finished, self._rate_since = 0, now
+            return self._rate
 
     def _recorded_steps(self, claimed: list[TaskRecord]) -> dict[str, list[StepRecord]]:
         """Checkpoints of the claimed tasks, in one query for those that have any (a task with
@@ -553,6 +569,7 @@ class Worker:
                 self.queues.finished(record.queue_name)
             with self._running_lock:
                 self._running -= 1
+                self._finished += 1
             self._wake.set()
 
     def _note_effects(self, record: TaskRecord, outcome: Outcome) -> None:
