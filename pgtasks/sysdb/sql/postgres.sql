@@ -508,8 +508,9 @@ finished AS (
 -- makes a worker that lost its lease write nothing. ENQUEUED releases a task unfinished. A
 -- retry (retry_in not NULL) sends the task back under the same id, DELAYED or ENQUEUED, with
 -- one more retry, fresh attempts and no checkpoints (it runs again from scratch), and
--- announces its queue (a task ENQUEUED to claim, a DELAYED one for the workers' due timers). A retry may bring new arguments (inputs).
--- An unstarted release (a prefetched task given back) takes back its claim's attempt.
+-- announces its queue (a task ENQUEUED to claim, a DELAYED one for the workers' due
+-- timers). A retry may bring new arguments (inputs). An unstarted release (a prefetched task
+-- given back) takes back its claim's attempt.
 WITH __complete_outcomes__
 SELECT workflow_uuid FROM done, notified, finished
 
@@ -535,7 +536,7 @@ LEFT JOIN claimed AS c ON true
 -- fails. (Two senders checking at once may each see the other's try: a NOTIFY too many.)
 SELECT NOT pg_try_advisory_xact_lock(%(key)s) AS present
 
--- name: tasks_promote_delayed
+-- fragment: promote_due_tasks
 -- SKIP LOCKED: a due task someone holds is promoted by a later round; the others go now.
 -- The due time stays on the row: it is the task's ETA, still shown once it has run, and the
 -- time its wait for a worker counts from.
@@ -547,19 +548,16 @@ FROM (SELECT workflow_uuid FROM __schema__.workflow_status
 WHERE ws.workflow_uuid = free.workflow_uuid
   AND ws.status = 'DELAYED' AND ws.delay_until_epoch_ms <= __now_ms__
 
+-- name: tasks_promote_delayed
+__promote_due_tasks__
+
 -- name: tasks_promote_due
 -- The due timer's round in one statement: tasks_promote_delayed, then the milliseconds until
 -- the earliest DELAYED task of the queues is due (tasks_next_due), not counting the tasks
 -- promoted now (the statement's snapshot still shows them DELAYED); a due task left locked
 -- by someone else counts (negative: the timer tries again at once).
 WITH promoted AS (
-    UPDATE __schema__.workflow_status AS ws
-    SET status = 'ENQUEUED', updated_at = __now_ms__
-    FROM (SELECT workflow_uuid FROM __schema__.workflow_status
-          WHERE status = 'DELAYED' AND delay_until_epoch_ms <= __now_ms__
-          FOR UPDATE SKIP LOCKED) AS free
-    WHERE ws.workflow_uuid = free.workflow_uuid
-      AND ws.status = 'DELAYED' AND ws.delay_until_epoch_ms <= __now_ms__
+    __promote_due_tasks__
     RETURNING ws.workflow_uuid
 )
 SELECT (SELECT count(*) FROM promoted) AS promoted,
