@@ -116,7 +116,7 @@ class BatchCompleter:
             time.sleep(FLUSH_INTERVAL)
             if self._carried():
                 with self._cond:  # a claim takes them meanwhile, or they are written below
-                    self._cond.wait_for(lambda: self._stopping or not _carriable(self._pending), CARRY_WAIT)
+                    self._cond.wait_for(self._left_to_me, CARRY_WAIT)
             with self._cond:
                 batch, self._pending = self._pending[:MAX_BATCH], self._pending[MAX_BATCH:]
                 self._inflight += len(batch)
@@ -128,6 +128,11 @@ class BatchCompleter:
                 log.exception("could not write %d outcomes (recovery will re-run them)", len(batch))
             finally:
                 self._done(batch)
+
+    def _left_to_me(self) -> bool:
+        """Whether the writer writes what is pending now (the lock held): nothing a claim would
+        carry, or no claim carrying any more."""
+        return self._stopping or not _carriable(self._pending) or not self._carried()
 
     def _done(self, batch: list[Outcome]) -> None:
         try:

@@ -185,6 +185,7 @@ class Worker:
         self.listening = False
         self.queues: QueueBook | None = None
         self._claiming = False  # the last claim reached the database
+        self._backlog = False  # the last claim took all it asked for: more tasks are probably waiting
         self.metrics: WorkerMetrics | None = None  # set before start() to count tasks (--metrics-port)
 
     # -- lifecycle ----------------------------------------------------------------------
@@ -380,7 +381,6 @@ class Worker:
         poll = self.engine.settings.poll_interval
         retry = CLAIM_BACKOFF.retrying()
         outage_since: float | None = None  # time.monotonic() of the first failed claim
-        backlog = False  # the last claim took all it asked for: more tasks are probably waiting
         while not self._stopping.is_set():
             # Cleared before claiming: a wake-up (NOTIFY, a freed slot) that arrives while the
             # claim runs is kept and ends the wait below at once.
@@ -391,7 +391,7 @@ class Worker:
                 continue
             gather = (free + self._in_hand()) // 2
             deadline = time.monotonic() + GATHER_SECONDS
-            while backlog and free < gather and time.monotonic() < deadline:
+            while self._backlog and free < gather and time.monotonic() < deadline:
                 # With a backlog, a slot freed now is worth a claim of its own only if no
                 # other frees up within a moment: one claim for several slots costs less.
                 self._wake.clear()
@@ -418,7 +418,7 @@ class Worker:
                 outage_since = None
                 retry.reset()
             self._claiming = True
-            backlog = len(claimed) == free
+            self._backlog = len(claimed) == free
             if claimed:
                 self._dispatch(claimed, self._recorded_steps(claimed))
             if len(claimed) < free:
@@ -448,9 +448,12 @@ class Worker:
         return claimed
 
     def _carries(self) -> bool:
-        """Whether the claim loop carries outcomes now (the completer leaves them to it)."""
+        """Whether the claim loop carries outcomes now (the completer leaves them to it): while
+        it drains a backlog. A claim for a task that just arrived goes alone, committed without
+        waiting for a flush (the start-latency path); the completer writes the outcomes then."""
         return (
             self._claiming
+            and self._backlog
             and not self._stopping.is_set()
             and self.queues is not None
             and self.queues.unlimited()
