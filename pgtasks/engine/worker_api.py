@@ -122,10 +122,6 @@ class WorkerApi:
         """Promote the due DELAYED tasks; then the ms until the next one of ``queues`` is due."""
         return self._database.sysdb.tasks_promote_due(queues)
 
-    def next_due(self, queues: tuple[str, ...]) -> int | None:
-        """Milliseconds until the earliest DELAYED task of ``queues`` is due, or None."""
-        return self._database.sysdb.tasks_next_due(queues)
-
     def announce(self, queues: tuple[str, ...]) -> None:
         """Wake the workers of ``queues`` (a freed slot under a global limit)."""
         self._database.sysdb.queues_announce(queues)
