@@ -52,7 +52,10 @@ def add_worker_command(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> 
     worker.add_argument(
         "--prefetch-multiplier",
         type=int,
-        help="prefork: tasks claimed per process, running and waiting (default 4, as Celery; 1: none ahead)",
+        help=(
+            "tasks claimed per process (thread, coroutine), running and waiting (default 4, as "
+            "Celery; 1: none ahead); threads and asyncio claim ahead by the task run time within it"
+        ),
     )
     worker.add_argument(
         "-n",

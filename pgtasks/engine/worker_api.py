@@ -118,9 +118,9 @@ class WorkerApi:
         """Move DELAYED tasks that are due to ENQUEUED; return how many."""
         return self._database.sysdb.tasks_promote_delayed()
 
-    def next_due(self, queues: tuple[str, ...]) -> int | None:
-        """Milliseconds until the earliest DELAYED task of ``queues`` is due, or None."""
-        return self._database.sysdb.tasks_next_due(queues)
+    def promote_due(self, queues: tuple[str, ...]) -> tuple[int, int | None]:
+        """Promote the due DELAYED tasks; then the ms until the next one of ``queues`` is due."""
+        return self._database.sysdb.tasks_promote_due(queues)
 
     def announce(self, queues: tuple[str, ...]) -> None:
         """Wake the workers of ``queues`` (a freed slot under a global limit)."""
@@ -152,6 +152,13 @@ class WorkerApi:
     def complete(self, params: CompleteParams) -> list[str]:
         """Write a batch of outcomes (fenced on the executor); return the ids written."""
         return self._database.sysdb.tasks_complete(params)
+
+    def complete_and_claim(
+        self, complete: CompleteParams, claim: ClaimParams
+    ) -> tuple[list[str], list[TaskRecord]]:
+        """Write a batch of outcomes and claim the next tasks, in one round trip where the
+        database can (see ``tasks_complete_claim``): the ids written and the tasks claimed."""
+        return self._database.sysdb.tasks_complete_claim(complete, claim)
 
     def task(self, task_id: str) -> TaskRecord | None:
         """One task's row, or None."""

@@ -145,6 +145,15 @@ class SystemDatabase(ABC):
         transaction (see links.py)."""
 
     @abstractmethod
+    def tasks_complete_claim(
+        self, complete: CompleteParams, claim: ClaimParams
+    ) -> tuple[list[str], list[TaskRecord]]:
+        """:meth:`tasks_complete` of ``complete``, then :meth:`tasks_claim` of ``claim``: the
+        ids written and the tasks claimed. PostgreSQL sends both as one statement (one round
+        trip, one commit) when no outcome has links to resolve and no claimed queue has
+        limits; otherwise, and on SQLite, they are two transactions."""
+
+    @abstractmethod
     def tasks_enqueue_canvas(self, params: CanvasEnqueue) -> list[EnqueueResult]:
         """Insert a canvas (tasks, WAITING ones, links, meta) in one transaction. Tasks whose
         id exists already are kept as they are (their marks are not applied)."""
@@ -189,6 +198,11 @@ class SystemDatabase(ABC):
     def tasks_expire(self, links: LinkResolver | None = None) -> int:
         """Cancel waiting tasks whose expiry has passed; return how many. With ``links``,
         what waits on them is resolved as for a revoked task (see :meth:`task_cancel`)."""
+
+    @abstractmethod
+    def tasks_promote_due(self, queues: tuple[str, ...]) -> tuple[int, int | None]:
+        """:meth:`tasks_promote_delayed`, then :meth:`tasks_next_due` of ``queues`` not
+        counting the tasks just promoted: one statement on PostgreSQL."""
 
     @abstractmethod
     def tasks_promote_delayed(self) -> int:

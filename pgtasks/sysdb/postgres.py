@@ -37,6 +37,7 @@ from pgtasks.sysdb.records import (
     EnqueueResult,
     MigrationInfo,
     NewTask,
+    QueueClaim,
     StepRecord,
     StepWrite,
     TaskRecord,
@@ -70,6 +71,8 @@ ENQUEUE_ONE = """(VALUES (%(id)s::text, %(name)s::text, %(inputs)s::text, %(seri
 # A large enqueue's rows, copied into the staging table first (enqueue_staging_create): COPY
 # takes the rows as they are, where the arrays cost 10 to 20 us of adaptation per row.
 ENQUEUE_STAGED = "pg_temp.pgtasks_enqueue_staging"
+# In a pure claim (tasks_claim): commit without waiting for the WAL flush (see there).
+ASYNC_COMMIT = "CROSS JOIN (SELECT set_config('synchronous_commit', 'off', true)) AS async_commit"
 STAGING_TYPES = (
     "text", "text", "text", "text", "text", "int4", "text", "text", "int8", "int8", "text", "int4",
     "text", "int8", "int8", "text", "int4", "int8",
@@ -191,8 +194,11 @@ class PostgresSystemDatabase(PostgresSessions, SqlStore):
         self._done_listened = True
         self.sql = load_statements("postgres", {"__schema__": self.schema, "__now_ms__": NOW_MS})
         tail = self.sql.pop("claim_picked")
-        for name in ("tasks_claim", "tasks_claim_limited", "tasks_claim_partitioned"):
+        for name in ("tasks_claim", "tasks_claim_limited", "tasks_claim_partitioned", "tasks_complete_claim"):
             self.sql[name] = self.sql[name].replace("__claim_picked__", tail)
+        # A pure claim commits without waiting for its flush; one carrying outcomes waits.
+        self.sql["tasks_claim"] = self.sql["tasks_claim"].replace("__async_commit__", ASYNC_COMMIT)
+        self.sql["tasks_complete_claim"] = self.sql["tasks_complete_claim"].replace("__async_commit__", "")
         enqueue = self.sql.pop("tasks_enqueue")
         self.sql["tasks_enqueue"] = enqueue.replace("__enqueue_source__", ENQUEUE_MANY)
         self.sql["tasks_enqueue_one"] = enqueue.replace("__enqueue_source__", ENQUEUE_ONE)
@@ -408,16 +414,7 @@ class PostgresSystemDatabase(PostgresSessions, SqlStore):
         rows: list[dict[str, Any]] = []
         free = [c for c in claims if not c.is_limited]
         if free:  # one statement in autocommit: one round trip
-            rows += self._all(
-                "tasks_claim",
-                {
-                    **common,
-                    "queues": [c.name for c in free],
-                    "limits": [c.limit for c in free],
-                    "limit": params.limit,
-                },
-                generic=True,
-            )
+            rows += self._all("tasks_claim", _free_claim_args(params, free), generic=True)
         limited = [c for c in claims if c.is_limited]
         if limited and len(rows) < params.limit:
             with self._tx(generic=True) as conn:  # the advisory lock lives until this transaction ends
@@ -443,9 +440,20 @@ class PostgresSystemDatabase(PostgresSessions, SqlStore):
                             "period_ms": claim.rate_limit_period_ms or 0,
                         },
                     ).fetchall()
-        # RETURNING has no order; hand tasks out in the order they were picked.
-        claimed_at = time.monotonic()
-        return sorted((task_from_row(r, claimed_at) for r in rows), key=lambda t: (t.priority, t.enqueue_seq))
+        return _claimed_in_order(rows)
+
+    def tasks_complete_claim(
+        self, complete: CompleteParams, claim: ClaimParams
+    ) -> tuple[list[str], list[TaskRecord]]:
+        claims = [c for c in claim.claims() if c.limit]
+        linked = complete.links is not None and any(o.has_links for o in complete.outcomes)
+        limited = any(c.is_limited for c in claims)
+        if not complete.outcomes or linked or limited or claim.limit <= 0 or not claims:
+            return super().tasks_complete_claim(complete, claim)
+        args = {**self._complete_args(complete), **_free_claim_args(claim, claims)}
+        rows = self._all("tasks_complete_claim", args, generic=True)
+        written = (rows[0]["written"] if rows else None) or []
+        return written, _claimed_in_order([r for r in rows if r["workflow_uuid"] is not None])
 
     def _complete_plain(self, params: CompleteParams) -> list[str]:
         if not params.outcomes:
@@ -471,6 +479,11 @@ class PostgresSystemDatabase(PostgresSessions, SqlStore):
             "done_channel": self.done_channel,
             "notify_done": self._done_listeners_present(),
         }
+
+    def tasks_promote_due(self, queues: tuple[str, ...]) -> tuple[int, int | None]:
+        [row] = self._write("tasks_promote_due", {"queues": list(queues)}).rows
+        due = row["due_in_ms"]
+        return row["promoted"], None if due is None else max(0, int(due))
 
     def queues_announce(self, queues: tuple[str, ...]) -> None:
         if queues:
@@ -545,3 +558,21 @@ class PostgresSystemDatabase(PostgresSessions, SqlStore):
 
     def close(self) -> None:
         self._close_sessions()
+
+
+def _free_claim_args(params: ClaimParams, free: list[QueueClaim]) -> dict[str, Any]:
+    """The parameters of a claim of queues without limits (the free_picked fragment)."""
+    return {
+        "version": params.application_version,
+        "executor_id": params.executor_id,
+        "claim_token": params.claim_token,
+        "queues": [c.name for c in free],
+        "limits": [c.limit for c in free],
+        "limit": params.limit,
+    }
+
+
+def _claimed_in_order(rows: list[dict[str, Any]]) -> list[TaskRecord]:
+    """RETURNING has no order: the claimed tasks in the order they were picked."""
+    claimed_at = time.monotonic()
+    return sorted((task_from_row(r, claimed_at) for r in rows), key=lambda t: (t.priority, t.enqueue_seq))

@@ -21,6 +21,8 @@ from pgtasks.sysdb.interface import SystemDatabase
 from pgtasks.sysdb.queues import check_queue_settings, upsert_params
 from pgtasks.sysdb.records import (
     RECENT_ORDERS,
+    ClaimParams,
+    CompleteParams,
     ExecutorInfo,
     ForkParams,
     LinkResolver,
@@ -110,12 +112,21 @@ class SqlStore(
     def task_names_recent(self, window: int) -> list[str]:
         return sorted(r["name"] for r in self._read("task_names_recent", {"window": window}))
 
+    def tasks_complete_claim(
+        self, complete: CompleteParams, claim: ClaimParams
+    ) -> tuple[list[str], list[TaskRecord]]:
+        written = self.tasks_complete(complete) if complete.outcomes else []
+        return written, self.tasks_claim(claim)
+
     def tasks_promote_delayed(self) -> int:
         return self._write("tasks_promote_delayed").count
 
     def tasks_next_due(self, queues: tuple[str, ...]) -> int | None:
         due = self._read("tasks_next_due", {"queues": self._list(list(queues))})[0]["due_in_ms"]
         return None if due is None else max(0, int(due))
+
+    def tasks_promote_due(self, queues: tuple[str, ...]) -> tuple[int, int | None]:
+        return self.tasks_promote_delayed(), self.tasks_next_due(queues)
 
     def queues_announce(self, queues: tuple[str, ...]) -> None:
         return None  # a dialect with notifications overrides this

@@ -1,8 +1,11 @@
 """The asyncio pool (``-P asyncio``): one event loop, in a thread of the worker process, runs
 every claimed ``async def`` task as an asyncio task, up to ``-c`` at once.
 
-- The claim loop stays where it is: it claims for free slots and hands each record over with
-  ``call_soon_threadsafe``; outcomes go to the worker's batch completer as on the threads pool.
+- The claim loop stays where it is: it claims for the free slots and, where no queue has
+  limits, ahead of them (sized by the task rate), and hands each claimed batch over with one
+  ``call_soon_threadsafe``; tasks beyond ``-c`` wait in the pool (``Held``) for a coroutine to
+  end, and go back unstarted at a warm shutdown. Outcomes go to the worker's batch completer
+  as on the threads pool.
 - Nothing on the loop blocks: an async step's checkpoint joins the process's group-commit
   writer and is awaited; ownership reads and step loading run on the pool's threads.
 - A sync task (``def``) runs on one of those threads, as on the threads pool (at most ``-c``
@@ -20,6 +23,7 @@ every claimed ``async def`` task as an asyncio task, up to ``-c`` at once.
 from __future__ import annotations
 
 import asyncio
+import collections
 import inspect
 import logging
 import threading
@@ -31,6 +35,7 @@ from pgtasks.engine.errors import TimeLimitExceeded
 from pgtasks.engine.execution import TimeLimits, execute_task_async, on_shared_loop
 from pgtasks.engine.failures import encode_exception
 from pgtasks.sysdb.records import Outcome, Status, StepRecord, TaskRecord
+from pgtasks.worker.held import Held, still_to_run, unstarted, waited_long
 from pgtasks.worker.limits import time_limits
 from pgtasks.worker.loop_watch import TASK_PREFIX, LoopWatch, Running
 from pgtasks.worker.pools import Finish, PoolOptions, guarded_outcome, run_guarded
@@ -41,7 +46,8 @@ log = logging.getLogger("pgtasks.worker")
 class AsyncioPool:
     """``-P asyncio``: async tasks on one event loop, sync ones on threads (see above)."""
 
-    prefetches = False
+    prefetches = True
+    adaptive = True  # the claim-ahead follows the task rate (Worker._free_slots)
     terminates = True  # a running coroutine is cancelled
     replace_process = False
 
@@ -60,6 +66,8 @@ class AsyncioPool:
         self._submitted: dict[str, Running] = {}
         self._given_up: set[str] = set()
         self._lock = threading.Lock()
+        self._held: collections.deque[Held] = collections.deque()  # claimed, not started (lock)
+        self._active = 0  # coroutines started and not ended (loop only)
         self._watch = LoopWatch(self._loop, self._running, self._overrun)
         self.replace_process = False  # set once the loop is blocked past a hard time limit
 
@@ -76,6 +84,7 @@ class AsyncioPool:
         with self._lock:
             held, self._submitted = self._submitted, {}
             self._given_up.update(held)
+            waiting, self._held = list(self._held), collections.deque()
         blocker = held.pop(task_id)
         limit = blocker.hard_limit or 0.0
         log.error(
@@ -97,6 +106,8 @@ class AsyncioPool:
                 other.record,
                 Outcome(other.record.task_id, Status.ENQUEUED, claim_token=other.record.claim_token),
             )
+        for task in waiting:
+            self._finish(task.record, unstarted(task.record))
 
     def _serve(self) -> None:
         asyncio.set_event_loop(self._loop)
@@ -106,34 +117,57 @@ class AsyncioPool:
         return (self._thread.is_alive() or self._stopping) and not self.replace_process
 
     def waiting(self) -> int:
-        return 0  # the worker submits only what it can start at once
+        return len(self._held)
 
     def release_waiting(self) -> None:
-        pass
+        with self._lock:
+            held, self._held = list(self._held), collections.deque()
+        for task in held:
+            self._finish(task.record, unstarted(task.record))
 
     def submit(self, record: TaskRecord, steps: list[StepRecord] | None = None) -> None:
+        self.submit_many([(record, steps)])
+
+    def submit_many(self, tasks: list[tuple[TaskRecord, list[StepRecord] | None]]) -> None:
+        """Hand over a whole claimed batch: one wake-up of the loop, which starts what it has
+        room for; the rest waits for a coroutine to end."""
         if self._loop.is_closed() or not self._thread.is_alive():
             raise RuntimeError("the asyncio pool's event loop is not running")
-        if self.replace_process:  # the loop is blocked: given back at once, its attempt taken back
-            self._finish(
-                record,
-                Outcome(record.task_id, Status.ENQUEUED, claim_token=record.claim_token, unstarted=True),
-            )
+        if self.replace_process:  # the loop is blocked: given back at once, attempts taken back
+            for record, _ in tasks:
+                self._finish(record, unstarted(record))
             return
-        limits = time_limits(self._engine, record, self._options.time_limit, self._options.soft_time_limit)
+        since = time.monotonic()
         with self._lock:
-            self._submitted[record.task_id] = Running(record, time.monotonic(), limits[0])
-        self._loop.call_soon_threadsafe(self._start, record, steps, limits)
+            room = self._options.size - self._active - len(self._held)  # _active: a hint here
+            self._held.extend(Held(r, steps, since, n >= room) for n, (r, steps) in enumerate(tasks))
+        self._loop.call_soon_threadsafe(self._start_held)
 
-    def _start(self, record: TaskRecord, steps: list[StepRecord] | None, limits: TimeLimits) -> None:
-        task = self._loop.create_task(self._run(record, steps, limits), name=f"{TASK_PREFIX}{record.task_id}")
-        self._tasks[record.task_id] = task
+    def _start_held(self) -> None:
+        """On the loop: start held tasks while fewer than ``-c`` run (none once stopping)."""
+        while self._active < self._options.size and not self._stopping:
+            with self._lock:
+                if not self._held:
+                    return
+                held = self._held.popleft()
+            record, options = held.record, self._options
+            limits = time_limits(self._engine, record, options.time_limit, options.soft_time_limit)
+            with self._lock:
+                self._submitted[record.task_id] = Running(record, time.monotonic(), limits[0])
+            self._active += 1
+            task = self._loop.create_task(self._run(held, limits), name=f"{TASK_PREFIX}{record.task_id}")
+            self._tasks[record.task_id] = task
 
-    async def _run(self, record: TaskRecord, steps: list[StepRecord] | None, limits: TimeLimits) -> None:
+    async def _run(self, held: Held, limits: TimeLimits) -> None:
+        record, steps = held.record, held.steps
         task_id = record.task_id
         outcome: Outcome | None = None
         try:
-            if self._runs_on_loop(record):
+            if waited_long(held) and not await self._loop.run_in_executor(
+                None, still_to_run, self._engine, held, self._executor_id
+            ):
+                pass  # revoked, taken over or expired while it waited: not run
+            elif self._runs_on_loop(record):
                 outcome = await _guarded(self._engine, record, self._executor_id, steps, limits)
             else:
                 outcome = await self._loop.run_in_executor(None, self._on_thread, record, steps, limits)
@@ -144,6 +178,8 @@ class AsyncioPool:
             with self._lock:
                 self._submitted.pop(task_id, None)
                 given_up = task_id in self._given_up
+            self._active -= 1
+            self._start_held()
         if given_up:  # the watchdog wrote its outcome already
             return
         if task_id in self._cancelled:

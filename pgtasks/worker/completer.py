@@ -1,4 +1,10 @@
-"""Batched completion: outcomes of many tasks written by one UPDATE in one commit."""
+"""Batched completion: outcomes of many tasks written by one UPDATE in one commit.
+
+The claim loop carries most of them: before it claims from queues without limits it takes
+the outcomes gathered so far (:meth:`BatchCompleter.take`) and sends them with its claim in
+one statement (``tasks_complete_claim``); the writer thread here writes what it does not
+carry (outcomes with links, those of a worker that is not claiming) after a short wait.
+"""
 
 from __future__ import annotations
 
@@ -17,6 +23,7 @@ from pgtasks.sysdb.records import CompleteParams, LinkResolver, Outcome, Status
 log = logging.getLogger("pgtasks.worker")
 
 FLUSH_INTERVAL = 0.002  # seconds an outcome may wait for others to share its commit
+CARRY_WAIT = 0.1  # seconds the writer leaves outcomes to a claim that carries them
 MAX_BATCH = 500
 RETRY_BACKOFF = Backoff(first=0.05, cap=2.0)  # between attempts to write a batch
 
@@ -42,6 +49,9 @@ class BatchCompleter:
         self._links = links
         self._executor_id = executor_id
         self._on_done = on_done
+        # Whether the claim loop is about to carry pending outcomes: the writer then leaves
+        # them to it for up to CARRY_WAIT before writing them itself.
+        self._carried: Callable[[], bool] = lambda: False
         self._pending: list[Outcome] = []
         self._cond = threading.Condition()
         self._stopping = False
@@ -57,6 +67,45 @@ class BatchCompleter:
             self._pending.append(outcome)
             self._cond.notify_all()
 
+    def carried_by(self, carried: Callable[[], bool]) -> None:
+        """Tell the writer when the claim loop carries outcomes (see the module's docstring)."""
+        self._carried = carried
+
+    def take(self) -> list[Outcome]:
+        """Up to MAX_BATCH pending outcomes without links, for the claim loop to write with its
+        claim; it reports back with :meth:`written` or :meth:`give_back`."""
+        with self._cond:
+            if not self._pending:
+                return []
+            batch = [o for o in self._pending if not o.has_links][:MAX_BATCH]
+            if batch:
+                taken = {id(o) for o in batch}
+                self._pending = [o for o in self._pending if id(o) not in taken]
+                self._inflight += len(batch)
+        try:
+            for outcome in batch:
+                crashpoint("before_outcome", task_id=outcome.task_id)
+        except BaseException:
+            self.give_back(batch)
+            raise
+        return batch
+
+    def give_back(self, batch: list[Outcome]) -> None:
+        """Taken outcomes the claim could not write: the writer writes them (first)."""
+        with self._cond:
+            self._pending[:0] = batch
+            self._inflight -= len(batch)
+            self._cond.notify_all()
+
+    def written(self, batch: list[Outcome], written: list[str]) -> None:
+        """Taken outcomes the claim wrote (``written``: the ids the fence let through)."""
+        try:
+            self._check_written(batch, set(written))
+        except Exception:  # as in the writer thread: the claim that carried them goes on
+            log.exception("could not check %d written outcomes", len(batch))
+        finally:
+            self._done(batch)
+
     def _run(self) -> None:
         while True:
             with self._cond:
@@ -65,18 +114,33 @@ class BatchCompleter:
                 if not self._pending and self._stopping:
                     return
             time.sleep(FLUSH_INTERVAL)
+            if self._carried():
+                with self._cond:  # a claim takes them meanwhile, or they are written below
+                    self._cond.wait_for(self._left_to_me, CARRY_WAIT)
             with self._cond:
                 batch, self._pending = self._pending[:MAX_BATCH], self._pending[MAX_BATCH:]
-                self._inflight = len(batch)
+                self._inflight += len(batch)
+            if not batch:
+                continue
             try:
                 self._write(batch)
             except Exception:  # never let the writer thread die: later outcomes must still go out
                 log.exception("could not write %d outcomes (recovery will re-run them)", len(batch))
             finally:
-                if self._on_done is not None:
-                    self._on_done([o.task_id for o in batch])
+                self._done(batch)
+
+    def _left_to_me(self) -> bool:
+        """Whether the writer writes what is pending now (the lock held): nothing a claim would
+        carry, or no claim carrying any more."""
+        return self._stopping or not _carriable(self._pending) or not self._carried()
+
+    def _done(self, batch: list[Outcome]) -> None:
+        try:
+            if self._on_done is not None:
+                self._on_done([o.task_id for o in batch])
+        finally:
             with self._cond:
-                self._inflight = 0
+                self._inflight -= len(batch)
                 self._cond.notify_all()
 
     def _write(self, batch: list[Outcome]) -> None:
@@ -102,6 +166,9 @@ class BatchCompleter:
                 level = logging.WARNING if retry.failures == 1 else logging.DEBUG  # once per outage
                 log.log(level, "writing %d outcomes failed, retrying in %.2fs: %s", len(batch), pause, exc)
                 self._give_up.wait(pause)
+        self._check_written(batch, written)
+
+    def _check_written(self, batch: list[Outcome], written: set[str]) -> None:
         for outcome in batch:
             crashpoint("after_outcome_commit", task_id=outcome.task_id)
         lost = [o for o in batch if o.task_id not in written]
@@ -170,6 +237,11 @@ class BatchCompleter:
             self._stopping = True
             self._cond.notify_all()
         self._thread.join(timeout)
+
+
+def _carriable(pending: list[Outcome]) -> bool:
+    """Whether a claim may carry any of these outcomes (those with links are written here)."""
+    return any(not o.has_links for o in pending)
 
 
 def _unstorable(outcome: Outcome, exc: Exception) -> Outcome:

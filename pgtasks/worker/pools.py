@@ -14,9 +14,11 @@ instead of testing its name.
 
 from __future__ import annotations
 
+import collections
 import logging
+import threading
+import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -25,6 +27,7 @@ from pgtasks.engine.errors import ConfigurationError, DatabaseUnavailable
 from pgtasks.engine.execution import execute_task
 from pgtasks.engine.failures import encode_exception
 from pgtasks.sysdb.records import Outcome, Status, StepRecord, TaskRecord
+from pgtasks.worker.held import Held, still_to_run, unstarted, waited_long
 
 log = logging.getLogger("pgtasks.worker")
 
@@ -149,18 +152,28 @@ def guarded_outcome(record: TaskRecord, exc: BaseException) -> Outcome:
 
 
 class ThreadPool:
-    """``-P threads``: each task on a thread of the worker process."""
+    """``-P threads``: ``size`` long-lived threads of the worker process take the claimed tasks
+    from one local queue, in order. The worker may claim ahead of the free threads (see
+    ``Worker._free_slots``): tasks wait here, and go back unstarted at a warm shutdown."""
 
-    prefetches = False
+    prefetches = True
+    adaptive = True  # the claim-ahead follows the task rate (Worker._free_slots)
     terminates = False
     replace_process = False
 
     def __init__(self, engine: Engine, executor_id: str, options: PoolOptions, finish: Finish) -> None:
         self._engine, self._executor_id, self._finish = engine, executor_id, finish
-        self._threads = ThreadPoolExecutor(options.size, thread_name_prefix="pgtasks-task")
+        self._size = options.size
+        self._held: collections.deque[Held] = collections.deque()
+        self._cond = threading.Condition()
+        self._stopping = False
+        self._threads: list[threading.Thread] = []
 
     def start(self) -> None:
-        pass
+        for n in range(self._size):
+            thread = threading.Thread(target=self._serve, name=f"pgtasks-task_{n}", daemon=True)
+            thread.start()
+            self._threads.append(thread)
 
     def terminate(self, task_id: str) -> bool:
         return False  # a thread cannot be stopped safely: the task stops at its next step
@@ -169,25 +182,75 @@ class ThreadPool:
         return True
 
     def waiting(self) -> int:
-        return 0  # the worker submits only what it can start at once
+        return len(self._held)
 
     def release_waiting(self) -> None:
-        pass
+        with self._cond:
+            held, self._held = list(self._held), collections.deque()
+        for task in held:
+            self._finish(task.record, unstarted(task.record))
 
     def submit(self, record: TaskRecord, steps: list[StepRecord] | None = None) -> None:
-        self._threads.submit(
-            lambda: self._finish(record, run_guarded(self._engine, record, self._executor_id, steps))
-        )
+        self.submit_many([(record, steps)])
+
+    def submit_many(self, tasks: list[tuple[TaskRecord, list[StepRecord] | None]]) -> None:
+        """Hand over a whole claimed batch at once (one lock, one wake-up per task taken)."""
+        since = time.monotonic()
+        with self._cond:
+            if self._stopping:
+                raise RuntimeError("the threads pool is shut down")
+            self._held.extend(Held(record, steps, since) for record, steps in tasks)
+            self._cond.notify(len(tasks))
+
+    def _serve(self) -> None:
+        engine, executor_id, finish, cond = self._engine, self._executor_id, self._finish, self._cond
+        while True:
+            with cond:
+                while not self._held and not self._stopping:
+                    cond.wait()
+                if self._stopping:
+                    return
+                task = self._held.popleft()
+            if waited_long(task) and not still_to_run(engine, task, executor_id):
+                finish(task.record, None)  # revoked, taken over or expired while it waited
+                continue
+            finish(task.record, run_guarded(engine, task.record, executor_id, task.steps))
 
     def shutdown(self, wait: bool) -> None:
-        self._threads.shutdown(wait=wait)
+        """Stop the threads once their running task ends (``wait``: wait for that); tasks still
+        held are left PENDING (a cold shutdown: recovered later)."""
+        with self._cond:
+            self._stopping = True
+            self._cond.notify_all()
+        if wait:
+            for thread in self._threads:
+                thread.join()
 
 
-class SoloPool(ThreadPool):
+class SoloPool:
     """``-P solo``: one task at a time, run by submit() itself, in the claim loop."""
+
+    prefetches = False
+    terminates = False
+    replace_process = False
 
     def __init__(self, engine: Engine, executor_id: str, options: PoolOptions, finish: Finish) -> None:
         self._engine, self._executor_id, self._finish = engine, executor_id, finish
+
+    def start(self) -> None:
+        pass
+
+    def terminate(self, task_id: str) -> bool:
+        return False
+
+    def alive(self) -> bool:
+        return True
+
+    def waiting(self) -> int:
+        return 0
+
+    def release_waiting(self) -> None:
+        pass
 
     def submit(self, record: TaskRecord, steps: list[StepRecord] | None = None) -> None:
         self._finish(record, run_guarded(self._engine, record, self._executor_id, steps))

@@ -119,9 +119,9 @@ class QueueBook:
             s = self._settings.get(queue)
         return s is not None and s.concurrency is not None
 
-    def started(self, queue: str) -> None:
+    def started(self, queue: str, count: int = 1) -> None:
         with self._lock:
-            self._running[queue] = self._running.get(queue, 0) + 1
+            self._running[queue] = self._running.get(queue, 0) + count
 
     def finished(self, queue: str) -> None:
         with self._lock:

@@ -7,6 +7,7 @@ The process-level concerns of ``pgtasks worker`` (signals, the banner) live in
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import json
 import logging
@@ -27,7 +28,9 @@ from pgtasks.engine.settings import check_name_length, validate_queue_name
 from pgtasks.support.backoff import Backoff
 from pgtasks.sysdb.records import (
     ClaimParams,
+    CompleteParams,
     ExecutorInfo,
+    LinkResolver,
     Outcome,
     RecoveryReport,
     ReleaseStrayParams,
@@ -58,6 +61,15 @@ CLAIM_BACKOFF = Backoff(first=0.1, cap=5.0)
 # wait found it (a restart in the middle of the start), before the start fails.
 START_OUTAGE_SECONDS = 120.0
 DEFAULT_PREFETCH_MULTIPLIER = 4  # Celery's worker_prefetch_multiplier default
+# Adaptive claim-ahead (threads, asyncio): beyond the free slots, hold as many tasks as the
+# worker finished in this many seconds lately (within the prefetch multiplier): more than a
+# claim's round trip, so that the held tasks never run out while a claim is on its way, and
+# well under HELD_CHECK_SECONDS, so that they rarely need a check before they start. A backlog
+# of short tasks is claimed in batches of hundreds, slow tasks one or two beyond the free
+# slots, so other workers get theirs.
+AHEAD_SECONDS = 0.1
+RATE_WINDOW = 0.1  # seconds: the shortest round of the task rate's moving average
+MAX_CLAIM = 500  # tasks per claim statement at most
 UNREGISTER_OUTAGE_WAIT = 2.0  # seconds a stopping worker retries removing its executor row
 T = TypeVar("T")
 
@@ -82,8 +94,9 @@ class WorkerOptions:
     soft_time_limit: float | None = None
     max_tasks_per_child: int | None = None
     max_memory_per_child: int | None = None  # KiB of resident memory (prefork)
-    # prefork: tasks claimed ahead per process (Celery's worker_prefetch_multiplier), so a child
-    # that ends a task starts the next at once. Only where every consumed queue is free of
+    # Tasks claimed ahead per process (Celery's worker_prefetch_multiplier), so a child that
+    # ends a task starts the next at once; the threads and asyncio pools claim ahead within this
+    # bound by the task run time (see _free_slots). Only where every consumed queue is free of
     # limits: under a global or per-worker limit, or a rate limit, a worker claims exactly its
     # free processes. 1 claims only for idle processes.
     prefetch_multiplier: int = DEFAULT_PREFETCH_MULTIPLIER
@@ -134,6 +147,9 @@ class Worker:
         self.version = engine.version()
         self._running = 0
         self._running_lock = threading.Lock()
+        self._finished = 0  # tasks finished since _rate_since (the claim-ahead's task rate)
+        self._rate = 0.0
+        self._rate_since = time.monotonic()
         self._started: dict[str, float] = {}
         self._size = options.concurrency  # processes or threads; Flower's pool grow/shrink change it
         self._total: dict[str, int] = {}  # tasks received by name (Celery's stats "total")
@@ -163,6 +179,7 @@ class Worker:
             ),
         )
         self._completer: BatchCompleter | None = None
+        self._links: LinkResolver | None = None
         self._lease: LeaseKeeper | None = None
         self._wakeups: WakeOnEnqueue | None = None
         self._pruner: Pruner | None = None
@@ -174,6 +191,7 @@ class Worker:
         self.listening = False
         self.queues: QueueBook | None = None
         self._claiming = False  # the last claim reached the database
+        self._backlog = False  # the last claim took all it asked for: more tasks are probably waiting
         self.metrics: WorkerMetrics | None = None  # set before start() to count tasks (--metrics-port)
 
     # -- lifecycle ----------------------------------------------------------------------
@@ -188,15 +206,18 @@ class Worker:
             log.warning("resuming %d tasks this executor was running when it stopped", len(report.requeued))
         if report.dead_lettered:
             log.error("dead-lettered %d tasks that exceeded max_recovery_attempts", len(report.dead_lettered))
-        links = self.engine.link_resolver()
-        self._completer = BatchCompleter(store, self.executor_id, on_done=self._disown, links=links)
+        self._links = self.engine.link_resolver()
+        self._completer = BatchCompleter(store, self.executor_id, on_done=self._disown, links=self._links)
+        self._completer.carried_by(self._carries)
         self._completer.start()
         self._control = self._worker_control()
         _through_outages(self._control.start)
         self._lease = LeaseKeeper(store, self.info, self.engine.settings.lease_seconds, self._lease_round)
         self._lease.start()
         _through_outages(self._lease.tick)  # a restart right after the registration is waited out
-        self._due = DueTimer(store, self.options.queues, self._wake, self.engine.settings.poll_interval)
+        self._due = DueTimer(
+            store, self.options.queues, self._wake, self.engine.settings.poll_interval, self._listening
+        )
         self._due.start()
         # Even where the app keeps results forever: a queue may set an age of its own.
         on_pruned = self.metrics.pruned if self.metrics is not None else None
@@ -210,6 +231,10 @@ class Worker:
             command=(store.command_announcement(self.executor_id), self._control.answer),
         )
         self.listening = self._wakeups.start()
+
+    def _listening(self) -> bool:
+        """Whether enqueues and retries on this worker's queues are heard now (NOTIFY)."""
+        return self._wakeups is not None and self._wakeups.listening.is_set()
 
     def _register(self) -> RecoveryReport:
         """The start-up writes, each safe to repeat: the version, the executor row, the
@@ -362,7 +387,6 @@ class Worker:
         poll = self.engine.settings.poll_interval
         retry = CLAIM_BACKOFF.retrying()
         outage_since: float | None = None  # time.monotonic() of the first failed claim
-        backlog = False  # the last claim took all it asked for: more tasks are probably waiting
         while not self._stopping.is_set():
             # Cleared before claiming: a wake-up (NOTIFY, a freed slot) that arrives while the
             # claim runs is kept and ends the wait below at once.
@@ -373,7 +397,7 @@ class Worker:
                 continue
             gather = (free + self._in_hand()) // 2
             deadline = time.monotonic() + GATHER_SECONDS
-            while backlog and free < gather and time.monotonic() < deadline:
+            while self._backlog and free < gather and time.monotonic() < deadline:
                 # With a backlog, a slot freed now is worth a claim of its own only if no
                 # other frees up within a moment: one claim for several slots costs less.
                 self._wake.clear()
@@ -381,9 +405,7 @@ class Worker:
                 free = self._free_slots()
             assert self.queues is not None, "start() first"
             try:
-                claimed = self._store.claim(
-                    ClaimParams(self.executor_id, self.version, self.queues.claims(), free)
-                )
+                claimed = self._claim(ClaimParams(self.executor_id, self.version, self.queues.claims(), free))
             except DatabaseUnavailable as exc:  # transient: back off and try again
                 pause = retry.next_delay()
                 assert pause is not None  # no deadline: the outage is waited out
@@ -402,24 +424,72 @@ class Worker:
                 outage_since = None
                 retry.reset()
             self._claiming = True
-            backlog = len(claimed) == free
-            steps = self._recorded_steps(claimed)
-            for record in claimed:
-                crashpoint("after_claim_commit", task_id=record.task_id)
-                self._dispatch(record, steps.get(record.task_id))
+            self._backlog = len(claimed) == free
+            if claimed:
+                self._dispatch(claimed, self._recorded_steps(claimed))
             if len(claimed) < free:
                 self._wake.wait(poll)
 
+    def _claim(self, params: ClaimParams) -> list[TaskRecord]:
+        """Claim, carrying the outcomes gathered so far where every queue is free of limits
+        (one statement: see ``tasks_complete_claim``). Outcomes the statement could not
+        write go back to the completer, which writes them on its own."""
+        carry = self._completer.take() if self._completer is not None and self._carries() else []
+        if not carry:
+            return self._store.claim(params)
+        assert self._completer is not None
+        try:
+            written, claimed = self._store.complete_and_claim(
+                CompleteParams(self.executor_id, tuple(carry), self._links), params
+            )
+        except Exception as exc:
+            self._completer.give_back(carry)
+            if isinstance(exc, DatabaseUnavailable):
+                raise
+            # Refused, not lost (an outcome the database cannot store): the completer writes
+            # them one by one and says which; the claim goes alone.
+            log.debug("outcomes refused with a claim (%s): written apart", type(exc).__name__)
+            return self._store.claim(params)
+        self._completer.written(carry, written)
+        return claimed
+
+    def _carries(self) -> bool:
+        """Whether the claim loop carries outcomes now (the completer leaves them to it): while
+        it drains a backlog. A claim for a task that just arrived goes alone, committed without
+        waiting for a flush (the start-latency path); the completer writes the outcomes then."""
+        return (
+            self._claiming
+            and self._backlog
+            and not self._stopping.is_set()
+            and self.queues is not None
+            and self.queues.unlimited()
+        )
+
     def _free_slots(self) -> int:
         """How many tasks to claim now: the free processes or threads, and where the pool
-        prefetches (prefork) the prefetch beyond them (see WorkerOptions.prefetch_multiplier)."""
+        prefetches the prefetch beyond them (see WorkerOptions.prefetch_multiplier)."""
         if self._pool.replace_process:  # the process is about to be replaced: nothing new
             return 0
         capacity = self._size
         if self._pool.prefetches and self.queues is not None and self.queues.unlimited():
-            capacity *= self.options.prefetch_multiplier
+            ahead = capacity * (self.options.prefetch_multiplier - 1)
+            if getattr(self._pool, "adaptive", False):  # the tasks finished in AHEAD_SECONDS
+                ahead = min(ahead, int(self._task_rate() * AHEAD_SECONDS))
+            capacity += ahead
         with self._running_lock:
-            return max(0, capacity - self._running)
+            return min(MAX_CLAIM, max(0, capacity - self._running))
+
+    def _task_rate(self) -> float:
+        """Tasks finished per second: a moving average over rounds of at least RATE_WINDOW
+        seconds, started afresh after a pause (0 until the first round ends)."""
+        now = time.monotonic()
+        with self._running_lock:
+            elapsed = now - self._rate_since
+            if elapsed >= RATE_WINDOW:
+                current = self._finished / elapsed
+                self._rate = current if elapsed > 10 * RATE_WINDOW else (self._rate + current) / 2
+                self._finished, self._rate_since = 0, now
+            return self._rate
 
     def _recorded_steps(self, claimed: list[TaskRecord]) -> dict[str, list[StepRecord]]:
         """Checkpoints of the claimed tasks, in one query for those that have any (a task with
@@ -434,35 +504,56 @@ class Worker:
         except DatabaseUnavailable:
             return steps
 
-    def _dispatch(self, record: TaskRecord, steps: list[StepRecord] | None = None) -> None:
-        known = record.name in self.engine.registry  # Celery's stats count the tasks it accepts
+    def _dispatch(self, claimed: list[TaskRecord], steps: dict[str, list[StepRecord]]) -> None:
+        """Hand a claimed batch to the pool: the bookkeeping once per batch where it can be,
+        then the whole batch at once where the pool takes batches."""
+        registry = self.engine.registry
         with self._running_lock:
-            self._running += 1
-            self._owned.add(record.task_id)
-            if known:
-                self._total[record.name] = self._total.get(record.name, 0) + 1
+            self._running += len(claimed)
+            self._owned.update(r.task_id for r in claimed)
+            for record in claimed:
+                if record.name in registry:  # Celery's stats count the tasks it accepts
+                    self._total[record.name] = self._total.get(record.name, 0) + 1
         if self.queues is not None:
-            self.queues.started(record.queue_name)
-        shown = record.inputs
-        secrets = secret_args_of(self.engine.registry, record.name)
-        if secrets is not None:  # read only for tasks that declare secret_args
-            shown, hidden = masked_inputs(
-                self.engine.codec, secrets, record.serialization, record.inputs, record.name
-            )
-            if hidden:
-                self._hidden[record.task_id] = hidden
-        if self.engine.settings.log_task_args:
-            log.info("Task %s[%s] received: %s", record.name, record.task_id, shown)
-        else:
-            log.info("Task %s[%s] received", record.name, record.task_id)
-        self._started[record.task_id] = time.monotonic()
-        if self.metrics is not None:
-            self.metrics.started(record)
-        try:
-            self._pool.submit(record, steps)
-        except Exception:  # the pool could not take it: give the task back, keep claiming
-            log.exception("could not start task %s; releasing it", record.task_id)
-            self._finish(record, Outcome(record.task_id, Status.ENQUEUED, claim_token=record.claim_token))
+            for queue, count in collections.Counter(r.queue_name for r in claimed).items():
+                self.queues.started(queue, count)
+        received = log.isEnabledFor(logging.INFO)
+        with_args = self.engine.settings.log_task_args
+        now = time.monotonic()
+        for record in claimed:
+            crashpoint("after_claim_commit", task_id=record.task_id)
+            shown = record.inputs
+            secrets = secret_args_of(registry, record.name)
+            if secrets is not None:  # read only for tasks that declare secret_args
+                shown, hidden = masked_inputs(
+                    self.engine.codec, secrets, record.serialization, record.inputs, record.name
+                )
+                if hidden:
+                    self._hidden[record.task_id] = hidden
+            if received and with_args:
+                log.info("Task %s[%s] received: %s", record.name, record.task_id, shown)
+            elif received:
+                log.info("Task %s[%s] received", record.name, record.task_id)
+            self._started[record.task_id] = now
+            if self.metrics is not None:
+                self.metrics.started(record)
+        batch = [(record, steps.get(record.task_id)) for record in claimed]
+        submit_many = getattr(self._pool, "submit_many", None)
+        if submit_many is not None:
+            try:
+                submit_many(batch)
+                return
+            except Exception:  # the pool could not take them: give them back, keep claiming
+                log.exception("could not start %d tasks; releasing them", len(batch))
+                for record, _ in batch:
+                    self._finish(record, _released(record))
+                return
+        for record, recorded in batch:
+            try:
+                self._pool.submit(record, recorded)
+            except Exception:  # the pool could not take it: give the task back, keep claiming
+                log.exception("could not start task %s; releasing it", record.task_id)
+                self._finish(record, _released(record))
 
     def _finish(self, record: TaskRecord, outcome: Outcome | None) -> None:
         """Called by the pool when a task's body is done (on a pool thread)."""
@@ -487,6 +578,7 @@ class Worker:
                 self.queues.finished(record.queue_name)
             with self._running_lock:
                 self._running -= 1
+                self._finished += 1
             self._wake.set()
 
     def _note_effects(self, record: TaskRecord, outcome: Outcome) -> None:
@@ -611,6 +703,11 @@ def _log_outcome(
         log_with_traceback(
             log, logging.ERROR, traceback, "%s raised unexpected: %s", label, scrub(shown, hidden)
         )
+
+
+def _released(record: TaskRecord) -> Outcome:
+    """The outcome that gives back a task the pool could not take."""
+    return Outcome(record.task_id, Status.ENQUEUED, claim_token=record.claim_token)
 
 
 def _pid_alive(pid: int) -> bool:

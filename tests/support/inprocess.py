@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from pgtasks import App
 from pgtasks.worker import Worker, WorkerOptions
 from pgtasks.worker.pruner import PRUNE_INTERVAL
+from pgtasks.worker.worker import DEFAULT_PREFETCH_MULTIPLIER
 
 
 @contextmanager
@@ -19,6 +20,7 @@ def running_worker(
     concurrency: int = 4,
     executor_id: str = "w-test",
     prune_interval: float = PRUNE_INTERVAL,
+    prefetch_multiplier: int = DEFAULT_PREFETCH_MULTIPLIER,
 ) -> Iterator[Worker]:
     options = WorkerOptions(
         queues=queues,
@@ -26,6 +28,7 @@ def running_worker(
         executor_id=executor_id,
         prune_interval=prune_interval,
         pool="threads",  # the test process does not fork
+        prefetch_multiplier=prefetch_multiplier,
     )
     worker = Worker(app.engine, options)
     worker.start()

@@ -24,7 +24,7 @@ def test_one_default_pool_prefork_as_in_celery() -> None:
 
 @pytest.mark.parametrize(
     ("kind", "prefetches", "terminates"),
-    [("prefork", True, True), ("threads", False, False), ("solo", False, False), ("asyncio", False, True)],
+    [("prefork", True, True), ("threads", True, False), ("solo", False, False), ("asyncio", True, True)],
 )
 def test_each_pool_says_what_it_can_do(tmp_path: Path, kind: str, prefetches: bool, terminates: bool) -> None:
     assert kind in POOLS

@@ -235,24 +235,12 @@ FROM unnest(ARRAY(SELECT workflow_uuid FROM picked ORDER BY workflow_uuid),
 WHERE ws.workflow_uuid = p.workflow_uuid
 RETURNING ws.*, p.seen_before AS has_steps
 
--- name: tasks_claim
--- One statement per claim. SKIP LOCKED lets concurrent workers take disjoint rows without
--- waiting on each other; the attempt is counted here, before any body runs, so a task that
--- kills its worker is dead-lettered by recovery instead of looping forever.
--- One LATERAL probe per queue: "queue_name = ANY(...)" cannot walk the partial index in
--- (priority, enqueue_seq) order and degrades to a sort of the whole backlog; with equality
--- each probe is an ordered index scan that stops after LIMIT rows. A paused queue is dropped
--- before its probe (one lookup in the queues name index), so a pause holds once it commits.
--- The claim commits without waiting for its WAL flush (synchronous_commit off, for this
--- transaction only): the task's first durable write (a checkpoint, its outcome) flushes the
--- WAL up to and including the claim, so a server crash can only undo a claim whose task has
--- recorded nothing yet, which then runs again as after a worker crash. The start of every
--- task waits for one fsync less. Claims under limits (below) stay synchronous: their counts
--- must survive a crash.
-WITH picked AS (
+-- fragment: free_picked
+-- The tasks a claim of queues without limits takes (tasks_claim, tasks_complete_claim).
+picked AS (
     SELECT c.workflow_uuid, c.seen_before
     FROM unnest(%(queues)b::text[], %(limits)b::int[]) AS q(name, lim)
-    CROSS JOIN (SELECT set_config('synchronous_commit', 'off', true)) AS async_commit
+    __async_commit__
     CROSS JOIN LATERAL (
         SELECT workflow_uuid, priority, enqueue_seq, started_at_epoch_ms IS NOT NULL OR forked_from IS NOT NULL AS seen_before
         FROM __schema__.workflow_status
@@ -268,6 +256,22 @@ WITH picked AS (
     ORDER BY c.priority, c.enqueue_seq
     LIMIT %(limit)s
 )
+
+-- name: tasks_claim
+-- One statement per claim. SKIP LOCKED lets concurrent workers take disjoint rows without
+-- waiting on each other; the attempt is counted here, before any body runs, so a task that
+-- kills its worker is dead-lettered by recovery instead of looping forever.
+-- One LATERAL probe per queue: "queue_name = ANY(...)" cannot walk the partial index in
+-- (priority, enqueue_seq) order and degrades to a sort of the whole backlog; with equality
+-- each probe is an ordered index scan that stops after LIMIT rows. A paused queue is dropped
+-- before its probe (one lookup in the queues name index), so a pause holds once it commits.
+-- The claim commits without waiting for its WAL flush (synchronous_commit off, for this
+-- transaction only): the task's first durable write (a checkpoint, its outcome) flushes the
+-- WAL up to and including the claim, so a server crash can only undo a claim whose task has
+-- recorded nothing yet, which then runs again as after a worker crash. The start of every
+-- task waits for one fsync less. Claims under limits (below) stay synchronous: their counts
+-- must survive a crash.
+WITH __free_picked__
 __claim_picked__
 
 -- name: queue_try_lock
@@ -443,14 +447,9 @@ ON CONFLICT (name) DO UPDATE SET
     updated_at = __now_ms__
 RETURNING *
 
--- name: tasks_complete
--- Many outcomes, one statement and one commit. The fence (still PENDING on this executor)
--- makes a worker that lost its lease write nothing. ENQUEUED releases a task unfinished. A
--- retry (retry_in not NULL) sends the task back under the same id, DELAYED or ENQUEUED, with
--- one more retry, fresh attempts and no checkpoints (it runs again from scratch), and
--- announces the tasks it makes ENQUEUED at once. A retry may bring new arguments (inputs).
--- An unstarted release (a prefetched task given back) takes back its claim's attempt.
-WITH done AS (
+-- fragment: complete_outcomes
+-- The outcomes of tasks_complete (and of tasks_complete_claim): see there.
+done AS (
     UPDATE __schema__.workflow_status AS ws
     SET status = CASE WHEN o.retry_in > 0 THEN 'DELAYED'
                       WHEN o.retry_in IS NOT NULL THEN 'ENQUEUED'
@@ -488,7 +487,7 @@ cleared AS (
 ),
 notified AS (
     SELECT count(pg_notify(%(channel)s, q.queue_name)) AS n
-    FROM (SELECT DISTINCT queue_name FROM done WHERE retried AND status = 'ENQUEUED') AS q
+    FROM (SELECT DISTINCT queue_name FROM done WHERE retried) AS q
 ),
 -- The ids of the tasks that finished, newline-separated, on the "done" channel for whoever
 -- awaits a result (get_async): one notification per 6,000 bytes of ids (a payload must stay
@@ -503,14 +502,41 @@ finished AS (
                             AND status IN ('SUCCESS', 'ERROR', 'MAX_RECOVERY_ATTEMPTS_EXCEEDED')) AS f
           GROUP BY f.upto / 6000) AS c
 )
+
+-- name: tasks_complete
+-- Many outcomes, one statement and one commit. The fence (still PENDING on this executor)
+-- makes a worker that lost its lease write nothing. ENQUEUED releases a task unfinished. A
+-- retry (retry_in not NULL) sends the task back under the same id, DELAYED or ENQUEUED, with
+-- one more retry, fresh attempts and no checkpoints (it runs again from scratch), and
+-- announces its queue (a task ENQUEUED to claim, a DELAYED one for the workers' due
+-- timers). A retry may bring new arguments (inputs). An unstarted release (a prefetched task
+-- given back) takes back its claim's attempt.
+WITH __complete_outcomes__
 SELECT workflow_uuid FROM done, notified, finished
+
+-- name: tasks_complete_claim
+-- The outcomes of one batch (tasks_complete's, without links to resolve) and the claim of
+-- the next (tasks_claim's, queues without limits only: a limited queue's claim must see the
+-- slots these outcomes free committed) in one statement, one round trip and one commit.
+-- Both parts see one snapshot and never touch the same row: a task being completed is
+-- PENDING, a claim takes ENQUEUED ones (a retry made ENQUEUED here is for a later claim).
+-- The commit is synchronous: the outcomes need their flush. One row per claimed task, or
+-- one row of NULLs when none was claimed; the first row carries the ids written.
+WITH __complete_outcomes__,
+__free_picked__,
+claimed AS (
+    __claim_picked__
+)
+SELECT c.*, CASE WHEN row_number() OVER () = 1 THEN w.written END AS written
+FROM (SELECT array_agg(done.workflow_uuid) AS written FROM done, notified, finished) AS w
+LEFT JOIN claimed AS c ON true
 
 -- name: done_listeners_present
 -- Whether a process awaiting results holds the presence lock shared: then this exclusive try
 -- fails. (Two senders checking at once may each see the other's try: a NOTIFY too many.)
 SELECT NOT pg_try_advisory_xact_lock(%(key)s) AS present
 
--- name: tasks_promote_delayed
+-- fragment: promote_due_tasks
 -- SKIP LOCKED: a due task someone holds is promoted by a later round; the others go now.
 -- The due time stays on the row: it is the task's ETA, still shown once it has run, and the
 -- time its wait for a worker counts from.
@@ -521,6 +547,24 @@ FROM (SELECT workflow_uuid FROM __schema__.workflow_status
       FOR UPDATE SKIP LOCKED) AS free
 WHERE ws.workflow_uuid = free.workflow_uuid
   AND ws.status = 'DELAYED' AND ws.delay_until_epoch_ms <= __now_ms__
+
+-- name: tasks_promote_delayed
+__promote_due_tasks__
+
+-- name: tasks_promote_due
+-- The due timer's round in one statement: tasks_promote_delayed, then the milliseconds until
+-- the earliest DELAYED task of the queues is due (tasks_next_due), not counting the tasks
+-- promoted now (the statement's snapshot still shows them DELAYED); a due task left locked
+-- by someone else counts (negative: the timer tries again at once).
+WITH promoted AS (
+    __promote_due_tasks__
+    RETURNING ws.workflow_uuid
+)
+SELECT (SELECT count(*) FROM promoted) AS promoted,
+       (SELECT min(d.delay_until_epoch_ms) - __now_ms__
+        FROM __schema__.workflow_status AS d
+        WHERE d.status = 'DELAYED' AND d.queue_name = ANY(%(queues)b::text[])
+          AND d.workflow_uuid NOT IN (SELECT workflow_uuid FROM promoted)) AS due_in_ms
 
 -- name: tasks_next_due
 -- Milliseconds until the earliest DELAYED task of the queues is due (negative when one is

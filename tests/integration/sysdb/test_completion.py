@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pgtasks.sysdb import Status, SystemDatabase
-from pgtasks.sysdb.records import ClaimParams, CompleteParams, Outcome, StepRecord, StepWrite
+from pgtasks.sysdb.records import ClaimParams, CompleteParams, Outcome, QueueClaim, StepRecord, StepWrite
 from tests.integration.sysdb.support import claim, new, step
 
 
@@ -71,3 +71,29 @@ def test_a_retry_sends_the_task_back_from_scratch_under_the_same_id(sysdb: Syste
     assert delayed is not None and delayed.status is Status.DELAYED and delayed.retries == 2
     assert delayed.delay_until_epoch_ms is not None and delayed.delay_until_epoch_ms >= before + 60_000
     assert sysdb.tasks_claim(ClaimParams("w2", "v1", ("default",), 1)) == []
+
+
+def test_outcomes_and_the_next_claim_go_together(sysdb: SystemDatabase) -> None:
+    sysdb.tasks_enqueue([new("a"), new("b"), new("c"), new("l", queue="limited")])
+    [run] = sysdb.tasks_claim(ClaimParams("w1", "v1", ("default",), 1))
+    done = Outcome("a", Status.SUCCESS, "3", claim_token=run.claim_token)
+    stale = Outcome("b", Status.SUCCESS, "1", claim_token="not-its-claim")
+    written, claimed = sysdb.tasks_complete_claim(
+        CompleteParams("w1", (done, stale)), ClaimParams("w1", "v1", ("default",), 5)
+    )
+    assert written == ["a"]  # the fence holds: b was not claimed yet
+    assert [t.task_id for t in claimed] == ["b", "c"]
+    assert all(t.status is Status.PENDING and t.executor_id == "w1" for t in claimed)
+    a = sysdb.task_get("a")
+    assert a is not None and a.status is Status.SUCCESS and a.output == "3"
+    # Nothing left to claim: the outcomes are still written. A limited queue is claimed exactly.
+    limited = QueueClaim("limited", concurrency=1)
+    outcomes = tuple(Outcome(t.task_id, Status.ERROR, None, "{}", claim_token=t.claim_token) for t in claimed)
+    written, claimed = sysdb.tasks_complete_claim(
+        CompleteParams("w1", outcomes), ClaimParams("w1", "v1", ("default", limited), 5)
+    )
+    assert sorted(written) == ["b", "c"] and [t.task_id for t in claimed] == ["l"]
+    written, claimed = sysdb.tasks_complete_claim(
+        CompleteParams("w1", outcomes), ClaimParams("w1", "v1", ("default",), 5)
+    )
+    assert written == [] and claimed == []

@@ -74,6 +74,11 @@ def test_next_due_is_the_earliest_delayed_task_of_the_queues(sysdb: SystemDataba
     assert sysdb.tasks_next_due(("nobody",)) is None
     sysdb.tasks_enqueue([new("overdue", delay_until_epoch_ms=sysdb.now_ms() + 50)])
     wait_for(lambda: sysdb.tasks_next_due(("default",)) == 0, what="an overdue task to read as due now")
+    # One round of the due timer: the overdue task promoted, the next one due not counting it.
+    promoted, due = sysdb.tasks_promote_due(("default",))
+    assert promoted == 1 and due is not None and 50_000 < due <= 60_000
+    assert sysdb.task_get("overdue").status is Status.ENQUEUED  # type: ignore[union-attr]
+    assert sysdb.tasks_promote_due(("nobody",)) == (0, None)
 
 
 def test_cancel_resume_and_fork(sysdb: SystemDatabase) -> None:

@@ -1,0 +1,53 @@
+"""Tasks claimed ahead of a free thread or coroutine (the threads and asyncio pools' claim-ahead,
+see ``Worker._free_slots``): what a held task is, the check before one that waited long
+starts, and the outcome that gives one back unstarted.
+
+A held task is PENDING on this executor but not started. One that waited longer than
+HELD_CHECK_SECONDS is checked before it starts: revoked or taken over meanwhile (no longer
+this run's), it is not run; past its expiry, it is ended as expired and not run.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import NamedTuple
+
+from pgtasks.engine.core import Engine
+from pgtasks.engine.errors import DatabaseUnavailable
+from pgtasks.sysdb.records import Outcome, Status, StepRecord, TaskRecord
+
+HELD_CHECK_SECONDS = 0.5
+
+
+class Held(NamedTuple):
+    """A claimed task waiting for a free thread or coroutine of the pool."""
+
+    record: TaskRecord
+    steps: list[StepRecord] | None
+    since: float  # time.monotonic() when the pool took it
+    # False for a task the pool had a free slot for when it took it: it starts as soon as the
+    # pool gets to it (an event loop busy with others may take a while), and is never checked.
+    ahead: bool = True
+
+
+def waited_long(held: Held) -> bool:
+    """Whether ``held`` was claimed ahead and waited long enough to be checked before it starts."""
+    return held.ahead and time.monotonic() - held.since > HELD_CHECK_SECONDS
+
+
+def still_to_run(engine: Engine, held: Held, executor_id: str) -> bool:
+    """Whether ``held`` (one that waited long) may start: still this run's, and not past its
+    expiry (then ended as expired). A database error counts as yes: the fence on its
+    checkpoints and outcome still holds."""
+    record, api = held.record, engine.worker_api
+    try:
+        if not api.owns(record.task_id, executor_id, record.claim_token):
+            return False
+        return record.expires_at_epoch_ms is None or not api.expire_claimed(record, executor_id)
+    except DatabaseUnavailable:
+        return True
+
+
+def unstarted(record: TaskRecord) -> Outcome:
+    """Gives a held task back: ENQUEUED, its claim's attempt taken back."""
+    return Outcome(record.task_id, Status.ENQUEUED, claim_token=record.claim_token, unstarted=True)
