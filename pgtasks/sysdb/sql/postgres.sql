@@ -669,6 +669,13 @@ FROM __schema__.operation_outputs AS o
 JOIN __schema__.workflow_status AS ws ON ws.workflow_uuid = o.workflow_uuid
 WHERE o.workflow_uuid = %(task_id)s AND o.function_id = %(function_id)s
 
+-- name: tasks_owned_by
+-- The ownership reads due before the steps of many tasks, grouped by the checkpoint writer:
+-- each row by its primary key only, compared with its owner by the caller (a filter on
+-- status or executor_id could lead the generic plan to scan the PENDING tasks' index).
+SELECT workflow_uuid, status, executor_id, claim_token FROM __schema__.workflow_status
+WHERE workflow_uuid = ANY(%(task_ids)b::text[])
+
 -- name: task_owned_by
 SELECT 1 FROM __schema__.workflow_status
 WHERE workflow_uuid = %(task_id)s AND status = 'PENDING' AND executor_id = %(executor_id)s
