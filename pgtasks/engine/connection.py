@@ -10,12 +10,11 @@ that dropped its parent's connections (:meth:`DatabaseHandle.forget`) opens its 
 from __future__ import annotations
 
 import threading
-from concurrent.futures import Future
 
 from pgtasks.engine.checkpoints import CheckpointWriter
 from pgtasks.engine.done_watch import DoneWatch
 from pgtasks.sysdb import SystemDatabase, open_replica, open_system_database
-from pgtasks.sysdb.records import MigrationInfo, StepRecord, StepWrite
+from pgtasks.sysdb.records import MigrationInfo, StepRecord, StepWrite, TaskOwner
 from pgtasks.sysdb.urls import DatabaseTarget, parse_database_url
 
 
@@ -75,10 +74,14 @@ class DatabaseHandle:
         """Record a step checkpoint, sharing the commit with other tasks of this process."""
         return self.checkpoints().record(step)
 
-    def submit_step(self, step: StepRecord) -> Future[StepWrite]:
-        """Queue a step checkpoint for the shared commit; the future resolves once it is
-        committed (what an event loop awaits instead of blocking on :meth:`record_step`)."""
-        return self.checkpoints().submit(step)
+    async def record_step_async(self, step: StepRecord) -> StepWrite:
+        """:meth:`record_step` awaited on an event loop instead of blocking it."""
+        return await self.checkpoints().record_async(step)
+
+    async def owned_async(self, owner: TaskOwner) -> bool:
+        """Whether the task still runs on ``owner``, read with the other coroutines' reads
+        by the checkpoint writer (an event loop awaits it instead of blocking)."""
+        return await self.checkpoints().owned_async(owner)
 
     def checkpoints(self) -> CheckpointWriter:
         """The process's group-commit checkpoint writer, started on first use."""

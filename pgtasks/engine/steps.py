@@ -16,7 +16,7 @@ from pgtasks.engine.errors import ConfigurationError, NonDeterminismError, TaskA
 from pgtasks.engine.failures import decode_exception, encode_exception
 from pgtasks.engine.retry import with_database_retry, with_database_retry_async
 from pgtasks.support.backoff import Backoff
-from pgtasks.sysdb.records import StepRecord, StepWrite
+from pgtasks.sysdb.records import StepRecord, StepWrite, TaskOwner
 
 # A checkpoint committed this recently proves the task still runs here as well as a fresh
 # ownership read would, so the next step starts without one (a step then costs one commit).
@@ -143,18 +143,16 @@ def _begin(ctx: TaskContext, options: StepOptions) -> _Begun | _Replayed:
 
 
 async def _begin_async(ctx: TaskContext, options: StepOptions) -> _Begun | _Replayed:
-    """:func:`_begin` on a shared event loop: the ownership read runs on a thread."""
+    """:func:`_begin` on a shared event loop: the ownership read is awaited (the checkpoint
+    writer makes it, with the other tasks' reads)."""
     position = _position(ctx, options)
     if isinstance(position, _Replayed):
         return position
     if _check_due(ctx):
-        engine, loop = ctx.engine, asyncio.get_running_loop()
-
-        def read() -> bool:
-            return engine.database.sysdb.task_owned_by(ctx.task_id, ctx.executor_id, ctx.record.claim_token)
-
+        engine = ctx.engine
+        owner = TaskOwner(ctx.task_id, ctx.executor_id, ctx.record.claim_token)
         owned = await with_database_retry_async(
-            lambda: loop.run_in_executor(None, read),
+            lambda: engine.database.owned_async(owner),
             engine.settings.lease_seconds,
             "ownership check",
             ctx.task_id,
@@ -237,7 +235,7 @@ async def _checkpoint_async(
 
     async def write() -> StepWrite:
         crashpoint("after_step_body_before_checkpoint", **begun.point)
-        written = await asyncio.wrap_future(ctx.engine.database.submit_step(record))
+        written = await ctx.engine.database.record_step_async(record)
         crashpoint("after_checkpoint_commit", **begun.point)
         return written
 

@@ -4,7 +4,10 @@ has configured a tracer provider.
 pgtasks depends only on ``opentelemetry-api`` (the ``pgtasks[tracing]`` extra), imported the
 first time a task is sent or run, never when it is not installed. Without a configured
 provider (the API alone, or ``PGTASKS_TRACING=off``) every hook here is a no-op that costs
-a global lookup and writes nothing to the database.
+a global lookup and writes nothing to the database. The API's answer is kept: a provider
+found is used from then on (the API sets it once per process), and the absence of one is
+asked again at most once a second (a provider configured after the first task is used from
+the next second on).
 
 With a provider:
 - sending opens a PRODUCER span ``send <task name>`` (one per call: a bulk send or a canvas
@@ -19,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
@@ -30,10 +34,24 @@ TRACE_KEY = "trace"
 DISABLED_VALUES = ("0", "off", "false", "no")
 
 _api: Any = None  # the opentelemetry modules once imported; False when unavailable
+NO_PROVIDER_RECHECK_SECONDS = 1.0
+# The tracer last found (None: no provider) and when to ask the API again if None. Asking costs
+# an environment lookup in the API: too much for every step of every task.
+_found: tuple[Any, float] | None = None
 
 
 def _tracer() -> Any:
     """The pgtasks tracer when spans would be recorded somewhere, else None."""
+    global _found
+    found = _found
+    if found is not None and (found[0] is not None or time.monotonic() < found[1]):
+        return found[0]
+    tracer = _find_tracer()
+    _found = (tracer, time.monotonic() + NO_PROVIDER_RECHECK_SECONDS)
+    return tracer
+
+
+def _find_tracer() -> Any:
     global _api
     if _api is None:
         _api = _import_api()
@@ -70,9 +88,11 @@ def _import_api() -> Any:
 
 
 def reset() -> None:
-    """Forget whether tracing is available (tests that change ``PGTASKS_TRACING``)."""
-    global _api
+    """Forget whether tracing is available and the tracer found (tests that change
+    ``PGTASKS_TRACING`` or the provider)."""
+    global _api, _found
     _api = None
+    _found = None
 
 
 def _stamped(task: NewTask, carrier: dict[str, str]) -> NewTask:

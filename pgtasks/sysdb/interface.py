@@ -45,6 +45,7 @@ from pgtasks.sysdb.records import (
     StoredOutcome,
     StreamEntry,
     TaskLinkInfo,
+    TaskOwner,
     TaskRecord,
     WaitParams,
     WaitResult,
@@ -311,6 +312,10 @@ class SystemDatabase(ABC):
     def task_owned_by(self, task_id: str, executor_id: str, claim_token: str | None = None) -> bool:
         """True while the task is PENDING on ``executor_id`` under ``claim_token`` (checked
         before each step)."""
+
+    def tasks_owned_by(self, owners: list[TaskOwner]) -> list[bool]:
+        """:meth:`task_owned_by` for several tasks in one query; one answer per owner, in order."""
+        return [self.task_owned_by(o.task_id, o.executor_id, o.claim_token) for o in owners]
 
     # -- executors and recovery ---------------------------------------------------------
     @abstractmethod

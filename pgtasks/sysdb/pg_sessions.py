@@ -94,7 +94,7 @@ def transient_words(exc: BaseException) -> tuple[type[DatabaseUnavailable], str]
     return DatabaseUnavailable, "is unavailable"
 
 
-GENERIC_POOL_SIZE = 3  # the claim loop, the checkpoint writer, a spare
+GENERIC_POOL_SIZE = 4  # the claim loop, the two checkpoint writers, a spare
 RECONNECT_DEADLINE_ENV = "PGTASKS_RECONNECT_DEADLINE"
 DEFAULT_RECONNECT_DEADLINE = 60.0  # past a failover: 30 s without a primary, then a promotion
 RECONNECT_BACKOFF = Backoff(first=0.05, cap=1.0)  # between attempts through an outage

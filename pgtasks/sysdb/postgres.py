@@ -40,9 +40,10 @@ from pgtasks.sysdb.records import (
     QueueClaim,
     StepRecord,
     StepWrite,
+    TaskOwner,
     TaskRecord,
 )
-from pgtasks.sysdb.rows import existing_step, task_from_row
+from pgtasks.sysdb.rows import existing_step, runs_here, task_from_row
 from pgtasks.sysdb.sqlfiles import Migration, load_migrations, load_statements, pending_migrations
 from pgtasks.sysdb.store import SqlStore
 from pgtasks.sysdb.urls import DatabaseTarget
@@ -494,8 +495,8 @@ class PostgresSystemDatabase(PostgresSessions, SqlStore):
 
     # -- steps --------------------------------------------------------------------------
     def steps_record_many(self, steps: list[StepRecord]) -> list[StepWrite]:
-        if len(steps) == 1:
-            return [self.step_record(steps[0])]
+        # One statement in autocommit even for one step: step_record's transaction would
+        # cost two more round trips (BEGIN, COMMIT).
         keys = {"task_ids": [s.task_id for s in steps], "function_ids": [s.function_id for s in steps]}
         args = {
             **keys,
@@ -522,6 +523,11 @@ class PostgresSystemDatabase(PostgresSessions, SqlStore):
             else:
                 results.append(existing_step(owners.get(key), step))
         return results
+
+    def tasks_owned_by(self, owners: list[TaskOwner]) -> list[bool]:
+        rows = self._all("tasks_owned_by", {"task_ids": [o.task_id for o in owners]}, generic=True)
+        found = {r["workflow_uuid"]: r for r in rows}
+        return [runs_here(found.get(o.task_id), o) for o in owners]
 
     # -- wake-ups -----------------------------------------------------------------------
     def open_listener(self) -> EnqueueListener | None:

@@ -151,6 +151,15 @@ class StepRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class TaskOwner:
+    """Who must still run a task for its next step to start (the ownership read)."""
+
+    task_id: str
+    executor_id: str
+    claim_token: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class QueueClaim:
     """One queue to claim from, with the limits that apply to it.
 

@@ -13,6 +13,7 @@ from pgtasks.sysdb.records import (
     Status,
     StepRecord,
     StepWrite,
+    TaskOwner,
     TaskRecord,
 )
 
@@ -112,6 +113,17 @@ def own_step_row(owner: Mapping[str, Any], step: StepRecord) -> bool:
 def written_step(task_status: str) -> StepWrite:
     """The result of a checkpoint this call inserted, given the task's status at the insert."""
     return StepWrite.RECORDED if task_status == Status.PENDING else StepWrite.RECORDED_STOPPED
+
+
+def runs_here(row: Mapping[str, Any] | None, owner: TaskOwner) -> bool:
+    """Whether the task row read for ``owner`` (None: no such task) is PENDING on its executor
+    under its claim token."""
+    return (
+        row is not None
+        and row["status"] == Status.PENDING
+        and row["executor_id"] == owner.executor_id
+        and (owner.claim_token is None or row["claim_token"] == owner.claim_token)
+    )
 
 
 def existing_step(owner: Mapping[str, Any] | None, step: StepRecord) -> StepWrite:

@@ -665,21 +665,27 @@ SELECT written.function_id, task.status AS task_status FROM written, task
 -- name: steps_record_many
 -- Group commit: the checkpoints of many concurrent tasks in one INSERT. Each row carries its
 -- own fence; the task rows are locked FOR SHARE in id order, as one step_record would.
-WITH s AS (
-    SELECT * FROM unnest(%(task_ids)b::text[], %(function_ids)b::int[], %(names)b::text[],
-                         %(outputs)b::text[], %(errors)b::text[], %(serializations)b::text[],
-                         %(started)b::bigint[], %(executors)b::text[], %(tokens)b::text[])
-        AS s(task_id, function_id, function_name, output, error, serialization, started_at,
-             executor_id, claim_token)
-),
-owned AS (
-    SELECT s.*, ws.status AS task_status FROM s
-    JOIN __schema__.workflow_status AS ws
-      ON ws.workflow_uuid = s.task_id AND ws.executor_id = s.executor_id
-     AND (s.claim_token IS NULL OR ws.claim_token = s.claim_token)
-     AND ws.status IN ('PENDING', 'CANCELLED')
-    ORDER BY s.task_id
-    FOR SHARE OF ws
+-- Each task row is a probe of the primary key, one per checkpoint, in id order (the sorted
+-- subquery is not flattened, and the locking subquery runs once per row of it): a join of
+-- the checkpoints with the task table would let the generic plan, when the statistics say
+-- that few tasks are PENDING, read every PENDING row (or the whole table) and sort them.
+WITH owned AS (
+    SELECT s.*, ws.status AS task_status
+    FROM (
+        SELECT * FROM unnest(%(task_ids)b::text[], %(function_ids)b::int[], %(names)b::text[],
+                             %(outputs)b::text[], %(errors)b::text[], %(serializations)b::text[],
+                             %(started)b::bigint[], %(executors)b::text[], %(tokens)b::text[])
+            AS u(task_id, function_id, function_name, output, error, serialization, started_at,
+                 executor_id, claim_token)
+        ORDER BY task_id
+    ) AS s
+    CROSS JOIN LATERAL (
+        SELECT w.status FROM __schema__.workflow_status AS w
+        WHERE w.workflow_uuid = s.task_id AND w.executor_id = s.executor_id
+          AND (s.claim_token IS NULL OR w.claim_token = s.claim_token)
+          AND w.status IN ('PENDING', 'CANCELLED')
+        FOR SHARE
+    ) AS ws
 ),
 written AS (
     INSERT INTO __schema__.operation_outputs (
@@ -712,6 +718,13 @@ SELECT o.executor_id, o.claim_token,
 FROM __schema__.operation_outputs AS o
 JOIN __schema__.workflow_status AS ws ON ws.workflow_uuid = o.workflow_uuid
 WHERE o.workflow_uuid = %(task_id)s AND o.function_id = %(function_id)s
+
+-- name: tasks_owned_by
+-- The ownership reads due before the steps of many tasks, grouped by the checkpoint writer:
+-- each row by its primary key only, compared with its owner by the caller (a filter on
+-- status or executor_id could lead the generic plan to scan the PENDING tasks' index).
+SELECT workflow_uuid, status, executor_id, claim_token FROM __schema__.workflow_status
+WHERE workflow_uuid = ANY(%(task_ids)b::text[])
 
 -- name: task_owned_by
 SELECT 1 FROM __schema__.workflow_status

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pgtasks.sysdb import SystemDatabase
-from pgtasks.sysdb.records import ClaimParams, RecoverStaleParams, StepRecord, StepWrite
+from pgtasks.sysdb.records import ClaimParams, RecoverStaleParams, StepRecord, StepWrite, TaskOwner
 from tests.integration.sysdb.support import claim, new, step
 
 
@@ -57,6 +57,21 @@ def test_group_commit_of_checkpoints_reports_each_step(sysdb: SystemDatabase) ->
     )
     # w2's own retries (a cancelled: stop; c still running: go on); w9 lost the race
     assert again == [StepWrite.RECORDED_STOPPED, StepWrite.CONFLICT, StepWrite.RECORDED]
+    # One checkpoint alone goes through the same statement, with the same fences.
+    assert sysdb.steps_record_many([step_for("c", 2, "w1", None)]) == [StepWrite.NOT_OWNER]
+    assert sysdb.steps_record_many([step_for("a", 2, "w2", None)]) == [StepWrite.RECORDED_STOPPED]
+    assert sysdb.steps_record_many([step_for("c", 2, "w2", None)]) == [StepWrite.RECORDED]
+    # The ownership reads of many tasks, grouped: only c still runs on w2 (any token, or its own).
+    c_token = sysdb.task_get("c").claim_token  # type: ignore[union-attr]
+    owners = [
+        TaskOwner("c", "w2"),
+        TaskOwner("c", "w2", c_token),
+        TaskOwner("c", "w2", "not-the-token"),
+        TaskOwner("c", "w1"),
+        TaskOwner("a", "w2"),
+        TaskOwner("missing", "w2"),
+    ]
+    assert sysdb.tasks_owned_by(owners) == [True, True, False, False, False, False]
 
 
 def test_a_checkpoint_after_cancel_is_kept_and_says_stop(sysdb: SystemDatabase) -> None:
