@@ -39,8 +39,8 @@ SELECT workflow_uuid FROM inserted, notified
 -- A large enqueue's rows arrive by binary COPY into this temporary table (no parameters to
 -- adapt per row; its columns are NewTask's fields), then tasks_enqueue reads them from it.
 -- Dropped at the transaction's end, so nothing outlives it, also behind a transaction-pooling
--- PgBouncer; the rows of one chunk are deleted once inserted (enqueue_staging_empty) and the
--- next chunk reuses the table.
+-- PgBouncer; the table is emptied once a chunk is inserted (enqueue_staging_empty) and the
+-- next chunk reuses it.
 CREATE TEMPORARY TABLE IF NOT EXISTS pgtasks_enqueue_staging (
     task_id text, name text, inputs text, queue_name text, serialization text, priority int,
     deduplication_id text, partition_key text, delay_ms bigint, delay_until_epoch_ms bigint,
@@ -60,7 +60,10 @@ COPY pg_temp.pgtasks_enqueue_staging (task_id, name, inputs, queue_name, seriali
 FROM STDIN (FORMAT BINARY)
 
 -- name: enqueue_staging_empty
-DELETE FROM pg_temp.pgtasks_enqueue_staging
+-- TRUNCATE, not DELETE: deleted rows stay in the table until a vacuum, and each chunk's
+-- INSERT ... SELECT would read every earlier chunk's dead rows again (the table is ours
+-- alone, so its exclusive lock blocks nobody).
+TRUNCATE pg_temp.pgtasks_enqueue_staging
 
 -- name: tasks_find_duplicates
 -- Two probes: the primary key, and the deduplication index (partial: the IS NOT NULL lets the
