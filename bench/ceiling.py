@@ -14,7 +14,6 @@ status, a timestamp, and one partial index of the waiting rows in claim order.
 
 from __future__ import annotations
 
-import dataclasses
 import time
 import uuid
 
@@ -98,13 +97,13 @@ def pgtasks_statement_rates(url: str, count: int) -> tuple[float, float]:
     channel = engine.database.sysdb.channel  # type: ignore[attr-defined]
     template = build_new_task(SendOptions(queue="raw").request("bench.noop"), engine.codec, "raw", 100)
     with _connect(url) as conn:
-        rows = [dataclasses.replace(template, task_id=str(uuid.uuid4())) for _ in range(count)]
+        rows = [template._replace(task_id=str(uuid.uuid4())) for _ in range(count)]
         started = time.perf_counter()
         for row in rows:
             params = {**single_task_params(row), "channel": channel}
             conn.execute(sql["tasks_enqueue_one"], params, prepare=True)
         single = count / (time.perf_counter() - started)
-        rows = [dataclasses.replace(template, task_id=str(uuid.uuid4())) for _ in range(count)]
+        rows = [template._replace(task_id=str(uuid.uuid4())) for _ in range(count)]
         batches = [enqueue_columns(rows[i : i + BATCH]) for i in range(0, count, BATCH)]
         started = time.perf_counter()
         for columns in batches:

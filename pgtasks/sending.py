@@ -76,10 +76,11 @@ def _many(
         raise ValueError("map_enqueue takes task_ids=[...], one per task, not task_id")
     if task_ids is not None and len(task_ids) != len(arg_lists):
         raise ValueError(f"map_enqueue got {len(task_ids)} task_ids for {len(arg_lists)} tasks")
-    ids: list[str | None] = list(task_ids) if task_ids is not None else [None] * len(arg_lists)
+    if task_ids is None:  # one options object for every task: checked once (build_new_task)
+        return [options.request(name, args) for args in arg_lists]
     return [
         dataclasses.replace(options, task_id=task_id).request(name, args)
-        for args, task_id in zip(arg_lists, ids, strict=True)
+        for args, task_id in zip(arg_lists, task_ids, strict=True)
     ]
 
 

@@ -8,7 +8,6 @@ Celery's chain, group and chord; the engine only knows links.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -115,17 +114,14 @@ def enqueue_canvas(
     with tracing.sending([r.name for r in requests]) as stamp:
         tasks = tuple(
             stamp(
-                dataclasses.replace(
-                    build_new_task(
-                        request,
-                        engine.codec,
-                        settings.default_queue,
-                        settings.max_recovery_attempts,
-                        None if request.options.task_id in waiting else sender,
-                        max_payload_bytes=settings.max_payload_bytes,
-                    ),
-                    meta=meta.get(str(request.options.task_id)),
-                )
+                build_new_task(
+                    request,
+                    engine.codec,
+                    settings.default_queue,
+                    settings.max_recovery_attempts,
+                    None if request.options.task_id in waiting else sender,
+                    max_payload_bytes=settings.max_payload_bytes,
+                )._replace(meta=meta.get(str(request.options.task_id)))
             )
             for request in requests
         )

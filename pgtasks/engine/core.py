@@ -235,26 +235,33 @@ class Engine:
         Inside a running task, tasks sent without an explicit id get ids derived from the
         parent's id and position, so a re-run of the parent sends each child once."""
         parent = running_context()
+        if parent is not None and parent.engine.settings.database_url != self.settings.database_url:
+            parent = None  # a task of another database is no parent of these
+        settings, codec = self.settings, self.codec
+        queue, attempts, max_bytes = (
+            settings.default_queue,
+            settings.max_recovery_attempts,
+            settings.max_payload_bytes,
+        )
 
         def build(part: list[EnqueueRequest]) -> list[NewTask]:
+            if parent is None:
+                built = [
+                    stamp(build_new_task(r, codec, queue, attempts, max_payload_bytes=max_bytes))
+                    for r in part
+                ]
+                rows.extend(built)
+                return built
             built = []
             for request in part:
-                parent_id = None
-                if parent is not None and parent.engine.settings.database_url == self.settings.database_url:
-                    parent_id = parent.task_id
-                    if request.options.task_id is None:
-                        child_id = child_task_id(parent_id, parent.take_function_id())
-                        options = dataclasses.replace(request.options, task_id=child_id)
-                        request = dataclasses.replace(request, options=options)
+                if request.options.task_id is None:
+                    child_id = child_task_id(parent.task_id, parent.take_function_id())
+                    options = dataclasses.replace(request.options, task_id=child_id)
+                    request = dataclasses.replace(request, options=options)
                 built.append(
                     stamp(
                         build_new_task(
-                            request,
-                            self.codec,
-                            self.settings.default_queue,
-                            self.settings.max_recovery_attempts,
-                            parent_id,
-                            max_payload_bytes=self.settings.max_payload_bytes,
+                            request, codec, queue, attempts, parent.task_id, max_payload_bytes=max_bytes
                         )
                     )
                 )

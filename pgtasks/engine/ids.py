@@ -2,7 +2,8 @@
 
 ``uuid.uuid4()`` makes one ``os.urandom(16)`` system call per id: 1.9 us here against 0.75 us
 for an id from a block, on a bulk enqueue that spends about 20 us per task. The ids are the
-same shape and come from the same source, 256 at a time. The block is dropped in a forked
+same shape and come from the same source, 256 at a time, kept as hex digits so that an id is
+four slices of it (40% less than formatting its bytes). The block is dropped in a forked
 child, which must never hand out the ids its parent will.
 """
 
@@ -12,14 +13,18 @@ import os
 import threading
 
 _BLOCK_IDS = 256
+_HEX_DIGITS = "0123456789abcdef"
+# The RFC 4122 variant keeps the top two bits of the 17th hex digit at 10: its low two bits
+# stay random.
+_VARIANT = {d: _HEX_DIGITS[8 + (i & 3)] for i, d in enumerate(_HEX_DIGITS)}
 _lock = threading.Lock()
-_block = b""
+_block = ""  # hex digits of random bytes, 32 per id
 _offset = 0
 
 
 def _forget_block() -> None:
     global _block, _offset
-    _block, _offset = b"", 0
+    _block, _offset = "", 0
 
 
 os.register_at_fork(after_in_child=_forget_block)
@@ -30,10 +35,8 @@ def new_task_id() -> str:
     global _block, _offset
     with _lock:
         if _offset >= len(_block):
-            _block, _offset = os.urandom(16 * _BLOCK_IDS), 0
-        raw = bytearray(_block[_offset : _offset + 16])
-        _offset += 16
-    raw[6] = (raw[6] & 0x0F) | 0x40  # version 4
-    raw[8] = (raw[8] & 0x3F) | 0x80  # the RFC 4122 variant
-    h = raw.hex()
-    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+            _block, _offset = os.urandom(16 * _BLOCK_IDS).hex(), 0
+        h = _block[_offset : _offset + 32]
+        _offset += 32
+    # Version 4 in the 13th hex digit, the variant in the 17th.
+    return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{_VARIANT[h[16]]}{h[17:20]}-{h[20:]}"

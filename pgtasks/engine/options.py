@@ -106,6 +106,9 @@ def child_task_id(parent_id: str, function_id: int) -> str:
 # options over and over, and checking them is most of the work of building its row.
 _CHECKED: dict[tuple[Any, ...], NewTask] = {}
 _CHECKED_LIMIT = 1024  # distinct (task, options) pairs kept; past it the cache starts afresh
+# The last options object checked and what it gave: the tasks of a bulk call share one, and
+# recognising it by identity skips hashing its twelve fields for every task.
+_last_checked: tuple[Any, str, str | None, str, int, NewTask | None] = ("", "", None, "", 0, None)
 
 
 def build_new_task(
@@ -161,8 +164,18 @@ def _checked_options(
     """The row's fields that come from the name and the options (task id and inputs left
     empty), checked; cached for options without a task id or a connection (those change
     from call to call, and a connection is not kept alive by a cache)."""
+    global _last_checked
     options = request.options
-    key: tuple[Any, ...] | None = None
+    last_options, name, version, queue, attempts, checked = _last_checked
+    if (
+        options is last_options
+        and request.name == name
+        and request.application_version == version
+        and default_queue == queue
+        and default_max_recovery_attempts == attempts
+        and checked is not None
+    ):
+        return checked
     if options.task_id is None and options.conn is None:
         # The types too: True == 1, but priority=True is refused where priority=1 is not.
         key = (
@@ -179,16 +192,23 @@ def _checked_options(
         )
         try:
             checked = _CHECKED.get(key)
-        except TypeError:  # an option of an unhashable type: checked (and refused) below
-            key, checked = None, None
-        if checked is not None:
-            return checked
-    checked = _check_options(request, default_queue, default_max_recovery_attempts)
-    if key is not None:
-        if len(_CHECKED) >= _CHECKED_LIMIT:
-            _CHECKED.clear()
-        _CHECKED[key] = checked
-    return checked
+        except TypeError:  # an option of an unhashable type: checked (and refused) here
+            return _check_options(request, default_queue, default_max_recovery_attempts)
+        if checked is None:
+            checked = _check_options(request, default_queue, default_max_recovery_attempts)
+            if len(_CHECKED) >= _CHECKED_LIMIT:
+                _CHECKED.clear()
+            _CHECKED[key] = checked
+        _last_checked = (
+            options,
+            request.name,
+            request.application_version,
+            default_queue,
+            default_max_recovery_attempts,
+            checked,
+        )
+        return checked
+    return _check_options(request, default_queue, default_max_recovery_attempts)
 
 
 def _check_options(

@@ -25,7 +25,6 @@ import os
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import replace
 from typing import Any
 
 from pgtasks.sysdb.records import NewTask, TaskRecord
@@ -103,7 +102,7 @@ def _stamped(task: NewTask, carrier: dict[str, str]) -> NewTask:
         if isinstance(loaded, dict):
             meta = loaded
     meta[TRACE_KEY] = carrier
-    return replace(task, meta=json.dumps(meta, separators=(",", ":")))
+    return task._replace(meta=json.dumps(meta, separators=(",", ":")))
 
 
 def _unchanged(task: NewTask) -> NewTask:

@@ -3,7 +3,6 @@ cursor (``SystemDatabase.schedule_fire``)."""
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import uuid
 
@@ -37,7 +36,7 @@ def fire_tasks(engine: Engine, schedule: StoredSchedule, task_ids: list[str]) ->
     ]
     if schedule.meta is None:
         return built
-    return [dataclasses.replace(task, meta=schedule.meta) for task in built]
+    return [task._replace(meta=schedule.meta) for task in built]
 
 
 def fire_due(engine: Engine, schedule: StoredSchedule, due: list[dt.datetime]) -> FireResult:

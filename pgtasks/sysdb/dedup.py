@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from pgtasks.sysdb.errors import DuplicatesRefused
@@ -17,6 +17,8 @@ def enqueue_results(
     ``existing`` holds (workflow_uuid, queue_name, deduplication_id) of the rows that were
     already there for the tasks that were not inserted.
     """
+    if len(inserted) == len(tasks):  # the common case: every task is new
+        return [EnqueueResult(task.task_id, True) for task in tasks]
     ids = set()
     by_dedup: dict[tuple[str, str], str] = {}
     for row in existing:
@@ -53,49 +55,20 @@ def refuse_duplicates(results: list[EnqueueResult]) -> list[EnqueueResult]:
     return results
 
 
-def enqueue_columns(tasks: list[NewTask]) -> dict[str, list[Any] | None]:
-    """The tasks as column arrays, the shape of the bulk INSERT's parameters. A column that no
-    task sets is sent as NULL: ``unnest`` pads it with NULLs (what it holds for every row),
-    and the array need not be built nor adapted element by element."""
-    return {
-        "ids": [t.task_id for t in tasks],
-        "names": [t.name for t in tasks],
-        "inputs": [t.inputs for t in tasks],
-        "serializations": [t.serialization for t in tasks],
-        "queues": [t.queue_name for t in tasks],
-        "priorities": [t.priority for t in tasks],
-        "dedups": _unless_unset([t.deduplication_id for t in tasks]),
-        "partition_keys": _unless_unset([t.partition_key for t in tasks]),
-        "delays_abs": _unless_unset([t.delay_until_epoch_ms for t in tasks]),
-        # A NULL relative delay reads as none, like 0 (the statement's COALESCE).
-        "delays_rel": _unless_unset([t.delay_ms for t in tasks], 0),
-        "versions": _unless_unset([t.application_version for t in tasks]),
-        "max_attempts": [t.max_recovery_attempts for t in tasks],
-        "parents": _unless_unset([t.parent_task_id for t in tasks]),
-        "expires": _unless_unset([t.expires_at_epoch_ms for t in tasks]),
-        "expires_rel": _unless_unset([t.expires_in_ms for t in tasks]),
-        "metas": _unless_unset([t.meta for t in tasks]),
-        "retries": [t.retries for t in tasks],
-    }
-
-
-def _unless_unset(values: list[Any], unset_as: Any = None) -> list[Any] | None:
-    """``values`` (None ones as ``unset_as``), or None when every one is None."""
-    if all(v is None for v in values):
-        return None
-    return values if unset_as is None else [unset_as if v is None else v for v in values]
-
-
-def staging_rows(tasks: list[NewTask]) -> Iterator[tuple[Any, ...]]:
-    """The tasks as rows of the enqueue staging table (its columns' order; ``ord`` numbers
-    them from 1, the order they are inserted in)."""
-    for position, t in enumerate(tasks, 1):
-        yield (
-            t.task_id, t.name, t.inputs, t.serialization, t.queue_name, t.priority,
-            t.deduplication_id, t.partition_key, t.delay_until_epoch_ms, t.delay_ms or 0,
-            t.application_version, t.max_recovery_attempts, t.parent_task_id,
-            t.expires_at_epoch_ms, t.expires_in_ms, t.meta, t.retries, position,
-        )  # fmt: skip
+def enqueue_columns(tasks: list[NewTask]) -> dict[str, Any]:
+    """The tasks as the bulk INSERT's parameters: per field of :class:`NewTask`, the array of
+    its values, or (``<field>_all``) the one value every task has, with a NULL array that
+    ``unnest`` pads with NULLs. A producer's call mostly sends one task name with one set of
+    options, so most columns are one value, not an array adapted element by element. The ids
+    are always an array: they give ``unnest`` its row count."""
+    params: dict[str, Any] = {}
+    for field, values in zip(NewTask._fields, zip(*tasks, strict=True), strict=True):
+        first = values[0]
+        if field != "task_id" and values.count(first) == len(values):
+            params[field], params[field + "_all"] = None, first
+        else:
+            params[field], params[field + "_all"] = list(values), None
+    return params
 
 
 def single_task_params(task: NewTask) -> dict[str, Any]:

@@ -87,4 +87,4 @@ class ScheduleStore(Primitives):
 
 def _pinned(tasks: tuple[NewTask, ...], version: str | None) -> Iterator[NewTask]:
     for task in tasks:
-        yield task if version is None else dataclasses.replace(task, application_version=version)
+        yield task if version is None else task._replace(application_version=version)

@@ -57,7 +57,7 @@ def status(db: SystemDatabase, task_id: str) -> Status:
 def chain_of_three(db: SystemDatabase) -> None:
     db.tasks_enqueue_canvas(
         CanvasEnqueue(
-            (dataclasses.replace(task("a", 1), meta='{"root_id": "a"}'), task("b", 2), task("c", 3)),
+            (task("a", 1)._replace(meta='{"root_id": "a"}'), task("b", 2), task("c", 3)),
             waiting=frozenset({"b", "c"}),
             links=(TaskLink("a", "b", LinkKind.CHAIN), TaskLink("b", "c", LinkKind.CHAIN, prepend=False)),
         )

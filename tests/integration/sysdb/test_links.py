@@ -5,7 +5,6 @@ suite is tests/integration/test_canvas_links.py)."""
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 
 from pgtasks.sysdb import Status, SystemDatabase
 from pgtasks.sysdb.records import (
@@ -42,7 +41,7 @@ def ended(db: SystemDatabase, task_id: str) -> tuple[Status, EndReason | None]:
 def test_a_canvas_is_stored_with_its_links_groups_and_meta(sysdb: SystemDatabase) -> None:
     results = sysdb.tasks_enqueue_canvas(
         CanvasEnqueue(
-            (replace(task("a", 1), meta='{"root_id": "a"}'), task("b", 2), task("g1"), task("g2")),
+            (task("a", 1)._replace(meta='{"root_id": "a"}'), task("b", 2), task("g1"), task("g2")),
             waiting=frozenset({"b"}),
             links=(
                 TaskLink("a", "b", LinkKind.CHAIN),

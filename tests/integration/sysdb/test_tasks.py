@@ -277,3 +277,35 @@ def test_bulk_rows_keep_every_column_whatever_way_they_are_sent(sysdb: SystemDat
         assert (full.parent_task_id, full.meta) == (f"{prefix}-1", '{"m": 1}')
         assert eta.status is Status.DELAYED and eta.delay_until_epoch_ms == now + 3_600_000
         assert plain.enqueue_seq < full.enqueue_seq < eta.enqueue_seq
+
+
+def test_a_bulk_call_whose_tasks_share_every_option_stores_them_on_each_row(sysdb: SystemDatabase) -> None:
+    """Tasks of one call with the same value in a column (PostgreSQL sends it once, not as an
+    array): every row holds it; the ids and deduplication ids, which differ, each their own."""
+    now = sysdb.now_ms()
+    shared = {
+        "priority": 3,
+        "partition_key": "p",
+        "delay_until_epoch_ms": now + 3_600_000,
+        "application_version": "v9",
+        "max_recovery_attempts": 4,
+        "parent_task_id": "shared-parent",
+        "expires_in_ms": 7_200_000,
+        "meta": '{"m": 1}',
+        "retries": 2,
+    }
+    tasks = [new(f"shared-{i}", "other", deduplication_id=f"d{i}", **shared) for i in range(3)]
+    assert [r.inserted for r in sysdb.tasks_enqueue(tasks)] == [True, True, True]
+    rows = [sysdb.task_get(f"shared-{i}") for i in range(3)]
+    for i, row in enumerate(rows):
+        assert row is not None and row.status is Status.DELAYED
+        assert (row.queue_name, row.deduplication_id, row.delay_until_epoch_ms) == (
+            "other",
+            f"d{i}",
+            now + 3_600_000,
+        )
+        assert (row.priority, row.partition_key, row.application_version) == (3, "p", "v9")
+        assert (row.max_recovery_attempts, row.retries, row.parent_task_id) == (4, 2, "shared-parent")
+        assert row.meta == '{"m": 1}' and row.expires_at_epoch_ms is not None
+        assert row.expires_at_epoch_ms >= now + 7_200_000
+    assert rows[0].enqueue_seq < rows[1].enqueue_seq < rows[2].enqueue_seq  # type: ignore[union-attr]
