@@ -91,10 +91,6 @@ class WorkerControl:
         self._lock = threading.Lock()  # one reader of the commands at a time
         self._clock = 0
 
-    def start(self) -> None:
-        """Forget the commands sent to an earlier worker of this name."""
-        self._store.clear_commands(self.executor_id)
-
     def report(self) -> None:
         """Publish the report (see the module)."""
         self._clock += 1
@@ -102,19 +98,30 @@ class WorkerControl:
         self._store.report(self.executor_id, json.dumps(details))
 
     def answer(self) -> None:
-        """Act on the pending commands, oldest first, and reply to each."""
+        """Act on the pending commands, oldest first, and reply to each. The report is
+        written before the replies, so that whoever reads a reply reads the change with it
+        (``add_consumer`` then ``inspect active_queues``, as on Celery)."""
         with self._lock:
+            answered = []
             for command in self._store.pending_commands(self.executor_id, COMMAND_MAX_AGE_MS):
                 try:
                     reply = self._act(command)
                 except Exception as exc:  # a bad command must not stop the worker
                     log.exception("worker command %s failed", command.command)
                     reply = {"error": repr(exc)}
+                answered.append((command, reply))
+            if answered:
+                try:
+                    self.report()
+                except Exception:  # the replies must still go out: a command is acted on once
+                    log.exception("could not write the worker's report")
+            for command, reply in answered:
                 self._store.reply_command(command.command_id, json.dumps(reply))
                 if command.command == "shutdown":
-                    log.warning("shutdown requested through the dashboard (command %s)", command.command_id)
+                    log.warning("shutdown requested by remote control (command %s)", command.command_id)
                     self._shutdown()
-        self.report()  # the dashboard reads the change (queues, pool) at once
+        if not answered:
+            self.report()
 
     def _act(self, command: WorkerCommand) -> dict[str, Any]:
         arguments = json.loads(command.arguments or "{}")
@@ -130,6 +137,12 @@ class WorkerControl:
             queue = str(arguments.get("queue"))
             self._stop_consuming(queue)
             return {"ok": f"no longer consuming from {queue}"}
+        if name == "enable_events":  # every state change is a row: events are always on
+            return {"ok": "task events already enabled"}
+        if name == "disable_events":
+            return {"error": "pgtasks records every task state in the database: events cannot be disabled"}
+        if name == "heartbeat":
+            return {"ok": "heartbeat"}  # the report below is written at once
         if name == "autoscale":
             return {"error": "ValueError('Autoscale not enabled')"}
         if name == "pool_restart":

@@ -211,7 +211,6 @@ class Worker:
         self._completer.carried_by(self._carries)
         self._completer.start()
         self._control = self._worker_control()
-        _through_outages(self._control.start)
         self._lease = LeaseKeeper(store, self.info, self.engine.settings.lease_seconds, self._lease_round)
         self._lease.start()
         _through_outages(self._lease.tick)  # a restart right after the registration is waited out
@@ -238,8 +237,12 @@ class Worker:
 
     def _register(self) -> RecoveryReport:
         """The start-up writes, each safe to repeat: the version, the executor row, the
-        declared queues, and the recovery of this executor's unfinished tasks."""
+        declared queues, and the recovery of this executor's unfinished tasks. The commands
+        sent to an earlier worker of this name are forgotten first (a shutdown meant for it
+        must not stop this one), before the executor row shows this worker alive: a command
+        sent once it answers ping is kept."""
         assert self.queues is not None
+        self._store.clear_commands(self.executor_id)
         self._store.register_version(self.version)
         self._store.register_executor(self.info)
         self.queues.declare(self.engine.declared_queues)

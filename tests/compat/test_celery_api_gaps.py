@@ -77,3 +77,58 @@ def test_inspect_registered_describes_each_worker_as_it_runs(
         assert not any(n.startswith("celery.") for n in names)
         stats = proj.app.control.inspect().stats()
         assert stats is not None and stats["celery@w-registered"]["pool"]["implementation"] == "threads"
+
+
+def test_remote_control_commands_reach_the_workers_and_come_back_with_their_replies(
+    pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pgtasks.engine.errors import ConfigurationError
+
+    control = proj.app.control
+    with celery_worker(
+        proj.app, "tests.compat.apps.results_app", pg_url, tmp_path / "ledger", monkeypatch, "w-remote"
+    ):
+        node = "celery@w-remote"
+        wait_for(
+            lambda: node in (control.inspect().ping() or {}), timeout=60, what="the worker to answer ping"
+        )
+
+        def queues() -> set[str]:
+            return {q["name"] for q in (control.inspect().active_queues() or {}).get(node, [])}
+
+        assert control.add_consumer("extra", reply=True, timeout=30) == [{node: {"ok": "add consumer extra"}}]
+        assert "extra" in queues()
+        assert proj.add.apply_async((20, 22), queue="extra").get(timeout=60) == 42
+        assert control.cancel_consumer("extra", destination=[node], reply=True, timeout=30) == [
+            {node: {"ok": "no longer consuming from extra"}}
+        ]
+        assert "extra" not in queues()
+        # a threads pool keeps its size (prefork's grow and shrink: tests/acceptance/test_flower_api.py)
+        grown = control.pool_grow(2, reply=True, timeout=30)
+        assert grown == [
+            {node: {"error": "ValueError('the threads pool keeps the size it starts with (-c)')"}}
+        ]
+        assert control.pool_shrink(reply=True, timeout=30)[0][node]["error"].startswith("ValueError(")
+        assert control.autoscale(4, 1, reply=True, timeout=30) == [
+            {node: {"error": "ValueError('Autoscale not enabled')"}}
+        ]
+        assert control.enable_events(reply=True, timeout=30) == [
+            {node: {"ok": "task events already enabled"}}
+        ]
+        assert "cannot be disabled" in control.disable_events(reply=True, timeout=30)[0][node]["error"]
+        assert control.broadcast("no_such_command", reply=True, timeout=30) == [
+            {node: {"error": "unknown command 'no_such_command'"}}
+        ]
+        seen: list[dict[str, object]] = []
+        assert control.broadcast(
+            "heartbeat", pattern="celery@w-*", reply=True, timeout=30, callback=seen.append
+        ) == [{node: {"ok": "heartbeat"}}]
+        assert seen == [{node: {"ok": "heartbeat"}}]
+        assert control.broadcast("heartbeat", pattern="celery@other-*", reply=True) == []
+        assert control.broadcast("heartbeat", destination=["celery@nobody"], reply=True) == []
+        with pytest.raises(ConfigurationError, match="matcher must be one of glob, pcre, not 'regex'"):
+            control.broadcast("heartbeat", pattern="x", matcher="regex")
+        with pytest.raises(NotImplementedError, match="hold no elections"):
+            control.election("id", "topic")
+        assert control.shutdown() is None  # no reply asked: the command is sent all the same
+        wait_for(lambda: node not in (control.inspect().ping() or {}), timeout=60, what="the worker to stop")

@@ -14,6 +14,7 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from pgtasks.compat.bridge.django_results import mirror_of
+from pgtasks.compat.bridge.remote_control import broadcast, matching
 from pgtasks.compat.bridge.requests import delivery_info, iso_time
 from pgtasks.compat.bridge.revoked_stamps import revoke_stamps
 from pgtasks.compat.celery import signals
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
     from pgtasks.compat.celery.app.base import Celery
 
 LIST_LIMIT = 1000
+Replies = list[dict[str, Any]] | None  # [{node: reply}] of a remote control command
 
 
 class Control:
@@ -124,15 +126,101 @@ class Control:
     def inspect(self, destination: Any = None, timeout: float = 1.0, **kwargs: Any) -> Inspect:
         return Inspect(self.app, destination)
 
-    def _unsupported(self, *args: Any, **kwargs: Any) -> None:
-        raise NotImplementedError(
-            "remote control commands (rate_limit, time_limit, pool_grow, add_consumer, "
-            "...) are not supported by pgtasks; use `pgtasks queue set`"
-        )
+    def broadcast(
+        self,
+        command: str,
+        arguments: dict[str, Any] | None = None,
+        destination: Any = None,
+        connection: Any = None,
+        reply: bool = False,
+        timeout: float = 1.0,
+        limit: int | None = None,
+        callback: Any = None,
+        channel: Any = None,
+        pattern: str | None = None,
+        matcher: str | None = None,
+        **extra_kwargs: Any,
+    ) -> Replies:
+        """Send a remote control command to the live workers (those of ``destination``, or
+        whose name ``pattern`` matches; all by default); with ``reply=True`` the replies that
+        arrive within ``timeout`` seconds (at most ``limit``), ``[{node: reply}]``. A worker
+        answers a command it does not know with an error (bridge/remote_control.py)."""
+        nodes = matching(self.inspect(destination=destination).nodes(), pattern, matcher)
+        arguments = {**(arguments or {}), **extra_kwargs}
+        return broadcast(self.app, nodes, command, arguments, reply, timeout, limit, callback)
 
-    rate_limit = time_limit = pool_grow = pool_shrink = autoscale = _unsupported
-    add_consumer = cancel_consumer = enable_events = disable_events = broadcast = _unsupported
-    shutdown = pool_restart = heartbeat = election = _unsupported
+    def shutdown(self, destination: Any = None, **kwargs: Any) -> Replies:
+        """Warm shutdown of the workers: running tasks finish, held ones go back."""
+        return self.broadcast("shutdown", destination=destination, **kwargs)
+
+    def pool_grow(self, n: int = 1, destination: Any = None, **kwargs: Any) -> Replies:
+        return self.broadcast("pool_grow", {"n": n}, destination, **kwargs)
+
+    def pool_shrink(self, n: int = 1, destination: Any = None, **kwargs: Any) -> Replies:
+        return self.broadcast("pool_shrink", {"n": n}, destination, **kwargs)
+
+    def pool_restart(
+        self,
+        modules: Any = None,
+        reload: bool = False,
+        reloader: Any = None,
+        destination: Any = None,
+        **kwargs: Any,
+    ) -> Replies:
+        """Answered as Celery's workers answer without ``worker_pool_restarts``: an error."""
+        arguments = {"modules": modules, "reload": reload, "reloader": reloader}
+        return self.broadcast("pool_restart", arguments, destination, **kwargs)
+
+    def autoscale(self, max: int, min: int, destination: Any = None, **kwargs: Any) -> Replies:
+        """Answered as Celery's workers answer without ``--autoscale``: an error."""
+        return self.broadcast("autoscale", {"max": max, "min": min}, destination, **kwargs)
+
+    def add_consumer(
+        self,
+        queue: str,
+        exchange: Any = None,
+        exchange_type: str = "direct",
+        routing_key: Any = None,
+        options: Any = None,
+        destination: Any = None,
+        **kwargs: Any,
+    ) -> Replies:
+        """Make the workers consume ``queue`` too (exchanges and routing keys have no
+        meaning here: a queue is a name)."""
+        return self.broadcast("add_consumer", {"queue": queue}, destination, **kwargs)
+
+    def cancel_consumer(self, queue: str, destination: Any = None, **kwargs: Any) -> Replies:
+        return self.broadcast("cancel_consumer", {"queue": queue}, destination, **kwargs)
+
+    def rate_limit(self, task_name: str, rate_limit: Any, destination: Any = None, **kwargs: Any) -> Replies:
+        """Workers answer with an error naming where pgtasks sets rate limits (per queue)."""
+        arguments = {"task_name": task_name, "rate_limit": rate_limit}
+        return self.broadcast("rate_limit", arguments, destination, **kwargs)
+
+    def time_limit(
+        self, task_name: str, soft: Any = None, hard: Any = None, destination: Any = None, **kwargs: Any
+    ) -> Replies:
+        """Workers answer with an error naming where pgtasks sets time limits (the task)."""
+        arguments = {"task_name": task_name, "soft": soft, "hard": hard}
+        return self.broadcast("time_limit", arguments, destination, **kwargs)
+
+    def enable_events(self, destination: Any = None, **kwargs: Any) -> Replies:
+        """Task events are the database's rows: always on (the reply says so)."""
+        return self.broadcast("enable_events", destination=destination, **kwargs)
+
+    def disable_events(self, destination: Any = None, **kwargs: Any) -> Replies:
+        """Workers answer with an error: the database records every state."""
+        return self.broadcast("disable_events", destination=destination, **kwargs)
+
+    def heartbeat(self, destination: Any = None, **kwargs: Any) -> Replies:
+        """Each worker writes its report (what ``inspect stats`` and Flower read) at once."""
+        return self.broadcast("heartbeat", destination=destination, **kwargs)
+
+    def election(self, id: Any, topic: Any, action: Any = None, connection: Any = None) -> None:
+        raise NotImplementedError(
+            "election is Celery's worker-to-worker gossip; pgtasks workers coordinate through "
+            "the database and hold no elections"
+        )
 
 
 def _details(executor: ExecutorInfo) -> dict[str, Any]:
@@ -255,10 +343,13 @@ class Inspect:
         return self._reply({node: ids for node in self.nodes()})
 
     def active_queues(self) -> dict[str, Any] | None:
+        """The queues each worker consumes now (its report: ``add_consumer`` and
+        ``cancel_consumer`` change them), else those it started with."""
         return self._reply(
             {
                 e.executor_id: [
-                    {"name": q, "exchange": {"name": q}, "routing_key": q, "durable": True} for q in e.queues
+                    {"name": q, "exchange": {"name": q}, "routing_key": q, "durable": True}
+                    for q in _details(e).get("queues") or e.queues
                 ]
                 for e in self._executors()
             }
