@@ -164,7 +164,7 @@ class AsyncioPool:
         outcome: Outcome | None = None
         try:
             if waited_long(held) and not await self._loop.run_in_executor(
-                None, still_to_run, self._engine, held, self._executor_id
+                None, still_to_run, self._engine, held.record, self._executor_id
             ):
                 pass  # revoked, taken over or expired while it waited: not run
             elif self._runs_on_loop(record):

@@ -1,6 +1,7 @@
-"""Tasks claimed ahead of a free thread or coroutine (the threads and asyncio pools' claim-ahead,
-see ``Worker._free_slots``): what a held task is, the check before one that waited long
-starts, and the outcome that gives one back unstarted.
+"""Tasks claimed ahead of a free thread, coroutine or child (the pools' claim-ahead, see
+``Worker._free_slots``): what a held task is (threads and asyncio), the check before one that
+waited long starts (every pool, prefork in its child), and the outcome that gives one back
+unstarted.
 
 A held task is PENDING on this executor but not started. One that waited longer than
 HELD_CHECK_SECONDS is checked before it starts: revoked or taken over meanwhile (no longer
@@ -35,11 +36,12 @@ def waited_long(held: Held) -> bool:
     return held.ahead and time.monotonic() - held.since > HELD_CHECK_SECONDS
 
 
-def still_to_run(engine: Engine, held: Held, executor_id: str) -> bool:
-    """Whether ``held`` (one that waited long) may start: still this run's, and not past its
-    expiry (then ended as expired). A database error counts as yes: the fence on its
-    checkpoints and outcome still holds."""
-    record, api = held.record, engine.worker_api
+def still_to_run(engine: Engine, record: TaskRecord, executor_id: str) -> bool:
+    """Whether ``record`` (claimed, and waited long: held by the threads or asyncio pool, or
+    by a prefork parent or child) may start: still this run's, and not past its expiry (then
+    ended as expired). A database error counts as yes: the fence on its checkpoints and
+    outcome still holds."""
+    api = engine.worker_api
     try:
         if not api.owns(record.task_id, executor_id, record.claim_token):
             return False

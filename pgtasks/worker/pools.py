@@ -211,7 +211,7 @@ class ThreadPool:
                 if self._stopping:
                     return
                 task = self._held.popleft()
-            if waited_long(task) and not still_to_run(engine, task, executor_id):
+            if waited_long(task) and not still_to_run(engine, task.record, executor_id):
                 finish(task.record, None)  # revoked, taken over or expired while it waited
                 continue
             finish(task.record, run_guarded(engine, task.record, executor_id, task.steps))

@@ -37,9 +37,10 @@ from pgtasks.engine.errors import TimeLimitExceeded, WorkerLostError
 from pgtasks.engine.failures import encode_exception
 from pgtasks.sysdb.records import Outcome, Status, StepRecord, TaskRecord
 from pgtasks.worker.forkserver import ForkedChild, ForkServer, ForkServerError
+from pgtasks.worker.held import unstarted
 from pgtasks.worker.limits import time_limits
 from pgtasks.worker.pools import Finish, PoolOptions
-from pgtasks.worker.prefork_child import MessageReader, child_main, outcome_of, record_fields, unstarted
+from pgtasks.worker.prefork_child import MessageReader, child_main, outcome_of, record_fields
 from pgtasks.worker.prefork_slots import Slots
 
 log = logging.getLogger("pgtasks.worker")

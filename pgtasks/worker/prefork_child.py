@@ -26,16 +26,13 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from pgtasks.engine.core import Engine
-from pgtasks.engine.errors import DatabaseUnavailable, SoftTimeLimitExceeded
-from pgtasks.sysdb.records import Outcome, Status, TaskRecord
+from pgtasks.engine.errors import SoftTimeLimitExceeded
+from pgtasks.sysdb.records import Outcome, TaskRecord
+from pgtasks.worker.held import HELD_CHECK_SECONDS, still_to_run
 from pgtasks.worker.pools import PoolOptions, run_guarded
 from pgtasks.worker.prefork_slots import Slots
 
 LENGTH = struct.Struct("!I")
-# A task that waited longer than this for a child (held by the parent, or behind others of
-# its batch) is checked before it runs: it may have been revoked (or its lease lost) meanwhile,
-# and must not run then.
-HELD_CHECK_SECONDS = 0.5
 READ_SIZE = 1 << 16
 
 # Records and outcomes cross the pipes as tuples of their fields: pickling the dataclasses
@@ -76,8 +73,9 @@ def child_main(
             slots.start(slot, index, started)
             record = TaskRecord(*fields)
             if slots.cancelled(slot, index) or (
-                started - since > HELD_CHECK_SECONDS
-                and (not _still_ours(engine, record, executor_id) or _expired(engine, record, executor_id))
+                # waited for a child (held by the parent, or behind its batch-mates): revoked,
+                # taken over or expired meanwhile, it must not run
+                started - since > HELD_CHECK_SECONDS and not still_to_run(engine, record, executor_id)
             ):
                 _send(fd, (None, None, False))  # revoked, taken over or expired meanwhile: not run
                 continue
@@ -146,31 +144,6 @@ class MessageReader:
 
 def outcome_of(fields: tuple[Any, ...] | None) -> Outcome | None:
     return None if fields is None else Outcome(*fields)
-
-
-def _still_ours(engine: Engine, record: TaskRecord, executor_id: str) -> bool:
-    """Whether this executor still holds ``record`` (read before running a task that waited
-    for a child); a database error counts as yes: the fence on its outcome still holds."""
-    try:
-        return engine.worker_api.owns(record.task_id, executor_id, record.claim_token)
-    except DatabaseUnavailable:
-        return True
-
-
-def _expired(engine: Engine, record: TaskRecord, executor_id: str) -> bool:
-    """Whether ``record``'s expiry passed while it waited for a child (it is then ended as
-    expired); a database error counts as no. A task without an expiry costs no round trip."""
-    if record.expires_at_epoch_ms is None:
-        return False
-    try:
-        return engine.worker_api.expire_claimed(record, executor_id)
-    except DatabaseUnavailable:
-        return False
-
-
-def unstarted(record: TaskRecord) -> Outcome:
-    """The outcome that gives back a task that never started (its attempt not counted)."""
-    return Outcome(record.task_id, Status.ENQUEUED, claim_token=record.claim_token, unstarted=True)
 
 
 def _soft_limit_reached(_signum: int, _frame: object) -> None:
