@@ -98,6 +98,29 @@ def sysdb(database_url: str) -> Iterator[SystemDatabase]:
     db.close()
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """In the passes run again through PgBouncer or as the worker role, leave out the tests
+    that cannot reach the database those passes change: the passes act only through
+    ``pg_url`` (see above), so a test without it (its own server, SQLite, no database) would
+    run exactly as in the main pass. A test that asks for ``pg_url`` by name at run time is
+    kept by its ``postgres`` parameter."""
+    if os.environ.get(THROUGH_ENV) != "pgbouncer" and os.environ.get(AS_ROLE_ENV) != "worker":
+        return
+    kept: list[pytest.Item] = []
+    repeated: list[pytest.Item] = []
+    for item in items:
+        names = getattr(item, "fixturenames", ())
+        callspec = getattr(item, "callspec", None)
+        through = "pg_url" in names or "database_url" in names
+        if through or (callspec is not None and "postgres" in callspec.id):
+            kept.append(item)
+        else:
+            repeated.append(item)
+    if repeated:
+        config.hook.pytest_deselected(items=repeated)
+        items[:] = kept
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     """Print the figures tests record with ``record_property("report", ...)`` (the failover
     counts), passed or failed, even from xdist workers: they are part of what a run shows."""
