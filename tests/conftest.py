@@ -103,7 +103,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     that cannot reach the database those passes change: the passes act only through
     ``pg_url`` (see above), so a test without it (its own server, SQLite, no database) would
     run exactly as in the main pass. A test that asks for ``pg_url`` by name at run time is
-    kept by its ``postgres`` parameter."""
+    kept by its ``postgres`` parameter.
+
+    And the projects under tests/realapps, the longest tests (venvs, migrations, their own
+    suites), go first: under xdist they start early instead of running on alone at the end."""
+    items.sort(key=lambda item: not item.nodeid.startswith("tests/realapps/"))
     if os.environ.get(THROUGH_ENV) != "pgbouncer" and os.environ.get(AS_ROLE_ENV) != "worker":
         return
     kept: list[pytest.Item] = []
