@@ -15,7 +15,7 @@ CELERY_VENV_STAMP := .venv-celery/.installed
 # pgqueuer in a venv of its own: the peer `make bench` measures in the same run (bench/peers.py).
 PGQUEUER_VENV_STAMP := .venv-pgqueuer/.installed
 
-.PHONY: demo test test-floors lint failover sustained fleet bench bench-asyncio bench-tracing bench-delays bench-explain bench-dashboard celery-env loadtest soak clean dashboard-screenshots
+.PHONY: demo test test-setup test-lint test-floors lint failover sustained fleet bench bench-asyncio bench-tracing bench-delays bench-explain bench-dashboard celery-env loadtest soak clean dashboard-screenshots
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -34,12 +34,13 @@ $(BROWSER_STAMP): | $(BIN)/python
 		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver)
 	touch $@
 
-$(PGBOUNCER_STAMP): | $(BIN)/python
+# (after the browser's: the apt-get installs take turns at dpkg's lock when make runs them with -j)
+$(PGBOUNCER_STAMP): | $(BIN)/python $(BROWSER_STAMP)
 	test -x /usr/sbin/pgbouncer || \
 		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq pgbouncer)
 	touch $@
 
-$(REDIS_STAMP): | $(BIN)/python
+$(REDIS_STAMP): | $(BIN)/python $(PGBOUNCER_STAMP)
 	command -v redis-server >/dev/null || \
 		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server)
 	touch $@
@@ -68,15 +69,23 @@ WORKER_ROLE_SUITES := tests/integration/sysdb tests/integration/test_canvas_link
 # PGTASKS_TEST_DATABASE_URL names a server; SQLite needs nothing. Two pytest processes (xdist),
 # each with its own server: most tests wait on subprocesses and the database, so the suite
 # takes about half the time of one process on two cores.
-test: $(DEV_STAMP) $(BROWSER_STAMP) $(PGBOUNCER_STAMP) $(REDIS_STAMP) $(CELERY_VENV_STAMP)
-	$(BIN)/ruff check pgtasks pgtasks_celery_hook.py setup.py tests bench loadtest examples
-	$(BIN)/mypy
+# The set-up (and the lint) runs first, its independent installs at once.
+test:
+	$(MAKE) --no-print-directory -j4 --output-sync=target test-setup
 	$(BIN)/python -m pytest -q -n 3
 	@echo "The system database suites again, connected as the least-privilege worker role:"
 	PGTASKS_TEST_AS_ROLE=worker $(BIN)/python -m pytest -q -n 3 -p no:cacheprovider -k postgres $(WORKER_ROLE_SUITES)
 	@echo "The storage, engine, canvas, worker, beat and crash suites again, through PgBouncer (transaction pooling):"
 	PGTASKS_TEST_THROUGH=pgbouncer $(BIN)/python -m pytest -q -n 3 -p no:cacheprovider -k "not sqlite" $(PGBOUNCER_SUITES)
 	$(MAKE) --no-print-directory test-floors
+
+# Everything the passes of `make test` need, and its lint: run with -j, the venvs (dev,
+# Celery's, the floors') install side by side, and the lint runs once the dev venv is there.
+test-setup: $(DEV_STAMP) $(BROWSER_STAMP) $(PGBOUNCER_STAMP) $(REDIS_STAMP) $(CELERY_VENV_STAMP) $(FLOORS_STAMP) test-lint
+
+test-lint: $(DEV_STAMP)
+	$(BIN)/ruff check pgtasks pgtasks_celery_hook.py setup.py tests bench loadtest examples
+	$(BIN)/mypy
 
 # Part of the suite (storage, engine, links, schedules, workers, beat, crash recovery) in a venv
 # holding the lowest versions pyproject.toml allows, so the floors stay true: the suites that

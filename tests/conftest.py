@@ -98,6 +98,65 @@ def sysdb(database_url: str) -> Iterator[SystemDatabase]:
     db.close()
 
 
+# Modules whose tests share a module-scoped set-up (a worker, a browser, a server, a venv): under
+# xdist each runs whole in one process, so that set-up is made once, not once in each process
+# that gets one of its tests. They start first, the biggest first; every other test is handed
+# out on its own as processes free up. (pytest-xdist's own --dist loadgroup would do this with
+# an xdist_group mark, but its nodeid suffix is lost on pytest 9.2.)
+WHOLE_MODULES = frozenset(
+    {
+        "tests/acceptance/test_dashboard.py",
+        "tests/acceptance/test_flower_api.py",
+        "tests/acceptance/test_waiting.py",
+        "tests/compat/test_canvas_graph.py",
+        "tests/compat/test_canvas_failures.py",
+        "tests/faults/test_reconnect.py",
+        "tests/integration/test_read_replica.py",
+        "tests/realapps/test_celery_libraries.py",
+    }
+)
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
+    if config.getvalue("dist") != "load":  # another --dist asked for: xdist's own
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class WholeModules(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            return module if module in WHOLE_MODULES else nodeid
+
+    return WholeModules(config, log)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """In the passes run again through PgBouncer or as the worker role, leave out the tests
+    that cannot reach the database those passes change: the passes act only through
+    ``pg_url`` (see above), so a test without it (its own server, SQLite, no database) would
+    run exactly as in the main pass. A test that asks for ``pg_url`` by name at run time is
+    kept by its ``postgres`` parameter.
+
+    And the projects under tests/realapps, the longest tests (venvs, migrations, their own
+    suites), go first: under xdist they start early instead of running on alone at the end."""
+    items.sort(key=lambda item: not item.nodeid.startswith("tests/realapps/"))
+    if os.environ.get(THROUGH_ENV) != "pgbouncer" and os.environ.get(AS_ROLE_ENV) != "worker":
+        return
+    kept: list[pytest.Item] = []
+    repeated: list[pytest.Item] = []
+    for item in items:
+        names = getattr(item, "fixturenames", ())
+        callspec = getattr(item, "callspec", None)
+        through = "pg_url" in names or "database_url" in names
+        if through or (callspec is not None and "postgres" in callspec.id):
+            kept.append(item)
+        else:
+            repeated.append(item)
+    if repeated:
+        config.hook.pytest_deselected(items=repeated)
+        items[:] = kept
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     """Print the figures tests record with ``record_property("report", ...)`` (the failover
     counts), passed or failed, even from xdist workers: they are part of what a run shows."""

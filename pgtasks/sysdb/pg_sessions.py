@@ -41,6 +41,7 @@ from pgtasks.sysdb.urls import DatabaseTarget
 
 T = TypeVar("T")
 POOL_WAIT_SECONDS = 10.0  # how long a caller waits for a connection before DatabaseUnavailable
+MIN_POOL_WAIT_SECONDS = 1.0  # the least of it, even when outages are not waited out
 IDLE_IN_TRANSACTION_MS = 5_000  # see session_options
 # Errors that may be the database's rather than the request's: the server ended the session,
 # the network did, or the server refused for now (read below which SQLSTATEs are).
@@ -220,6 +221,12 @@ class PostgresSessions:
 
     def limit_outage_wait(self, seconds: float) -> None:
         self._reconnect_deadline = min(self._reconnect_deadline, max(0.0, seconds))
+        # Each attempt's wait for a pooled connection too (POOL_WAIT_SECONDS otherwise: with
+        # the server gone, one attempt alone would hold a stopping worker that long).
+        with self._pool_lock:
+            self._pool_wait = min(self._pool_wait, max(MIN_POOL_WAIT_SECONDS, seconds))
+            for pool in self._pools.values():
+                pool.timeout = min(pool.timeout, self._pool_wait)
 
     def _close_sessions(self) -> None:
         with self._pool_lock:

@@ -647,7 +647,11 @@ class Worker:
         grace = self.options.shutdown_grace if grace is None else grace
         deadline = time.monotonic() + grace
         if self._claim_loop_started:  # a claim in flight dispatches before we count what runs
-            self._claim_loop_exited.wait(grace)
+            while not self._claim_loop_exited.wait(0.05) and time.monotonic() < deadline:
+                if not self._in_hand():
+                    # Nothing to write: a claim waiting out an outage must not hold the stop
+                    # for the whole grace period (nor its retries for PGTASKS_RECONNECT_DEADLINE).
+                    self._store.limit_outage_wait(UNREGISTER_OUTAGE_WAIT)
         self._pool.release_waiting()  # prefetched tasks go back for others, as Celery's do
         while self._in_hand() and time.monotonic() < deadline:
             self._wake.wait(0.05)

@@ -159,13 +159,19 @@ def test_database_errors_at_a_checkpoint_release_the_task_without_killing_the_wo
 def test_sigterm_stops_a_worker_whose_database_is_gone(tmp_path: Path) -> None:
     server = PostgresServer().start()
     try:
-        worker = worker_process(server.url, tmp_path / "ledger", "w1", lease_seconds=60)
+        # A grace period and a reconnect deadline (60 s by default) longer than the test waits:
+        # with nothing running, neither the claim in flight nor any other wait for the lost
+        # server may hold the stop for them.
+        worker = worker_process(
+            server.url, tmp_path / "ledger", "w1", lease_seconds=60, extra_args=("--shutdown-grace", "600")
+        )
         client = Client(server.url)
         assert client.enqueue("durable.three_steps", [3]).get(timeout=60) == 5
         client.close()
         server.stop("immediate")
         out = stop(worker, signal.SIGTERM, timeout=60)
         assert worker.returncode == 0, out
+        assert "could not remove executor w1" in out  # tried, and given up on
         assert "worker stopped" in out
     finally:
         server.destroy()
