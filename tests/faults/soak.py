@@ -335,6 +335,7 @@ class Soak:
             progress(f"{drained - began:6.1f}s  draining {len(self.acknowledged)} tasks")
             self._drain(self.acknowledged)
             self._stop(self.beats)  # the drain gave them time to catch up with the faults' end
+            self.beats = []  # stopped on purpose: no longer supervised (restarted) by the drain below
             fires = check_fires(self.url, TICK_SCHEDULE, TICK_CRON, caught_up_by=faults_ended)
             self._drain(fires.task_ids)
             drain_seconds = time.monotonic() - drained
