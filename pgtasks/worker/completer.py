@@ -82,6 +82,7 @@ class BatchCompleter:
                 taken = {id(o) for o in batch}
                 self._pending = [o for o in self._pending if id(o) not in taken]
                 self._inflight += len(batch)
+                self._cond.notify_all()  # what is left (outcomes with links) is the writer's now
         try:
             for outcome in batch:
                 crashpoint("before_outcome", task_id=outcome.task_id)

@@ -90,6 +90,10 @@ class Pool(Protocol):
     # Tasks submitted while every process is busy wait in the pool for the next free one
     # (prefork), so the worker may claim ahead of its free slots (its prefetch).
     prefetches: bool
+    # Its claim-ahead follows the recent task rate, and its outcomes ride with the claims of a
+    # backlog (Worker._free_slots, Worker._carries): the threads and asyncio pools. Not prefork,
+    # whose parent claims a few tasks at a time for its children.
+    adaptive: bool
     # terminate() can stop a running task at once (revoke with terminate=True).
     terminates: bool
     # True once the pool holds a thread it cannot stop (the asyncio pool's blocked loop): the
@@ -231,6 +235,7 @@ class SoloPool:
     """``-P solo``: one task at a time, run by submit() itself, in the claim loop."""
 
     prefetches = False
+    adaptive = False
     terminates = False
     replace_process = False
 

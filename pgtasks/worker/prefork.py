@@ -96,6 +96,7 @@ class PreforkPool:
     """``-P prefork``: child processes forked by a fork server (see above)."""
 
     prefetches = True  # submitted tasks wait for the next free child
+    adaptive = False  # claims exactly children x prefetch multiplier (see Pool.adaptive)
     terminates = True  # a running child is killed
     replace_process = False
 

@@ -464,7 +464,7 @@ class Worker:
         each of those claims would wait for the outcomes' flush (measured: the no-op drain at
         0.6 of the claims without it)."""
         return (
-            getattr(self._pool, "adaptive", False)
+            self._pool.adaptive
             and self._claiming
             and self._backlog
             and not self._stopping.is_set()
@@ -480,7 +480,7 @@ class Worker:
         capacity = self._size
         if self._pool.prefetches and self.queues is not None and self.queues.unlimited():
             ahead = capacity * (self.options.prefetch_multiplier - 1)
-            if getattr(self._pool, "adaptive", False):  # the tasks finished in AHEAD_SECONDS
+            if self._pool.adaptive:  # the tasks finished in AHEAD_SECONDS
                 ahead = min(ahead, int(self._task_rate() * AHEAD_SECONDS))
             capacity += ahead
         with self._running_lock:
