@@ -155,3 +155,49 @@ def test_ignore_records_no_failure(worker: Path) -> None:
     result = proj.ignored.delay()
     wait_for(lambda: result.ready(), what="ignored task finished")
     assert result.state == "SUCCESS" and result.result is None
+
+
+def test_then_calls_back_when_the_task_is_ready(worker: Path) -> None:
+    """``AsyncResult.then`` / ``GroupResult.then``: the callback gets the ready result on
+    pgtasks' waiting thread (a task that fails is ready too), once in all even when ``get()``
+    reads the ready state as well; ``on_error`` gets what the callback raised."""
+    import threading
+
+    from pgtasks.compat.celery import group
+
+    seen: dict[str, list[object]] = collections.defaultdict(list)
+    done = threading.Event()
+
+    def note(key: str) -> object:
+        def callback(result: object) -> object:
+            seen[key].append((result, threading.current_thread().name))
+            if len(seen) == 4:
+                done.set()
+            return key
+
+        return callback
+
+    napping = proj.nap.delay(0.3)
+    chained = napping.then(note("nap"))
+    failed = proj.fail.delay("then")
+    failed.then(note("fail"))
+    errors: list[BaseException] = []
+    proj.add.delay(1, 1).then(lambda r: 1 / 0, on_error=errors.append)
+    members = group(proj.add.s(i, i) for i in range(3)).apply_async()
+    members.then(note("group"))
+    assert napping.get(timeout=30) == "rested"  # the reader may run the callbacks itself
+    wait_for(lambda: errors and len(seen) == 3, timeout=30, what="then() callbacks")
+    ((nap_result, _),) = seen["nap"]
+    assert nap_result is napping and chained.ready and chained.value == ("nap",)
+    ((fail_result, thread),) = seen["fail"]
+    assert fail_result is failed and fail_result.state == "FAILURE"
+    assert thread != threading.main_thread().name  # nobody read it here: the waiting thread did
+    ((group_result, _),) = seen["group"]
+    assert group_result is members and members.get(timeout=5) == [0, 2, 4]
+    assert isinstance(errors[0], ZeroDivisionError)
+
+    late = proj.add.delay(2, 2)
+    assert late.get(timeout=30) == 4
+    late.then(note("late"))  # a task already done calls back at once from the waiting thread
+    assert done.wait(30) and [r for r, _ in seen["late"]] == [late]
+    assert len(seen["nap"]) == len(seen["fail"]) == len(seen["group"]) == 1  # once each

@@ -19,10 +19,12 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from pgtasks.compat.bridge.outcomes import celery_exception, celery_state
+from pgtasks.compat.bridge.ready_watch import ready_watch
 from pgtasks.compat.celery import states
 from pgtasks.compat.celery._state import get_current_app, task_join_will_block
 from pgtasks.compat.celery.exceptions import IncompleteStream, TaskRevokedError, TimeoutError
 from pgtasks.compat.celery.result.base import ResultBase
+from pgtasks.compat.celery.result.promise import Promise
 from pgtasks.compat.celery.utils.graph import DependencyGraph
 from pgtasks.engine.errors import DatabaseUnavailable, MaxRecoveryAttemptsExceeded, TaskTimeoutError
 from pgtasks.engine.events import task_state
@@ -123,7 +125,10 @@ class AsyncResult(ResultBase):
             return custom[0]
         if record.status.is_terminal and _ignored(record):
             return states.PENDING  # sent with ignore_result: Celery stores nothing
-        return celery_state(record.status, record.retries, self._track_started(record.name))
+        state = celery_state(record.status, record.retries, self._track_started(record.name))
+        if self._on_ready is not None and state in states.READY_STATES:
+            self._on_ready(self)  # whoever reads the ready state first runs then()'s callbacks
+        return state
 
     def _custom(self, record: TaskRecord) -> tuple[str, Any] | None:
         """The state a running task set with ``update_state`` (read only while it runs)."""
@@ -417,8 +422,24 @@ class AsyncResult(ResultBase):
         for _, result in self.iterdeps(intermediate=intermediate):
             yield result, result.get(**kwargs)
 
-    def then(self, callback: Any, on_error: Any = None, weak: bool = False) -> Any:
-        raise NotImplementedError("AsyncResult.then is not supported by pgtasks.compat")
+    def then(self, callback: Any, on_error: Any = None, weak: bool = False) -> Promise:
+        """Call ``callback(result)`` once the task is ready (succeeded, failed or revoked),
+        on a pgtasks thread that waits for it (woken by the database's notification), or at
+        once when it already is; a read of the ready state (``get``, ``state``) runs the
+        callbacks too, once in all. ``on_error(exc)`` gets what ``callback`` raised.
+        ``weak``: this result is held weakly while waiting (dropped, its callbacks never run).
+        Returns the promise of ``callback``'s value."""
+        follower = self.on_ready.then(callback, on_error)
+        if not self.on_ready.ready:
+            self._watch(weak)
+        return follower
+
+    def fulfil_if_ready(self) -> None:
+        """Read the state; a ready one fulfils :attr:`on_ready` (used by then()'s watcher)."""
+        _ = self.state
+
+    def _watch(self, weak: bool) -> None:
+        ready_watch(self.app.engine).add(self, weak)
 
     def as_list(self) -> list[str]:
         """This result's id, then its parents' (a chain's results, last first)."""

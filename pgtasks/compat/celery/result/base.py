@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from pgtasks.compat.celery.result.promise import Promise
+
 __all__ = ["ResultBase"]
 
 
@@ -13,3 +15,11 @@ class ResultBase:
     parent: Any = None
     # Sent with ignore_result: Celery stores nothing, and get() returns None at once.
     ignored: bool = False
+    _on_ready: Promise | None = None
+
+    @property
+    def on_ready(self) -> Promise:
+        """The promise fulfilled with this result once it is ready (see ``then``)."""
+        if self._on_ready is None:
+            self._on_ready = Promise()
+        return self._on_ready

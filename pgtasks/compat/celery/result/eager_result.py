@@ -43,6 +43,9 @@ class EagerResult(AsyncResult):
     def record(self) -> TaskRecord | None:
         return None
 
+    def _watch(self, weak: bool) -> None:
+        self.on_ready(self)  # it ran here: then()'s callbacks run at once
+
     @property
     def exists(self) -> bool:
         return True

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
@@ -9,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from pgtasks.compat.celery._state import get_current_app
 from pgtasks.compat.celery.result.async_result import AsyncResult
 from pgtasks.compat.celery.result.base import ResultBase
+from pgtasks.compat.celery.result.promise import Promise
 
 if TYPE_CHECKING:
     from pgtasks.compat.celery.app.base import Celery
@@ -20,6 +22,7 @@ class ResultSet(ResultBase):
     """Several results handled together: ``ready``, ``completed_count``, ``join``."""
 
     supports_native_join = True
+    _watching = False  # then() has hooked the members' promises
 
     def __init__(self, results: Any, app: Celery | None = None, **kwargs: Any) -> None:
         self.results: list[AsyncResult] = list(results or [])
@@ -172,8 +175,26 @@ class ResultSet(ResultBase):
                 },
             )
 
-    def then(self, callback: Any, on_error: Any = None, weak: bool = False) -> Any:
-        raise NotImplementedError(
-            "ResultSet.then is not supported by pgtasks (results are not promises); link a "
-            "callback when sending: group(...) | callback, or chord(group)(callback)"
-        )
+    def then(self, callback: Any, on_error: Any = None, weak: bool = False) -> Promise:
+        """Call ``callback(result_set)`` once every member is ready, on the thread that saw
+        the last one finish (see :meth:`AsyncResult.then`); ``on_error(exc)`` gets what
+        ``callback`` raised. The members present now are the ones waited for."""
+        follower = self.on_ready.then(callback, on_error)
+        if not self._watching:
+            self._watching = True
+            members = list(self.results)
+            left = [len(members)]
+            lock = threading.Lock()
+
+            def one_ready(_: Any) -> None:
+                with lock:
+                    left[0] -= 1
+                    last = left[0] == 0
+                if last:
+                    self.on_ready(self)
+
+            if not members:
+                self.on_ready(self)
+            for member in members:
+                member.then(one_ready, weak=weak)
+        return follower
