@@ -201,3 +201,42 @@ def test_then_calls_back_when_the_task_is_ready(worker: Path) -> None:
     late.then(note("late"))  # a task already done calls back at once from the waiting thread
     assert done.wait(30) and [r for r, _ in seen["late"]] == [late]
     assert len(seen["nap"]) == len(seen["fail"]) == len(seen["group"]) == 1  # once each
+
+
+def test_the_integration_test_manager(worker: Path) -> None:
+    """``celery.contrib.testing.manager.Manager``, as Celery's integration tests use it:
+    tasks a worker runs are accepted, waits retry with growing pauses, joins remark what is
+    missing, and the queue is idle at the end."""
+    import io
+
+    from celery.contrib.testing.manager import Manager, Sentinel
+
+    out = io.StringIO()
+    manager = Manager(proj.app, stdout=out, stderr=out)
+    running = proj.block.delay(1.5)
+    manager.assert_accepted([running.id], max_retries=60, interval_max=0.2)
+    assert (
+        manager.is_received([running.id]) and running.id in manager.query_task_states([running.id])["active"]
+    )
+    assert not manager.is_accepted(["no-such-task"])
+    manager.ensure_not_for_a_while(
+        lambda: manager.true_or_raise(running.ready), (Sentinel,), desc="the end", max_retries=2
+    )
+    with pytest.raises(AssertionError, match="Should not have happened: at once"):
+        manager.ensure_not_for_a_while(lambda: True, (Sentinel,), desc="at once")
+    with pytest.raises(AssertionError, match="Missing task results"):
+        manager.join(running, timeout=0.05, max_retries=1)
+    assert f"!Still waiting for 1/1: [{running.id}]" in out.getvalue()
+    manager.wait_for(
+        lambda: manager.true_or_raise(running.ready),
+        (Sentinel,),
+        desc="the nap",
+        emit_warning=True,
+        max_retries=60,
+    )
+    assert "Still waiting for the nap.  Trying again in " in out.getvalue()
+    assert manager.join(running, timeout=10) == ["slept"]
+    manager.assert_result_tasks_in_progress_or_completed([running])
+    manager.wait_until_idle()
+    active = manager.inspect().active()
+    assert active is not None and list(active) and not any(active.values())  # one worker, idle

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 
 from celery import Celery, shared_task
 from celery.exceptions import Ignore
@@ -39,6 +40,13 @@ def nap(seconds):
 @app.task
 def add(x, y):
     return x + y
+
+
+@app.task
+def block(seconds):
+    """A Celery task that holds its worker slot while it sleeps."""
+    time.sleep(seconds)
+    return "slept"
 
 
 @app.task

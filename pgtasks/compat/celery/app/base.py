@@ -44,6 +44,7 @@ from pgtasks.compat.celery.loaders.base import BaseLoader, get_loader_cls
 from pgtasks.compat.celery.result.async_result import AsyncResult
 from pgtasks.compat.celery.result.eager_result import EagerResult
 from pgtasks.compat.celery.result.group_result import GroupResult
+from pgtasks.compat.celery.result.result_set import ResultSet
 from pgtasks.compat.celery.utils.dispatch.signal import Signal
 from pgtasks.compat.kombu.utils.imports import symbol_by_name
 from pgtasks.engine.core import Engine
@@ -426,6 +427,11 @@ class Celery(App):
         """Celery's ``app.GroupResult``: a group's result on this app."""
         kwargs.pop("app", None)
         return GroupResult(group_id, results, app=self, **kwargs)
+
+    def ResultSet(self, results: Any, **kwargs: Any) -> ResultSet:
+        """Celery's ``app.ResultSet``: several results of this app handled together."""
+        kwargs.pop("app", None)
+        return ResultSet(results, app=self, **kwargs)
 
     def signature(self, *args: Any, **kwargs: Any) -> Signature:
         kwargs["app"] = self
