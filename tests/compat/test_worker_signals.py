@@ -43,6 +43,7 @@ def test_worker_task_and_publish_signals(
         output = stop(process, signal.SIGTERM)
     events = lines(ledger)
     assert events[0] == "signal after_setup_logger INFO", output
+    assert "these added to app.steps are not run: worker:AuditStep" in output
     assert "signal worker_init signals" in events
     # the app's loader (Celery(loader=LedgerLoader)): its hooks where Celery's worker calls them
     starting = ["signal import_modules signals", "loader on_worker_init", "signal worker_init signals"]

@@ -125,7 +125,6 @@ REFUSED: dict[str, str] = {
     ),
     **dict.fromkeys(
         (
-            "kombu.connection",
             "kombu.pools",
             "kombu.simple",
             "kombu.mixins",
@@ -166,7 +165,6 @@ REFUSED: dict[str, str] = {
             "kombu.asynchronous.semaphore",
             "kombu.asynchronous.timer",
             "kombu.abstract",
-            "kombu.clocks",
             "kombu.compat",
             "kombu.compression",
             "kombu.log",

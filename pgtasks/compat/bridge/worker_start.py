@@ -141,6 +141,7 @@ def worker_hooks(app: Any, args: argparse.Namespace, given: Collection[str] = ()
     args.hostname = hostname = default_nodename(args.hostname)
     hooks = WorkerHooks(app, hostname)
     _setup_logging(args.loglevel, getattr(args, "log_format", "text"))
+    _warn_of_bootsteps(app)
     signals.celeryd_init.send(sender=hostname, instance=hooks.sender, conf=conf, options=vars(args))
     app.loader.init_worker()  # the task modules, then a custom loader's on_worker_init
     signals.worker_init.send(sender=hooks.sender)
@@ -151,6 +152,21 @@ def worker_hooks(app: Any, args: argparse.Namespace, given: Collection[str] = ()
         app.loader.init_worker_process()
         signals.worker_process_init.send(sender=None)
     return hooks
+
+
+def _warn_of_bootsteps(app: Celery) -> None:
+    """Bootsteps added with ``app.steps[...].add(...)`` are not run: say which."""
+    added = sorted(
+        f"{blueprint}:{getattr(step, '__qualname__', step)}"
+        for blueprint, steps in app.steps.items()
+        for step in steps
+    )
+    if added:
+        log.warning(
+            "pgtasks' worker has no bootsteps, so these added to app.steps are not run: %s "
+            "(use the worker signals: worker_init, worker_ready, worker_shutdown, ...)",
+            ", ".join(added),
+        )
 
 
 def _child_started(app: Any) -> None:

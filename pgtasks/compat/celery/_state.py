@@ -143,6 +143,14 @@ def get_current_task() -> Any:
     return stack[-1][0] if stack else None
 
 
+def get_current_worker_task() -> Any:
+    """The innermost task on this thread that a worker runs (not one called directly)."""
+    for task, request in _stack.get()[::-1]:
+        if not getattr(request, "called_directly", True):
+            return task
+    return None
+
+
 def current_request() -> Context | None:
     """The request of the task executing on this thread, or None."""
     stack = _stack.get()

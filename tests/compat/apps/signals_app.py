@@ -50,6 +50,14 @@ class LedgerLoader(AppLoader):
 app = Celery("signals", broker=os.environ.get("PGTASKS_DATABASE_URL"), loader=LedgerLoader)
 
 
+class AuditStep:
+    """A custom worker bootstep (Celery's subclass celery.bootsteps.StartStopStep, which
+    celery-check would report): pgtasks names it and runs none."""
+
+
+app.steps["worker"].add(AuditStep)
+
+
 @import_modules.connect
 def on_import_modules(sender=None, **kwargs):
     note("signal import_modules", sender.main)

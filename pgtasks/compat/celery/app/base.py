@@ -31,8 +31,10 @@ from pgtasks.compat.bridge.eager import apply_eagerly
 from pgtasks.compat.bridge.planning import send_canvas
 from pgtasks.compat.bridge.sending import send_task, send_task_async
 from pgtasks.compat.celery import _state
+from pgtasks.compat.celery.app.attributes import AppAttributesMixin
 from pgtasks.compat.celery.app.autoretry import add_autoretry_behaviour
 from pgtasks.compat.celery.app.builtins import register_builtins
+from pgtasks.compat.celery.app.connections import ConnectionsMixin
 from pgtasks.compat.celery.app.control import Control
 from pgtasks.compat.celery.app.registry import TaskRegistry
 from pgtasks.compat.celery.app.routes import RouterFunction, prepare_routers
@@ -64,7 +66,7 @@ class PendingConfiguration(dict):  # type: ignore[type-arg]
 CeleryTask = Task  # inside Celery, ``Task`` is the property below
 
 
-class Celery(App):
+class Celery(App, ConnectionsMixin, AppAttributesMixin):
     """A Celery application running on pgtasks (see the module docstring)."""
 
     def __init__(
@@ -125,6 +127,9 @@ class Celery(App):
             self.config_from_object(config_source)
         self.control = Control(self)
         self.add_schedule_source(self._beat_schedule_definitions)
+        parts = {"loader": loader, "log": log, "control": control, "events": events, "amqp": amqp}
+        self._init_attributes(set_as_current, fixups, parts)
+        self.on_init()
         registration.app_created(self, set_as_current)
 
     def __repr__(self) -> str:

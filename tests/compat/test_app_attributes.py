@@ -1,0 +1,91 @@
+"""The Celery app's smaller public attributes, as Celery documents them: where extensions
+register (``steps``, ``user_options``, ``on_init``), what the app was built with, ids and
+the Lamport clock, and the helpers on the app."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from celery import Celery
+from kombu import Connection
+from kombu.clocks import LamportClock, timetuple
+
+
+def test_extension_points_and_construction(sqlite_url: str) -> None:
+    seen: list[str] = []
+
+    class Hooked(Celery):
+        def on_init(self) -> None:
+            seen.append(self.main)
+
+    app = Hooked("hooked", broker=sqlite_url, set_as_current=False, fixups=[], log="my.log:Logging")
+    assert seen == ["hooked"] and app.set_as_current is False and app.fixups == set()
+    assert app.log_cls == "my.log:Logging" and app.loader_cls == "celery.loaders.app:AppLoader"
+    assert app.builtin_fixups == frozenset({"celery.fixups.django:fixup"})
+    assert Celery("plain", broker=sqlite_url).fixups == {"celery.fixups.django:fixup"}
+    app.steps["worker"].add(object)
+    app.user_options["preload"].add("--template")
+    assert app.steps["worker"] == {object} and app.steps["consumer"] == set()
+    assert app.user_options["preload"] == {"--template"}
+    assert app.configured and not app.finalized
+    app.finalize()
+    assert app.finalized
+    assert app.SYSTEM and app.IS_WINDOWS is False and isinstance(app.IS_macOS, bool)
+    assert "pgtasks" in app.bugreport() and app.use_fast_trace_task is False
+    assert isinstance(app.connection(), Connection)
+
+
+def test_ids_clock_and_helpers(sqlite_url: str) -> None:
+    app = Celery("helpers", broker=sqlite_url, timezone="Europe/Paris")
+    assert app.oid == app.oid and app.oid != Celery("other", broker=sqlite_url).oid
+    other: list[str] = []
+    thread = threading.Thread(target=lambda: other.append(app.thread_oid))
+    thread.start()
+    thread.join()
+    assert app.thread_oid == app.thread_oid and other[0] != app.thread_oid
+    assert isinstance(app.clock, LamportClock) and app.clock.forward() == 1
+    assert app.clock.adjust(10) == 11 and str(app.clock) == "11"
+    assert timetuple(1, 2.0, "h:1").clock == 1
+    assert not app.uses_utc_timezone() and Celery("utc", broker=sqlite_url).uses_utc_timezone()
+    assert app.either("task_default_queue", None, "given") == "given"
+    assert app.either("task_default_queue", None) == "celery"
+    assert app.prepare_config({"a": 1}) == {"a": 1}
+    app.config_from_cmdline(["task_default_queue=fromcli", ".worker_concurrency=(int)3"])
+    assert app.conf.task_default_queue == "fromcli"
+
+    class Thing:
+        app = None
+
+    bound = app.subclass_with_self(Thing, name="BoundThing")
+    assert bound.__name__ == "BoundThing" and bound.app is app and issubclass(bound, Thing)
+    base = app.create_task_cls()
+    assert issubclass(base, app.Task) and base._app is app and base.abstract is True
+
+    def add(x: int, y: int = 0) -> int:
+        return x + y
+
+    check = app.type_checker(add)
+    check(1, y=2)
+    with pytest.raises(TypeError):
+        check(1, 2, 3)
+    app.type_checker(lambda self, x: x, bound=True)(5)
+
+
+def test_current_worker_task_is_none_when_called_directly(sqlite_url: str) -> None:
+    app = Celery("current", broker=sqlite_url)
+    app.conf.task_always_eager = True
+    seen: list[object] = []
+
+    @app.task(name="current.inner")
+    def inner() -> None:
+        seen.append(app.current_worker_task)
+
+    @app.task(name="current.outer")
+    def outer() -> None:
+        inner()  # called directly inside: the worker's task is still outer
+        seen.append(app.current_worker_task)
+
+    outer.apply()
+    inner()
+    assert seen == [outer, outer, None]
