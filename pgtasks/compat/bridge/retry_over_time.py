@@ -4,50 +4,56 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from itertools import count
 from typing import Any
 
-__all__ = ["retry_over_time"]
+__all__ = ["intervals", "retry_over_time"]
+
+
+def intervals(start: float, step: float, maximum: float) -> Iterator[float]:
+    """``start``, then ``step`` more each time, then the last one below ``maximum + start``
+    for ever (kombu's pauses)."""
+    value = last = start
+    while value < maximum + start:
+        yield value
+        last, value = value, value + step
+    while True:
+        yield last
 
 
 def retry_over_time(
     fun: Callable[..., Any],
     catch: Sequence[type[BaseException]] | type[BaseException],
-    args: Sequence[Any] = (),
+    args: Sequence[Any] | None = None,
     kwargs: dict[str, Any] | None = None,
-    errback: Callable[[BaseException, float], float | None] | None = None,
+    errback: Callable[[BaseException, Iterator[float], int], float] | None = None,
     max_retries: int | None = None,
-    interval_start: float = 2.0,
-    interval_step: float = 2.0,
-    interval_max: float = 30.0,
+    interval_start: float = 2,
+    interval_step: float = 2,
+    interval_max: float = 30,
     callback: Callable[[], Any] | None = None,
     timeout: float | None = None,
 ) -> Any:
-    """Call ``fun`` until it returns without raising one of ``catch``: after each failure wait
-    ``interval_start``, then ``interval_step`` more each time up to ``interval_max``; raise the
-    last error after ``max_retries`` retries (None: no limit) or once ``timeout`` seconds
-    passed. ``errback(exc, interval)`` may return another interval; ``callback()`` runs
-    before each wait."""
+    """Call ``fun(*args, **kwargs)`` until it returns without raising one of ``catch``; raise
+    the last error after ``max_retries`` retries (None: no limit) or once ``timeout`` seconds
+    passed. Between tries it sleeps the next of :func:`intervals`, or what
+    ``errback(exc, intervals, retries)`` returns when given; ``callback()`` runs before each
+    pause."""
     caught = tuple(catch) if isinstance(catch, (list, tuple)) else (catch,)
-    deadline = None if timeout is None else time.monotonic() + timeout
-    interval = interval_start
+    pauses = intervals(interval_start, interval_step, interval_max)
+    deadline = None if not timeout else time.monotonic() + timeout
     for retries in count():
         try:
-            return fun(*args, **(kwargs or {}))
+            return fun(*(args or ()), **(kwargs or {}))
         except caught as exc:
             if max_retries is not None and retries >= max_retries:
                 raise
-            if deadline is not None and time.monotonic() >= deadline:
+            if deadline is not None and time.monotonic() > deadline:
                 raise
-            pause = interval
-            if errback is not None:
-                chosen = errback(exc, interval)
-                pause = interval if chosen is None else chosen
             if callback is not None:
                 callback()
-            if deadline is not None:
-                pause = min(pause, max(0.0, deadline - time.monotonic()))
-            time.sleep(pause)
-            interval = min(interval + interval_step, interval_max)
+            pause = float(errback(exc, pauses, retries) if errback else next(pauses))
+            if pause > 0:
+                time.sleep(pause)
     raise AssertionError("unreachable")  # pragma: no cover

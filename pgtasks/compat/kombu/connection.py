@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from types import SimpleNamespace, TracebackType
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -145,16 +145,10 @@ class Connection:
         ``timeout`` seconds passed), waiting ``interval_start`` seconds then ``interval_step``
         more each time up to ``interval_max``; ``errback(exc, interval)`` sees each failure.
         Raises :class:`OperationalError` when it gives up."""
-
-        def failed(exc: BaseException, interval: float) -> float:
-            if errback is not None:
-                errback(exc, interval)
-            return interval
-
         retry_over_time(
             self.connect,
             self.recoverable_connection_errors,
-            errback=failed,
+            errback=_telling(errback),
             max_retries=max_retries,
             interval_start=interval_start,
             interval_step=interval_step,
@@ -183,11 +177,9 @@ class Connection:
                 self.connect()
                 return fun(*args, **kw)
 
-            def failed(exc: BaseException, interval: float) -> float:
+            def failed(exc: BaseException, pauses: Iterator[float], retries: int) -> float:
                 self.release()
-                if errback is not None:
-                    errback(exc, interval)
-                return interval
+                return _telling(errback)(exc, pauses, retries)
 
             return retry_over_time(
                 attempt,
@@ -273,6 +265,20 @@ class Connection:
 
 
 BrokerConnection = Connection  # kombu's old name
+
+
+def _telling(
+    errback: Callable[[BaseException, float], Any] | None,
+) -> Callable[[BaseException, Iterator[float], int], float]:
+    """The next pause, shown to ``errback(exc, interval)`` first (kombu's connection retries)."""
+
+    def next_pause(exc: BaseException, pauses: Iterator[float], retries: int) -> float:
+        pause = next(pauses)
+        if errback is not None:
+            errback(exc, pause)
+        return pause
+
+    return next_pause
 
 
 class ConnectionPool:

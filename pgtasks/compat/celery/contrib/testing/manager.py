@@ -68,7 +68,7 @@ class ManagerMixin:
         desc: str = "thing",
         args: tuple[Any, ...] = (),
         kwargs: dict[str, Any] | None = None,
-        errback: Callable[[BaseException, float], Any] | None = None,
+        errback: Callable[[BaseException, float, int], Any] | None = None,
         max_retries: int = 10,
         interval_start: float = 0.1,
         interval_step: float = 0.5,
@@ -79,12 +79,13 @@ class ManagerMixin:
         """Call ``fun`` until it stops raising one of ``catch`` (see :func:`retry_over_time`);
         return its value. ``emit_warning`` prints each retry to the manager's stderr."""
 
-        def on_error(exc: BaseException, interval: float) -> float:
+        def on_error(exc: BaseException, pauses: Iterator[float], retries: int) -> float:
+            interval = next(pauses)
             if emit_warning:
                 when = humanize_seconds(interval, "in", " ")
                 print(STILL_WAITING.format(desc, when=when, exc=exc), file=self.stderr)
             if errback is not None:
-                errback(exc, interval)
+                errback(exc, interval, retries)
             return interval
 
         return self.retry_over_time(
