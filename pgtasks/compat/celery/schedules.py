@@ -20,11 +20,14 @@ __all__ = ["BaseSchedule", "NotSupported", "crontab", "maybe_schedule", "schedst
 
 from croniter import croniter
 
+from pgtasks.compat.celery._state import get_current_app
 from pgtasks.compat.celery.exceptions import ImproperlyConfigured
+from pgtasks.compat.celery.utils.time import humanize_seconds
 from pgtasks.engine.errors import ConfigurationError
 from pgtasks.scheduler.cron import parse_cron
 from pgtasks.scheduler.solar import SolarTiming
-from pgtasks.scheduler.timing import CronTiming, IntervalTiming, check_interval
+from pgtasks.scheduler.timing import CronTiming, IntervalTiming, Timing, check_interval
+from pgtasks.scheduler.zones import load_zone
 
 # What Celery's ``is_due()`` returns: due now, and seconds until the next check.
 schedstate = namedtuple("schedstate", ("is_due", "next"))
@@ -33,7 +36,11 @@ schedstate = namedtuple("schedstate", ("is_due", "next"))
 class BaseSchedule:
     """Celery's schedule base class, for schedules libraries define (django-celery-beat's
     ``clocked``). ``pgtasks beat`` fires crontab and interval schedules itself; a schedule of
-    another class is refused when a beat syncs it, naming the class."""
+    another class is refused when a beat syncs it, naming the class.
+
+    ``is_due`` and ``remaining_estimate`` answer as Celery's do (for code that shows the next
+    run, or drives a schedule by hand), from the same due times ``pgtasks beat`` fires, in the
+    app's ``timezone``."""
 
     nowfun: Any = None
     _app: Any = None
@@ -42,14 +49,55 @@ class BaseSchedule:
         self.nowfun = nowfun
         self._app = app
 
+    @property
+    def app(self) -> Any:
+        """The app given, else the current app."""
+        return self._app if self._app is not None else get_current_app()
+
+    @app.setter
+    def app(self, app: Any) -> None:
+        self._app = app
+
+    @property
+    def tz(self) -> dt.tzinfo:
+        """The app's time zone."""
+        return load_zone(self.app.timezone)
+
+    @property
+    def utc_enabled(self) -> bool:
+        return bool(self.app.conf.get("enable_utc", True))
+
     def now(self) -> dt.datetime:
         return (self.nowfun or (lambda: dt.datetime.now(dt.timezone.utc)))()
 
-    def remaining_estimate(self, last_run_at: dt.datetime) -> dt.timedelta:
+    def maybe_make_aware(self, dt_: dt.datetime, naive_as_utc: bool = True) -> dt.datetime:
+        """``dt_`` in the app's zone: a naive one is read in UTC (``naive_as_utc``) or on the
+        app's wall clock."""
+        if dt_.tzinfo is None:
+            dt_ = dt_.replace(tzinfo=dt.timezone.utc if naive_as_utc else self.tz)
+        return dt_.astimezone(self.tz)
+
+    def to_local(self, dt_: dt.datetime) -> dt.datetime:
+        """``dt_`` as it is with ``enable_utc`` (the default), else on the app's wall clock."""
+        return dt_ if self.utc_enabled else self.maybe_make_aware(dt_)
+
+    def timing(self, timezone: str) -> Timing:
         raise NotImplementedError("subclasses of BaseSchedule define remaining_estimate()")
 
+    def remaining_estimate(self, last_run_at: dt.datetime) -> dt.timedelta:
+        """Time from now to the first due time after ``last_run_at`` (negative when it
+        passed)."""
+        after = self.maybe_make_aware(last_run_at)
+        due = next(iter(self.timing(self.app.timezone).instants_after(after)))
+        return due - self.maybe_make_aware(self.now())
+
     def is_due(self, last_run_at: dt.datetime) -> schedstate:
-        raise NotImplementedError("subclasses of BaseSchedule define is_due()")
+        """``(is_due, next)``: whether a run is due now, and seconds until the next check
+        (the next due time after now when it is due)."""
+        remaining = max(self.remaining_estimate(last_run_at).total_seconds(), 0.0)
+        if remaining == 0:
+            return schedstate(True, max(self.remaining_estimate(self.now()).total_seconds(), 0.0))
+        return schedstate(False, remaining)
 
 
 class NotSupported(ConfigurationError):
@@ -98,6 +146,7 @@ class crontab(BaseSchedule):
         unknown = set(kwargs) - {"app", "nowfun", "tz"}
         if unknown:
             raise TypeError(f"crontab() got unexpected keyword arguments {sorted(unknown)}")
+        super().__init__(kwargs.get("nowfun"), kwargs.get("app"))
         self._orig_minute = minute
         self._orig_hour = hour
         self._orig_day_of_week = day_of_week
@@ -117,6 +166,16 @@ class crontab(BaseSchedule):
         except ConfigurationError as exc:
             message = str(exc).replace("field month ", "field month_of_year ")
             raise ConfigurationError(f"crontab: {message}") from None
+
+    @classmethod
+    def from_string(cls, crontab: str) -> crontab:
+        """A crontab from cron's five fields: ``'*/5 9-17 * * mon-fri'`` (minute, hour, day of
+        month, month, day of week)."""
+        fields = crontab.split()
+        if len(fields) != 5:
+            raise ValueError(f"Invalid crontab string: {crontab!r}: it needs 5 fields, not {len(fields)}")
+        minute, hour, day_of_month, month_of_year, day_of_week = fields
+        return cls(minute, hour, day_of_week, day_of_month, month_of_year)
 
     def timing(self, timezone: str) -> CronTiming:
         """This crontab evaluated in ``timezone``."""
@@ -172,6 +231,7 @@ class schedule(BaseSchedule):
     ) -> None:
         if run_every is None:
             raise ConfigurationError("schedule(run_every) needs a period: seconds or a timedelta")
+        super().__init__(kwargs.get("nowfun"), kwargs.get("app"))
         self.seconds = check_interval(run_every)
         self.run_every = dt.timedelta(seconds=self.seconds)
         self.relative = relative
@@ -179,6 +239,21 @@ class schedule(BaseSchedule):
     def timing(self, timezone: str = "UTC") -> IntervalTiming:
         """The due instants (an interval ignores the zone)."""
         return IntervalTiming(self.seconds)
+
+    @property
+    def human_seconds(self) -> str:
+        """The period in words (``'every 5.00 minutes'`` reads ``5.00 minutes``)."""
+        return humanize_seconds(self.seconds)
+
+    def remaining_estimate(self, last_run_at: dt.datetime) -> dt.timedelta:
+        """As Celery's: the period from ``last_run_at``, less the time since."""
+        return self.maybe_make_aware(last_run_at) + self.run_every - self.maybe_make_aware(self.now())
+
+    def is_due(self, last_run_at: dt.datetime) -> schedstate:
+        remaining = self.remaining_estimate(last_run_at).total_seconds()
+        if remaining <= 0:
+            return schedstate(True, float(self.seconds))
+        return schedstate(False, remaining)
 
     def __repr__(self) -> str:
         return f"<freq: {self.run_every}>"
