@@ -89,3 +89,29 @@ def test_current_worker_task_is_none_when_called_directly(sqlite_url: str) -> No
     outer.apply()
     inner()
     assert seen == [outer, outer, None]
+
+
+def test_conf_derived_settings_and_lookups(sqlite_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    app = Celery("conf", broker=sqlite_url)
+    conf = app.conf
+    assert conf.broker_read_url == conf.broker_write_url == conf.broker_url == sqlite_url
+    assert conf.task_default_exchange == conf.task_default_routing_key == "celery"
+    conf.task_default_queue = "jobs"
+    assert conf.task_default_exchange == "jobs" and conf["task_default_exchange"] is None
+    monkeypatch.setenv("CELERY_RESULT_BACKEND", "db+postgresql://x")
+    assert conf.result_backend == "db+postgresql://x"
+    found = conf.find_option("always_eager")
+    assert (found.namespace, found.key, found.type.type, found.type.default) == (
+        "task",
+        "always_eager",
+        "bool",
+        False,
+    )
+    assert conf.find_option("enable_utc").namespace is None
+    assert conf.find_option("default_queue", namespace="task").key == "default_queue"
+    with pytest.raises(KeyError):
+        conf.find_option("no_such_setting_anywhere")
+    assert conf.get_by_parts("task", "default", "queue") == "jobs"
+    assert conf.value_set_for("task_default_queue") and not conf.value_set_for("worker_concurrency")
+    assert conf.without_defaults() == {"broker_url": sqlite_url, "task_default_queue": "jobs"}
+    assert "worker_concurrency" in dict(conf.iteritems()) and len(conf.maps) == 3

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from pgtasks.compat.celery.app.defaults import DEFAULTS, NEW_TO_OLD, OLD_TO_NEW
+from pgtasks.compat.celery.app.settings_queries import SettingsQueries
 from pgtasks.compat.celery.exceptions import ImproperlyConfigured
 from pgtasks.compat.kombu.utils.imports import symbol_by_name
 from pgtasks.sysdb.urls import redact_url
@@ -160,7 +161,7 @@ class _Source:
         return settings_from_mapping(attributes_of(self.obj), self.prefix)
 
 
-class Settings(dict):  # type: ignore[type-arg]
+class Settings(SettingsQueries, dict):  # type: ignore[type-arg]
     """``app.conf``: settings by current name; attribute access, old names and change
     notification.
 
