@@ -17,6 +17,7 @@ from contextlib import closing
 from typing import Any
 
 from pgtasks import __version__
+from pgtasks.cli.app_options import take_app_options
 from pgtasks.cli.beat import add_commands as add_beat_commands
 from pgtasks.cli.celery_import.command import add_import_celery_command
 from pgtasks.cli.compat_commands import add_compat_commands
@@ -62,18 +63,27 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+# The commands whose options a Celery app may extend (``app.user_options``).
+APP_OPTION_COMMANDS = frozenset({"worker", "beat", "inspect", "purge", "status", "result", "call"})
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line ``argv`` (default: this process's); its exit status."""
     parser = _parser()
     # Flower's own options (``--port=5555 --basic_auth=u:p``) are what the parser does not know
     # after ``flower``; for every other command an unknown option is an error, as parse_args.
     args, unknown = parser.parse_known_args(sys.argv[1:] if argv is None else list(argv))
-    if getattr(args, FLOWER_OPTIONS, None) is not None:
+    flower = getattr(args, FLOWER_OPTIONS, None) is not None
+    if flower:
         setattr(args, FLOWER_OPTIONS, unknown)
-    elif unknown:
+    elif unknown and not getattr(args, "app", None):
         parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     try:
         apply_global_options(args)
+        if not flower and args.command in APP_OPTION_COMMANDS and getattr(args, "app", None):
+            take_app_options(args, unknown, parser.error)  # the app's own options
+        elif unknown and not flower:
+            parser.error(f"unrecognized arguments: {' '.join(unknown)}")
         return int(args.func(args))
     except PgtasksError as exc:
         print(f"pgtasks: error: {exc}", file=sys.stderr)

@@ -139,7 +139,6 @@ SILENT_SIGNALS = (
     signals.eventlet_pool_preshutdown,
     signals.eventlet_pool_postshutdown,
     signals.eventlet_pool_apply,
-    signals.user_preload_options,
 )
 TASK_OPTIONS: dict[str, tuple[str, str]] = {
     "rate_limit": (UNSUPPORTED, "rate limits are per queue and global: app.queue(name, rate_limit=...)"),
