@@ -33,6 +33,10 @@ def test_extension_points_and_construction(sqlite_url: str) -> None:
     assert app.finalized
     assert app.SYSTEM and app.IS_WINDOWS is False and isinstance(app.IS_macOS, bool)
     assert "pgtasks" in app.bugreport() and app.use_fast_trace_task is False
+    import celery
+
+    assert celery.VERSION.major == 5 and celery.VERSION >= (5, 0) and celery.bugreport(app) == app.bugreport()
+    assert celery.VERSION_BANNER.startswith(celery.__version__)
     assert isinstance(app.connection(), Connection)
 
 

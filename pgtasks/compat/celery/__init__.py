@@ -8,11 +8,13 @@ from __future__ import annotations
 import importlib
 import sys
 import types
+from collections import namedtuple
 
 from pgtasks.compat.celery._state import current_app, current_task, get_current_app
 from pgtasks.compat.celery.app import shared_task
 from pgtasks.compat.celery.app.base import Celery
 from pgtasks.compat.celery.app.task import Task
+from pgtasks.compat.celery.app.utils import bugreport
 from pgtasks.compat.celery.canvas import (
     Signature,
     chain,
@@ -28,18 +30,23 @@ from pgtasks.compat.celery.canvas import (
 from pgtasks.compat.celery.local import Proxy
 from pgtasks.compat.celery.utils import uuid
 
-VERSION = (5, 4, 0)
+version_info_t = namedtuple("version_info_t", ("major", "minor", "micro", "releaselevel", "serial"))
+VERSION = version_info_t(5, 4, 0, "", "")
 __version__ = "5.4.0"
 version_info = VERSION
 SERIES = "pgtasks"
+VERSION_BANNER = f"{__version__} ({SERIES})"
 
 # Celery's old ``celery.registry`` module: ``registry.tasks`` is the current app's tasks.
 registry = types.SimpleNamespace(tasks=Proxy(lambda: get_current_app().tasks))
 
 __all__ = [
+    "VERSION",
+    "VERSION_BANNER",
     "Celery",
     "Signature",
     "Task",
+    "bugreport",
     "chain",
     "chord",
     "chunks",
@@ -51,6 +58,7 @@ __all__ = [
     "signature",
     "subtask",
     "uuid",
+    "version_info_t",
     "xmap",
     "xstarmap",
 ]
