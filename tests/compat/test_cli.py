@@ -21,10 +21,10 @@ def test_celery_check_lists_what_pgtasks_ignores_or_lacks(sqlite_url: str) -> No
     assert done.returncode == 1, done.stderr
     out = done.stdout
     assert "setting result_backend" in out and "results are stored in the pgtasks database" in out
-    assert "setting task_annotations" in out and "not supported" in out
+    assert "setting task_annotations" not in out  # applied: its '*' rate_limit shows on the task
     assert "setting task_acks_late" in out and "setting task_default_queue" not in out
     assert "setting worker_prefetch_multiplier" not in out  # the prefork pool honours it
-    assert "task tests.compat.apps.check_app.limited: rate_limit='10/m'" in out
+    assert "task tests.compat.apps.check_app.limited: rate_limit='10/s'" in out
     assert "signal task_received" in out
     clean = run_pgtasks("celery-check", "-A", "tests.compat.apps.signals_app", url=sqlite_url)
     assert clean.returncode == 0 and "supports every Celery setting" in clean.stdout
@@ -141,7 +141,7 @@ def test_celery_check_reads_django_style_settings(
         "CELERY_BROKER_URL": sqlite_url,
         "CELERY_BEAT_SCHEDULER": "django_celery_beat.schedulers:DatabaseScheduler",
         "CELERY_WORKER_SEND_TASK_EVENTS": True,
-        "CELERY_TASK_ANNOTATIONS": {"*": {"rate_limit": "1/s"}},
+        "CELERY_TASK_DEFAULT_RATE_LIMIT": "1/s",
         "SECRET_KEY": "not-a-setting-of-celery",
     }
     app = Celery("django_style")
@@ -153,6 +153,8 @@ def test_celery_check_reads_django_style_settings(
         app.close()
     out = capsys.readouterr().out
     assert "setting CELERY_WORKER_SEND_TASK_EVENTS (worker_send_task_events)" in out
-    assert "setting CELERY_TASK_ANNOTATIONS (task_annotations)" in out and "not supported" in out
+    assert (
+        "setting CELERY_TASK_DEFAULT_RATE_LIMIT (task_default_rate_limit)" in out and "not supported" in out
+    )
     assert "setting task_acks_late " in out
     assert "beat_scheduler" not in out and "SECRET_KEY" not in out and "secret" not in out.lower()

@@ -44,6 +44,7 @@ SUPPORTED = frozenset(
         "worker_disable_prefetch",
         "task_queues",
         "result_serializer",
+        "task_annotations",
     }
 )
 # Settings that change nothing on pgtasks, and why.
@@ -107,7 +108,6 @@ IGNORED_SETTINGS: dict[str, str] = {
     "beat_max_loop_interval": "the beat wakes every second",
 }
 UNSUPPORTED_SETTINGS: dict[str, str] = {
-    "task_annotations": "set the options on the tasks themselves",
     "task_default_rate_limit": "rate limits are per queue and global: app.queue(name, rate_limit=...)",
     "worker_disable_rate_limits": "rate limits are per queue: `pgtasks queue set NAME --rate-limit none`",
     "worker_autoscaler": "use a fixed -c",

@@ -219,7 +219,6 @@ REFUSED: dict[str, str] = {
         ),
         "an internal helper of Celery's worker, which pgtasks does not have",
     ),
-    "celery.app.annotations": "task_annotations are not read: set the options on the tasks themselves",
     "celery.fixups": "Django is set up by pgtasks itself (django.setup(), connections around tasks)",
     "celery.fixups.django": "Django is set up by pgtasks itself (django.setup(), connections around tasks)",
     "celery.security": "message signing is not supported by pgtasks: the database is the only channel",

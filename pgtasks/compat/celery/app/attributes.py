@@ -18,6 +18,7 @@ from functools import cached_property
 from typing import Any
 
 from pgtasks.compat.celery import _state
+from pgtasks.compat.celery.app.annotations import prepare
 from pgtasks.compat.celery.app.utils import bugreport
 from pgtasks.compat.kombu.clocks import LamportClock
 
@@ -160,6 +161,11 @@ class AppAttributesMixin:
 
         check.__name__ = getattr(fun, "__name__", "check")
         return check
+
+    @property
+    def annotations(self) -> list[Any]:
+        """``task_annotations`` as annotation objects (see ``celery.app.annotations``)."""
+        return prepare(self.conf.task_annotations)
 
     def bugreport(self) -> str:
         """The versions and settings to paste into a bug report."""

@@ -306,12 +306,19 @@ class Celery(App, ConnectionsMixin, AppAttributesMixin):
             # As Celery's register_task: autoretry_for works on class-based tasks too.
             add_autoretry_behaviour(task)
         self._registry[task.name] = task
+        if self._finalized:
+            task.annotate()  # the app's task_annotations, as for the tasks it was finalized with
+        self._define(task)
+        return task
+
+    def _define(self, task: CeleryTask) -> None:
+        """Register ``task`` with the engine: its body, queue and limits as they are now."""
         # The engine as it is, not rebuilt from changed settings: its registry and recovery
         # limit are every rebuilt engine's, and registering a (shared) task must not read the
         # settings, which may name a broker pgtasks refuses when it next builds the engine.
         engine = self._engine
         definition = TaskDefinition(
-            name=task.name,
+            name=str(task.name),
             fn=registration.engine_entry(task),
             queue=task.queue,
             max_recovery_attempts=engine.settings.max_recovery_attempts,
@@ -323,11 +330,11 @@ class Celery(App, ConnectionsMixin, AppAttributesMixin):
             },
         )
         engine.registry.add(definition)
-        return task
 
     def finalize(self, auto: bool = False) -> None:
-        """Import ``include``/``imports`` and autodiscovered modules, once; then send
-        ``on_after_configure`` and ``on_after_finalize``."""
+        """Import ``include``/``imports`` and autodiscovered modules, once; apply
+        ``task_annotations`` to the tasks; then send ``on_after_configure`` and
+        ``on_after_finalize``."""
         if self._finalized:
             return
         self._finalized = True
@@ -336,6 +343,10 @@ class Celery(App, ConnectionsMixin, AppAttributesMixin):
         for module in [*(self.conf.include or ()), *(self.conf.imports or ())]:
             importlib.import_module(module)
         self._import_autodiscovered()
+        if self.conf.task_annotations:
+            for task in list(self._registry.values()):
+                task.annotate()
+                self._define(task)
         self.on_after_configure.send(sender=self, source=self.conf)
         self.on_after_finalize.send(sender=self)
 

@@ -26,6 +26,7 @@ from pgtasks.compat.celery._state import (
     push_request,
     request_of,
 )
+from pgtasks.compat.celery.app.annotations import prepare, resolve_all
 from pgtasks.compat.celery.canvas.mapping import chunks, xmap, xstarmap
 from pgtasks.compat.celery.canvas.signature import Signature
 from pgtasks.engine.events import record_task_state
@@ -280,6 +281,11 @@ class Task:
             return cast("inspect.Signature | None", cached[1])
         try:
             signature: inspect.Signature | None = inspect.signature(run)
+            original = getattr(run, "_pgtasks_around_of", None)
+            if original is not None:  # an annotation's wrapper: the arguments are the body's
+                signature = inspect.signature(original)
+                if not getattr(self, "_decorated", False) or getattr(self, "_bound", False):
+                    signature = signature.replace(parameters=list(signature.parameters.values())[1:])
         except ValueError:
             signature = None
         self.__dict__["_pgtasks_run_signature"] = (run, signature)
@@ -495,18 +501,26 @@ class Task:
 
     # -- what Celery's worker and annotations do to a task ----------------------------------
     def annotate(self) -> None:
-        """Celery applies ``task_annotations`` here; pgtasks does not read them (celery-check
-        says so): set the options on the task itself."""
+        """Apply the app's ``task_annotations`` to this task's class (the app does it when it
+        is finalized, and for a task registered later): each attribute set, each ``@name``
+        method wrapped."""
+        cls = type(self)
+        for found in resolve_all(prepare(self.app.conf.task_annotations), self):
+            for key, value in found.items():
+                if key.startswith("@"):
+                    cls.add_around(key[1:], value)
+                else:
+                    setattr(cls, key, value)
 
-    def add_around(self, attr: str, around: Any) -> None:
-        """Wrap the method ``attr`` with ``around(original, *args, **kwargs)`` (what Celery's
-        annotations do to task methods)."""
-        original = getattr(self, attr)
-
-        def wrapped(*args: Any, **kwargs: Any) -> Any:
-            return around(original, *args, **kwargs)
-
-        setattr(self, attr, wrapped)
+    @classmethod
+    def add_around(cls, attr: str, around: Any) -> None:
+        """Set the method ``attr`` to ``around(original)`` (what Celery's annotations do with
+        ``@name`` keys); applied again, it wraps the original, not the wrapper."""
+        original = getattr(cls, attr)
+        original = getattr(original, "_pgtasks_around_of", None) or original
+        method = around(original)
+        method._pgtasks_around_of = original  # not __wrapped__: signature() would follow it
+        setattr(cls, attr, method)
 
     def start_strategy(self, app: Any, consumer: Any, **kwargs: Any) -> Any:
         raise NotImplementedError(
