@@ -203,7 +203,7 @@ def test_then_calls_back_when_the_task_is_ready(worker: Path) -> None:
     assert len(seen["nap"]) == len(seen["fail"]) == len(seen["group"]) == 1  # once each
 
 
-def test_the_integration_test_manager(worker: Path) -> None:
+def test_the_integration_test_manager(worker: Path, tmp_path: Path) -> None:
     """``celery.contrib.testing.manager.Manager``, as Celery's integration tests use it:
     tasks a worker runs are accepted, waits retry with growing pauses, joins remark what is
     missing, and the queue is idle at the end."""
@@ -213,8 +213,9 @@ def test_the_integration_test_manager(worker: Path) -> None:
 
     out = io.StringIO()
     manager = Manager(proj.app, stdout=out, stderr=out)
-    running = proj.block.delay(1.5)
-    manager.assert_accepted([running.id], max_retries=60, interval_max=0.2)
+    release = tmp_path / "release"
+    running = proj.block.delay(str(release))
+    manager.assert_accepted([running.id], max_retries=600, interval_max=0.1)
     assert (
         manager.is_received([running.id]) and running.id in manager.query_task_states([running.id])["active"]
     )
@@ -227,15 +228,17 @@ def test_the_integration_test_manager(worker: Path) -> None:
     with pytest.raises(AssertionError, match="Missing task results"):
         manager.join(running, timeout=0.05, max_retries=1)
     assert f"!Still waiting for 1/1: [{running.id}]" in out.getvalue()
-    manager.wait_for(
-        lambda: manager.true_or_raise(running.ready),
-        (Sentinel,),
-        desc="the nap",
-        emit_warning=True,
-        max_retries=60,
-    )
-    assert "Still waiting for the nap.  Trying again in " in out.getvalue()
-    assert manager.join(running, timeout=10) == ["slept"]
+    with pytest.raises(Sentinel):  # still running: one retry, said on stderr, then it gives up
+        manager.wait_for(
+            lambda: manager.true_or_raise(running.ready),
+            (Sentinel,),
+            desc="the nap",
+            emit_warning=True,
+            max_retries=1,
+        )
+    assert "Still waiting for the nap.  Trying again in 0.10 seconds: Sentinel()" in out.getvalue()
+    release.touch()
+    assert manager.join(running, timeout=30) == ["slept"]
     manager.assert_result_tasks_in_progress_or_completed([running])
     manager.wait_until_idle()
     active = manager.inspect().active()

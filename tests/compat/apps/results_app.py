@@ -43,9 +43,11 @@ def add(x, y):
 
 
 @app.task
-def block(seconds):
-    """A Celery task that holds its worker slot while it sleeps."""
-    time.sleep(seconds)
+def block(release_path, limit=60):
+    """A Celery task that holds its worker slot until the file ``release_path`` exists."""
+    deadline = time.monotonic() + limit
+    while not os.path.exists(release_path) and time.monotonic() < deadline:
+        time.sleep(0.02)
     return "slept"
 
 

@@ -82,7 +82,7 @@ class ManagerMixin:
         def on_error(exc: BaseException, pauses: Iterator[float], retries: int) -> float:
             interval = next(pauses)
             if emit_warning:
-                when = humanize_seconds(interval, "in", " ")
+                when = humanize_seconds(interval, "in", " ", microseconds=True)
                 print(STILL_WAITING.format(desc, when=when, exc=exc), file=self.stderr)
             if errback is not None:
                 errback(exc, interval, retries)
