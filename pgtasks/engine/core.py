@@ -208,9 +208,10 @@ class Engine:
     ) -> list[str]:
         """:meth:`enqueue` of one task ``name`` per argument list, all sent with ``options``
         (what ``Task.map_enqueue`` sends), without a request per task: the options are checked
-        once and each row is built from its arguments. With a task id in ``options``, or inside
-        a running task (its children's ids derive from it), one request per task as before."""
-        if options.task_id is not None or running_context() is not None:
+        once and each row is built from its arguments. Inside a running task (its children's
+        ids derive from it), one request per task as before. A task id in ``options`` is
+        refused: it cannot be every task's."""
+        if running_context() is not None and options.task_id is None:
             return self.enqueue([options.request(name, args) for args in arg_lists], conn, on_duplicate)
         settings, codec = self.settings, self.codec
 

@@ -54,6 +54,8 @@ def test_map_enqueue_builds_no_request_per_task_and_stores_every_chunk_in_order(
     records = [app.engine.get_task(task_id) for task_id in (ids[0], ids[ENQUEUE_CHUNK], ids[-1])]
     seqs = [r.enqueue_seq for r in records if r is not None and r.queue_name == "mapped"]
     assert len(seqs) == 3 and seqs == sorted(seqs)
+    with pytest.raises(ConfigurationError, match="cannot share its task_id"):
+        app.engine.enqueue_many("bulk.job", [(1,), (2,)], SendOptions(task_id="both"))
     last = records[-1]
     assert last is not None and app.engine.codec.loads_inputs(last.serialization, last.inputs, "x") == (
         [COUNT - 1],
