@@ -51,8 +51,13 @@ def send_many(
 ) -> list[AsyncResult]:
     """Insert one task ``name`` per argument list, in one statement, all with ``options``
     (``task_ids``: one per task, or None for new ids)."""
-    requests = _many(name, arg_lists, task_ids, options)
-    sent = engine.enqueue(requests, conn=options.conn, on_duplicate=options.on_duplicate)
+    if task_ids is None and options.task_id is None:  # no request per task (see enqueue_many)
+        sent = engine.enqueue_many(
+            name, arg_lists, options, conn=options.conn, on_duplicate=options.on_duplicate
+        )
+    else:
+        requests = _many(name, arg_lists, task_ids, options)
+        sent = engine.enqueue(requests, conn=options.conn, on_duplicate=options.on_duplicate)
     return [AsyncResult(task_id, engine) for task_id in sent]
 
 

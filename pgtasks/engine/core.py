@@ -12,7 +12,7 @@ import contextlib
 import dataclasses
 import itertools
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from pgtasks.engine import tracing
@@ -30,7 +30,7 @@ from pgtasks.engine.errors import (
     TaskTimeoutError,
 )
 from pgtasks.engine.failures import decode_exception
-from pgtasks.engine.options import EnqueueRequest, build_new_task, child_task_id
+from pgtasks.engine.options import EnqueueRequest, SendOptions, build_new_task, build_new_tasks, child_task_id
 from pgtasks.engine.queue_watch import QueueWatch
 from pgtasks.engine.registry import Registry
 from pgtasks.engine.schedule_api import ScheduleStore
@@ -195,18 +195,66 @@ class Engine:
         task, tasks sent without an explicit id get ids derived from the parent's id and
         position, so a re-run of the parent sends each child once.
         """
+        build = self._row_builder()
+        return self._insert([r.name for r in requests], lambda a, b: build(requests[a:b]), conn, on_duplicate)
+
+    def enqueue_many(
+        self,
+        name: str,
+        arg_lists: Sequence[Sequence[Any] | None],
+        options: SendOptions,
+        conn: Any = None,
+        on_duplicate: str = "raise",
+    ) -> list[str]:
+        """:meth:`enqueue` of one task ``name`` per argument list, all sent with ``options``
+        (what ``Task.map_enqueue`` sends), without a request per task: the options are checked
+        once and each row is built from its arguments. Inside a running task (its children's
+        ids derive from it), one request per task as before. A task id in ``options`` is
+        refused: it cannot be every task's."""
+        if running_context() is not None and options.task_id is None:
+            return self.enqueue([options.request(name, args) for args in arg_lists], conn, on_duplicate)
+        settings, codec = self.settings, self.codec
+
+        def build(start: int, stop: int) -> list[NewTask]:
+            return build_new_tasks(
+                name,
+                arg_lists[start:stop],
+                options,
+                codec,
+                settings.default_queue,
+                settings.max_recovery_attempts,
+                max_payload_bytes=settings.max_payload_bytes,
+            )
+
+        return self._insert([name] * len(arg_lists), build, conn, on_duplicate)
+
+    def _insert(
+        self,
+        names: list[str],
+        build: Callable[[int, int], list[NewTask]],
+        conn: Any,
+        on_duplicate: str,
+    ) -> list[str]:
+        """Insert the tasks ``names`` (one statement, or chunks of one transaction for many);
+        ``build(start, stop)`` gives the rows of tasks ``start`` to ``stop``."""
         if on_duplicate not in ("raise", "return"):
             raise ValueError("on_duplicate must be 'raise' or 'return'")
         rows: list[NewTask] = []
         strict = on_duplicate == "raise"
-        with tracing.sending([r.name for r in requests]) as stamp, _refused_batch(rows):
-            build = self._row_builder(rows, stamp)
-            if len(requests) <= ENQUEUE_CHUNK:
-                results = self._database.sysdb.tasks_enqueue(build(requests), conn, strict)
+        count = len(names)
+        with tracing.sending(names) as stamp, _refused_batch(rows):
+
+            def part(start: int, stop: int) -> list[NewTask]:
+                built = build(start, stop)
+                if stamp is not tracing.unchanged:
+                    built = [stamp(row) for row in built]
+                rows.extend(built)
+                return built
+
+            if count <= ENQUEUE_CHUNK:
+                results = self._database.sysdb.tasks_enqueue(part(0, count), conn, strict)
             else:  # the database writes one chunk while the next is being serialized
-                chunks = (
-                    build(requests[i : i + ENQUEUE_CHUNK]) for i in range(0, len(requests), ENQUEUE_CHUNK)
-                )
+                chunks = (part(i, min(i + ENQUEUE_CHUNK, count)) for i in range(0, count, ENQUEUE_CHUNK))
                 results = self._database.sysdb.tasks_enqueue_chunks(chunks, conn, strict)
         ids = _sent_ids(rows, results, on_duplicate)
         self._queue_watch.check({row.queue_name for row in rows})
@@ -224,16 +272,15 @@ class Engine:
             raise ValueError("on_duplicate must be 'raise' or 'return'")
         rows: list[NewTask] = []
         with tracing.sending([r.name for r in requests]) as stamp, _refused_batch(rows):
-            built = self._row_builder(rows, stamp)(requests)
+            built = [stamp(row) for row in self._row_builder()(requests)]
+            rows.extend(built)
             results = await self._database.sysdb.tasks_enqueue_async(built, conn, on_duplicate == "raise")
         return _sent_ids(rows, results, on_duplicate)
 
-    def _row_builder(
-        self, rows: list[NewTask], stamp: Callable[[NewTask], NewTask]
-    ) -> Callable[[list[EnqueueRequest]], list[NewTask]]:
-        """A function turning requests into the rows to insert, collecting them in ``rows``.
-        Inside a running task, tasks sent without an explicit id get ids derived from the
-        parent's id and position, so a re-run of the parent sends each child once."""
+    def _row_builder(self) -> Callable[[list[EnqueueRequest]], list[NewTask]]:
+        """A function turning requests into the rows to insert. Inside a running task, tasks
+        sent without an explicit id get ids derived from the parent's id and position, so a
+        re-run of the parent sends each child once."""
         parent = running_context()
         if parent is not None and parent.engine.settings.database_url != self.settings.database_url:
             parent = None  # a task of another database is no parent of these
@@ -246,12 +293,7 @@ class Engine:
 
         def build(part: list[EnqueueRequest]) -> list[NewTask]:
             if parent is None:
-                built = [
-                    stamp(build_new_task(r, codec, queue, attempts, max_payload_bytes=max_bytes))
-                    for r in part
-                ]
-                rows.extend(built)
-                return built
+                return [build_new_task(r, codec, queue, attempts, max_payload_bytes=max_bytes) for r in part]
             built = []
             for request in part:
                 if request.options.task_id is None:
@@ -259,13 +301,10 @@ class Engine:
                     options = dataclasses.replace(request.options, task_id=child_id)
                     request = dataclasses.replace(request, options=options)
                 built.append(
-                    stamp(
-                        build_new_task(
-                            request, codec, queue, attempts, parent.task_id, max_payload_bytes=max_bytes
-                        )
+                    build_new_task(
+                        request, codec, queue, attempts, parent.task_id, max_payload_bytes=max_bytes
                     )
                 )
-            rows.extend(built)
             return built
 
         return build

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pgtasks.engine.errors import ConfigurationError
-from pgtasks.engine.ids import new_task_id
+from pgtasks.engine.ids import new_task_id, new_task_ids
 from pgtasks.engine.serialization import Codec
 from pgtasks.engine.settings import check_key_length, check_name_length, validate_queue_name
 from pgtasks.sysdb.records import NewTask
@@ -156,6 +156,35 @@ def build_new_task(
         None,
         checked.retries,
     )
+
+
+def build_new_tasks(
+    name: str,
+    arg_lists: Sequence[Sequence[Any] | None],
+    options: SendOptions,
+    codec: Codec,
+    default_queue: str,
+    default_max_recovery_attempts: int,
+    *,
+    max_payload_bytes: int | None = None,
+) -> list[NewTask]:
+    """The rows :func:`build_new_task` gives for one task ``name`` per argument list, all sent
+    with ``options`` (which carry no task id), without a request per task: the options are
+    checked once, the ids drawn together, and each row is its id, its serialized arguments
+    and the fields the tasks share."""
+    if options.task_id is not None:
+        raise ConfigurationError("tasks built from one options object cannot share its task_id")
+    checked = _checked_options(
+        EnqueueRequest(name, options=options), default_queue, default_max_recovery_attempts
+    )
+    checked_name, queue = checked.name, checked.queue_name
+    shared = (*checked[5:12], None, *checked[13:15], None, checked.retries)  # priority .. retries
+    dumps = codec.dumps_inputs
+    rows = []
+    for task_id, args in zip(new_task_ids(len(arg_lists)), arg_lists, strict=True):
+        tag, inputs = dumps(name, tuple(args or ()), {}, max_payload_bytes)
+        rows.append(NewTask(task_id, checked_name, inputs, queue, tag, *shared))
+    return rows
 
 
 def _checked_options(

@@ -13,6 +13,8 @@ import pgtasks
 from pgtasks import App
 from pgtasks.engine.core import ENQUEUE_CHUNK
 from pgtasks.engine.errors import ConfigurationError
+from pgtasks.engine.options import SendOptions
+from pgtasks.sending import send_many
 from pgtasks.sysdb.records import ListTasksParams
 from tests.support.apps import opened_app
 from tests.support.requests import enqueue_request
@@ -38,6 +40,24 @@ def test_every_chunk_is_stored_and_ids_come_back_in_order(app: App) -> None:
     assert stored(app) == COUNT
     record = app.engine.get_task(ids[-1])
     assert record is not None and app.engine.codec.loads_inputs(record.serialization, record.inputs, "x") == (
+        [COUNT - 1],
+        {},
+    )
+
+
+def test_map_enqueue_builds_no_request_per_task_and_stores_every_chunk_in_order(app: App) -> None:
+    """``map_enqueue``'s path (one options object, rows built from the arguments): every
+    chunk in one transaction, the ids back in the order sent, queued in that order."""
+    sent = send_many(app.engine, "bulk.job", [(i,) for i in range(COUNT)], None, SendOptions(queue="mapped"))
+    ids = [handle.id for handle in sent]
+    assert len(set(ids)) == COUNT and stored(app) == COUNT
+    records = [app.engine.get_task(task_id) for task_id in (ids[0], ids[ENQUEUE_CHUNK], ids[-1])]
+    seqs = [r.enqueue_seq for r in records if r is not None and r.queue_name == "mapped"]
+    assert len(seqs) == 3 and seqs == sorted(seqs)
+    with pytest.raises(ConfigurationError, match="cannot share its task_id"):
+        app.engine.enqueue_many("bulk.job", [(1,), (2,)], SendOptions(task_id="both"))
+    last = records[-1]
+    assert last is not None and app.engine.codec.loads_inputs(last.serialization, last.inputs, "x") == (
         [COUNT - 1],
         {},
     )

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from pgtasks.engine.errors import ConfigurationError, SerializationError
-from pgtasks.engine.options import build_new_task, child_task_id
+from pgtasks.engine.errors import ConfigurationError, PayloadTooLarge, SerializationError
+from pgtasks.engine.options import SendOptions, build_new_task, build_new_tasks, child_task_id
 from pgtasks.engine.serialization import Codec
 from pgtasks.engine.settings import validate_queue_name
 from pgtasks.sysdb.records import NewTask
@@ -186,3 +186,31 @@ def test_checked_options_are_reused_only_for_what_they_were_checked_from() -> No
     assert build(countdown=1).delay_ms == 1000 and build(countdown=2.5).delay_ms == 2500
     with pytest.raises(ConfigurationError, match="priority must be an integer, not \\[1\\]"):
         build(priority=[1])
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        SendOptions(),
+        SendOptions(queue="q", priority=3, countdown=2.5, expires=60.0, partition_key="k", retries=2),
+        SendOptions(deduplication_id="d", max_recovery_attempts=5, eta=dt.datetime(2030, 1, 1)),
+        SendOptions(expires=dt.datetime(2030, 1, 2, tzinfo=dt.timezone.utc)),
+    ],
+)
+def test_rows_built_together_are_those_built_one_by_one_but_for_their_ids(options: SendOptions) -> None:
+    arg_lists: list[Any] = [(), (1, "a"), [2], None]
+    together = build_new_tasks("tasks.add", arg_lists, options, Codec(), "default", 7)
+    alone = [build_new_task(options.request("tasks.add", args), Codec(), "default", 7) for args in arg_lists]
+    assert [row._replace(task_id="") for row in together] == [row._replace(task_id="") for row in alone]
+    assert len({row.task_id for row in together}) == len(arg_lists)
+
+
+def test_rows_built_together_refuse_what_one_by_one_refuses() -> None:
+    with pytest.raises(ConfigurationError, match="priority must be an integer"):
+        build_new_tasks("tasks.add", [()], SendOptions(priority=True), Codec(), "default", 7)
+    with pytest.raises(ConfigurationError, match="cannot share its task_id"):
+        build_new_tasks("tasks.add", [(), ()], SendOptions(task_id="one"), Codec(), "default", 7)
+    with pytest.raises(PayloadTooLarge, match=r"'tasks\.add'"):
+        build_new_tasks(
+            "tasks.add", [(1,), ("z" * 100,)], SendOptions(), Codec(), "default", 7, max_payload_bytes=50
+        )

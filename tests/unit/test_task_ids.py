@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import uuid
 
-from pgtasks.engine.ids import new_task_id
+from pgtasks.engine.ids import new_task_id, new_task_ids
 
 
 def test_ids_are_distinct_version_4_uuids() -> None:
@@ -15,6 +15,15 @@ def test_ids_are_distinct_version_4_uuids() -> None:
     for text in ids:
         parsed = uuid.UUID(text)
         assert parsed.version == 4 and parsed.variant == uuid.RFC_4122 and str(parsed) == text
+
+
+def test_ids_drawn_together_are_distinct_version_4_uuids() -> None:
+    ids = new_task_ids(600) + new_task_ids(1)
+    assert len(set(ids)) == len(ids) == 601
+    for text in ids:
+        parsed = uuid.UUID(text)
+        assert parsed.version == 4 and parsed.variant == uuid.RFC_4122 and str(parsed) == text
+    assert new_task_ids(0) == []
 
 
 def test_a_forked_child_does_not_repeat_its_parents_ids() -> None:
