@@ -24,7 +24,7 @@ log = logging.getLogger("pgtasks.worker")
 
 FLUSH_INTERVAL = 0.002  # seconds an outcome may wait for others to share its commit
 CARRY_WAIT = 0.1  # seconds the writer leaves outcomes to a claim that carries them
-# While the worker drains a backlog without carrying outcomes (prefork), they gather this
+# While the worker drains a backlog without carrying outcomes (prefork, solo), they gather this
 # long: one statement for a few dozen instead of a handful (its commit costs the same).
 BACKLOG_FLUSH_INTERVAL = 0.01
 MAX_BATCH = 500

@@ -474,8 +474,8 @@ class Worker:
         )
 
     def _drains_apart(self) -> bool:
-        """Whether the worker drains a backlog without carrying outcomes in its claims (prefork):
-        the completer then gathers them longer, into fewer statements."""
+        """Whether the worker drains a backlog without carrying outcomes in its claims (prefork,
+        solo): the completer then gathers them longer, into fewer statements."""
         return (
             not self._pool.adaptive
             and self._claiming
