@@ -24,6 +24,9 @@ log = logging.getLogger("pgtasks.worker")
 
 FLUSH_INTERVAL = 0.002  # seconds an outcome may wait for others to share its commit
 CARRY_WAIT = 0.1  # seconds the writer leaves outcomes to a claim that carries them
+# While the worker drains a backlog without carrying outcomes (prefork, solo), they gather this
+# long: one statement for a few dozen instead of a handful (its commit costs the same).
+BACKLOG_FLUSH_INTERVAL = 0.01
 MAX_BATCH = 500
 RETRY_BACKOFF = Backoff(first=0.05, cap=2.0)  # between attempts to write a batch
 
@@ -52,6 +55,7 @@ class BatchCompleter:
         # Whether the claim loop is about to carry pending outcomes: the writer then leaves
         # them to it for up to CARRY_WAIT before writing them itself.
         self._carried: Callable[[], bool] = lambda: False
+        self._backlog: Callable[[], bool] = lambda: False  # see BACKLOG_FLUSH_INTERVAL
         self._pending: list[Outcome] = []
         self._cond = threading.Condition()
         self._stopping = False
@@ -70,6 +74,10 @@ class BatchCompleter:
     def carried_by(self, carried: Callable[[], bool]) -> None:
         """Tell the writer when the claim loop carries outcomes (see the module's docstring)."""
         self._carried = carried
+
+    def gathers_while(self, backlog: Callable[[], bool]) -> None:
+        """Tell the writer when outcomes may gather longer (see BACKLOG_FLUSH_INTERVAL)."""
+        self._backlog = backlog
 
     def take(self) -> list[Outcome]:
         """Up to MAX_BATCH pending outcomes without links, for the claim loop to write with its
@@ -114,7 +122,7 @@ class BatchCompleter:
                     self._cond.wait()
                 if not self._pending and self._stopping:
                     return
-            time.sleep(FLUSH_INTERVAL)
+            time.sleep(BACKLOG_FLUSH_INTERVAL if self._backlog() else FLUSH_INTERVAL)
             if self._carried():
                 with self._cond:  # a claim takes them meanwhile, or they are written below
                     self._cond.wait_for(self._left_to_me, CARRY_WAIT)

@@ -145,8 +145,14 @@ class PreforkPool:
         child_main(conn, self._slots, self._engine, self._executor_id, self._options)
 
     def submit(self, record: TaskRecord, steps: list[StepRecord] | None = None) -> None:
+        self.submit_many([(record, steps)])
+
+    def submit_many(self, tasks: list[tuple[TaskRecord, list[StepRecord] | None]]) -> None:
+        """Hold a claimed batch, then feed the idle children once: they share it in
+        micro-batches (fed task by task, the first idle child would get the first task alone)."""
+        now = time.monotonic()
         with self._lock:
-            self._held.append(_Held(record, steps, time.monotonic()))
+            self._held.extend(_Held(record, steps, now) for record, steps in tasks)
             limited = self._feed()
         if limited:
             self._wake_write.send(None)  # the monitor watches the child's time from now on

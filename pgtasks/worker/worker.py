@@ -209,6 +209,7 @@ class Worker:
         self._links = self.engine.link_resolver()
         self._completer = BatchCompleter(store, self.executor_id, on_done=self._disown, links=self._links)
         self._completer.carried_by(self._carries)
+        self._completer.gathers_while(self._drains_apart)
         self._completer.start()
         self._control = self._worker_control()
         self._lease = LeaseKeeper(store, self.info, self.engine.settings.lease_seconds, self._lease_round)
@@ -470,6 +471,18 @@ class Worker:
             and not self._stopping.is_set()
             and self.queues is not None
             and self.queues.unlimited()
+        )
+
+    def _drains_apart(self) -> bool:
+        """Whether the worker drains a backlog without carrying outcomes in its claims (prefork,
+        solo): the completer then gathers them longer, into fewer statements."""
+        return (
+            not self._pool.adaptive
+            and self._claiming
+            and self._backlog
+            and not self._stopping.is_set()
+            and self.queues is not None
+            and self.queues.unlimited()  # an outcome frees a slot of a limited queue when written
         )
 
     def _free_slots(self) -> int:

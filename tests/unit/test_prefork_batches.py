@@ -184,3 +184,20 @@ def test_a_child_asked_to_exit_by_a_shrink_is_removed_and_the_pool_serves_on(poo
     pool.pool.resize(-1)
     wait_for(lambda: len(pool.pool.snapshot()[2]) == 1, what="the shrunk child to be removed")
     assert pool.outcome(pool.submit("noop")).status is Status.SUCCESS  # type: ignore[union-attr]
+
+
+def test_a_claimed_batch_reaches_an_idle_child_in_one_message(pool: _Pool) -> None:
+    gate = pool.gate()
+    calls: tuple[tuple[str, list[str]], ...] = (("gate", [str(gate)]), ("noop", []), ("noop", []))
+    ids = [str(uuid.uuid4()) for _ in calls]
+    records = [
+        TaskRecord(task_id, Status.PENDING, name, json.dumps({"args": args, "kwargs": {}}), "json", "q")
+        for task_id, (name, args) in zip(ids, calls, strict=True)
+    ]
+    pool.pool.submit_many([(record, []) for record in records])
+    pool.started(gate)
+    running, held, _ = pool.pool.snapshot()
+    assert list(running) == ids[:1] and held == ids[1:]
+    assert [s.record.task_id for s in pool.pool._children[0].batch] == ids  # none left in the parent
+    gate.touch()
+    assert [pool.outcome(task_id).status for task_id in ids] == [Status.SUCCESS] * 3  # type: ignore[union-attr]
