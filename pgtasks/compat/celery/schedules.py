@@ -14,6 +14,7 @@ from __future__ import annotations
 import datetime as dt
 from collections import namedtuple
 from collections.abc import Iterable
+from functools import cached_property
 from typing import Any
 
 __all__ = ["BaseSchedule", "NotSupported", "crontab", "maybe_schedule", "schedstate", "schedule", "solar"]
@@ -58,12 +59,13 @@ class BaseSchedule:
     def app(self, app: Any) -> None:
         self._app = app
 
-    @property
+    # Read once, and settable, as Celery's (django-celery-beat's crontab sets its own tz).
+    @cached_property
     def tz(self) -> dt.tzinfo:
         """The app's time zone."""
         return load_zone(self.app.timezone)
 
-    @property
+    @cached_property
     def utc_enabled(self) -> bool:
         return bool(self.app.conf.get("enable_utc", True))
 
@@ -88,7 +90,7 @@ class BaseSchedule:
         """Time from now to the first due time after ``last_run_at`` (negative when it
         passed)."""
         after = self.maybe_make_aware(last_run_at)
-        due = next(iter(self.timing(self.app.timezone).instants_after(after)))
+        due = next(iter(self.timing(str(self.tz)).instants_after(after)))
         return due - self.maybe_make_aware(self.now())
 
     def is_due(self, last_run_at: dt.datetime) -> schedstate:
