@@ -21,6 +21,7 @@ from pgtasks.compat.celery import signals
 from pgtasks.compat.celery.app.amqp import AMQP
 from pgtasks.compat.celery.app.base import Celery
 from pgtasks.compat.celery.app.log import Logging, TaskFormatter
+from pgtasks.compat.celery.app.programs import BEAT_OPTIONS, WORKER_OPTIONS
 from pgtasks.compat.celery.utils.log import LoggingProxy, mlevel
 from pgtasks.compat.kombu.entity import Queue
 from tests.support.cli import REPO, cli_env
@@ -216,13 +217,13 @@ def test_program_options_become_the_commands_flags_and_others_are_refused() -> N
     options |= {"beat": True, "optimization": "fair", "task_events": True, "without_gossip": False}
     worker = app.Worker(**options, time_limit=5, max_tasks_per_child=None)
     assert worker.argv == [
-        *("worker", "--concurrency", "2", "--pool", "threads", "--queues", "a,b", "--loglevel", "INFO"),
-        *("--beat", "-O", "fair", "--task-events", "--time-limit", "5.0"),
+        *("worker", "--concurrency=2", "--pool=threads", "--queues=a,b", "--loglevel=INFO", "--beat"),
+        *("--optimization=fair", "--task-events", "--time-limit=5.0"),
     ]
     assert worker.hostname == "celery@" + worker.hostname.split("@")[1] and worker.exitcode is None
     assert app.WorkController(hostname="w1").hostname == "celery@w1"
     beat = app.Beat(max_interval=1, loglevel="debug", scheduler="x")
-    assert beat.argv == ["beat", "--max-interval", "1.0", "--loglevel", "DEBUG", "--scheduler", "x"]
+    assert beat.argv == ["beat", "--max-interval=1.0", "--loglevel=DEBUG", "--scheduler=x"]
     refusals: list[tuple[type[Exception], str, Callable[[], object]]] = [
         (
             TypeError,
@@ -265,6 +266,18 @@ def test_program_options_become_the_commands_flags_and_others_are_refused() -> N
     for error, message, make in refusals:
         with pytest.raises(error, match=message):
             make()
+
+
+def test_every_accepted_option_is_a_flag_the_command_line_reads() -> None:
+    from pgtasks.cli.main import _parser  # the real parser of `pgtasks worker` / `pgtasks beat`
+
+    # a valid value for each kind of option (by its converter; None: a switch)
+    samples = {"_whole": 1, "_seconds": 1, "_level": "info", "_pool": "threads", "_queues": "a", "_text": "x"}
+    app = app_with()
+    for make, accepted in ((app.Worker, WORKER_OPTIONS), (app.Beat, BEAT_OPTIONS)):
+        for name, (_, convert) in accepted.items():
+            argv = make(**{name: samples[convert.__name__] if convert else True}).argv
+            _parser().parse_args(["-A", "proj", *argv])  # exits 2 on a flag it does not know
 
 
 def test_programs_run_on_the_main_thread_only_and_stop_does_nothing_when_not_running() -> None:

@@ -74,8 +74,8 @@ Options = Mapping[str, tuple[str, Convert | None]]
 IGNORED_BY_WORKER: Options = {
     "logfile": ("--logfile", _text),
     "pidfile": ("--pidfile", _text),
-    "optimization": ("-O", _text),
-    "O": ("-O", _text),
+    "optimization": ("--optimization", _text),
+    "O": ("--optimization", _text),
     "autoscale": ("--autoscale", _text),
     "statedb": ("--statedb", _text),
     "state_db": ("--statedb", _text),
@@ -143,7 +143,8 @@ class _Program:
             if value is None or value is False:
                 continue  # Celery passes None for an option left to the settings
             try:
-                self.argv += [flag] if convert is SWITCH else [flag, convert(name, value)]
+                # flag=value: a value that starts with "-" is not read as a flag
+                self.argv.append(flag if convert is SWITCH else f"{flag}={convert(name, value)}")
             except (TypeError, ValueError) as exc:
                 raise type(exc)(f"{kind}(): {exc}") from None
         self.exitcode: int | None = None
