@@ -273,11 +273,11 @@ def test_every_accepted_option_is_a_flag_the_command_line_reads() -> None:
 
     # a valid value for each kind of option (by its converter; None: a switch)
     samples = {"_whole": 1, "_seconds": 1, "_level": "info", "_pool": "threads", "_queues": "a", "_text": "x"}
-    app = app_with()
+    app, parser = app_with(), _parser()
     for make, accepted in ((app.Worker, WORKER_OPTIONS), (app.Beat, BEAT_OPTIONS)):
         for name, (_, convert) in accepted.items():
             argv = make(**{name: samples[convert.__name__] if convert else True}).argv
-            _parser().parse_args(["-A", "proj", *argv])  # exits 2 on a flag it does not know
+            parser.parse_args(["-A", "proj", *argv])  # exits 2 on a flag it does not know
 
 
 def test_programs_run_on_the_main_thread_only_and_stop_does_nothing_when_not_running() -> None:
@@ -327,7 +327,8 @@ def test_embedded_worker_and_beat_run_and_stop(pg_url: str, tmp_path: Path) -> N
         banner = output.read_text().split(" first@embedded v", 1)[1]
         assert "--- queues:      a\n" in banner and "--- concurrency: 2 (threads)" in banner
         assert client.send_task("embedded.add", (2, 3), queue="a").get(timeout=60) == 5
-        assert client.send_task("embedded.stop_worker", queue="a").get(timeout=60) == "stopping"
+        refused = client.send_task("embedded.stop_worker", queue="a").get(timeout=60)
+        assert refused == "the worker first@embedded is running already"
         wait_for(lambda: shown("worker exit 0 first@embedded"), timeout=60, what="the warm shutdown")
         # 3. app.Beat fires into queue b (nobody consumes it yet) until SIGTERM
         wait_for(lambda: bool(client.list_tasks(name="embedded.add", queue="b")), timeout=15, what="a tick")

@@ -4,7 +4,7 @@ one after the other in this process:
 
 1. a WorkController stopped (``stop()``) before it serves: it stops once it serves;
 2. ``app.Worker`` of the queues ``app.select_queues`` chose (``a``), stopped by a task that
-   calls its ``stop()`` (from a pool thread);
+   calls its ``stop()`` (from a pool thread), after a second ``start()`` was refused;
 3. ``app.Beat``, firing ``tick`` (every second) into queue ``b`` until SIGTERM;
 4. ``app.WorkController(queues="b")``, ended by a task calling ``terminate()`` (the process
    exits at once, status 1).
@@ -39,8 +39,12 @@ def add(x: int, y: int) -> int:
 
 @app.task(name="embedded.stop_worker")
 def stop_worker() -> str:
+    try:
+        running[-1].start()  # refused: it runs already
+    except RuntimeError as exc:
+        refused = str(exc)
     running[-1].stop()
-    return "stopping"
+    return refused
 
 
 @app.task(name="embedded.terminate_worker")

@@ -21,6 +21,7 @@ from typing import Any
 
 from pgtasks.compat.bridge.command_line import run_command
 from pgtasks.compat.celery import signals
+from pgtasks.compat.celery._state import app_or_default
 from pgtasks.compat.celery.app.amqp import queue_names
 from pgtasks.compat.celery.utils.log import mlevel
 from pgtasks.compat.celery.utils.nodenames import default_nodename
@@ -135,7 +136,7 @@ class _Program:
                 f"{kind}() got options pgtasks' {self.command} does not have: {', '.join(unknown)} "
                 f"(it takes {', '.join(sorted(self.accepted))})"
             )
-        self.app = app
+        self.app = app_or_default(app)
         self.options = options
         self.argv: list[str] = [self.command]
         for name, value in options.items():
