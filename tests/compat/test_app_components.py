@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click import Option
 
 from pgtasks.compat.celery import signals
 from pgtasks.compat.celery.app.amqp import AMQP
@@ -222,6 +223,8 @@ def test_program_options_become_the_commands_flags_and_others_are_refused() -> N
     ]
     assert worker.hostname == "celery@" + worker.hostname.split("@")[1] and worker.exitcode is None
     assert app.WorkController(hostname="w1").hostname == "celery@w1"
+    app.user_options["worker"] |= {Option(("-N", "--note"), help="added"), Option(("--on",), is_flag=True)}
+    assert app.Worker(note="-x", on=True).argv == ["worker", "--note=-x", "--on"]
     beat = app.Beat(max_interval=1, loglevel="debug", scheduler="x")
     assert beat.argv == ["beat", "--max-interval=1.0", "--loglevel=DEBUG", "--scheduler=x"]
     refusals: list[tuple[type[Exception], str, Callable[[], object]]] = [

@@ -4,7 +4,8 @@ one after the other in this process:
 
 1. a WorkController stopped (``stop()``) before it serves: it stops once it serves;
 2. ``app.Worker`` of the queues ``app.select_queues`` chose (``a``), stopped by a task that
-   calls its ``stop()`` (from a pool thread), after a second ``start()`` was refused;
+   calls its ``stop()`` (from a pool thread), after a second ``start()`` was refused; it is
+   given an option the app added (``app.user_options``);
 3. ``app.Beat``, firing ``tick`` (every second) into queue ``b`` until SIGTERM;
 4. ``app.WorkController(queues="b")``, ended by a task calling ``terminate()`` (the process
    exits at once, status 1).
@@ -19,6 +20,7 @@ from typing import Any
 
 from celery import Celery
 from celery.signals import worker_init
+from click import Option
 from kombu import Queue
 
 app = Celery(
@@ -29,6 +31,7 @@ app = Celery(
         "tick": {"task": "embedded.add", "schedule": 1.0, "args": (1, 1), "options": {"queue": "b"}}
     },
 )
+app.user_options["worker"].add(Option(("--embedded-note",), help="an option the app adds"))
 running: list[Any] = []  # the worker the tasks below stop
 
 
@@ -69,7 +72,9 @@ if __name__ == "__main__":
     say(f"early exit {early.exitcode}")
 
     app.select_queues(["a"])
-    worker = app.Worker(pool="threads", concurrency=2, loglevel="INFO", hostname="first@embedded")
+    worker = app.Worker(
+        pool="threads", concurrency=2, loglevel="INFO", hostname="first@embedded", embedded_note="taken"
+    )
     running.append(worker)
     worker.start()
     say(f"worker exit {worker.exitcode} {worker.hostname}")

@@ -102,7 +102,6 @@ class Celery(App, ConnectionsMixin, AppAttributesMixin, AppComponents):
             symbol_by_name(task_cls) if isinstance(task_cls, str) else (task_cls or Task)
         )
         self._loader_cls = loader or "app"
-        self._set_component_classes(log=log, amqp=amqp)
         self._registry = TaskRegistry()
         self._autodiscover: list[tuple[Any, str]] = []
         self._finalized = False

@@ -20,25 +20,23 @@ __all__ = ["AppComponents"]
 
 
 class AppComponents:
-    """``log`` and ``amqp`` are built once, from the class (or ``'module:Class'`` path) given
-    to ``Celery(log=..., amqp=...)``, else Celery's own."""
+    """``log`` and ``amqp`` are built once, from ``log_cls``/``amqp_cls`` (the class, or its
+    ``'module:Class'`` path, given to ``Celery(log=..., amqp=...)``); Celery's own classes'
+    paths (the defaults) are pgtasks' classes of the same names."""
 
-    _log_cls: Any = None
-    _amqp_cls: Any = None
-
-    def _set_component_classes(self, log: Any = None, amqp: Any = None) -> None:
-        self._log_cls, self._amqp_cls = log, amqp
+    log_cls: Any
+    amqp_cls: Any
 
     @functools.cached_property
     def log(self) -> Logging:
         """Celery's logging set-up (:class:`pgtasks.compat.celery.app.log.Logging`)."""
-        made: Logging = _class(self._log_cls, Logging)(app=self)
+        made: Logging = _component_class(self.log_cls, Logging)(app=self)
         return made
 
     @functools.cached_property
     def amqp(self) -> AMQP:
         """The declared queues and the router (:class:`pgtasks.compat.celery.app.amqp.AMQP`)."""
-        made: AMQP = _class(self._amqp_cls, AMQP)(app=self)
+        made: AMQP = _component_class(self.amqp_cls, AMQP)(app=self)
         return made
 
     @functools.cached_property
@@ -69,5 +67,10 @@ class AppComponents:
         return BeatProgram(app=self, **options)
 
 
-def _class(given: Any, default: type) -> Any:
-    return symbol_by_name(given) if isinstance(given, str) else (given or default)
+def _component_class(given: Any, own: type) -> Any:
+    """``given`` (a class or its path), or ``own`` when it is None or names Celery's class
+    of the same module and name (``celery.app.log:Logging``)."""
+    celery_path = own.__module__.removeprefix("pgtasks.compat.") + ":" + own.__name__
+    if given is None or given == celery_path:
+        return own
+    return symbol_by_name(given) if isinstance(given, str) else given

@@ -6,8 +6,9 @@ signal (or ``stop()``/``terminate()``) ends them.
 Celery's keyword options become the flags of ``pgtasks worker``/``pgtasks beat``, and the
 command runs as ``app.worker_main`` runs it (bridge/command_line.py): one start-up, the
 app's settings, signals and the worker's handling of SIGTERM (warm) and SIGQUIT (cold). The
-flags pgtasks accepts and ignores are passed on, so they warn as on the command line; an
-option pgtasks has no flag for is refused at once with a TypeError naming it.
+flags pgtasks accepts and ignores are passed on, so they warn as on the command line, and so
+are the options the app added (``app.user_options``); an option pgtasks has no flag for is
+refused at once with a TypeError naming it.
 """
 
 from __future__ import annotations
@@ -122,6 +123,18 @@ BEAT_OPTIONS: Options = {
 }
 
 
+def added_options(app: Any, command: str) -> dict[str, tuple[str, Convert | None]]:
+    """The options the app added to ``command`` (``app.user_options[command]``, click
+    Options) by name: the command takes them, as it does on the command line."""
+    found: dict[str, tuple[str, Convert | None]] = {}
+    for option in getattr(app, "user_options", {}).get(command, ()):
+        flags = list(getattr(option, "opts", ()))
+        name = getattr(option, "name", None)
+        if flags and name:
+            found[name] = (max(flags, key=len), SWITCH if getattr(option, "is_flag", False) else _text)
+    return found
+
+
 class _Program:
     """A pgtasks command of the app run in this process from Celery's keyword options."""
 
@@ -130,17 +143,18 @@ class _Program:
 
     def __init__(self, app: Any, **options: Any) -> None:
         kind = type(self).__name__
-        unknown = sorted(set(options) - set(self.accepted))
+        self.app = app_or_default(app)
+        accepted = {**self.accepted, **added_options(self.app, self.command)}
+        unknown = sorted(set(options) - set(accepted))
         if unknown:
             raise TypeError(
                 f"{kind}() got options pgtasks' {self.command} does not have: {', '.join(unknown)} "
-                f"(it takes {', '.join(sorted(self.accepted))})"
+                f"(it takes {', '.join(sorted(accepted))})"
             )
-        self.app = app_or_default(app)
         self.options = options
         self.argv: list[str] = [self.command]
         for name, value in options.items():
-            flag, convert = self.accepted[name]
+            flag, convert = accepted[name]
             if value is None or value is False:
                 continue  # Celery passes None for an option left to the settings
             try:
