@@ -136,7 +136,6 @@ REFUSED: dict[str, str] = {
             "kombu.transport.SQS",
             "kombu.transport.memory",
             "kombu.transport.virtual",
-            "celery.app.amqp",
         ),
         TRANSPORTS,
     ),

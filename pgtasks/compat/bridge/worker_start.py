@@ -115,9 +115,8 @@ def worker_hooks(app: Any, args: argparse.Namespace, given: Collection[str] = ()
     django_support.setup_django()
     app.finalize()
     conf = app.conf
-    if not args.queues:
-        declared = [getattr(q, "name", q) for q in (conf.task_queues or ())]
-        args.queues = ",".join(declared) if declared else conf.task_default_queue
+    if not args.queues:  # task_queues (else the default queue), as app.select_queues chose
+        args.queues = ",".join(app.amqp.queues.consume_from)
     if "concurrency" not in given and conf.worker_concurrency:
         args.concurrency = int(conf.worker_concurrency)
     for name, setting, pools in (

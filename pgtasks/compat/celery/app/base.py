@@ -34,6 +34,7 @@ from pgtasks.compat.celery import _state
 from pgtasks.compat.celery.app.attributes import AppAttributesMixin
 from pgtasks.compat.celery.app.autoretry import add_autoretry_behaviour
 from pgtasks.compat.celery.app.builtins import register_builtins
+from pgtasks.compat.celery.app.components import AppComponents
 from pgtasks.compat.celery.app.connections import ConnectionsMixin
 from pgtasks.compat.celery.app.control import Control
 from pgtasks.compat.celery.app.registry import TaskRegistry
@@ -66,7 +67,7 @@ class PendingConfiguration(dict):  # type: ignore[type-arg]
 CeleryTask = Task  # inside Celery, ``Task`` is the property below
 
 
-class Celery(App, ConnectionsMixin, AppAttributesMixin):
+class Celery(App, ConnectionsMixin, AppAttributesMixin, AppComponents):
     """A Celery application running on pgtasks (see the module docstring)."""
 
     def __init__(

@@ -1,4 +1,4 @@
-"""``celery.utils.log``: ``get_task_logger`` and ``get_logger``.
+"""``celery.utils.log``: ``get_task_logger``, ``get_logger``, ``mlevel`` and ``LoggingProxy``.
 
 Task loggers are children of ``celery.task``, as in Celery, so a handler on that logger sees
 every task's records."""
@@ -6,8 +6,20 @@ every task's records."""
 from __future__ import annotations
 
 import logging
+import sys
+import threading
+from collections.abc import Iterable
 
-__all__ = ["LOG_LEVELS", "base_logger", "get_logger", "get_task_logger", "task_logger", "worker_logger"]
+__all__ = [
+    "LOG_LEVELS",
+    "LoggingProxy",
+    "base_logger",
+    "get_logger",
+    "get_task_logger",
+    "mlevel",
+    "task_logger",
+    "worker_logger",
+]
 
 LOG_LEVELS = dict(logging._nameToLevel)
 base_logger = logger = logging.getLogger("celery")
@@ -28,3 +40,56 @@ def get_task_logger(name: str) -> logging.Logger:
     if log.parent is logging.getLogger() or log.parent is None:
         log.parent = task_logger
     return log
+
+
+class LoggingProxy:
+    """A file-like object writing to a logger: what ``app.log.redirect_stdouts_to_logger``
+    puts in place of ``sys.stdout``/``sys.stderr``. Each write is one record at ``loglevel``
+    (ERROR by default); a write made while a handler of the logger writes (to the redirected
+    stream itself) goes to the original stream instead of looping."""
+
+    mode = "w"
+    name = None
+    closed = False
+
+    def __init__(self, logger: logging.Logger, loglevel: int | str | None = None) -> None:
+        self.logger = logger
+        self.loglevel = logging.ERROR if loglevel is None else mlevel(loglevel)
+        self._writing = threading.local()
+
+    def write(self, data: str) -> int:
+        if getattr(self._writing, "active", False):
+            if sys.__stderr__ is not None:
+                sys.__stderr__.write(data)
+            return len(data)
+        text = data.rstrip("\n")
+        if text.strip():
+            self._writing.active = True
+            try:
+                self.logger.log(self.loglevel, text)
+            finally:
+                self._writing.active = False
+        return len(data)
+
+    def writelines(self, lines: Iterable[str]) -> None:
+        for line in lines:
+            self.write(line)
+
+    def flush(self) -> None:
+        """Nothing to flush: each write is a record already."""
+
+    def close(self) -> None:
+        self.closed = True
+
+    def isatty(self) -> bool:
+        return False
+
+
+def mlevel(level: int | str) -> int:
+    """A level number from a number or a name (``'info'`` too); an unknown name is refused."""
+    if isinstance(level, int):
+        return level
+    number = logging.getLevelName(str(level).upper())
+    if not isinstance(number, int):
+        raise ValueError(f"unknown log level {level!r}: use DEBUG, INFO, WARNING, ERROR or CRITICAL")
+    return number
