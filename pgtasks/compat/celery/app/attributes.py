@@ -39,7 +39,8 @@ class AppAttributesMixin:
     IS_macOS = SYSTEM == "Darwin"
     IS_WINDOWS = SYSTEM == "Windows"
 
-    # What Celery builds its parts from (informative: pgtasks' parts are its own).
+    # What the app builds its parts from: `log` and `amqp` from these (Celery's own paths stand
+    # for pgtasks' classes); the others are what Celery's paths say, pgtasks' parts are its own.
     loader_cls: Any = "celery.loaders.app:AppLoader"
     log_cls: Any = "celery.app.log:Logging"
     control_cls: Any = "celery.app.control:Control"
