@@ -676,8 +676,12 @@ class Worker:
             with self._running_lock:
                 self._running -= 1
                 self._finished += 1
-            self._wake.set()
-            self._room.set()
+            # Set only when not set already (no lock, no notify): most finishes of a drain
+            # find them set, and a waiter clears one before it reads the counts updated above.
+            if not self._wake.is_set():
+                self._wake.set()
+            if not self._room.is_set():
+                self._room.set()
 
     def _note_effects(self, record: TaskRecord, outcome: Outcome) -> None:
         """Remember what to do once this outcome is committed (see :meth:`_disown`)."""
