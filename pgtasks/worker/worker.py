@@ -72,9 +72,10 @@ RATE_WINDOW = 0.1  # seconds: the shortest round of the task rate's moving avera
 MAX_CLAIM = 500  # tasks per claim statement at most
 # The second claim stream (Worker._second_stream) runs where half the prefetch window is at
 # least this many tasks: two claims of that size in flight keep the database and the worker
-# busy at once (asyncio -c 500, halves of ~250-500 tasks: drains 1.25-1.45x as fast); halves
-# of 64 (threads -c 32) cost more per task on both sides than the overlap saves (measured:
-# +25 µs of worker and +30 µs of server CPU per task, no faster).
+# busy at once (asyncio -c 500, halves of ~250-500 tasks: drains 1.25-1.45x as fast in three
+# of four alternating pairs of runs, docs/performance.md); halves of 64 (threads -c 32) cost
+# more per task on both sides than the overlap saves (+25 µs of worker and +30 µs of server
+# CPU per task, no faster).
 OVERLAP_BATCH = 200
 UNREGISTER_OUTAGE_WAIT = 2.0  # seconds a stopping worker retries removing its executor row
 T = TypeVar("T")
