@@ -91,7 +91,7 @@ class Pool(Protocol):
     # (prefork), so the worker may claim ahead of its free slots (its prefetch).
     prefetches: bool
     # Its claim-ahead follows the recent task rate, and its outcomes ride with the claims of a
-    # backlog (Worker._free_slots, Worker._carries): the threads and asyncio pools. Not prefork,
+    # backlog (Worker._free_slots, Worker._draining): the threads and asyncio pools. Not prefork,
     # whose parent claims a few tasks at a time for its children.
     adaptive: bool
     # terminate() can stop a running task at once (revoke with terminate=True).

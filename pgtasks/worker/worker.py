@@ -70,6 +70,13 @@ DEFAULT_PREFETCH_MULTIPLIER = 4  # Celery's worker_prefetch_multiplier default
 AHEAD_SECONDS = 0.1
 RATE_WINDOW = 0.1  # seconds: the shortest round of the task rate's moving average
 MAX_CLAIM = 500  # tasks per claim statement at most
+# The second claim stream (Worker._second_stream) runs where half the prefetch window is at
+# least this many tasks: two claims of that size in flight keep the database and the worker
+# busy at once (asyncio -c 500, halves of ~250-500 tasks: drains 1.25-1.45x as fast in three
+# of four alternating pairs of runs, docs/performance.md); halves of 64 (threads -c 32) cost
+# more per task on both sides than the overlap saves (+25 µs of worker and +30 µs of server
+# CPU per task, no faster).
+OVERLAP_BATCH = 200
 UNREGISTER_OUTAGE_WAIT = 2.0  # seconds a stopping worker retries removing its executor row
 T = TypeVar("T")
 
@@ -161,6 +168,14 @@ class Worker:
         self._stopping = threading.Event()
         self._claim_loop_started = False
         self._claim_loop_exited = threading.Event()
+        # The second claim stream (see _second_stream): slots promised to claims in flight,
+        # its wake-ups (a slot freed; a backlog found by the first stream), its end.
+        self._reserved = 0
+        self._overlap = False  # half the window is OVERLAP_BATCH or more (see _free_slots)
+        self._room = threading.Event()
+        self._backlog_found = threading.Event()
+        self._streams_end = threading.Event()
+        self._second_failed = False
         self._pool = make_pool(engine, self.executor_id, options.pool_options(), self._finish)
         self.info = ExecutorInfo(
             executor_id=self.executor_id,
@@ -208,7 +223,7 @@ class Worker:
             log.error("dead-lettered %d tasks that exceeded max_recovery_attempts", len(report.dead_lettered))
         self._links = self.engine.link_resolver()
         self._completer = BatchCompleter(store, self.executor_id, on_done=self._disown, links=self._links)
-        self._completer.carried_by(self._carries)
+        self._completer.carried_by(self._draining)
         self._completer.gathers_while(self._drains_apart)
         self._completer.start()
         self._control = self._worker_control()
@@ -380,11 +395,20 @@ class Worker:
         retrying would repeat forever, so it is logged with its traceback and the process
         stops with exit code 1 (``run_worker`` sees the loop gone and shuts down warm)."""
         self._claim_loop_started = True
+        second = None
+        if self._pool.adaptive:
+            second = threading.Thread(target=self._second_stream, name="pgtasks-claim-2", daemon=True)
+            second.start()
         try:
             self._claim_loop()
         except Exception:
             log.critical("claiming failed with an error that retrying cannot fix", exc_info=True)
         finally:
+            self._streams_end.set()
+            self._backlog_found.set()
+            self._room.set()
+            if second is not None:  # its claim in flight is dispatched before shutdown counts
+                second.join()
             self._claim_loop_exited.set()
 
     def _claim_loop(self) -> None:
@@ -395,21 +419,12 @@ class Worker:
             # Cleared before claiming: a wake-up (NOTIFY, a freed slot) that arrives while the
             # claim runs is kept and ends the wait below at once.
             self._wake.clear()
-            free = self._free_slots()
+            free = self._gather(self._wake)
             if free == 0:
                 self._wake.wait(poll)
                 continue
-            gather = (free + self._in_hand()) // 2
-            deadline = time.monotonic() + GATHER_SECONDS
-            while self._backlog and free < gather and time.monotonic() < deadline:
-                # With a backlog, a slot freed now is worth a claim of its own only if no
-                # other frees up within a moment: one claim for several slots costs less.
-                self._wake.clear()
-                self._wake.wait(max(0.0, deadline - time.monotonic()))
-                free = self._free_slots()
-            assert self.queues is not None, "start() first"
             try:
-                claimed = self._claim(ClaimParams(self.executor_id, self.version, self.queues.claims(), free))
+                claimed = self._claim_into_pool(free)
             except DatabaseUnavailable as exc:  # transient: back off and try again
                 pause = retry.next_delay()
                 assert pause is not None  # no deadline: the outage is waited out
@@ -429,16 +444,79 @@ class Worker:
                 retry.reset()
             self._claiming = True
             self._backlog = len(claimed) == free
-            if claimed:
-                self._dispatch(claimed, self._recorded_steps(claimed))
+            if self._backlog:
+                self._backlog_found.set()
             if len(claimed) < free:
                 self._wake.wait(poll)
+
+    def _second_stream(self) -> None:
+        """The second claim stream of the threads and asyncio pools: while a backlog of queues
+        without limits drains, a second claim (with the outcomes gathered meanwhile) goes out
+        on its own connection while the first is on its way, each for at most half the
+        prefetch window, so that the database works on one batch while the worker runs the
+        other. The first stream (:meth:`_claim_loop`) does everything else: claims for tasks
+        that arrive one by one, limited queues, outages (waited out and reported there; this
+        one stops at its first failure until the first finds a backlog again)."""
+        poll = self.engine.settings.poll_interval
+        try:
+            while not self._streams_end.is_set():
+                if not (self._overlap and self._draining()):
+                    self._backlog_found.wait(poll)
+                    self._backlog_found.clear()
+                    continue
+                self._room.clear()
+                free = self._gather(self._room)
+                if free == 0:
+                    self._room.wait(poll)
+                    continue
+                try:
+                    claimed = self._claim_into_pool(free, unlimited_only=True)
+                except DatabaseUnavailable as exc:
+                    log.debug("second claim failed; the first stream waits the outage out: %s", exc)
+                    claimed = []
+                if len(claimed) < free:
+                    self._backlog = False
+        except Exception:
+            log.critical("claiming failed with an error that retrying cannot fix", exc_info=True)
+            self._second_failed = True
+
+    def _gather(self, wake: threading.Event) -> int:
+        """Reserve the slots of the next claim (0: none free). With a backlog, a slot freed now
+        is worth a claim of its own only if no other frees up within a moment: one claim for
+        several slots costs less, so it waits up to GATHER_SECONDS (woken by ``wake``) for
+        half the window."""
+        free, enough = self._free_slots()
+        if free == 0:
+            return 0
+        deadline = time.monotonic() + GATHER_SECONDS
+        while self._backlog and free < enough and time.monotonic() < deadline:
+            wake.clear()
+            wake.wait(max(0.0, deadline - time.monotonic()))
+            free, enough = self._free_slots()
+        return self._free_slots(reserve=True)[0]
+
+    def _claim_into_pool(self, free: int, unlimited_only: bool = False) -> list[TaskRecord]:
+        """Claim up to ``free`` reserved slots and hand the claimed tasks to the pool; the
+        reservation ends once they count as in hand. ``unlimited_only``: claim nothing if a
+        queue has a limit now (the second stream's claims never count against one)."""
+        assert self.queues is not None, "start() first"
+        try:
+            claims = self.queues.claims()
+            if unlimited_only and any(c.is_limited or c.limit is not None for c in claims):
+                return []
+            claimed = self._claim(ClaimParams(self.executor_id, self.version, claims, free))
+            if claimed:
+                self._dispatch(claimed, self._recorded_steps(claimed))
+            return claimed
+        finally:
+            with self._running_lock:
+                self._reserved -= free
 
     def _claim(self, params: ClaimParams) -> list[TaskRecord]:
         """Claim, carrying the outcomes gathered so far where every queue is free of limits
         (one statement: see ``tasks_complete_claim``). Outcomes the statement could not
         write go back to the completer, which writes them on its own."""
-        carry = self._completer.take() if self._completer is not None and self._carries() else []
+        carry = self._completer.take() if self._completer is not None and self._draining() else []
         if not carry:
             return self._store.claim(params)
         assert self._completer is not None
@@ -457,13 +535,14 @@ class Worker:
         self._completer.written(carry, written)
         return claimed
 
-    def _carries(self) -> bool:
-        """Whether the claim loop carries outcomes now (the completer leaves them to it): while
-        it drains a backlog. A claim for a task that just arrived goes alone, committed without
-        waiting for a flush (the start-latency path); the completer writes the outcomes then.
-        Not on prefork: its parent claims a few tasks at a time (the children's prefetch), and
-        each of those claims would wait for the outcomes' flush (measured: the no-op drain at
-        0.6 of the claims without it)."""
+    def _draining(self) -> bool:
+        """Whether the worker drains a backlog of queues without limits on an adaptive pool: the
+        claims then carry outcomes (the completer leaves them to them) and the second claim
+        stream claims too (see _second_stream). A claim for a task that just arrived goes
+        alone, committed without waiting for a flush (the start-latency path); the completer
+        writes the outcomes then. Not on prefork: its parent claims a few tasks at a time (the
+        children's prefetch), and each of those claims would wait for the outcomes' flush
+        (measured: the no-op drain at 0.6 of the claims without it)."""
         return (
             self._pool.adaptive
             and self._claiming
@@ -485,19 +564,31 @@ class Worker:
             and self.queues.unlimited()  # an outcome frees a slot of a limited queue when written
         )
 
-    def _free_slots(self) -> int:
-        """How many tasks to claim now: the free processes or threads, and where the pool
-        prefetches the prefetch beyond them (see WorkerOptions.prefetch_multiplier)."""
+    def _free_slots(self, reserve: bool = False) -> tuple[int, int]:
+        """How many tasks to claim now, and how many are worth gathering for one claim (see
+        _gather). The window: the free processes or threads, and where the pool prefetches
+        the prefetch beyond them (see WorkerOptions.prefetch_multiplier), less the tasks in
+        hand and the slots reserved by claims in flight. Where the second claim stream runs
+        (adaptive pools, no limits, a window of twice OVERLAP_BATCH or more), one claim takes
+        at most half the window (or the pool's size), leaving the other half to the other
+        stream. ``reserve``: reserve the slots for the caller's claim (released by
+        _claim_into_pool)."""
         if self._pool.replace_process:  # the process is about to be replaced: nothing new
-            return 0
-        capacity = self._size
+            return 0, 0
+        capacity, overlap = self._size, False
         if self._pool.prefetches and self.queues is not None and self.queues.unlimited():
             ahead = capacity * (self.options.prefetch_multiplier - 1)
             if self._pool.adaptive:  # the tasks finished in AHEAD_SECONDS
                 ahead = min(ahead, int(self._task_rate() * AHEAD_SECONDS))
             capacity += ahead
+            overlap = self._pool.adaptive and capacity // 2 >= OVERLAP_BATCH
+        self._overlap = overlap
+        most = max(self._size, capacity // 2) if overlap else capacity
         with self._running_lock:
-            return min(MAX_CLAIM, max(0, capacity - self._running))
+            free = min(MAX_CLAIM, most, max(0, capacity - self._running - self._reserved))
+            if reserve:
+                self._reserved += free
+        return free, min(MAX_CLAIM, max(1, capacity // 2))
 
     def _task_rate(self) -> float:
         """Tasks finished per second: a moving average over rounds of at least RATE_WINDOW
@@ -599,7 +690,12 @@ class Worker:
             with self._running_lock:
                 self._running -= 1
                 self._finished += 1
-            self._wake.set()
+            # Set only when not set already (no lock, no notify): most finishes of a drain
+            # find them set, and a waiter clears one before it reads the counts updated above.
+            if not self._wake.is_set():
+                self._wake.set()
+            if not self._room.is_set():
+                self._room.set()
 
     def _note_effects(self, record: TaskRecord, outcome: Outcome) -> None:
         """Remember what to do once this outcome is committed (see :meth:`_disown`)."""
@@ -612,7 +708,7 @@ class Worker:
 
     def broken_part(self, claim_loop: threading.Thread) -> str | None:
         """What of this worker stopped on its own (the claim loop, the pool), or None."""
-        if not claim_loop.is_alive():
+        if not claim_loop.is_alive() or self._second_failed:
             return "claim loop stopped unexpectedly"
         if self._pool.replace_process:
             return f"{self.options.pool} pool is blocked past a hard time limit: the process will be replaced"

@@ -1,7 +1,9 @@
 """The threads and asyncio pools claim ahead of their free slots by the recent task rate
 (within Celery's worker_prefetch_multiplier): a backlog of short tasks goes in batches, slow
 tasks a few at a time so that another worker gets its share, and tasks held at a warm
-shutdown go back unstarted. Tasks of one claim share its claim token."""
+shutdown go back unstarted. Tasks of one claim share its claim token. Where the window is
+large, a second claim stream keeps a second claim in flight (OVERLAP_BATCH lowered here so
+that a small backlog uses it)."""
 
 from __future__ import annotations
 
@@ -10,8 +12,12 @@ import threading
 import time
 from collections import Counter
 
+import pytest
+
 from pgtasks import App
-from pgtasks.sysdb.records import ListTasksParams
+from pgtasks.sysdb.records import ListTasksParams, TaskRecord
+from pgtasks.worker import worker as worker_module
+from pgtasks.worker.worker import OVERLAP_BATCH, Worker
 from tests.support.inprocess import running_worker, wait_for
 
 
@@ -24,7 +30,11 @@ def rows(app: App) -> list[tuple[str, str | None, str | None, int, int | None]]:
     ]
 
 
-def test_short_tasks_are_claimed_ahead_and_held_ones_go_back_unstarted(pg_url: str) -> None:
+@pytest.mark.parametrize("overlap_batch", [OVERLAP_BATCH, 2], ids=["one-stream", "two-streams"])
+def test_short_tasks_are_claimed_ahead_and_held_ones_go_back_unstarted(
+    pg_url: str, overlap_batch: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(worker_module, "OVERLAP_BATCH", overlap_batch)
     app = App("ahead", database_url=pg_url, lease_seconds=120)
     runs = itertools.count()
     blocking, release = threading.Event(), threading.Event()
@@ -68,4 +78,45 @@ def test_slow_tasks_are_claimed_a_few_at_a_time_so_another_worker_gets_work(pg_u
     assert {r[0] for r in seen} == {"SUCCESS"}
     by_worker = Counter(r[1] for r in seen)
     assert by_worker["w-second"] >= 2, by_worker  # a prefetch of 4 x 2 would have left it none
+    app.close()
+
+
+def test_two_claim_streams_stay_within_the_window_and_run_each_task_once(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(worker_module, "OVERLAP_BATCH", 2)
+    claimers: Counter[str] = Counter()
+    claim_into_pool = Worker._claim_into_pool
+
+    def observed(self: Worker, free: int, unlimited_only: bool = False) -> list[TaskRecord]:
+        claimed = claim_into_pool(self, free, unlimited_only)
+        claimers[threading.current_thread().name] += len(claimed)
+        return claimed
+
+    monkeypatch.setattr(Worker, "_claim_into_pool", observed)
+    app = App("overlap", database_url=pg_url, lease_seconds=120)
+    ran: Counter[int] = Counter()
+    lock = threading.Lock()
+
+    @app.task(name="overlap.brief")
+    def brief(i: int) -> None:
+        with lock:
+            ran[i] += 1
+
+    brief.map_enqueue([(i,) for i in range(600)])
+    most_in_hand = 0
+    with running_worker(app, concurrency=4, executor_id="w-overlap", prefetch_multiplier=8) as worker:
+
+        def drained() -> bool:
+            nonlocal most_in_hand
+            most_in_hand = max(most_in_hand, worker._in_hand())
+            return sum(ran.values()) == 600
+
+        wait_for(drained, what="600 tasks run")
+    seen = rows(app)
+    assert {r[0] for r in seen} == {"SUCCESS"}
+    assert {r[3] for r in seen} == {1}  # each claimed once
+    assert set(ran.values()) == {1} and len(ran) == 600  # each run once
+    assert 0 < most_in_hand <= 4 * 8  # never more than concurrency x prefetch multiplier in hand
+    assert claimers["pgtasks-claim-2"] > 0 and claimers["run-w-overlap"] > 0, claimers  # both claimed
     app.close()
