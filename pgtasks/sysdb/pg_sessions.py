@@ -1,6 +1,6 @@
 """Sessions of the PostgreSQL dialect: two connection pools and the statement runners.
 
-The main pool serves every operation. The generic pool (three connections) serves only the
+The main pool serves every operation. The generic pool (four connections) serves only the
 hottest statements of a worker, the claims and the group-committed checkpoints, with generic
 plans forced: PostgreSQL otherwise plans them anew at every call (a third of a millisecond of
 server time each, more than running them), because each call's custom plan looks cheaper

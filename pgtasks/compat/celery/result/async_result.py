@@ -424,10 +424,11 @@ class AsyncResult(ResultBase):
 
     def then(self, callback: Any, on_error: Any = None, weak: bool = False) -> Promise:
         """Call ``callback(result)`` once the task is ready (succeeded, failed or revoked),
-        on a pgtasks thread that waits for it (woken by the database's notification), or at
-        once when it already is; a read of the ready state (``get``, ``state``) runs the
-        callbacks too, once in all. ``on_error(exc)`` gets what ``callback`` raised.
-        ``weak``: this result is held weakly while waiting (dropped, its callbacks never run).
+        on a pgtasks thread that waits for it (woken by the database's notification; a task
+        already done is seen by its first read), or at once when this result already ran them;
+        a read of the ready state (``get``, ``state``) runs the callbacks too, once in all.
+        ``on_error(exc)`` gets what ``callback`` raised. ``weak``: this result is held weakly
+        while waiting (dropped, its callbacks never run).
         Returns the promise of ``callback``'s value."""
         follower = self.on_ready.then(callback, on_error)
         if not self.on_ready.ready:
