@@ -5,6 +5,8 @@ what needs a broker refused with a reason."""
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
 from pgtasks.compat.celery import Celery
@@ -59,8 +61,12 @@ def test_pool_limits_and_what_needs_a_broker(sqlite_url: str) -> None:
     first = app.pool.acquire()
     with pytest.raises(ConnectionLimitExceeded, match="limit of 1"):
         app.pool.acquire()
-    first.release()
-    assert app.pool.acquire() is first
+    with pytest.raises(ConnectionLimitExceeded, match="limit of 1"):
+        app.pool.acquire(block=True, timeout=0.01)  # waited, nobody gave one back
+    returned = threading.Thread(target=first.release)
+    returned.start()
+    assert app.pool.acquire(block=True, timeout=30) is first  # waits for the one given back
+    returned.join()
     for refused in (first.channel, first.drain_events, first.SimpleQueue, first.Consumer):
         with pytest.raises(NotImplementedError, match="pgtasks has no message broker"):
             refused()

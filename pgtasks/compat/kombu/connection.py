@@ -13,6 +13,7 @@ raise NotImplementedError saying what to use instead.
 from __future__ import annotations
 
 import sqlite3
+import threading
 from collections import deque
 from collections.abc import Callable, Iterator
 from types import SimpleNamespace, TracebackType
@@ -283,34 +284,40 @@ def _telling(
 
 class ConnectionPool:
     """kombu's pool of connections: ``acquire()`` gives a connection whose ``release()``
-    returns it to the pool (opened again only if it was closed)."""
+    returns it to the pool (opened again only if it was closed). With ``limit`` connections
+    given out, ``acquire(block=True)`` waits for one to come back (``timeout`` seconds, None:
+    for ever), ``acquire(block=False)`` raises :class:`ConnectionLimitExceeded`."""
 
     def __init__(self, connection: Connection, limit: int | None = None, **kwargs: Any) -> None:
         self.connection = connection
         self.limit = limit
         self._idle: deque[Connection] = deque()
-        self._given = 0
+        self._made = 0
+        self._returned = threading.Condition()
 
     def acquire(self, block: bool = False, timeout: float | None = None) -> Connection:
-        if self._idle:
-            conn = self._idle.popleft()
-        else:
-            if self.limit is not None and self._given >= self.limit:
+        with self._returned:
+            full = not self._idle and self.limit is not None and self._made >= self.limit
+            if full and not (block and self._returned.wait_for(lambda: bool(self._idle), timeout)):
                 raise ConnectionLimitExceeded(f"connection pool limit of {self.limit} exceeded")
-            conn = self.connection.clone()
-            self._given += 1
-        pool = self
-
-        def back_to_pool() -> None:
-            pool._idle.append(conn)
-
-        conn.release = back_to_pool  # type: ignore[method-assign]
+            if self._idle:
+                conn = self._idle.popleft()
+            else:
+                conn = self.connection.clone()
+                self._made += 1
+        conn.release = lambda: self._give_back(conn)  # type: ignore[method-assign]
         return conn
+
+    def _give_back(self, conn: Connection) -> None:
+        with self._returned:
+            self._idle.append(conn)
+            self._returned.notify()
 
     def release(self, resource: Connection) -> None:
         resource.release()
 
     def force_close_all(self) -> None:
         """Close every connection the pool holds."""
-        while self._idle:
-            Connection.release(self._idle.popleft())
+        with self._returned:
+            while self._idle:
+                Connection.release(self._idle.popleft())

@@ -163,9 +163,10 @@ class AppAttributesMixin:
         check.__name__ = getattr(fun, "__name__", "check")
         return check
 
-    @property
+    @cached_property
     def annotations(self) -> list[Any]:
-        """``task_annotations`` as annotation objects (see ``celery.app.annotations``)."""
+        """``task_annotations`` as annotation objects (see ``celery.app.annotations``), read
+        once, as Celery's: when the app is finalized, or first asked."""
         return prepare(self.conf.task_annotations)
 
     def bugreport(self) -> str:

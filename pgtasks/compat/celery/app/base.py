@@ -344,7 +344,7 @@ class Celery(App, ConnectionsMixin, AppAttributesMixin, AppComponents):
         for module in [*(self.conf.include or ()), *(self.conf.imports or ())]:
             importlib.import_module(module)
         self._import_autodiscovered()
-        if self.conf.task_annotations:
+        if self.annotations:
             for task in list(self._registry.values()):
                 task.annotate()
                 self._define(task)

@@ -53,13 +53,11 @@ class ConnectionsMixin:
     broker_connection = connection
 
     def _connection(self, url: str | None, **kwargs: Any) -> Connection:
-        if kwargs.get("connect_timeout") is None:
-            kwargs.pop("connect_timeout", None)
-            timeout = self.conf.get("broker_connection_timeout")
-            if timeout is not None:
-                kwargs["connect_timeout"] = float(timeout)
-        kwargs = {k: v for k, v in kwargs.items() if v is not None}
-        return Connection(url or database_url(self.conf), **kwargs)
+        given = {name: value for name, value in kwargs.items() if value is not None}
+        timeout = self.conf.get("broker_connection_timeout")
+        if "connect_timeout" not in given and timeout is not None:
+            given["connect_timeout"] = float(timeout)
+        return Connection(url or database_url(self.conf), **given)
 
     @contextlib.contextmanager
     def connection_or_acquire(

@@ -26,7 +26,7 @@ from pgtasks.compat.celery._state import (
     push_request,
     request_of,
 )
-from pgtasks.compat.celery.app.annotations import prepare, resolve_all
+from pgtasks.compat.celery.app.annotations import resolve_all
 from pgtasks.compat.celery.canvas.mapping import chunks, xmap, xstarmap
 from pgtasks.compat.celery.canvas.signature import Signature
 from pgtasks.engine.events import record_task_state
@@ -505,7 +505,7 @@ class Task:
         is finalized, and for a task registered later): each attribute set, each ``@name``
         method wrapped."""
         cls = type(self)
-        for found in resolve_all(prepare(self.app.conf.task_annotations), self):
+        for found in resolve_all(self.app.annotations, self):
             for key, value in found.items():
                 if key.startswith("@"):
                     cls.add_around(key[1:], value)

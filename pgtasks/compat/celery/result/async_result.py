@@ -440,7 +440,7 @@ class AsyncResult(ResultBase):
         _ = self.state
 
     def _watch(self, weak: bool) -> None:
-        ready_watch(self.app.engine).add(self, weak)
+        ready_watch().add(self, weak)
 
     def as_list(self) -> list[str]:
         """This result's id, then its parents' (a chain's results, last first)."""
