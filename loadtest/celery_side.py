@@ -32,7 +32,7 @@ def run(
     from loadtest.run import drain
 
     work.mkdir(parents=True, exist_ok=True)
-    for old in [*work.glob("acked-*"), *work.glob("effects-*")]:
+    for old in [*work.glob("acked-*"), *work.glob("effects-*"), *work.glob("locust-final.json")]:
         old.unlink()
     server, url, _ = start_redis()
     env = {**os.environ, "LOADTEST_REDIS_URL": url, "LOADTEST_LEDGER_DIR": str(work)}
@@ -70,7 +70,7 @@ def run(
         if i in starts
     }
     effects = read_effects(work)
-    stats = read_locust_stats(work / "locust")
+    stats = read_locust_stats(work)
     summary = Summary("celery", seconds, stats, tasks, acked, in_flight, effects, False, drained)
     summary.check({task_id for task_id, _ in effects})
     return summary

@@ -5,19 +5,24 @@ Three shapes, weighted by ``LOADTEST_MIX`` (``delay:burst:wait``, default ``6:2:
 for the result. Every enqueue is reported to locust as a request (its time and its failure),
 so locust's statistics, CSV and HTML show the enqueue rate and latency. The ids of
 acknowledged enqueues go to ``LOADTEST_ACK_DIR`` (one file per locust process) for the
-invariant check; an enqueue that raised is a failure and is not acknowledged.
+invariant check; an enqueue that raised is a failure and is not acknowledged. When the run
+stops, the final statistics by request name go to ``locust-final.json`` in the same folder:
+locust writes its CSV only once a second, so on a busy machine the CSV of a short run can
+predate its requests.
 """
 
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import time
 import uuid
 from collections.abc import Callable
 from typing import Any
 
-from locust import User, between, task
+from locust import User, between, events, task
+from locust.env import Environment
 
 BACKEND = os.environ.get("LOADTEST_BACKEND", "pgtasks")
 BURST = 100
@@ -77,6 +82,27 @@ class _Backend:
         result = self.work.apply_async((next(_counter),), task_id=ids[0])
         acks.write(ids, sent_at, "ack")
         result.get(timeout=WAIT_TIMEOUT)
+
+
+FINAL_STATS = "locust-final.json"
+PERCENTILES = {"p50": 0.5, "p95": 0.95, "p99": 0.99}
+
+
+@events.test_stop.add_listener
+def _write_final_stats(environment: Environment, **_: Any) -> None:
+    """Every request name's count, failures and percentiles (ms), after the users stopped."""
+    entries = [*environment.stats.entries.values(), environment.stats.total]
+    final = {
+        entry.name: {
+            "requests": entry.num_requests,
+            "failures": entry.num_failures,
+            **{k: entry.get_response_time_percentile(q) or 0 for k, q in PERCENTILES.items()},
+        }
+        for entry in entries
+    }
+    path = os.path.join(os.environ.get("LOADTEST_ACK_DIR", "."), FINAL_STATS)
+    with open(path, "w") as out:
+        json.dump(final, out)
 
 
 _backend: _Backend | None = None

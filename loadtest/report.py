@@ -1,6 +1,7 @@
 """The load test's summary: rates and latencies, and the invariant check.
 
-Enqueue latency comes from locust's own statistics (its CSV), per producer shape. Start and completion latency
+Enqueue latency comes from locust's own statistics (as the producers' process wrote them when the
+run stopped), per producer shape. Start and completion latency
 come from where each task was stored: for pgtasks the rows (``created_at``,
 ``started_at_epoch_ms``, ``updated_at``, all on the database clock); for Celery the marks its
 tasks leave in Redis, against the time the producer sent them.
@@ -13,7 +14,7 @@ there that nobody sent, and no step body ran twice, except for tasks that a faul
 from __future__ import annotations
 
 import collections
-import csv
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -67,20 +68,18 @@ class RequestStats:
         return f"{self.p50:.0f} / {self.p95:.0f} / {self.p99:.0f} ms"
 
 
-def read_locust_stats(csv_prefix: Path) -> dict[str, RequestStats]:
-    """Locust's statistics by request name (``delay``, ``burst of 100``, ...)."""
-    path = Path(f"{csv_prefix}_stats.csv")
+def read_locust_stats(folder: Path) -> dict[str, RequestStats]:
+    """Locust's statistics by request name (``delay``, ``burst of 100``, ..., ``Aggregated``),
+    from the file the locustfile writes when the run stops; empty when it did not."""
+    path = folder / "locust-final.json"
     if not path.exists():
         return {}
+    final = json.loads(path.read_text())
     return {
-        row["Name"]: RequestStats(
-            int(row["Request Count"]),
-            int(row["Failure Count"]),
-            _number(row["50%"]),
-            _number(row["95%"]),
-            _number(row["99%"]),
+        name: RequestStats(
+            int(e["requests"]), int(e["failures"]), float(e["p50"]), float(e["p95"]), float(e["p99"])
         )
-        for row in csv.DictReader(path.open())
+        for name, e in final.items()
     }
 
 
@@ -165,14 +164,6 @@ class Summary:
             f"step bodies run twice          {twice}" + (" (a fault was injected)" if self.faulted else ""),
             f"invariant check                {verdict}",
         ]
-
-
-def _number(text: str | None) -> float:
-    """A locust CSV cell: a number, or N/A when nothing was measured."""
-    try:
-        return float(text or 0)
-    except ValueError:
-        return 0.0
 
 
 def _ms(values: list[float]) -> str:

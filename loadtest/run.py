@@ -85,7 +85,7 @@ def run_pgtasks(args: argparse.Namespace, out: Path) -> Summary:
     url = base + ("&" if "?" in base else "?") + f"schema={schema}"
     work = out / "pgtasks"
     work.mkdir(parents=True, exist_ok=True)
-    for old in [*work.glob("acked-*"), *work.glob("effects-*")]:
+    for old in [*work.glob("acked-*"), *work.glob("effects-*"), *work.glob("locust-final.json")]:
         old.unlink()
     workers: list[subprocess.Popen[bytes]] = []
     try:
@@ -117,7 +117,7 @@ def run_pgtasks(args: argparse.Namespace, out: Path) -> Summary:
         summary = Summary(
             "pgtasks",
             seconds,
-            read_locust_stats(work / "locust"),
+            read_locust_stats(work),
             pgtasks_times(url, schema),
             acked,
             in_flight,
