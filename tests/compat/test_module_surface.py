@@ -65,6 +65,24 @@ def test_celery_utils_time_behaves_as_celerys() -> None:
         weekday("funday")
 
 
+def test_celery_node_names_and_their_format_signs() -> None:
+    import os
+
+    from celery.utils.nodenames import anon_nodename, host_format, node_format, worker_direct
+    from celery.utils.text import simple_format
+
+    assert host_format("%h|%n|%d", host="web1.example.com") == "web1.example.com|web1|example.com"
+    assert node_format("/var/log/%n-%h.log", "w1@web1.example.com") == "/var/log/w1-web1.example.com.log"
+    assert node_format("%p %n", "web1") == "web1 celery"
+    assert anon_nodename("h") == f"gen{os.getpid()}@h" and anon_nodename("h", "p").startswith("p")
+    assert simple_format("%%h and 100%", {"h": "x"}) == "%h and 100%"
+    assert simple_format("%c", {"c": lambda: "called"}) == "called" and simple_format("", {}) == ""
+    with pytest.raises(ValueError, match="Unknown format %z in string 'a%z'"):
+        host_format("a%z", host="h")
+    queue = worker_direct("w1@h")
+    assert (queue.name, queue.routing_key) == ("w1@h.dq2", "w1@h")
+
+
 def test_kombu_json_encoding_and_exceptions() -> None:
     from kombu.exceptions import DecodeError, KombuError
     from kombu.utils.encoding import bytes_to_str, safe_repr

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pprint
+import re
 import textwrap
 from typing import Any
 
@@ -67,8 +68,24 @@ def pretty(value: Any, width: int = 80, nl_width: int = 80, sep: str = "\n", **k
     return pprint.pformat(value, width=width)
 
 
-def simple_format(s: str, keys: dict[str, Any], expand: str = r"\1", **kwargs: Any) -> str:
-    """``%(name)s``-style placeholders of ``keys`` filled into ``s``."""
-    for key, value in keys.items():
-        s = s.replace(f"%{key}", str(value))
-    return s
+_FORMAT_SIGN = re.compile(r"%([%\w])")
+
+
+def simple_format(
+    s: str, keys: dict[str, Any], pattern: re.Pattern[str] = _FORMAT_SIGN, expand: str = r"\1"
+) -> str:
+    """``s`` with each ``%x`` replaced by ``keys['x']`` (called first when it is callable), as
+    Celery's: ``%%`` is a ``%``, and a key that ``keys`` lacks is a ValueError naming it. An
+    empty or None ``s`` is returned as given."""
+    if not s:
+        return s
+    keys = {"%": "%", **keys}
+
+    def resolve(match: re.Match[str]) -> str:
+        key = match.expand(expand)
+        if key not in keys:
+            raise ValueError(f"Unknown format %{key} in string {s!r}: escape the sign as %%{key} to keep it")
+        value = keys[key]
+        return str(value() if callable(value) else value)
+
+    return pattern.sub(resolve, s)
