@@ -165,6 +165,7 @@ def run(args: argparse.Namespace) -> int:
         prune_interval=args.prune_interval,
         outcome_logger=hooks.outcome_logger,
         on_committed=hooks.on_committed,
+        report_conf=hooks.report_conf,
     )
     metrics = MetricsOptions(args.metrics_port, args.metrics_address)  # refused early if not installed
     definitions = app.beat_definitions() if args.beat else []  # checked before the worker starts

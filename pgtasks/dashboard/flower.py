@@ -20,7 +20,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from pgtasks.dashboard import task_search, worker_view
+from pgtasks import worker_reports
+from pgtasks.dashboard import task_search
 from pgtasks.dashboard.console import Console
 from pgtasks.dashboard.flower_tasks import (
     FLOWER_STATES,
@@ -45,7 +46,6 @@ from pgtasks.dashboard.http import (
 from pgtasks.dashboard.security import Guard
 from pgtasks.engine.errors import PgtasksError
 from pgtasks.management import TaskInfo
-from pgtasks.sysdb.records import Status
 
 SORT_FIELDS = {"name": "name", "state": "status", "received": "received", "started": "started"}
 RECEIVED_FORMAT = "%Y-%m-%d %H:%M"
@@ -54,7 +54,6 @@ FLOWER_DATE_FORMAT = "%Y-%m-%d %H:%M:%S.%f"
 # ignores those it does not know: so does pgtasks.
 SEND_OPTIONS = ("task_id", "queue", "countdown", "eta", "priority", "expires")
 CONTROL_TIMEOUT = 10.0  # seconds a worker control waits for the worker's reply
-REVOKED_SHOWN = 1000  # the newest revoked task ids a worker object lists
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,41 +151,23 @@ class FlowerApi:
         now = self.manager.now_ms()
         out = {}
         for e in live:
-            details = worker_view.details_of(e)
-            body = worker_view.worker_object(e, details, now, time.time())
+            details = worker_reports.details_of(e)
+            body = worker_reports.worker_object(e, details, now, time.time())
             if e.executor_id in self.inspected:
                 body.update(self._task_lists(e, details, live))
             out[e.executor_id] = body
         return out
 
     def _task_lists(self, e: Any, details: dict[str, Any], live: list[Any]) -> dict[str, Any]:
-        """``active``, ``scheduled``, ``reserved`` and ``revoked`` of one worker. A countdown
-        or ETA task waits in the database, not in a worker: it is listed by the first live
-        worker (by name) consuming its queue, as the one that would hold it in Celery."""
-        manager, worker = self.manager, e.executor_id
-        running = worker_view.running_of(details)
-        prefetched = set(worker_view.prefetched_of(details))
-        mine = manager.list_tasks(status=Status.PENDING, worker=worker, limit=1000)
-        shown = manager.shown_inputs
-        active = [
-            worker_view.request_info(t, shown(t), worker, running.get(t.task_id), started=True)
-            for t in mine
-            if t.task_id not in prefetched
-        ]
-        reserved = [
-            worker_view.request_info(t, shown(t), worker, None, started=False)
-            for t in mine
-            if t.task_id in prefetched
-        ]
-        holder = worker_view.holders(live)
-        delayed = manager.list_tasks(status=Status.DELAYED, limit=1000)
-        scheduled = [
-            worker_view.scheduled_info(t, shown(t), worker)
-            for t in delayed
-            if holder.get(t.queue_name) == worker
-        ]
-        revoked = [t.task_id for t in manager.list_tasks(status=Status.CANCELLED, limit=REVOKED_SHOWN)]
-        return {"active": active, "scheduled": scheduled, "reserved": reserved, "revoked": revoked}
+        """``active``, ``scheduled``, ``reserved`` and ``revoked`` of one worker (see
+        :func:`pgtasks.worker_reports.task_lists`); a running task's arguments as reprs."""
+        shown = self.manager.shown_inputs
+
+        def inputs(task: Any) -> tuple[Any, Any]:
+            text = shown(task)
+            return worker_reports.inputs_of(text) or (text, {})
+
+        return worker_reports.task_lists(self.manager, e, details, live, inputs, running_reprs=True)
 
     def _known_worker(self, name: str) -> None:
         if not any(e.executor_id == name for e in self.manager.list_workers()):
@@ -291,7 +272,7 @@ class FlowerApi:
             seen = self.manager.recent_task_names(self.settings.max_tasks)
             known: set[str] = set()
             for e in self.manager.list_workers():
-                known.update(worker_view.details_of(e).get("registered") or ())
+                known.update(worker_reports.details_of(e).get("registered") or ())
             # a worker receives only the tasks it knows: the others it refused unseen
             return [n for n in seen if n in known] if known else seen
 
@@ -301,7 +282,7 @@ class FlowerApi:
         def lengths() -> list[dict[str, Any]]:
             names: set[str] = set()
             for e in self.manager.list_workers():
-                names.update(worker_view.queues_of(e, worker_view.details_of(e)))
+                names.update(worker_reports.queues_of(e, worker_reports.details_of(e)))
             counts = {q.settings.name: q.counts.get("ENQUEUED", 0) for q in self.manager.list_queues()}
             if not names:
                 names = set(counts) or {"celery"}
@@ -448,8 +429,8 @@ def task_view(manager: Any) -> TaskView:
     live = manager.list_workers()
     prefetched: set[str] = set()
     for e in live:
-        prefetched.update(worker_view.prefetched_of(worker_view.details_of(e)))
-    return TaskView(prefetched, manager.shown_inputs, worker_view.holders(live))
+        prefetched.update(worker_reports.prefetched_of(worker_reports.details_of(e)))
+    return TaskView(prefetched, manager.shown_inputs, worker_reports.holders(live))
 
 
 def _flower_key(task: dict[str, Any], field: str) -> tuple[Any, ...]:

@@ -20,13 +20,12 @@ CANCELLED                   REVOKED
 
 from __future__ import annotations
 
-import datetime as dt
-import json
 from collections.abc import Collection
 from typing import Any
 
 from pgtasks.management import TaskInfo
 from pgtasks.sysdb.records import EndReason, Status
+from pgtasks.worker_reports import inputs_of, iso, parsed_json, seconds
 
 FLOWER_STATES = ("PENDING", "RECEIVED", "STARTED", "SUCCESS", "FAILURE", "RETRY", "REVOKED", "REJECTED")
 # The pgtasks statuses a Celery state may come from (some need the task itself to decide).
@@ -81,35 +80,6 @@ def result_state(task: TaskInfo | None, custom: str | None = None) -> str:
     if custom is not None:
         return custom
     return "RETRY" if task.retries > 0 else "PENDING"
-
-
-def seconds(ms: int | None) -> float | None:
-    return None if ms is None else ms / 1000
-
-
-def iso(ms: int | None) -> str | None:
-    """Epoch milliseconds as Celery's ISO 8601 with its offset (``...T23:44:32.691000+00:00``)."""
-    if ms is None:
-        return None
-    return dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc).isoformat()
-
-
-def parsed_json(text: str | None) -> tuple[bool, Any]:
-    """(True, value) when ``text`` is JSON, else (False, None)."""
-    if text is None:
-        return False, None
-    try:
-        return True, json.loads(text)
-    except ValueError:
-        return False, None
-
-
-def inputs_of(shown: str) -> tuple[Any, Any] | None:
-    """The (args, kwargs) of stored JSON inputs (secrets already masked), None if not JSON."""
-    ok, data = parsed_json(shown)
-    if not ok or not isinstance(data, dict):
-        return None
-    return data.get("args", []), data.get("kwargs", {})
 
 
 def result_value(task: TaskInfo) -> Any:

@@ -75,14 +75,10 @@ class WorkerControl:
         stop_consuming: Callable[[str], bool],
         shutdown: Callable[[], None],
         resize: Callable[[int], None],
-        database_url: str,
     ) -> None:
         self._store = store
         self.executor_id = executor_id
-        modules = sorted({str(m) for m in static.get("modules") or ()})
-        self._static = dict(
-            static, database=redact_url(database_url), conf=inspected_conf(database_url, modules)
-        )
+        self._static = static
         self._describe = describe
         self._consume = consume
         self._stop_consuming = stop_consuming

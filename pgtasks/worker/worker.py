@@ -38,8 +38,9 @@ from pgtasks.sysdb.records import (
     StepRecord,
     TaskRecord,
 )
+from pgtasks.sysdb.urls import redact_url
 from pgtasks.worker.completer import BatchCompleter
-from pgtasks.worker.control import WorkerControl
+from pgtasks.worker.control import WorkerControl, inspected_conf
 from pgtasks.worker.due import DueTimer
 from pgtasks.worker.health import fresh
 from pgtasks.worker.lease import LeaseKeeper
@@ -114,6 +115,9 @@ class WorkerOptions:
     # Told the ids of each batch of outcomes once committed (or given up), off the claim path:
     # a Celery app's django-celery-results mirror (compat/bridge/django_results.py).
     on_committed: Callable[[list[str]], None] | None = None
+    # The application's settings its report shows (``inspect conf``; a Celery app's conf
+    # table without secrets), JSON values; pgtasks' own settings are added over them.
+    report_conf: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         if self.concurrency < 1:
@@ -184,14 +188,7 @@ class Worker:
             application_version=self.version,
             queues=options.queues,
             lease_ms=round(engine.settings.lease_seconds * 1000),
-            details=json.dumps(
-                {
-                    "registered": sorted(engine.registry.names()),
-                    "pool": options.pool,
-                    "concurrency": options.concurrency,
-                    "software": "pgtasks",
-                }
-            ),
+            details=json.dumps(self._static_report()),
         )
         self._completer: BatchCompleter | None = None
         self._links: LinkResolver | None = None
@@ -282,15 +279,31 @@ class Worker:
         if self._control is not None:
             self._control.answer()
 
+    def _static_report(self) -> dict[str, Any]:
+        """The parts of the worker's report that do not change while it runs, written with
+        its executor row (so that whoever sees it alive reads them): its tasks and their
+        rate limits, the pool, the modules, the database (password masked), its settings."""
+        registry = self.engine.registry
+        modules = sorted(registry.modules())
+        url = self.engine.settings.database_url
+        return {
+            "registered": sorted(registry.names()),
+            "pool": self.options.pool,
+            "concurrency": self.options.concurrency,
+            "software": "pgtasks",
+            "task_options": {
+                name: {"rate_limit": rate}
+                for name in registry.names()
+                if (rate := registry.get(name).options.get("rate_limit"))
+            },
+            "modules": modules,
+            "database": redact_url(url),
+            "conf": {**(self.options.report_conf or {}), **inspected_conf(url, modules)},
+        }
+
     def _worker_control(self) -> WorkerControl:
         """The worker's report and its answers to commands (see ``control``)."""
         static = json.loads(self.info.details or "{}")
-        static["task_options"] = {
-            name: {"rate_limit": rate}
-            for name in self.engine.registry.names()
-            if (rate := self.engine.registry.get(name).options.get("rate_limit"))
-        }
-        static["modules"] = sorted(self.engine.registry.modules())
         return WorkerControl(
             self._store,
             self.executor_id,
@@ -300,7 +313,6 @@ class Worker:
             self._stop_consuming,
             self.stop,
             self._resize,
-            self.engine.settings.database_url,
         )
 
     def _describe(self) -> dict[str, Any]:

@@ -3,6 +3,8 @@ has, QueueNotFound with ``task_create_missing_queues=False``."""
 
 from __future__ import annotations
 
+import datetime as dt
+import re
 from pathlib import Path
 
 import pytest
@@ -75,8 +77,39 @@ def test_inspect_registered_describes_each_worker_as_it_runs(
         assert "tests.compat.apps.results_app.add" in names
         assert "only.in.this.process" not in names  # the caller's own task, not the worker's
         assert not any(n.startswith("celery.") for n in names)
-        stats = proj.app.control.inspect().stats()
-        assert stats is not None and stats["celery@w-registered"]["pool"]["implementation"] == "threads"
+        node = "celery@w-registered"
+        inspect = proj.app.control.inspect()
+        assert all(re.fullmatch(r"\S+ \[name=\S+\]", n) for n in inspect.registered("name")[node])
+        stats = inspect.stats()[node]
+        assert stats["pool"]["implementation"] == "pgtasks.worker:threads"
+        assert stats["pool"]["max-concurrency"] >= 1 and stats["rusage"]["utime"] >= 0
+        [queue] = [q for q in inspect.active_queues()[node] if q["name"] == "celery"]
+        assert (queue["exchange"]["type"], queue["routing_key"], queue["bindings"]) == ("direct", "celery", [])
+        conf = inspect.conf()[node]
+        assert conf["task_track_started"] is False and conf["timezone"] == "UTC"
+        assert "task_default_rate_limit" not in conf and "task_default_rate_limit" in inspect.conf(True)[node]
+        # an ETA task waits in the database: the worker consuming its queue lists it
+        eta = dt.datetime.now(dt.timezone.utc) + dt.timedelta(minutes=5)
+        later = proj.add.apply_async((1, 2), {}, eta=eta)
+        [waiting] = [s for s in inspect.scheduled()[node] if s["request"]["id"] == later.id]
+        assert waiting["priority"] == 6 and waiting["request"]["args"] == [1, 2]
+        assert waiting["eta"][:19] == eta.isoformat()[:19] and waiting["request"]["acknowledged"] is False
+        assert inspect.query_task(later.id)[node][later.id][0] == "reserved"
+        # a running task: its pid, its arguments as values (as reprs when safe)
+        release = tmp_path / "release"
+        running = proj.block.delay(str(release))
+        try:
+            wait_for(lambda: bool(inspect.active()[node]), timeout=60, what="the task to run")
+            [info] = inspect.active()[node]
+            assert (info["id"], info["args"], info["acknowledged"]) == (running.id, [str(release)], True)
+            assert isinstance(info["worker_pid"], int) and info["time_start"] > 0
+            assert inspect.active(safe=True)[node][0]["args"] == repr([str(release)])
+            assert inspect.query_task([running.id, "no-such-id"])[node] == {running.id: ["active", info]}
+        finally:
+            release.touch()
+        assert running.get(timeout=60) == "slept"
+        later.revoke()
+        assert later.id in inspect.revoked()[node]
 
 
 def test_remote_control_commands_reach_the_workers_and_come_back_with_their_replies(

@@ -7,22 +7,49 @@ arguments and calls these.
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import logging
 import os
 import types
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 from pgtasks.compat.bridge import django_support
 from pgtasks.compat.bridge.django_results import mirror_of
 from pgtasks.compat.celery import signals
 from pgtasks.compat.celery.app.base import Celery
+from pgtasks.compat.celery.app.utils import filter_hidden_settings
 from pgtasks.compat.celery.utils.nodenames import default_nodename
+from pgtasks.compat.celery.utils.saferepr import saferepr
 from pgtasks.engine.errors import ConfigurationError
 from pgtasks.worker.logs import LOG_FORMAT, configure_logging
 from pgtasks.worker.pools import FORKING_POOLS, INLINE_POOLS, RECYCLED_POOLS, TIME_LIMITED_POOLS
 
 log = logging.getLogger("pgtasks.compat")
+
+
+def json_safe(value: Any) -> Any:
+    """``value`` as JSON carries it, as Celery's worker answers ``inspect conf``: times in
+    ISO 8601, a timedelta as text, collections as lists, anything else as its repr."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, Mapping):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        items = [json_safe(v) for v in value]
+        return sorted(items, key=repr) if isinstance(value, (set, frozenset)) else items
+    if isinstance(value, (dt.datetime, dt.date, dt.time)):
+        return value.isoformat()
+    if isinstance(value, dt.timedelta):
+        return str(value)
+    return saferepr(value)
+
+
+def report_conf(app: Celery) -> dict[str, Any]:
+    """The app's settings as its worker shows them (``inspect conf``): those set, not the
+    defaults, secrets masked, every value JSON (a value JSON cannot carry as its repr)."""
+    table = filter_hidden_settings(app.conf.table(with_defaults=False))
+    return {k: json_safe(v) for k, v in table.items() if isinstance(k, str) and not k.startswith("__")}
 
 
 class WorkerHooks:
@@ -39,6 +66,10 @@ class WorkerHooks:
         self.mirror = mirror_of(app) if app is not None else None
         if self.mirror is not None:
             self.mirror.hostname = hostname
+
+    @property
+    def report_conf(self) -> dict[str, Any] | None:
+        return None if self.app is None else report_conf(self.app)
 
     @property
     def on_committed(self) -> Callable[[list[str]], None] | None:

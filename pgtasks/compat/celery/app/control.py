@@ -1,26 +1,23 @@
-"""Celery's ``celery.app.control``: ``Control`` (``app.control``: revoke, purge, ping) and
-``Inspect`` (``app.control.inspect()``), answered from the database.
+"""Celery's ``celery.app.control``: ``Control`` (``app.control``: revoke, purge, the remote
+control commands) and ``Inspect`` (``app.control.inspect()``, in ``inspect.py``), through the
+database.
 
-There are no broadcast messages: a worker's row in ``executors`` (with a recent heartbeat)
-answers ``ping``, and what it runs is what the ``workflow_status`` rows say. Replies have
-Celery's shape: ``{node name: reply}``.
+There are no broadcast messages: a command is a row the workers read and answer, a worker's
+row in ``executors`` (with a recent heartbeat) answers ``ping``, and what it runs is what the
+``workflow_status`` rows say. Replies have Celery's shape: ``{node name: reply}``.
 """
 
 from __future__ import annotations
 
-import contextlib
-import json
-import os
 from typing import TYPE_CHECKING, Any
 
 from pgtasks.compat.bridge.django_results import mirror_of
 from pgtasks.compat.bridge.remote_control import broadcast, matching
-from pgtasks.compat.bridge.requests import delivery_info, iso_time
 from pgtasks.compat.bridge.revoked_stamps import revoke_stamps
 from pgtasks.compat.celery import signals
+from pgtasks.compat.celery.app.inspect import Inspect
 from pgtasks.compat.celery.app.task import Context
-from pgtasks.compat.celery.app.utils import filter_hidden_settings
-from pgtasks.sysdb.records import ExecutorInfo, ListTasksParams, Status, TaskRecord
+from pgtasks.sysdb.records import ListTasksParams, Status, TaskRecord
 
 if TYPE_CHECKING:
     from pgtasks.compat.celery.app.base import Celery
@@ -124,7 +121,7 @@ class Control:
         return [{node: {"ok": "pong"}} for node in self.inspect(destination=destination).nodes()]
 
     def inspect(self, destination: Any = None, timeout: float = 1.0, **kwargs: Any) -> Inspect:
-        return Inspect(self.app, destination)
+        return Inspect(self.app, destination, timeout, **kwargs)
 
     def broadcast(
         self,
@@ -221,161 +218,3 @@ class Control:
             "election is Celery's worker-to-worker gossip; pgtasks workers coordinate through "
             "the database and hold no elections"
         )
-
-
-def _details(executor: ExecutorInfo) -> dict[str, Any]:
-    """What the worker recorded about itself when it started (nothing from older workers)."""
-    try:
-        details = json.loads(executor.details or "{}")
-    except ValueError:
-        return {}
-    return details if isinstance(details, dict) else {}
-
-
-def _lease_alive(executor: ExecutorInfo, now_ms: int) -> bool:
-    return now_ms - executor.last_heartbeat <= executor.lease_ms
-
-
-class Inspect:
-    """``app.control.inspect()``: ping, active, scheduled, reserved, registered, stats,
-    revoked, active_queues, query_task. ``destination`` limits the nodes."""
-
-    def __init__(self, app: Celery, destination: Any = None) -> None:
-        self.app = app
-        self.destination = [destination] if isinstance(destination, str) else destination
-
-    def _executors(self) -> list[ExecutorInfo]:
-        admin = self.app.engine.admin
-        now = admin.now_ms()
-        live = [e for e in admin.executors() if _lease_alive(e, now)]
-        if self.destination:
-            live = [e for e in live if e.executor_id in self.destination]
-        return sorted(live, key=lambda e: e.executor_id)
-
-    def nodes(self) -> list[str]:
-        return [e.executor_id for e in self._executors()]
-
-    def _reply(self, answer: dict[str, Any]) -> dict[str, Any] | None:
-        return answer or None  # Celery returns None when no worker replied
-
-    def _task_info(self, record: TaskRecord) -> dict[str, Any]:
-        args: list[Any] = []
-        kwargs: dict[str, Any] = {}
-        with contextlib.suppress(Exception):  # unreadable inputs: shown empty
-            args, kwargs = self.app.engine.codec.loads_inputs(
-                record.serialization, record.inputs, record.name
-            )
-        return {
-            "id": record.task_id,
-            "name": record.name,
-            "args": list(args),
-            "kwargs": kwargs,
-            "type": record.name,
-            "hostname": record.executor_id,
-            "time_start": (record.started_at_epoch_ms or 0) / 1000 or None,
-            "acknowledged": True,
-            "worker_pid": None,
-            "delivery_info": delivery_info(record),
-        }
-
-    def ping(self) -> dict[str, Any] | None:
-        return self._reply({node: {"ok": "pong"} for node in self.nodes()})
-
-    def active(self, safe: Any = None) -> dict[str, Any] | None:
-        """The tasks each worker is running (PENDING rows it holds)."""
-        running = self.app.engine.admin.tasks(ListTasksParams(status=(Status.PENDING,), limit=LIST_LIMIT))
-        nodes = self.nodes()
-        return self._reply(
-            {node: [self._task_info(r) for r in running if r.executor_id == node] for node in nodes}
-        )
-
-    def scheduled(self, safe: Any = None) -> dict[str, Any] | None:
-        """Celery lists ETA tasks a worker holds in memory; pgtasks workers hold none (DELAYED
-        tasks wait in the database), so every node answers an empty list."""
-        return self._reply({node: [] for node in self.nodes()})
-
-    def reserved(self, safe: Any = None) -> dict[str, Any] | None:
-        """Workers claim only free slots, so nothing is reserved beyond what is active."""
-        return self._reply({node: [] for node in self.nodes()})
-
-    def registered(self, *taskinfoitems: Any, builtins: bool = False) -> dict[str, Any] | None:
-        """The task names each worker registered, as the worker recorded them when it started
-        (Celery's own ``celery.*`` tasks only with ``builtins=True``)."""
-        return self._reply(
-            {
-                e.executor_id: [
-                    n for n in _details(e).get("registered", []) if builtins or not n.startswith("celery.")
-                ]
-                for e in self._executors()
-            }
-        )
-
-    registered_tasks = registered
-
-    def stats(self) -> dict[str, Any] | None:
-        admin = self.app.engine.admin
-        now = admin.now_ms()
-        return self._reply(
-            {
-                e.executor_id: {
-                    "pid": e.pid,
-                    "hostname": e.hostname,
-                    "clock": str(now),
-                    "uptime": max(0, (now - e.started_at) // 1000),
-                    "pool": {
-                        "implementation": _details(e).get("pool", "pgtasks"),
-                        "max-concurrency": _details(e).get("concurrency"),
-                    },
-                    "broker": {"transport": admin.dialect()},
-                    "application_version": e.application_version,
-                    "queues": list(e.queues),
-                    "last_heartbeat": iso_time(e.last_heartbeat),
-                }
-                for e in self._executors()
-            }
-        )
-
-    def revoked(self) -> dict[str, Any] | None:
-        """Ids of revoked (cancelled) tasks, newest first, the same for every node (revokes are
-        stored in the database, not in each worker)."""
-        rows = self.app.engine.admin.tasks(ListTasksParams(status=(Status.CANCELLED,), limit=LIST_LIMIT))
-        ids = [r.task_id for r in rows]
-        return self._reply({node: ids for node in self.nodes()})
-
-    def active_queues(self) -> dict[str, Any] | None:
-        """The queues each worker consumes now (its report: ``add_consumer`` and
-        ``cancel_consumer`` change them), else those it started with."""
-        return self._reply(
-            {
-                e.executor_id: [
-                    {"name": q, "exchange": {"name": q}, "routing_key": q, "durable": True}
-                    for q in _details(e).get("queues") or e.queues
-                ]
-                for e in self._executors()
-            }
-        )
-
-    def query_task(self, *ids: Any) -> dict[str, Any] | None:
-        """``{node: {id: [state, info]}}`` for the given ids held by each node."""
-        wanted = [i for group in ids for i in ([group] if isinstance(group, str) else group)]
-        records = [r for r in (self.app.engine.get_task(i) for i in wanted) if r is not None]
-        answer: dict[str, Any] = {}
-        for node in self.nodes():
-            held = {
-                r.task_id: ["active", self._task_info(r)]
-                for r in records
-                if r.executor_id == node and r.status is Status.PENDING
-            }
-            answer[node] = held
-        return self._reply(answer)
-
-    def report(self) -> dict[str, Any] | None:
-        return self._reply({node: {"ok": f"pgtasks pid {os.getpid()}"} for node in self.nodes()})
-
-    def conf(self, with_defaults: bool = False) -> dict[str, Any] | None:
-        shown = filter_hidden_settings(self.app.conf.table(with_defaults))  # no secret leaves
-        return self._reply({node: shown for node in self.nodes()})
-
-    def clock(self) -> dict[str, Any] | None:
-        now = self.app.engine.admin.now_ms()
-        return self._reply({node: {"clock": now} for node in self.nodes()})

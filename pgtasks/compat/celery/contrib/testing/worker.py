@@ -3,16 +3,34 @@ test while a block runs. The worker is a real pgtasks worker on threads of the t
 
 from __future__ import annotations
 
-import os
+import itertools
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from pgtasks.compat.bridge.worker_start import report_conf
 from pgtasks.compat.celery.app.base import Celery
+from pgtasks.compat.celery.utils.nodenames import anon_nodename
 from pgtasks.worker import Worker, WorkerOptions
 
 __all__ = ["TestWorkController", "start_worker"]
+
+_running: set[str] = set()  # the names of this process's test workers now running
+_lock = threading.Lock()
+
+
+def _free_name() -> str:
+    """Celery's name for a test worker, ``gen<pid>@<host>`` (``anon_nodename()``); a second
+    one running at the same time in this process gets ``gen<pid>-2@<host>``: two workers
+    of one name would take each other's tasks back as their own."""
+    with _lock:
+        for n in itertools.count(1):
+            name = anon_nodename() if n == 1 else anon_nodename(prefix=f"gen-{n}-")
+            if name not in _running:
+                _running.add(name)
+                return name
+    raise AssertionError("unreachable")
 
 
 class TestWorkController:
@@ -44,20 +62,26 @@ def start_worker(
     its ``task_queues``; ``pool`` is accepted (a thread pool is used: the tests' own process
     cannot fork safely)."""
     app.finalize()
-    queues = {app.conf.task_default_queue or "celery"}
-    queues |= {getattr(q, "name", q) for q in (app.conf.task_queues or ())}
-    options = WorkerOptions(
-        queues=tuple(sorted(queues)),
-        concurrency=max(1, int(concurrency)),
-        executor_id=kwargs.get("hostname") or f"gen{os.getpid()}@{threading.get_ident()}",
-        pool="threads",
-    )
-    worker = Worker(app.engine, options)
-    worker.start()
-    thread = threading.Thread(target=worker.run, name="pgtasks-test-worker", daemon=True)
-    thread.start()
+    name = kwargs.get("hostname") or _free_name()
     try:
-        yield TestWorkController(app, worker)
+        queues = {app.conf.task_default_queue or "celery"}
+        queues |= {getattr(q, "name", q) for q in (app.conf.task_queues or ())}
+        options = WorkerOptions(
+            queues=tuple(sorted(queues)),
+            concurrency=max(1, int(concurrency)),
+            executor_id=name,
+            pool="threads",
+            report_conf=report_conf(app),
+        )
+        worker = Worker(app.engine, options)
+        worker.start()
+        thread = threading.Thread(target=worker.run, name="pgtasks-test-worker", daemon=True)
+        thread.start()
+        try:
+            yield TestWorkController(app, worker)
+        finally:
+            worker.shutdown(grace=shutdown_timeout)
+            thread.join(shutdown_timeout)
     finally:
-        worker.shutdown(grace=shutdown_timeout)
-        thread.join(shutdown_timeout)
+        with _lock:
+            _running.discard(name)

@@ -1,28 +1,76 @@
-"""pgtasks workers as Celery's ``inspect`` describes them, for Flower's ``/api/workers``: the
-``stats`` (tasks run per name, pid, uptime, the pool and its processes, the broker, which
-is the database with its password masked, the prefetch count, the resource usage),
-``active_queues`` (kombu's queue fields), ``registered`` (with the option suffixes Celery
-adds), ``conf``, and the task lists ``active``, ``reserved``, ``scheduled`` and ``revoked``.
+"""pgtasks workers as Celery's ``inspect`` describes them, for Flower's ``/api/workers`` and
+a Celery app's ``app.control.inspect()``: the ``stats`` (tasks run per name, pid, uptime, the
+pool and its processes, the broker, which is the database with its password masked, the
+prefetch count, the resource usage), ``active_queues`` (kombu's queue fields),
+``registered`` (with the option suffixes Celery adds), ``conf``, and the task lists
+``active``, ``reserved``, ``scheduled`` and ``revoked``.
 
 Everything comes from the worker's row in ``executors`` and the report it publishes there
-(``details``, JSON: see ``pgtasks.worker.report``); a worker that publishes less (an older
-version) shows empty values of the same types."""
+(``details``, JSON: see ``pgtasks.worker.control``) and from the task rows; a worker that
+publishes less (an older version) shows empty values of the same types."""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import Any, Protocol
 from urllib.parse import parse_qs, urlsplit
 
-from pgtasks.dashboard.flower_tasks import inputs_of, iso, seconds
 from pgtasks.management import TaskInfo
-from pgtasks.sysdb.records import ExecutorInfo
+from pgtasks.sysdb.records import ExecutorInfo, Status
+from pgtasks.worker.pools import FORKING_POOLS
 
 RUSAGE_FIELDS = (
     "utime", "stime", "maxrss", "ixrss", "idrss", "isrss", "minflt", "majflt", "nswap",
     "inblock", "oublock", "msgsnd", "msgrcv", "nsignals", "nvcsw", "nivcsw",
 )  # fmt: skip
 SSL_MODES = frozenset({"require", "verify-ca", "verify-full"})
+# Celery's worker lists each ETA task with the priority of its timer entry, always 6 (not the
+# task's priority, which its delivery_info carries).
+ETA_ENTRY_PRIORITY = 6
+REVOKED_SHOWN = 1000  # the newest revoked task ids a worker lists
+TASKS_SHOWN = 1000  # the most running, held or waiting tasks a worker lists
+
+# (args, kwargs) of a task as shown (its declared secrets masked).
+Inputs = Callable[[TaskInfo], tuple[Any, Any]]
+
+
+class TaskLister(Protocol):
+    """What the task lists are read from (an App, a Client, the dashboard's manager)."""
+
+    def list_tasks(
+        self, status: Any = None, *, limit: int = 100, worker: str | None = None
+    ) -> list[TaskInfo]: ...
+
+
+def seconds(ms: int | None) -> float | None:
+    return None if ms is None else ms / 1000
+
+
+def iso(ms: int | None) -> str | None:
+    """Epoch milliseconds as Celery's ISO 8601 with its offset (``...T23:44:32.691000+00:00``)."""
+    if ms is None:
+        return None
+    return dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc).isoformat()
+
+
+def parsed_json(text: str | None) -> tuple[bool, Any]:
+    """(True, value) when ``text`` is JSON, else (False, None)."""
+    if text is None:
+        return False, None
+    try:
+        return True, json.loads(text)
+    except ValueError:
+        return False, None
+
+
+def inputs_of(shown: str) -> tuple[Any, Any] | None:
+    """The (args, kwargs) of stored JSON inputs (secrets already masked), None if not JSON."""
+    ok, data = parsed_json(shown)
+    if not ok or not isinstance(data, dict):
+        return None
+    return data.get("args", []), data.get("kwargs", {})
 
 
 def details_of(executor: ExecutorInfo) -> dict[str, Any]:
@@ -76,16 +124,29 @@ def kombu_queue(name: str) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def registered_of(details: dict[str, Any]) -> list[str]:
-    """Registered task names as Celery lists them: its own ``celery.*`` tasks left out, the
-    ones with a rate limit followed by `` [rate_limit=10/m]``."""
+def registered_of(
+    details: dict[str, Any],
+    items: Iterable[str] = ("rate_limit",),
+    attribute: Callable[[str, str], Any] | None = None,
+) -> list[str]:
+    """Registered task names as Celery lists them: its own ``celery.*`` tasks left out, each
+    followed by the ``items`` it has a value for (`` [rate_limit=10/m]``). A value comes from
+    the worker's report (``rate_limit``), else from ``attribute(name, item)``."""
     options = details.get("task_options") or {}
+    wanted = list(items)
     out = []
     for name in sorted(str(n) for n in details.get("registered") or ()):
         if name.startswith("celery."):
             continue
-        rate = (options.get(name) or {}).get("rate_limit")
-        out.append(f"{name} [rate_limit={rate}]" if rate else name)
+        reported = options.get(name) or {}
+        values = []
+        for item in wanted:
+            value = reported.get(item)
+            if value is None and attribute is not None:
+                value = attribute(name, item)
+            if value is not None:
+                values.append(f"{item}={value}")
+        out.append(f"{name} [{' '.join(values)}]" if values else name)
     return out
 
 
@@ -177,17 +238,16 @@ def worker_object(
 
 
 def request_info(
-    task: TaskInfo, shown_inputs: str, worker: str, pid: int | None, started: bool
+    task: TaskInfo, inputs: tuple[Any, Any], worker: str, pid: int | None, started: bool, reprs: bool
 ) -> dict[str, Any]:
-    """A task as Celery's ``inspect`` describes a request: args and kwargs as reprs once it
-    runs (``active`` answers with safe reprs), as JSON values while it waits."""
-    inputs = inputs_of(shown_inputs) or (shown_inputs, {})
+    """A task as Celery's ``inspect`` describes a request, its args and kwargs as reprs when
+    ``reprs`` (``active(safe=True)``; Flower's view of a running task), else as values."""
     args, kwargs = inputs
     return {
         "id": task.task_id,
         "name": task.name,
-        "args": repr(args) if started else args,
-        "kwargs": repr(kwargs) if started else kwargs,
+        "args": repr(args) if reprs else args,
+        "kwargs": repr(kwargs) if reprs else kwargs,
         "type": task.name,
         "hostname": worker,
         "time_start": seconds(task.started_at_epoch_ms) if started else None,
@@ -202,10 +262,50 @@ def request_info(
     }
 
 
-def scheduled_info(task: TaskInfo, shown_inputs: str, worker: str) -> dict[str, Any]:
+def scheduled_info(task: TaskInfo, inputs: tuple[Any, Any], worker: str, reprs: bool) -> dict[str, Any]:
     """A countdown or ETA task waiting for its time, as ``inspect scheduled`` shows it."""
     return {
         "eta": iso(task.delay_until_epoch_ms),
-        "priority": task.priority,
-        "request": request_info(task, shown_inputs, worker, None, started=False),
+        "priority": ETA_ENTRY_PRIORITY,
+        "request": request_info(task, inputs, worker, None, started=False, reprs=reprs),
     }
+
+
+def task_lists(
+    tasks: TaskLister,
+    executor: ExecutorInfo,
+    details: dict[str, Any],
+    live: list[ExecutorInfo],
+    inputs: Inputs,
+    running_reprs: bool = False,
+    reprs: bool = False,
+) -> dict[str, Any]:
+    """``active``, ``reserved``, ``scheduled`` and ``revoked`` of one worker: the tasks it
+    runs (each with the pid running it), those it holds unstarted (claimed ahead of a free
+    process: Celery's reserved), and the countdown and ETA tasks of its queues. Those wait in
+    the database, not in a worker: each is listed by the first live worker (by name)
+    consuming its queue, as the one that would hold it in Celery. ``running_reprs`` shows
+    the running tasks' arguments as reprs, ``reprs`` every task's."""
+    worker = executor.executor_id
+    running = running_of(details)
+    # A task started since the last report runs in the worker's own process, unless its
+    # pool forks (then the next report names the child).
+    own_pid = None if details.get("pool") in FORKING_POOLS else executor.pid
+    prefetched = set(prefetched_of(details))
+    mine = tasks.list_tasks(Status.PENDING, worker=worker, limit=TASKS_SHOWN)
+    active = [
+        request_info(t, inputs(t), worker, running.get(t.task_id) or own_pid, True, reprs or running_reprs)
+        for t in mine
+        if t.task_id not in prefetched
+    ]
+    reserved = [
+        request_info(t, inputs(t), worker, None, False, reprs) for t in mine if t.task_id in prefetched
+    ]
+    holder = holders(live)
+    scheduled = [
+        scheduled_info(t, inputs(t), worker, reprs)
+        for t in tasks.list_tasks(Status.DELAYED, limit=TASKS_SHOWN)
+        if holder.get(t.queue_name) == worker
+    ]
+    revoked = [t.task_id for t in tasks.list_tasks(Status.CANCELLED, limit=REVOKED_SHOWN)]
+    return {"active": active, "scheduled": scheduled, "reserved": reserved, "revoked": revoked}
