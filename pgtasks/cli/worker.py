@@ -164,6 +164,7 @@ def run(args: argparse.Namespace) -> int:
         ),
         prune_interval=args.prune_interval,
         outcome_logger=hooks.outcome_logger,
+        received_logger=hooks.received_logger,
         on_committed=hooks.on_committed,
         report_conf=hooks.report_conf,
     )

@@ -13,6 +13,7 @@ import datetime as dt
 import json
 import logging
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from pgtasks.engine.context import running_context
@@ -22,6 +23,46 @@ TASK_FORMAT = "[%(asctime)s: %(levelname)s/%(processName)s] %(task_name)s[%(task
 LOG_FORMATS = ("text", "json")
 NO_TASK = "???"
 OWN_LOGGERS = "pgtasks."  # the worker's own lines name the task themselves
+
+# The lines of a task's life, logged with a mapping (``msg % data``) that is also the record's
+# ``data`` (Celery's trace records: ``record.data['id']``, ``['args']``, ...).
+LOG_RECEIVED = "Task %(name)s[%(id)s] received"
+LOG_RECEIVED_INPUTS = "Task %(name)s[%(id)s] received: %(inputs)s"
+LOG_SUCCESS = "Task %(name)s[%(id)s] succeeded in %(runtime).3fs: %(return_value)s"
+LOG_RETRY = "Task %(name)s[%(id)s] retry in %(countdown)gs: %(exc)s"
+LOG_FAILURE = "Task %(name)s[%(id)s] %(description)s: %(exc)s"
+LOG_WAITS = "Task %(name)s[%(id)s] waits (durable wait: its worker slot is free) after %(runtime).3fs"
+LOG_RELEASED = (
+    "Task %(name)s[%(id)s] released after %(runtime).3fs: it will run again from its last checkpoint"
+)
+LOG_ABANDONED = "Task %(name)s[%(id)s] abandoned: cancelled or taken over by another worker"
+
+
+class TaskLogData(dict[str, Any]):
+    """A task log record's mapping: ``id``, ``name`` and the line's own fields, and ``args``
+    and ``kwargs`` as the sender asked them shown (Celery's ``argsrepr``/``kwargsrepr``) or as
+    reprs of the stored arguments, worked out only if a handler reads them."""
+
+    def __init__(self, task_id: str, name: str, arguments: Callable[[], tuple[str, str]], **fields: Any):
+        super().__init__(id=task_id, name=name, **fields)
+        self._arguments = arguments
+
+    def __missing__(self, key: str) -> str:
+        if key not in ("args", "kwargs"):
+            raise KeyError(key)
+        self["args"], self["kwargs"] = self._arguments()
+        return str(self[key])
+
+
+def log_task(
+    logger: logging.Logger, level: int, msg: str, data: TaskLogData, traceback: str | None = None
+) -> None:
+    """Log ``msg % data`` with ``data`` as the record's ``data`` (and ``traceback`` after it)."""
+    if not logger.isEnabledFor(level):
+        return
+    record = logger.makeRecord(logger.name, level, "(worker)", 0, msg, (data,), None, extra={"data": data})
+    record.exc_text = traceback.rstrip("\n") if traceback else None
+    logger.handle(record)
 
 
 class TaskFormatter(logging.Formatter):
@@ -98,23 +139,11 @@ def logs_json() -> bool:
     return any(isinstance(h.formatter, JsonFormatter) for h in logging.getLogger().handlers)
 
 
-def log_with_traceback(
-    logger: logging.Logger, level: int, traceback_text: str | None, msg: str, *args: object
-) -> None:
-    """Log ``msg % args`` followed by ``traceback_text`` (a traceback stored as text: there is
-    no live exception to hand to ``exc_info``); any formatter prints it as an exception's."""
-    if not logger.isEnabledFor(level):
-        return
-    record = logger.makeRecord(logger.name, level, "(worker)", 0, msg, args, None)
-    record.exc_text = traceback_text.rstrip("\n") if traceback_text else None
-    logger.handle(record)
-
-
 RESULT_REPR_MAX = 1024  # Celery's resultrepr_maxsize
 RESULT_PARSE_MAX = 64 * 1024  # larger outputs are not parsed for a log line
 
 
-def _clip(text: str, limit: int = RESULT_REPR_MAX) -> str:
+def clip(text: str, limit: int = RESULT_REPR_MAX) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
@@ -125,10 +154,10 @@ def result_repr(output: str | None) -> str:
         return "None"
     if len(output) <= RESULT_PARSE_MAX:
         try:
-            return _clip(repr(json.loads(output)))
+            return clip(repr(json.loads(output)))
         except (ValueError, RecursionError):  # not JSON, or nested too deep to parse: as stored
             pass
-    return _clip(output)
+    return clip(output)
 
 
 def error_repr(error: str | None) -> tuple[str, str | None]:
@@ -137,9 +166,9 @@ def error_repr(error: str | None) -> tuple[str, str | None]:
     try:
         fields = json.loads(error or "")
     except (ValueError, RecursionError):
-        return _clip(repr(error)), None
+        return clip(repr(error)), None
     if not isinstance(fields, dict):
-        return _clip(repr(error)), None
+        return clip(repr(error)), None
     name = str(fields.get("type") or "Exception")
     args = fields.get("args")
     try:
@@ -149,4 +178,4 @@ def error_repr(error: str | None) -> tuple[str, str | None]:
     except RecursionError:  # arguments nested too deep to show: the message says it
         shown = repr(fields.get("message", ""))
     traceback = fields.get("traceback")
-    return _clip(f"{name}({shown})"), traceback if isinstance(traceback, str) else None
+    return clip(f"{name}({shown})"), traceback if isinstance(traceback, str) else None

@@ -44,7 +44,21 @@ from pgtasks.worker.control import WorkerControl, inspected_conf
 from pgtasks.worker.due import DueTimer
 from pgtasks.worker.health import fresh
 from pgtasks.worker.lease import LeaseKeeper
-from pgtasks.worker.logs import error_repr, log_with_traceback, result_repr
+from pgtasks.worker.logs import (
+    LOG_ABANDONED,
+    LOG_FAILURE,
+    LOG_RECEIVED,
+    LOG_RECEIVED_INPUTS,
+    LOG_RELEASED,
+    LOG_RETRY,
+    LOG_SUCCESS,
+    LOG_WAITS,
+    TaskLogData,
+    clip,
+    error_repr,
+    log_task,
+    result_repr,
+)
 from pgtasks.worker.metrics import WorkerMetrics
 from pgtasks.worker.pools import DEFAULT_POOL, PoolOptions, make_pool
 from pgtasks.worker.pruner import PRUNE_INTERVAL, Pruner
@@ -108,8 +122,10 @@ class WorkerOptions:
     # limits: under a global or per-worker limit, or a rate limit, a worker claims exactly its
     # free processes. 1 claims only for idle processes.
     prefetch_multiplier: int = DEFAULT_PREFETCH_MULTIPLIER
-    # The logger of the one line per finished task (a Celery app's worker: "celery.app.trace").
+    # The logger of the one line per finished task (a Celery app's worker: "celery.app.trace"),
+    # and of the one per task received (a Celery app's: "celery.worker.strategy").
     outcome_logger: str = "pgtasks.worker"
+    received_logger: str = "pgtasks.worker"
     # Seconds between two rounds of deleting finished tasks past result_expires.
     prune_interval: float = PRUNE_INTERVAL
     # Told the ids of each batch of outcomes once committed (or given up), off the claim path:
@@ -154,6 +170,7 @@ class Worker:
         self._store = engine.worker_api
         self.options = options
         self._outcome_log = logging.getLogger(options.outcome_logger)
+        self._received_log = logging.getLogger(options.received_logger)
         self.executor_id = options.executor_id or default_executor_id()
         self.version = engine.version()
         self._running = 0
@@ -314,6 +331,11 @@ class Worker:
             self.stop,
             self._resize,
         )
+
+    def _arguments(self, record: TaskRecord, hidden: tuple[str, ...]) -> Callable[[], tuple[str, str]]:
+        """The task's arguments for its log records, worked out if a handler reads them."""
+        codec = self.engine.codec
+        return lambda: shown_arguments(codec, record, hidden)
 
     def _describe(self) -> dict[str, Any]:
         """The moving parts of the worker's report: queues, running and held tasks, the
@@ -640,7 +662,7 @@ class Worker:
         if self.queues is not None:
             for queue, count in collections.Counter(r.queue_name for r in claimed).items():
                 self.queues.started(queue, count)
-        received = log.isEnabledFor(logging.INFO)
+        received = self._received_log.isEnabledFor(logging.INFO)
         with_args = self.engine.settings.log_task_args
         now = time.monotonic()
         for record in claimed:
@@ -653,10 +675,11 @@ class Worker:
                 )
                 if hidden:
                     self._hidden[record.task_id] = hidden
-            if received and with_args:
-                log.info("Task %s[%s] received: %s", record.name, record.task_id, shown)
-            elif received:
-                log.info("Task %s[%s] received", record.name, record.task_id)
+            if received:
+                hidden = self._hidden.get(record.task_id, ())
+                data = TaskLogData(record.task_id, record.name, self._arguments(record, hidden), inputs=shown)
+                line = LOG_RECEIVED_INPUTS if with_args else LOG_RECEIVED
+                log_task(self._received_log, logging.INFO, line, data)
             self._started[record.task_id] = now
             if self.metrics is not None:
                 self.metrics.started(record)
@@ -682,7 +705,8 @@ class Worker:
         """Called by the pool when a task's body is done (on a pool thread)."""
         try:
             elapsed = time.monotonic() - self._started.pop(record.task_id, time.monotonic())
-            _log_outcome(self._outcome_log, record, outcome, elapsed, self._hidden.pop(record.task_id, ()))
+            hidden = self._hidden.pop(record.task_id, ())
+            _log_outcome(self._outcome_log, record, outcome, elapsed, hidden, self._arguments(record, hidden))
             if self.metrics is not None:
                 self.metrics.finished(record, outcome, elapsed)
             if outcome is not None and outcome.status is Status.DELAYED:
@@ -811,30 +835,56 @@ def _log_outcome(
     record: TaskRecord,
     outcome: Outcome | None,
     elapsed: float,
-    hidden: tuple[str, ...] = (),
+    hidden: tuple[str, ...],
+    arguments: Callable[[], tuple[str, str]],
 ) -> None:
     """One record per finished task, in Celery's words: its result's repr on success, the
     error's ``Type('message')`` and its traceback (never local variables) on failure, with the
-    values of secret arguments scrubbed out of all of them."""
-    label = f"Task {record.name}[{record.task_id}]"
+    values of secret arguments scrubbed out of all of them. Each record's ``data`` holds the
+    task's id, name, arguments and the line's fields (see TaskLogData)."""
+
+    def data(**fields: Any) -> TaskLogData:
+        return TaskLogData(record.task_id, record.name, arguments, runtime=elapsed, **fields)
+
     if outcome is None:
-        log.warning("%s abandoned: cancelled or taken over by another worker", label)
+        log_task(log, logging.WARNING, LOG_ABANDONED, data())
     elif outcome.status is Status.SUCCESS:
         if log.isEnabledFor(logging.INFO):
-            log.info("%s succeeded in %.3fs: %s", label, elapsed, scrub(result_repr(outcome.output), hidden))
+            shown = scrub(result_repr(outcome.output), hidden)
+            log_task(log, logging.INFO, LOG_SUCCESS, data(return_value=shown))
     elif outcome.retry_in_ms is not None:
         summary = scrub(error_summary(outcome.error), hidden)
-        log.info("%s retry in %gs: %s", label, outcome.retry_in_ms / 1000, summary)
+        log_task(log, logging.INFO, LOG_RETRY, data(countdown=outcome.retry_in_ms / 1000, exc=summary))
     elif outcome.status is Status.DELAYED:
-        log.info("%s waits (durable wait: its worker slot is free) after %.3fs", label, elapsed)
+        log_task(log, logging.INFO, LOG_WAITS, data())
     elif outcome.status is Status.ENQUEUED:
-        log.warning("%s released after %.3fs: it will run again from its last checkpoint", label, elapsed)
+        log_task(log, logging.WARNING, LOG_RELEASED, data())
     else:
         shown, traceback = error_repr(outcome.error)
         traceback = None if traceback is None else scrub(traceback, hidden)
-        log_with_traceback(
-            log, logging.ERROR, traceback, "%s raised unexpected: %s", label, scrub(shown, hidden)
-        )
+        failure = data(description="raised unexpected", exc=scrub(shown, hidden))
+        log_task(log, logging.ERROR, LOG_FAILURE, failure, traceback)
+
+
+def shown_arguments(codec: Any, record: TaskRecord, hidden: tuple[str, ...]) -> tuple[str, str]:
+    """A task's arguments as its log records show them: as its sender asked (``argsrepr`` and
+    ``kwargsrepr`` stored with it, Celery's way to hide sensitive arguments), else the reprs of
+    the stored arguments, secret values scrubbed."""
+    try:
+        meta = json.loads(record.meta) if record.meta else {}
+    except ValueError:
+        meta = {}
+    meta = meta if isinstance(meta, dict) else {}
+    args_shown, kwargs_shown = meta.get("argsrepr"), meta.get("kwargsrepr")
+    if args_shown is None or kwargs_shown is None:
+        try:
+            args, kwargs = codec.loads_inputs(record.serialization, record.inputs, record.name)
+            decoded = (repr(tuple(args)), repr(dict(kwargs)))
+        except Exception:  # unreadable here: shown as stored
+            decoded = (record.inputs, "{}")
+        args_shown = decoded[0] if args_shown is None else args_shown
+        kwargs_shown = decoded[1] if kwargs_shown is None else kwargs_shown
+    return scrub(clip(str(args_shown)), hidden), scrub(clip(str(kwargs_shown)), hidden)
 
 
 def _released(record: TaskRecord) -> Outcome:

@@ -117,10 +117,14 @@ def test_django_style_project_worker(pg_url: str, tmp_path: Path) -> None:
 
 
 def test_app_start_runs_the_pgtasks_command_with_that_app(
-    sqlite_url: str, capsys: pytest.CaptureFixture[str]
+    sqlite_url: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """``app.start(argv)`` reaches the command line through the installed ``pgtasks`` script
     (compat never imports pgtasks.cli) and runs it with this very app object."""
+    from pgtasks.compat.bridge.refused import imported_refused
+
+    for name in imported_refused():  # imported by other tests of this process, not by this app
+        monkeypatch.delitem(sys.modules, name)
     app = Celery("started", broker=sqlite_url)
     try:
         assert app.start(["celery-check"]) == 0

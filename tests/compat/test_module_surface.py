@@ -8,6 +8,7 @@ import importlib
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -329,3 +330,57 @@ def test_worker_internals_import_and_refuse_when_used() -> None:
         State()
     with pytest.raises(NotImplementedError, match="remote-control commands"):
         Panel.register(lambda state: None)
+
+
+def test_the_worker_task_lines_carry_celerys_messages_and_data(caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
+    import celery.app.trace
+    from celery.contrib.testing.app import TestApp, setup_default_app
+    from celery.contrib.testing.worker import start_worker
+    from celery.utils.nodenames import anon_nodename
+
+    app = TestApp(name="tracelines")
+
+    @app.task(name="t.shown", bind=True)
+    def shown(self: Any, card: str, amount: int = 1) -> list[Any]:
+        return [self.request.argsrepr, self.request.kwargsrepr]
+
+    @app.task(name="t.breaks")
+    def breaks(card: str) -> None:
+        raise ValueError("declined")
+
+    caplog.set_level(logging.INFO)
+    with setup_default_app(app), start_worker(app, perform_ping_check=False) as worker:
+        assert worker.hostname == anon_nodename()
+        assert list(app.control.inspect().ping() or {}) == [anon_nodename()]
+        hidden = shown.s("4111 1111 1111 1111", amount=5).set(
+            argsrepr="('****',)", kwargsrepr="{'amount': 5}"
+        )
+        result = hidden.delay()
+        assert result.get(timeout=30) == ["('****',)", "{'amount': 5}"]
+        failed = breaks.delay("4111 1111 1111 1111")
+        with pytest.raises(ValueError, match="declined"):
+            failed.get(timeout=30)
+
+    def lines(task_id: str) -> list[tuple[str, int, str, str, str]]:
+        return [
+            (r.name, r.levelno, r.msg, r.data["args"], r.data["kwargs"])  # type: ignore[attr-defined]
+            for r in caplog.records
+            if r.name in ("celery.worker.strategy", "celery.app.trace") and r.data["id"] == task_id  # type: ignore[attr-defined]
+        ]
+
+    trace = celery.app.trace
+    assert lines(result.id) == [
+        ("celery.worker.strategy", logging.INFO, trace.LOG_RECEIVED, "('****',)", "{'amount': 5}"),
+        ("celery.app.trace", logging.INFO, trace.LOG_SUCCESS, "('****',)", "{'amount': 5}"),
+    ]
+    card = repr(("4111 1111 1111 1111",))
+    assert lines(failed.id) == [
+        ("celery.worker.strategy", logging.INFO, trace.LOG_RECEIVED, card, "{}"),
+        ("celery.app.trace", logging.ERROR, trace.LOG_FAILURE, card, "{}"),
+    ]
+    [failure] = [r for r in caplog.records if r.name == "celery.app.trace" and r.levelno == logging.ERROR]
+    assert failure.getMessage() == f"Task t.breaks[{failed.id}] raised unexpected: ValueError('declined')"
+    assert "4111" not in " ".join(r.getMessage() for r in caplog.records)  # arguments stay in data
+    app.close()

@@ -119,6 +119,10 @@ class Plan:
         self.prepared.append(prepared)
         meta: dict[str, Any] = {"root_id": root, "headers": options.get("headers") or {}}
         meta.update({k: options[k] for k in ("time_limit", "soft_time_limit") if options.get(k) is not None})
+        # How the sender asks the arguments to be shown (Celery's way to hide sensitive ones):
+        # read by the worker's log lines, the request and django-celery-results' rows.
+        shown = ("argsrepr", "kwargsrepr")
+        meta.update({k: prepared.headers[k] for k in shown if options.get(k) is not None})
         if prepared.extra:
             meta["properties"] = prepared.extra
         if prepared.stamps:

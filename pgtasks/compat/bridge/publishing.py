@@ -83,6 +83,8 @@ CELERY_OPTIONS = (
         "parent_id",
         "time_limit",
         "soft_time_limit",
+        "argsrepr",
+        "kwargsrepr",
     }
 )
 # Every option with a meaning here (the rest are message properties), and those pgtasks acts
@@ -155,6 +157,11 @@ class Prepared:
         )
 
 
+def _shown(value: Any) -> str | None:
+    """An ``argsrepr``/``kwargsrepr`` given to ``apply_async``, as text."""
+    return None if value is None else str(value)
+
+
 def prepare(
     app: Celery,
     name: str,
@@ -217,8 +224,8 @@ def prepare(
         "timelimit": [options.get("time_limit"), options.get("soft_time_limit")],
         "root_id": options.get("root_id") or task_id,
         "parent_id": options.get("parent_id"),
-        "argsrepr": repr(args),
-        "kwargsrepr": repr(kwargs),
+        "argsrepr": _shown(options.get("argsrepr")) or repr(args),
+        "kwargsrepr": _shown(options.get("kwargsrepr")) or repr(kwargs),
         "origin": None,
         "ignore_result": bool(options.get("ignore_result", False)),
         "stamped_headers": list(stamps) or None,

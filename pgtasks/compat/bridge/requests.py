@@ -85,6 +85,8 @@ def request_from_record(
         errbacks=meta.get("errbacks") or None,
         time_limit=meta.get("time_limit"),
         soft_time_limit=meta.get("soft_time_limit"),
+        argsrepr=meta.get("argsrepr"),
+        kwargsrepr=meta.get("kwargsrepr"),
         delivery_info=delivery_info(record),
         origin=None,
         correlation_id=record.task_id,

@@ -101,7 +101,7 @@ def _no_canvas_on(name: str) -> ConfigurationError:
 def _needs_meta(options: dict[str, Any]) -> bool:
     """Options stored with the task (its ``meta``). ``ignore_result`` is, unless the task is
     inserted on the caller's connection (``conn=``): then its outcome reads as stored."""
-    stored = ("headers", "time_limit", "soft_time_limit", "stamped_headers")
+    stored = ("headers", "time_limit", "soft_time_limit", "stamped_headers", "argsrepr", "kwargsrepr")
     return (
         any(options.get(key) for key in stored)
         or bool(message_properties(options))

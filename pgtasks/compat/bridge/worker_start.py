@@ -62,6 +62,7 @@ class WorkerHooks:
         # Celery's worker logs each task's outcome on "celery.app.trace": logging configs
         # name it, and error trackers (sentry-sdk) ignore it to avoid a second event.
         self.outcome_logger = "pgtasks.worker" if app is None else "celery.app.trace"
+        self.received_logger = "pgtasks.worker" if app is None else "celery.worker.strategy"
         # django-celery-results' rows, mirrored once pgtasks committed each outcome
         self.mirror = mirror_of(app) if app is not None else None
         if self.mirror is not None:

@@ -79,6 +79,8 @@ class Context:
     logfile: str | None = None
     loglevel: int | None = None
     replaced_task_nesting: int = 0
+    argsrepr: str | None = None  # as the sender asked the arguments shown (apply_async's argsrepr)
+    kwargsrepr: str | None = None
     children: list[Any] = []
 
     def __init__(self, *args: Any, **fields: Any) -> None:

@@ -16,8 +16,27 @@ from typing import Any
 
 from pgtasks.compat.bridge.execution import trace
 from pgtasks.compat.celery.app.task import Context, Task
+from pgtasks.worker.logs import LOG_FAILURE, LOG_RECEIVED, LOG_RETRY, LOG_SUCCESS
 
-__all__ = ["build_tracer", "task_has_custom", "trace_ok_t"]
+__all__ = [
+    "LOG_FAILURE",
+    "LOG_IGNORED",
+    "LOG_INTERNAL_ERROR",
+    "LOG_RECEIVED",
+    "LOG_REJECTED",
+    "LOG_RETRY",
+    "LOG_SUCCESS",
+    "build_tracer",
+    "task_has_custom",
+    "trace_ok_t",
+]
+
+# The messages of the worker's task lines (``record.msg``; ``record.data`` holds the task's
+# id, name, args and kwargs): received on ``celery.worker.strategy``, the outcome on
+# ``celery.app.trace``. The last three are Celery's, for handlers that compare with them.
+LOG_INTERNAL_ERROR = "Task %(name)s[%(id)s] %(description)s: %(exc)s"
+LOG_IGNORED = "Task %(name)s[%(id)s] %(description)s"
+LOG_REJECTED = "Task %(name)s[%(id)s] %(exc)s"
 
 # What a tracer returns, as in Celery: ``info`` is the attempt (state, retval, einfo).
 trace_ok_t = namedtuple("trace_ok_t", ("retval", "info", "runtime", "retstr"))

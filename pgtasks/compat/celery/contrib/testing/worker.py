@@ -71,6 +71,8 @@ def start_worker(
             concurrency=max(1, int(concurrency)),
             executor_id=name,
             pool="threads",
+            outcome_logger="celery.app.trace",
+            received_logger="celery.worker.strategy",
             report_conf=report_conf(app),
         )
         worker = Worker(app.engine, options)
