@@ -166,6 +166,7 @@ def run(args: argparse.Namespace) -> int:
         outcome_logger=hooks.outcome_logger,
         received_logger=hooks.received_logger,
         on_committed=hooks.on_committed,
+        on_received=hooks.on_received,
         report_conf=hooks.report_conf,
     )
     metrics = MetricsOptions(args.metrics_port, args.metrics_address)  # refused early if not installed

@@ -131,6 +131,9 @@ class WorkerOptions:
     # Told the ids of each batch of outcomes once committed (or given up), off the claim path:
     # a Celery app's django-celery-results mirror (compat/bridge/django_results.py).
     on_committed: Callable[[list[str]], None] | None = None
+    # Called with each claimed task before it is handed to the pool, on the claim thread (a
+    # Celery app's worker sends task_received from it); an exception is logged, never raised.
+    on_received: Callable[[TaskRecord], None] | None = None
     # The application's settings its report shows (``inspect conf``; a Celery app's conf
     # table without secrets), JSON values; pgtasks' own settings are added over them.
     report_conf: dict[str, Any] | None = None
@@ -664,6 +667,7 @@ class Worker:
                 self.queues.started(queue, count)
         received = self._received_log.isEnabledFor(logging.INFO)
         with_args = self.engine.settings.log_task_args
+        on_received = self.options.on_received
         now = time.monotonic()
         for record in claimed:
             crashpoint("after_claim_commit", task_id=record.task_id)
@@ -680,6 +684,11 @@ class Worker:
                 data = TaskLogData(record.task_id, record.name, self._arguments(record, hidden), inputs=shown)
                 line = LOG_RECEIVED_INPUTS if with_args else LOG_RECEIVED
                 log_task(self._received_log, logging.INFO, line, data)
+            if on_received is not None:
+                try:
+                    on_received(record)
+                except Exception:  # a receiver's failure must not stop the task or the worker
+                    log.exception("the received hook failed for task %s", record.task_id)
             self._started[record.task_id] = now
             if self.metrics is not None:
                 self.metrics.started(record)

@@ -59,6 +59,7 @@ def test_worker_task_and_publish_signals(
     assert f"signal after_task_publish {name} {ok.id} celery" in events
     ours = [e for e in events if ok.id in e and "publish" not in e]
     assert ours == [
+        f"signal task_received {ok.id} {name} 0 [21]",  # by the worker that claimed it
         f"loader on_task_init {ok.id}",
         f"signal task_prerun {ok.id} {name} True [21]",
         f"hook before_start {ok.id}",
@@ -69,7 +70,11 @@ def test_worker_task_and_publish_signals(
     ]
     after_run = events[events.index(f"signal task_postrun {ok.id} SUCCESS") + 1 :]
     assert after_run[0] == "loader on_process_cleanup"
-    failed = [e for e in events if bad.id in e and not any(w in e for w in ("publish", "prerun", "loader"))]
+    failed = [
+        e
+        for e in events
+        if bad.id in e and not any(w in e for w in ("publish", "prerun", "loader", "received"))
+    ]
     assert failed == [
         f"hook before_start {bad.id}",
         f"hook on_failure {bad.id} ValueError einfo",

@@ -128,7 +128,6 @@ UNSUPPORTED_SETTINGS: dict[str, str] = {
 }
 # Signals pgtasks never sends (yet): a receiver connected to one never runs.
 SILENT_SIGNALS = (
-    signals.task_received,
     signals.task_unknown,
     signals.task_internal_error,
     signals.heartbeat_sent,

@@ -16,12 +16,14 @@ from typing import Any
 
 from pgtasks.compat.bridge import django_support
 from pgtasks.compat.bridge.django_results import mirror_of
+from pgtasks.compat.bridge.requests import request_from_record
 from pgtasks.compat.celery import signals
 from pgtasks.compat.celery.app.base import Celery
 from pgtasks.compat.celery.app.utils import filter_hidden_settings
 from pgtasks.compat.celery.utils.nodenames import default_nodename
 from pgtasks.compat.celery.utils.saferepr import saferepr
 from pgtasks.engine.errors import ConfigurationError
+from pgtasks.sysdb.records import TaskRecord
 from pgtasks.worker.logs import LOG_FORMAT, configure_logging
 from pgtasks.worker.pools import FORKING_POOLS, INLINE_POOLS, RECYCLED_POOLS, TIME_LIMITED_POOLS
 
@@ -52,6 +54,26 @@ def report_conf(app: Celery) -> dict[str, Any]:
     return {k: json_safe(v) for k, v in table.items() if isinstance(k, str) and not k.startswith("__")}
 
 
+def received_signal(app: Celery, sender: Any, hostname: str) -> Callable[[TaskRecord], None]:
+    """What sends ``task_received`` for each task the worker claimed, before it runs (Celery:
+    when the message arrives), with its request (``request.id``, ``name``, ``args``,
+    ``stamps``, ``replaced_task_nesting``, ...); nothing is built while no receiver is
+    connected."""
+
+    def received(record: TaskRecord) -> None:
+        if not signals.task_received.receivers:
+            return
+        try:
+            args, kwargs = app.engine.codec.loads_inputs(record.serialization, record.inputs, record.name)
+        except Exception:  # the worker fails the task with the reason; the request goes without
+            args, kwargs = [], {}
+        request = request_from_record(record, record.executor_id or hostname, tuple(args), dict(kwargs))
+        request.update(name=record.name)  # as a worker Request's, beside the context's task
+        signals.task_received.send(sender=sender, request=request)
+
+    return received
+
+
 class WorkerHooks:
     """What a worker of a Celery app does around pgtasks' own start-up (no-op for an App)."""
 
@@ -71,6 +93,10 @@ class WorkerHooks:
     @property
     def report_conf(self) -> dict[str, Any] | None:
         return None if self.app is None else report_conf(self.app)
+
+    @property
+    def on_received(self) -> Callable[[TaskRecord], None] | None:
+        return None if self.app is None else received_signal(self.app, self.sender, self.hostname)
 
     @property
     def on_committed(self) -> Callable[[list[str]], None] | None:

@@ -16,6 +16,7 @@ from celery.signals import (
     task_failure,
     task_postrun,
     task_prerun,
+    task_received,
     task_retry,
     task_revoked,
     task_success,
@@ -130,6 +131,11 @@ def on_beat_embedded_init(sender=None, **kwargs):
 @after_setup_logger.connect
 def on_after_setup_logger(logger=None, loglevel=None, **kwargs):
     note("signal after_setup_logger", loglevel)
+
+
+@task_received.connect
+def on_received(sender=None, request=None, **kwargs):
+    note("signal task_received", request.id, request.name, request.replaced_task_nesting, list(request.args))
 
 
 @task_prerun.connect

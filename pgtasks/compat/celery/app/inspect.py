@@ -116,6 +116,8 @@ class Inspect:
         items = taskinfoitems or DEFAULT_TASK_INFO_ITEMS
 
         def attribute(name: str, item: str) -> Any:
+            if item == "name":  # known without the task (one this process did not import)
+                return name
             task = self.app.tasks.get(name)
             return None if task is None else getattr(task, item, None)
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import itertools
 import threading
+import types
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from pgtasks.compat.bridge.worker_start import report_conf
+from pgtasks.compat.bridge.worker_start import received_signal, report_conf
 from pgtasks.compat.celery.app.base import Celery
 from pgtasks.compat.celery.utils.nodenames import anon_nodename
 from pgtasks.worker import Worker, WorkerOptions
@@ -74,6 +75,7 @@ def start_worker(
             outcome_logger="celery.app.trace",
             received_logger="celery.worker.strategy",
             report_conf=report_conf(app),
+            on_received=received_signal(app, types.SimpleNamespace(app=app, hostname=name), name),
         )
         worker = Worker(app.engine, options)
         worker.start()
