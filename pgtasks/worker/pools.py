@@ -264,17 +264,24 @@ class SoloPool:
         pass
 
 
-def make_pool(engine: Engine, executor_id: str, options: PoolOptions, finish: Finish) -> Pool:
-    """The pool ``options.kind`` names, not yet started."""
-    if options.kind == "threads":
-        return ThreadPool(engine, executor_id, options, finish)
-    if options.kind == "solo":
-        return SoloPool(engine, executor_id, options, finish)
+def pool_class(kind: str) -> Callable[[Engine, str, PoolOptions, Finish], Pool]:
+    """The class of the pool ``kind`` names (one of :data:`POOLS`)."""
+    if kind == "threads":
+        return ThreadPool
+    if kind == "solo":
+        return SoloPool
     # Imported here: both modules build on this one.
-    if options.kind == "asyncio":
+    if kind == "asyncio":
         from pgtasks.worker.asyncio_pool import AsyncioPool
 
-        return AsyncioPool(engine, executor_id, options, finish)
-    from pgtasks.worker.prefork import PreforkPool
+        return AsyncioPool
+    if kind == "prefork":
+        from pgtasks.worker.prefork import PreforkPool
 
-    return PreforkPool(engine, executor_id, options, finish)
+        return PreforkPool
+    raise ConfigurationError(f"unknown pool {kind!r}; choose one of {', '.join(POOLS)}")
+
+
+def make_pool(engine: Engine, executor_id: str, options: PoolOptions, finish: Finish) -> Pool:
+    """The pool ``options.kind`` names, not yet started."""
+    return pool_class(options.kind)(engine, executor_id, options, finish)

@@ -222,6 +222,16 @@ def test_program_options_become_the_commands_flags_and_others_are_refused() -> N
         *("--optimization=fair", "--task-events", "--time-limit=5.0"),
     ]
     assert worker.hostname == "celery@" + worker.hostname.split("@")[1] and worker.exitcode is None
+    # Celery's attributes of the worker: as given, else the app's settings
+    from pgtasks.worker.pools import ThreadPool
+    from pgtasks.worker.prefork import PreforkPool
+
+    assert (worker.pool_cls, worker.concurrency, worker.task_time_limit) == (ThreadPool, 2, 5)
+    app.conf.update(worker_concurrency=3, worker_prefetch_multiplier=8, task_soft_time_limit=4)
+    defaulted = app.Worker()
+    assert (defaulted.pool_cls, defaulted.concurrency, defaulted.prefetch_multiplier) == (PreforkPool, 3, 8)
+    assert defaulted.task_soft_time_limit == 4 and defaulted.pool_cls.__module__ == "pgtasks.worker.prefork"
+    assert app.Worker(pool="gevent").pool_cls is ThreadPool  # Celery's green pools run on threads
     assert app.WorkController(hostname="w1").hostname == "celery@w1"
     app.user_options["worker"] |= {Option(("-N", "--note"), help="added"), Option(("--on",), is_flag=True)}
     assert app.Worker(note="-x", on=True).argv == ["worker", "--note=-x", "--on"]

@@ -26,7 +26,7 @@ from pgtasks.compat.celery._state import app_or_default
 from pgtasks.compat.celery.app.amqp import queue_names
 from pgtasks.compat.celery.utils.log import mlevel
 from pgtasks.compat.celery.utils.nodenames import default_nodename
-from pgtasks.worker.pools import POOLS
+from pgtasks.worker.pools import DEFAULT_POOL, POOLS, pool_class
 
 __all__ = ["Beat", "WorkController", "Worker"]
 
@@ -189,9 +189,40 @@ class WorkController(_Program):
     def __init__(self, app: Any = None, hostname: str | None = None, **options: Any) -> None:
         super().__init__(app, hostname=hostname, **options)
         self.hostname = default_nodename(hostname)
+        self._settings(options)
         self._running = False
         self._serving = False
         self._pending: list[int] = []  # stop signals asked for before the worker served
+
+    def _settings(self, options: dict[str, Any]) -> None:
+        """Celery's attributes of the worker it will run: each option given, else the app's
+        ``worker_*``/``task_*`` setting, else the default (``pool_cls`` is pgtasks' pool
+        class: Celery's eventlet and gevent run on threads)."""
+        conf = self.app.conf
+
+        def pick(*names: str, default: Any = None) -> Any:
+            for name in names:
+                if options.get(name) is not None:
+                    return options[name]
+            return default
+
+        pool = str(pick("pool", "pool_cls", default=conf.get("worker_pool") or DEFAULT_POOL))
+        self.pool_cls = pool_class("threads" if pool in GREEN_POOLS else pool)
+        self.concurrency = pick("concurrency", default=conf.get("worker_concurrency") or os.cpu_count() or 1)
+        self.loglevel = pick("loglevel", default="WARNING")
+        self.logfile = pick("logfile")
+        multiplier = conf.get("worker_prefetch_multiplier", 4)
+        self.prefetch_multiplier = pick("prefetch_multiplier", default=multiplier)
+        self.max_tasks_per_child = pick("max_tasks_per_child", default=conf.get("worker_max_tasks_per_child"))
+        self.max_memory_per_child = pick(
+            "max_memory_per_child", default=conf.get("worker_max_memory_per_child")
+        )
+        self.task_time_limit = pick("time_limit", "task_time_limit", default=conf.get("task_time_limit"))
+        self.task_soft_time_limit = pick(
+            "soft_time_limit", "task_soft_time_limit", default=conf.get("task_soft_time_limit")
+        )
+        self.task_events = True  # every state change is a row
+        self.disable_rate_limits = bool(conf.get("worker_disable_rate_limits", False))
 
     def start(self) -> None:
         """Run the worker until it is stopped; its exit status is then in ``exitcode``."""
