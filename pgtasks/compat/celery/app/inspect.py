@@ -99,7 +99,8 @@ class Inspect:
     def query_task(self, *ids: Any) -> dict[str, Any] | None:
         """``{node: {id: [state, request]}}`` of the given ids a worker runs (``active``) or
         holds (``reserved``: claimed ahead, or waiting for its ETA in its queue)."""
-        wanted = {i for group in ids for i in ([group] if isinstance(group, str) else group)}
+        groups = [g if isinstance(g, (list, tuple, set, frozenset)) else [g] for g in ids]
+        wanted = {str(i) for group in groups for i in group}
         answer: dict[str, Any] = {}
         for node, lists in self._lists(None).items():
             found = {r["id"]: ["active", r] for r in lists["active"] if r["id"] in wanted}
