@@ -58,7 +58,9 @@ def add_compat_commands(sub: Any, parents: Sequence[argparse.ArgumentParser]) ->
         "at least one worker replies, 1 when none does (a Kubernetes probe can run `inspect ping`).",
     )
     inspect.add_argument("method", help="ping, active, scheduled, reserved, registered, stats, revoked, ...")
-    inspect.add_argument("ids", nargs="*", help="task ids (query_task)")
+    inspect.add_argument(
+        "ids", nargs="*", help="task ids (query_task), or the task attributes to show (registered rate_limit)"
+    )
     inspect.add_argument("-d", "--destination", help="comma-separated worker names to ask (default: all)")
     inspect.add_argument(
         "-t", "--timeout", type=float, default=1.0, help="accepted for Celery; replies are immediate"
@@ -149,7 +151,7 @@ def _inspect(app: Any, args: argparse.Namespace) -> int:
         return 2
     inspector = app.control.inspect(destination=args.destination.split(",") if args.destination else None)
     method = getattr(inspector, args.method)
-    replies = method(*args.ids) if args.method == "query_task" else method()
+    replies = method(*args.ids) if args.method in ("query_task", "registered") else method()
     return print_replies(replies, args.json)
 
 

@@ -66,6 +66,8 @@ def test_inspect_status_call_result_and_purge(pg_url: str, tmp_path: Path) -> No
         assert shown.stdout.strip() == "42"
         registered = run_pgtasks("-A", app, "inspect", "registered", url=pg_url)
         assert "tests.compat.apps.results_app.add" in registered.stdout
+        named = run_pgtasks("-A", app, "inspect", "registered", "name", url=pg_url)
+        assert "tests.compat.apps.results_app.add [name=tests.compat.apps.results_app.add]" in named.stdout
     finally:
         output = stop(process)
     assert "ignoring Celery option --prefetch-multiplier" not in output  # a pgtasks flag too
