@@ -180,7 +180,12 @@ def global_options(*, top_level: bool = False, broker: bool = True) -> argparse.
     )
     add_ignored(group, "--result-backend", value=True, why="results are stored in the pgtasks database")
     add_ignored(group, "--loader", value=True)
-    add_ignored(group, "--config", value=True, why="configure the app in its module")
+    group.add_argument(
+        "--config",
+        dest="config_module",
+        metavar="MODULE",
+        help="the configuration module of a Celery app (sets CELERY_CONFIG_MODULE, as Celery's)",
+    )
     add_ignored(group, "-C", "--no-color")
     add_ignored(group, "-q", "--quiet")
     add_ignored(group, "--skip-checks", why="pgtasks runs no Django checks")
@@ -209,8 +214,9 @@ def ignored_flags(args: argparse.Namespace) -> list[str]:
 
 def apply_global_options(args: argparse.Namespace) -> None:
     """Act on the parsed global options: a warning per ignored Celery flag, ``--workdir`` (the
-    working folder, before any app is loaded) and ``-b/--broker`` (``CELERY_BROKER_URL``, which
-    a Celery app's ``broker_url`` gives way to, as in Celery)."""
+    working folder, before any app is loaded), ``-b/--broker`` (``CELERY_BROKER_URL``, which
+    a Celery app's ``broker_url`` gives way to, as in Celery) and ``--config``
+    (``CELERY_CONFIG_MODULE``, a Celery app's configuration module)."""
     for flag in ignored_flags(args):
         print(f"pgtasks: warning: ignoring Celery option {flag}", file=sys.stderr)
     if args.workdir:
@@ -220,3 +226,5 @@ def apply_global_options(args: argparse.Namespace) -> None:
             raise ConfigurationError(f"--workdir {args.workdir}: {exc.strerror}") from None
     if args.broker_url:
         os.environ["CELERY_BROKER_URL"] = args.broker_url
+    if getattr(args, "config_module", None):
+        os.environ["CELERY_CONFIG_MODULE"] = args.config_module

@@ -28,6 +28,24 @@ def test_celery_check_lists_what_pgtasks_ignores_or_lacks(sqlite_url: str) -> No
     assert "signal task_unknown" in out
     clean = run_pgtasks("celery-check", "-A", "tests.compat.apps.signals_app", url=sqlite_url)
     assert clean.returncode == 0 and "supports every Celery setting" in clean.stdout
+    # --config: the configuration module of Celery's command line (CELERY_CONFIG_MODULE)
+    configured = run_pgtasks(
+        "--config",
+        "tests.compat.apps.acks_config",
+        "celery-check",
+        "-A",
+        "tests.compat.apps.signals_app",
+        url=sqlite_url,
+    )
+    assert configured.returncode == 1 and "setting task_acks_late" in configured.stdout
+    assert "ignoring Celery option --config" not in configured.stderr
+    missing = run_pgtasks(
+        "--config", "no_such_config", "celery-check", "-A", "tests.compat.apps.signals_app", url=sqlite_url
+    )
+    assert (
+        missing.returncode != 0
+        and "CELERY_CONFIG_MODULE (celery --config) names 'no_such_config'" in missing.stderr
+    )
 
 
 def test_message_broker_url_is_refused_with_what_to_set(sqlite_url: str) -> None:

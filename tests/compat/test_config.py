@@ -231,3 +231,20 @@ def test_names_libraries_import_from_celery() -> None:
     assert isinstance(PendingConfiguration(), dict)
     assert frozenset({"SUCCESS", "FAILURE", "REVOKED"}) == DisabledBackend.READY_STATES
     assert "RETRY" in DisabledBackend.EXCEPTION_STATES
+
+
+def test_celery_config_module_configures_until_config_from_object_replaces_it(
+    monkeypatch: pytest.MonkeyPatch, url: str
+) -> None:
+    monkeypatch.setenv("CELERY_CONFIG_MODULE", "tests.compat.apps.acks_config")
+    app = Celery("from_env", broker=url)
+    assert app.conf.task_acks_late is True and app.conf.task_default_rate_limit == "5/s"
+    app.conf.task_default_rate_limit = "1/s"  # set on the conf: above every module
+    app.config_from_object({"task_track_started": True})
+    assert app.conf.task_acks_late is False and app.conf.task_track_started is True
+    assert app.conf.task_default_rate_limit == "1/s"
+    monkeypatch.setenv("CELERY_CONFIG_MODULE", "tests.compat.apps.no_such_config")
+    cannot = r"CELERY_CONFIG_MODULE .* names 'tests\.compat\.apps\.no_such_config'"
+    with pytest.raises(ImportError, match=cannot):
+        Celery("missing", broker=url)
+    app.close()

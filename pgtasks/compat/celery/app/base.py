@@ -116,6 +116,18 @@ class Celery(App, ConnectionsMixin, AppAttributesMixin, AppComponents):
                 preconf[key] = value
         preconf.update(kwargs)
         self.conf.load(preconf)
+        # As Celery's loaders: the module CELERY_CONFIG_MODULE names (`celery --config`) is the
+        # app's configuration until config_from_object gives another.
+        self._env_config = os.environ.get("CELERY_CONFIG_MODULE") or None
+        if self._env_config:
+            try:
+                module = importlib.import_module(self._env_config)
+            except ImportError as exc:
+                raise ImportError(
+                    f"CELERY_CONFIG_MODULE (celery --config) names {self._env_config!r}, which cannot "
+                    f"be imported: {exc}"
+                ) from exc
+            self.conf.add_source(module, None)
         super().__init__(
             main, database_url=database_url(self.conf), default_queue=self.conf.task_default_queue
         )
@@ -194,6 +206,9 @@ class Celery(App, ConnectionsMixin, AppAttributesMixin, AppComponents):
                 raise
         if not namespace and not read_on_first_use(obj):
             settings_from_mapping(attributes_of(obj), None)  # old and new names mixed: refused now
+        if self._env_config:  # the configuration given replaces CELERY_CONFIG_MODULE's
+            self.conf.remove_first_source()
+            self._env_config = None
         # Read at each lookup, as Celery does: a setting changed on the object later (a test's
         # settings fixture) takes effect, and Django's settings are not read before first use.
         self.conf.add_source(obj, namespace)

@@ -183,6 +183,12 @@ class Settings(SettingsQueries, dict):  # type: ignore[type-arg]
         self._sources.append(_Source(obj, namespace))
         self._notify(set(SOURCE_CHANGES))
 
+    def remove_first_source(self) -> None:
+        """Forget the first source added (CELERY_CONFIG_MODULE's, once another replaces it)."""
+        if self._sources:
+            self._sources.pop(0)
+            self._notify(set(SOURCE_CHANGES))
+
     def _name(self, key: str) -> str:
         """The current name of ``key``; with a namespaced source, a key written with its
         prefix (``CELERY_TASK_ALWAYS_EAGER``) is that setting too, as in Celery."""
