@@ -89,10 +89,10 @@ def test_pgtasks_defaults_and_own_options() -> None:
 def test_global_options_before_and_after_the_command_are_all_kept() -> None:
     args = parse("-q -b postgresql://db/x --workdir /srv worker -A proj -C --config celeryconfig")
     assert (args.broker_url, args.workdir) == ("postgresql://db/x", "/srv")
+    assert args.config_module == "celeryconfig"
     assert ignored_flags(args) == [
         "-q (pgtasks has no use for it)",
         "-C (pgtasks has no use for it)",
-        "--config (configure the app in its module)",
     ]
     beat = parse("-A proj beat -S django_celery_beat.schedulers:DatabaseScheduler -s /tmp/beat")
     assert beat.command == "beat" and len(ignored_flags(beat)) == 2
