@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from pgtasks.engine import tracing
 from pgtasks.engine.core import Engine
 from pgtasks.engine.crashpoints import crashpoint
 from pgtasks.engine.errors import ConfigurationError, DatabaseUnavailable
@@ -231,6 +232,7 @@ class Worker:
         """Register the executor, recover its own unfinished tasks, start the helpers."""
         store = self._store
         _through_outages(self._check_executor_id_free)
+        tracing.load_api()  # before the fork: prefork's children inherit the import
         self._pool.start()  # prefork: fork the children before this process starts threads
         self.queues = QueueBook(store, self.options.queues)
         report = _through_outages(self._register)

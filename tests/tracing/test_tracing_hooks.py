@@ -154,6 +154,30 @@ def test_pgtasks_runs_without_opentelemetry_and_never_imports_it(tmp_path: Path)
     tracing.reset()
 
 
+def test_a_started_worker_has_imported_the_api_before_its_first_task(tmp_path: Path) -> None:
+    """The import (20-45 ms) happens as the worker starts, not in the first task it runs;
+    whether a provider is set is left to the tasks (nothing is decided at the start)."""
+    script = textwrap.dedent(
+        f"""
+        import sys
+        from pgtasks import App
+        from pgtasks.engine import tracing
+        from tests.support.inprocess import running_worker
+        app = App("plain", database_url="sqlite:///{tmp_path}/db.sqlite3")
+        assert "opentelemetry.trace" not in sys.modules
+        with running_worker(app):
+            assert "opentelemetry.trace" in sys.modules
+            assert tracing._found is None
+        print("ok")
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "ok"
+
+
 def test_a_project_that_calls_celery_instrumentor_still_starts_and_is_traced(tmp_path: Path) -> None:
     """opentelemetry-instrumentation-celery imports Celery's and billiard's names; without the
     celery distribution it instruments nothing (it says so) and pgtasks' own spans remain."""
