@@ -53,6 +53,7 @@ def test_duplicate_names_and_unused_fragments_are_refused(text: str, message: st
 def test_the_prune_and_its_dry_run_select_the_same_tasks(dialect: str) -> None:
     text = (resources.files("pgtasks.sysdb") / "sql" / f"{dialect}.sql").read_text()
     rule = text.split("-- fragment: prunable_tasks\n", 1)[1].split("\n-- name:", 1)[0].strip()
+    rule = parse_statements(f"-- name: rule\n{rule}", "x.sql")["rule"]  # as loaded: compacted
     statements = load_statements(dialect, {})
     assert "ws.status IN ('SUCCESS', 'ERROR', 'CANCELLED')" in rule
     assert rule in statements["tasks_prune_pick"] and rule in statements["tasks_prunable"]
