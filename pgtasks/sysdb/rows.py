@@ -74,8 +74,8 @@ def task_from_row(row: Mapping[str, Any], claimed_at: float | None = None) -> Ta
 
 # What a claim returns of each task it takes, in this order (claimed_record reads the row by
 # position; both dialects' claim statements say RETURNING __claimed_columns__): the columns
-# a run reads, nothing more. The whole row (33 columns, as dictionaries) cost the claiming
-# thread most of its time per task. A claimed record takes its status, executor, claim token
+# a run reads, nothing more (the whole row, 33 columns as dictionaries, cost the claiming
+# thread CPU per task: docs/performance.md). A claimed record takes its status, executor, token
 # and version from the claim itself, its updated_at from started_at (one timestamp), and
 # leaves output, deduplication_id, partition_key, forked_from, end_reason and wait_for unset:
 # nothing that runs a task reads them (the task's row has them: engine.admin.task).
