@@ -74,7 +74,7 @@ def task_from_row(row: Mapping[str, Any], claimed_at: float | None = None) -> Ta
 
 # What a claim returns of each task it takes, in this order (claimed_record reads the row by
 # position; both dialects' claim statements say RETURNING __claimed_columns__): the columns
-# a run reads, nothing more (the whole row, 33 columns as dictionaries, cost the claiming
+# a run reads, nothing more (the whole row, 31 columns as dictionaries, cost the claiming
 # thread CPU per task: docs/performance.md). A claimed record takes its status, executor, token
 # and version from the claim itself, its updated_at from started_at (one timestamp), and
 # leaves output, deduplication_id, partition_key, forked_from, end_reason and wait_for unset:
