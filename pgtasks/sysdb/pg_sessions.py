@@ -30,7 +30,7 @@ from typing import Any, TypeVar
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
-from psycopg.rows import dict_row
+from psycopg.rows import dict_row, tuple_row
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from pgtasks.support.backoff import Backoff, Retry
@@ -400,6 +400,17 @@ class PostgresSessions:
         self, name: str, params: dict[str, Any] | None = None, generic: bool = False
     ) -> list[dict[str, Any]]:
         return self._run(name, params, lambda cur: cur.fetchall(), generic)
+
+    def _tuples(
+        self, name: str, params: dict[str, Any] | None = None, generic: bool = False
+    ) -> list[tuple[Any, ...]]:
+        """:meth:`_all` with rows as tuples (read by position: no dictionary per row)."""
+
+        def fetch(conn: psycopg.Connection[Any]) -> list[tuple[Any, ...]]:
+            with conn.cursor(row_factory=tuple_row) as cur:
+                return cur.execute(self.sql[name], params or {}).fetchall()
+
+        return self._retrying(fetch, generic)
 
     def _one(self, name: str, params: dict[str, Any] | None = None) -> dict[str, Any] | None:
         return self._run(name, params, lambda cur: cur.fetchone())

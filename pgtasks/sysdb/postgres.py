@@ -42,7 +42,7 @@ from pgtasks.sysdb.records import (
     TaskOwner,
     TaskRecord,
 )
-from pgtasks.sysdb.rows import existing_step, runs_here, task_from_row
+from pgtasks.sysdb.rows import claimed_columns, claimed_record, existing_step, picking_order, runs_here
 from pgtasks.sysdb.sqlfiles import Migration, load_migrations, load_statements, pending_migrations
 from pgtasks.sysdb.store import SqlStore
 from pgtasks.sysdb.urls import DatabaseTarget
@@ -53,6 +53,8 @@ from pgtasks.sysdb.waiting import send_message
 # transaction (its worker descheduled between the queue lock and the claim) is not stamped
 # early, outside the window the next claim counts.
 NOW_MS = "(extract(epoch from statement_timestamp()) * 1000)::bigint"
+# What a claim returns (rows.CLAIMED_COLUMNS): has_steps from the row as picked.
+CLAIMED_COLUMNS = claimed_columns("ws.", {"has_steps": "p.seen_before"})
 MIGRATIONS_TABLE = "pgtasks_migrations"
 # The rows tasks_enqueue inserts: column arrays for many tasks (one statement, any count), in
 # NewTask's field order (enqueue_columns). A column with one value for every task is sent as
@@ -215,7 +217,10 @@ class PostgresSystemDatabase(PostgresSessions, SqlStore):
         self.events_channel = events_channel(target.schema)
         self._done_checked_at = -DONE_LISTENERS_RECHECK
         self._done_listened = True
-        self.sql = load_statements("postgres", {"__schema__": self.schema, "__now_ms__": NOW_MS})
+        self.sql = load_statements(
+            "postgres",
+            {"__schema__": self.schema, "__now_ms__": NOW_MS, "__claimed_columns__": CLAIMED_COLUMNS},
+        )
         tail = self.sql.pop("claim_picked")
         for name in ("tasks_claim", "tasks_claim_limited", "tasks_claim_partitioned", "tasks_complete_claim"):
             self.sql[name] = self.sql[name].replace("__claim_picked__", tail)
@@ -434,25 +439,26 @@ class PostgresSystemDatabase(PostgresSessions, SqlStore):
             "executor_id": params.executor_id,
             "claim_token": params.claim_token,
         }
-        rows: list[dict[str, Any]] = []
+        rows: list[tuple[Any, ...]] = []
         free = [c for c in claims if not c.is_limited]
         if free:  # one statement in autocommit: one round trip
-            rows += self._all("tasks_claim", _free_claim_args(params, free), generic=True)
+            rows += self._tuples("tasks_claim", _free_claim_args(params, free), generic=True)
         limited = [c for c in claims if c.is_limited]
         if limited and len(rows) < params.limit:
-            with self._tx(generic=True) as conn:  # the advisory lock lives until this transaction ends
+            # the advisory lock lives until this transaction ends
+            with self._tx(generic=True) as conn, conn.cursor(row_factory=tuple_row) as cur:
                 for claim in limited:
                     room = min(claim.limit or 0, params.limit - len(rows))
                     if room <= 0:
                         break
-                    lock = conn.execute(
+                    lock = cur.execute(
                         self.sql["queue_try_lock"],
                         {"lock_key": queue_lock_key(self.target.schema, claim.name)},
                     )
-                    if not lock.fetchone()["ok"]:  # type: ignore[index]
+                    if not lock.fetchone()[0]:  # type: ignore[index]
                         continue  # another worker is claiming from this queue right now
                     statement = "tasks_claim_partitioned" if claim.partitioned else "tasks_claim_limited"
-                    rows += conn.execute(
+                    rows += cur.execute(
                         self.sql[statement],
                         {
                             **common,
@@ -463,7 +469,7 @@ class PostgresSystemDatabase(PostgresSessions, SqlStore):
                             "period_ms": claim.rate_limit_period_ms or 0,
                         },
                     ).fetchall()
-        return _claimed_in_order(rows)
+        return _claimed_in_order(rows, params)
 
     def tasks_complete_claim(
         self, complete: CompleteParams, claim: ClaimParams
@@ -474,9 +480,9 @@ class PostgresSystemDatabase(PostgresSessions, SqlStore):
         if not complete.outcomes or linked or limited or claim.limit <= 0 or not claims:
             return super().tasks_complete_claim(complete, claim)
         args = {**self._complete_args(complete), **_free_claim_args(claim, claims)}
-        rows = self._all("tasks_complete_claim", args, generic=True)
-        written = (rows[0]["written"] if rows else None) or []
-        return written, _claimed_in_order([r for r in rows if r["workflow_uuid"] is not None])
+        rows = self._tuples("tasks_complete_claim", args, generic=True)
+        written = (rows[0][-1] if rows else None) or []
+        return written, _claimed_in_order([r[:-1] for r in rows if r[0] is not None], claim)
 
     def _complete_plain(self, params: CompleteParams) -> list[str]:
         if not params.outcomes:
@@ -600,7 +606,7 @@ def _free_claim_args(params: ClaimParams, free: list[QueueClaim]) -> dict[str, A
     }
 
 
-def _claimed_in_order(rows: list[dict[str, Any]]) -> list[TaskRecord]:
+def _claimed_in_order(rows: list[tuple[Any, ...]], claim: ClaimParams) -> list[TaskRecord]:
     """RETURNING has no order: the claimed tasks in the order they were picked."""
     claimed_at = time.monotonic()
-    return sorted((task_from_row(r, claimed_at) for r in rows), key=lambda t: (t.priority, t.enqueue_seq))
+    return sorted((claimed_record(r, claim, claimed_at) for r in rows), key=picking_order)

@@ -100,7 +100,9 @@ class EnqueueResult(NamedTuple):
 
 @dataclass(frozen=True, slots=True)
 class TaskRecord:
-    """A row of ``workflow_status``."""
+    """A row of ``workflow_status``. A worker's claimed record (``rows.claimed_record``) leaves
+    ``output``, ``deduplication_id``, ``partition_key``, ``forked_from``, ``end_reason`` and
+    ``wait_for`` None: read the row for them."""
 
     task_id: str
     status: Status

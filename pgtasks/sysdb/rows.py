@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Mapping, Sequence
 from dataclasses import fields
 from typing import Any
 
 from pgtasks.sysdb.records import (
+    ClaimParams,
     EndReason,
     ExecutorInfo,
     QueueSettings,
@@ -62,6 +64,109 @@ def task_from_row(row: Mapping[str, Any], claimed_at: float | None = None) -> Ta
         get("meta"),
         EndReason(end_reason) if end_reason else None,
         get("wait_for"),
+        claimed_at,
+    )
+    record = object.__new__(TaskRecord)
+    for fill, value in zip(_TASK_SLOTS, values, strict=True):
+        fill(record, value)
+    return record
+
+
+# What a claim returns of each task it takes, in this order (claimed_record reads the row by
+# position; both dialects' claim statements say RETURNING __claimed_columns__): the columns
+# a run reads, nothing more (the whole row, 31 columns as dictionaries, cost the claiming
+# thread CPU per task: docs/performance.md). A claimed record takes its status, executor, token
+# and version from the claim itself, its updated_at from started_at (one timestamp), and
+# leaves output, deduplication_id, partition_key, forked_from, end_reason and wait_for unset:
+# nothing that runs a task reads them (the task's row has them: engine.admin.task).
+CLAIMED_COLUMNS = (
+    "workflow_uuid",
+    "name",
+    "inputs",
+    "serialization",
+    "queue_name",
+    "error",  # a retried task's reason (self.request.delivery_info: redelivered)
+    "priority",
+    "delay_until_epoch_ms",
+    "recovery_attempts",
+    "max_recovery_attempts",
+    "created_at",
+    "started_at_epoch_ms",
+    "parent_workflow_id",
+    "enqueue_seq",
+    "expires_at_epoch_ms",
+    "retries",
+    "has_links",
+    "meta",
+    "has_steps",
+)
+
+
+def claimed_columns(prefix: str, exprs: Mapping[str, str]) -> str:
+    """The RETURNING list of a claim: :data:`CLAIMED_COLUMNS`, each ``prefix`` + its name or
+    the dialect's expression for it (``exprs``)."""
+    return ", ".join(exprs.get(c) or prefix + c for c in CLAIMED_COLUMNS)
+
+
+# The order a claim picked its tasks in (RETURNING has none).
+picking_order = operator.attrgetter("priority", "enqueue_seq")
+
+
+def claimed_record(row: Sequence[Any], claim: ClaimParams, claimed_at: float) -> TaskRecord:
+    """The TaskRecord of a row a claim returned (:data:`CLAIMED_COLUMNS`), filled through the
+    record's slots (see _TASK_SLOTS)."""
+    (
+        task_id,
+        name,
+        inputs,
+        serialization,
+        queue_name,
+        error,
+        priority,
+        delay_until,
+        recovery_attempts,
+        max_recovery_attempts,
+        created_at,
+        started_at,
+        parent_task_id,
+        enqueue_seq,
+        expires_at,
+        retries,
+        has_links,
+        meta,
+        has_steps,
+    ) = row
+    values = (
+        task_id,
+        Status.PENDING,
+        name,
+        inputs,
+        serialization,
+        queue_name,
+        None,  # output
+        error,
+        priority,
+        None,  # deduplication_id
+        None,  # partition_key
+        delay_until,
+        claim.executor_id,
+        claim.application_version,
+        recovery_attempts,
+        max_recovery_attempts,
+        created_at,
+        started_at,  # updated_at: the claim sets both to its statement's time
+        started_at,
+        parent_task_id,
+        None,  # forked_from
+        enqueue_seq,
+        expires_at,
+        claim.claim_token,
+        has_steps,
+        retries,
+        bool(has_links),
+        meta,
+        None,  # end_reason
+        None,  # wait_for
         claimed_at,
     )
     record = object.__new__(TaskRecord)

@@ -34,13 +34,16 @@ from pgtasks.sysdb.records import (
     QueueClaim,
     TaskRecord,
 )
-from pgtasks.sysdb.rows import task_from_row
+from pgtasks.sysdb.rows import claimed_columns, claimed_record, picking_order
 from pgtasks.sysdb.sqlfiles import load_migrations, load_statements, pending_migrations
 from pgtasks.sysdb.store import SqlStore
 from pgtasks.sysdb.urls import DatabaseTarget
 
 NOW_MS = "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)"
 BUSY_TIMEOUT_MS = 30_000
+# What a claim returns (rows.CLAIMED_COLUMNS): the FIFO order is the rowid; whether the task
+# has checkpoints is not known here (the worker reads them).
+CLAIMED_COLUMNS = claimed_columns("", {"enqueue_seq": "rowid", "has_steps": "NULL"})
 WAL_SWITCH_BACKOFF = Backoff(first=0.01, cap=0.1)  # while other processes hold the file
 
 
@@ -54,7 +57,7 @@ class SqliteSystemDatabase(SqlStore):
     def __init__(self, target: DatabaseTarget) -> None:
         self.target = target
         self.path = Path(target.sqlite_path)
-        self.sql = load_statements("sqlite", {"__now_ms__": NOW_MS})
+        self.sql = load_statements("sqlite", {"__now_ms__": NOW_MS, "__claimed_columns__": CLAIMED_COLUMNS})
         self._local = threading.local()
         self._all_connections: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
@@ -177,7 +180,9 @@ class SqliteSystemDatabase(SqlStore):
             candidates.sort(key=lambda r: (r["priority"], r["enqueue_seq"]))
             ids = [r["workflow_uuid"] for r in candidates[: params.limit]]
             args = {"version": version}
-            rows = db.execute(
+            claiming = db.cursor()
+            claiming.row_factory = None  # tuples: read by position
+            rows = claiming.execute(
                 self.sql["tasks_claim"],
                 {
                     **args,
@@ -188,7 +193,7 @@ class SqliteSystemDatabase(SqlStore):
             ).fetchall()
         # RETURNING has no order; hand tasks out in the order they were picked.
         claimed_at = time.monotonic()
-        return sorted((task_from_row(r, claimed_at) for r in rows), key=lambda t: (t.priority, t.enqueue_seq))
+        return sorted((claimed_record(r, params, claimed_at) for r in rows), key=picking_order)
 
     def _complete_on(self, db: sqlite3.Connection, params: CompleteParams) -> list[str]:
         written = []

@@ -1,5 +1,6 @@
 """The SQL loader: named statements and the fragments they share (one definition of what
-pruning deletes, used by the prune and by its dry run)."""
+pruning deletes, used by the prune and by its dry run), loaded without comments and
+indentation (short enough for psycopg's parsing cache)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from importlib import resources
 
 import pytest
 
+from pgtasks.sysdb.postgres import ASYNC_COMMIT, CLAIMED_COLUMNS, NOW_MS
 from pgtasks.sysdb.sqlfiles import load_statements, parse_statements
 
 TEXT = """-- header
@@ -53,6 +55,27 @@ def test_duplicate_names_and_unused_fragments_are_refused(text: str, message: st
 def test_the_prune_and_its_dry_run_select_the_same_tasks(dialect: str) -> None:
     text = (resources.files("pgtasks.sysdb") / "sql" / f"{dialect}.sql").read_text()
     rule = text.split("-- fragment: prunable_tasks\n", 1)[1].split("\n-- name:", 1)[0].strip()
+    rule = parse_statements(f"-- name: rule\n{rule}", "x.sql")["rule"]  # as loaded: compacted
     statements = load_statements(dialect, {})
     assert "ws.status IN ('SUCCESS', 'ERROR', 'CANCELLED')" in rule
     assert rule in statements["tasks_prune_pick"] and rule in statements["tasks_prunable"]
+
+
+@pytest.mark.parametrize("dialect", ["postgres", "sqlite"])
+def test_statements_load_without_comment_lines_or_indentation(dialect: str) -> None:
+    for name, text in load_statements(dialect, {}).items():
+        lines = text.splitlines()
+        assert all(line and line == line.strip() and not line.startswith("--") for line in lines), name
+
+
+def test_the_claim_stays_short_enough_for_psycopg_to_parse_it_once() -> None:
+    """psycopg caches the parsing of a statement's placeholders only up to 4 KiB of text; a
+    claim parsed again at every call costs its thread 0.1 to 0.2 ms (docs/performance.md)."""
+    replacements = {
+        "__schema__": '"' + "s" * 63 + '"',
+        "__now_ms__": NOW_MS,
+        "__claimed_columns__": CLAIMED_COLUMNS,
+    }
+    statements = load_statements("postgres", replacements)
+    claim = statements["tasks_claim"].replace("__claim_picked__", statements["claim_picked"])
+    assert len(claim.replace("__async_commit__", ASYNC_COMMIT).encode()) <= 4096

@@ -230,7 +230,8 @@ SELECT * FROM __schema__.workflow_status WHERE workflow_uuid = %(task_id)s
 -- the primary key even where it cannot read the LIMIT (a generic plan, a computed budget).
 -- has_steps (the task ran or was forked before this claim) spares the worker a read of
 -- checkpoints for the many tasks that cannot have any; it is read from the row as picked,
--- never from operation_outputs, so no plan depends on that table's statistics.
+-- never from operation_outputs, so no plan depends on that table's statistics. It returns
+-- the columns a run reads (rows.CLAIMED_COLUMNS, read by position), not the whole row.
 UPDATE __schema__.workflow_status AS ws
 SET status = 'PENDING',
     executor_id = %(executor_id)s,
@@ -242,7 +243,7 @@ SET status = 'PENDING',
 FROM unnest(ARRAY(SELECT workflow_uuid FROM picked ORDER BY workflow_uuid),
             ARRAY(SELECT seen_before FROM picked ORDER BY workflow_uuid)) AS p(workflow_uuid, seen_before)
 WHERE ws.workflow_uuid = p.workflow_uuid
-RETURNING ws.*, p.seen_before AS has_steps
+RETURNING __claimed_columns__
 
 -- fragment: free_picked
 -- The tasks a claim of queues without limits takes (tasks_claim, tasks_complete_claim).

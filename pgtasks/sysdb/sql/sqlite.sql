@@ -233,6 +233,7 @@ ON CONFLICT (name) DO UPDATE SET
 RETURNING *
 
 -- name: tasks_claim
+-- Returns the columns a run reads (rows.CLAIMED_COLUMNS, read by position).
 UPDATE workflow_status
 SET status = 'PENDING',
     executor_id = :executor_id,
@@ -242,7 +243,7 @@ SET status = 'PENDING',
     started_at_epoch_ms = __now_ms__,
     updated_at = __now_ms__
 WHERE workflow_uuid IN (SELECT value FROM json_each(:ids)) AND status = 'ENQUEUED'
-RETURNING *, rowid AS enqueue_seq
+RETURNING __claimed_columns__
 
 -- name: task_complete
 -- A retry (:retry_in not NULL) sends the task back under the same id with one more retry and
