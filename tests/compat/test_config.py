@@ -248,3 +248,30 @@ def test_celery_config_module_configures_until_config_from_object_replaces_it(
     with pytest.raises(ImportError, match=cannot):
         Celery("missing", broker=url)
     app.close()
+
+
+def test_the_conf_a_worker_reports_is_json_with_secrets_masked(url: str) -> None:
+    import datetime as dt
+    import json
+
+    from pgtasks.compat.bridge.worker_start import report_conf
+
+    app = Celery("reported", broker=url)
+    looped: list[object] = [1]
+    looped.append(looped)
+    app.conf.update(
+        broker_transport_options={"visibility_timeout": float("inf")},
+        result_expires=dt.timedelta(hours=1),
+        accept_content={"json"},
+        task_routes=[lambda *a, **k: None],
+        custom_api_key="s3cret",
+        database_url_extra="postgresql://u:hunter2@db/x",
+        looped=looped,
+    )
+    shown = report_conf(app)
+    text = json.dumps(shown, allow_nan=False)  # strict JSON: no inf or nan
+    assert "s3cret" not in text and "hunter2" not in text
+    assert shown["broker_transport_options"] == {"visibility_timeout": "inf"}
+    assert shown["result_expires"] == "1:00:00" and shown["accept_content"] == ["json"]
+    assert shown["task_routes"][0].startswith("<function") and "task_default_queue" not in shown
+    app.close()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import logging
+import math
 import os
 import types
 from collections.abc import Callable, Collection, Mapping
@@ -30,15 +31,20 @@ from pgtasks.worker.pools import FORKING_POOLS, INLINE_POOLS, RECYCLED_POOLS, TI
 log = logging.getLogger("pgtasks.compat")
 
 
-def json_safe(value: Any) -> Any:
+def json_safe(value: Any, depth: int = 0) -> Any:
     """``value`` as JSON carries it, as Celery's worker answers ``inspect conf``: times in
-    ISO 8601, a timedelta as text, collections as lists, anything else as its repr."""
+    ISO 8601, a timedelta as text, collections as lists (nested past eight levels, or
+    holding themselves, as their repr), anything else as its repr."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return repr(value)  # JSON has no inf or nan
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
+    if depth > 8:
+        return saferepr(value)
     if isinstance(value, Mapping):
-        return {str(k): json_safe(v) for k, v in value.items()}
+        return {str(k): json_safe(v, depth + 1) for k, v in value.items()}
     if isinstance(value, (list, tuple, set, frozenset)):
-        items = [json_safe(v) for v in value]
+        items = [json_safe(v, depth + 1) for v in value]
         return sorted(items, key=repr) if isinstance(value, (set, frozenset)) else items
     if isinstance(value, (dt.datetime, dt.date, dt.time)):
         return value.isoformat()
