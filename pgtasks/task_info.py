@@ -8,6 +8,7 @@ import json
 from dataclasses import dataclass
 
 from pgtasks.engine.failures import error_summary
+from pgtasks.engine.redaction import sender_shown
 from pgtasks.sysdb.records import EndReason, Status, StepRecord, TaskRecord
 
 
@@ -65,6 +66,9 @@ class TaskInfo:
     wait_for: str | None = None
     steps: tuple[StepInfo, ...] | None = None
     root_task_id: str | None = None
+    # What its sender asked logs and monitoring to show for its args and kwargs (Celery's
+    # argsrepr/kwargsrepr), each None when not given.
+    shown_arguments: tuple[str | None, str | None] = (None, None)
 
     @property
     def error_summary(self) -> str:
@@ -102,6 +106,7 @@ class TaskInfo:
             wait_for=record.wait_for,
             steps=None if steps is None else tuple(_step_info(s) for s in steps),
             root_task_id=_root_of(record),
+            shown_arguments=sender_shown(record.meta),
         )
 
 

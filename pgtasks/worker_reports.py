@@ -241,13 +241,15 @@ def request_info(
     task: TaskInfo, inputs: tuple[Any, Any], worker: str, pid: int | None, started: bool, reprs: bool
 ) -> dict[str, Any]:
     """A task as Celery's ``inspect`` describes a request, its args and kwargs as reprs when
-    ``reprs`` (``active(safe=True)``; Flower's view of a running task), else as values."""
+    ``reprs`` (``active(safe=True)``; Flower's view of a running task: the sender's
+    ``argsrepr``/``kwargsrepr`` where it gave them), else as values."""
     args, kwargs = inputs
+    args_shown, kwargs_shown = task.shown_arguments  # the sender's argsrepr/kwargsrepr
     return {
         "id": task.task_id,
         "name": task.name,
-        "args": repr(args) if reprs else args,
-        "kwargs": repr(kwargs) if reprs else kwargs,
+        "args": (args_shown or repr(args)) if reprs else args,
+        "kwargs": (kwargs_shown or repr(kwargs)) if reprs else kwargs,
         "type": task.name,
         "hostname": worker,
         "time_start": seconds(task.started_at_epoch_ms) if started else None,

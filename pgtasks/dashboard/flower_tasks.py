@@ -208,7 +208,11 @@ class TaskView:
 
     def arguments(self, task: TaskInfo) -> tuple[str | None, str | None]:
         """args and kwargs as Python reprs, as the worker saw them (a retried task's args
-        arrive as a tuple, as in Celery); the stored text when it is not JSON."""
+        arrive as a tuple, as in Celery); the stored text when it is not JSON. What the sender
+        asked to be shown instead (Celery's ``argsrepr``/``kwargsrepr``) wins."""
+        args_shown, kwargs_shown = task.shown_arguments
+        if args_shown is not None and kwargs_shown is not None:
+            return args_shown, kwargs_shown
         shown = self.shown_inputs(task)
         inputs = inputs_of(shown)
         if inputs is None:
@@ -216,4 +220,4 @@ class TaskView:
         args, kwargs = inputs
         if isinstance(args, list) and task.retries > 0:
             args = tuple(args)
-        return repr(args), repr(kwargs)
+        return args_shown or repr(args), kwargs_shown or repr(kwargs)

@@ -148,3 +148,18 @@ def scrub(text: str, hidden: Sequence[str]) -> str:
         if secret:
             text = text.replace(secret, MASK)
     return text
+
+
+def sender_shown(meta: str | None) -> tuple[str | None, str | None]:
+    """The texts its sender asked logs and monitoring to show for a task's args and kwargs
+    (Celery's ``argsrepr``/``kwargsrepr``, stored in its ``meta``); None for each not given."""
+    if not meta or "argsrepr" not in meta:  # most tasks: no JSON to read
+        return None, None
+    try:
+        fields = json.loads(meta)
+    except ValueError:
+        return None, None
+    if not isinstance(fields, dict):
+        return None, None
+    args, kwargs = fields.get("argsrepr"), fields.get("kwargsrepr")
+    return (None if args is None else str(args)), (None if kwargs is None else str(kwargs))

@@ -24,7 +24,7 @@ from pgtasks.engine.core import Engine
 from pgtasks.engine.crashpoints import crashpoint
 from pgtasks.engine.errors import ConfigurationError, DatabaseUnavailable
 from pgtasks.engine.failures import error_summary
-from pgtasks.engine.redaction import masked_inputs, scrub, secret_args_of
+from pgtasks.engine.redaction import masked_inputs, scrub, secret_args_of, sender_shown
 from pgtasks.engine.settings import check_name_length, validate_queue_name
 from pgtasks.support.backoff import Backoff
 from pgtasks.sysdb.records import (
@@ -881,12 +881,7 @@ def shown_arguments(codec: Any, record: TaskRecord, hidden: tuple[str, ...]) -> 
     """A task's arguments as its log records show them: as its sender asked (``argsrepr`` and
     ``kwargsrepr`` stored with it, Celery's way to hide sensitive arguments), else the reprs of
     the stored arguments, secret values scrubbed."""
-    try:
-        meta = json.loads(record.meta) if record.meta else {}
-    except ValueError:
-        meta = {}
-    meta = meta if isinstance(meta, dict) else {}
-    args_shown, kwargs_shown = meta.get("argsrepr"), meta.get("kwargsrepr")
+    args_shown, kwargs_shown = sender_shown(record.meta)
     if args_shown is None or kwargs_shown is None:
         try:
             args, kwargs = codec.loads_inputs(record.serialization, record.inputs, record.name)

@@ -383,4 +383,13 @@ def test_the_worker_task_lines_carry_celerys_messages_and_data(caplog: pytest.Lo
     [failure] = [r for r in caplog.records if r.name == "celery.app.trace" and r.levelno == logging.ERROR]
     assert failure.getMessage() == f"Task t.breaks[{failed.id}] raised unexpected: ValueError('declined')"
     assert "4111" not in " ".join(r.getMessage() for r in caplog.records)  # arguments stay in data
+    # monitoring shows what the sender asked too: the task's record and Flower's task view
+    from pgtasks.dashboard.flower_tasks import TaskView
+
+    info = app.get_task(result.id)
+    assert info is not None and info.shown_arguments == ("('****',)", "{'amount': 5}")
+    assert TaskView((), app.shown_inputs).arguments(info) == ("('****',)", "{'amount': 5}")
+    plain = app.get_task(failed.id)
+    assert plain is not None and plain.shown_arguments == (None, None)
+    assert TaskView((), app.shown_inputs).arguments(plain) == ("['4111 1111 1111 1111']", "{}")
     app.close()
