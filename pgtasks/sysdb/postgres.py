@@ -9,8 +9,9 @@ of checkpoints, migrations under an advisory lock, and LISTEN.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import time
-from collections.abc import AsyncIterator, Iterable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from contextlib import AbstractContextManager, asynccontextmanager, contextmanager
 from typing import Any
 
@@ -131,6 +132,11 @@ def notify_channel(schema: str) -> str:
     return validate_identifier(channel, "channel name")
 
 
+def _conflict_free(tasks: list[NewTask]) -> bool:
+    """Whether no task carries a deduplication id (with new ids, no insert can conflict)."""
+    return all(task.deduplication_id is None for task in tasks)
+
+
 def _duplicates_of(tasks: list[NewTask], inserted: set[str]) -> dict[str, Any]:
     """Parameters of ``tasks_find_duplicates`` for the tasks the insert did not make."""
     missing = [t for t in tasks if t.task_id not in inserted]
@@ -223,9 +229,15 @@ class PostgresSystemDatabase(PostgresSessions, SqlStore):
         self.sql["tasks_claim"] = self.sql["tasks_claim"].replace("__async_commit__", ASYNC_COMMIT)
         self.sql["tasks_complete_claim"] = self.sql["tasks_complete_claim"].replace("__async_commit__", "")
         enqueue = self.sql.pop("tasks_enqueue")
-        self.sql["tasks_enqueue"] = enqueue.replace("__enqueue_source__", ENQUEUE_MANY)
-        self.sql["tasks_enqueue_one"] = enqueue.replace("__enqueue_source__", ENQUEUE_ONE)
-        self.sql["tasks_enqueue_staged"] = enqueue.replace("__enqueue_source__", ENQUEUE_STAGED)
+        kept = enqueue.replace("__on_conflict__", "ON CONFLICT DO NOTHING").replace(
+            "__returned__", "workflow_uuid"
+        )
+        new = enqueue.replace("__on_conflict__", "").replace("__returned__", "count(*)")
+        self.sql["tasks_enqueue"] = kept.replace("__enqueue_source__", ENQUEUE_MANY)
+        self.sql["tasks_enqueue_one"] = kept.replace("__enqueue_source__", ENQUEUE_ONE)
+        self.sql["tasks_enqueue_staged"] = kept.replace("__enqueue_source__", ENQUEUE_STAGED)
+        self.sql["tasks_enqueue_new"] = new.replace("__enqueue_source__", ENQUEUE_MANY)
+        self.sql["tasks_enqueue_new_staged"] = new.replace("__enqueue_source__", ENQUEUE_STAGED)
         self._may_stage: bool | None = None  # whether the role may create temporary tables
         self._open_sessions(pool_size, pool_wait_seconds, retry_for)
 
@@ -308,7 +320,7 @@ class PostgresSystemDatabase(PostgresSessions, SqlStore):
 
     # -- tasks --------------------------------------------------------------------------
     def tasks_enqueue(
-        self, tasks: list[NewTask], conn: Any = None, all_or_nothing: bool = False
+        self, tasks: list[NewTask], conn: Any = None, all_or_nothing: bool = False, new_ids: bool = False
     ) -> list[EnqueueResult]:
         if not tasks:
             return []
@@ -320,7 +332,21 @@ class PostgresSystemDatabase(PostgresSessions, SqlStore):
             return self._enqueue_on(conn, tasks)
         # The task ids were fixed before the insert: an attempt whose reply was lost is found
         # by the next one (ON CONFLICT), so the enqueue is retried through an outage.
+        if new_ids and len(tasks) > 1 and _conflict_free(tasks):
+            return self._retrying(lambda own: self._enqueue_new_on(own, tasks))
         return self._retrying(lambda own: self._enqueue_on(own, tasks))
+
+    def _enqueue_new_on(self, conn: psycopg.Connection[Any], tasks: list[NewTask]) -> list[EnqueueResult]:
+        """Insert ``tasks`` (new ids, no deduplication id) on the autocommit ``conn`` without
+        the conflict check; a retry whose first attempt committed is sent again with it."""
+        try:
+            with conn.cursor(row_factory=tuple_row) as cur:
+                cur.execute(
+                    self.sql["tasks_enqueue_new"], {**enqueue_columns(tasks), "channel": self.channel}
+                )
+        except psycopg.errors.UniqueViolation:
+            return self._enqueue_on(conn, tasks)
+        return [EnqueueResult(task.task_id, True) for task in tasks]
 
     def _enqueue_all_or_nothing(
         self, conn: psycopg.Connection[Any], tasks: list[NewTask]
@@ -329,15 +355,42 @@ class PostgresSystemDatabase(PostgresSessions, SqlStore):
             return refuse_duplicates(self._enqueue_on(conn, tasks))
 
     def tasks_enqueue_chunks(
-        self, chunks: Iterable[list[NewTask]], conn: Any = None, all_or_nothing: bool = False
+        self,
+        chunks: Iterable[list[NewTask]],
+        conn: Any = None,
+        all_or_nothing: bool = False,
+        new_ids: bool = False,
     ) -> list[EnqueueResult]:
-        def write(on: psycopg.Connection[Any], tasks: list[NewTask]) -> list[EnqueueResult]:
-            results = self._enqueue_on(on, tasks, staged=self._staging_allowed(on))
-            return refuse_duplicates(results) if all_or_nothing else results
+        def writer(
+            unchecked: bool,
+        ) -> Callable[[psycopg.Connection[Any], list[NewTask]], list[EnqueueResult]]:
+            def write(on: psycopg.Connection[Any], tasks: list[NewTask]) -> list[EnqueueResult]:
+                staged = self._staging_allowed(on)
+                if unchecked and _conflict_free(tasks):
+                    self._insert_unchecked(on, tasks, staged)
+                    return [EnqueueResult(task.task_id, True) for task in tasks]
+                results = self._enqueue_on(on, tasks, staged)
+                return refuse_duplicates(results) if all_or_nothing else results
 
-        if conn is not None:
-            return enqueue_overlapped(chunks, lambda: _callers_transaction(conn), write)
-        return enqueue_overlapped(chunks, self._tx, write)
+            return write
+
+        transaction = (lambda: _callers_transaction(conn)) if conn is not None else self._tx
+        remaining = iter(chunks)
+        sent: list[list[NewTask]] = []
+
+        def recorded() -> Iterator[list[NewTask]]:
+            for chunk in remaining:
+                sent.append(chunk)
+                yield chunk
+
+        try:
+            return enqueue_overlapped(recorded(), transaction, writer(new_ids))
+        except psycopg.errors.UniqueViolation:
+            if not new_ids:
+                raise
+        # A retry whose first attempt committed (the transaction rolled back): all again,
+        # with the conflict check.
+        return enqueue_overlapped(itertools.chain(sent, remaining), transaction, writer(False))
 
     def _send_on_callers(self, conn: Any, args: dict[str, Any], wake: dict[str, Any]) -> bool:
         if not isinstance(conn, psycopg.Connection):
@@ -370,11 +423,7 @@ class PostgresSystemDatabase(PostgresSessions, SqlStore):
             # One statement inserts and notifies (autocommit: one round trip; in a caller's
             # transaction the notification is delivered only if that transaction commits).
             if staged:
-                cur.execute(self.sql["enqueue_staging_create"])
-                with cur.copy(self.sql["enqueue_staging_copy"]) as copy:
-                    copy.set_types(STAGING_TYPES)
-                    for task in tasks:
-                        copy.write_row(task)
+                self._stage(cur, tasks)
                 cur.execute(self.sql["tasks_enqueue_staged"], {"channel": self.channel})
             elif len(tasks) == 1:
                 cur.execute(
@@ -391,6 +440,27 @@ class PostgresSystemDatabase(PostgresSessions, SqlStore):
                 cur.execute(self.sql["tasks_find_duplicates"], _duplicates_of(tasks, inserted))
                 existing = cur.fetchall()
         return enqueue_results(tasks, inserted, existing)
+
+    def _insert_unchecked(self, conn: psycopg.Connection[Any], tasks: list[NewTask], staged: bool) -> None:
+        """Insert ``tasks`` (new ids, no deduplication id) in ``conn``'s transaction without the
+        conflict check: a conflict fails the transaction (see tasks_enqueue_new)."""
+        with conn.cursor(row_factory=tuple_row) as cur:
+            if staged:
+                self._stage(cur, tasks)
+                cur.execute(self.sql["tasks_enqueue_new_staged"], {"channel": self.channel})
+                cur.execute(self.sql["enqueue_staging_empty"])
+            else:
+                cur.execute(
+                    self.sql["tasks_enqueue_new"], {**enqueue_columns(tasks), "channel": self.channel}
+                )
+
+    def _stage(self, cur: psycopg.Cursor[Any], tasks: list[NewTask]) -> None:
+        """Copy ``tasks`` into the staging table (created in this transaction if need be)."""
+        cur.execute(self.sql["enqueue_staging_create"])
+        with cur.copy(self.sql["enqueue_staging_copy"]) as copy:
+            copy.set_types(STAGING_TYPES)
+            for task in tasks:
+                copy.write_row(task)
 
     async def tasks_enqueue_async(
         self, tasks: list[NewTask], conn: Any, all_or_nothing: bool = False

@@ -30,7 +30,7 @@ def parse_statements(text: str, source: str) -> dict[str, str]:
     for kind, name, body in zip(parts[1::3], parts[2::3], parts[3::3], strict=True):
         if name in statements or name in fragments:
             raise RuntimeError(f"duplicate SQL statement name {name!r} in {source}")
-        (fragments if kind == "fragment" else statements)[name] = body.strip()
+        (fragments if kind == "fragment" else statements)[name] = without_comment_lines(body)
     for name, fragment in fragments.items():
         token = f"__{name}__"
         users = [user for user, statement in statements.items() if token in statement]
@@ -39,6 +39,15 @@ def parse_statements(text: str, source: str) -> dict[str, str]:
         for user in users:
             statements[user] = statements[user].replace(token, fragment)
     return statements
+
+
+def without_comment_lines(sql: str) -> str:
+    """``sql`` without its lines that are only a comment, and without blank lines: what is sent
+    for each call is shorter, and psycopg converts a statement's placeholders once only for a
+    statement of at most 4,096 bytes (a longer one is parsed again at every call)."""
+    return "\n".join(
+        line for line in sql.strip().splitlines() if line.strip() and not line.lstrip().startswith("--")
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,7 @@ import pgtasks
 from pgtasks import App
 from pgtasks.engine.core import ENQUEUE_CHUNK
 from pgtasks.engine.errors import ConfigurationError
-from pgtasks.engine.options import SendOptions
+from pgtasks.engine.options import SendOptions, build_new_tasks
 from pgtasks.sending import send_many
 from pgtasks.sysdb.records import ListTasksParams
 from tests.support.apps import opened_app
@@ -181,3 +181,37 @@ def test_a_batch_with_a_taken_deduplication_id_writes_nothing_and_names_the_requ
     got = app.engine.enqueue(requests, on_duplicate="return")
     assert got == [f"b{i}" for i in range(6)] + [holder] + [f"b{i}" for i in range(7, 10)]
     assert stored(app) == 10
+
+
+def test_new_ids_sent_again_after_a_lost_reply_come_back_once(pg_url: str) -> None:
+    """Tasks with new ids go in without the conflict check. A retry whose first attempt
+    committed (here: rows sent again, some of them only) fails on the primary key and is sent
+    again with the check: each id comes back, none is written twice. One statement, and chunks
+    in the enqueue's own transaction and in the caller's (which stays usable)."""
+    app = App("bulk", database_url=pg_url)
+    sysdb = app.engine.database.sysdb
+    rows = build_new_tasks(
+        "bulk.job", [(i,) for i in range(COUNT)], SendOptions(), app.engine.codec, "default", 3
+    )
+    base_url, _ = pg_url.split("?schema=")
+    try:
+        small, rest = rows[:100], rows[100:]
+        sysdb.tasks_enqueue(small[:40], new_ids=True)
+        results = sysdb.tasks_enqueue(small, new_ids=True)
+        assert [r.task_id for r in results] == [t.task_id for t in small]
+        assert [r.inserted for r in results] == [False] * 40 + [True] * 60
+        sysdb.tasks_enqueue(rest[ENQUEUE_CHUNK:], new_ids=True)  # the second chunk's rows
+        with psycopg.connect(base_url) as conn:
+            conn.execute("SELECT 1")  # the caller's transaction is open
+            chunks = (rest[i : i + ENQUEUE_CHUNK] for i in range(0, len(rest), ENQUEUE_CHUNK))
+            results = sysdb.tasks_enqueue_chunks(chunks, conn=conn, new_ids=True)
+            assert conn.execute("SELECT 2").fetchone() == (2,)
+        assert [r.task_id for r in results] == [t.task_id for t in rest]
+        assert [r.inserted for r in results] == [True] * ENQUEUE_CHUNK + [False] * (len(rest) - ENQUEUE_CHUNK)
+        assert stored(app) == COUNT
+        chunks = (rest[i : i + ENQUEUE_CHUNK] for i in range(0, len(rest), ENQUEUE_CHUNK))
+        again = sysdb.tasks_enqueue_chunks(chunks, new_ids=True)  # its own transaction
+        assert [r.task_id for r in again] == [t.task_id for t in rest] and not any(r.inserted for r in again)
+        assert stored(app) == COUNT
+    finally:
+        app.close()

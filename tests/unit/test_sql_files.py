@@ -7,7 +7,7 @@ from importlib import resources
 
 import pytest
 
-from pgtasks.sysdb.sqlfiles import load_statements, parse_statements
+from pgtasks.sysdb.sqlfiles import load_statements, parse_statements, without_comment_lines
 
 TEXT = """-- header
 -- fragment: finished
@@ -32,6 +32,13 @@ def test_a_fragment_is_written_once_and_stands_in_each_statement_using_it() -> N
     }
 
 
+def test_comment_lines_and_blank_lines_are_not_sent() -> None:
+    statements = parse_statements(
+        "-- name: a\n-- what a does\nSELECT 1 -- kept: on a line of SQL\n\n  -- indented\nFROM t\n", "x.sql"
+    )
+    assert statements == {"a": "SELECT 1 -- kept: on a line of SQL\nFROM t"}
+
+
 @pytest.mark.parametrize(
     ("text", "message"),
     [
@@ -52,7 +59,7 @@ def test_duplicate_names_and_unused_fragments_are_refused(text: str, message: st
 @pytest.mark.parametrize("dialect", ["postgres", "sqlite"])
 def test_the_prune_and_its_dry_run_select_the_same_tasks(dialect: str) -> None:
     text = (resources.files("pgtasks.sysdb") / "sql" / f"{dialect}.sql").read_text()
-    rule = text.split("-- fragment: prunable_tasks\n", 1)[1].split("\n-- name:", 1)[0].strip()
+    rule = without_comment_lines(text.split("-- fragment: prunable_tasks\n", 1)[1].split("\n-- name:", 1)[0])
     statements = load_statements(dialect, {})
     assert "ws.status IN ('SUCCESS', 'ERROR', 'CANCELLED')" in rule
     assert rule in statements["tasks_prune_pick"] and rule in statements["tasks_prunable"]

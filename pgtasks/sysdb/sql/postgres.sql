@@ -7,6 +7,11 @@
 -- (re-sent task id) and the deduplication index; the caller sorts out which one it was.
 -- The same statement sends one NOTIFY per queue that got a task; PostgreSQL delivers it when
 -- the transaction commits and folds identical notifications of one transaction into one.
+-- tasks_enqueue_new is the same without ON CONFLICT, returning only the count: for tasks whose
+-- ids were all just drawn and that carry no deduplication id, nothing can conflict but a
+-- retry whose first attempt committed, which fails whole (a unique violation) and is sent
+-- again as tasks_enqueue. The conflict check walks each unique index once more before the
+-- row's insert walks it, with a lock per row: about a sixth of the server's time per task.
 WITH inserted AS (
 INSERT INTO __schema__.workflow_status AS ws (
     workflow_uuid, status, name, inputs, serialization, queue_name, priority,
@@ -26,14 +31,14 @@ FROM (
                                  parent, expires, expires_rel, meta, retries, ord)
 ) t
 ORDER BY t.ord
-ON CONFLICT DO NOTHING
+__on_conflict__
 RETURNING ws.workflow_uuid, ws.queue_name
 ),
 notified AS (
     SELECT count(pg_notify(%(channel)s, q.queue_name)) AS n
     FROM (SELECT DISTINCT queue_name FROM inserted) AS q
 )
-SELECT workflow_uuid FROM inserted, notified
+SELECT __returned__ FROM inserted, notified
 
 -- name: enqueue_staging_create
 -- A large enqueue's rows arrive by binary COPY into this temporary table (no parameters to
