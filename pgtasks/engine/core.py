@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import dataclasses
 import itertools
+import operator
 import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
@@ -51,6 +52,7 @@ from pgtasks.sysdb.records import (
 )
 from pgtasks.sysdb.urls import DatabaseTarget
 
+_TASK_ID, _DUPLICATE_OF = operator.itemgetter(0), operator.itemgetter(2)  # of an EnqueueResult
 ENQUEUE_CHUNK = 1000  # tasks per statement in a large enqueue (see sysdb.overlapped)
 WAIT_BACKOFF = Backoff(first=0.005, cap=0.5, jitter=0.0)  # polls of a waiter without notifications
 PRIMARY_READ_EVERY = 5.0  # seconds: how stale a replica may keep a waiter
@@ -434,6 +436,8 @@ def _refused_batch(rows: list[NewTask]) -> Iterator[None]:
 def _sent_ids(rows: list[NewTask], results: list[EnqueueResult], on_duplicate: str) -> list[str]:
     """The id each request resolved to: its own (inserted, or the same id existed), or the
     holder of its deduplication id (``on_duplicate="return"``); DuplicateTaskError otherwise."""
+    if not any(map(_DUPLICATE_OF, results)):  # the common case: each its own (C loops, per task)
+        return list(map(_TASK_ID, results))
     ids = []
     for row, result in zip(rows, results, strict=True):
         if result.duplicate_of is None:

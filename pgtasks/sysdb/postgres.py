@@ -19,6 +19,7 @@ import psycopg
 from psycopg.rows import dict_row, tuple_row
 
 from pgtasks.sysdb.dedup import (
+    all_inserted,
     enqueue_columns,
     enqueue_results,
     may_refuse,
@@ -346,7 +347,7 @@ class PostgresSystemDatabase(PostgresSessions, SqlStore):
                 )
         except psycopg.errors.UniqueViolation:
             return self._enqueue_on(conn, tasks)
-        return [EnqueueResult(task.task_id, True) for task in tasks]
+        return all_inserted(tasks)
 
     def _enqueue_all_or_nothing(
         self, conn: psycopg.Connection[Any], tasks: list[NewTask]
@@ -368,7 +369,7 @@ class PostgresSystemDatabase(PostgresSessions, SqlStore):
                 staged = self._staging_allowed(on)
                 if unchecked and _conflict_free(tasks):
                     self._insert_unchecked(on, tasks, staged)
-                    return [EnqueueResult(task.task_id, True) for task in tasks]
+                    return all_inserted(tasks)
                 results = self._enqueue_on(on, tasks, staged)
                 return refuse_duplicates(results) if all_or_nothing else results
 
