@@ -89,19 +89,8 @@ ENQUEUE_ONE = """(VALUES (%(id)s::text, %(name)s::text, %(inputs)s::text, %(seri
                 %(delay_abs)s::bigint, %(delay_rel)s::bigint, %(version)s::text,
                 %(max_attempts)s::int, %(parent)s::text, %(expires)s::bigint,
                 %(expires_rel)s::bigint, %(meta)s::text, %(retries)s::int, 1::bigint))"""
-# A large enqueue's rows, copied into the staging table first (enqueue_staging_create): COPY
-# takes each NewTask as it is (the table's columns are its fields, in order; ord numbers the
-# rows as they arrive), where the arrays cost 10 to 20 us of adaptation per row.
-ENQUEUE_STAGED = """(SELECT task_id, name, inputs, serialization, queue_name, priority,
-        deduplication_id, partition_key, delay_until_epoch_ms, delay_ms, application_version,
-        max_recovery_attempts, parent_task_id, expires_at_epoch_ms, expires_in_ms, meta, retries, ord
-    FROM pg_temp.pgtasks_enqueue_staging)"""
 # In a pure claim (tasks_claim): commit without waiting for the WAL flush (see there).
 ASYNC_COMMIT = "CROSS JOIN (SELECT set_config('synchronous_commit', 'off', true)) AS async_commit"
-STAGING_TYPES = (
-    "text", "text", "text", "text", "text", "int4", "text", "text", "int8", "int8", "text", "int4",
-    "text", "int8", "int8", "text", "int4",
-)  # fmt: skip
 
 
 def advisory_lock_key(schema: str) -> int:
@@ -236,10 +225,7 @@ class PostgresSystemDatabase(PostgresSessions, SqlStore):
         new = enqueue.replace("__on_conflict__", "").replace("__returned__", "count(*)")
         self.sql["tasks_enqueue"] = kept.replace("__enqueue_source__", ENQUEUE_MANY)
         self.sql["tasks_enqueue_one"] = kept.replace("__enqueue_source__", ENQUEUE_ONE)
-        self.sql["tasks_enqueue_staged"] = kept.replace("__enqueue_source__", ENQUEUE_STAGED)
         self.sql["tasks_enqueue_new"] = new.replace("__enqueue_source__", ENQUEUE_MANY)
-        self.sql["tasks_enqueue_new_staged"] = new.replace("__enqueue_source__", ENQUEUE_STAGED)
-        self._may_stage: bool | None = None  # whether the role may create temporary tables
         self._open_sessions(pool_size, pool_wait_seconds, retry_for)
 
     # -- the primitives (primitives.py) ---------------------------------------------------
@@ -341,10 +327,7 @@ class PostgresSystemDatabase(PostgresSessions, SqlStore):
         """Insert ``tasks`` (new ids, no deduplication id) on the autocommit ``conn`` without
         the conflict check; a retry whose first attempt committed is sent again with it."""
         try:
-            with conn.cursor(row_factory=tuple_row) as cur:
-                cur.execute(
-                    self.sql["tasks_enqueue_new"], {**enqueue_columns(tasks), "channel": self.channel}
-                )
+            self._insert_unchecked(conn, tasks)
         except psycopg.errors.UniqueViolation:
             return self._enqueue_on(conn, tasks)
         return all_inserted(tasks)
@@ -366,11 +349,10 @@ class PostgresSystemDatabase(PostgresSessions, SqlStore):
             unchecked: bool,
         ) -> Callable[[psycopg.Connection[Any], list[NewTask]], list[EnqueueResult]]:
             def write(on: psycopg.Connection[Any], tasks: list[NewTask]) -> list[EnqueueResult]:
-                staged = self._staging_allowed(on)
                 if unchecked and _conflict_free(tasks):
-                    self._insert_unchecked(on, tasks, staged)
+                    self._insert_unchecked(on, tasks)
                     return all_inserted(tasks)
-                results = self._enqueue_on(on, tasks, staged)
+                results = self._enqueue_on(on, tasks)
                 return refuse_duplicates(results) if all_or_nothing else results
 
             return write
@@ -404,37 +386,20 @@ class PostgresSystemDatabase(PostgresSessions, SqlStore):
 
             return send_message(run, args, wake)
 
-    def _staging_allowed(self, conn: psycopg.Connection[Any]) -> bool:
-        """Whether large enqueues may COPY through a temporary table (a role without the
-        database's TEMPORARY privilege sends the arrays instead); asked once."""
-        if self._may_stage is None:
-            with conn.cursor(row_factory=tuple_row) as cur:
-                row = cur.execute(self.sql["enqueue_staging_allowed"]).fetchone()
-            self._may_stage = bool(row and row[0])
-        return self._may_stage
-
-    def _enqueue_on(
-        self, conn: psycopg.Connection[Any], tasks: list[NewTask], staged: bool = False
-    ) -> list[EnqueueResult]:
-        """Insert ``tasks`` on ``conn``; ``staged``: by COPY through the staging table (in a
-        transaction: the table is dropped at its end)."""
+    def _enqueue_on(self, conn: psycopg.Connection[Any], tasks: list[NewTask]) -> list[EnqueueResult]:
+        """Insert ``tasks`` on ``conn``."""
         if not tasks:  # the bulk statement has no parameters to bind for zero rows
             return []
         with conn.cursor(row_factory=tuple_row) as cur:
             # One statement inserts and notifies (autocommit: one round trip; in a caller's
             # transaction the notification is delivered only if that transaction commits).
-            if staged:
-                self._stage(cur, tasks)
-                cur.execute(self.sql["tasks_enqueue_staged"], {"channel": self.channel})
-            elif len(tasks) == 1:
+            if len(tasks) == 1:
                 cur.execute(
                     self.sql["tasks_enqueue_one"], {**single_task_params(tasks[0]), "channel": self.channel}
                 )
             else:
                 cur.execute(self.sql["tasks_enqueue"], {**enqueue_columns(tasks), "channel": self.channel})
             inserted = {row[0] for row in cur.fetchall()}
-            if staged:
-                cur.execute(self.sql["enqueue_staging_empty"])
         existing: list[dict[str, Any]] = []
         if len(inserted) < len(tasks):
             with conn.cursor(row_factory=dict_row) as cur:
@@ -442,26 +407,11 @@ class PostgresSystemDatabase(PostgresSessions, SqlStore):
                 existing = cur.fetchall()
         return enqueue_results(tasks, inserted, existing)
 
-    def _insert_unchecked(self, conn: psycopg.Connection[Any], tasks: list[NewTask], staged: bool) -> None:
-        """Insert ``tasks`` (new ids, no deduplication id) in ``conn``'s transaction without the
-        conflict check: a conflict fails the transaction (see tasks_enqueue_new)."""
+    def _insert_unchecked(self, conn: psycopg.Connection[Any], tasks: list[NewTask]) -> None:
+        """Insert ``tasks`` (new ids, no deduplication id) on ``conn`` without the conflict
+        check: a conflict fails the statement (see tasks_enqueue_new)."""
         with conn.cursor(row_factory=tuple_row) as cur:
-            if staged:
-                self._stage(cur, tasks)
-                cur.execute(self.sql["tasks_enqueue_new_staged"], {"channel": self.channel})
-                cur.execute(self.sql["enqueue_staging_empty"])
-            else:
-                cur.execute(
-                    self.sql["tasks_enqueue_new"], {**enqueue_columns(tasks), "channel": self.channel}
-                )
-
-    def _stage(self, cur: psycopg.Cursor[Any], tasks: list[NewTask]) -> None:
-        """Copy ``tasks`` into the staging table (created in this transaction if need be)."""
-        cur.execute(self.sql["enqueue_staging_create"])
-        with cur.copy(self.sql["enqueue_staging_copy"]) as copy:
-            copy.set_types(STAGING_TYPES)
-            for task in tasks:
-                copy.write_row(task)
+            cur.execute(self.sql["tasks_enqueue_new"], {**enqueue_columns(tasks), "channel": self.channel})
 
     async def tasks_enqueue_async(
         self, tasks: list[NewTask], conn: Any, all_or_nothing: bool = False

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
-from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 import pytest
@@ -107,48 +105,9 @@ def test_chunks_join_the_callers_transaction(pg_url: str) -> None:
             conn.rollback()
             assert stored(app) == 0
             app.engine.enqueue([enqueue_request("bulk.job") for _ in range(COUNT)], conn=conn)
-            # A second large enqueue in the same transaction reuses the emptied staging table.
             app.engine.enqueue([enqueue_request("bulk.job") for _ in range(COUNT)], conn=conn)
             conn.commit()
-            # Dropped at the commit: nothing of it outlives the transaction on the session.
-            assert conn.execute("SELECT to_regclass('pg_temp.pgtasks_enqueue_staging')").fetchone() == (None,)
         assert stored(app) == 2 * COUNT
-    finally:
-        app.close()
-
-
-@pytest.fixture
-def no_temp_url(pg_server_url: str) -> Iterator[str]:
-    """A fresh database where a fresh role may create schemas but not temporary tables."""
-    name = f"notemp_{uuid.uuid4().hex[:10]}"
-    with psycopg.connect(pg_server_url, autocommit=True) as conn:
-        conn.execute(f"CREATE ROLE {name} LOGIN PASSWORD 'notemp-pw'")
-        conn.execute(f"CREATE DATABASE {name}")
-        conn.execute(f"REVOKE TEMPORARY ON DATABASE {name} FROM PUBLIC")
-        conn.execute(f"GRANT CREATE ON DATABASE {name} TO {name}")
-    parts = urlsplit(pg_server_url)
-    try:
-        yield urlunsplit(
-            (parts.scheme, f"{name}:notemp-pw@{parts.hostname}:{parts.port}", f"/{name}", "", "")
-        )
-    finally:
-        with psycopg.connect(pg_server_url, autocommit=True) as conn:
-            conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
-            conn.execute(f"DROP ROLE IF EXISTS {name}")
-
-
-def test_a_role_without_temporary_tables_enqueues_in_bulk_all_the_same(no_temp_url: str) -> None:
-    """A large enqueue copies its rows through a temporary table; a role refused those
-    sends them as arrays, with the same result."""
-    with psycopg.connect(no_temp_url) as conn, pytest.raises(psycopg.errors.InsufficientPrivilege):
-        conn.execute("CREATE TEMPORARY TABLE t (x int)")
-    app = App("bulk", database_url=no_temp_url)
-    try:
-        ids = [f"n{i}" for i in range(COUNT)]
-        requests = [enqueue_request("bulk.job", args=(i,), task_id=t) for i, t in enumerate(ids)]
-        assert app.engine.enqueue(requests) == ids
-        assert app.engine.enqueue(requests) == ids  # re-sent: found, not written twice
-        assert stored(app) == COUNT
     finally:
         app.close()
 

@@ -42,36 +42,6 @@ notified AS (
 )
 SELECT __returned__ FROM inserted, notified
 
--- name: enqueue_staging_create
--- A large enqueue's rows arrive by binary COPY into this temporary table (no parameters to
--- adapt per row; its columns are NewTask's fields), then tasks_enqueue reads them from it.
--- Dropped at the transaction's end, so nothing outlives it, also behind a transaction-pooling
--- PgBouncer; the table is emptied once a chunk is inserted (enqueue_staging_empty) and the
--- next chunk reuses it.
-CREATE TEMPORARY TABLE IF NOT EXISTS pgtasks_enqueue_staging (
-    task_id text, name text, inputs text, queue_name text, serialization text, priority int,
-    deduplication_id text, partition_key text, delay_ms bigint, delay_until_epoch_ms bigint,
-    application_version text, max_recovery_attempts int, parent_task_id text,
-    expires_at_epoch_ms bigint, expires_in_ms bigint, meta text, retries int,
-    ord bigint GENERATED ALWAYS AS IDENTITY  -- the order the rows were copied in
-) ON COMMIT DROP
-
--- name: enqueue_staging_allowed
--- Whether this role may create temporary tables here (else large enqueues send arrays).
-SELECT has_database_privilege(current_database(), 'TEMPORARY')
-
--- name: enqueue_staging_copy
-COPY pg_temp.pgtasks_enqueue_staging (task_id, name, inputs, queue_name, serialization, priority,
-    deduplication_id, partition_key, delay_ms, delay_until_epoch_ms, application_version,
-    max_recovery_attempts, parent_task_id, expires_at_epoch_ms, expires_in_ms, meta, retries)
-FROM STDIN (FORMAT BINARY)
-
--- name: enqueue_staging_empty
--- TRUNCATE, not DELETE: deleted rows stay in the table until a vacuum, and each chunk's
--- INSERT ... SELECT would read every earlier chunk's dead rows again (the table is ours
--- alone, so its exclusive lock blocks nobody).
-TRUNCATE pg_temp.pgtasks_enqueue_staging
-
 -- name: tasks_find_duplicates
 -- Two probes: the primary key, and the deduplication index (partial: the IS NOT NULL lets the
 -- planner use it for each pair).
