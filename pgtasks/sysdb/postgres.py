@@ -122,6 +122,13 @@ def notify_channel(schema: str) -> str:
     return validate_identifier(channel, "channel name")
 
 
+def _filled(template: str, tokens: dict[str, str]) -> str:
+    """``template`` with each of ``tokens`` replaced by its text."""
+    for token, text in tokens.items():
+        template = template.replace(token, text)
+    return template
+
+
 def _conflict_free(tasks: list[NewTask]) -> bool:
     """Whether no task carries a deduplication id (with new ids, no insert can conflict)."""
     return all(task.deduplication_id is None for task in tasks)
@@ -219,13 +226,14 @@ class PostgresSystemDatabase(PostgresSessions, SqlStore):
         self.sql["tasks_claim"] = self.sql["tasks_claim"].replace("__async_commit__", ASYNC_COMMIT)
         self.sql["tasks_complete_claim"] = self.sql["tasks_complete_claim"].replace("__async_commit__", "")
         enqueue = self.sql.pop("tasks_enqueue")
-        kept = enqueue.replace("__on_conflict__", "ON CONFLICT DO NOTHING").replace(
-            "__returned__", "workflow_uuid"
-        )
-        new = enqueue.replace("__on_conflict__", "").replace("__returned__", "count(*)")
-        self.sql["tasks_enqueue"] = kept.replace("__enqueue_source__", ENQUEUE_MANY)
-        self.sql["tasks_enqueue_one"] = kept.replace("__enqueue_source__", ENQUEUE_ONE)
-        self.sql["tasks_enqueue_new"] = new.replace("__enqueue_source__", ENQUEUE_MANY)
+        checked = {"__on_conflict__": "ON CONFLICT DO NOTHING", "__returned__": "workflow_uuid"}
+        kept = _filled(enqueue, checked)
+        new = _filled(enqueue, {"__on_conflict__": "", "__returned__": "count(*)"})
+        many = {"__enqueue_source__": ENQUEUE_MANY, "__enqueue_now__": f"(SELECT {NOW_MS})"}
+        one = {"__enqueue_source__": ENQUEUE_ONE, "__enqueue_now__": NOW_MS}
+        self.sql["tasks_enqueue"] = _filled(kept, many)
+        self.sql["tasks_enqueue_one"] = _filled(kept, one)
+        self.sql["tasks_enqueue_new"] = _filled(new, many)
         self._open_sessions(pool_size, pool_wait_seconds, retry_for)
 
     # -- the primitives (primitives.py) ---------------------------------------------------

@@ -12,8 +12,9 @@
 -- retry whose first attempt committed, which fails whole (a unique violation) and is sent
 -- again as tasks_enqueue. The conflict check walks each unique index once more before the
 -- row's insert walks it, with a lock per row: about a sixth of the server's time per task.
--- The clock is read in sub-selects, each computed once per statement (an InitPlan), where
--- __now_ms__ itself (numeric arithmetic) would be computed six times per row.
+-- __enqueue_now__ is the clock: for many rows a sub-select of __now_ms__, computed once per
+-- statement (an InitPlan) where the expression itself (numeric arithmetic) would be computed
+-- six times per row; for one row the expression.
 WITH inserted AS (
 INSERT INTO __schema__.workflow_status AS ws (
     workflow_uuid, status, name, inputs, serialization, queue_name, priority,
@@ -21,13 +22,13 @@ INSERT INTO __schema__.workflow_status AS ws (
     max_recovery_attempts, parent_workflow_id, expires_at_epoch_ms, meta, retries, created_at,
     updated_at)
 SELECT t.id,
-       CASE WHEN t.delay_until > (SELECT __now_ms__) THEN 'DELAYED' ELSE 'ENQUEUED' END,
+       CASE WHEN t.delay_until > __enqueue_now__ THEN 'DELAYED' ELSE 'ENQUEUED' END,
        t.name, t.inputs, t.serialization, t.queue, t.priority, t.dedup, t.partition_key,
-       CASE WHEN t.delay_until > (SELECT __now_ms__) THEN t.delay_until END,
-       t.version, t.max_attempts, t.parent, COALESCE(t.expires, (SELECT __now_ms__) + t.expires_rel),
-       t.meta, t.retries, (SELECT __now_ms__), (SELECT __now_ms__)
+       CASE WHEN t.delay_until > __enqueue_now__ THEN t.delay_until END,
+       t.version, t.max_attempts, t.parent, COALESCE(t.expires, __enqueue_now__ + t.expires_rel),
+       t.meta, t.retries, __enqueue_now__, __enqueue_now__
 FROM (
-    SELECT u.*, COALESCE(u.delay_abs, (SELECT __now_ms__) + u.delay_rel) AS delay_until
+    SELECT u.*, COALESCE(u.delay_abs, __enqueue_now__ + u.delay_rel) AS delay_until
     FROM __enqueue_source__ AS u(id, name, inputs, serialization, queue, priority, dedup,
                                  partition_key, delay_abs, delay_rel, version, max_attempts,
                                  parent, expires, expires_rel, meta, retries, ord)
