@@ -357,7 +357,7 @@ class PostgresSystemDatabase(PostgresSessions, SqlStore):
             unchecked: bool,
         ) -> Callable[[psycopg.Connection[Any], list[NewTask]], list[EnqueueResult]]:
             def write(on: psycopg.Connection[Any], tasks: list[NewTask]) -> list[EnqueueResult]:
-                if unchecked and _conflict_free(tasks):
+                if unchecked and tasks and _conflict_free(tasks):
                     self._insert_unchecked(on, tasks, own=conn is None)
                     return all_inserted(tasks)
                 results = self._enqueue_on(on, tasks)

@@ -231,6 +231,7 @@ def test_empty_bulk_enqueues_insert_nothing_and_do_not_fail(sysdb: SystemDatabas
     # "query parameter missing").
     assert sysdb.tasks_enqueue([]) == []
     assert sysdb.tasks_enqueue_chunks(iter([[], []])) == []
+    assert sysdb.tasks_enqueue_chunks(iter([[], []]), new_ids=True) == []
     assert sysdb.tasks_enqueue_canvas(CanvasEnqueue(())) == []
     assert sysdb.tasks_list(ListTasksParams()) == []
 
