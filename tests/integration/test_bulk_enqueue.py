@@ -35,6 +35,7 @@ def test_every_chunk_is_stored_and_ids_come_back_in_order(app: App) -> None:
     requests = [enqueue_request("bulk.job", args=(i,), task_id=t) for i, t in enumerate(ids)]
     got = app.engine.enqueue(requests)
     assert got == ids
+    assert app.engine.enqueue(requests) == ids  # re-sent: found, not written twice
     assert stored(app) == COUNT
     record = app.engine.get_task(ids[-1])
     assert record is not None and app.engine.codec.loads_inputs(record.serialization, record.inputs, "x") == (
