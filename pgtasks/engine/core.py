@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import dataclasses
 import itertools
+import operator
 import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
@@ -51,6 +52,7 @@ from pgtasks.sysdb.records import (
 )
 from pgtasks.sysdb.urls import DatabaseTarget
 
+_TASK_ID, _DUPLICATE_OF = operator.itemgetter(0), operator.itemgetter(2)  # of an EnqueueResult
 ENQUEUE_CHUNK = 1000  # tasks per statement in a large enqueue (see sysdb.overlapped)
 WAIT_BACKOFF = Backoff(first=0.005, cap=0.5, jitter=0.0)  # polls of a waiter without notifications
 PRIMARY_READ_EVERY = 5.0  # seconds: how stale a replica may keep a waiter
@@ -196,7 +198,10 @@ class Engine:
         position, so a re-run of the parent sends each child once.
         """
         build = self._row_builder()
-        return self._insert([r.name for r in requests], lambda a, b: build(requests[a:b]), conn, on_duplicate)
+        # Ids drawn here (no explicit id, none derived from a running parent) are new ones.
+        new_ids = running_context() is None and all(r.options.task_id is None for r in requests)
+        names = [r.name for r in requests]
+        return self._insert(names, lambda a, b: build(requests[a:b]), conn, on_duplicate, new_ids)
 
     def enqueue_many(
         self,
@@ -226,7 +231,7 @@ class Engine:
                 max_payload_bytes=settings.max_payload_bytes,
             )
 
-        return self._insert([name] * len(arg_lists), build, conn, on_duplicate)
+        return self._insert([name] * len(arg_lists), build, conn, on_duplicate, new_ids=True)
 
     def _insert(
         self,
@@ -234,9 +239,11 @@ class Engine:
         build: Callable[[int, int], list[NewTask]],
         conn: Any,
         on_duplicate: str,
+        new_ids: bool,
     ) -> list[str]:
         """Insert the tasks ``names`` (one statement, or chunks of one transaction for many);
-        ``build(start, stop)`` gives the rows of tasks ``start`` to ``stop``."""
+        ``build(start, stop)`` gives the rows of tasks ``start`` to ``stop``; ``new_ids``: it
+        draws every task's id."""
         if on_duplicate not in ("raise", "return"):
             raise ValueError("on_duplicate must be 'raise' or 'return'")
         rows: list[NewTask] = []
@@ -252,10 +259,10 @@ class Engine:
                 return built
 
             if count <= ENQUEUE_CHUNK:
-                results = self._database.sysdb.tasks_enqueue(part(0, count), conn, strict)
+                results = self._database.sysdb.tasks_enqueue(part(0, count), conn, strict, new_ids)
             else:  # the database writes one chunk while the next is being serialized
                 chunks = (part(i, min(i + ENQUEUE_CHUNK, count)) for i in range(0, count, ENQUEUE_CHUNK))
-                results = self._database.sysdb.tasks_enqueue_chunks(chunks, conn, strict)
+                results = self._database.sysdb.tasks_enqueue_chunks(chunks, conn, strict, new_ids)
         ids = _sent_ids(rows, results, on_duplicate)
         self._queue_watch.check({row.queue_name for row in rows})
         return ids
@@ -429,6 +436,8 @@ def _refused_batch(rows: list[NewTask]) -> Iterator[None]:
 def _sent_ids(rows: list[NewTask], results: list[EnqueueResult], on_duplicate: str) -> list[str]:
     """The id each request resolved to: its own (inserted, or the same id existed), or the
     holder of its deduplication id (``on_duplicate="return"``); DuplicateTaskError otherwise."""
+    if not any(map(_DUPLICATE_OF, results)):  # the common case: each its own (C loops, per task)
+        return list(map(_TASK_ID, results))
     ids = []
     for row, result in zip(rows, results, strict=True):
         if result.duplicate_of is None:

@@ -93,7 +93,7 @@ class SystemDatabase(ABC):
     # -- tasks --------------------------------------------------------------------------
     @abstractmethod
     def tasks_enqueue(
-        self, tasks: list[NewTask], conn: Any = None, all_or_nothing: bool = False
+        self, tasks: list[NewTask], conn: Any = None, all_or_nothing: bool = False, new_ids: bool = False
     ) -> list[EnqueueResult]:
         """Insert tasks (one statement); an existing task id or deduplication id is kept.
 
@@ -101,16 +101,22 @@ class SystemDatabase(ABC):
         open transaction and is committed or rolled back with it. With ``all_or_nothing``, a
         deduplication id of the batch held by another task writes nothing and raises
         :class:`~pgtasks.sysdb.errors.DuplicatesRefused` (in a caller's transaction, only the
-        batch's statements are rolled back: a savepoint).
+        batch's statements are rolled back: a savepoint). ``new_ids``: every task id was just
+        drawn at random, so only a retried attempt can find one taken (a dialect may then
+        skip the conflict check and send again with it when an insert fails on one).
         """
 
     def tasks_enqueue_chunks(
-        self, chunks: Iterable[list[NewTask]], conn: Any = None, all_or_nothing: bool = False
+        self,
+        chunks: Iterable[list[NewTask]],
+        conn: Any = None,
+        all_or_nothing: bool = False,
+        new_ids: bool = False,
     ) -> list[EnqueueResult]:
         """Insert tasks that arrive in chunks, all in one transaction (all or nothing), with the
         results of :meth:`tasks_enqueue` in order. A dialect may write one chunk while the
         caller prepares the next."""
-        return self.tasks_enqueue([task for chunk in chunks for task in chunk], conn, all_or_nothing)
+        return self.tasks_enqueue([task for chunk in chunks for task in chunk], conn, all_or_nothing, new_ids)
 
     @abstractmethod
     def task_get(self, task_id: str) -> TaskRecord | None:

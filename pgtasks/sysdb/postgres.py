@@ -9,8 +9,9 @@ of checkpoints, migrations under an advisory lock, and LISTEN.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import time
-from collections.abc import AsyncIterator, Iterable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from contextlib import AbstractContextManager, asynccontextmanager, contextmanager
 from typing import Any
 
@@ -18,6 +19,7 @@ import psycopg
 from psycopg.rows import dict_row, tuple_row
 
 from pgtasks.sysdb.dedup import (
+    all_inserted,
     enqueue_columns,
     enqueue_results,
     may_refuse,
@@ -89,19 +91,8 @@ ENQUEUE_ONE = """(VALUES (%(id)s::text, %(name)s::text, %(inputs)s::text, %(seri
                 %(delay_abs)s::bigint, %(delay_rel)s::bigint, %(version)s::text,
                 %(max_attempts)s::int, %(parent)s::text, %(expires)s::bigint,
                 %(expires_rel)s::bigint, %(meta)s::text, %(retries)s::int, 1::bigint))"""
-# A large enqueue's rows, copied into the staging table first (enqueue_staging_create): COPY
-# takes each NewTask as it is (the table's columns are its fields, in order; ord numbers the
-# rows as they arrive), where the arrays cost 10 to 20 us of adaptation per row.
-ENQUEUE_STAGED = """(SELECT task_id, name, inputs, serialization, queue_name, priority,
-        deduplication_id, partition_key, delay_until_epoch_ms, delay_ms, application_version,
-        max_recovery_attempts, parent_task_id, expires_at_epoch_ms, expires_in_ms, meta, retries, ord
-    FROM pg_temp.pgtasks_enqueue_staging)"""
 # In a pure claim (tasks_claim): commit without waiting for the WAL flush (see there).
 ASYNC_COMMIT = "CROSS JOIN (SELECT set_config('synchronous_commit', 'off', true)) AS async_commit"
-STAGING_TYPES = (
-    "text", "text", "text", "text", "text", "int4", "text", "text", "int8", "int8", "text", "int4",
-    "text", "int8", "int8", "text", "int4",
-)  # fmt: skip
 
 
 def advisory_lock_key(schema: str) -> int:
@@ -131,6 +122,18 @@ def notify_channel(schema: str) -> str:
     if len(channel) > 63:
         channel = "pgtasks_" + hashlib.sha256(schema.encode()).hexdigest()[:32]
     return validate_identifier(channel, "channel name")
+
+
+def _filled(template: str, tokens: dict[str, str]) -> str:
+    """``template`` with each of ``tokens`` replaced by its text."""
+    for token, text in tokens.items():
+        template = template.replace(token, text)
+    return template
+
+
+def _conflict_free(tasks: list[NewTask]) -> bool:
+    """Whether no task carries a deduplication id (with new ids, no insert can conflict)."""
+    return all(task.deduplication_id is None for task in tasks)
 
 
 def _duplicates_of(tasks: list[NewTask], inserted: set[str]) -> dict[str, Any]:
@@ -228,10 +231,14 @@ class PostgresSystemDatabase(PostgresSessions, SqlStore):
         self.sql["tasks_claim"] = self.sql["tasks_claim"].replace("__async_commit__", ASYNC_COMMIT)
         self.sql["tasks_complete_claim"] = self.sql["tasks_complete_claim"].replace("__async_commit__", "")
         enqueue = self.sql.pop("tasks_enqueue")
-        self.sql["tasks_enqueue"] = enqueue.replace("__enqueue_source__", ENQUEUE_MANY)
-        self.sql["tasks_enqueue_one"] = enqueue.replace("__enqueue_source__", ENQUEUE_ONE)
-        self.sql["tasks_enqueue_staged"] = enqueue.replace("__enqueue_source__", ENQUEUE_STAGED)
-        self._may_stage: bool | None = None  # whether the role may create temporary tables
+        checked = {"__on_conflict__": "ON CONFLICT DO NOTHING", "__returned__": "workflow_uuid"}
+        kept = _filled(enqueue, checked)
+        new = _filled(enqueue, {"__on_conflict__": "", "__returned__": "count(*)"})
+        many = {"__enqueue_source__": ENQUEUE_MANY, "__enqueue_now__": f"(SELECT {NOW_MS})"}
+        one = {"__enqueue_source__": ENQUEUE_ONE, "__enqueue_now__": NOW_MS}
+        self.sql["tasks_enqueue"] = _filled(kept, many)
+        self.sql["tasks_enqueue_one"] = _filled(kept, one)
+        self.sql["tasks_enqueue_new"] = _filled(new, many)
         self._open_sessions(pool_size, pool_wait_seconds, retry_for)
 
     # -- the primitives (primitives.py) ---------------------------------------------------
@@ -313,7 +320,7 @@ class PostgresSystemDatabase(PostgresSessions, SqlStore):
 
     # -- tasks --------------------------------------------------------------------------
     def tasks_enqueue(
-        self, tasks: list[NewTask], conn: Any = None, all_or_nothing: bool = False
+        self, tasks: list[NewTask], conn: Any = None, all_or_nothing: bool = False, new_ids: bool = False
     ) -> list[EnqueueResult]:
         if not tasks:
             return []
@@ -325,7 +332,18 @@ class PostgresSystemDatabase(PostgresSessions, SqlStore):
             return self._enqueue_on(conn, tasks)
         # The task ids were fixed before the insert: an attempt whose reply was lost is found
         # by the next one (ON CONFLICT), so the enqueue is retried through an outage.
+        if new_ids and len(tasks) > 1 and _conflict_free(tasks):
+            return self._retrying(lambda own: self._enqueue_new_on(own, tasks))
         return self._retrying(lambda own: self._enqueue_on(own, tasks))
+
+    def _enqueue_new_on(self, conn: psycopg.Connection[Any], tasks: list[NewTask]) -> list[EnqueueResult]:
+        """Insert ``tasks`` (new ids, no deduplication id) on the autocommit ``conn`` without
+        the conflict check; a retry whose first attempt committed is sent again with it."""
+        try:
+            self._insert_unchecked(conn, tasks)
+        except psycopg.errors.UniqueViolation:
+            return self._enqueue_on(conn, tasks)
+        return all_inserted(tasks)
 
     def _enqueue_all_or_nothing(
         self, conn: psycopg.Connection[Any], tasks: list[NewTask]
@@ -334,15 +352,41 @@ class PostgresSystemDatabase(PostgresSessions, SqlStore):
             return refuse_duplicates(self._enqueue_on(conn, tasks))
 
     def tasks_enqueue_chunks(
-        self, chunks: Iterable[list[NewTask]], conn: Any = None, all_or_nothing: bool = False
+        self,
+        chunks: Iterable[list[NewTask]],
+        conn: Any = None,
+        all_or_nothing: bool = False,
+        new_ids: bool = False,
     ) -> list[EnqueueResult]:
-        def write(on: psycopg.Connection[Any], tasks: list[NewTask]) -> list[EnqueueResult]:
-            results = self._enqueue_on(on, tasks, staged=self._staging_allowed(on))
-            return refuse_duplicates(results) if all_or_nothing else results
+        def writer(
+            unchecked: bool,
+        ) -> Callable[[psycopg.Connection[Any], list[NewTask]], list[EnqueueResult]]:
+            def write(on: psycopg.Connection[Any], tasks: list[NewTask]) -> list[EnqueueResult]:
+                if unchecked and tasks and _conflict_free(tasks):
+                    self._insert_unchecked(on, tasks, own=conn is None)
+                    return all_inserted(tasks)
+                results = self._enqueue_on(on, tasks)
+                return refuse_duplicates(results) if all_or_nothing else results
 
-        if conn is not None:
-            return enqueue_overlapped(chunks, lambda: _callers_transaction(conn), write)
-        return enqueue_overlapped(chunks, self._tx, write)
+            return write
+
+        transaction = (lambda: _callers_transaction(conn)) if conn is not None else self._tx
+        remaining = iter(chunks)
+        sent: list[list[NewTask]] = []
+
+        def recorded() -> Iterator[list[NewTask]]:
+            for chunk in remaining:
+                sent.append(chunk)
+                yield chunk
+
+        try:
+            return enqueue_overlapped(recorded(), transaction, writer(new_ids))
+        except psycopg.errors.UniqueViolation:
+            if not new_ids:
+                raise
+        # A retry whose first attempt committed (the transaction rolled back): all again,
+        # with the conflict check.
+        return enqueue_overlapped(itertools.chain(sent, remaining), transaction, writer(False))
 
     def _send_on_callers(self, conn: Any, args: dict[str, Any], wake: dict[str, Any]) -> bool:
         if not isinstance(conn, psycopg.Connection):
@@ -355,47 +399,42 @@ class PostgresSystemDatabase(PostgresSessions, SqlStore):
 
             return send_message(run, args, wake)
 
-    def _staging_allowed(self, conn: psycopg.Connection[Any]) -> bool:
-        """Whether large enqueues may COPY through a temporary table (a role without the
-        database's TEMPORARY privilege sends the arrays instead); asked once."""
-        if self._may_stage is None:
-            with conn.cursor(row_factory=tuple_row) as cur:
-                row = cur.execute(self.sql["enqueue_staging_allowed"]).fetchone()
-            self._may_stage = bool(row and row[0])
-        return self._may_stage
-
-    def _enqueue_on(
-        self, conn: psycopg.Connection[Any], tasks: list[NewTask], staged: bool = False
-    ) -> list[EnqueueResult]:
-        """Insert ``tasks`` on ``conn``; ``staged``: by COPY through the staging table (in a
-        transaction: the table is dropped at its end)."""
+    def _enqueue_on(self, conn: psycopg.Connection[Any], tasks: list[NewTask]) -> list[EnqueueResult]:
+        """Insert ``tasks`` on ``conn``."""
         if not tasks:  # the bulk statement has no parameters to bind for zero rows
             return []
         with conn.cursor(row_factory=tuple_row) as cur:
             # One statement inserts and notifies (autocommit: one round trip; in a caller's
             # transaction the notification is delivered only if that transaction commits).
-            if staged:
-                cur.execute(self.sql["enqueue_staging_create"])
-                with cur.copy(self.sql["enqueue_staging_copy"]) as copy:
-                    copy.set_types(STAGING_TYPES)
-                    for task in tasks:
-                        copy.write_row(task)
-                cur.execute(self.sql["tasks_enqueue_staged"], {"channel": self.channel})
-            elif len(tasks) == 1:
+            if len(tasks) == 1:
                 cur.execute(
                     self.sql["tasks_enqueue_one"], {**single_task_params(tasks[0]), "channel": self.channel}
                 )
             else:
                 cur.execute(self.sql["tasks_enqueue"], {**enqueue_columns(tasks), "channel": self.channel})
             inserted = {row[0] for row in cur.fetchall()}
-            if staged:
-                cur.execute(self.sql["enqueue_staging_empty"])
         existing: list[dict[str, Any]] = []
         if len(inserted) < len(tasks):
             with conn.cursor(row_factory=dict_row) as cur:
                 cur.execute(self.sql["tasks_find_duplicates"], _duplicates_of(tasks, inserted))
                 existing = cur.fetchall()
         return enqueue_results(tasks, inserted, existing)
+
+    def _insert_unchecked(
+        self, conn: psycopg.Connection[Any], tasks: list[NewTask], own: bool = True
+    ) -> None:
+        """Insert ``tasks`` (new ids, no deduplication id) on ``conn`` without the conflict
+        check: a conflict fails the statement (see tasks_enqueue_new). On a pooled connection
+        (``own``) the statement is prepared at its first use: the pool hands its connections
+        out in turn, and psycopg would otherwise parse and plan it (about 0.4 ms of the server)
+        five times on each before preparing it; not behind a transaction-pooling PgBouncer."""
+        prepare = own and not self.target.transaction_pooling
+        with conn.cursor(row_factory=tuple_row) as cur:
+            cur.execute(
+                self.sql["tasks_enqueue_new"],
+                {**enqueue_columns(tasks), "channel": self.channel},
+                prepare=True if prepare else None,
+            )
 
     async def tasks_enqueue_async(
         self, tasks: list[NewTask], conn: Any, all_or_nothing: bool = False

@@ -129,7 +129,7 @@ class SqliteSystemDatabase(SqlStore):
 
     # -- tasks --------------------------------------------------------------------------
     def tasks_enqueue(
-        self, tasks: list[NewTask], conn: Any = None, all_or_nothing: bool = False
+        self, tasks: list[NewTask], conn: Any = None, all_or_nothing: bool = False, new_ids: bool = False
     ) -> list[EnqueueResult]:
         if conn is not None:
             raise ConfigurationError(

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
-from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 import pytest
@@ -13,7 +11,7 @@ import pgtasks
 from pgtasks import App
 from pgtasks.engine.core import ENQUEUE_CHUNK
 from pgtasks.engine.errors import ConfigurationError
-from pgtasks.engine.options import SendOptions
+from pgtasks.engine.options import SendOptions, build_new_tasks
 from pgtasks.sending import send_many
 from pgtasks.sysdb.records import ListTasksParams
 from tests.support.apps import opened_app
@@ -37,6 +35,7 @@ def test_every_chunk_is_stored_and_ids_come_back_in_order(app: App) -> None:
     requests = [enqueue_request("bulk.job", args=(i,), task_id=t) for i, t in enumerate(ids)]
     got = app.engine.enqueue(requests)
     assert got == ids
+    assert app.engine.enqueue(requests) == ids  # re-sent: found, not written twice
     assert stored(app) == COUNT
     record = app.engine.get_task(ids[-1])
     assert record is not None and app.engine.codec.loads_inputs(record.serialization, record.inputs, "x") == (
@@ -107,48 +106,9 @@ def test_chunks_join_the_callers_transaction(pg_url: str) -> None:
             conn.rollback()
             assert stored(app) == 0
             app.engine.enqueue([enqueue_request("bulk.job") for _ in range(COUNT)], conn=conn)
-            # A second large enqueue in the same transaction reuses the emptied staging table.
             app.engine.enqueue([enqueue_request("bulk.job") for _ in range(COUNT)], conn=conn)
             conn.commit()
-            # Dropped at the commit: nothing of it outlives the transaction on the session.
-            assert conn.execute("SELECT to_regclass('pg_temp.pgtasks_enqueue_staging')").fetchone() == (None,)
         assert stored(app) == 2 * COUNT
-    finally:
-        app.close()
-
-
-@pytest.fixture
-def no_temp_url(pg_server_url: str) -> Iterator[str]:
-    """A fresh database where a fresh role may create schemas but not temporary tables."""
-    name = f"notemp_{uuid.uuid4().hex[:10]}"
-    with psycopg.connect(pg_server_url, autocommit=True) as conn:
-        conn.execute(f"CREATE ROLE {name} LOGIN PASSWORD 'notemp-pw'")
-        conn.execute(f"CREATE DATABASE {name}")
-        conn.execute(f"REVOKE TEMPORARY ON DATABASE {name} FROM PUBLIC")
-        conn.execute(f"GRANT CREATE ON DATABASE {name} TO {name}")
-    parts = urlsplit(pg_server_url)
-    try:
-        yield urlunsplit(
-            (parts.scheme, f"{name}:notemp-pw@{parts.hostname}:{parts.port}", f"/{name}", "", "")
-        )
-    finally:
-        with psycopg.connect(pg_server_url, autocommit=True) as conn:
-            conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
-            conn.execute(f"DROP ROLE IF EXISTS {name}")
-
-
-def test_a_role_without_temporary_tables_enqueues_in_bulk_all_the_same(no_temp_url: str) -> None:
-    """A large enqueue copies its rows through a temporary table; a role refused those
-    sends them as arrays, with the same result."""
-    with psycopg.connect(no_temp_url) as conn, pytest.raises(psycopg.errors.InsufficientPrivilege):
-        conn.execute("CREATE TEMPORARY TABLE t (x int)")
-    app = App("bulk", database_url=no_temp_url)
-    try:
-        ids = [f"n{i}" for i in range(COUNT)]
-        requests = [enqueue_request("bulk.job", args=(i,), task_id=t) for i, t in enumerate(ids)]
-        assert app.engine.enqueue(requests) == ids
-        assert app.engine.enqueue(requests) == ids  # re-sent: found, not written twice
-        assert stored(app) == COUNT
     finally:
         app.close()
 
@@ -181,3 +141,37 @@ def test_a_batch_with_a_taken_deduplication_id_writes_nothing_and_names_the_requ
     got = app.engine.enqueue(requests, on_duplicate="return")
     assert got == [f"b{i}" for i in range(6)] + [holder] + [f"b{i}" for i in range(7, 10)]
     assert stored(app) == 10
+
+
+def test_new_ids_sent_again_after_a_lost_reply_come_back_once(pg_url: str) -> None:
+    """Tasks with new ids go in without the conflict check. A retry whose first attempt
+    committed (here: rows sent again, some of them only) fails on the primary key and is sent
+    again with the check: each id comes back, none is written twice. One statement, and chunks
+    in the enqueue's own transaction and in the caller's (which stays usable)."""
+    app = App("bulk", database_url=pg_url)
+    sysdb = app.engine.database.sysdb
+    rows = build_new_tasks(
+        "bulk.job", [(i,) for i in range(COUNT)], SendOptions(), app.engine.codec, "default", 3
+    )
+    base_url, _ = pg_url.split("?schema=")
+    try:
+        small, rest = rows[:100], rows[100:]
+        sysdb.tasks_enqueue(small[:40], new_ids=True)
+        results = sysdb.tasks_enqueue(small, new_ids=True)
+        assert [r.task_id for r in results] == [t.task_id for t in small]
+        assert [r.inserted for r in results] == [False] * 40 + [True] * 60
+        sysdb.tasks_enqueue(rest[ENQUEUE_CHUNK:], new_ids=True)  # the second chunk's rows
+        with psycopg.connect(base_url) as conn:
+            conn.execute("SELECT 1")  # the caller's transaction is open
+            chunks = (rest[i : i + ENQUEUE_CHUNK] for i in range(0, len(rest), ENQUEUE_CHUNK))
+            results = sysdb.tasks_enqueue_chunks(chunks, conn=conn, new_ids=True)
+            assert conn.execute("SELECT 2").fetchone() == (2,)
+        assert [r.task_id for r in results] == [t.task_id for t in rest]
+        assert [r.inserted for r in results] == [True] * ENQUEUE_CHUNK + [False] * (len(rest) - ENQUEUE_CHUNK)
+        assert stored(app) == COUNT
+        chunks = (rest[i : i + ENQUEUE_CHUNK] for i in range(0, len(rest), ENQUEUE_CHUNK))
+        again = sysdb.tasks_enqueue_chunks(chunks, new_ids=True)  # its own transaction
+        assert [r.task_id for r in again] == [t.task_id for t in rest] and not any(r.inserted for r in again)
+        assert stored(app) == COUNT
+    finally:
+        app.close()

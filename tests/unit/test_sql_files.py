@@ -34,6 +34,13 @@ def test_a_fragment_is_written_once_and_stands_in_each_statement_using_it() -> N
     }
 
 
+def test_comment_lines_and_blank_lines_are_not_sent() -> None:
+    statements = parse_statements(
+        "-- name: a\n-- what a does\nSELECT 1 -- kept: on a line of SQL\n\n  -- indented\nFROM t\n", "x.sql"
+    )
+    assert statements == {"a": "SELECT 1 -- kept: on a line of SQL\nFROM t"}
+
+
 @pytest.mark.parametrize(
     ("text", "message"),
     [

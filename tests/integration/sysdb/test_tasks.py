@@ -231,14 +231,15 @@ def test_empty_bulk_enqueues_insert_nothing_and_do_not_fail(sysdb: SystemDatabas
     # "query parameter missing").
     assert sysdb.tasks_enqueue([]) == []
     assert sysdb.tasks_enqueue_chunks(iter([[], []])) == []
+    assert sysdb.tasks_enqueue_chunks(iter([[], []]), new_ids=True) == []
     assert sysdb.tasks_enqueue_canvas(CanvasEnqueue(())) == []
     assert sysdb.tasks_list(ListTasksParams()) == []
 
 
 def test_bulk_rows_keep_every_column_whatever_way_they_are_sent(sysdb: SystemDatabase) -> None:
     """One task setting every optional column beside tasks setting none, sent as one statement
-    (arrays: a column no task sets goes as NULL) and as chunks (PostgreSQL: COPY through the
-    staging table): each stored row holds what its task said, in the order sent."""
+    (arrays: a column no task sets goes as NULL) and as chunks (one transaction): each stored
+    row holds what its task said, in the order sent."""
     now = sysdb.now_ms()
 
     def batch(prefix: str) -> list[NewTask]:
