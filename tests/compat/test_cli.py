@@ -111,6 +111,7 @@ def test_django_style_project_worker(pg_url: str, tmp_path: Path) -> None:
     from tests.compat.apps.django_proj.celery import app
     from tests.compat.apps.django_proj.orders import tasks
 
+    app.set_current()  # shared tasks run on the current app: other tests of this process made others
     app.conf.broker_url = pg_url
     env = {"DJANGO_SETTINGS_MODULE": "tests.compat.apps.django_proj.settings"}
     process = worker_process(

@@ -4,6 +4,7 @@ unittest.mock, as Celery users test their code."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from unittest import mock
 
 import pytest
@@ -94,3 +95,18 @@ def test_chord_run_sends_a_header_with_its_body(eager: None) -> None:
     assert result.get()["args"] == [[3, 7]]
     sent = chord([]).run([proj.add.s(5, 5)], proj.whoami.s(), task_id="chord-run-1")  # always eager
     assert sent.get()["args"] == [[10]]
+
+
+def test_a_workflow_runs_on_its_tasks_app_not_the_current_one(eager: None, tmp_path: Path) -> None:
+    from celery import Celery, chain, chord, group
+
+    other = Celery("elsewhere", broker=f"sqlite:///{tmp_path / 'other.sqlite3'}")  # now current
+    try:
+        assert group(proj.add.s(1, 1)).app is proj.app and chord([proj.add.s(1, 1)]).app is proj.app
+        assert chord([]).run([proj.add.s(5, 5)], proj.whoami.s()).get()["args"] == [[10]]  # eager here
+        assert group(proj.add.s(1, 1), proj.add.s(2, 2)).apply_async().get() == [2, 4]
+        assert chain(proj.add.s(1, 1), proj.add.s(2)).apply_async().get() == 4
+        assert group([]).app is other  # no task names an app: the current one
+    finally:
+        other.close()
+        proj.app.set_current()

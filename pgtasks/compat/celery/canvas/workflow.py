@@ -39,13 +39,9 @@ class Workflow(Signature):
 
     @property
     def app(self) -> Celery:
-        if self._app is not None:
-            return self._app
-        for task in self["kwargs"]["tasks"]:
-            found = getattr(task, "app", None) if not isinstance(task, dict) else None
-            if found is not None:
-                return found  # type: ignore[no-any-return]
-        return Signature.app.fget(self)  # type: ignore[attr-defined,no-any-return]
+        """As Celery's: the app given, else the first member's (a task's app, or a nested
+        workflow's), else the current app."""
+        return own_app(self) or Signature.app.fget(self)  # type: ignore[attr-defined]
 
     def apply_async(
         self, args: Any = None, kwargs: Any = None, route_name: Any = None, **options: Any
@@ -89,3 +85,21 @@ class Workflow(Signature):
             copy._lazy, self._lazy = self._lazy, None
         copy["options"] = {**self.options, **opts}
         return copy
+
+
+def own_app(sig: Any) -> Celery | None:
+    """The app a signature names itself: the one it was given, its task's, or (a workflow)
+    its first member's that names one; None when none does (the current app is then used)."""
+    if not isinstance(sig, Signature):
+        return None  # a member still in its dict form names no app
+    if sig._app is not None:
+        return sig._app
+    if sig._type is not None:
+        return getattr(sig._type, "app", None)
+    if isinstance(sig, Workflow):
+        for member in sig["kwargs"]["tasks"]:
+            found = own_app(member)
+            if found is not None:
+                return found
+    return None
+
