@@ -14,6 +14,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any, Protocol
 from urllib.parse import parse_qs, urlsplit
 
@@ -273,11 +274,28 @@ def scheduled_info(task: TaskInfo, inputs: tuple[Any, Any], worker: str, reprs: 
     }
 
 
+@dataclass(frozen=True, slots=True)
+class Waiting:
+    """What every worker's task lists share, read once for all of them: the countdown and
+    ETA tasks, the worker that lists each queue's (:func:`holders`), the revoked ids."""
+
+    delayed: list[TaskInfo]
+    holder: dict[str, str]
+    revoked: list[str]
+
+
+def waiting_of(tasks: TaskLister, live: list[ExecutorInfo]) -> Waiting:
+    """The :class:`Waiting` tasks, for the ``live`` workers."""
+    delayed = tasks.list_tasks(Status.DELAYED, limit=TASKS_SHOWN)
+    revoked = [t.task_id for t in tasks.list_tasks(Status.CANCELLED, limit=REVOKED_SHOWN)]
+    return Waiting(delayed, holders(live), revoked)
+
+
 def task_lists(
     tasks: TaskLister,
     executor: ExecutorInfo,
     details: dict[str, Any],
-    live: list[ExecutorInfo],
+    waiting: Waiting,
     inputs: Inputs,
     running_reprs: bool = False,
     reprs: bool = False,
@@ -303,11 +321,9 @@ def task_lists(
     reserved = [
         request_info(t, inputs(t), worker, None, False, reprs) for t in mine if t.task_id in prefetched
     ]
-    holder = holders(live)
     scheduled = [
         scheduled_info(t, inputs(t), worker, reprs)
-        for t in tasks.list_tasks(Status.DELAYED, limit=TASKS_SHOWN)
-        if holder.get(t.queue_name) == worker
+        for t in waiting.delayed
+        if waiting.holder.get(t.queue_name) == worker
     ]
-    revoked = [t.task_id for t in tasks.list_tasks(Status.CANCELLED, limit=REVOKED_SHOWN)]
-    return {"active": active, "scheduled": scheduled, "reserved": reserved, "revoked": revoked}
+    return {"active": active, "scheduled": scheduled, "reserved": reserved, "revoked": waiting.revoked}

@@ -141,7 +141,8 @@ class FlowerApi:
         if status:
             alive = {e.executor_id: live for e, live in everyone}
             return {w: alive.get(w, False) for w in sorted(self.seen_workers)}
-        live = [e for e, ok in everyone if ok]
+        everyone_live = [e for e, ok in everyone if ok]
+        live = everyone_live
         if name is not None:
             live = [e for e in live if e.executor_id == name]
             if not live:
@@ -150,15 +151,18 @@ class FlowerApi:
                 self.inspected.add(name)
         now = self.manager.now_ms()
         out = {}
+        waiting: worker_reports.Waiting | None = None  # read once, for the inspected workers
         for e in live:
             details = worker_reports.details_of(e)
             body = worker_reports.worker_object(e, details, now, time.time())
             if e.executor_id in self.inspected:
-                body.update(self._task_lists(e, details, live))
+                # the holder of a queue's countdown tasks among all live workers, not only those asked
+                waiting = waiting or worker_reports.waiting_of(self.manager, everyone_live)
+                body.update(self._task_lists(e, details, waiting))
             out[e.executor_id] = body
         return out
 
-    def _task_lists(self, e: Any, details: dict[str, Any], live: list[Any]) -> dict[str, Any]:
+    def _task_lists(self, e: Any, details: dict[str, Any], waiting: worker_reports.Waiting) -> dict[str, Any]:
         """``active``, ``scheduled``, ``reserved`` and ``revoked`` of one worker (see
         :func:`pgtasks.worker_reports.task_lists`); a running task's arguments as reprs."""
         shown = self.manager.shown_inputs
@@ -167,7 +171,7 @@ class FlowerApi:
             text = shown(task)
             return worker_reports.inputs_of(text) or (text, {})
 
-        return worker_reports.task_lists(self.manager, e, details, live, inputs, running_reprs=True)
+        return worker_reports.task_lists(self.manager, e, details, waiting, inputs, running_reprs=True)
 
     def _known_worker(self, name: str) -> None:
         if not any(e.executor_id == name for e in self.manager.list_workers()):

@@ -67,7 +67,7 @@ def received_signal(app: Celery, sender: Any, hostname: str) -> Callable[[TaskRe
     connected."""
 
     def received(record: TaskRecord) -> None:
-        if not signals.task_received.receivers:
+        if not signals.task_received.connected:  # checked per claimed task: no lock, no list
             return
         try:
             args, kwargs = app.engine.codec.loads_inputs(record.serialization, record.inputs, record.name)

@@ -62,9 +62,10 @@ class Inspect:
     def _lists(self, safe: Any) -> dict[str, dict[str, Any]]:
         """Each asked worker's ``active``, ``reserved``, ``scheduled`` and ``revoked``."""
         live = self._live()
+        waiting = worker_reports.waiting_of(self.app, live)
         return {
             e.executor_id: worker_reports.task_lists(
-                self.app, e, worker_reports.details_of(e), live, self._inputs, reprs=bool(safe)
+                self.app, e, worker_reports.details_of(e), waiting, self._inputs, reprs=bool(safe)
             )
             for e in self._asked(live)
         }

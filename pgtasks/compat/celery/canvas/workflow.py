@@ -102,4 +102,3 @@ def own_app(sig: Any) -> Celery | None:
             if found is not None:
                 return found
     return None
-

@@ -91,6 +91,13 @@ class Signal:
             entries = list(self._receivers)
         return [fun for _, _, ref in entries if (fun := ref()) is not None]
 
+    @property
+    def connected(self) -> bool:
+        """Whether any receiver was connected (and not disconnected): a lock-free check for
+        senders on a hot path, which then send (a receiver gone with its weak reference is
+        skipped there)."""
+        return bool(self._receivers)
+
     def has_listeners(self, sender: Any = None) -> bool:
         return bool(self._live(sender))
 
