@@ -1,5 +1,6 @@
-"""Celery's commands on pgtasks: ``celery-check``, ``inspect``, ``purge``, ``status``,
-``result`` and ``call``, answered from the database (see :mod:`pgtasks.compat.celery.app.control`);
+"""Celery's commands on pgtasks: ``celery-check``, ``inspect``, ``control``, ``purge``,
+``status``, ``result`` and ``call``, answered from the database (see
+:mod:`pgtasks.compat.celery.app.control`);
 ``inspect`` and ``status`` answer for a pgtasks App too (:mod:`pgtasks.cli.workers`).
 (``worker`` and ``beat`` are pgtasks' own commands, which run a Celery app as well.)"""
 
@@ -12,28 +13,34 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
 
+from pgtasks.cli.control_command import add_control_arguments, format_listing, run_control
 from pgtasks.cli.loader import load_app
 from pgtasks.cli.options import add_command
-from pgtasks.cli.workers import native_inspect, native_status, print_replies
+from pgtasks.cli.replies import no_replies, nodes_online, print_replies
+from pgtasks.cli.workers import native_inspect, native_status
 from pgtasks.compat.bridge.check import UNSUPPORTED, check_app, report
 from pgtasks.compat.celery.app.base import Celery
 from pgtasks.compat.celery.exceptions import ImproperlyConfigured
 from pgtasks.engine.errors import ConfigurationError
 
-INSPECT_METHODS = (
-    "ping",
-    "active",
-    "scheduled",
-    "reserved",
-    "registered",
-    "stats",
-    "revoked",
-    "active_queues",
-    "query_task",
-    "report",
-    "conf",
-    "clock",
-)
+# Celery's inspect commands pgtasks answers: their arguments and what they list.
+INSPECT_COMMANDS = {
+    "active": ("", "List of tasks currently being executed."),
+    "active_queues": ("", "List the task queues a worker is currently consuming from."),
+    "clock": ("", "Get current logical clock value."),
+    "conf": ("[include_defaults=False]", "List configuration."),
+    "ping": ("", "Ping worker(s)."),
+    "query_task": ("[id1 [id2 [... [idN]]]]", "Query for task information by id."),
+    "registered": ("[attr1 [attr2 [... [attrN]]]]", "List of registered tasks."),
+    "report": ("", "Information about Celery installation for bug reports."),
+    "reserved": ("", "List of currently reserved tasks, not including scheduled/active."),
+    "revoked": ("", "List of revoked task-ids."),
+    "scheduled": ("", "List of currently scheduled ETA/countdown tasks."),
+    "stats": ("", "Request worker statistics/information."),
+}
+INSPECT_METHODS = tuple(INSPECT_COMMANDS)
+# Celery's memory-debugging inspect commands, which need Celery's worker internals.
+INSPECT_MEMORY = ("memdump", "memsample", "objgraph")
 # A command's function for a Celery app, and for a pgtasks App (None: it needs a Celery app).
 Handler = Callable[[Any, argparse.Namespace], int]
 
@@ -57,7 +64,8 @@ def add_compat_commands(sub: Any, parents: Sequence[argparse.ArgumentParser]) ->
         description="Answered from the database (worker heartbeats and running tasks). Exit 0 when "
         "at least one worker replies, 1 when none does (a Kubernetes probe can run `inspect ping`).",
     )
-    inspect.add_argument("method", help="ping, active, scheduled, reserved, registered, stats, revoked, ...")
+    inspect.add_argument("method", nargs="?", help="ping, active, registered, stats, ... (see --list)")
+    inspect.add_argument("--list", action="store_true", help="list the inspect commands and exit")
     inspect.add_argument(
         "ids", nargs="*", help="task ids (query_task), or the task attributes to show (registered rate_limit)"
     )
@@ -71,12 +79,24 @@ def add_compat_commands(sub: Any, parents: Sequence[argparse.ArgumentParser]) ->
     )
     purge.add_argument("-f", "--force", action="store_true", help="do not ask for confirmation")
     purge.add_argument("-Q", "--queues", help="comma-separated queues (default: all)")
+    purge.add_argument("-X", "--exclude-queues", help="comma-separated queues not to purge")
+    control = add_command(
+        sub,
+        "control",
+        partial(run, run_control, None),
+        parents,
+        help="send a remote control command to the workers: shutdown, add_consumer, revoke, ...",
+        description="Sent through the database to every live worker (or those of -d), which answer "
+        "it. Exit 0 when a worker replied, 69 when none did; revoke and terminate are stored even "
+        "when no worker is alive.",
+    )
+    add_control_arguments(control)
     status = add_command(
         sub,
         "status",
         partial(run, _status, native_status),
         parents,
-        help="list the live workers (exit 1 when none is alive)",
+        help="list the live workers (exit 69 when none is alive)",
         description="A worker is alive while its heartbeat is within its lease.",
     )
     status.add_argument("-j", "--json", action="store_true", help="print the workers as JSON")
@@ -113,6 +133,8 @@ def _load(args: argparse.Namespace, native: Handler | None) -> Any:
 def run(handler: Handler, native: Handler | None, args: argparse.Namespace) -> int:
     """Run a command of -A's app: ``handler`` for a Celery app, ``native`` (through the
     management API) for a pgtasks App; 0 on success."""
+    if getattr(args, "list", False):  # --list needs no app
+        return handler(None, args)
     try:
         app = _load(args, native)
     except ImproperlyConfigured as exc:
@@ -143,11 +165,20 @@ def _celery_check(app: Any, args: argparse.Namespace) -> int:
 
 
 def _inspect(app: Any, args: argparse.Namespace) -> int:
-    if args.method not in INSPECT_METHODS:
+    if args.list:
+        print(inspect_listing())
+        return 0
+    if args.method in INSPECT_MEMORY:
         print(
-            f"pgtasks inspect: unknown method {args.method!r}; one of {', '.join(INSPECT_METHODS)}",
+            f"pgtasks inspect: {args.method} is not available: it samples Celery's worker internals "
+            "(pgtasks workers report their memory in `inspect stats`)",
             file=sys.stderr,
         )
+        return 2
+    if args.method not in INSPECT_METHODS:
+        known = ", ".join(INSPECT_METHODS)
+        what = "a command is required" if args.method is None else f"unknown method {args.method!r}"
+        print(f"pgtasks inspect: {what}; one of {known}", file=sys.stderr)
         return 2
     inspector = app.control.inspect(destination=args.destination.split(",") if args.destination else None)
     method = getattr(inspector, args.method)
@@ -155,35 +186,66 @@ def _inspect(app: Any, args: argparse.Namespace) -> int:
     return print_replies(replies, args.json)
 
 
+def inspect_listing() -> str:
+    """``inspect --list``: each command with its arguments and what it lists."""
+    return format_listing("Inspect", ((name, sig, text) for name, (sig, text) in INSPECT_COMMANDS.items()))
+
+
 def _status(app: Any, args: argparse.Namespace) -> int:
     nodes = app.control.inspect().nodes()
     if not nodes:
-        print("Error: No nodes replied within time constraint", file=sys.stderr)
-        return 1
+        return no_replies()
+    if args.json:
+        print(json.dumps({node: {"ok": "pong"} for node in nodes}))
+        return 0
     for node in nodes:
         print(f"{node}: OK")
-    print(f"\n{len(nodes)} node{'s' if len(nodes) != 1 else ''} online.")
+    nodes_online(len(nodes))
     return 0
 
 
 def _purge(app: Any, args: argparse.Namespace) -> int:
-    queues = [q.strip() for q in (args.queues or "").split(",") if q.strip()]
-    where = f"the queues {', '.join(queues)}" if queues else "all known task queues"
+    """Celery's ``purge``: the waiting tasks of ``-Q``'s queues (default: every queue the
+    database knows), less ``-X``'s, are revoked; nothing to purge is not an error."""
+    chosen, excluded = set(_names(args.queues)), set(_names(args.exclude_queues))
+    names = sorted((chosen or _known_queues(app)) - excluded)
+    if not names:
+        return 0  # as Celery: -X left no queue, nothing is asked or printed
+    headline = f"{len(names)} queue{'s' if len(names) != 1 else ''}"
     if not args.force:
         answer = (
             input(
-                "WARNING: This will remove all waiting tasks. There is no undo for this operation!\n"
-                "Are you sure you want to delete all tasks (yes/NO)? "
+                f"WARNING: This will remove all tasks from {headline}: {', '.join(names)}.\n"
+                "         There is no undo for this operation!\n\n"
+                "(to skip this prompt use the -f option)\n"
+                "Are you sure you want to delete all tasks? [y/N]: "
             )
             if sys.stdin.isatty()
             else ""
         )
         if answer.strip().lower() not in ("y", "yes"):
-            print("purge: aborted (to skip this prompt use the -f option)")
+            print("Aborted!", file=sys.stderr)
             return 1
-    count = app.control.purge(queues=queues or None)
-    print(f"Purged {count} message{'s' if count != 1 else ''} from {where}.")
+    # Without -Q or -X every waiting task goes, in whichever queue it waits.
+    count = app.control.purge(queues=names if chosen or excluded else None)
+    if count:
+        noun = "queue" if len(names) == 1 else "queues"
+        print(f"Purged {count} message{'s' if count != 1 else ''} from {len(names)} known task {noun}.")
+    else:
+        print(f"No messages purged from {headline}.")
     return 0
+
+
+def _names(text: str | None) -> list[str]:
+    return [name.strip() for name in (text or "").split(",") if name.strip()]
+
+
+def _known_queues(app: Any) -> set[str]:
+    """The queues the database knows: those with unfinished tasks, those with settings, and
+    the app's declared queues (Celery's ``app.amqp.queues``)."""
+    admin = app.engine.admin
+    names = {stats.name for stats in admin.queue_stats()} | {queue.name for queue in admin.queues()}
+    return names | set(app.amqp.queues.keys())
 
 
 def _result(app: Any, args: argparse.Namespace) -> int:

@@ -1,5 +1,5 @@
 """``pgtasks``: worker, beat, migrate, tasks (list, get, cancel, resume, fork), schedule, queue,
-roles, dashboard, demo, and Celery's commands.
+roles, dashboard, demo, and Celery's commands and programs.
 
 The parser is the whole command line. Each command registers itself with the function that
 runs it (``set_defaults(func=...)``); Celery's spellings (``-A`` before or after the command,
@@ -20,6 +20,7 @@ from pgtasks import __version__
 from pgtasks.cli.app_options import take_app_options
 from pgtasks.cli.beat import add_commands as add_beat_commands
 from pgtasks.cli.celery_import.command import add_import_celery_command
+from pgtasks.cli.celery_programs import REFUSED_PROGRAMS, add_celery_programs
 from pgtasks.cli.compat_commands import add_compat_commands
 from pgtasks.cli.dashboard import add_dashboard_command
 from pgtasks.cli.database import SCHEMA_HELP, URL_HELP, command_manager
@@ -54,6 +55,7 @@ def _parser() -> argparse.ArgumentParser:
     add_dashboard_command(sub, common)
     add_flower_command(sub, common)
     add_compat_commands(sub, common)
+    add_celery_programs(sub, common)
     add_health_command(sub, common)
     demo = add_command(
         sub, "demo", _demo, common, help="run a small durable workload on the embedded SQLite database"
@@ -73,6 +75,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     # Flower's own options (``--port=5555 --basic_auth=u:p``) are what the parser does not know
     # after ``flower``; for every other command an unknown option is an error, as parse_args.
     args, unknown = parser.parse_known_args(sys.argv[1:] if argv is None else list(argv))
+    if args.command in REFUSED_PROGRAMS:  # whatever follows, the answer is why not
+        return int(args.func(args))
     flower = getattr(args, FLOWER_OPTIONS, None) is not None
     if flower:
         setattr(args, FLOWER_OPTIONS, unknown)

@@ -1,7 +1,7 @@
 """``pgtasks -A app inspect ...`` and ``pgtasks -A app status`` for native pgtasks apps: the
 live workers as Celery's commands print them, read through the management API
-(``list_workers``, the tasks each runs). Exit 0 when at least one worker is alive,
-1 when none is, so that a Kubernetes probe can run them."""
+(``list_workers``, the tasks each runs). Exit 0 when at least one worker is alive, 69 when
+none is (Celery's status), so that a Kubernetes probe can run them."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import sys
 from typing import Any
 
 from pgtasks.app import App
+from pgtasks.cli.replies import no_replies, nodes_online, print_replies
 from pgtasks.management import TaskManagement
 from pgtasks.sysdb.records import ExecutorInfo
 
@@ -63,11 +64,6 @@ def _reply(app: App, method: str, worker: ExecutorInfo, age_ms: int) -> Any:
     }
 
 
-def _no_replies() -> int:
-    print("Error: No nodes replied within time constraint", file=sys.stderr)
-    return 1
-
-
 def native_inspect(app: App, args: argparse.Namespace) -> int:
     """``inspect METHOD`` for a native app: one reply per live worker, Celery's layout."""
     if args.method not in NATIVE_INSPECT:
@@ -86,36 +82,14 @@ def native_inspect(app: App, args: argparse.Namespace) -> int:
 def native_status(app: App, args: argparse.Namespace) -> int:
     """``status`` for a native app: the live workers, one line each."""
     workers = live_workers(app)
+    if not workers:
+        return no_replies()
     if getattr(args, "json", False):
         print(
             json.dumps({w.executor_id: {"ok": "pong", "heartbeat_age_s": age / 1000} for w, age in workers})
         )
-        return 0 if workers else 1
-    if not workers:
-        return _no_replies()
+        return 0
     for worker, _ in workers:
         print(f"{worker.executor_id}: OK")
-    print(f"\n{len(workers)} node{'s' if len(workers) != 1 else ''} online.")
-    return 0
-
-
-def print_replies(replies: dict[str, Any] | None, as_json: bool) -> int:
-    """Print workers' replies in Celery's layout (or as one JSON object); exit status 0 when a
-    worker replied, 1 when none did."""
-    if as_json:
-        print(json.dumps(replies or {}, default=str))
-        return 0 if replies else 1
-    if not replies:
-        return _no_replies()
-    for node, reply in replies.items():
-        print(f"->  {node}: OK")
-        if isinstance(reply, dict) and reply.get("ok") == "pong":
-            print("        pong")
-        elif isinstance(reply, list) and not reply:
-            print("    - empty -")
-        else:
-            for line in json.dumps(reply, indent=4, default=str).splitlines():
-                print(f"    {line}")
-    count = len(replies)
-    print(f"\n{count} node{'s' if count != 1 else ''} online.")
+    nodes_online(len(workers))
     return 0

@@ -150,6 +150,9 @@ class WorkerControl:
             except ValueError as exc:
                 return {"error": repr(exc)}
             return {"ok": f"pool will {'grow' if name == 'pool_grow' else 'shrink'}"}
+        if name == "election":
+            gossip = "election is Celery's worker-to-worker gossip"
+            return {"error": f"{gossip}: pgtasks workers coordinate through the database"}
         if name in ("time_limit", "rate_limit"):
             what = "time limits" if name == "time_limit" else "rate limits"
             return {"error": f"pgtasks sets {what} in the task's code or per queue (pgtasks queue set)"}

@@ -30,10 +30,13 @@ COMMANDS = (
     "flower",
     "celery-check",
     "inspect",
+    "control",
     "purge",
     "status",
     "result",
     "call",
+    "report",
+    "shell",
     "health",
     "demo",
 )
@@ -117,9 +120,9 @@ def test_tasks_and_queues_read_as_an_operator_reads_them(database_url: str, tmp_
 def test_inspect_ping_and_status_of_a_native_app(database_url: str, tmp_path: Path) -> None:
     run_pgtasks("migrate", url=database_url, check=True)
     nobody = run_pgtasks("-A", BOARD_APP, "inspect", "ping", url=database_url)
-    assert nobody.returncode == 1 and "No nodes replied" in nobody.stderr
+    assert nobody.returncode == 69 and "No nodes replied" in nobody.stderr
     assert "is a pgtasks App" not in nobody.stderr
-    assert run_pgtasks("-A", BOARD_APP, "status", url=database_url).returncode == 1
+    assert run_pgtasks("-A", BOARD_APP, "status", url=database_url).returncode == 69
     proc = worker_process(database_url, tmp_path / "ledger", "probe-one", app=BOARD_APP, lease_seconds=30)
     try:
         client = Client(database_url)
@@ -134,7 +137,7 @@ def test_inspect_ping_and_status_of_a_native_app(database_url: str, tmp_path: Pa
         registered = run_pgtasks("-A", BOARD_APP, "inspect", "registered", "--json", url=database_url)
         assert "board.fail" in json.loads(registered.stdout)["probe-one"]
         other = run_pgtasks("-A", BOARD_APP, "inspect", "ping", "-d", "someone-else", url=database_url)
-        assert other.returncode == 1
+        assert other.returncode == 69
         unknown = run_pgtasks("-A", BOARD_APP, "inspect", "reserved", url=database_url)
         assert unknown.returncode == 2 and "not available for a pgtasks App" in unknown.stderr
         purge = run_pgtasks("-A", BOARD_APP, "purge", "-f", url=database_url)
@@ -143,4 +146,4 @@ def test_inspect_ping_and_status_of_a_native_app(database_url: str, tmp_path: Pa
         stop(proc)
     # A worker that stopped removed its executor row: nobody answers.
     after = run_pgtasks("-A", BOARD_APP, "status", url=database_url)
-    assert after.returncode == 1 and "No nodes replied" in after.stderr
+    assert after.returncode == 69 and "No nodes replied" in after.stderr

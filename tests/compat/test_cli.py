@@ -1,8 +1,9 @@
 """Celery's command line on pgtasks, as real subprocesses: celery-check, inspect, status,
-result, call, purge, Celery's worker flags, and a Django-style project's worker."""
+control, result, call, purge, Celery's worker flags, and a Django-style project's worker."""
 
 from __future__ import annotations
 
+import json
 import socket
 import sys
 from pathlib import Path
@@ -65,7 +66,10 @@ def test_inspect_status_call_result_and_purge(pg_url: str, tmp_path: Path) -> No
     )
     try:
         wait_for(
-            lambda: "celery@cli-0: OK" in run_pgtasks("-A", app, "status", url=pg_url).stdout,
+            lambda: (
+                '{"celery@cli-0": {"ok": "pong"}}'
+                in run_pgtasks("-A", app, "status", "-j", url=pg_url).stdout
+            ),
             timeout=60,
             what="worker online",
         )
@@ -86,22 +90,43 @@ def test_inspect_status_call_result_and_purge(pg_url: str, tmp_path: Path) -> No
         assert "tests.compat.apps.results_app.add" in registered.stdout
         named = run_pgtasks("-A", app, "inspect", "registered", "name", url=pg_url)
         assert "tests.compat.apps.results_app.add [name=tests.compat.apps.results_app.add]" in named.stdout
+        # control: Celery's remote control commands, answered by the worker, printed as Celery's
+        beat = run_pgtasks("-A", app, "control", "heartbeat", url=pg_url)
+        assert beat.returncode == 0 and beat.stdout == "->  celery@cli-0: OK\n        heartbeat\n"
+        added = run_pgtasks("-A", app, "control", "-j", "add_consumer", "extra", url=pg_url)
+        assert json.loads(added.stdout) == [{"celery@cli-0": {"ok": "add consumer extra"}}]
+        waiting = proj.add.apply_async((3, 3), countdown=300)
+        revoked = run_pgtasks("-A", app, "control", "revoke", waiting.id, url=pg_url)
+        assert (
+            revoked.stdout == f"->  celery@cli-0: OK\n        tasks {{'{waiting.id}'}} flagged as revoked\n"
+        )
+        assert waiting.state == "REVOKED"
+        elsewhere = run_pgtasks("-A", app, "control", "-d", "celery@nobody", "heartbeat", url=pg_url)
+        assert elsewhere.returncode == 69 and "No nodes replied within time constraint" in elsewhere.stderr
+        down = run_pgtasks("-A", app, "control", "shutdown", url=pg_url)
+        assert down.returncode == 0 and "shutting down" in down.stdout
+        process.wait(timeout=60)  # a warm shutdown, asked from the command line
     finally:
         output = stop(process)
     assert "ignoring Celery option --prefetch-multiplier" not in output  # a pgtasks flag too
     for flag in ("--without-gossip", "-E", "-O"):
         assert f"ignoring Celery option {flag}" in output
+    assert "shutdown requested by remote control" in output
     later = proj.add.apply_async((1, 1), countdown=300)
     elsewhere = proj.add.apply_async((2, 2), countdown=300, queue="named")
+    but_named = run_pgtasks("-A", app, "purge", "-f", "-X", "named", url=pg_url)
+    assert but_named.returncode == 0 and "Purged 1 message from" in but_named.stdout
+    assert later.state == "REVOKED" and elsewhere.state == "PENDING"
     only_named = run_pgtasks("-A", app, "purge", "-f", "-Q", "named,absent", url=pg_url)
     assert only_named.returncode == 0
-    assert "Purged 1 message from the queues named, absent" in only_named.stdout
-    assert elsewhere.state == "REVOKED" and later.state == "PENDING"
+    assert only_named.stdout == "Purged 1 message from 2 known task queues.\n"
+    assert elsewhere.state == "REVOKED"
     purged = run_pgtasks("-A", app, "purge", "-f", url=pg_url)
-    assert purged.returncode == 0 and "Purged 1 message" in purged.stdout
-    assert later.state == "REVOKED"
+    assert purged.returncode == 0 and purged.stdout.startswith("No messages purged from ")
     nobody = run_pgtasks("-A", app, "inspect", "ping", url=pg_url)
-    assert nobody.returncode == 1 and "No nodes replied" in nobody.stderr
+    assert nobody.returncode == 69 and "No nodes replied" in nobody.stderr
+    kept = run_pgtasks("-A", app, "control", "revoke", "not-sent-yet", url=pg_url)
+    assert kept.returncode == 0 and "no worker is alive: it is kept in the database" in kept.stdout
     missing = run_pgtasks("-A", app, "result", "no-such-id", url=pg_url)
     assert missing.returncode == 1 and "no task with id" in missing.stderr
     proj.app.close()

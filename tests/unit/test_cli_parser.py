@@ -35,8 +35,10 @@ def _leaves(parser: argparse.ArgumentParser, path: str, func: object = None) -> 
 
 def test_every_command_runs_through_its_function() -> None:
     leaves = dict(_leaves(_parser(), "pgtasks"))
-    assert len(leaves) == 31 and "pgtasks tasks fork" in leaves and "pgtasks celery-check" in leaves
-    assert "pgtasks flower" in leaves
+    assert len(leaves) == 41 and "pgtasks tasks fork" in leaves and "pgtasks celery-check" in leaves
+    assert {"pgtasks flower", "pgtasks control", "pgtasks report", "pgtasks shell", "pgtasks events"} <= set(
+        leaves
+    )
     assert [path for path, func in leaves.items() if not callable(func)] == []
 
 

@@ -344,12 +344,30 @@ def appstr(app: Any) -> str:
 
 
 def bugreport(app: Any) -> str:
-    """The versions and settings to paste into a bug report."""
+    """The versions and settings to paste into a bug report, in the layout of Celery's
+    (``celery report``, ``inspect report``): software, platform, loader, where tasks and
+    results are kept, then the app's settings with secrets masked."""
+    from pgtasks.compat.bridge.configuration import database_url  # it imports this module
+
+    scheme = database_url(app.conf).split(":", 1)[0]
+    loader = type(app.loader)
+    where = loader.__module__.removeprefix("pgtasks.compat.")  # celery.loaders.app, as imported
+    return "\n".join(
+        [
+            f"software -> pgtasks:{_version('pgtasks')} (Celery API) psycopg:{_version('psycopg')} "
+            f"py:{platform.python_version()}",
+            f"platform -> system:{platform.system()} arch:{platform.architecture()[0]}",
+            f"            kernel version:{platform.release()} imp:{platform.python_implementation()}",
+            f"loader   -> {where}.{loader.__qualname__}",
+            f"settings -> transport:{scheme} results:{scheme} (the pgtasks database)",
+            "",
+            app.conf.humanize(),
+        ]
+    )
+
+
+def _version(distribution: str) -> str:
     try:
-        version = importlib.metadata.version("pgtasks")
+        return importlib.metadata.version(distribution)
     except importlib.metadata.PackageNotFoundError:
-        version = "unknown"
-    lines = [f"software -> pgtasks:{version} (Celery API) py:{platform.python_version()}"]
-    lines.append(f"platform -> system:{platform.system()} arch:{platform.machine()}")
-    lines.append(f"app -> {appstr(app)}")
-    return "\n".join(lines)
+        return "unknown"

@@ -1,0 +1,59 @@
+"""Celery's ``report`` and ``shell`` programs, and the refusal of those pgtasks does not
+provide, as real subprocesses on the embedded database."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from pgtasks.cli.celery_programs import REFUSED_PROGRAMS, shell_namespace
+from pgtasks.cli.main import main
+from tests.compat.apps import results_app
+from tests.support.cli import REPO, cli_argv, cli_env, run_pgtasks
+
+APP = "tests.compat.apps.results_app"
+
+
+def test_report_prints_versions_loader_and_masked_settings(sqlite_url: str) -> None:
+    done = run_pgtasks("-A", APP, "report", url=sqlite_url)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("software -> pgtasks:") and " py:3." in lines[0]
+    assert lines[3] == "loader   -> celery.loaders.app.AppLoader"
+    assert lines[4] == "settings -> transport:sqlite results:sqlite (the pgtasks database)"
+    assert "task_routes: [" in done.stdout  # the app's own settings follow
+
+
+def test_shell_has_the_app_its_tasks_and_the_canvas(sqlite_url: str) -> None:
+    lines = (
+        "print(add.name, celery is app, chain.__name__, sorted(set(dir()) & {'group', 'chord', 'Task'}))\n"
+    )
+    done = subprocess.run(
+        cli_argv("-A", APP, "shell", "--python"),
+        input=lines,
+        cwd=REPO,
+        env=cli_env(sqlite_url),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert f"{results_app.add.name} True chain ['Task', 'chord', 'group']" in done.stdout
+    namespace = shell_namespace(results_app.app, with_tasks=False)
+    assert "add" not in namespace and namespace["celery"] is results_app.app
+    assert shell_namespace(results_app.app)["add"] is results_app.add
+
+
+def test_a_missing_shell_is_named(sqlite_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    done = run_pgtasks("-A", APP, "shell", "--bpython", url=sqlite_url)
+    assert done.returncode == 2 and "--bpython asks for bpython, which is not installed" in done.stderr
+
+
+@pytest.mark.parametrize("name", sorted(REFUSED_PROGRAMS))
+def test_celery_programs_without_a_counterpart_say_why(name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["-A", "proj", name, "--dump", "start", "w1"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"pgtasks: `{name}` is not provided: ") and err.strip().endswith(
+        REFUSED_PROGRAMS[name][-20:]
+    )
