@@ -57,6 +57,12 @@ def add_commands(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> None:
         why="pgtasks beat fires beat_schedule, django-celery-beat's table and `pgtasks schedule`",
     )
     add_ignored(celery, "-n", "--hostname", value=True)
+    add_ignored(
+        celery,
+        "--enable-remote-control",
+        "--no-enable-remote-control",
+        why="pgtasks beat needs no remote control: its state is in the database",
+    )
     add_daemon_options(celery)
 
     schedule = add_command(sub, "schedule", _schedule, parents, help="list and manage schedules at runtime")

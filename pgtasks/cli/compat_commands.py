@@ -100,6 +100,10 @@ def add_compat_commands(sub: Any, parents: Sequence[argparse.ArgumentParser]) ->
         description="A worker is alive while its heartbeat is within its lease.",
     )
     status.add_argument("-j", "--json", action="store_true", help="print the workers as JSON")
+    status.add_argument("-d", "--destination", help="comma-separated worker names to ask (default: all)")
+    status.add_argument(
+        "-t", "--timeout", type=float, default=1.0, help="accepted for Celery; replies are immediate"
+    )
     result = add_command(sub, "result", partial(run, _result, None), parents, help="print a task's result")
     result.add_argument("task_id", help="the task id")
     result.add_argument(
@@ -116,6 +120,11 @@ def add_compat_commands(sub: Any, parents: Sequence[argparse.ArgumentParser]) ->
     call.add_argument("--countdown", type=float, help="run no sooner than S seconds from now")
     call.add_argument("--eta", help="run no sooner than this ISO 8601 time")
     call.add_argument("--expires", help="seconds, or an ISO 8601 time, after which the task is dropped")
+    call.add_argument(
+        "--serializer", help="accepted for Celery; the app's task_serializer encodes the arguments"
+    )
+    call.add_argument("--exchange", help="accepted for Celery; queues are names here")
+    call.add_argument("--routing-key", help="accepted for Celery; queues are names here")
 
 
 def _load(args: argparse.Namespace, native: Handler | None) -> Any:
@@ -192,7 +201,7 @@ def inspect_listing() -> str:
 
 
 def _status(app: Any, args: argparse.Namespace) -> int:
-    nodes = app.control.inspect().nodes()
+    nodes = app.control.inspect(destination=_names(args.destination) or None).nodes()
     if not nodes:
         return no_replies()
     if args.json:
@@ -243,9 +252,7 @@ def _names(text: str | None) -> list[str]:
 def _known_queues(app: Any) -> set[str]:
     """The queues the database knows: those with unfinished tasks, those with settings, and
     the app's declared queues (Celery's ``app.amqp.queues``)."""
-    admin = app.engine.admin
-    names = {stats.name for stats in admin.queue_stats()} | {queue.name for queue in admin.queues()}
-    return names | set(app.amqp.queues.keys())
+    return {queue.name for queue in app.list_queues()} | set(app.amqp.queues.keys())
 
 
 def _result(app: Any, args: argparse.Namespace) -> int:
@@ -280,6 +287,9 @@ def _call(app: Any, args: argparse.Namespace) -> int:
         options["countdown"] = args.countdown
     if args.eta:
         options["eta"] = dt.datetime.fromisoformat(args.eta)
+    for option in ("serializer", "exchange", "routing_key"):
+        if getattr(args, option):
+            options[option] = getattr(args, option)
     if args.expires:
         try:
             options["expires"] = float(args.expires)

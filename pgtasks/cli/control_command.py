@@ -176,9 +176,9 @@ def _revoke(
     signal_name = arguments["signal"] if terminate else None
     running: dict[str, list[str]] = {}  # node: the tasks among ``ids`` it runs
     for task_id in ids if terminate else ():
-        record = app.engine.admin.task(task_id)
-        if record is not None and record.status is Status.PENDING and record.executor_id:
-            running.setdefault(record.executor_id, []).append(task_id)
+        task = app.get_task(task_id, steps=False)
+        if task is not None and task.status is Status.PENDING and task.executor_id:
+            running.setdefault(task.executor_id, []).append(task_id)
     app.control.revoke(ids, terminate=terminate, signal=signal_name)
     nodes = app.control.inspect(destination=destination).nodes()
     text = f"tasks {_set_text(ids)} flagged as revoked"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import logging
 import os
 import sys
@@ -21,6 +22,7 @@ from pgtasks.cli.options import (
     expand_hostname,
 )
 from pgtasks.cli.startup import add_wait_option, retry_on_startup, wait_for_database
+from pgtasks.engine.errors import ConfigurationError
 from pgtasks.scheduler.beat import BeatThread, start_beat_thread
 from pgtasks.worker.pruner import PRUNE_INTERVAL
 
@@ -42,6 +44,17 @@ def add_worker_command(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> 
         "--max-memory-per-child",
         type=int,
         help="replace a child after the task that took its resident memory past K KiB (prefork)",
+    )
+    worker.add_argument(
+        "-X", "--exclude-queues", help="comma-separated queues not to consume (of -Q, or the app's)"
+    )
+    worker.add_argument(
+        "-I", "--include", help="comma-separated modules to import as the worker starts (their tasks)"
+    )
+    worker.add_argument(
+        "--disable-prefetch",
+        action="store_true",
+        help="claim only for a free process (--prefetch-multiplier 1, Celery's worker_disable_prefetch)",
     )
     worker.add_argument(
         "--prune-interval",
@@ -114,12 +127,14 @@ def add_worker_command(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> 
         ("--autoscale",),
         ("-S", "--statedb"),
         ("--heartbeat-interval",),
-        ("-X", "--exclude-queues"),
         ("-s", "--schedule", "--schedule-filename"),
         ("--scheduler", "--scheduler-cls"),
         ("--soft-shutdown-timeout",),
     ):
         add_ignored(celery, *flags, value=True)
+    add_ignored(
+        celery, "--pool-start-method", value=True, why="prefork children fork from pgtasks' own fork server"
+    )
     add_daemon_options(celery)
 
 
@@ -130,12 +145,13 @@ def run(args: argparse.Namespace) -> int:
     from pgtasks.worker.logs import configure_logging
     from pgtasks.worker.metrics import MetricsOptions
     from pgtasks.worker.process import run_worker
-    from pgtasks.worker.worker import DEFAULT_PREFETCH_MULTIPLIER, WorkerOptions
+    from pgtasks.worker.worker import WorkerOptions
 
     if not args.app:
         print("pgtasks worker: -A/--app is required", file=sys.stderr)
         return 2
     app = load_app(args.app)
+    import_included(args.include)
     # What the command line gave explicitly wins over a Celery app's settings.
     given = {name for name in ("concurrency", "hostname") if getattr(args, name) is not None}
     if args.concurrency is None:
@@ -148,7 +164,7 @@ def run(args: argparse.Namespace) -> int:
         overrides["poll_interval"] = args.poll_interval
     # The app's engine with the flags' settings; it shares the app's registry and connections.
     engine = app.engine.with_settings(**overrides) if overrides else app.engine
-    queues = tuple(q.strip() for q in (args.queues or app.settings.default_queue).split(",") if q.strip())
+    queues = consumed_queues(args.queues or app.settings.default_queue, args.exclude_queues)
     options = WorkerOptions(
         queues=queues,
         concurrency=args.concurrency,
@@ -159,9 +175,7 @@ def run(args: argparse.Namespace) -> int:
         soft_time_limit=args.soft_time_limit,
         max_tasks_per_child=args.max_tasks_per_child,
         max_memory_per_child=args.max_memory_per_child,
-        prefetch_multiplier=(
-            DEFAULT_PREFETCH_MULTIPLIER if args.prefetch_multiplier is None else args.prefetch_multiplier
-        ),
+        prefetch_multiplier=prefetch_multiplier(args),
         prune_interval=args.prune_interval,
         outcome_logger=hooks.outcome_logger,
         received_logger=hooks.received_logger,
@@ -199,3 +213,37 @@ def run(args: argparse.Namespace) -> int:
         )
     finally:
         hooks.stopped()
+
+
+def prefetch_multiplier(args: argparse.Namespace) -> int:
+    """``--prefetch-multiplier`` (or a Celery app's setting, put there by worker_hooks), else 1
+    with ``--disable-prefetch``, else Celery's default 4."""
+    from pgtasks.worker.worker import DEFAULT_PREFETCH_MULTIPLIER
+
+    if args.prefetch_multiplier is not None:
+        return int(args.prefetch_multiplier)
+    return 1 if args.disable_prefetch else DEFAULT_PREFETCH_MULTIPLIER
+
+
+def _names(text: str | None) -> list[str]:
+    return [name.strip() for name in (text or "").split(",") if name.strip()]
+
+
+def consumed_queues(queues: str, excluded: str | None) -> tuple[str, ...]:
+    """The queues of ``-Q`` (or the app's) less those of ``-X``; ConfigurationError when
+    none is left."""
+    left = tuple(name for name in _names(queues) if name not in set(_names(excluded)))
+    if not left:
+        raise ConfigurationError(f"-X/--exclude-queues {excluded!r} leaves no queue of {queues!r} to consume")
+    return left
+
+
+def import_included(modules: str | None) -> None:
+    """Import the modules of ``-I/--include`` (their tasks register as they load)."""
+    for name in _names(modules):
+        try:
+            importlib.import_module(name)
+        except ImportError as exc:
+            raise ConfigurationError(
+                f"-I/--include names {name!r}, which cannot be imported: {exc}"
+            ) from None

@@ -81,7 +81,8 @@ def native_inspect(app: App, args: argparse.Namespace) -> int:
 
 def native_status(app: App, args: argparse.Namespace) -> int:
     """``status`` for a native app: the live workers, one line each."""
-    workers = live_workers(app)
+    wanted = {d.strip() for d in args.destination.split(",")} if getattr(args, "destination", None) else None
+    workers = [(w, age) for w, age in live_workers(app) if wanted is None or w.executor_id in wanted]
     if not workers:
         return no_replies()
     if getattr(args, "json", False):

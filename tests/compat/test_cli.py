@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from pgtasks.compat import Celery
+from pgtasks.sysdb.records import Status
 from tests.compat.apps import results_app as proj
 from tests.support.cli import run_pgtasks
 from tests.support.inprocess import wait_for
@@ -68,7 +69,7 @@ def test_inspect_status_call_result_and_purge(pg_url: str, tmp_path: Path) -> No
         wait_for(
             lambda: (
                 '{"celery@cli-0": {"ok": "pong"}}'
-                in run_pgtasks("-A", app, "status", "-j", url=pg_url).stdout
+                in run_pgtasks("-A", app, "status", "-j", "-d", "celery@cli-0", url=pg_url).stdout
             ),
             timeout=60,
             what="worker online",
@@ -78,7 +79,15 @@ def test_inspect_status_call_result_and_purge(pg_url: str, tmp_path: Path) -> No
         stats = run_pgtasks("-A", app, "inspect", "stats", url=pg_url)
         assert '"pid"' in stats.stdout and "1 node online." in stats.stdout
         sent = run_pgtasks(
-            "-A", app, "call", "tests.compat.apps.results_app.add", "--args=[20, 22]", url=pg_url
+            "-A",
+            app,
+            "call",
+            "tests.compat.apps.results_app.add",
+            "--args=[20, 22]",
+            "--serializer=json",
+            "--exchange=tasks",
+            "--routing-key=default",
+            url=pg_url,
         )
         task_id = sent.stdout.strip()
         assert sent.returncode == 0 and len(task_id) == 36
@@ -101,12 +110,19 @@ def test_inspect_status_call_result_and_purge(pg_url: str, tmp_path: Path) -> No
             revoked.stdout == f"->  celery@cli-0: OK\n        tasks {{'{waiting.id}'}} flagged as revoked\n"
         )
         assert waiting.state == "REVOKED"
+        held = proj.block.delay(str(tmp_path / "never"), 120)
+        wait_for(lambda: _running(held.id), timeout=60, what="a running task")
+        stopped = run_pgtasks("-A", app, "control", "terminate", "TERM", held.id, url=pg_url)
+        assert stopped.stdout == f"->  celery@cli-0: OK\n        terminate: {held.id}\n", stopped.stderr
+        assert held.state == "REVOKED"
+        (tmp_path / "never").touch()  # a thread cannot be killed: the body ends, its outcome is fenced out
         elsewhere = run_pgtasks("-A", app, "control", "-d", "celery@nobody", "heartbeat", url=pg_url)
         assert elsewhere.returncode == 69 and "No nodes replied within time constraint" in elsewhere.stderr
         down = run_pgtasks("-A", app, "control", "shutdown", url=pg_url)
         assert down.returncode == 0 and "shutting down" in down.stdout
         process.wait(timeout=60)  # a warm shutdown, asked from the command line
     finally:
+        (tmp_path / "never").touch()
         output = stop(process)
     assert "ignoring Celery option --prefetch-multiplier" not in output  # a pgtasks flag too
     for flag in ("--without-gossip", "-E", "-O"):
@@ -130,6 +146,11 @@ def test_inspect_status_call_result_and_purge(pg_url: str, tmp_path: Path) -> No
     missing = run_pgtasks("-A", app, "result", "no-such-id", url=pg_url)
     assert missing.returncode == 1 and "no task with id" in missing.stderr
     proj.app.close()
+
+
+def _running(task_id: str) -> bool:
+    task = proj.app.get_task(task_id, steps=False)
+    return task is not None and task.status is Status.PENDING
 
 
 def test_django_style_project_worker(pg_url: str, tmp_path: Path) -> None:

@@ -185,3 +185,25 @@ def test_an_unknown_node_name_format_is_refused(capsys: pytest.CaptureFixture[st
     with pytest.raises(SystemExit):
         parse("worker -n w%x@%h")
     assert "argument -n/--hostname: unknown format %x in node name 'w%x@%h'" in capsys.readouterr().err
+
+
+def test_worker_queue_exclusion_includes_and_prefetch_flags() -> None:
+    from pgtasks.cli.worker import consumed_queues, import_included, prefetch_multiplier
+    from pgtasks.engine.errors import ConfigurationError
+
+    assert consumed_queues("a, b,c", "b") == ("a", "c") and consumed_queues("a", None) == ("a",)
+    with pytest.raises(
+        ConfigurationError, match="-X/--exclude-queues 'a,b' leaves no queue of 'a,b' to consume"
+    ):
+        consumed_queues("a,b", "a,b")
+    import_included("json, tests.compat.apps.ledger")  # imported, nothing raised
+    with pytest.raises(
+        ConfigurationError, match="-I/--include names 'no_such_module', which cannot be imported"
+    ):
+        import_included("json,no_such_module")
+    assert prefetch_multiplier(parse("worker -A proj --disable-prefetch")) == 1
+    assert prefetch_multiplier(parse("worker -A proj --disable-prefetch --prefetch-multiplier 8")) == 8
+    assert prefetch_multiplier(parse("worker -A proj")) == 4
+    assert parse("worker -A proj -X a,b -I m1,m2").exclude_queues == "a,b"
+    beat = parse("beat -A proj --no-enable-remote-control")
+    assert any("--no-enable-remote-control" in str(v) for v in vars(beat).values())

@@ -191,7 +191,8 @@ def worker_hooks(app: Any, args: argparse.Namespace, given: Collection[str] = ()
     ):
         if getattr(args, name) is None and conf.get(setting) is not None and args.pool in pools:
             setattr(args, name, conf.get(setting))
-    multiplier = 1 if conf.get("worker_disable_prefetch") else conf.get("worker_prefetch_multiplier")
+    disabled = conf.get("worker_disable_prefetch") or getattr(args, "disable_prefetch", False)
+    multiplier = 1 if disabled else conf.get("worker_prefetch_multiplier")
     if getattr(args, "prefetch_multiplier", None) is None and multiplier is not None:
         if isinstance(multiplier, bool) or not isinstance(multiplier, int) or multiplier < 0:
             raise ConfigurationError(
