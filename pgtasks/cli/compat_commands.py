@@ -191,8 +191,24 @@ def _inspect(app: Any, args: argparse.Namespace) -> int:
         return 2
     inspector = app.control.inspect(destination=args.destination.split(",") if args.destination else None)
     method = getattr(inspector, args.method)
-    replies = method(*args.ids) if args.method in ("query_task", "registered") else method()
+    if args.method in ("query_task", "registered"):
+        replies = method(*args.ids)
+    elif args.method == "conf" and args.ids:  # [include_defaults=False], a yes/no word as Celery's
+        replies = method(with_defaults=_yes_or_no(args.ids[0]))
+    else:
+        replies = method()
     return print_replies(replies, args.json)
+
+
+def _yes_or_no(word: str) -> bool:
+    answers = {"1": True, "yes": True, "y": True, "true": True, "on": True}
+    answers.update({"0": False, "no": False, "n": False, "false": False, "off": False})
+    value = answers.get(word.strip().lower())
+    if value is None:
+        raise ConfigurationError(
+            f"pgtasks inspect conf: include_defaults is yes or no (true/false), not {word!r}"
+        )
+    return value
 
 
 def inspect_listing() -> str:

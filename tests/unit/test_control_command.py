@@ -104,3 +104,13 @@ def test_replies_are_laid_out_as_celery_lays_them_out(capsys: pytest.CaptureFixt
     assert print_command_replies([], as_json=True) == EX_UNAVAILABLE == 69
     assert capsys.readouterr().err == "Error: No nodes replied within time constraint\n"
     assert print_replies({}, as_json=False) == 69
+
+
+def test_inspect_conf_takes_celery_s_include_defaults_word() -> None:
+    from pgtasks.cli.compat_commands import _yes_or_no
+
+    assert _yes_or_no("True") is True and _yes_or_no("1") is True and _yes_or_no("no") is False
+    with pytest.raises(
+        ConfigurationError, match="include_defaults is yes or no \\(true/false\\), not 'maybe'"
+    ):
+        _yes_or_no("maybe")
