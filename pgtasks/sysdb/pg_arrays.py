@@ -1,9 +1,9 @@
 """Array parameters of a known element type, encoded in one call.
 
 psycopg picks the dumper of a list parameter by inspecting its elements each time it is sent
-(a dozen Python calls per array: about 10 µs, 100 µs for the nine arrays of one checkpoint
-statement, most of that statement's client CPU for a batch of one, as a prefork child's step
-sends). ``TextArray``, ``Int4Array`` and ``Int8Array`` say their element type: their dumpers
+(a dozen Python calls per array: about 10 µs, over 100 µs for the nine arrays of one checkpoint
+statement, nearly half of that statement's client CPU for a batch of one, the batch a prefork
+child's step sends). ``TextArray``, ``Int4Array`` and ``Int8Array`` say their element type: their dumpers
 write PostgreSQL's binary array format (one dimension, lower bound 1, NULL elements allowed)
 directly, as ``text[]``, ``int4[]`` and ``int8[]`` (the types the statements cast them to).
 """
