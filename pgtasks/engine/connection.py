@@ -28,6 +28,9 @@ class DatabaseHandle:
         self.target: DatabaseTarget = parse_database_url(url, schema)
         self._db: SystemDatabase | None = None
         self._checkpoints: CheckpointWriter | None = None
+        # True in a process that runs one task at a time (a prefork child): there is no other
+        # task's checkpoint to share a commit with, so each is written on the task's own thread.
+        self.inline_checkpoints = False
         self._done_watch: DoneWatch | None = None
         self._replica: SystemDatabase | None = None
         self._lock = threading.Lock()
@@ -71,7 +74,10 @@ class DatabaseHandle:
             db.close()
 
     def record_step(self, step: StepRecord) -> StepWrite:
-        """Record a step checkpoint, sharing the commit with other tasks of this process."""
+        """Record a step checkpoint, sharing the commit with other tasks of this process (or,
+        with ``inline_checkpoints``, on this thread: no hand-off to a writer thread and back)."""
+        if self.inline_checkpoints:
+            return self.sysdb.steps_record_many([step])[0]
         return self.checkpoints().record(step)
 
     async def record_step_async(self, step: StepRecord) -> StepWrite:

@@ -166,10 +166,13 @@ class Engine:
         """Where the system database is (dialect, schema, display URL); connects nothing."""
         return self._database.target
 
-    def forget_connections(self) -> None:
+    def forget_connections(self, *, one_task_at_a_time: bool = False) -> None:
         """In a forked child: drop the parent's connections without touching them (closing
-        would end the parent's sessions); the child opens its own on next use."""
+        would end the parent's sessions); the child opens its own on next use.
+        ``one_task_at_a_time`` (a prefork child): no other task's checkpoint can share a
+        commit with one of its own, so each is written on the task's thread."""
         self._database.forget()
+        self._database.inline_checkpoints = one_task_at_a_time
 
     def close(self) -> None:
         """Close the database connections (they reopen on next use)."""

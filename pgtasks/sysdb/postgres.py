@@ -30,6 +30,7 @@ from pgtasks.sysdb.errors import ConfigurationError, DatabaseUnavailable
 from pgtasks.sysdb.identifiers import quote_identifier, validate_identifier
 from pgtasks.sysdb.interface import EnqueueListener
 from pgtasks.sysdb.overlapped import enqueue_overlapped
+from pgtasks.sysdb.pg_arrays import Int4Array, Int8Array, TextArray
 from pgtasks.sysdb.pg_sessions import LOST_SESSION, PostgresListener, PostgresSessions, is_unavailable
 from pgtasks.sysdb.primitives import Written
 from pgtasks.sysdb.records import (
@@ -563,24 +564,27 @@ class PostgresSystemDatabase(PostgresSessions, SqlStore):
     # -- steps --------------------------------------------------------------------------
     def steps_record_many(self, steps: list[StepRecord]) -> list[StepWrite]:
         # One statement in autocommit even for one step: step_record's transaction would
-        # cost two more round trips (BEGIN, COMMIT).
-        keys = {"task_ids": [s.task_id for s in steps], "function_ids": [s.function_id for s in steps]}
+        # cost two more round trips (BEGIN, COMMIT). Typed arrays: see pg_arrays.
+        task_ids = [s.task_id for s in steps]
+        function_ids = [s.function_id for s in steps]
         args = {
-            **keys,
-            "names": [s.function_name for s in steps],
-            "outputs": [s.output for s in steps],
-            "errors": [s.error for s in steps],
-            "serializations": [s.serialization for s in steps],
-            "started": [s.started_at_epoch_ms for s in steps],
-            "executors": [s.executor_id for s in steps],
-            "tokens": [s.claim_token for s in steps],
+            "task_ids": TextArray(task_ids),
+            "function_ids": Int4Array(function_ids),
+            "names": TextArray([s.function_name for s in steps]),
+            "outputs": TextArray([s.output for s in steps]),
+            "errors": TextArray([s.error for s in steps]),
+            "serializations": TextArray([s.serialization for s in steps]),
+            "started": Int8Array([s.started_at_epoch_ms for s in steps]),
+            "executors": TextArray([s.executor_id for s in steps]),
+            "tokens": TextArray([s.claim_token for s in steps]),
         }
         written: set[tuple[str, int]] = set()
         stopped: set[tuple[str, int]] = set()  # owned, but the task is cancelled
-        for r in self._all("steps_record_many", args, generic=True):
-            (written if r["task_status"] is None else stopped).add((r["workflow_uuid"], r["function_id"]))
+        for task_id, function_id, task_status in self._tuples("steps_record_many", args, generic=True):
+            (written if task_status is None else stopped).add((task_id, function_id))
         owners = {}
         if len(written) < len(steps):
+            keys = {"task_ids": task_ids, "function_ids": function_ids}
             owners = {(r["workflow_uuid"], r["function_id"]): r for r in self._all("step_owners", keys)}
         results = []
         for step in steps:
@@ -592,7 +596,8 @@ class PostgresSystemDatabase(PostgresSessions, SqlStore):
         return results
 
     def tasks_owned_by(self, owners: list[TaskOwner]) -> list[bool]:
-        rows = self._all("tasks_owned_by", {"task_ids": [o.task_id for o in owners]}, generic=True)
+        args = {"task_ids": TextArray([o.task_id for o in owners])}
+        rows = self._all("tasks_owned_by", args, generic=True)
         found = {r["workflow_uuid"]: r for r in rows}
         return [runs_here(found.get(o.task_id), o) for o in owners]
 

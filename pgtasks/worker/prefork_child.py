@@ -52,7 +52,8 @@ def child_main(
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent coordinates shutdown
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     signal.signal(signal.SIGQUIT, signal.SIG_DFL)
-    engine.forget_connections()  # the parent's sockets must not be used (or closed) here
+    # the parent's sockets must not be used (or closed) here
+    engine.forget_connections(one_task_at_a_time=True)
     signal.signal(signal.SIGALRM, _soft_limit_reached)
     try:
         # processName in log records, Celery's name for a pool process

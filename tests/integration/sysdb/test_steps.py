@@ -74,6 +74,29 @@ def test_group_commit_of_checkpoints_reports_each_step(sysdb: SystemDatabase) ->
     assert sysdb.tasks_owned_by(owners) == [True, True, False, False, False, False]
 
 
+def test_group_commit_stores_every_field_as_given(sysdb: SystemDatabase) -> None:
+    sysdb.tasks_enqueue([new("a"), new("b")])
+    claim(sysdb)
+    token = sysdb.task_get("b").claim_token  # type: ignore[union-attr]
+    started = 4_102_444_800_123  # past 2**31: a bigint
+    steps = [
+        StepRecord("a", 1, "s1", '"h\u00e9 \u2603 \U0001f600"', None, "json", started, executor_id="w1"),
+        StepRecord("a", 2, "s2", None, '{"type": "E"}', "json", 0, executor_id="w1"),
+        StepRecord("b", 1, "s1", "", None, "pickle", started + 1, executor_id="w1", claim_token=token),
+    ]
+    assert sysdb.steps_record_many(steps) == [StepWrite.RECORDED] * 3
+    found = sysdb.steps_get_many(["a", "b"])
+    stored = [
+        (s.function_id, s.function_name, s.output, s.error, s.serialization, s.started_at_epoch_ms)
+        for task_id in ("a", "b")
+        for s in found[task_id]
+    ]
+    assert stored == [
+        (s.function_id, s.function_name, s.output, s.error, s.serialization, s.started_at_epoch_ms)
+        for s in steps
+    ]
+
+
 def test_a_checkpoint_after_cancel_is_kept_and_says_stop(sysdb: SystemDatabase) -> None:
     sysdb.tasks_enqueue([new("a")])
     run = sysdb.tasks_claim(ClaimParams("w1", "v1", ("default",), 1))[0]
