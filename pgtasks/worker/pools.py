@@ -170,9 +170,9 @@ class ThreadPool:
     recent task time: a backlog of short tasks is run by a few threads (the GIL runs one at a
     time anyway; 32 threads woken for 128 no-op tasks only take turns and context switches,
     and starve the claim thread), slow ones by as many threads as there are tasks. Should the
-    tasks turn slow while a few threads hold the others back, one sleeping thread wakes every
-    HANDOFF_SECONDS while tasks wait, sees a task running longer than the estimate, and wakes
-    the threads they now need."""
+    tasks turn slow while a few threads hold the others back, one sleeping thread looks every
+    HANDOFF_SECONDS while tasks wait, and wakes the threads they need once none started
+    meanwhile (see _watch)."""
 
     prefetches = True
     adaptive = True  # the claim-ahead follows the task rate (Worker._free_slots)
@@ -189,6 +189,7 @@ class ThreadPool:
         self._idle = 0  # threads waiting for a task (the lock held); a woken one counts until it runs
         self._watching = False  # a sleeping thread watches the held tasks (see _watch)
         self._watch_wanted = False  # the next thread woken watches them
+        self._taken = 0  # tasks taken from the held ones so far (the lock held)
         self._task_seconds: float | None = None  # recent task time, a moving average (None: none yet)
         self._since: list[float] = [0.0] * self._size  # when each thread's task started (0: none)
 
@@ -262,15 +263,18 @@ class ThreadPool:
 
     def _take(self, n: int) -> Held | None:
         """The next held task for thread ``n`` (the lock held), after a sleep if there is none;
-        None once the pool stops. A thread woken to watch the held tasks does that first."""
+        None once the pool stops. A thread woken to watch the held tasks does that first, if
+        another thread runs a task."""
         while not self._stopping:
-            if self._held and self._watch_wanted:
+            if self._held and self._watch_wanted and any(self._since):
                 self._watch_wanted = False
                 self._watch()
             elif self._held:
+                self._taken += 1
                 self._since[n] = time.monotonic()
                 return self._held.popleft()
             else:
+                self._watch_wanted = False  # nothing held to watch: the next batch asks again
                 self._idle += 1
                 try:
                     self._cond.wait()
@@ -279,26 +283,33 @@ class ThreadPool:
         return None
 
     def _watch(self) -> None:
-        """While tasks are held and left to the threads awake, wake every HANDOFF_SECONDS: once
-        a running task has run longer than the recent task time says (the tasks turned slow),
-        take that as the task time and wake the threads the held tasks now need. Returns to
-        take a task itself (woken for one, or the tasks slow), or once none is held."""
+        """While tasks are held and left to the threads awake, look every HANDOFF_SECONDS: if
+        none of them started meanwhile (the threads awake all run slow tasks), wake a thread for
+        each held task and take the longest running time as the task time; else wake the
+        threads the held tasks need by the task time. A wake-up meant for a task is passed on
+        to a sleeping thread. Returns once none is held, or to take a task itself when every
+        other thread runs one."""
         self._watching = True
         try:
             while self._held and not self._stopping:
+                taken = self._taken
                 self._idle += 1
                 try:
                     woken = self._cond.wait(HANDOFF_SECONDS)
                 finally:
                     self._idle -= 1
-                if woken:
+                if not self._idle:  # every other thread runs a task: this one takes the next
                     return
-                running = [since for since in self._since if since]
-                longest = time.monotonic() - min(running) if running else 0.0
-                if longest > max(HANDOFF_SECONDS, 2 * (self._task_seconds or 0.0)):
-                    self._task_seconds = longest
+                if woken:  # meant for a thread to take a task: passed on, this one watches on
+                    self._cond.notify(1)
+                elif self._taken == taken:  # none started: the threads awake all run slow tasks
+                    running = [since for since in self._since if since]
+                    if running:
+                        longest = time.monotonic() - min(running)
+                        self._task_seconds = max(self._task_seconds or 0.0, longest)
+                    self._cond.notify(min(len(self._held), self._idle))
+                else:
                     self._cond.notify(self._wanted())
-                    return
         finally:
             self._watching = False
 
