@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import collections
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -33,6 +34,10 @@ log = logging.getLogger("pgtasks.worker")
 
 Finish = Callable[[TaskRecord, "Outcome | None"], None]
 POOLS = ("prefork", "threads", "solo", "asyncio")
+# The threads pool wakes as many threads as the held tasks need to start within this many
+# seconds by the recent task time (its moving average, this weight to the latest task).
+HANDOFF_SECONDS = 0.005
+TASK_TIME_WEIGHT = 0.2
 # The pool of `pgtasks worker` without -P, of WorkerOptions and of PoolOptions: Celery's.
 DEFAULT_POOL = "prefork"
 # The pools that can stop a task at its time limit (a child is killed, a coroutine cancelled),
@@ -158,7 +163,16 @@ def guarded_outcome(record: TaskRecord, exc: BaseException) -> Outcome:
 class ThreadPool:
     """``-P threads``: ``size`` long-lived threads of the worker process take the claimed tasks
     from one local queue, in order. The worker may claim ahead of the free threads (see
-    ``Worker._free_slots``): tasks wait here, and go back unstarted at a warm shutdown."""
+    ``Worker._free_slots``): tasks wait here, and go back unstarted at a warm shutdown.
+
+    A thread that ends a task takes the next held one without sleeping. A claimed batch wakes
+    only as many sleeping threads as its tasks need to start within HANDOFF_SECONDS, by the
+    recent task time: a backlog of short tasks is run by a few threads (the GIL runs one at a
+    time anyway; 32 threads woken for 128 no-op tasks only take turns and context switches,
+    and starve the claim thread), slow ones by as many threads as there are tasks. Should the
+    tasks turn slow while a few threads hold the others back, one sleeping thread looks every
+    HANDOFF_SECONDS while tasks wait, and wakes the threads they need once none started
+    meanwhile (see _watch)."""
 
     prefetches = True
     adaptive = True  # the claim-ahead follows the task rate (Worker._free_slots)
@@ -172,10 +186,16 @@ class ThreadPool:
         self._cond = threading.Condition()
         self._stopping = False
         self._threads: list[threading.Thread] = []
+        self._idle = 0  # threads waiting for a task (the lock held); a woken one counts until it runs
+        self._watching = False  # a sleeping thread watches the held tasks (see _watch)
+        self._watch_wanted = False  # the next thread woken watches them
+        self._taken = 0  # tasks taken from the held ones so far (the lock held)
+        self._task_seconds: float | None = None  # recent task time, a moving average (None: none yet)
+        self._since: list[float] = [0.0] * self._size  # when each thread's task started (0: none)
 
     def start(self) -> None:
         for n in range(self._size):
-            thread = threading.Thread(target=self._serve, name=f"pgtasks-task_{n}", daemon=True)
+            thread = threading.Thread(target=self._serve, args=(n,), name=f"pgtasks-task_{n}", daemon=True)
             thread.start()
             self._threads.append(thread)
 
@@ -198,27 +218,100 @@ class ThreadPool:
         self.submit_many([(record, steps)])
 
     def submit_many(self, tasks: list[tuple[TaskRecord, list[StepRecord] | None]]) -> None:
-        """Hand over a whole claimed batch at once (one lock, one wake-up per task taken)."""
+        """Hand over a whole claimed batch at once: one lock, and the sleeping threads its tasks
+        need woken (with one more to watch them if some are left to the threads awake)."""
         since = time.monotonic()
         with self._cond:
             if self._stopping:
                 raise RuntimeError("the threads pool is shut down")
             self._held.extend(Held(record, steps, since) for record, steps in tasks)
-            self._cond.notify(len(tasks))
+            wake = self._wanted()
+            if wake < min(len(self._held), self._idle) and not (self._watching or self._watch_wanted):
+                self._watch_wanted = True
+                wake += 1
+            self._cond.notify(wake)
 
-    def _serve(self) -> None:
+    def _wanted(self) -> int:
+        """How many sleeping threads to wake (the lock held): enough that the held tasks start
+        within HANDOFF_SECONDS by the recent task time; every one needed before a task ended."""
+        held, idle = len(self._held), self._idle
+        if not held or not idle:
+            return 0
+        if self._task_seconds is None:
+            return min(held, idle)
+        awake = self._size - idle
+        needed = math.ceil(held * self._task_seconds / HANDOFF_SECONDS)
+        return min(held, idle, max(needed - awake, 0 if awake else 1))
+
+    def _serve(self, n: int) -> None:
         engine, executor_id, finish, cond = self._engine, self._executor_id, self._finish, self._cond
         while True:
             with cond:
-                while not self._held and not self._stopping:
-                    cond.wait()
-                if self._stopping:
-                    return
-                task = self._held.popleft()
+                task = self._take(n)
+            if task is None:
+                return
             if waited_long(task) and not still_to_run(engine, task.record, executor_id):
+                self._since[n] = 0.0
                 finish(task.record, None)  # revoked, taken over or expired while it waited
                 continue
-            finish(task.record, run_guarded(engine, task.record, executor_id, task.steps))
+            outcome = run_guarded(engine, task.record, executor_id, task.steps)
+            took = time.monotonic() - self._since[n]
+            self._since[n] = 0.0
+            known = self._task_seconds  # a moving average; another thread's update may be lost
+            self._task_seconds = took if known is None else known + (took - known) * TASK_TIME_WEIGHT
+            finish(task.record, outcome)
+
+    def _take(self, n: int) -> Held | None:
+        """The next held task for thread ``n`` (the lock held), after a sleep if there is none;
+        None once the pool stops. A thread woken to watch the held tasks does that first, if
+        another thread runs a task."""
+        while not self._stopping:
+            if self._held and self._watch_wanted and any(self._since):
+                self._watch_wanted = False
+                self._watch()
+            elif self._held:
+                self._taken += 1
+                self._since[n] = time.monotonic()
+                return self._held.popleft()
+            else:
+                self._watch_wanted = False  # nothing held to watch: the next batch asks again
+                self._idle += 1
+                try:
+                    self._cond.wait()
+                finally:
+                    self._idle -= 1
+        return None
+
+    def _watch(self) -> None:
+        """While tasks are held and left to the threads awake, look every HANDOFF_SECONDS: if
+        none of them started meanwhile (the threads awake all run slow tasks), wake a thread for
+        each held task and take the longest running time as the task time; else wake the
+        threads the held tasks need by the task time. A wake-up meant for a task is passed on
+        to a sleeping thread. Returns once none is held, or to take a task itself when every
+        other thread runs one."""
+        self._watching = True
+        try:
+            while self._held and not self._stopping:
+                taken = self._taken
+                self._idle += 1
+                try:
+                    woken = self._cond.wait(HANDOFF_SECONDS)
+                finally:
+                    self._idle -= 1
+                if not self._idle:  # every other thread runs a task: this one takes the next
+                    return
+                if woken:  # meant for a thread to take a task: passed on, this one watches on
+                    self._cond.notify(1)
+                elif self._taken == taken:  # none started: the threads awake all run slow tasks
+                    running = [since for since in self._since if since]
+                    if running:
+                        longest = time.monotonic() - min(running)
+                        self._task_seconds = max(self._task_seconds or 0.0, longest)
+                    self._cond.notify(min(len(self._held), self._idle))
+                else:
+                    self._cond.notify(self._wanted())
+        finally:
+            self._watching = False
 
     def shutdown(self, wait: bool) -> None:
         """Stop the threads once their running task ends (``wait``: wait for that); tasks still

@@ -120,3 +120,32 @@ def test_two_claim_streams_stay_within_the_window_and_run_each_task_once(
     assert 0 < most_in_hand <= 4 * 8  # never more than concurrency x prefetch multiplier in hand
     assert claimers["pgtasks-claim-2"] > 0 and claimers["run-w-overlap"] > 0, claimers  # both claimed
     app.close()
+
+
+def test_every_thread_runs_a_slow_task_at_once_even_after_a_backlog_of_short_ones(pg_url: str) -> None:
+    """The threads pool wakes only the threads short tasks need (pools.HANDOFF_SECONDS): here a
+    backlog of short tasks teaches it that tasks are short, then 32 slow ones (each waits for
+    all 32 to run at once) must still get a thread each: the first batch, when the task time is
+    not known yet, and the batch after the short ones, which the woken threads' estimate alone
+    would leave to a few threads."""
+    app = App("spread", database_url=pg_url, lease_seconds=120)
+    meeting = threading.Barrier(32, timeout=30)  # broken (the task fails) unless all 32 run at once
+
+    @app.task(name="spread.short")
+    def short() -> None:
+        pass
+
+    @app.task(name="spread.together")
+    def together() -> None:
+        meeting.wait()
+
+    with running_worker(app, concurrency=32, executor_id="w-spread"):
+        for handle in together.map_enqueue([()] * 32):  # the task time is not known yet
+            handle.get(timeout=60)
+        meeting.reset()
+        short.map_enqueue([()] * 200)
+        wait_for(lambda: sum(r[0] == "SUCCESS" for r in rows(app)) == 232, what="200 short tasks run")
+        for handle in together.map_enqueue([()] * 32):
+            handle.get(timeout=60)
+    assert {r[0] for r in rows(app)} == {"SUCCESS"}
+    app.close()
