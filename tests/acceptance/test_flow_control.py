@@ -99,10 +99,12 @@ def test_priority_orders_waiting_tasks(database_url: str, ledger: Path) -> None:
 
 def test_delay_survives_a_worker_restart(database_url: str, ledger: Path) -> None:
     client = Client(database_url)
-    handle = client.enqueue("flow.work", ["later", 0.0], queue="delayed", countdown=6)
     log = ledger.with_name("worker.log")
     first = workers(database_url, ledger, "delayed", 1, output=log)[0]
+    # Sent once the worker runs (a start slower than the countdown on a busy machine would
+    # let the first worker run it): the countdown must only outlast the stop.
     wait_for(lambda: "ready." in log.read_text(), what="the worker to start")
+    handle = client.enqueue("flow.work", ["later", 0.0], queue="delayed", countdown=6)
     assert handle.status == "DELAYED"
     out = stop(first)
     assert first.returncode == 0, out
