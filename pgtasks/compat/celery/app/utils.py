@@ -347,9 +347,7 @@ def bugreport(app: Any) -> str:
     """The versions and settings to paste into a bug report, in the layout of Celery's
     (``celery report``, ``inspect report``): software, platform, loader, where tasks and
     results are kept, then the app's settings with secrets masked."""
-    from pgtasks.compat.bridge.configuration import database_url  # it imports this module
-
-    scheme = database_url(app.conf).split(":", 1)[0]
+    scheme = app.engine.database_target.dialect  # postgres or sqlite; connects nothing
     loader = type(app.loader)
     where = loader.__module__.removeprefix("pgtasks.compat.")  # celery.loaders.app, as imported
     return "\n".join(
