@@ -15,12 +15,13 @@ from typing import Any
 
 from pgtasks.cli.control_command import add_control_arguments, format_listing, run_control
 from pgtasks.cli.loader import load_app
-from pgtasks.cli.options import add_command
+from pgtasks.cli.options import add_command, comma_list
 from pgtasks.cli.replies import no_replies, nodes_online, print_replies
 from pgtasks.cli.workers import native_inspect, native_status
 from pgtasks.compat.bridge.check import UNSUPPORTED, check_app, report
 from pgtasks.compat.celery.app.base import Celery
 from pgtasks.compat.celery.exceptions import ImproperlyConfigured
+from pgtasks.compat.celery.utils.serialization import strtobool
 from pgtasks.engine.errors import ConfigurationError
 
 # Celery's inspect commands pgtasks answers: their arguments and what they list.
@@ -189,7 +190,7 @@ def _inspect(app: Any, args: argparse.Namespace) -> int:
         what = "a command is required" if args.method is None else f"unknown method {args.method!r}"
         print(f"pgtasks inspect: {what}; one of {known}", file=sys.stderr)
         return 2
-    inspector = app.control.inspect(destination=args.destination.split(",") if args.destination else None)
+    inspector = app.control.inspect(destination=comma_list(args.destination) or None)
     method = getattr(inspector, args.method)
     if args.method in ("query_task", "registered"):
         replies = method(*args.ids)
@@ -201,14 +202,13 @@ def _inspect(app: Any, args: argparse.Namespace) -> int:
 
 
 def _yes_or_no(word: str) -> bool:
-    answers = {"1": True, "yes": True, "y": True, "true": True, "on": True}
-    answers.update({"0": False, "no": False, "n": False, "false": False, "off": False})
-    value = answers.get(word.strip().lower())
-    if value is None:
+    """``inspect conf``'s word, read by Celery's own ``strtobool`` as Celery's command does."""
+    try:
+        return strtobool(word.strip())
+    except TypeError:
         raise ConfigurationError(
             f"pgtasks inspect conf: include_defaults is yes or no (true/false), not {word!r}"
-        )
-    return value
+        ) from None
 
 
 def inspect_listing() -> str:
@@ -217,7 +217,7 @@ def inspect_listing() -> str:
 
 
 def _status(app: Any, args: argparse.Namespace) -> int:
-    nodes = app.control.inspect(destination=_names(args.destination) or None).nodes()
+    nodes = app.control.inspect(destination=comma_list(args.destination) or None).nodes()
     if not nodes:
         return no_replies()
     if args.json:
@@ -232,7 +232,7 @@ def _status(app: Any, args: argparse.Namespace) -> int:
 def _purge(app: Any, args: argparse.Namespace) -> int:
     """Celery's ``purge``: the waiting tasks of ``-Q``'s queues (default: every queue the
     database knows), less ``-X``'s, are revoked; nothing to purge is not an error."""
-    chosen, excluded = set(_names(args.queues)), set(_names(args.exclude_queues))
+    chosen, excluded = set(comma_list(args.queues)), set(comma_list(args.exclude_queues))
     names = sorted((chosen or _known_queues(app)) - excluded)
     if not names:
         return 0  # as Celery: -X left no queue, nothing is asked or printed
@@ -259,10 +259,6 @@ def _purge(app: Any, args: argparse.Namespace) -> int:
     else:
         print(f"No messages purged from {headline}.")
     return 0
-
-
-def _names(text: str | None) -> list[str]:
-    return [name.strip() for name in (text or "").split(",") if name.strip()]
 
 
 def _known_queues(app: Any) -> set[str]:

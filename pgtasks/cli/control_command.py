@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from pgtasks.cli.options import comma_list
 from pgtasks.cli.replies import print_command_replies
 from pgtasks.engine.errors import ConfigurationError
 from pgtasks.sysdb.records import Status
@@ -155,7 +156,7 @@ def run_control(app: Any, args: argparse.Namespace) -> int:
         arguments["signal"] = _signal_name(arguments["signal"])
     if name == "revoke_by_stamped_headers":
         arguments["headers"] = _headers(arguments["headers"])
-    destination = [d.strip() for d in args.destination.split(",") if d.strip()] if args.destination else None
+    destination = comma_list(args.destination) or None
     if name in ("revoke", "terminate"):
         return _revoke(app, name, arguments, destination, args.json)
     if name == "revoke_by_stamped_headers":

@@ -17,7 +17,7 @@ from typing import Any
 
 from pgtasks.cli.dashboard import run_dashboard
 from pgtasks.cli.database import SCHEMA_HELP
-from pgtasks.cli.options import add_command
+from pgtasks.cli.options import add_command, comma_list
 from pgtasks.engine.errors import ConfigurationError
 
 log = logging.getLogger("pgtasks.dashboard")
@@ -33,24 +33,20 @@ def _bool(text: str) -> bool:
         raise ValueError(f"invalid truth value {text!r}") from None
 
 
-def _list(text: str) -> list[str]:
-    return [item.strip() for item in text.split(",") if item.strip()]
-
-
 def _floats(text: str) -> list[float]:
-    return [float(item) for item in _list(text)]
+    return [float(item) for item in comma_list(text)]
 
 
 # Flower's options pgtasks uses: name -> parser of its text value.
 USED: dict[str, Callable[[str], Any]] = {
     "port": int,
     "address": str,
-    "basic_auth": _list,
+    "basic_auth": comma_list,
     "url_prefix": str,
     "read_only": _bool,
     "max_tasks": int,
     "task_runtime_metric_buckets": _floats,
-    "allowed_hosts": _list,  # pgtasks' own: the host names a proxy forwards
+    "allowed_hosts": comma_list,  # pgtasks' own: the host names a proxy forwards
     "conf": str,
     "debug": _bool,
 }

@@ -192,6 +192,12 @@ def global_options(*, top_level: bool = False, broker: bool = True) -> argparse.
     return parent
 
 
+def comma_list(text: str | None) -> list[str]:
+    """Celery's ``COMMA SEPARATED LIST`` option value (``-Q a,b``, ``-d w1,w2``): the names,
+    stripped, empty ones dropped."""
+    return [item.strip() for item in (text or "").split(",") if item.strip()]
+
+
 def add_command(
     sub: Any,
     name: str,

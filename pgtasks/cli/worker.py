@@ -19,6 +19,7 @@ from pgtasks.cli.options import (
     add_ignored,
     add_pool_option,
     add_refused,
+    comma_list,
     expand_hostname,
 )
 from pgtasks.cli.startup import add_wait_option, retry_on_startup, wait_for_database
@@ -225,14 +226,10 @@ def prefetch_multiplier(args: argparse.Namespace) -> int:
     return 1 if args.disable_prefetch else DEFAULT_PREFETCH_MULTIPLIER
 
 
-def _names(text: str | None) -> list[str]:
-    return [name.strip() for name in (text or "").split(",") if name.strip()]
-
-
 def consumed_queues(queues: str, excluded: str | None) -> tuple[str, ...]:
     """The queues of ``-Q`` (or the app's) less those of ``-X``; ConfigurationError when
     none is left."""
-    left = tuple(name for name in _names(queues) if name not in set(_names(excluded)))
+    left = tuple(name for name in comma_list(queues) if name not in set(comma_list(excluded)))
     if not left:
         raise ConfigurationError(f"-X/--exclude-queues {excluded!r} leaves no queue of {queues!r} to consume")
     return left
@@ -240,7 +237,7 @@ def consumed_queues(queues: str, excluded: str | None) -> tuple[str, ...]:
 
 def import_included(modules: str | None) -> None:
     """Import the modules of ``-I/--include`` (their tasks register as they load)."""
-    for name in _names(modules):
+    for name in comma_list(modules):
         try:
             importlib.import_module(name)
         except ImportError as exc:

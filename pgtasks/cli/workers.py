@@ -11,6 +11,7 @@ import sys
 from typing import Any
 
 from pgtasks.app import App
+from pgtasks.cli.options import comma_list
 from pgtasks.cli.replies import no_replies, nodes_online, print_replies
 from pgtasks.management import TaskManagement
 from pgtasks.sysdb.records import ExecutorInfo
@@ -73,7 +74,7 @@ def native_inspect(app: App, args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    wanted = {d.strip() for d in args.destination.split(",")} if args.destination else None
+    wanted = set(comma_list(args.destination)) or None
     workers = [(w, age) for w, age in live_workers(app) if wanted is None or w.executor_id in wanted]
     replies = {w.executor_id: _reply(app, args.method, w, age) for w, age in workers}
     return print_replies(replies, args.json)
@@ -81,7 +82,7 @@ def native_inspect(app: App, args: argparse.Namespace) -> int:
 
 def native_status(app: App, args: argparse.Namespace) -> int:
     """``status`` for a native app: the live workers, one line each."""
-    wanted = {d.strip() for d in args.destination.split(",")} if getattr(args, "destination", None) else None
+    wanted = set(comma_list(getattr(args, "destination", None))) or None
     workers = [(w, age) for w, age in live_workers(app) if wanted is None or w.executor_id in wanted]
     if not workers:
         return no_replies()

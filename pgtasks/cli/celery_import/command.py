@@ -12,7 +12,7 @@ from pgtasks.cli.celery_import.messages import import_from_redis
 from pgtasks.cli.celery_import.redis_wire import RedisError
 from pgtasks.cli.database import URL_HELP, configured_url
 from pgtasks.cli.loader import load_app
-from pgtasks.cli.options import add_command
+from pgtasks.cli.options import add_command, comma_list
 from pgtasks.compat.celery.app.base import Celery
 from pgtasks.sysdb.urls import redact_url
 
@@ -45,7 +45,7 @@ def add_import_celery_command(sub: Any, parents: Sequence[argparse.ArgumentParse
 
 
 def run(args: argparse.Namespace) -> int:
-    queues = [q.strip() for q in args.queues.split(",") if q.strip()]
+    queues = comma_list(args.queues)
     if not queues:
         print("pgtasks import-celery: --queues names no queue")
         return 2
