@@ -3,9 +3,11 @@
 psycopg picks the dumper of a list parameter by inspecting its elements each time it is sent
 (a dozen Python calls per array: about 10 µs, over 100 µs for the nine arrays of one checkpoint
 statement, nearly half of that statement's client CPU for a batch of one, the batch a prefork
-child's step sends). ``TextArray``, ``Int4Array`` and ``Int8Array`` say their element type: their dumpers
+child's step sends). ``TextArray``, ``Int4Array``, ``Int8Array`` and ``BoolArray`` say their element
+type: their dumpers
 write PostgreSQL's binary array format (one dimension, lower bound 1, NULL elements allowed)
-directly, as ``text[]``, ``int4[]`` and ``int8[]`` (the types the statements cast them to).
+directly, as ``text[]``, ``int4[]``, ``int8[]`` and ``boolean[]`` (the types the statements cast
+them to).
 """
 
 from __future__ import annotations
@@ -46,6 +48,12 @@ class Int4Array(_Array):
 
 class Int8Array(_Array):
     """An ``int8[]`` parameter (elements: int or None)."""
+
+    __slots__ = ()
+
+
+class BoolArray(_Array):
+    """A ``boolean[]`` parameter (elements: bool or None)."""
 
     __slots__ = ()
 
@@ -107,7 +115,20 @@ class _Int8ArrayDumper(_ArrayDumper):
         return _INT8.pack(8, value)
 
 
+_TRUE = _LENGTH.pack(1) + b"\x01"
+_FALSE = _LENGTH.pack(1) + b"\x00"
+
+
+class _BoolArrayDumper(_ArrayDumper):
+    oid = 1000
+    element_oid = 16
+
+    def encode_element(self, value: Any) -> bytes:
+        return _TRUE if value else _FALSE
+
+
 # Global, for the types of this module only: every connection opened afterwards knows them.
 psycopg.adapters.register_dumper(TextArray, _TextArrayDumper)
 psycopg.adapters.register_dumper(Int4Array, _Int4ArrayDumper)
 psycopg.adapters.register_dumper(Int8Array, _Int8ArrayDumper)
+psycopg.adapters.register_dumper(BoolArray, _BoolArrayDumper)

@@ -30,7 +30,7 @@ from pgtasks.sysdb.errors import ConfigurationError, DatabaseUnavailable
 from pgtasks.sysdb.identifiers import quote_identifier, validate_identifier
 from pgtasks.sysdb.interface import EnqueueListener
 from pgtasks.sysdb.overlapped import enqueue_overlapped
-from pgtasks.sysdb.pg_arrays import Int4Array, Int8Array, TextArray
+from pgtasks.sysdb.pg_arrays import BoolArray, Int4Array, Int8Array, TextArray
 from pgtasks.sysdb.pg_sessions import LOST_SESSION, PostgresListener, PostgresSessions, is_unavailable
 from pgtasks.sysdb.primitives import Written
 from pgtasks.sysdb.records import (
@@ -534,16 +534,17 @@ class PostgresSystemDatabase(PostgresSessions, SqlStore):
         return [r["workflow_uuid"] for r in rows]
 
     def _complete_args(self, params: CompleteParams) -> dict[str, Any]:
+        outcomes = params.outcomes  # typed arrays: see pg_arrays
         return {
             "executor_id": params.executor_id,
-            "ids": [o.task_id for o in params.outcomes],
-            "statuses": [str(o.status) for o in params.outcomes],
-            "outputs": [o.output for o in params.outcomes],
-            "errors": [o.error for o in params.outcomes],
-            "tokens": [o.claim_token for o in params.outcomes],
-            "retry_in": [o.retry_in_ms for o in params.outcomes],
-            "inputs": [o.inputs for o in params.outcomes],
-            "unstarted": [o.unstarted for o in params.outcomes],
+            "ids": TextArray([o.task_id for o in outcomes]),
+            "statuses": TextArray([str(o.status) for o in outcomes]),
+            "outputs": TextArray([o.output for o in outcomes]),
+            "errors": TextArray([o.error for o in outcomes]),
+            "tokens": TextArray([o.claim_token for o in outcomes]),
+            "retry_in": Int8Array([o.retry_in_ms for o in outcomes]),
+            "inputs": TextArray([o.inputs for o in outcomes]),
+            "unstarted": BoolArray([o.unstarted for o in outcomes]),
             "channel": self.channel,
             "done_channel": self.done_channel,
             "notify_done": self._done_listeners_present(),
@@ -644,8 +645,8 @@ def _free_claim_args(params: ClaimParams, free: list[QueueClaim]) -> dict[str, A
         "version": params.application_version,
         "executor_id": params.executor_id,
         "claim_token": params.claim_token,
-        "queues": [c.name for c in free],
-        "limits": [c.limit for c in free],
+        "queues": TextArray([c.name for c in free]),
+        "limits": Int4Array([c.limit for c in free]),
         "limit": params.limit,
     }
 

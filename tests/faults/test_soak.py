@@ -17,4 +17,6 @@ def test_a_short_soak_loses_nothing(tmp_path: Path) -> None:
     assert result.report.acknowledged >= 150, summary
     assert result.report.statuses == {"SUCCESS": result.report.acknowledged}, summary
     assert result.report.faulted > 0, summary  # the faults hit running tasks
-    assert result.fires.expected >= 30 and not result.fires.problems, summary
+    # The schedule fired throughout the faults (check_fires: its cursor caught up with their
+    # end); half the window is left for the beat process's start on a loaded machine.
+    assert result.fires.expected >= options.seconds // 2 and not result.fires.problems, summary
