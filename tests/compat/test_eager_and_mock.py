@@ -110,3 +110,54 @@ def test_a_workflow_runs_on_its_tasks_app_not_the_current_one(eager: None, tmp_p
     finally:
         other.close()
         proj.app.set_current()
+
+
+def test_eager_chains_through_groups_and_their_parents(eager: None) -> None:
+    from celery import chain, group
+    from celery.result import GroupResult
+
+    fan_out = (proj.add.s(1, 1) | group(proj.add.s(1), proj.add.s(2))).delay()
+    assert isinstance(fan_out, GroupResult) and fan_out.get() == [3, 4]
+    assert fan_out.parent.get() == 2  # the step before the group
+    nested = group(proj.add.s(1, 1) | group(proj.add.s(1), proj.add.s(2)), proj.add.s(5, 5)).delay()
+    assert nested.get() == [[3, 4], 10]  # a chain ending in a group stays one member
+    assert group(proj.add.s(1, 1), group(proj.add.s(2, 2), proj.add.s(3, 3))).delay().get() == [2, 4, 6]
+    last = chain(proj.add.s(1, 2), proj.add.s(3), proj.add.s(4)).delay()
+    values, node = [], last
+    while node is not None:
+        values.append(node.get())
+        node = node.parent
+    assert values == [10, 6, 3]
+    last_fails = chain(proj.add.s(1, 1), proj.fail.si("end")).delay()
+    assert last_fails.state == "FAILURE" and last_fails.parent.get() == 2
+    with pytest.raises(proj.AppError, match="mid"):  # as Celery: the next step reads it
+        chain(proj.add.s(1, 1), proj.fail.si("mid"), proj.add.s(1)).delay()
+
+
+def test_eager_retry_propagates_when_asked(eager: None) -> None:
+    from celery.exceptions import Retry
+
+    with pytest.raises(Retry, match="attempt 0"):
+        proj.flaky.apply((2,), throw=True)  # as Celery: the first retry's Retry, one run
+    proj.app.conf.task_eager_propagates = True
+    with pytest.raises(Retry, match="KeyError"):
+        proj.autoretried.delay("k")
+    assert proj.flaky.apply((1,), throw=False).get() == 1  # without propagation: retried here
+
+
+def test_a_send_to_an_unreachable_database_raises_kombus_operational_error() -> None:
+    import kombu.exceptions
+    from celery import Celery, exceptions
+
+    from pgtasks.sysdb.errors import DatabaseUnavailable
+
+    assert exceptions.OperationalError is kombu.exceptions.OperationalError
+    app = Celery("down", broker="postgresql://nobody:secret@127.0.0.1:1/none")
+    add = app.task(name="down.add")(lambda x, y: x + y)
+    with pytest.raises(add.OperationalError, match="cannot connect") as failed:
+        add.delay(1, 2)
+    assert isinstance(failed.value, DatabaseUnavailable) and "secret" not in str(failed.value)
+    with pytest.raises(exceptions.OperationalError):
+        app.send_task("down.add", (1, 2))
+    with pytest.raises(exceptions.OperationalError):
+        (add.s(1, 2) | add.s(3)).delay()

@@ -66,6 +66,61 @@ def test_celery_utils_time_behaves_as_celerys() -> None:
         weekday("funday")
 
 
+def test_crontab_parser_reads_a_field_as_celery_does() -> None:
+    from celery.schedules import ParseException, crontab_parser
+
+    assert crontab_parser(60).parse("*/15") == {0, 15, 30, 45}
+    assert crontab_parser(24).parse("22-2") == {22, 23, 0, 1, 2}  # wraps past the end
+    assert crontab_parser(7).parse("mon-fri") == {1, 2, 3, 4, 5}
+    assert crontab_parser(7).parse("Sunday,sat") == {0, 6}
+    assert crontab_parser(12, 1).parse("jan,mar-may") == {1, 3, 4, 5}
+    assert crontab_parser(31, 1).parse("*/10") == {1, 11, 21, 31}
+    assert crontab_parser(60).parse("1-10/3") == {1, 4, 7, 10}
+    for bad, error, message in [
+        ("1,,2", ParseException, "empty part"),
+        ("", ParseException, "empty part"),
+        ("-1", ParseException, "negative"),
+        ("60", ValueError, "Invalid end range: 60 > 59"),
+        ("abc", ValueError, "'abc'"),
+        ("*/0", ValueError, "step cannot be zero"),
+        ("5/20", ValueError, "a step needs"),
+    ]:
+        with pytest.raises(error, match=message):
+            crontab_parser(60).parse(bad)
+    with pytest.raises(ValueError, match="Invalid beginning range: 0 < 1"):
+        crontab_parser(31, 1).parse("0")
+
+
+def test_color_formatter_as_logging_configurations_name_it(capsys: pytest.CaptureFixture[str]) -> None:
+    import logging
+    import logging.config
+
+    from celery.utils.log import ColorFormatter
+
+    handler = {"class": "logging.StreamHandler", "formatter": "c", "stream": "ext://sys.stdout"}
+    logging.config.dictConfig(
+        {
+            "version": 1,
+            "disable_existing_loggers": False,
+            "formatters": {
+                "c": {"()": "celery.utils.log.ColorFormatter", "fmt": "%(levelname)s %(message)s"}
+            },
+            "handlers": {"h": handler},
+            "loggers": {"colored": {"handlers": ["h"], "level": "DEBUG", "propagate": False}},
+        }
+    )
+    log = logging.getLogger("colored")
+    log.info("plain %s", 1)
+    log.error("bad %s", 2)
+    log.warning("odd %s %s", 3)  # arguments that do not fit: a line saying so, not an exception
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "INFO plain 1"
+    assert out[1] == f"{ColorFormatter.COLORS['ERROR']}ERROR bad 2{ColorFormatter.RESET}"
+    assert out[2].startswith("<Unrepresentable str 'odd %s %s'")
+    plain = ColorFormatter("%(message)s", use_color=False)
+    assert plain.format(logging.makeLogRecord({"msg": "x", "levelname": "ERROR"})) == "x"
+
+
 def test_celery_node_names_and_their_format_signs() -> None:
     import os
 

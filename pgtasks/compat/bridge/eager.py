@@ -3,8 +3,9 @@
 
 Retries run at once with ``retries + 1`` until the task succeeds, fails or reaches
 ``max_retries`` (then MaxRetriesExceededError, or the retry's own exception), as in Celery.
-With ``throw`` (default: ``task_eager_propagates``) a failure raises here; otherwise the
-EagerResult holds it.
+With ``throw`` (default: ``task_eager_propagates``) a failure raises here, and so does a
+retry's :class:`~celery.exceptions.Retry` (the task ran once, as Celery's eager tracer
+propagates it); otherwise the EagerResult holds the outcome.
 """
 
 from __future__ import annotations
@@ -56,6 +57,8 @@ def apply_eagerly(
             request.errbacks = [dict(e) for e in in_process]
         attempt = trace(task, request, args, kwargs)
         retval = attempt.retval
+        if attempt.state == states.RETRY and isinstance(retval, Retry) and throw:
+            raise retval  # as Celery's tracer propagates it: the caller sees the first retry
         if attempt.state == states.RETRY and isinstance(retval, Retry) and retval.sig is not None:
             new_args, new_kwargs, _ = retval.sig
             args, kwargs, retries = tuple(new_args), dict(new_kwargs), retries + 1

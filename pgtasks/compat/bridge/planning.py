@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from pgtasks.compat.bridge.django_results import mirror_of
 from pgtasks.compat.bridge.publishing import Prepared, prepare
+from pgtasks.compat.bridge.send_errors import sending
 from pgtasks.compat.celery.canvas.chain import chain
 from pgtasks.compat.celery.canvas.chord import chord
 from pgtasks.compat.celery.canvas.group import group
@@ -374,15 +375,17 @@ def send_lazy_chord(
 def send_canvas(
     app: Celery, item: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
 ) -> AsyncResult | GroupResult:
-    """Plan and send a signature with callbacks, or a workflow; return its result handle."""
-    if isinstance(item, chord) and item.body is not None:
-        header = item.take_lazy_header()
-        if header is not None:
-            return send_lazy_chord(app, item, header, tuple(args))
-    plan = Plan(app)
-    node = plan.add(item, False, tuple(args), kwargs=kwargs)
-    plan.send()
-    return node.result
+    """Plan and send a signature with callbacks, or a workflow; return its result handle.
+    An unreachable database raises kombu's ``OperationalError`` (send_errors.py)."""
+    with sending():
+        if isinstance(item, chord) and item.body is not None:
+            header = item.take_lazy_header()
+            if header is not None:
+                return send_lazy_chord(app, item, header, tuple(args))
+        plan = Plan(app)
+        node = plan.add(item, False, tuple(args), kwargs=kwargs)
+        plan.send()
+        return node.result
 
 
 def replacement_of(app: Celery, sig: Any) -> Any:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from pgtasks.compat.bridge.planning import send_canvas
 from pgtasks.compat.bridge.publishing import message_properties, prepare
+from pgtasks.compat.bridge.send_errors import sending
 from pgtasks.compat.celery.canvas.signature import Signature
 from pgtasks.compat.celery.result.async_result import AsyncResult
 from pgtasks.compat.celery.utils.functional import maybe_list
@@ -37,7 +38,25 @@ def send_task(
     """Route and insert one task; return its AsyncResult. With ``link`` or ``link_error`` the
     task and its callbacks are one canvas (see planning.py); so is a task with ``headers``,
     ``time_limit``, ``soft_time_limit`` or message properties, which are stored with it (its
-    ``meta``)."""
+    ``meta``). An unreachable database raises kombu's ``OperationalError`` (send_errors.py)."""
+    with sending():
+        return _send_task(
+            app, name, args, kwargs, task=task, task_id=task_id, link=link, link_error=link_error, **options
+        )
+
+
+def _send_task(
+    app: Celery,
+    name: str,
+    args: Any = None,
+    kwargs: Any = None,
+    *,
+    task: Any = None,
+    task_id: str | None = None,
+    link: Any = None,
+    link_error: Any = None,
+    **options: Any,
+) -> AsyncResult:
     if link is not None or link_error is not None or _needs_meta(options):
         if options.get("conn") is not None:
             raise _no_canvas_on(name)
@@ -85,9 +104,10 @@ async def send_task_async(
         raise _no_canvas_on(name)
     prepared = prepare(app, name, args, kwargs, task=task, task_id=task_id, **options)
     prepared.publish(after=False)
-    [sent] = await app.engine.enqueue_async(
-        [prepared.request], conn=conn, on_duplicate=options.get("on_duplicate", "raise")
-    )
+    with sending():
+        [sent] = await app.engine.enqueue_async(
+            [prepared.request], conn=conn, on_duplicate=options.get("on_duplicate", "raise")
+        )
     prepared.publish(after=True)
     return app.AsyncResult(sent, task_name=name)
 

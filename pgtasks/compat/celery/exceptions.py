@@ -9,6 +9,9 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+# Celery's name for kombu's class (the same class): what a send raises when it cannot reach
+# the database (bridge/send_errors.py), as Celery's Calling guide catches it.
+from pgtasks.compat.kombu.exceptions import OperationalError
 from pgtasks.engine import errors as engine_errors
 from pgtasks.engine.errors import SoftTimeLimitExceeded, TimeLimitExceeded, WorkerLostError
 
@@ -100,10 +103,6 @@ class ImproperlyConfigured(CeleryError):
 
 class SecurityError(CeleryError):
     """A security problem."""
-
-
-class OperationalError(CeleryError):
-    """Sending a task failed."""
 
 
 class TaskPredicate(CeleryError):

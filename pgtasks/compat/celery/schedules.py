@@ -17,11 +17,22 @@ from collections.abc import Iterable
 from functools import cached_property
 from typing import Any
 
-__all__ = ["BaseSchedule", "NotSupported", "crontab", "maybe_schedule", "schedstate", "schedule", "solar"]
+__all__ = [
+    "BaseSchedule",
+    "NotSupported",
+    "ParseException",
+    "crontab",
+    "crontab_parser",
+    "maybe_schedule",
+    "schedstate",
+    "schedule",
+    "solar",
+]
 
 from croniter import croniter
 
 from pgtasks.compat.celery._state import get_current_app
+from pgtasks.compat.celery.crontab_parser import ParseException, crontab_parser
 from pgtasks.compat.celery.exceptions import ImproperlyConfigured
 from pgtasks.compat.celery.utils.time import humanize_seconds
 from pgtasks.engine.errors import ConfigurationError

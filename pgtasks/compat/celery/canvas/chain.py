@@ -66,14 +66,17 @@ class chain(Workflow):
         return members
 
     def apply(self, args: Any = None, kwargs: Any = None, **options: Any) -> Any:
-        """Run the chain here, each task after the other (eager mode)."""
+        """Run the chain here, each task after the other (eager mode): each step's result has
+        the step before as its ``parent``. A step may be a group (its result a GroupResult, its
+        value the list of its members'). As in Celery, the next step reads its predecessor's
+        value with ``get()``: a failure before the last step raises here."""
         result = None
         previous: tuple[Any, ...] = tuple(args or ())
         for task in self.tasks:
-            result = (
-                task.apply(previous) if isinstance(task, Workflow) else maybe_signature(task).apply(previous)
-            )
-            if result.state != "SUCCESS":
-                return result
-            previous = (result.get(),)
+            if result is not None:
+                previous = (result.get(),)
+            step = task if isinstance(task, Workflow) else maybe_signature(task)
+            parent, result = result, step.apply(previous)
+            if parent is not None:
+                result.parent = parent
         return result

@@ -57,8 +57,10 @@ class group(Workflow):
     def apply(self, args: Any = None, kwargs: Any = None, **options: Any) -> Any:
         results: list[Any] = []
         for member in self.tasks:
-            result = maybe_signature(member).apply(args)
-            results.extend(result.results if isinstance(result, GroupResult) else [result])
+            signature = maybe_signature(member)
+            result = signature.apply(args)
+            # a nested group's members join this group's; a chain ending in a group stays one
+            results.extend(result.results if isinstance(signature, group) else [result])
         return GroupResult(str(uuid.uuid4()), results, app=self.app)
 
     def __or__(self, other: Any) -> Any:

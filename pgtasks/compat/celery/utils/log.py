@@ -1,4 +1,5 @@
-"""``celery.utils.log``: ``get_task_logger``, ``get_logger``, ``mlevel`` and ``LoggingProxy``.
+"""``celery.utils.log``: ``get_task_logger``, ``get_logger``, ``mlevel``, ``LoggingProxy`` and
+``ColorFormatter``.
 
 Task loggers are children of ``celery.task``, as in Celery, so a handler on that logger sees
 every task's records."""
@@ -9,9 +10,11 @@ import logging
 import sys
 import threading
 from collections.abc import Iterable
+from typing import Any
 
 __all__ = [
     "LOG_LEVELS",
+    "ColorFormatter",
     "LoggingProxy",
     "base_logger",
     "get_logger",
@@ -25,6 +28,33 @@ LOG_LEVELS = dict(logging._nameToLevel)
 base_logger = logger = logging.getLogger("celery")
 task_logger = logging.getLogger("celery.task")
 worker_logger = logging.getLogger("celery.worker")
+
+
+class ColorFormatter(logging.Formatter):
+    """Celery's formatter that colours a record by its level (ANSI: DEBUG blue, WARNING
+    yellow, ERROR red, CRITICAL magenta; INFO plain) when ``use_color``, as named in logging
+    configurations (``"()": "celery.utils.log.ColorFormatter"``). A message that cannot be
+    formatted gives a line saying so instead of an exception from the handler."""
+
+    COLORS = {"DEBUG": "\x1b[1;34m", "WARNING": "\x1b[1;33m", "ERROR": "\x1b[1;31m", "CRITICAL": "\x1b[1;35m"}
+    RESET = "\x1b[0m"
+
+    def __init__(self, fmt: str | None = None, use_color: bool = True, **kwargs: Any) -> None:
+        super().__init__(fmt, **kwargs)
+        self.use_color = use_color
+
+    def formatException(self, ei: Any) -> str:
+        if ei and not isinstance(ei, tuple):
+            ei = sys.exc_info()
+        return super().formatException(ei)
+
+    def format(self, record: logging.LogRecord) -> str:
+        try:
+            text = super().format(record)
+        except Exception as exc:  # a record whose arguments do not fit its message
+            return f"<Unrepresentable {type(record.msg).__name__} {record.msg!r}: {exc!r}>"
+        color = self.COLORS.get(record.levelname) if self.use_color else None
+        return f"{color}{text}{self.RESET}" if color else text
 
 
 def get_logger(name: str | logging.Logger) -> logging.Logger:

@@ -216,10 +216,10 @@ def get_exponential_backoff_interval(
 ) -> float:
     """Celery's retry backoff: ``factor * 2 ** retries`` capped at ``maximum``, optionally
     drawn uniformly below it (full jitter)."""
-    countdown = float(min(maximum, factor * (2**retries)))
+    countdown: float = min(maximum, factor * (2**retries))  # whole seconds for whole factors
     if full_jitter:
-        countdown = float(random.randrange(math.floor(countdown) + 1))
-    return max(0.0, countdown)
+        countdown = random.randrange(math.floor(countdown) + 1)
+    return max(0, countdown)
 
 
 class ffwd:
