@@ -53,6 +53,23 @@ def test_chains_groups_and_chords(ledger: Path) -> None:
     assert implicit.get(timeout=60) == 6
     assert chord([], proj.tsum.s()).apply_async().get(timeout=60) == 0  # an empty header: []
 
+    # freeze(): the ids known before the send are the ids sent
+    flow = proj.add.s(1, 1) | proj.mul.s(3)
+    known = flow.freeze()
+    sent = flow.delay()
+    assert sent.id == known.id and sent.parent.id == known.parent.id
+    assert AsyncResult(known.id, app=proj.app).get(timeout=60) == 6
+    fan = group(proj.add.s(1, 1), proj.add.s(2, 2))
+    fan_known = fan.freeze()
+    fan_sent = fan.apply_async()
+    assert isinstance(fan_known, GroupResult) and fan_sent.id == fan_known.id
+    assert [r.id for r in fan_sent.results] == [r.id for r in fan_known.results]
+    assert fan_known.get(timeout=60) == [2, 4]
+    sums = chord([proj.add.s(1, 1), proj.add.s(2, 2)], proj.tsum.s())
+    sums_known = sums.freeze()
+    assert sums.apply_async().id == sums_known.id and sums_known.get(timeout=60) == 6
+    assert sums_known.parent.id == sums.header.options["task_id"]
+
 
 def test_failures_stop_chains_fail_chords_and_run_errbacks(ledger: Path) -> None:
     stopped = (proj.add.s(1, 1) | proj.fail.s() | proj.add.s(5)).delay()

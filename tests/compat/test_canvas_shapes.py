@@ -78,6 +78,64 @@ def test_workflows_that_travel_as_dicts_are_rebuilt(ledger: Path) -> None:
     assert type(rebuilt) is type(flow) and type(rebuilt.header) is group
     assert isinstance(rebuilt.header.tasks[1], chain)
     assert rebuilt.delay().get(timeout=60) == 42
+    assert [flow.subtask_type, flow.header.subtask_type, rebuilt["subtask_type"]] == [
+        "chord",
+        "group",
+        "chord",
+    ]
+    assert (proj.add.s(1, 1) | proj.mul.s(2)).subtask_type == "chain" and proj.add.s().subtask_type is None
+
+    # Celery's dict shapes (as Celery 5.7 writes them): a chord's header and body, chunks and
+    # map by task and items
+    def plain(name: str, *args: Any) -> dict[str, Any]:
+        return {
+            "task": name,
+            "args": list(args),
+            "kwargs": {},
+            "options": {},
+            "subtask_type": None,
+            "immutable": False,
+        }
+
+    celery_chord = {
+        "task": "celery.chord",
+        "args": [],
+        "kwargs": {
+            "kwargs": {},
+            "header": [plain(proj.add.name, 1, 1), plain(proj.add.name, 2, 2)],
+            "body": plain(proj.tsum.name),
+        },
+        "options": {},
+        "subtask_type": "chord",
+        "immutable": False,
+    }
+    assert signature(celery_chord).delay().get(timeout=60) == 6
+    celery_chunks = {
+        "task": "celery.chunks",
+        "args": [],
+        "kwargs": {"task": plain(proj.add.name), "it": [[1, 2], [3, 4]], "n": 1},
+        "options": {},
+        "subtask_type": None,
+        "immutable": True,
+    }
+    assert signature(celery_chunks).delay().get(timeout=60) == [[3], [7]]
+    celery_map = {
+        "task": "celery.map",
+        "args": [],
+        "kwargs": {"task": plain(proj.tsum.name), "it": [[1, 2], [3]]},
+        "options": {},
+        "subtask_type": None,
+        "immutable": True,
+    }
+    assert signature(celery_map).delay().get(timeout=60) == [3, 3]
+    # pgtasks' own map, starmap and chunks, after a trip through JSON
+    for own, value in [
+        (proj.tsum.map([[1, 2], [5]]), [3, 5]),
+        (proj.add.starmap([(1, 2), (3, 4)]), [3, 7]),
+        (proj.add.chunks([(1, 2), (3, 4), (5, 6)], 2), [[3, 7], [11]]),
+    ]:
+        travelled = signature(json.loads(json.dumps(own)))
+        assert type(travelled) is type(own) and travelled.delay().get(timeout=60) == value
 
 
 def test_a_generator_header_is_sent_task_by_task(ledger: Path) -> None:

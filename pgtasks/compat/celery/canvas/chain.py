@@ -65,6 +65,20 @@ class chain(Workflow):
                 member.link_error(errback)
         return members
 
+    def freeze(self, _id: str | None = None, **kwargs: Any) -> Any:
+        """Fix every task's id now (the last one's ``_id`` when given) and return the result
+        the chain gives when sent: its last task's, each result the previous one's parent."""
+        members = self._signatures()
+        if not members:
+            return super().freeze(_id)
+        result = None
+        for position, member in enumerate(members):
+            frozen = member.freeze(_id if position == len(members) - 1 else None)
+            if result is not None and frozen.parent is None:
+                frozen.parent = result
+            result = frozen
+        return result
+
     def apply(self, args: Any = None, kwargs: Any = None, **options: Any) -> Any:
         """Run the chain here, each task after the other (eager mode): each step's result has
         the step before as its ``parent``. A step may be a group (its result a GroupResult, its

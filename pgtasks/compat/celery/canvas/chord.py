@@ -35,6 +35,16 @@ class chord(Workflow):
     def from_parts(cls, parts: list[Any], app: Celery | None, options: dict[str, Any]) -> Signature:
         return cls(parts[0], parts[1] if len(parts) > 1 else None, app=app, **options)
 
+    @classmethod
+    def rebuild(cls, d: dict[str, Any], app: Celery | None) -> Signature | None:
+        """pgtasks' chord dict, or Celery's (``kwargs``: ``header``, a list, and ``body``)."""
+        kwargs = d.get("kwargs")
+        if isinstance(kwargs, dict) and "header" in kwargs and "tasks" not in kwargs:
+            header = [maybe_signature(t, app=app) for t in kwargs.get("header") or ()]
+            body = maybe_signature(kwargs.get("body"), app=app)
+            return cls(header, body, app=app, **dict(d.get("options") or {}))
+        return super().rebuild(d, app)
+
     @property
     def header(self) -> group:
         lazy = self._lazy
@@ -56,6 +66,19 @@ class chord(Workflow):
     @property
     def body(self) -> Any:
         return self["kwargs"]["tasks"][1]
+
+    def freeze(self, _id: str | None = None, **kwargs: Any) -> Any:
+        """Fix the ids of the header's tasks and of the body (the body's ``_id`` when given)
+        now; the body's result, its parent the header's GroupResult (the header's alone for
+        a chord without a body)."""
+        header = self.header.freeze(self.options.get("group_id"))
+        body = self._body_signature()
+        if body is None:
+            return header
+        result = body.freeze(_id)
+        if result.parent is None:
+            result.parent = header
+        return result
 
     def link(self, callback: Any) -> Any:
         """``callback`` runs with the body's result."""

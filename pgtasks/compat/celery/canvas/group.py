@@ -63,6 +63,17 @@ class group(Workflow):
             results.extend(result.results if isinstance(signature, group) else [result])
         return GroupResult(str(uuid.uuid4()), results, app=self.app)
 
+    def freeze(self, _id: str | None = None, **kwargs: Any) -> Any:
+        """Fix the group's id (``_id`` when given) and every member's now; the GroupResult
+        sending it gives (a nested group's members unrolled into it)."""
+        group_id = _id or self.options.get("task_id") or str(uuid.uuid4())
+        self.options["task_id"] = group_id
+        results: list[Any] = []
+        for member in self._signatures():
+            frozen = member.freeze()
+            results.extend(frozen.results if isinstance(member, group) else [frozen])
+        return GroupResult(group_id, results, app=self.app)
+
     def __or__(self, other: Any) -> Any:
         """``group | task`` is a chord (chord.py imports this module: looked up by name);
         ``group | group`` a chain."""

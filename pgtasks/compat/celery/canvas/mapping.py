@@ -32,8 +32,22 @@ class _Delegating(Workflow):
         return self._delegate().apply()
 
 
+@Signature.register_type(name="celery.map")
 class xmap(_Delegating):
     """One task that calls ``task`` on each item, in one worker: ``add.map([1, 2])``."""
+
+    @classmethod
+    def rebuild(cls, d: dict[str, Any], app: Celery | None) -> Signature | None:
+        """pgtasks' dict (``args``: the task's name and the items; ``kwargs["tasks"]``: the
+        task), or Celery's (``kwargs``: ``task`` and ``it``)."""
+        kwargs, args = d.get("kwargs") or {}, list(d.get("args") or ())
+        options = dict(d.get("options") or {})
+        if isinstance(kwargs, dict) and "task" in kwargs and "it" in kwargs:
+            return cls(maybe_signature(kwargs["task"], app=app), kwargs["it"], app=app, **options)
+        tasks = kwargs.get("tasks") if isinstance(kwargs, dict) else None
+        if isinstance(tasks, list) and len(tasks) == 1 and len(args) == 2:
+            return cls(maybe_signature(tasks[0], app=app), args[1], app=app, **options)
+        return None
 
     def __init__(self, task: Any, it: Any, app: Celery | None = None, **options: Any) -> None:
         super().__init__("celery.map", [maybe_signature(task)], app, **options)
@@ -45,6 +59,7 @@ class xmap(_Delegating):
     _delegate = _as_signature
 
 
+@Signature.register_type(name="celery.starmap")
 class xstarmap(xmap):
     """Like ``xmap`` with each item unpacked as arguments: ``add.starmap([(1, 2), (3, 4)])``."""
 
@@ -53,8 +68,27 @@ class xstarmap(xmap):
         self["task"] = "celery.starmap"
 
 
+@Signature.register_type(name="celery.chunks")
 class chunks(_Delegating):
     """``task`` over ``it`` in chunks of ``n`` items: a group of ``xstarmap`` tasks."""
+
+    @classmethod
+    def rebuild(cls, d: dict[str, Any], app: Celery | None) -> Signature | None:
+        """Celery's dict (``kwargs``: ``task``, ``it``, ``n``), or pgtasks' (its parts: a
+        ``celery.starmap`` dict per chunk, each of ``n`` items but the last)."""
+        kwargs = d.get("kwargs") or {}
+        options = dict(d.get("options") or {})
+        if not isinstance(kwargs, dict):
+            return None
+        if {"task", "it", "n"} <= set(kwargs):
+            task = maybe_signature(kwargs["task"], app=app)
+            return cls(task, kwargs["it"], kwargs["n"], app=app, **options)
+        parts = [maybe_signature(t, app=app) for t in kwargs.get("tasks") or ()]
+        if not parts or not all(isinstance(p, xstarmap) for p in parts):
+            return None
+        items = [item for part in parts for item in part["args"][1]]
+        task = maybe_signature(parts[0]["kwargs"]["tasks"][0], app=app)
+        return cls(task, items, len(parts[0]["args"][1]), app=app, **options)
 
     def __init__(self, task: Any, it: Any, n: int, app: Celery | None = None, **options: Any) -> None:
         if not isinstance(n, int) or n < 1:

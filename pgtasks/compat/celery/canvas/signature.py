@@ -55,6 +55,16 @@ class Signature(dict):  # type: ignore[type-arg]
         return None
 
     @classmethod
+    def rebuild(cls, d: dict[str, Any], app: Celery | None) -> Signature | None:
+        """The signature of this type the dict ``d`` describes (a workflow: from its
+        ``kwargs["tasks"]``), or None to leave it a plain Signature."""
+        kwargs = d.get("kwargs")
+        tasks = kwargs.get("tasks") if isinstance(kwargs, dict) else None
+        if not isinstance(tasks, list):
+            return None
+        return cls.from_parts([maybe_signature(t, app=app) for t in tasks], app, dict(d.get("options") or {}))
+
+    @classmethod
     def from_dict(cls, d: dict[str, Any], app: Any = None) -> Signature:
         """The signature (or workflow) a dict describes, as it travels in messages."""
         return signature(dict(d), app=app)
@@ -344,15 +354,12 @@ def signature(varies: Any, *args: Any, **kwargs: Any) -> Signature:
 
 
 def _from_dict(d: dict[str, Any], app: Celery | None) -> Signature:
-    """The Signature (or chain, group, chord) a plain dict describes."""
-    name, options = d.get("task"), dict(d.get("options") or {})
-    tasks = (d.get("kwargs") or {}).get("tasks") if isinstance(d.get("kwargs"), dict) else None
+    """The Signature (or chain, group, chord, map, starmap, chunks) a plain dict describes,
+    pgtasks' or Celery's (the registered type of its task name rebuilds it)."""
+    name = d.get("task")
     kind = Signature.TYPES.get(name) if isinstance(name, str) else None
-    if kind is not None and isinstance(tasks, list):
-        rebuilt = kind.from_parts([maybe_signature(t, app=app) for t in tasks], app, options)
-        if rebuilt is not None:
-            return rebuilt
-    return Signature(d, app=app)
+    rebuilt = kind.rebuild(d, app) if kind is not None else None
+    return rebuilt if rebuilt is not None else Signature(d, app=app)
 
 
 def workflow_type(name: str) -> Any:

@@ -26,6 +26,8 @@ class Workflow(Signature):
     def __init__(self, name: str, tasks: list[Any], app: Celery | None = None, **options: Any) -> None:
         super().__init__(name, (), {}, options, app=app)
         self["kwargs"] = {"tasks": tasks}
+        if name in ("celery.chain", "celery.group", "celery.chord"):  # as Celery's dicts say
+            self["subtask_type"] = name.removeprefix("celery.")
 
     @property
     def tasks(self) -> list[Any]:
