@@ -121,6 +121,67 @@ def test_color_formatter_as_logging_configurations_name_it(capsys: pytest.Captur
     assert plain.format(logging.makeLogRecord({"msg": "x", "levelname": "ERROR"})) == "x"
 
 
+def test_functional_and_serialization_helpers_libraries_import() -> None:
+    import pickle
+
+    from celery.utils import gen_task_name, memoize
+    from celery.utils.functional import dictfilter, lazy, maybe_evaluate, padlist, regen, uniq
+    from celery.utils.serialization import (
+        UnpickleableExceptionWrapper,
+        get_pickleable_exception,
+        get_pickled_exception,
+    )
+
+    pulled: list[int] = []
+
+    def numbers() -> Any:
+        for n in range(3):
+            pulled.append(n)
+            yield n
+
+    lazily = regen(numbers())
+    assert lazily[0] == 0 and pulled == [0]  # read as far as needed
+    assert list(lazily) == [0, 1, 2] == list(lazily) and len(lazily) == 3
+    calls: list[int] = []
+
+    @memoize(maxsize=2)
+    def square(x: int) -> int:
+        calls.append(x)
+        return x * x
+
+    assert [square(2), square(2), square(3), square(4), square(2)] == [4, 4, 9, 16, 4]
+    assert calls == [2, 3, 4, 2]  # 2 was evicted by 3 and 4
+    square.clear()  # type: ignore[attr-defined]
+    assert list(uniq([1, 2, 1, 3])) == [1, 2, 3] and padlist([1], 3, 0) == [1, 0, 0]
+    assert dictfilter({"a": 1, "b": None}, c=None, e=2) == {"a": 1, "e": 2}
+    assert maybe_evaluate(lazy(lambda: 5)) == 5 and maybe_evaluate(6) == 6
+
+    class Local(Exception):  # defined in a function: it does not pickle
+        pass
+
+    nearest = get_pickleable_exception(Local("boom"))  # the nearest class that pickles
+    assert type(nearest) is Exception and pickle.loads(pickle.dumps(nearest)).args == ("boom",)
+    carried = UnpickleableExceptionWrapper.from_exception(Local("boom"))
+    restored = get_pickled_exception(pickle.loads(pickle.dumps(carried)))
+    assert type(restored).__name__ == "Local" and restored.args == ("boom",)
+    assert get_pickleable_exception(ValueError("x")).args == ("x",)
+    app = type("App", (), {"main": "proj"})()
+    assert gen_task_name(app, "add", "proj.tasks") == "proj.tasks.add"
+    assert gen_task_name(app, "add", "__main__") == "proj.add"
+
+
+def test_default_app_and_the_work_controller_type() -> None:
+    from celery import current_app
+    from celery.app import default_app
+    from celery.contrib.testing.worker import TestWorkController
+    from celery.worker import WorkController
+
+    assert default_app.main == current_app.main
+    assert issubclass(TestWorkController, WorkController)
+    with pytest.raises(NotImplementedError, match="start_worker"):
+        WorkController()
+
+
 def test_celery_node_names_and_their_format_signs() -> None:
     import os
 

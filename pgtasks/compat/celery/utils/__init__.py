@@ -4,8 +4,8 @@ only re-exports them."""
 
 from __future__ import annotations
 
-from pgtasks.compat.celery.utils.functional import chunks, first, is_list, maybe_list, noop
-from pgtasks.compat.celery.utils.imports import instantiate, qualname, symbol_by_name
+from pgtasks.compat.celery.utils.functional import chunks, first, is_list, maybe_list, memoize, noop
+from pgtasks.compat.celery.utils.imports import gen_task_name, instantiate, qualname, symbol_by_name
 from pgtasks.compat.celery.utils.imports import qualname as get_full_cls_name
 from pgtasks.compat.celery.utils.nodenames import (
     NODENAME_SEP,
@@ -28,12 +28,14 @@ __all__ = [
     "chunks",
     "default_nodename",
     "first",
+    "gen_task_name",
     "gen_unique_id",
     "get_full_cls_name",
     "gethostname",
     "instantiate",
     "is_list",
     "maybe_list",
+    "memoize",
     "nodename",
     "nodesplit",
     "noop",

@@ -12,7 +12,15 @@ from typing import Any
 
 from pgtasks.compat.kombu.utils.imports import symbol_by_name
 
-__all__ = ["import_from_cwd", "instantiate", "qualname", "symbol_by_name"]
+__all__ = ["gen_task_name", "import_from_cwd", "instantiate", "qualname", "symbol_by_name"]
+
+
+def gen_task_name(app: Any, name: str, module_name: str | None) -> str:
+    """The name Celery gives a task ``name`` defined in ``module_name``: ``module.name``, or
+    ``<app main>.name`` for a task of the script being run (``__main__``)."""
+    from pgtasks.compat.bridge.registration import gen_task_name as task_name  # the app's layer
+
+    return task_name(getattr(app, "main", None), name, module_name)
 
 
 def qualname(obj: Any) -> str:

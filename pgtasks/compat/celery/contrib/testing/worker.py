@@ -13,6 +13,7 @@ from typing import Any
 from pgtasks.compat.bridge.worker_start import received_signal, report_conf
 from pgtasks.compat.celery.app.base import Celery
 from pgtasks.compat.celery.utils.nodenames import anon_nodename
+from pgtasks.compat.celery.worker import WorkController
 from pgtasks.worker import Worker, WorkerOptions
 
 __all__ = ["TestWorkController", "start_worker"]
@@ -34,13 +35,12 @@ def _free_name() -> str:
     raise AssertionError("unreachable")
 
 
-class TestWorkController:
+class TestWorkController(WorkController):
     """What ``start_worker`` yields: the running pgtasks worker of the app."""
 
     def __init__(self, app: Celery, worker: Worker) -> None:
-        self.app = app
+        super().__init__(app, worker.executor_id)
         self.worker = worker
-        self.hostname = worker.executor_id
 
     def __repr__(self) -> str:
         return f"<TestWorkController {self.hostname} of {self.app!r}>"
