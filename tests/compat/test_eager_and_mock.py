@@ -161,3 +161,24 @@ def test_a_send_to_an_unreachable_database_raises_kombus_operational_error() -> 
         app.send_task("down.add", (1, 2))
     with pytest.raises(exceptions.OperationalError):
         (add.s(1, 2) | add.s(3)).delay()
+
+
+def test_eager_results_are_stored_when_asked(eager: None) -> None:
+    from celery import group
+    from celery.result import AsyncResult, GroupResult
+
+    plain = proj.add.delay(1, 2)
+    assert not AsyncResult(plain.id, app=proj.app).exists  # not stored by default
+    proj.app.conf.task_store_eager_result = True
+    try:
+        stored = proj.add.delay(1, 2)
+        read = AsyncResult(stored.id, app=proj.app)
+        assert read.state == "SUCCESS" and read.get(timeout=5) == 3
+        failed = AsyncResult(proj.fail.delay("z").id, app=proj.app)
+        assert failed.state == "FAILURE" and isinstance(failed.result, proj.AppError)
+        fan = group(proj.add.s(1, 1), proj.add.s(2, 2)).delay()
+        fan.save()
+        restored = GroupResult.restore(fan.id, app=proj.app)
+        assert restored is not None and restored.get(timeout=5) == [2, 4]
+    finally:
+        proj.app.conf.task_store_eager_result = False

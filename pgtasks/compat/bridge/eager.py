@@ -5,7 +5,8 @@ Retries run at once with ``retries + 1`` until the task succeeds, fails or reach
 ``max_retries`` (then MaxRetriesExceededError, or the retry's own exception), as in Celery.
 With ``throw`` (default: ``task_eager_propagates``) a failure raises here, and so does a
 retry's :class:`~celery.exceptions.Retry` (the task ran once, as Celery's eager tracer
-propagates it); otherwise the EagerResult holds the outcome.
+propagates it); otherwise the EagerResult holds the outcome. With ``task_store_eager_result``
+the outcome is also stored in the database under the task's id, as a worker's is.
 """
 
 from __future__ import annotations
@@ -64,6 +65,9 @@ def apply_eagerly(
             args, kwargs, retries = tuple(new_args), dict(new_kwargs), retries + 1
             continue
         break
+    if attempt.state in (states.SUCCESS, states.FAILURE) and _stores_eager_result(task):
+        traceback = attempt.einfo.traceback if attempt.einfo else None
+        task.app.backend.store_result(task_id, retval, attempt.state, traceback=traceback, request=request)
     if attempt.state == states.SUCCESS:
         for callback in callbacks:
             callback.apply_async((retval,))
@@ -84,3 +88,13 @@ def apply_eagerly(
         kwargs=kwargs,
         retries=retries,
     )
+
+
+def _stores_eager_result(task: Task) -> bool:
+    """``task_store_eager_result`` (or the task's ``store_eager_result``): an eager task's
+    outcome is stored like a worker's, so its result is read by id (not when ignored)."""
+    store = task.store_eager_result
+    if store is None:
+        store = bool(task.app.conf.task_store_eager_result)
+    ignored = task.ignore_result if task.ignore_result is not None else task.app.conf.task_ignore_result
+    return bool(store) and not ignored

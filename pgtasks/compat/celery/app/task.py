@@ -150,6 +150,7 @@ class Task:
     trail: ClassVar[bool] = True
     send_events: ClassVar[bool] = True
     store_errors_even_if_ignored: ClassVar[bool] = False
+    store_eager_result: ClassVar[bool | None] = None  # None: the app's task_store_eager_result
     serializer: ClassVar[str] = "json"
     time_limit: ClassVar[float | None] = None
     soft_time_limit: ClassVar[float | None] = None
