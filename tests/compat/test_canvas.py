@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from celery import chain, chord, group
@@ -118,6 +119,20 @@ def test_a_custom_state_is_seen_while_the_task_runs(ledger: Path, tmp_path: Path
     release.touch()
     assert running.get(timeout=60) == "released"
     assert running.state == "SUCCESS" and running.info == "released"
+
+    # get(on_message=...): each state the task records, as it is seen
+    heard: list[tuple[str, Any]] = []
+    second_release = tmp_path / "second-release"
+
+    def on_message(message: dict[str, Any]) -> None:
+        heard.append((message["status"], message["result"]))
+        if message["status"] == "PROGRESS":
+            second_release.touch()
+
+    second = proj.progress.delay(str(second_release))
+    assert second.get(timeout=60, on_message=on_message) == "released"
+    assert ("PROGRESS", {"done": 1, "of": 2}) in heard and heard[-1] == ("SUCCESS", "released")
+    assert len(heard) == len(set(map(repr, heard)))  # a message per change, not per poll
 
 
 def test_a_retry_with_new_arguments_runs_with_them(ledger: Path) -> None:

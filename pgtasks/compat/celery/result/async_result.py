@@ -222,6 +222,7 @@ class AsyncResult(ResultBase):
         # task not ready.
         polls: Retry | None = None
         parents = self._ancestors() if follow_parents and propagate else []
+        seen: tuple[str, Any] | None = None
         while True:
             try:
                 # The task first: a parent's failure commits with (or before) what it caused.
@@ -229,6 +230,8 @@ class AsyncResult(ResultBase):
                 parents = raise_failed(parents)
             except DatabaseUnavailable:
                 record = None
+            if on_message is not None and record is not None:
+                seen = self._tell_change(record, seen, on_message)
             if record is not None and self._state_of(record) in states.READY_STATES:
                 value = self._value_of(record)
                 if callback is not None:
@@ -250,6 +253,26 @@ class AsyncResult(ResultBase):
             time.sleep(pause)
 
     wait = get
+
+    def _tell_change(
+        self, record: TaskRecord, seen: tuple[str, Any] | None, on_message: Any
+    ) -> tuple[str, Any]:
+        """``get(on_message=...)``: the task's state message (``task_id``, ``status``,
+        ``result``, ``traceback``, ``date_done``) when its state or meta changed since the
+        last poll, as Celery's backends deliver each state the task records."""
+        now = (self._state_of(record), self._value_of(record))
+        if now != seen:
+            on_message(
+                {
+                    "task_id": self.id,
+                    "status": now[0],
+                    "result": now[1],
+                    "traceback": self._traceback_of(record),
+                    "children": [],
+                    "date_done": _date_done(record),
+                }
+            )
+        return now
 
     def _ancestors(self) -> list[AsyncResult]:
         return ancestors(self._parent)
