@@ -182,3 +182,10 @@ def test_eager_results_are_stored_when_asked(eager: None) -> None:
         assert restored is not None and restored.get(timeout=5) == [2, 4]
     finally:
         proj.app.conf.task_store_eager_result = False
+
+
+def test_a_signature_chains_only_with_signatures() -> None:
+    with pytest.raises(TypeError, match="unsupported operand"):
+        proj.add.s(1, 1) | None
+    with pytest.raises(TypeError, match="unsupported operand"):
+        (proj.add.s(1, 1) | proj.add.s(2)) | 3

@@ -91,6 +91,16 @@ def test_crontab_parser_reads_a_field_as_celery_does() -> None:
         crontab_parser(31, 1).parse("0")
 
 
+def test_crontabs_are_equal_when_they_match_the_same_times() -> None:
+    from celery.schedules import crontab
+
+    assert crontab(minute="*/15") == crontab(minute="0,15,30,45")
+    assert crontab(day_of_week="mon-fri", hour=9) == crontab(day_of_week="1-5", hour="9")
+    assert crontab(minute="*/15") != crontab(minute="*/20")
+    assert crontab(day_of_month="L") != crontab(day_of_month="28-31")
+    assert len({crontab(minute="*/15"), crontab(minute="0,15,30,45")}) == 1
+
+
 def test_color_formatter_as_logging_configurations_name_it(capsys: pytest.CaptureFixture[str]) -> None:
     import logging
     import logging.config

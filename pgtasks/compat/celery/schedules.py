@@ -226,13 +226,22 @@ class crontab(BaseSchedule):
     def __repr__(self) -> str:
         return f"<crontab: {self.cron_expression} (m/h/dM/MY/d)>"
 
+    def _matches(self) -> tuple[object, ...]:
+        """What the schedule matches: each field's numbers, whether a day must match both day
+        fields, and the month's last day ("L", which the numbers leave out)."""
+        fields = (self.minute, self.hour, self.day_of_week, self.day_of_month, self.month_of_year)
+        last_day = "L" in self.cron_expression.split()[2]
+        return (*(frozenset(field) for field in fields), self.day_and, last_day)
+
     def __eq__(self, other: object) -> bool:
+        """As Celery's: equal when every field matches the same numbers
+        (``crontab(minute="*/15") == crontab(minute="0,15,30,45")``)."""
         if not isinstance(other, crontab):
             return NotImplemented
-        return (self.cron_expression, self.day_and) == (other.cron_expression, other.day_and)
+        return self._matches() == other._matches()
 
     def __hash__(self) -> int:
-        return hash((self.cron_expression, self.day_and))
+        return hash(self._matches())
 
 
 class schedule(BaseSchedule):

@@ -111,6 +111,8 @@ class chord(Workflow):
     def __or__(self, other: Any) -> Any:
         """As Celery: ``chord | task`` (or a group of one) is the chord with its body followed
         by it; anything else makes a chain."""
+        if not isinstance(other, dict):
+            return NotImplemented
         other = maybe_signature(other, app=self._app)
         if isinstance(other, group) and len(other.tasks) == 1:
             other = maybe_signature(other.tasks[0], app=self._app)

@@ -77,6 +77,8 @@ class group(Workflow):
     def __or__(self, other: Any) -> Any:
         """``group | task`` is a chord (chord.py imports this module: looked up by name);
         ``group | group`` a chain."""
+        if not isinstance(other, dict):
+            return NotImplemented
         return (
             workflow_type("celery.chord")(self, other) if not isinstance(other, group) else chain(self, other)
         )

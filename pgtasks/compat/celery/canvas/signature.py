@@ -295,7 +295,9 @@ class Signature(dict):  # type: ignore[type-arg]
         return self.apply_async().get()
 
     def __or__(self, other: Any) -> Any:
-        """``a | b``: a chain."""
+        """``a | b``: a chain (TypeError for anything but a signature, as in Celery)."""
+        if not isinstance(other, dict):
+            return NotImplemented
         return workflow_type("celery.chain")(self, other)
 
     def link(self, callback: Any) -> Any:

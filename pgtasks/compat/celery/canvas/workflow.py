@@ -62,6 +62,8 @@ class Workflow(Signature):
         return self.apply_async(args)
 
     def __or__(self, other: Any) -> Any:
+        if not isinstance(other, dict):
+            return NotImplemented
         return workflow_type("celery.chain")(self, other)
 
     def _stamp_members(
