@@ -162,7 +162,7 @@ def test_celery_crontab_with_both_day_fields_needs_both() -> None:
 
 def test_celery_schedule() -> None:
     every = schedule(dt.timedelta(minutes=5))
-    assert every.seconds == 300 and every == schedule(300.0) and repr(every) == "<freq: 0:05:00>"
+    assert every.seconds == 300 and every == schedule(300.0) and repr(every) == "<freq: 5.00 minutes>"
     with pytest.raises(ConfigurationError, match="whole number of seconds"):
         schedule(0.25)
 

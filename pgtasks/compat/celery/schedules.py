@@ -278,7 +278,7 @@ class schedule(BaseSchedule):
         return schedstate(False, remaining)
 
     def __repr__(self) -> str:
-        return f"<freq: {self.run_every}>"
+        return f"<freq: {self.human_seconds}>"
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, schedule):
