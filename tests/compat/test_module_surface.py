@@ -131,7 +131,7 @@ def test_color_formatter_as_logging_configurations_name_it(capsys: pytest.Captur
     assert plain.format(logging.makeLogRecord({"msg": "x", "levelname": "ERROR"})) == "x"
 
 
-def test_functional_and_serialization_helpers_libraries_import() -> None:
+def test_functional_and_serialization_helpers_libraries_import(tmp_path: Path) -> None:
     import pickle
 
     from celery.utils import gen_task_name, memoize
@@ -175,7 +175,9 @@ def test_functional_and_serialization_helpers_libraries_import() -> None:
     restored = get_pickled_exception(pickle.loads(pickle.dumps(carried)))
     assert type(restored).__name__ == "Local" and restored.args == ("boom",)
     assert get_pickleable_exception(ValueError("x")).args == ("x",)
-    app = type("App", (), {"main": "proj"})()
+    from celery import Celery
+
+    app = Celery("proj", broker=f"sqlite:///{tmp_path / 'names.sqlite3'}")
     assert gen_task_name(app, "add", "proj.tasks") == "proj.tasks.add"
     assert gen_task_name(app, "add", "__main__") == "proj.add"
 

@@ -63,7 +63,6 @@ REFUSED: dict[str, str] = {
             "celery.worker.heartbeat",
             "celery.worker.loops",
             "celery.worker.pidbox",
-            "celery.worker.worker",
             "celery.apps",
             "celery.apps.worker",
             "celery.apps.beat",

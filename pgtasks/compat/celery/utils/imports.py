@@ -16,11 +16,9 @@ __all__ = ["gen_task_name", "import_from_cwd", "instantiate", "qualname", "symbo
 
 
 def gen_task_name(app: Any, name: str, module_name: str | None) -> str:
-    """The name Celery gives a task ``name`` defined in ``module_name``: ``module.name``, or
-    ``<app main>.name`` for a task of the script being run (``__main__``)."""
-    from pgtasks.compat.bridge.registration import gen_task_name as task_name  # the app's layer
-
-    return task_name(getattr(app, "main", None), name, module_name)
+    """The name Celery gives a task ``name`` defined in ``module_name`` in ``app``:
+    ``module.name``, or ``<app main>.name`` for a task of the script being run (``__main__``)."""
+    return str(app.gen_task_name(name, module_name))
 
 
 def qualname(obj: Any) -> str:

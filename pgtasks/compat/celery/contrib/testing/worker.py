@@ -13,7 +13,7 @@ from typing import Any
 from pgtasks.compat.bridge.worker_start import received_signal, report_conf
 from pgtasks.compat.celery.app.base import Celery
 from pgtasks.compat.celery.utils.nodenames import anon_nodename
-from pgtasks.compat.celery.worker import WorkController
+from pgtasks.compat.celery.worker.worker import WorkController
 from pgtasks.worker import Worker, WorkerOptions
 
 __all__ = ["TestWorkController", "start_worker"]
