@@ -189,3 +189,16 @@ def test_a_signature_chains_only_with_signatures() -> None:
         proj.add.s(1, 1) | None
     with pytest.raises(TypeError, match="unsupported operand"):
         (proj.add.s(1, 1) | proj.add.s(2)) | 3
+
+
+def test_eager_tasks_wait_for_results_and_retry_as_celery_does(eager: None) -> None:
+    from celery.result import allow_join_result
+
+    inside = proj.waits_on_another.delay()  # result.get() inside a task, eager too
+    assert inside.state == "FAILURE" and isinstance(inside.result, RuntimeError)
+    assert "Never call result.get() within a task" in str(inside.result)
+    with allow_join_result():
+        assert proj.waits_on_another.delay().get() == 2
+    assert proj.add.delay(1, 1).get() == 2  # outside a task: fine
+    quiet = proj.retries_quietly.delay()  # retry(throw=False) eagerly: returned, no retry
+    assert quiet.state == "SUCCESS" and quiet.get() == "body value" and quiet.retries == 0

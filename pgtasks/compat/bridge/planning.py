@@ -430,7 +430,7 @@ def replace_running_task(task: Task, sig: Any) -> Any:
     task run eagerly or called directly runs ``sig`` here and returns its result."""
     request = task.request
     if request.is_eager or request.called_directly:
-        return sig.apply().get()
+        return sig.apply().get(disable_sync_subtasks=False)
     ctx = running_context()
     if ctx is None or request.id != ctx.task_id:
         raise RuntimeError(f"{task.name}.replace() must be called by the task while it runs")

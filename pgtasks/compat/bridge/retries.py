@@ -56,5 +56,7 @@ def request_retry(
     )
     if throw:
         raise ret
+    if request.is_eager:  # as Celery: an eager retry that does not raise is only returned
+        return ret
     request._pending_retry = ret  # type: ignore[attr-defined]  # raised when the body returns
     return ret

@@ -197,6 +197,14 @@ def task_join_will_block() -> bool:
     return any(not r.is_eager and not r.called_directly for _, r in _stack.get())
 
 
+def eager_join_will_block() -> bool:
+    """:func:`task_join_will_block` for an eager task too: Celery refuses ``get()`` inside any
+    task it runs (eagerly as well), outside ``allow_join_result()``."""
+    if _join_allowed.get():
+        return False
+    return any(not r.called_directly for _, r in _stack.get())
+
+
 @contextmanager
 def joins_allowed(allowed: bool) -> Iterator[None]:
     """Inside the block, waiting for a result in a task is allowed (or not) whatever the

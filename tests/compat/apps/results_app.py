@@ -109,6 +109,12 @@ def waits_on_another():
     return add.delay(1, 1).get(timeout=5)
 
 
+@app.task(bind=True, max_retries=2)
+def retries_quietly(self):
+    self.retry(exc=ValueError("quiet"), throw=False, countdown=0)
+    return "body value"
+
+
 @app.task
 def routed_by_name():
     return "named"

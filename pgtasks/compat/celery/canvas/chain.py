@@ -88,7 +88,7 @@ class chain(Workflow):
         previous: tuple[Any, ...] = tuple(args or ())
         for task in self.tasks:
             if result is not None:
-                previous = (result.get(),)
+                previous = (result.get(disable_sync_subtasks=False),)
             step = task if isinstance(task, Workflow) else maybe_signature(task)
             parent, result = result, step.apply(previous)
             if parent is not None:

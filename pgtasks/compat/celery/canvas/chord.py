@@ -164,5 +164,5 @@ class chord(Workflow):
         results = self.header.apply(args)
         if self.body is None:  # no body: the header's results, as when sent (planning.py)
             return results
-        values = [r.get() for r in results.results]
+        values = [r.get(disable_sync_subtasks=False) for r in results.results]
         return maybe_signature(self.body).apply((values,))

@@ -6,8 +6,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from pgtasks.compat.celery import states
+from pgtasks.compat.celery._state import eager_join_will_block
 from pgtasks.compat.celery.exceptions import TaskRevokedError
-from pgtasks.compat.celery.result.async_result import AsyncResult
+from pgtasks.compat.celery.result.async_result import SYNC_SUBTASK_MESSAGE, AsyncResult
 from pgtasks.sysdb.records import TaskRecord
 
 if TYPE_CHECKING:
@@ -99,7 +100,10 @@ class EagerResult(AsyncResult):
         **kwargs: Any,
     ) -> Any:
         """The value (or, with ``propagate``, the exception) at once; the waiting options
-        are accepted and ignored, as in Celery."""
+        are accepted and ignored, as in Celery. Inside a task (eager too) it raises
+        RuntimeError unless ``disable_sync_subtasks=False`` or ``allow_join_result()``."""
+        if disable_sync_subtasks and eager_join_will_block():
+            raise RuntimeError(SYNC_SUBTASK_MESSAGE)
         if self._state == states.SUCCESS:
             return self._result
         if self._state in states.PROPAGATE_STATES and propagate:
