@@ -32,7 +32,7 @@ from pgtasks.compat.celery.canvas.chord import chord
 from pgtasks.compat.celery.canvas.group import group
 from pgtasks.compat.celery.canvas.signature import Signature, maybe_signature, takes_request
 from pgtasks.compat.celery.exceptions import ImproperlyConfigured, Replaced
-from pgtasks.compat.celery.result.async_result import AsyncResult
+from pgtasks.compat.celery.result.async_result import AsyncResult, eldest
 from pgtasks.compat.celery.result.group_result import GroupResult
 from pgtasks.compat.celery.utils.functional import maybe_list
 from pgtasks.engine.canvas import close_chord_header, enqueue_canvas
@@ -190,7 +190,7 @@ class Plan:
         for step in steps[1:]:
             last = self.add(step, True, root=root)
             self.connect(previous, last)
-            _eldest(last.result).parent = previous.result
+            eldest(last.result).parent = previous.result
             previous = last
         return Node(first.entries, last.exits, last.is_group, last.result)
 
@@ -243,7 +243,7 @@ class Plan:
                 self.meta[exit_id] = _meta_text(meta)
         # As Celery: in a chain, the body's first result has the header as parent; a chord
         # sent alone gives it to the body's result (a chain body's last).
-        (body.result if root is None and not waiting else _eldest(body.result)).parent = header.result
+        (body.result if root is None and not waiting else eldest(body.result)).parent = header.result
         # The chord takes its input in its header (inside a chain: the previous result goes
         # to every header task) and gives the body's result.
         return Node(header.entries or body.entries, body.exits, body.is_group, body.result)
@@ -328,16 +328,6 @@ def _one_value(app: Celery, member: Any) -> Any:
         options = {k: v for k, v in member.options.items() if k != "task_id"}
         return chain(*member.tasks, accumulate, app=app, **options)
     return member
-
-
-def _eldest(result: AsyncResult | GroupResult) -> AsyncResult | GroupResult:
-    """The first result of a planned step (a chord body's header, a chain's first task): the
-    one whose parent is the step before it."""
-    while True:
-        parent = result._parent if isinstance(result, AsyncResult) else result.parent
-        if parent is None:
-            return result
-        result = parent
 
 
 def send_lazy_chord(

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from pgtasks.compat.celery.canvas.signature import Signature, maybe_signature
 from pgtasks.compat.celery.canvas.workflow import Workflow
+from pgtasks.compat.celery.result.async_result import eldest
 from pgtasks.compat.celery.utils.functional import maybe_list
 
 if TYPE_CHECKING:
@@ -74,8 +75,8 @@ class chain(Workflow):
         result = None
         for position, member in enumerate(members):
             frozen = member.freeze(_id if position == len(members) - 1 else None)
-            if result is not None and frozen.parent is None:
-                frozen.parent = result
+            if result is not None:
+                eldest(frozen).parent = result
             result = frozen
         return result
 

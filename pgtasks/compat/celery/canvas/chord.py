@@ -76,8 +76,7 @@ class chord(Workflow):
         if body is None:
             return header
         result = body.freeze(_id)
-        if result.parent is None:
-            result.parent = header
+        result.parent = header  # as a chord sent alone gives it (planning.py)
         return result
 
     def link(self, callback: Any) -> Any:

@@ -546,6 +546,16 @@ def _leaves(node: Any) -> list[AsyncResult]:
     return [leaf for member in getattr(node, "results", None) or [] for leaf in _leaves(member)]
 
 
+def eldest(result: Any) -> Any:
+    """The first result of a step of a workflow (a chord body's header, a chain's first task):
+    the one whose parent is the step before it. Reads the parents set in memory only."""
+    while True:
+        parent = result._parent if isinstance(result, AsyncResult) else result.parent
+        if parent is None:
+            return result
+        result = parent
+
+
 def ancestors(parent: Any) -> list[AsyncResult]:
     """The results a result was sent after, from its ``parent`` on, oldest first, groups by
     their members: the parents set when the canvas was sent (a result read by id has none,
