@@ -106,3 +106,30 @@ def test_as_uri_masks_the_password(
         other = type(proj.app.backend)(proj.app, url="postgresql://pgtasks:s3cret@db.local:5432/app")
         assert "s3cret" not in other.as_uri() and "db.local:5432/app" in other.as_uri()
         assert other.as_uri(include_password=True) == "postgresql://pgtasks:s3cret@db.local:5432/app"
+
+
+def test_exceptions_to_and_from_celerys_dicts(
+    database_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from celery.exceptions import Reject
+
+    with celery_app_on(proj.app, database_url, tmp_path / "ledger", monkeypatch):
+        backend = proj.app.backend
+        ready = {"SUCCESS", "FAILURE", "REVOKED"}
+        assert backend.READY_STATES == ready and "PENDING" in backend.UNREADY_STATES
+        meta = backend.prepare_exception(KeyError("k"))
+        assert meta == {"exc_type": "KeyError", "exc_message": ["k"], "exc_module": "builtins"}
+        back = backend.exception_to_python(meta)
+        assert type(back) is KeyError and back.args == ("k",)
+        celerys = backend.exception_to_python(backend.prepare_exception(Reject("no")))
+        assert type(celerys) is Reject
+        unknown = backend.exception_to_python(
+            {"exc_type": "Gone", "exc_module": "not.imported", "exc_message": ["x"]}
+        )
+        assert (
+            type(unknown).__name__ == "Gone"
+            and unknown.args == ("x",)
+            and "not.imported" not in __import__("sys").modules
+        )
+        value = ValueError("as is")
+        assert backend.exception_to_python(value) is value

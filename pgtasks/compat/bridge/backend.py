@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from pgtasks.compat.bridge.django_results import mirror_of
 from pgtasks.compat.celery import states
+from pgtasks.compat.celery.backends.base import exception_to_python, prepare_exception
 from pgtasks.compat.celery.exceptions import TaskRevokedError, TimeoutError
 from pgtasks.compat.celery.result.async_result import AsyncResult
 from pgtasks.compat.celery.result.group_result import GroupResult
@@ -38,6 +39,9 @@ class DatabaseBackend:
     supports_native_join = True
     supports_autoexpire = False
     implements_incr = False
+    READY_STATES = states.READY_STATES
+    UNREADY_STATES = states.UNREADY_STATES
+    EXCEPTION_STATES = states.EXCEPTION_STATES
 
     def __init__(self, app: Celery, url: str | None = None, **kwargs: Any) -> None:
         self.app = app
@@ -56,6 +60,19 @@ class DatabaseBackend:
 
     def ensure_chords_allowed(self) -> None:
         """Chords always work on pgtasks (Celery refuses them on some backends)."""
+
+    @property
+    def serializer(self) -> str:
+        return str(self.app.conf.result_serializer or "json")
+
+    def prepare_exception(self, exc: BaseException, serializer: str | None = None) -> Any:
+        """Celery's dict of an exception (the exception itself with the pickle serializer)."""
+        return prepare_exception(exc, serializer or self.serializer)
+
+    def exception_to_python(self, exc: Any) -> Any:
+        """An exception from Celery's dict of one (``meta["result"]`` of a failed task as
+        Celery's backends store it); an exception, as pgtasks gives it, is returned as is."""
+        return exception_to_python(exc)
 
     # -- reading -------------------------------------------------------------------------
     def _result(self, task_id: str) -> AsyncResult:
