@@ -116,7 +116,7 @@ def test_exceptions_to_and_from_celerys_dicts(
     with celery_app_on(proj.app, database_url, tmp_path / "ledger", monkeypatch):
         backend = proj.app.backend
         ready = {"SUCCESS", "FAILURE", "REVOKED"}
-        assert backend.READY_STATES == ready and "PENDING" in backend.UNREADY_STATES
+        assert ready == backend.READY_STATES and "PENDING" in backend.UNREADY_STATES
         meta = backend.prepare_exception(KeyError("k"))
         assert meta == {"exc_type": "KeyError", "exc_message": ["k"], "exc_module": "builtins"}
         back = backend.exception_to_python(meta)
