@@ -39,24 +39,6 @@ def send_task(
     task and its callbacks are one canvas (see planning.py); so is a task with ``headers``,
     ``time_limit``, ``soft_time_limit`` or message properties, which are stored with it (its
     ``meta``). An unreachable database raises kombu's ``OperationalError`` (send_errors.py)."""
-    with sending():
-        return _send_task(
-            app, name, args, kwargs, task=task, task_id=task_id, link=link, link_error=link_error, **options
-        )
-
-
-def _send_task(
-    app: Celery,
-    name: str,
-    args: Any = None,
-    kwargs: Any = None,
-    *,
-    task: Any = None,
-    task_id: str | None = None,
-    link: Any = None,
-    link_error: Any = None,
-    **options: Any,
-) -> AsyncResult:
     if link is not None or link_error is not None or _needs_meta(options):
         if options.get("conn") is not None:
             raise _no_canvas_on(name)
@@ -73,9 +55,10 @@ def _send_task(
     prepared = prepare(app, name, args, kwargs, task=task, task_id=task_id, **options)
     prepared.publish(after=False)
     request = prepared.request
-    [sent] = app.engine.enqueue(
-        [request], conn=options.get("conn"), on_duplicate=options.get("on_duplicate", "raise")
-    )
+    with sending():  # (send_canvas, above, turns the error the same way)
+        [sent] = app.engine.enqueue(
+            [request], conn=options.get("conn"), on_duplicate=options.get("on_duplicate", "raise")
+        )
     prepared.publish(after=True)
     return app.AsyncResult(sent, task_name=name)
 

@@ -189,20 +189,13 @@ class RequestStack:
 _join_allowed: contextvars.ContextVar[bool] = contextvars.ContextVar("pgtasks_join_allowed", default=False)
 
 
-def task_join_will_block() -> bool:
-    """True while a task executed by a worker (not eagerly or directly) runs on this thread,
-    outside an ``allow_join_result()`` block: ``result.get()`` there is refused, as in Celery."""
+def task_join_will_block(eager: bool = False) -> bool:
+    """True while a task executed by a worker (with ``eager``: or eagerly; never one called
+    directly) runs on this thread, outside an ``allow_join_result()`` block: ``result.get()``
+    there is refused, as in Celery."""
     if _join_allowed.get():
         return False
-    return any(not r.is_eager and not r.called_directly for _, r in _stack.get())
-
-
-def eager_join_will_block() -> bool:
-    """:func:`task_join_will_block` for an eager task too: Celery refuses ``get()`` inside any
-    task it runs (eagerly as well), outside ``allow_join_result()``."""
-    if _join_allowed.get():
-        return False
-    return any(not r.called_directly for _, r in _stack.get())
+    return any((eager or not r.is_eager) and not r.called_directly for _, r in _stack.get())
 
 
 @contextmanager

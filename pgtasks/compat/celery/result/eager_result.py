@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from pgtasks.compat.celery import states
-from pgtasks.compat.celery._state import eager_join_will_block
+from pgtasks.compat.celery._state import task_join_will_block
 from pgtasks.compat.celery.exceptions import TaskRevokedError
 from pgtasks.compat.celery.result.async_result import SYNC_SUBTASK_MESSAGE, AsyncResult
 from pgtasks.sysdb.records import TaskRecord
@@ -102,7 +102,7 @@ class EagerResult(AsyncResult):
         """The value (or, with ``propagate``, the exception) at once; the waiting options
         are accepted and ignored, as in Celery. Inside a task (eager too) it raises
         RuntimeError unless ``disable_sync_subtasks=False`` or ``allow_join_result()``."""
-        if disable_sync_subtasks and eager_join_will_block():
+        if disable_sync_subtasks and task_join_will_block(eager=True):
             raise RuntimeError(SYNC_SUBTASK_MESSAGE)
         if self._state == states.SUCCESS:
             return self._result
