@@ -67,8 +67,10 @@ def add_worker_command(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> 
         "--prefetch-multiplier",
         type=int,
         help=(
-            "tasks claimed per process (thread, coroutine), running and waiting (default 4, as "
-            "Celery; 1: none ahead); threads and asyncio claim ahead by the task run time within it"
+            "tasks claimed per process (thread, coroutine), running and waiting, at most (1: none "
+            "ahead); threads and asyncio claim ahead by the task run time within it. Default: 4, "
+            "as Celery, or while the tasks run short as many as the worker finishes in 0.1 s "
+            "(at most 500 beyond its processes)"
         ),
     )
     worker.add_argument(
@@ -216,14 +218,13 @@ def run(args: argparse.Namespace) -> int:
         hooks.stopped()
 
 
-def prefetch_multiplier(args: argparse.Namespace) -> int:
+def prefetch_multiplier(args: argparse.Namespace) -> int | None:
     """``--prefetch-multiplier`` (or a Celery app's setting, put there by worker_hooks), else 1
-    with ``--disable-prefetch``, else Celery's default 4."""
-    from pgtasks.worker.worker import DEFAULT_PREFETCH_MULTIPLIER
-
+    with ``--disable-prefetch``, else None: Celery's default 4, more for short tasks (see
+    WorkerOptions.prefetch_multiplier)."""
     if args.prefetch_multiplier is not None:
         return int(args.prefetch_multiplier)
-    return 1 if args.disable_prefetch else DEFAULT_PREFETCH_MULTIPLIER
+    return 1 if args.disable_prefetch else None
 
 
 def consumed_queues(queues: str, excluded: str | None) -> tuple[str, ...]:

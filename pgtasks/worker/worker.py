@@ -84,6 +84,11 @@ DEFAULT_PREFETCH_MULTIPLIER = 4  # Celery's worker_prefetch_multiplier default
 # of short tasks is claimed in batches of hundreds, slow tasks one or two beyond the free
 # slots, so other workers get theirs.
 AHEAD_SECONDS = 0.1
+# Without an explicit prefetch multiplier (the default), a worker whose tasks lately ran short
+# holds up to this many beyond its processes however few they are: what it finishes in
+# AHEAD_SECONDS (a window of 8 on `-P prefork -c 2` kept the children idle between claims of
+# five tasks: the no-op drain ran 2.5 to 3.5 times as fast with 500, docs/performance.md).
+SHORT_TASKS_AHEAD = 500
 RATE_WINDOW = 0.1  # seconds: the shortest round of the task rate's moving average
 MAX_CLAIM = 500  # tasks per claim statement at most
 # The second claim stream (Worker._second_stream) runs where half the prefetch window is at
@@ -119,10 +124,11 @@ class WorkerOptions:
     max_memory_per_child: int | None = None  # KiB of resident memory (prefork)
     # Tasks claimed ahead per process (Celery's worker_prefetch_multiplier), so a child that
     # ends a task starts the next at once; the threads and asyncio pools claim ahead within this
-    # bound by the task run time (see _free_slots). Only where every consumed queue is free of
+    # bound by the task run time (see _ahead). Only where every consumed queue is free of
     # limits: under a global or per-worker limit, or a rate limit, a worker claims exactly its
-    # free processes. 1 claims only for idle processes.
-    prefetch_multiplier: int = DEFAULT_PREFETCH_MULTIPLIER
+    # free processes. 1 claims only for idle processes. None (not set): 4, and more while the
+    # tasks run short (up to SHORT_TASKS_AHEAD, what the worker finishes in AHEAD_SECONDS).
+    prefetch_multiplier: int | None = None
     # The logger of the one line per finished task (a Celery app's worker: "celery.app.trace"),
     # and of the one per task received (a Celery app's: "celery.worker.strategy").
     outcome_logger: str = "pgtasks.worker"
@@ -150,7 +156,7 @@ class WorkerOptions:
         if self.pool == "solo" and self.concurrency != 1:
             object.__setattr__(self, "concurrency", 1)  # solo runs one task at a time, as in Celery
         self.pool_options()  # the pool's own checks: its name, limits the pool can enforce
-        if self.prefetch_multiplier < 1:
+        if self.prefetch_multiplier is not None and self.prefetch_multiplier < 1:
             raise ConfigurationError("prefetch_multiplier must be >= 1")
         if not self.prune_interval > 0 or self.prune_interval == float("inf"):
             raise ConfigurationError("prune_interval must be a positive number of seconds")
@@ -355,7 +361,7 @@ class Worker:
             running, held, processes = dict.fromkeys(started, os.getpid()), [], [os.getpid()]
         return {
             "concurrency": self._size,
-            "prefetch_count": self._size * (self.options.prefetch_multiplier if self._pool.prefetches else 1),
+            "prefetch_count": self._size * (self._multiplier() if self._pool.prefetches else 1),
             "queues": list(self.queues.names) if self.queues is not None else list(self.options.queues),
             "running": running,
             "prefetched": held,
@@ -616,10 +622,7 @@ class Worker:
             return 0, 0
         capacity, overlap = self._size, False
         if self._pool.prefetches and self.queues is not None and self.queues.unlimited():
-            ahead = capacity * (self.options.prefetch_multiplier - 1)
-            if self._pool.adaptive:  # the tasks finished in AHEAD_SECONDS
-                ahead = min(ahead, int(self._task_rate() * AHEAD_SECONDS))
-            capacity += ahead
+            capacity += self._ahead()
             overlap = self._pool.adaptive and capacity // 2 >= OVERLAP_BATCH
         self._overlap = overlap
         most = max(self._size, capacity // 2) if overlap else capacity
@@ -628,6 +631,27 @@ class Worker:
             if reserve:
                 self._reserved += free
         return free, min(MAX_CLAIM, max(1, capacity // 2))
+
+    def _multiplier(self) -> int:
+        """The prefetch multiplier: the one given, else Celery's default."""
+        return self.options.prefetch_multiplier or DEFAULT_PREFETCH_MULTIPLIER
+
+    def _ahead(self) -> int:
+        """How many tasks to hold beyond the pool's size (where no queue has limits). A
+        multiplier given is a bound, as Celery's: adaptive pools hold within it what they
+        finish in AHEAD_SECONDS, prefork all of it. Without one, adaptive pools hold what they
+        finish in AHEAD_SECONDS within the larger of the default multiplier's bound and
+        SHORT_TASKS_AHEAD, prefork the default multiplier's bound or, while its tasks run
+        short, what it finishes in AHEAD_SECONDS (at most SHORT_TASKS_AHEAD)."""
+        bound = self._size * (self._multiplier() - 1)
+        if self.options.prefetch_multiplier is not None:
+            if self._pool.adaptive:
+                return min(bound, int(self._task_rate() * AHEAD_SECONDS))
+            return bound
+        finished = int(self._task_rate() * AHEAD_SECONDS)
+        if self._pool.adaptive:
+            return min(max(bound, SHORT_TASKS_AHEAD), finished)
+        return max(bound, min(SHORT_TASKS_AHEAD, finished))
 
     def _task_rate(self) -> float:
         """Tasks finished per second: a moving average over rounds of at least RATE_WINDOW

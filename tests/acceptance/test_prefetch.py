@@ -1,14 +1,19 @@
 """The prefork pool's prefetch (Celery's worker_prefetch_multiplier): a worker claims
-``concurrency x multiplier`` tasks where its queues have no limits, runs ``concurrency`` of them
+``concurrency x multiplier`` tasks where its queues have no limits (without a multiplier, more
+while its tasks run short), runs ``concurrency`` of them
 at once, gives the waiting ones back at a warm shutdown, and never starts one that was revoked
 while it waited."""
 
 from __future__ import annotations
 
 import signal
+from collections import Counter
 from pathlib import Path
 
 from pgtasks import Client
+from pgtasks.engine.options import SendOptions
+from pgtasks.sending import send_many
+from pgtasks.sysdb.records import ListTasksParams
 from pgtasks.task_info import TaskInfo
 from tests.support.cli import run_pgtasks
 from tests.support.inprocess import wait_for
@@ -42,6 +47,42 @@ def test_a_worker_claims_ahead_but_runs_only_its_concurrency(database_url: str, 
     seen = effects(ledger)
     assert all(seen[(h.id, f"slow{i}")] == 1 for h in handles for i in range(5))
     client.close()
+
+
+def largest_claim_while_draining(database_url: str, ledger: Path, extra_args: tuple[str, ...]) -> int:
+    """The most tasks one claim of a prefork worker of one process took (tasks of one claim
+    share its claim token) while it drained a backlog of 3,000 short tasks."""
+    client = Client(database_url)
+    send_many(client.engine, "durable.pid", [()] * 3000, None, SendOptions(queue="default"))
+    log = ledger.parent / "worker.log"  # a line per task: more than a pipe holds unread
+    worker = worker_process(
+        database_url, ledger, "pf", pool="prefork", concurrency=1, extra_args=extra_args, output=log
+    )
+    try:
+        wait_for(
+            lambda: not client.list_tasks(status=["ENQUEUED", "PENDING"], limit=1),
+            timeout=300,
+            what="3,000 short tasks to run",
+        )
+    finally:
+        stop(worker)
+    assert worker.returncode == 0, log.read_text()[-2000:]
+    seen = client.engine.database.sysdb.tasks_list(ListTasksParams(limit=5000))
+    assert len(seen) == 3000 and {(t.status.value, t.recovery_attempts) for t in seen} == {("SUCCESS", 1)}
+    client.close()
+    return max(Counter(t.claim_token for t in seen).values())
+
+
+def test_without_a_multiplier_short_tasks_are_held_beyond_four_per_process(
+    database_url: str, ledger: Path
+) -> None:
+    """The default holds what the process finishes in a tenth of a second while its tasks run
+    short, so that it is not idle between claims; a multiplier given is a bound."""
+    assert largest_claim_while_draining(database_url, ledger, ()) > 4
+
+
+def test_a_multiplier_given_bounds_the_tasks_held(database_url: str, ledger: Path) -> None:
+    assert largest_claim_while_draining(database_url, ledger, ("--prefetch-multiplier", "4")) <= 4
 
 
 def test_the_hard_time_limit_counts_from_the_start_not_the_claim(database_url: str, ledger: Path) -> None:

@@ -1,11 +1,18 @@
 """Celery's worker_prefetch_multiplier on the prefork pool: 1 claims only for idle processes,
-and a value that is not a whole number is refused by name."""
+a value set bounds every claim, the default (or 0) lets a backlog of short tasks be claimed
+further ahead, and a value that is not a whole number is refused by name."""
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
+import pytest
+
 from pgtasks import Client
+from pgtasks.engine.options import SendOptions
+from pgtasks.sending import send_many
+from pgtasks.sysdb.records import ListTasksParams
 from tests.support.cli import run_pgtasks
 from tests.support.inprocess import wait_for
 from tests.support.processes import stop, worker_process
@@ -57,3 +64,40 @@ def test_a_prefetch_multiplier_that_is_not_a_whole_number_is_refused(sqlite_url:
     )
     assert bad.returncode == 2, bad.stdout + bad.stderr
     assert "worker_prefetch_multiplier must be a whole number >= 0, not 'lots'" in bad.stderr
+
+
+@pytest.mark.parametrize(("setting", "most"), [(None, None), ("0", None), ("4", 4)], ids=["unset", "0", "4"])
+def test_the_app_setting_bounds_claims_and_its_default_claims_short_tasks_further_ahead(
+    pg_url: str, tmp_path: Path, setting: str | None, most: int | None
+) -> None:
+    client = Client(pg_url)
+    send_many(client.engine, "prefetch.brief", [()] * 2000, None, SendOptions(queue="celery"))
+    log = tmp_path / "worker.log"
+    worker = worker_process(
+        pg_url,
+        tmp_path / "ledger",
+        "pfd",
+        app=APP,
+        pool="prefork",
+        concurrency=1,
+        extra_env={"PREFETCH_MULTIPLIER": setting} if setting is not None else {},
+        extra_args=("-Q", "celery"),
+        output=log,
+    )
+    try:
+        wait_for(
+            lambda: not client.list_tasks(status=["ENQUEUED", "PENDING"], limit=1),
+            timeout=300,
+            what="2,000 short tasks to run",
+        )
+    finally:
+        stop(worker)
+    assert worker.returncode == 0, log.read_text()[-2000:]
+    seen = client.engine.database.sysdb.tasks_list(ListTasksParams(limit=5000))
+    assert len(seen) == 2000 and {t.status.value for t in seen} == {"SUCCESS"}
+    largest = max(Counter(t.claim_token for t in seen).values())  # tasks of one claim share its token
+    if most is None:
+        assert largest > 4
+    else:
+        assert largest <= most
+    client.close()

@@ -149,3 +149,36 @@ def test_every_thread_runs_a_slow_task_at_once_even_after_a_backlog_of_short_one
             handle.get(timeout=60)
     assert {r[0] for r in rows(app)} == {"SUCCESS"}
     app.close()
+
+
+@pytest.mark.parametrize("multiplier", [None, 4], ids=["default", "given"])
+def test_short_tasks_are_held_beyond_the_default_multiplier_but_within_one_given(
+    pg_url: str, multiplier: int | None
+) -> None:
+    """Without a multiplier a worker holds what it finishes in AHEAD_SECONDS while its tasks run
+    short, beyond concurrency x 4 (a window of 4 per thread left a small pool idle between
+    claims); a multiplier given stays the bound, as Celery's."""
+    app = App("window", database_url=pg_url, lease_seconds=120)
+    ran: list[None] = []  # list.append is atomic
+
+    @app.task(name="window.brief")
+    def brief() -> None:
+        ran.append(None)
+
+    brief.map_enqueue([()] * 3000)
+    most_in_hand = 0
+    with running_worker(app, concurrency=2, executor_id="w-window", prefetch_multiplier=multiplier) as worker:
+
+        def drained() -> bool:
+            nonlocal most_in_hand
+            most_in_hand = max(most_in_hand, worker._in_hand())
+            return len(ran) >= 3000
+
+        wait_for(drained, timeout=120, what="3,000 short tasks run")
+    seen = app.engine.database.sysdb.tasks_list(ListTasksParams(limit=5000))
+    assert len(seen) == 3000 and {(t.status.value, t.recovery_attempts) for t in seen} == {("SUCCESS", 1)}
+    if multiplier is None:
+        assert most_in_hand > 2 * 4
+    else:
+        assert 0 < most_in_hand <= 2 * 4
+    app.close()

@@ -10,7 +10,6 @@ from contextlib import contextmanager
 from pgtasks import App
 from pgtasks.worker import Worker, WorkerOptions
 from pgtasks.worker.pruner import PRUNE_INTERVAL
-from pgtasks.worker.worker import DEFAULT_PREFETCH_MULTIPLIER
 
 
 @contextmanager
@@ -20,7 +19,7 @@ def running_worker(
     concurrency: int = 4,
     executor_id: str = "w-test",
     prune_interval: float = PRUNE_INTERVAL,
-    prefetch_multiplier: int = DEFAULT_PREFETCH_MULTIPLIER,
+    prefetch_multiplier: int | None = None,
 ) -> Iterator[Worker]:
     options = WorkerOptions(
         queues=queues,

@@ -167,9 +167,6 @@ def beat_started(app: Any, beat: Any, embedded: bool) -> None:
         (signals.beat_embedded_init if embedded else signals.beat_init).send(sender=beat)
 
 
-UNLIMITED_PREFETCH = 16  # what Celery's worker_prefetch_multiplier = 0 (no limit) means here
-
-
 def worker_hooks(app: Any, args: argparse.Namespace, given: Collection[str] = ()) -> WorkerHooks:
     """Prepare ``pgtasks worker`` for a Celery app (settings into ``args``, except those the
     command line ``given`` names); send the start-up signals; return the hooks for the rest of
@@ -192,14 +189,16 @@ def worker_hooks(app: Any, args: argparse.Namespace, given: Collection[str] = ()
         if getattr(args, name) is None and conf.get(setting) is not None and args.pool in pools:
             setattr(args, name, conf.get(setting))
     disabled = conf.get("worker_disable_prefetch") or getattr(args, "disable_prefetch", False)
-    multiplier = 1 if disabled else conf.get("worker_prefetch_multiplier")
+    # Only a multiplier the project set is a bound; Celery's default leaves the worker its own
+    # (4, more for short tasks: WorkerOptions.prefetch_multiplier).
+    multiplier = 1 if disabled else conf.table().get("worker_prefetch_multiplier")
     if getattr(args, "prefetch_multiplier", None) is None and multiplier is not None:
         if isinstance(multiplier, bool) or not isinstance(multiplier, int) or multiplier < 0:
             raise ConfigurationError(
                 f"worker_prefetch_multiplier must be a whole number >= 0, not {multiplier!r}"
             )
-        # Celery's 0 (no limit) becomes a generous bound: a claim is never unbounded here.
-        args.prefetch_multiplier = multiplier or UNLIMITED_PREFETCH
+        # Celery's 0 (no limit) is the default here: a claim is never unbounded.
+        args.prefetch_multiplier = multiplier or None
     # Celery's node names: celery@<host> by default, which probes address (`inspect ping -d
     # celery@$HOSTNAME`); a name without "@" is a host name (`-n worker1`: celery@worker1)
     args.hostname = hostname = default_nodename(args.hostname)
