@@ -76,7 +76,12 @@ def test_inspect_registered_describes_each_worker_as_it_runs(
         names = registered["celery@w-registered"]
         assert "tests.compat.apps.results_app.add" in names
         assert "only.in.this.process" not in names  # the caller's own task, not the worker's
-        assert not any(n.startswith("celery.") for n in names)
+        assert not any(n.startswith(("celery.", "pgtasks.")) for n in names)
+        everything = proj.app.control.inspect().registered(builtins=True)["celery@w-registered"]
+        builtins = [n for n in everything if n.startswith("celery.")]
+        assert builtins == [n for n in sorted(proj.app.tasks) if n.startswith("celery.")]
+        assert "celery.chord_unlock" in builtins and sorted(everything) == sorted([*names, *builtins])
+        assert everything == sorted(everything)  # one sorted list, as Celery's
         node = "celery@w-registered"
         inspect = proj.app.control.inspect()
         assert all(re.fullmatch(r"\S+ \[name=\S+\]", n) for n in inspect.registered("name")[node])

@@ -112,9 +112,9 @@ class Inspect:
         return answer or None
 
     def registered(self, *taskinfoitems: Any, builtins: bool = False) -> dict[str, Any] | None:
-        """The task names each worker registered (Celery's own ``celery.*`` ones left out),
-        each followed by the ``taskinfoitems`` it has a value for (``add [rate_limit=10/m]``;
-        by default exchange, routing_key and rate_limit)."""
+        """The task names each worker registered, sorted (Celery's own ``celery.*`` ones only
+        with ``builtins=True``), each followed by the ``taskinfoitems`` it has a value for
+        (``add [rate_limit=10/m]``; by default exchange, routing_key and rate_limit)."""
         items = taskinfoitems or DEFAULT_TASK_INFO_ITEMS
 
         def attribute(name: str, item: str) -> Any:
@@ -124,11 +124,7 @@ class Inspect:
             return None if task is None else getattr(task, item, None)
 
         def names(e: ExecutorInfo, details: dict[str, Any]) -> list[str]:
-            listed = worker_reports.registered_of(details, items, attribute)
-            if builtins:
-                celery_own = sorted(n for n in details.get("registered") or () if n.startswith("celery."))
-                listed += celery_own
-            return listed
+            return worker_reports.registered_of(details, items, attribute, builtins)
 
         return self._each(names)
 
