@@ -149,8 +149,8 @@ def on_postrun(sender=None, task_id=None, retval=None, state=None, **extra):
 
 
 @task_success.connect(sender=double)
-def on_double_success(sender=None, result=None, **kwargs):
-    note("signal task_success", sender.request.id, result)
+def on_double_success(sender=None, result=None, runtime=None, **kwargs):
+    note("signal task_success", sender.request.id, result, type(runtime).__name__, runtime >= 0)
 
 
 @task_failure.connect
