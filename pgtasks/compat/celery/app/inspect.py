@@ -30,7 +30,8 @@ DEFAULT_TASK_INFO_ITEMS = ("exchange", "routing_key", "rate_limit")
 
 class Inspect:
     """``app.control.inspect()``: ping, clock, active, scheduled, reserved, registered, stats,
-    revoked, active_queues, query_task, conf, report. ``destination`` limits the nodes."""
+    revoked, active_queues, query_task, conf, report, hello. ``destination`` limits the
+    nodes."""
 
     def __init__(self, app: Celery, destination: Any = None, timeout: float = 1.0, **kwargs: Any) -> None:
         self.app = app
@@ -96,6 +97,26 @@ class Inspect:
     def revoked(self) -> dict[str, Any] | None:
         """Ids of revoked tasks, newest first (see the module)."""
         return self._list("revoked", None)
+
+    def hello(self, from_node: str, revoked: Any = None) -> dict[str, Any] | None:
+        """Celery's mingle exchange, as a worker starting asks its peers: each asked worker
+        but ``from_node`` answers ``{"revoked": [ids, oldest first], "clock": n}`` (``from_node``
+        itself answers None). The ids in ``revoked`` are merged into theirs, as Celery's
+        workers merge them: here, revoked for every worker (revokes are rows)."""
+        if not isinstance(from_node, str) or not from_node:
+            raise TypeError(f"hello() needs the asking node's name (from_node), not {from_node!r}")
+        lists = self._lists(None)
+        if revoked and any(node != from_node for node in lists):
+            ids = [revoked] if isinstance(revoked, str) else revoked
+            self.app.control.revoke(sorted({str(task_id) for task_id in ids}))
+            lists = self._lists(None)
+        clocks = self.clock() or {}
+        answer: dict[str, Any] = {}
+        for node, found in lists.items():
+            oldest_first = list(reversed(found["revoked"]))
+            mingle = {"revoked": oldest_first, "clock": clocks.get(node, {}).get("clock", 0)}
+            answer[node] = None if node == from_node else mingle
+        return answer or None
 
     def query_task(self, *ids: Any) -> dict[str, Any] | None:
         """``{node: {id: [state, request]}}`` of the given ids a worker runs (``active``) or
