@@ -31,8 +31,11 @@ from pgtasks.compat.celery.local import Proxy
 from pgtasks.compat.celery.utils import uuid
 
 version_info_t = namedtuple("version_info_t", ("major", "minor", "micro", "releaselevel", "serial"))
-VERSION = version_info_t(5, 4, 0, "", "")
-__version__ = "5.4.0"
+# The Celery release whose documented API this layer follows (docs/celery-migration.md), so that
+# ``celery.VERSION >= (5, x)`` checks in projects and libraries take the paths that API offers.
+# SERIES, Celery's code name, says whose implementation it is.
+VERSION = version_info_t(5, 7, 0, "", "")
+__version__ = "5.7.0"
 version_info = VERSION
 SERIES = "pgtasks"
 VERSION_BANNER = f"{__version__} ({SERIES})"

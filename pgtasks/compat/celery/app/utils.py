@@ -352,8 +352,8 @@ def bugreport(app: Any) -> str:
     where = loader.__module__.removeprefix("pgtasks.compat.")  # celery.loaders.app, as imported
     return "\n".join(
         [
-            f"software -> pgtasks:{_version('pgtasks')} (Celery API) psycopg:{_version('psycopg')} "
-            f"py:{platform.python_version()}",
+            f"software -> celery:{celery_banner()} pgtasks:{_version('pgtasks')} "
+            f"psycopg:{_version('psycopg')} py:{platform.python_version()}",
             f"platform -> system:{platform.system()} arch:{platform.architecture()[0]}",
             f"            kernel version:{platform.release()} imp:{platform.python_implementation()}",
             f"loader   -> {where}.{loader.__qualname__}",
@@ -362,6 +362,13 @@ def bugreport(app: Any) -> str:
             app.conf.humanize(),
         ]
     )
+
+
+def celery_banner() -> str:
+    """``celery.VERSION_BANNER``: the Celery API version this layer follows."""
+    from pgtasks.compat.celery import VERSION_BANNER  # why: the package imports this module
+
+    return VERSION_BANNER
 
 
 def _version(distribution: str) -> str:
