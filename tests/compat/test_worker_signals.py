@@ -35,10 +35,13 @@ def test_worker_task_and_publish_signals(
         ok = proj.double.delay(21)
         bad = proj.broken.delay()
         again = proj.retried.delay()
+        unknown = proj.app.send_task("no.worker.has.this")
         assert ok.get(timeout=60) == 42
         with pytest.raises(ValueError):
             bad.get(timeout=60)
         assert again.get(timeout=60) == "done"
+        with pytest.raises(KeyError):  # NotRegistered
+            unknown.get(timeout=60)
     finally:
         output = stop(process, signal.SIGTERM)
     events = lines(ledger)
@@ -89,6 +92,9 @@ def test_worker_task_and_publish_signals(
         f"signal task_postrun {again.id} RETRY",
         f"signal task_postrun {again.id} SUCCESS",
     ]
+    # a name the worker does not have: task_unknown, not task_received, as Celery's consumer
+    unknown_events = [e for e in events if unknown.id in e and "publish" not in e]
+    assert unknown_events == [f"signal task_unknown no.worker.has.this {unknown.id} NotRegistered True None"]
     # task_success was connected with sender=double: broken and retried never reach it
     assert not any(e.startswith("signal task_success") and again.id in e for e in events)
 
