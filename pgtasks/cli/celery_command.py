@@ -38,6 +38,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         result = celery_main()
         return int(result or 0)
     # why: the Celery layer is imported only when the celery command runs pgtasks
-    from pgtasks.compat.celery import VERSION_BANNER
+    from pgtasks.compat.bridge.celery_version import VERSION_BANNER
 
     return pgtasks_main(argv, version=VERSION_BANNER)  # celery --version: Celery's banner

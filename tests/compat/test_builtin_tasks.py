@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from celery.result import AsyncResult, GroupResult
 
 from tests.compat.apps import canvas_app as proj
 from tests.support.celery_worker import celery_worker
+from tests.support.cli import REPO, cli_env
 from tests.support.redis import celery_python
 
 CELERY_BUILTINS = [
@@ -40,9 +42,20 @@ def test_a_fresh_app_lists_the_real_celerys_builtin_tasks(sqlite_url: str) -> No
     )
     done = subprocess.run([str(celery_python()), "-c", script], capture_output=True, text=True, check=True)
     assert json.loads(done.stdout) == CELERY_BUILTINS
+    # a fresh process: no shared task of another test module is there to join every app
+    ours = subprocess.run(
+        [sys.executable, "-c", f"from pgtasks.compat import install; install(); {script}"],
+        cwd=REPO,
+        env=cli_env(sqlite_url, {"PYTHONPATH": str(REPO)}),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert json.loads(ours.stdout) == CELERY_BUILTINS
     app = Celery("proj", broker=sqlite_url, set_as_current=False)
     app.finalize()
-    assert sorted(app.tasks) == CELERY_BUILTINS
+    assert [n for n in sorted(app.tasks) if n in CELERY_BUILTINS] == CELERY_BUILTINS
+    assert not any(n.startswith("pgtasks.") for n in app.tasks)
     assert "pgtasks.call_errback" in app.engine.registry.names()  # the engine's, not app.tasks'
     unlock = app.tasks["celery.chord_unlock"]
     assert (unlock.max_retries, unlock.ignore_result, unlock.default_retry_delay) == (None, True, 1.0)

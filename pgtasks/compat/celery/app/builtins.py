@@ -21,10 +21,16 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from pgtasks.compat.bridge.registration import make_task
+from pgtasks.compat.celery.app.task import Context, Task
+from pgtasks.compat.celery.canvas.chord import chord as chord_type
+from pgtasks.compat.celery.canvas.group import group as group_type
+from pgtasks.compat.celery.canvas.mapping import chunks as chunks_type
+from pgtasks.compat.celery.canvas.signature import Signature, maybe_signature
+from pgtasks.compat.celery.exceptions import ChordError
+from pgtasks.compat.celery.result.async_result import result_from_tuple
 
 if TYPE_CHECKING:
     from pgtasks.compat.celery.app.base import Celery
-    from pgtasks.compat.celery.app.task import Task
 
 __all__ = ["register_builtins"]
 
@@ -33,12 +39,6 @@ CALL_ERRBACK = "pgtasks.call_errback"
 
 def register_builtins(app: Celery) -> None:
     """Register the built-in tasks with ``app`` (when it is finalized)."""
-    # why: canvas and results import the app's base module, which imports this one
-    from pgtasks.compat.celery.canvas import chord as chord_type
-    from pgtasks.compat.celery.canvas import chunks as chunks_type
-    from pgtasks.compat.celery.canvas import group as group_type
-    from pgtasks.compat.celery.canvas.signature import Signature, maybe_signature
-    from pgtasks.compat.celery.result.async_result import result_from_tuple
 
     def task_of(task: Any) -> Any:
         """The task object a ``celery.map`` names: by name (pgtasks' messages) or as a
@@ -138,8 +138,6 @@ def register_builtins(app: Celery) -> None:
         """Call ``errback`` with ``(request, exc, None)`` for task ``task_id``, which failed
         without running (a chord body whose header failed), as Celery calls it from the
         worker that saw the failure: the request is the failed task's, ``exc`` its error."""
-        from pgtasks.compat.celery.app.task import Context  # why: as above
-
         failed = app.AsyncResult(task_id)
         request = Context(id=task_id, task=failed.name, args=failed.args or (), kwargs=failed.kwargs or {})
         Signature(dict(errback), app=app)(request, failed.result, None)
@@ -151,11 +149,6 @@ def join_and_send(
     task: Task, group_id: str, callback: Any, interval: float | None, max_retries: int | None, members: Any
 ) -> None:
     """``celery.chord_unlock``'s body (see :func:`register_builtins`)."""
-    # why: results and canvas import the app's base module, which imports this one
-    from pgtasks.compat.celery.canvas.signature import maybe_signature
-    from pgtasks.compat.celery.exceptions import ChordError
-    from pgtasks.compat.celery.result.async_result import result_from_tuple
-
     app = task.app
     deps = app.GroupResult(group_id, [result_from_tuple(r, app=app) for r in members])
     callback = maybe_signature(callback, app=app)

@@ -17,6 +17,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from pgtasks.compat.bridge.celery_version import VERSION_BANNER
 from pgtasks.compat.celery.app.defaults import DEFAULTS, NEW_TO_OLD, OLD_TO_NEW
 from pgtasks.compat.celery.app.settings_queries import SettingsQueries
 from pgtasks.compat.celery.exceptions import ImproperlyConfigured
@@ -352,7 +353,7 @@ def bugreport(app: Any) -> str:
     where = loader.__module__.removeprefix("pgtasks.compat.")  # celery.loaders.app, as imported
     return "\n".join(
         [
-            f"software -> celery:{celery_banner()} pgtasks:{_version('pgtasks')} "
+            f"software -> celery:{VERSION_BANNER} pgtasks:{_version('pgtasks')} "
             f"psycopg:{_version('psycopg')} py:{platform.python_version()}",
             f"platform -> system:{platform.system()} arch:{platform.architecture()[0]}",
             f"            kernel version:{platform.release()} imp:{platform.python_implementation()}",
@@ -362,13 +363,6 @@ def bugreport(app: Any) -> str:
             app.conf.humanize(),
         ]
     )
-
-
-def celery_banner() -> str:
-    """``celery.VERSION_BANNER``: the Celery API version this layer follows."""
-    from pgtasks.compat.celery import VERSION_BANNER  # why: the package imports this module
-
-    return VERSION_BANNER
 
 
 def _version(distribution: str) -> str:
