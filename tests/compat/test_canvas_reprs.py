@@ -105,6 +105,10 @@ EXPECTED = {
     "xmap": "[proj.tsum(x) for x in [[1]]]",
     "xstarmap": "[proj.add(*x) for x in [(1, 2)]]",
     "map in chain": "proj.add(1, 1) | [tsum(x) for x in [[1]]]",
+    "group from JSON": "group([proj.add(1, 1), add(2, 2)])",
+    "chain from JSON": "proj.add(1, 1) | mul(2)",
+    "chord from JSON": "%proj.tsum([add(1, 1), add(2, 2)])",
+    "signature from JSON": "proj.add(1, y=2)",
 }
 
 

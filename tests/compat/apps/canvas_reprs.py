@@ -118,7 +118,16 @@ CASES = {
     "xmap": lambda: xmap(tsum.s(), [[1]]),
     "xstarmap": lambda: xstarmap(add.s(), [(1, 2)]),
     "map in chain": lambda: add.s(1, 1) | tsum.map([[1]]),
+    "group from JSON": lambda: from_json(group(add.s(1, 1), add.s(2, 2))),
+    "chain from JSON": lambda: from_json(add.s(1, 1) | mul.s(2)),
+    "chord from JSON": lambda: from_json(chord((add.s(1, 1), add.s(2, 2)), tsum.s())),
+    "signature from JSON": lambda: from_json(add.si(1, y=2)),
 }
+
+
+def from_json(sig):
+    """``sig`` as a worker rebuilds it from a message."""
+    return signature(json.loads(json.dumps(sig)), app=app)
 
 
 def printed() -> dict[str, list[str]]:

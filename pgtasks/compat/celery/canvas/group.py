@@ -31,7 +31,7 @@ class group(Workflow):
 
     @classmethod
     def from_parts(cls, parts: list[Any], app: Celery | None, options: dict[str, Any]) -> Signature:
-        return cls(*parts, app=app, **options)
+        return cls(list(parts), app=app, **options)  # a list, as Celery rebuilds a group
 
     def link(self, callback: Any) -> Any:
         """As Celery: ``callback`` (immutable: no result is passed) linked to the first task."""
