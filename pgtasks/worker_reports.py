@@ -129,15 +129,17 @@ def registered_of(
     details: dict[str, Any],
     items: Iterable[str] = ("rate_limit",),
     attribute: Callable[[str, str], Any] | None = None,
+    builtins: bool = False,
 ) -> list[str]:
-    """Registered task names as Celery lists them: its own ``celery.*`` tasks left out, each
-    followed by the ``items`` it has a value for (`` [rate_limit=10/m]``). A value comes from
-    the worker's report (``rate_limit``), else from ``attribute(name, item)``."""
+    """Registered task names as Celery lists them, sorted: its own ``celery.*`` tasks left out
+    unless ``builtins``, each followed by the ``items`` it has a value for (`` [rate_limit=10/m]``).
+    A value comes from the worker's report (``rate_limit``), else from ``attribute(name, item)``.
+    pgtasks' own tasks (``pgtasks.*``, the Celery layer's helpers) are never listed."""
     options = details.get("task_options") or {}
     wanted = list(items)
     out = []
     for name in sorted(str(n) for n in details.get("registered") or ()):
-        if name.startswith("celery."):
+        if name.startswith("pgtasks.") or (name.startswith("celery.") and not builtins):
             continue
         reported = options.get(name) or {}
         values = []

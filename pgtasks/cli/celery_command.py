@@ -3,7 +3,8 @@ Kubernetes manifests saying ``celery -A proj worker -l info -Q a,b -c 8`` or
 ``celery -A proj beat`` run pgtasks unchanged.
 
 Where the real Celery is installed too, ``celery`` runs the real one, unless
-``PGTASKS_CELERY=1`` is set (as for ``import celery``, see pgtasks_celery_hook)."""
+``PGTASKS_CELERY=1`` is set (as for ``import celery``, see pgtasks_celery_hook). ``celery
+--version`` prints ``celery.VERSION_BANNER`` (``5.7.0 (pgtasks)``), as Celery's does."""
 
 from __future__ import annotations
 
@@ -36,4 +37,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             sys.argv = [sys.argv[0], *argv]
         result = celery_main()
         return int(result or 0)
-    return pgtasks_main(argv)
+    # why: the Celery layer is imported only when the celery command runs pgtasks
+    from pgtasks.compat.bridge.celery_version import VERSION_BANNER
+
+    return pgtasks_main(argv, version=VERSION_BANNER)  # celery --version: Celery's banner

@@ -34,13 +34,13 @@ from pgtasks.cli.worker import add_worker_command
 from pgtasks.engine.errors import PgtasksError
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser(version: str | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="pgtasks",
         description="A Celery-compatible task queue on PostgreSQL.",
         parents=[global_options(top_level=True)],
     )
-    parser.add_argument("--version", action="version", version=f"pgtasks {__version__}")
+    parser.add_argument("--version", action="version", version=version or f"pgtasks {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     common = [global_options()]
 
@@ -69,9 +69,10 @@ def _parser() -> argparse.ArgumentParser:
 APP_OPTION_COMMANDS = frozenset({"worker", "beat", "inspect", "purge", "status", "result", "call"})
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line ``argv`` (default: this process's); its exit status."""
-    parser = _parser()
+def main(argv: Sequence[str] | None = None, version: str | None = None) -> int:
+    """Run the command line ``argv`` (default: this process's); its exit status. ``version``:
+    what ``--version`` prints (``pgtasks <version>`` by default)."""
+    parser = _parser(version)
     # Flower's own options (``--port=5555 --basic_auth=u:p``) are what the parser does not know
     # after ``flower``; for every other command an unknown option is an error, as parse_args.
     args, unknown = parser.parse_known_args(sys.argv[1:] if argv is None else list(argv))

@@ -85,13 +85,15 @@ class SendOptions:
 class EnqueueRequest:
     """One task as the engine inserts it: its name, arguments and :class:`SendOptions`, and
     the application version to pin it to (the scheduler pins fires to the newest version;
-    senders leave it None). Build it with :meth:`SendOptions.request` or directly."""
+    senders leave it None), and the JSON ``meta`` stored with it (None: none). Build it with
+    :meth:`SendOptions.request` or directly."""
 
     name: str
     args: tuple[Any, ...] = ()
     kwargs: dict[str, Any] = field(default_factory=dict)
     options: SendOptions = SendOptions()
     application_version: str | None = None
+    meta: str | None = None  # JSON stored with the task (a sender's extras: Celery's origin)
 
 
 SEND_OPTION_NAMES: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(SendOptions))
@@ -153,7 +155,7 @@ def build_new_task(
         parent_task_id,
         checked.expires_at_epoch_ms,
         checked.expires_in_ms,
-        None,
+        request.meta,
         checked.retries,
     )
 

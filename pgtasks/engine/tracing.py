@@ -178,7 +178,7 @@ class TaskSpan:
 
 
 def _parent_context(meta: str | None) -> Any:
-    if not meta:
+    if not meta or TRACE_KEY not in meta:  # no producer's context stored: no JSON to read
         return None
     try:
         loaded = json.loads(meta)

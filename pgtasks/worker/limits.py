@@ -32,7 +32,7 @@ def time_limits(
 
 
 def _from_meta(text: str | None) -> dict[str, Any]:
-    if not text:
+    if not text or "time_limit" not in text:  # most tasks (a Celery task's origin alone): no JSON to read
         return {}
     try:
         meta = json.loads(text)

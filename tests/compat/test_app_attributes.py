@@ -37,6 +37,7 @@ def test_extension_points_and_construction(sqlite_url: str) -> None:
 
     assert celery.VERSION.major == 5 and celery.VERSION >= (5, 0) and celery.bugreport(app) == app.bugreport()
     assert celery.VERSION_BANNER.startswith(celery.__version__)
+    assert app.bugreport().startswith(f"software -> celery:{celery.VERSION_BANNER} pgtasks:")
     assert isinstance(app.connection(), Connection)
 
 
@@ -119,3 +120,20 @@ def test_conf_derived_settings_and_lookups(sqlite_url: str, monkeypatch: pytest.
     assert conf.value_set_for("task_default_queue") and not conf.value_set_for("worker_concurrency")
     assert conf.without_defaults() == {"broker_url": sqlite_url, "task_default_queue": "jobs"}
     assert "worker_concurrency" in dict(conf.iteritems()) and len(conf.maps) == 3
+
+
+def test_the_version_is_the_celery_release_whose_api_the_layer_follows() -> None:
+    """Celery 5.7's, as the reference interpreter has it: ``celery.VERSION >= (5, 7)`` checks
+    take the paths of the API pgtasks follows; the banner names pgtasks as the series."""
+    import subprocess
+
+    import celery
+
+    from tests.support.redis import celery_python
+
+    script = "import celery; print(celery.__version__, tuple(celery.VERSION), celery.version_info_t._fields)"
+    done = subprocess.run([str(celery_python()), "-c", script], capture_output=True, text=True, check=True)
+    ours = f"{celery.__version__} {tuple(celery.VERSION)} {celery.version_info_t._fields}"
+    assert ours == done.stdout.strip()
+    assert celery.VERSION == celery.version_info_t(5, 7, 0, "", "") == celery.version_info
+    assert celery.VERSION >= (5, 7) and celery.VERSION_BANNER == "5.7.0 (pgtasks)"

@@ -76,7 +76,12 @@ def test_inspect_registered_describes_each_worker_as_it_runs(
         names = registered["celery@w-registered"]
         assert "tests.compat.apps.results_app.add" in names
         assert "only.in.this.process" not in names  # the caller's own task, not the worker's
-        assert not any(n.startswith("celery.") for n in names)
+        assert not any(n.startswith(("celery.", "pgtasks.")) for n in names)
+        everything = proj.app.control.inspect().registered(builtins=True)["celery@w-registered"]
+        builtins = [n for n in everything if n.startswith("celery.")]
+        assert builtins == [n for n in sorted(proj.app.tasks) if n.startswith("celery.")]
+        assert "celery.chord_unlock" in builtins and sorted(everything) == sorted([*names, *builtins])
+        assert everything == sorted(everything)  # one sorted list, as Celery's
         node = "celery@w-registered"
         inspect = proj.app.control.inspect()
         assert all(re.fullmatch(r"\S+ \[name=\S+\]", n) for n in inspect.registered("name")[node])
@@ -111,6 +116,15 @@ def test_inspect_registered_describes_each_worker_as_it_runs(
         assert running.get(timeout=60) == "slept"
         later.revoke()
         assert later.id in inspect.revoked()[node]
+        # hello: Celery's mingle answer from every worker but the asking one
+        assert inspect.hello(node) == {node: None}
+        [(answering, mingle)] = inspect.hello("celery@starting", revoked=["from-the-peer"]).items()
+        assert answering == node and set(mingle) == {"revoked", "clock"} and isinstance(mingle["clock"], int)
+        assert mingle["revoked"][-2:] == [later.id, "from-the-peer"]  # oldest first; the peer's merged
+        merged = proj.add.apply_async((1, 2), task_id="from-the-peer")
+        assert merged.state == "REVOKED"  # merged as Celery's workers merge them: never runs
+        with pytest.raises(TypeError, match="from_node"):
+            inspect.hello(None)  # type: ignore[arg-type]
 
 
 def test_remote_control_commands_reach_the_workers_and_come_back_with_their_replies(

@@ -19,7 +19,7 @@ def test_report_prints_versions_loader_and_masked_settings(sqlite_url: str) -> N
     done = run_pgtasks("-A", APP, "report", url=sqlite_url)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
-    assert lines[0].startswith("software -> pgtasks:") and " py:3." in lines[0]
+    assert lines[0].startswith("software -> celery:5.7.0 (pgtasks) pgtasks:") and " py:3." in lines[0]
     assert lines[3] == "loader   -> celery.loaders.app.AppLoader"
     assert lines[4] == "settings -> transport:sqlite results:sqlite (the pgtasks database)"
     assert "task_routes: [" in done.stdout  # the app's own settings follow

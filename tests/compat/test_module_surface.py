@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import importlib
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -294,7 +295,8 @@ def test_a_real_celery_wins_unless_pgtasks_celery_is_set(tmp_path: Path) -> None
     package.mkdir(parents=True)
     (package / "__init__.py").write_text("REAL = True\n")
     (package / "__main__.py").write_text("def main():\n    print('the real celery command')\n")
-    env = {"PYTHONPATH": str(tmp_path / "site")}
+    # the stand-in first; then this checkout, whose commands are the ones under test
+    env = {"PYTHONPATH": os.pathsep.join([str(tmp_path / "site"), str(REPO)])}
     real = _python("import celery; print(getattr(celery, 'REAL', False))", env, cwd=tmp_path)
     assert real.stdout.strip() == "True", real.stderr
     ours = _python("import celery; print(celery.__name__)", {**env, "PGTASKS_CELERY": "1"}, cwd=tmp_path)
@@ -317,7 +319,7 @@ def test_a_real_celery_wins_unless_pgtasks_celery_is_set(tmp_path: Path) -> None
         cwd=tmp_path,
         timeout=60,
     )
-    assert forced.stdout.startswith("pgtasks "), forced.stderr
+    assert forced.stdout.strip() == "5.7.0 (pgtasks)", forced.stderr  # Celery's banner
 
 
 def test_the_celery_command_line_of_a_procfile_runs_a_pgtasks_worker(pg_url: str, tmp_path: Path) -> None:

@@ -35,10 +35,13 @@ def test_worker_task_and_publish_signals(
         ok = proj.double.delay(21)
         bad = proj.broken.delay()
         again = proj.retried.delay()
+        unknown = proj.app.send_task("no.worker.has.this")
         assert ok.get(timeout=60) == 42
         with pytest.raises(ValueError):
             bad.get(timeout=60)
         assert again.get(timeout=60) == "done"
+        with pytest.raises(KeyError):  # NotRegistered
+            unknown.get(timeout=60)
     finally:
         output = stop(process, signal.SIGTERM)
     events = lines(ledger)
@@ -64,7 +67,7 @@ def test_worker_task_and_publish_signals(
         f"signal task_prerun {ok.id} {name} True [21]",
         f"hook before_start {ok.id}",
         f"hook on_success {ok.id} 42",
-        f"signal task_success {ok.id} 42",
+        f"signal task_success {ok.id} 42 float True",  # runtime: seconds, as Celery's
         f"hook after_return {ok.id} SUCCESS",
         f"signal task_postrun {ok.id} SUCCESS",
     ]
@@ -89,6 +92,9 @@ def test_worker_task_and_publish_signals(
         f"signal task_postrun {again.id} RETRY",
         f"signal task_postrun {again.id} SUCCESS",
     ]
+    # a name the worker does not have: task_unknown, not task_received, as Celery's consumer
+    unknown_events = [e for e in events if unknown.id in e and "publish" not in e]
+    assert unknown_events == [f"signal task_unknown no.worker.has.this {unknown.id} NotRegistered True None"]
     # task_success was connected with sender=double: broken and retried never reach it
     assert not any(e.startswith("signal task_success") and again.id in e for e in events)
 
@@ -151,3 +157,78 @@ def test_task_revoked_is_sent_by_the_process_that_revokes(
         assert waiting.state == "REVOKED"
     finally:
         proj.app.close()
+
+
+SIGNALS_SCRIPT = """
+import json
+import celery.signals as signals
+from celery.utils.dispatch.signal import Signal
+print(json.dumps({n: sorted(s.providing_args) for n, s in vars(signals).items() if isinstance(s, Signal)}))
+"""
+
+
+def test_each_signal_provides_the_real_celerys_arguments() -> None:
+    import json
+    import subprocess
+
+    import celery.signals
+    from celery.utils.dispatch.signal import Signal
+
+    from tests.support.redis import celery_python
+
+    done = subprocess.run(
+        [str(celery_python()), "-c", SIGNALS_SCRIPT], capture_output=True, text=True, check=True
+    )
+    ours = {n: sorted(s.providing_args) for n, s in vars(celery.signals).items() if isinstance(s, Signal)}
+    assert ours == json.loads(done.stdout)
+    assert ours["task_success"] == ["result", "runtime"]
+
+
+def test_an_error_around_the_body_sends_task_internal_error(sqlite_url: str) -> None:
+    """As Celery's tracer: the loader's on_task_init raising is an internal error, sent with
+    Celery's arguments, then raised (``apply`` here; a worker fails the task with it)."""
+    from celery import Celery
+    from celery.loaders.app import AppLoader
+    from celery.signals import task_internal_error, task_success
+
+    class BrokenLoader(AppLoader):
+        def on_task_init(self, task_id: str, task: object) -> None:
+            if getattr(task, "name", None) == "internal.boom":
+                raise RuntimeError("loader broke")
+
+    app = Celery("internal", broker=sqlite_url, loader=BrokenLoader, set_as_current=False)
+
+    @app.task(name="internal.boom")
+    def boom() -> int:
+        return 1
+
+    @app.task(name="internal.fine")
+    def fine() -> int:
+        return 2
+
+    seen: list[tuple[str, dict[str, object]]] = []
+
+    def on_internal(sender: object = None, **kwargs: object) -> None:
+        seen.append(("internal", kwargs))
+
+    def on_success(sender: object = None, **kwargs: object) -> None:
+        seen.append(("success", kwargs))
+
+    task_internal_error.connect(on_internal, sender=boom, weak=False)
+    task_success.connect(on_success, sender=fine, weak=False)
+    try:
+        with pytest.raises(RuntimeError, match="loader broke"):
+            boom.apply(("x",), {"y": 1})
+        assert fine.apply().get() == 2
+    finally:
+        task_internal_error.disconnect(on_internal, sender=boom)
+        task_success.disconnect(on_success, sender=fine)
+        app.close()
+    [(kind, internal), (ok, success)] = seen
+    assert kind == "internal" and ok == "success"
+    keys = ["args", "einfo", "exception", "kwargs", "request", "signal", "task_id", "traceback"]
+    assert sorted(internal) == keys
+    assert (internal["args"], internal["kwargs"]) == (("x",), {"y": 1})
+    assert isinstance(internal["exception"], RuntimeError) and internal["task_id"]
+    assert sorted(success) == ["result", "runtime", "signal"] and success["result"] == 2
+    assert isinstance(success["runtime"], float) and success["runtime"] >= 0

@@ -11,4 +11,5 @@ Celery's modules (``compat/celery/``, ``compat/kombu/``, ``compat/billiard/``).
 - django_support.py, pydantic_tasks.py: optional integrations
 - worker_start.py, check.py, command_line.py: the command line's Celery side
 - install.py, refused.py: the import rule (``celery.X.Y`` is ``compat/celery/X/Y.py``)
+- celery_version.py: the Celery release whose API the layer follows (``celery.VERSION``)
 """

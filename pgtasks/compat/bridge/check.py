@@ -128,8 +128,6 @@ UNSUPPORTED_SETTINGS: dict[str, str] = {
 }
 # Signals pgtasks never sends (yet): a receiver connected to one never runs.
 SILENT_SIGNALS = (
-    signals.task_unknown,
-    signals.task_internal_error,
     signals.heartbeat_sent,
     signals.worker_before_create_process,
     signals.worker_process_shutdown,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -39,11 +40,38 @@ def trace(task: Task, request: Context, args: tuple[Any, ...], kwargs: dict[str,
     """Run the task once with ``request`` current, calling hooks and sending signals in
     Celery's order: task_prerun, before_start, the body, on_success/task_success (or
     on_failure/task_failure, or on_retry/task_retry), after_return, task_postrun; the app
-    loader's ``on_task_init`` first and, in a worker, its ``on_process_cleanup`` last."""
+    loader's ``on_task_init`` first and, in a worker, its ``on_process_cleanup`` last. An error
+    raised around the body (by the loader's ``on_task_init``) sends task_internal_error and
+    propagates, as in Celery."""
     task_id = request.id
     if task_id is None:
         raise ValueError(f"cannot run task {task.name!r}: its request has no task id")
+    try:
+        attempt = _run(task, request, task_id, args, kwargs)
+    except Reject:
+        raise
+    except Exception as exc:  # raised around the body (a loader hook): Celery's internal error
+        signals.task_internal_error.send(
+            sender=task,
+            task_id=task_id,
+            args=args,
+            kwargs=kwargs,
+            request=request,
+            exception=exc,
+            traceback=exc.__traceback__,
+            einfo=ExceptionInfo(exc),
+        )
+        raise
+    if not request.is_eager:
+        _call_hook(task.app.loader.on_process_cleanup)
+    return attempt
+
+
+def _run(
+    task: Task, request: Context, task_id: str, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Attempt:
     loader = task.app.loader
+    started = time.monotonic()
     with executing(task, request):
         loader.on_task_init(task_id, task)
         signals.task_prerun.send(sender=task, task_id=task_id, task=task, args=args, kwargs=kwargs)
@@ -83,7 +111,8 @@ def trace(task: Task, request: Context, args: tuple[Any, ...], kwargs: dict[str,
         else:
             attempt = Attempt(states.SUCCESS, retval)
             _call_hook(task.on_success, retval, task_id, args, kwargs)
-            signals.task_success.send(sender=task, result=retval)
+            # runtime: seconds since the run began, as Celery's worker measures it
+            signals.task_success.send(sender=task, result=retval, runtime=time.monotonic() - started)
         if attempt.state not in (states.IGNORED, states.REJECTED):
             _call_hook(task.after_return, attempt.state, attempt.retval, task_id, args, kwargs, attempt.einfo)
         signals.task_postrun.send(
@@ -95,8 +124,6 @@ def trace(task: Task, request: Context, args: tuple[Any, ...], kwargs: dict[str,
             retval=attempt.retval,
             state=attempt.state,
         )
-    if not request.is_eager:
-        _call_hook(loader.on_process_cleanup)
     return attempt
 
 

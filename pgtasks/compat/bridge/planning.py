@@ -118,7 +118,11 @@ class Plan:
             self.app, sig.name, merged_args, kwargs, task=sig._type, task_id=task_id, root_id=root, **options
         )
         self.prepared.append(prepared)
-        meta: dict[str, Any] = {"root_id": root, "headers": options.get("headers") or {}}
+        meta: dict[str, Any] = {
+            "root_id": root,
+            "headers": options.get("headers") or {},
+            "origin": prepared.headers["origin"],
+        }
         meta.update({k: options[k] for k in ("time_limit", "soft_time_limit") if options.get(k) is not None})
         # How the sender asks the arguments to be shown (Celery's way to hide sensitive ones):
         # read by the worker's log lines, the request and django-celery-results' rows.

@@ -13,8 +13,10 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import difflib
+import functools
 import json
 import logging
+import os
 import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -23,6 +25,7 @@ from pgtasks.compat.celery import signals
 from pgtasks.compat.celery.app.routes import route
 from pgtasks.compat.celery.canvas.stamping import stamps_of
 from pgtasks.compat.celery.exceptions import QueueNotFound
+from pgtasks.compat.celery.utils.nodenames import anon_nodename
 from pgtasks.engine.errors import ConfigurationError
 from pgtasks.engine.options import SEND_OPTION_NAMES, EnqueueRequest, SendOptions
 from pgtasks.scheduler.zones import load_zone
@@ -85,6 +88,7 @@ CELERY_OPTIONS = (
         "soft_time_limit",
         "argsrepr",
         "kwargsrepr",
+        "origin",
     }
 )
 # Every option with a meaning here (the rest are message properties), and those pgtasks acts
@@ -157,6 +161,23 @@ class Prepared:
         )
 
 
+def this_process_origin() -> str:
+    """Celery's ``origin`` of a task sent by this process: ``gen<pid>@<hostname>`` (a worker's
+    process too: Celery never puts the worker's node name there)."""
+    return _origin_of(os.getpid())
+
+
+@functools.lru_cache(maxsize=8)
+def _origin_of(pid: int) -> str:
+    return anon_nodename()
+
+
+@functools.lru_cache(maxsize=8)
+def origin_meta(origin: str) -> str:
+    """The task's stored meta when it has nothing but its origin (request.origin)."""
+    return json.dumps({"origin": origin}, separators=(",", ":"))
+
+
 def _shown(value: Any) -> str | None:
     """An ``argsrepr``/``kwargsrepr`` given to ``apply_async``, as text."""
     return None if value is None else str(value)
@@ -211,6 +232,7 @@ def prepare(
     if isinstance(expires, dt.datetime):
         expires = _aware(expires, app)
     task_id = task_id or str(uuid.uuid4())
+    origin = str(options.get("origin") or this_process_origin())
     headers = {
         "lang": "py",
         "task": name,
@@ -226,13 +248,13 @@ def prepare(
         "parent_id": options.get("parent_id"),
         "argsrepr": _shown(options.get("argsrepr")) or repr(args),
         "kwargsrepr": _shown(options.get("kwargsrepr")) or repr(kwargs),
-        "origin": None,
+        "origin": origin,
         "ignore_result": bool(options.get("ignore_result", False)),
         "stamped_headers": list(stamps) or None,
         "stamps": stamps,
         **dict(options.get("headers") or {}),
     }
-    request = dataclasses.replace(
+    sent_with = dataclasses.replace(
         known,
         task_id=task_id,
         queue=queue,
@@ -240,7 +262,8 @@ def prepare(
         eta=eta,
         priority=0 if priority is None else priority,
         expires=expires,
-    ).request(name, args, kwargs)
+    )
+    request = EnqueueRequest(name, args, kwargs, sent_with, None, origin_meta(origin))
     body = (args, kwargs, {"callbacks": None, "errbacks": None, "chain": None, "chord": None})
     properties = {"correlation_id": task_id, "priority": priority, **extra}
     return Prepared(request, headers, body, properties, extra, stamps)

@@ -88,7 +88,7 @@ def request_from_record(
         argsrepr=meta.get("argsrepr"),
         kwargsrepr=meta.get("kwargsrepr"),
         delivery_info=delivery_info(record),
-        origin=None,
+        origin=meta.get("origin"),
         correlation_id=record.task_id,
         properties={
             "correlation_id": record.task_id,

@@ -21,6 +21,7 @@ from pgtasks.compat.bridge.requests import request_from_record
 from pgtasks.compat.celery import signals
 from pgtasks.compat.celery.app.base import Celery
 from pgtasks.compat.celery.app.utils import filter_hidden_settings
+from pgtasks.compat.celery.exceptions import NotRegistered
 from pgtasks.compat.celery.utils.nodenames import default_nodename
 from pgtasks.compat.celery.utils.saferepr import saferepr
 from pgtasks.engine.errors import ConfigurationError
@@ -64,9 +65,18 @@ def received_signal(app: Celery, sender: Any, hostname: str) -> Callable[[TaskRe
     """What sends ``task_received`` for each task the worker claimed, before it runs (Celery:
     when the message arrives), with its request (``request.id``, ``name``, ``args``,
     ``stamps``, ``replaced_task_nesting``, ...); nothing is built while no receiver is
-    connected."""
+    connected. A task this worker has no such name for sends ``task_unknown`` instead
+    (``message`` None, ``exc`` NotRegistered, a KeyError, ``name``, ``id``), as Celery's
+    consumer does; the worker then fails it with NotRegistered."""
 
     def received(record: TaskRecord) -> None:
+        if record.name not in app.engine.registry:
+            if signals.task_unknown.connected:
+                exc = NotRegistered(record.name)
+                signals.task_unknown.send(
+                    sender=sender, message=None, exc=exc, name=record.name, id=record.task_id
+                )
+            return
         if not signals.task_received.connected:  # checked per claimed task: no lock, no list
             return
         try:

@@ -8,8 +8,8 @@ from __future__ import annotations
 import importlib
 import sys
 import types
-from collections import namedtuple
 
+import pgtasks.compat.bridge.celery_version as _release
 from pgtasks.compat.celery._state import current_app, current_task, get_current_app
 from pgtasks.compat.celery.app import shared_task
 from pgtasks.compat.celery.app.base import Celery
@@ -30,12 +30,11 @@ from pgtasks.compat.celery.canvas import (
 from pgtasks.compat.celery.local import Proxy
 from pgtasks.compat.celery.utils import uuid
 
-version_info_t = namedtuple("version_info_t", ("major", "minor", "micro", "releaselevel", "serial"))
-VERSION = version_info_t(5, 4, 0, "", "")
-__version__ = "5.4.0"
-version_info = VERSION
-SERIES = "pgtasks"
-VERSION_BANNER = f"{__version__} ({SERIES})"
+version_info_t = _release.version_info_t
+VERSION = version_info = _release.VERSION
+__version__ = _release.__version__
+SERIES = _release.SERIES
+VERSION_BANNER = _release.VERSION_BANNER
 
 # Celery's old ``celery.registry`` module: ``registry.tasks`` is the current app's tasks.
 registry = types.SimpleNamespace(tasks=Proxy(lambda: get_current_app().tasks))

@@ -112,3 +112,12 @@ def record_int(i):
     """Notes that it ran, returns its number (a chord header sent from a generator)."""
     note("noted", i)
     return i
+
+
+@app.task(bind=True)
+def origin_seen(self, send_child=False):
+    """The request's origin and this process's pid (and, asked, the id of a child sent here)."""
+    import os
+
+    child = origin_seen.delay().id if send_child else None
+    return {"origin": self.request.origin, "pid": os.getpid(), "child": child}

@@ -3,7 +3,7 @@
 import os
 
 from celery import Celery
-from celery.signals import task_unknown
+from celery.signals import heartbeat_sent
 
 app = Celery("check_app", broker=os.environ.get("PGTASKS_DATABASE_URL"))
 app.conf.update(
@@ -20,6 +20,6 @@ def limited():
     return 1
 
 
-@task_unknown.connect
+@heartbeat_sent.connect
 def received_receiver(**kwargs):
     pass

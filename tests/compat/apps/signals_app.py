@@ -20,6 +20,7 @@ from celery.signals import (
     task_retry,
     task_revoked,
     task_success,
+    task_unknown,
     worker_init,
     worker_process_init,
     worker_ready,
@@ -149,8 +150,8 @@ def on_postrun(sender=None, task_id=None, retval=None, state=None, **extra):
 
 
 @task_success.connect(sender=double)
-def on_double_success(sender=None, result=None, **kwargs):
-    note("signal task_success", sender.request.id, result)
+def on_double_success(sender=None, result=None, runtime=None, **kwargs):
+    note("signal task_success", sender.request.id, result, type(runtime).__name__, runtime >= 0)
 
 
 @task_failure.connect
@@ -176,3 +177,8 @@ def on_after_publish(sender=None, headers=None, routing_key=None, **kwargs):
 @task_revoked.connect
 def on_task_revoked(sender=None, request=None, terminated=None, signum=None, expired=None, **kwargs):
     note("signal task_revoked", sender.name if sender else None, request.id, terminated, expired)
+
+
+@task_unknown.connect
+def on_task_unknown(sender=None, message=None, exc=None, name=None, id=None, **kwargs):
+    note("signal task_unknown", name, id, type(exc).__name__, isinstance(exc, KeyError), message)

@@ -246,6 +246,8 @@ _READ: dict[str, Any] = {
     "enable_utc": True,
     "imports": (),
     "include": (),
+    "result_chord_join_timeout": 3.0,
+    "result_chord_retry_interval": 1.0,
     "result_expires": dt.timedelta(days=1),
     "result_serializer": "json",
     "task_acks_late": False,

@@ -30,7 +30,8 @@ DEFAULT_TASK_INFO_ITEMS = ("exchange", "routing_key", "rate_limit")
 
 class Inspect:
     """``app.control.inspect()``: ping, clock, active, scheduled, reserved, registered, stats,
-    revoked, active_queues, query_task, conf, report. ``destination`` limits the nodes."""
+    revoked, active_queues, query_task, conf, report, hello. ``destination`` limits the
+    nodes."""
 
     def __init__(self, app: Celery, destination: Any = None, timeout: float = 1.0, **kwargs: Any) -> None:
         self.app = app
@@ -97,6 +98,26 @@ class Inspect:
         """Ids of revoked tasks, newest first (see the module)."""
         return self._list("revoked", None)
 
+    def hello(self, from_node: str, revoked: Any = None) -> dict[str, Any] | None:
+        """Celery's mingle exchange, as a worker starting asks its peers: each asked worker
+        but ``from_node`` answers ``{"revoked": [ids, oldest first], "clock": n}`` (``from_node``
+        itself answers None). The ids in ``revoked`` are merged into theirs, as Celery's
+        workers merge them: here, revoked for every worker (revokes are rows)."""
+        if not isinstance(from_node, str) or not from_node:
+            raise TypeError(f"hello() needs the asking node's name (from_node), not {from_node!r}")
+        lists = self._lists(None)
+        if revoked and any(node != from_node for node in lists):
+            ids = [revoked] if isinstance(revoked, str) else revoked
+            self.app.control.revoke(sorted({str(task_id) for task_id in ids}))
+            lists = self._lists(None)
+        clocks = self.clock() or {}
+        answer: dict[str, Any] = {}
+        for node, found in lists.items():
+            oldest_first = list(reversed(found["revoked"]))
+            mingle = {"revoked": oldest_first, "clock": clocks.get(node, {}).get("clock", 0)}
+            answer[node] = None if node == from_node else mingle
+        return answer or None
+
     def query_task(self, *ids: Any) -> dict[str, Any] | None:
         """``{node: {id: [state, request]}}`` of the given ids a worker runs (``active``) or
         holds (``reserved``: claimed ahead, or waiting for its ETA in its queue)."""
@@ -112,9 +133,9 @@ class Inspect:
         return answer or None
 
     def registered(self, *taskinfoitems: Any, builtins: bool = False) -> dict[str, Any] | None:
-        """The task names each worker registered (Celery's own ``celery.*`` ones left out),
-        each followed by the ``taskinfoitems`` it has a value for (``add [rate_limit=10/m]``;
-        by default exchange, routing_key and rate_limit)."""
+        """The task names each worker registered, sorted (Celery's own ``celery.*`` ones only
+        with ``builtins=True``), each followed by the ``taskinfoitems`` it has a value for
+        (``add [rate_limit=10/m]``; by default exchange, routing_key and rate_limit)."""
         items = taskinfoitems or DEFAULT_TASK_INFO_ITEMS
 
         def attribute(name: str, item: str) -> Any:
@@ -124,11 +145,7 @@ class Inspect:
             return None if task is None else getattr(task, item, None)
 
         def names(e: ExecutorInfo, details: dict[str, Any]) -> list[str]:
-            listed = worker_reports.registered_of(details, items, attribute)
-            if builtins:
-                celery_own = sorted(n for n in details.get("registered") or () if n.startswith("celery."))
-                listed += celery_own
-            return listed
+            return worker_reports.registered_of(details, items, attribute, builtins)
 
         return self._each(names)
 

@@ -17,6 +17,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from pgtasks.compat.bridge.celery_version import VERSION_BANNER
 from pgtasks.compat.celery.app.defaults import DEFAULTS, NEW_TO_OLD, OLD_TO_NEW
 from pgtasks.compat.celery.app.settings_queries import SettingsQueries
 from pgtasks.compat.celery.exceptions import ImproperlyConfigured
@@ -352,8 +353,8 @@ def bugreport(app: Any) -> str:
     where = loader.__module__.removeprefix("pgtasks.compat.")  # celery.loaders.app, as imported
     return "\n".join(
         [
-            f"software -> pgtasks:{_version('pgtasks')} (Celery API) psycopg:{_version('psycopg')} "
-            f"py:{platform.python_version()}",
+            f"software -> celery:{VERSION_BANNER} pgtasks:{_version('pgtasks')} "
+            f"psycopg:{_version('psycopg')} py:{platform.python_version()}",
             f"platform -> system:{platform.system()} arch:{platform.architecture()[0]}",
             f"            kernel version:{platform.release()} imp:{platform.python_implementation()}",
             f"loader   -> {where}.{loader.__qualname__}",

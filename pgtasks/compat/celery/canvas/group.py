@@ -7,6 +7,7 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 from pgtasks.compat.celery.canvas.chain import chain
+from pgtasks.compat.celery.canvas.reprs import given_shape
 from pgtasks.compat.celery.canvas.signature import Signature, maybe_signature, workflow_type
 from pgtasks.compat.celery.canvas.workflow import Workflow
 from pgtasks.compat.celery.result.group_result import GroupResult
@@ -22,13 +23,15 @@ class group(Workflow):
     """Tasks sent together: ``group(add.s(i, i) for i in range(10))`` -> GroupResult."""
 
     def __init__(self, *tasks: Any, app: Celery | None = None, **options: Any) -> None:
+        shape = "tuple" if len(tasks) != 1 else "list"  # as Celery keeps them (for its repr)
         if len(tasks) == 1 and not isinstance(tasks[0], dict) and hasattr(tasks[0], "__iter__"):
-            tasks = tuple(tasks[0])
+            shape, tasks = given_shape(tasks[0]), tuple(tasks[0])
         super().__init__("celery.group", list(tasks), app, **options)
+        self._shape = shape
 
     @classmethod
     def from_parts(cls, parts: list[Any], app: Celery | None, options: dict[str, Any]) -> Signature:
-        return cls(*parts, app=app, **options)
+        return cls(list(parts), app=app, **options)  # a list, as Celery rebuilds a group
 
     def link(self, callback: Any) -> Any:
         """As Celery: ``callback`` (immutable: no result is passed) linked to the first task."""

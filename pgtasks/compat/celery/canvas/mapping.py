@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from pgtasks.compat.celery.canvas.group import group
+from pgtasks.compat.celery.canvas.reprs import call_repr, given_items, map_repr
 from pgtasks.compat.celery.canvas.signature import Signature, maybe_signature
 from pgtasks.compat.celery.canvas.workflow import Workflow
 
@@ -52,6 +53,11 @@ class xmap(_Delegating):
     def __init__(self, task: Any, it: Any, app: Celery | None = None, **options: Any) -> None:
         super().__init__("celery.map", [maybe_signature(task)], app, **options)
         self["args"] = (maybe_signature(task).name, list(it))
+        self._given = given_items(it)
+
+    def __repr__(self) -> str:
+        """As Celery prints it: ``[proj.tsum(x) for x in [[1, 2], [3]]]``."""
+        return map_repr(self["args"][0], self._given, star=self["task"] == "celery.starmap")
 
     def _as_signature(self) -> Signature:
         return Signature(self["task"], self["args"], {}, dict(self.options), app=self.app)
@@ -64,8 +70,11 @@ class xstarmap(xmap):
     """Like ``xmap`` with each item unpacked as arguments: ``add.starmap([(1, 2), (3, 4)])``."""
 
     def __init__(self, task: Any, it: Any, app: Celery | None = None, **options: Any) -> None:
-        super().__init__(task, [list(item) for item in it], app, **options)
+        given = given_items(it)
+        items = list(it)
+        super().__init__(task, [list(item) for item in items], app, **options)
         self["task"] = "celery.starmap"
+        self._given = items if isinstance(given, (list, tuple)) else given
 
 
 @Signature.register_type(name="celery.chunks")
@@ -93,9 +102,16 @@ class chunks(_Delegating):
     def __init__(self, task: Any, it: Any, n: int, app: Celery | None = None, **options: Any) -> None:
         if not isinstance(n, int) or n < 1:
             raise ValueError(f"chunks needs a chunk size >= 1, not {n!r}")
+        given = given_items(it)
         items = [list(item) for item in it]
         parts = [items[i : i + n] for i in range(0, len(items), n)]
         super().__init__("celery.chunks", [xstarmap(task, part, app=app) for part in parts], app, **options)
+        self._given = (maybe_signature(task), it if isinstance(given, (list, tuple)) else given, n)
+
+    def __repr__(self) -> str:
+        """As Celery prints it: ``celery.chunks(task=proj.add(), it=[(1, 2)], n=1)``."""
+        task, items, n = self._given
+        return call_repr("celery.chunks", (), {"task": task, "it": items, "n": n})
 
     def group(self) -> group:
         return group([part._as_signature() for part in self.tasks], app=self._app)

@@ -19,6 +19,7 @@ from collections.abc import Callable, MutableSequence
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, overload
 
 from pgtasks.compat.celery._state import get_current_app
+from pgtasks.compat.celery.canvas.reprs import call_repr
 from pgtasks.compat.celery.canvas.stamping import StampingVisitor, stamp_headers
 from pgtasks.compat.celery.utils.functional import maybe_list
 
@@ -177,15 +178,13 @@ class Signature(dict):  # type: ignore[type-arg]
         return None if kind is None else str(kind)
 
     def __repr__(self) -> str:
-        args = ", ".join([*(repr(a) for a in self.args), *(f"{k}={v!r}" for k, v in self.kwargs.items())])
-        return f"{self.name}({args}){'!' if self.immutable else ''}"
+        """As Celery prints it: ``proj.add(2, 2)`` (workflows: see canvas/reprs.py)."""
+        return call_repr(self.name, self.args, self.kwargs)
 
     def reprcall(self, *args: Any, **kwargs: Any) -> str:
-        """``name(args, kwargs)`` as the call would be made with these extra arguments."""
-        merged_args = tuple(args) + self.args
-        merged = {**self.kwargs, **kwargs}
-        shown = [*(repr(a) for a in merged_args), *(f"{k}={v!r}" for k, v in merged.items())]
-        return f"{self.name}({', '.join(shown)})"
+        """``name(args, kwargs)`` as the call would be made with these extra arguments (given
+        to an immutable signature too, as Celery prints them)."""
+        return call_repr(self.name, tuple(args) + self.args, {**self.kwargs, **kwargs})
 
     # -- building ------------------------------------------------------------------------
     def _merge(self, args: Any = None, kwargs: Any = None, options: Any = None) -> tuple[Any, ...]:

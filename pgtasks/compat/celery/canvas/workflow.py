@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from pgtasks.compat.celery.canvas.reprs import canvas_repr
 from pgtasks.compat.celery.canvas.signature import Signature, maybe_signature, stamp_links, workflow_type
 from pgtasks.compat.celery.canvas.stamping import stamp_headers
 from pgtasks.compat.celery.utils.functional import maybe_list
@@ -22,6 +23,8 @@ class Workflow(Signature):
     """What every workflow shares with a signature: options, ``|``, calling and sending."""
 
     _lazy: Any = None  # a chord's header while it is still a generator
+    _shape: str | None = None  # how a group's tasks were given, for its repr (canvas/reprs.py)
+    _given: Any = None  # the items a map or chunks was given, for its repr
 
     def __init__(self, name: str, tasks: list[Any], app: Celery | None = None, **options: Any) -> None:
         super().__init__(name, (), {}, options, app=app)
@@ -61,6 +64,10 @@ class Workflow(Signature):
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.apply_async(args)
 
+    def __repr__(self) -> str:
+        """As Celery prints it (see canvas/reprs.py)."""
+        return canvas_repr(self)
+
     def __or__(self, other: Any) -> Any:
         if not isinstance(other, dict):
             return NotImplemented
@@ -85,6 +92,7 @@ class Workflow(Signature):
         copy = type(self).__new__(type(self))
         dict.__init__(copy, self)
         copy._type, copy._app = self._type, self._app
+        copy._shape, copy._given = self._shape, self._given
         if self._lazy is not None:  # a generator header goes with the copy
             copy._lazy, self._lazy = self._lazy, None
         copy["options"] = {**self.options, **opts}

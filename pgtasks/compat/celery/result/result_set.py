@@ -71,7 +71,13 @@ class ResultSet(ResultBase):
         for result in self.results:
             left = None if deadline is None else max(0.0, deadline - time.monotonic())
             # A member's own outcome, not its parents' (as Celery's native join reads them).
-            value = result.get(timeout=left, propagate=propagate, interval=interval, follow_parents=False)
+            value = result.get(
+                timeout=left,
+                propagate=propagate,
+                interval=interval,
+                disable_sync_subtasks=disable_sync_subtasks,
+                follow_parents=False,
+            )
             if callback is not None:
                 callback(result.id, value)
             values.append(value)
