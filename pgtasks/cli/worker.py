@@ -69,8 +69,8 @@ def add_worker_command(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> 
         help=(
             "tasks claimed per process (thread, coroutine), running and waiting, at most (1: none "
             "ahead); threads and asyncio claim ahead by the task run time within it. Default: 4, "
-            "as Celery, or while the tasks run short as many as the worker finishes in 0.1 s "
-            "(at most 500 beyond its processes)"
+            "as Celery, or while the tasks run short as many as the worker finishes in 0.25 s "
+            "(at most 1,000 beyond its processes)"
         ),
     )
     worker.add_argument(

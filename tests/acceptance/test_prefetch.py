@@ -76,7 +76,7 @@ def largest_claim_while_draining(database_url: str, ledger: Path, extra_args: tu
 def test_without_a_multiplier_short_tasks_are_held_beyond_four_per_process(
     database_url: str, ledger: Path
 ) -> None:
-    """The default holds what the process finishes in a tenth of a second while its tasks run
+    """The default holds what the process finishes in a quarter of a second while its tasks run
     short, so that it is not idle between claims; a multiplier given is a bound."""
     assert largest_claim_while_draining(database_url, ledger, ()) > 4
 
