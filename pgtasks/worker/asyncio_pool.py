@@ -119,6 +119,9 @@ class AsyncioPool:
     def waiting(self) -> int:
         return len(self._held)
 
+    def recent_task_seconds(self) -> float | None:
+        return None  # not measured: the default claim-ahead keeps its bound (Worker._ahead)
+
     def release_waiting(self) -> None:
         with self._lock:
             held, self._held = list(self._held), collections.deque()

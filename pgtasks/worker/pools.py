@@ -121,6 +121,11 @@ class Pool(Protocol):
         """How many submitted tasks wait for a free child (prefetched), not yet started."""
         ...
 
+    def recent_task_seconds(self) -> float | None:
+        """How long the tasks ran lately (a moving average; None: not known), for the default
+        claim-ahead (Worker._ahead)."""
+        ...
+
     def release_waiting(self) -> None:
         """Give back every task that has not started (warm shutdown): each is finished with an
         unstarted ENQUEUED outcome, so its claim's attempt is taken back."""
@@ -207,6 +212,9 @@ class ThreadPool:
 
     def waiting(self) -> int:
         return len(self._held)
+
+    def recent_task_seconds(self) -> float | None:
+        return self._task_seconds
 
     def release_waiting(self) -> None:
         with self._cond:
@@ -346,6 +354,9 @@ class SoloPool:
 
     def waiting(self) -> int:
         return 0
+
+    def recent_task_seconds(self) -> float | None:
+        return None
 
     def release_waiting(self) -> None:
         pass

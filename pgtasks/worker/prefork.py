@@ -108,6 +108,7 @@ class PreforkPool:
         self._generation = 0  # changes with the children: the monitor then re-registers pipes
         self._held: collections.deque[_Held] = collections.deque()
         self._seconds: dict[str, float] = {}  # moving average of each task name's run time
+        self._latest_seconds: float | None = None  # that of the name of the task finished last
         self._lock = threading.Lock()
         self._stopping = False
         self._terminating: set[str] = set()  # task ids to kill (revoked with terminate=True)
@@ -210,6 +211,9 @@ class PreforkPool:
             child.batch, child.retiring = [], True
             raise
         return limited
+
+    def recent_task_seconds(self) -> float | None:
+        return self._latest_seconds
 
     def waiting(self) -> int:
         with self._lock:
@@ -333,7 +337,7 @@ class PreforkPool:
                 if seconds is not None:
                     child.ran += 1
                     average = self._seconds.get(sent.record.name)
-                    self._seconds[sent.record.name] = (
+                    self._latest_seconds = self._seconds[sent.record.name] = (
                         seconds if average is None else average + (seconds - average) * RUN_TIME_WEIGHT
                     )
                 finished.append((sent.record, outcome_of(fields)))
