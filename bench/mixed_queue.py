@@ -28,7 +28,7 @@ from typing import Any
 from pgtasks import Client
 from pgtasks.engine.options import SendOptions
 from pgtasks.sending import send_many
-from pgtasks.sysdb.records import ListTasksParams, TaskRecord
+from pgtasks.sysdb.records import ListTasksParams, Status, TaskRecord
 from tests.support.pgserver import PostgresServer
 from tests.support.schemas import new_schema_name, with_schema
 
@@ -45,8 +45,9 @@ def spawn(url: str, name: str, pool: str, multiplier: int | None, log: Path) -> 
         return subprocess.Popen(args, cwd=REPO, env=env, stdout=sink, stderr=subprocess.STDOUT)
 
 
-def tasks(client: Client) -> list[TaskRecord]:
-    return client.engine.database.sysdb.tasks_list(ListTasksParams(limit=100000))
+def tasks(client: Client, **where: Any) -> list[TaskRecord]:
+    """The tasks (``where``: ListTasksParams' filters; all of them by default)."""
+    return client.engine.database.sysdb.tasks_list(ListTasksParams(**{"limit": 100000, **where}))
 
 
 def wait(predicate: Callable[[], bool], what: str, timeout: float = 120.0) -> None:
@@ -54,7 +55,7 @@ def wait(predicate: Callable[[], bool], what: str, timeout: float = 120.0) -> No
     while not predicate():
         if time.monotonic() > deadline:
             raise RuntimeError(f"timed out waiting for {what}")
-        time.sleep(0.005)
+        time.sleep(0.01)
 
 
 def one_run(
@@ -75,13 +76,16 @@ def one_run(
     send_many(client.engine, "mixed.slow", [(args.seconds,)] * args.slow, None, SendOptions(queue="default"))
 
     def slow_claimed() -> bool:
-        return any(t.name == "mixed.slow" and t.executor_id for t in tasks(client))
+        return any(t.executor_id for t in tasks(client, name="mixed.slow"))
+
+    def all_done() -> bool:
+        return not tasks(client, status=(Status.ENQUEUED, Status.PENDING), limit=1)
 
     wait(slow_claimed, "a slow task claimed")
     reached = time.monotonic()
     if case == "late":
         workers["B"] = spawn(url, "B", pool, multiplier, log)
-    wait(lambda: all(t.status.value == "SUCCESS" for t in tasks(client)), "every task done")
+    wait(all_done, "every task done")
     done = time.monotonic()
     for process in workers.values():
         process.terminate()
@@ -98,6 +102,7 @@ def one_run(
         "total_s": round(done - sent, 2),
         "largest_slow_claim": max(claims.values()),
         "attempts": sorted({t.recovery_attempts for t in seen}),
+        "give_backs": log.read_text().count("gave back"),
     }
 
 
@@ -134,6 +139,7 @@ def main() -> int:
                         "total_s": [r["total_s"] for r in runs],
                         "largest_slow_claim": [r["largest_slow_claim"] for r in runs],
                         "attempts": sorted({a for r in runs for a in r["attempts"]}),
+                        "give_backs": [r["give_backs"] for r in runs],
                     }
                     print(json.dumps(summary), flush=True)
     finally:
