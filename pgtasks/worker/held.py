@@ -1,6 +1,7 @@
 """Tasks claimed ahead of a free thread, coroutine or child (the pools' claim-ahead, see
 ``Worker._free_slots``): what a held task is (threads and asyncio), the check before one that
-waited long starts (every pool, prefork in its child), and the outcome that gives one back
+waited long starts (every pool, prefork in its child), which held tasks go back when the
+worker holds too many (:func:`take_stale_tail`), and the outcome that gives one back
 unstarted.
 
 A held task is PENDING on this executor but not started. One that waited longer than
@@ -10,14 +11,28 @@ this run's), it is not run; past its expiry, it is ended as expired and not run.
 
 from __future__ import annotations
 
+import collections
 import time
-from typing import NamedTuple
+from typing import NamedTuple, Protocol, TypeVar
 
 from pgtasks.engine.core import Engine
 from pgtasks.engine.errors import DatabaseUnavailable
 from pgtasks.sysdb.records import Outcome, Status, StepRecord, TaskRecord
 
 HELD_CHECK_SECONDS = 0.5
+
+
+class Waiting(Protocol):
+    """A task a pool holds, not started."""
+
+    @property
+    def since(self) -> float: ...  # time.monotonic() when the pool took it
+
+    @property
+    def ahead(self) -> bool: ...  # claimed beyond the free slots (see Held.ahead)
+
+
+W = TypeVar("W", bound=Waiting)
 
 
 class Held(NamedTuple):
@@ -34,6 +49,19 @@ class Held(NamedTuple):
 def waited_long(held: Held) -> bool:
     """Whether ``held`` was claimed ahead and waited long enough to be checked before it starts."""
     return held.ahead and time.monotonic() - held.since > HELD_CHECK_SECONDS
+
+
+def take_stale_tail(held: collections.deque[W], most: int, waited: float) -> list[W]:
+    """Remove and return up to ``most`` tasks from the end of ``held`` (the last claimed), in
+    their order, each claimed ahead and held at least ``waited`` seconds: it stops at the first
+    younger one. The rest keep their order. The caller holds the pool's lock, which a task
+    taken to start needs too: a task is either started or taken here, never both."""
+    oldest = time.monotonic() - waited
+    taken: list[W] = []
+    while held and len(taken) < most and held[-1].ahead and held[-1].since <= oldest:
+        taken.append(held.pop())
+    taken.reverse()
+    return taken
 
 
 def still_to_run(engine: Engine, record: TaskRecord, executor_id: str) -> bool:

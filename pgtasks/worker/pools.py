@@ -28,7 +28,7 @@ from pgtasks.engine.errors import ConfigurationError, DatabaseUnavailable
 from pgtasks.engine.execution import execute_task
 from pgtasks.engine.failures import encode_exception
 from pgtasks.sysdb.records import Outcome, Status, StepRecord, TaskRecord
-from pgtasks.worker.held import Held, still_to_run, unstarted, waited_long
+from pgtasks.worker.held import Held, still_to_run, take_stale_tail, unstarted, waited_long
 
 log = logging.getLogger("pgtasks.worker")
 
@@ -131,6 +131,12 @@ class Pool(Protocol):
         unstarted ENQUEUED outcome, so its claim's attempt is taken back."""
         ...
 
+    def give_back(self, most: int, waited: float) -> int:
+        """Give back up to ``most`` of the tasks waiting for a free process, the last claimed
+        first, each held at least ``waited`` seconds, as :meth:`release_waiting` does; the
+        others keep their order. How many went back."""
+        ...
+
     def shutdown(self, wait: bool) -> None: ...
 
 
@@ -221,6 +227,13 @@ class ThreadPool:
             held, self._held = list(self._held), collections.deque()
         for task in held:
             self._finish(task.record, unstarted(task.record))
+
+    def give_back(self, most: int, waited: float) -> int:
+        with self._cond:
+            given = take_stale_tail(self._held, most, waited)
+        for task in given:
+            self._finish(task.record, unstarted(task.record))
+        return len(given)
 
     def submit(self, record: TaskRecord, steps: list[StepRecord] | None = None) -> None:
         self.submit_many([(record, steps)])
@@ -360,6 +373,9 @@ class SoloPool:
 
     def release_waiting(self) -> None:
         pass
+
+    def give_back(self, most: int, waited: float) -> int:
+        return 0
 
     def submit(self, record: TaskRecord, steps: list[StepRecord] | None = None) -> None:
         self._finish(record, run_guarded(self._engine, record, self._executor_id, steps))

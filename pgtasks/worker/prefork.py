@@ -30,14 +30,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from multiprocessing import Pipe
 from multiprocessing.connection import Connection
-from typing import Any
+from typing import Any, ClassVar
 
 from pgtasks.engine.core import Engine
 from pgtasks.engine.errors import TimeLimitExceeded, WorkerLostError
 from pgtasks.engine.failures import encode_exception
 from pgtasks.sysdb.records import Outcome, Status, StepRecord, TaskRecord
 from pgtasks.worker.forkserver import ForkedChild, ForkServer, ForkServerError
-from pgtasks.worker.held import unstarted
+from pgtasks.worker.held import take_stale_tail, unstarted
 from pgtasks.worker.limits import time_limits
 from pgtasks.worker.pools import Finish, PoolOptions
 from pgtasks.worker.prefork_child import MessageReader, child_main, outcome_of, record_fields
@@ -61,6 +61,7 @@ class _Held:
     record: TaskRecord
     steps: list[StepRecord] | None
     since: float  # time.monotonic() when it was submitted
+    ahead: ClassVar[bool] = True  # every one waits for a free child (see held.Waiting)
 
 
 @dataclass(frozen=True, slots=True)
@@ -254,6 +255,14 @@ class PreforkPool:
             held, self._held = list(self._held), collections.deque()
         for task in held:
             self._finish(task.record, unstarted(task.record))
+
+    def give_back(self, most: int, waited: float) -> int:
+        """Held tasks only: a child's micro-batch is the child's."""
+        with self._lock:
+            given = take_stale_tail(self._held, most, waited)
+        for task in given:
+            self._finish(task.record, unstarted(task.record))
+        return len(given)
 
     def alive(self) -> bool:
         return self._monitor.is_alive() or self._stopping

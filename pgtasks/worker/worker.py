@@ -95,6 +95,12 @@ SHORT_TASKS_AHEAD = 1000
 # threads -c 8 with the larger window (312 against 401/s, four pairs), no-op tasks 1.6 times
 # faster.
 SHORT_TASK_SECONDS = 0.001
+# Tasks held that way beyond Celery's bound (4 per process) are a quarter of a second's work
+# while the tasks run short; when they run slow, so are the next ones claimed (a queue of
+# short tasks followed by slow ones): held this long, three times what they were claimed for,
+# they go back to the queue unstarted, for an idle worker, and the task rate is measured
+# afresh (see Worker._give_back_excess).
+GIVE_BACK_SECONDS = 3 * AHEAD_SECONDS
 RATE_WINDOW = 0.1  # seconds: the shortest round of the task rate's moving average
 MAX_CLAIM = 500  # tasks per claim statement at most
 # The second claim stream (Worker._second_stream) runs where half the prefetch window is at
@@ -229,8 +235,9 @@ class Worker:
         self._wakeups: WakeOnEnqueue | None = None
         self._pruner: Pruner | None = None
         self._due: DueTimer | None = None
-        # Outcomes in the completer's hands that change a due time (a retry with a delay) or
-        # free a slot of a queue under a global limit: acted on once they are committed.
+        # Outcomes in the completer's hands that change a due time (a retry with a delay), or
+        # free a slot of a queue under a global limit or give a task back unstarted (queue
+        # names, announced): acted on once they are committed.
         self._retrying: set[str] = set()
         self._freeing: dict[str, str] = {}
         self.listening = False
@@ -415,8 +422,9 @@ class Worker:
         if retried and self._due is not None:
             self._due.poke()
         if freed:
-            # A slot under a global limit is free only now that the outcome is committed:
-            # this worker claims again, and the others hear of it (NOTIFY) at once.
+            # A slot under a global limit is free (a task given back is claimable) only now
+            # that the outcome is committed: this worker claims again, and the others hear of
+            # it (NOTIFY) at once.
             self._wake.set()
             try:
                 self._store.announce(tuple(sorted(freed)))
@@ -470,9 +478,11 @@ class Worker:
             # Cleared before claiming: a wake-up (NOTIFY, a freed slot) that arrives while the
             # claim runs is kept and ends the wait below at once.
             self._wake.clear()
+            # While tasks are held beyond Celery's bound, look again soon: they may go back.
+            idle_wait = min(poll, AHEAD_SECONDS) if self._give_back_excess() else poll
             free = self._gather(self._wake)
             if free == 0:
-                self._wake.wait(poll)
+                self._wake.wait(idle_wait)
                 continue
             try:
                 claimed = self._claim_into_pool(free)
@@ -498,7 +508,7 @@ class Worker:
             if self._backlog:
                 self._backlog_found.set()
             if len(claimed) < free:
-                self._wake.wait(poll)
+                self._wake.wait(idle_wait)
 
     def _second_stream(self) -> None:
         """The second claim stream of the threads and asyncio pools: while a backlog of queues
@@ -661,6 +671,27 @@ class Worker:
             return min(max(bound, SHORT_TASKS_AHEAD), finished)
         return max(bound, min(SHORT_TASKS_AHEAD, finished))
 
+    def _give_back_excess(self) -> bool:
+        """Without a multiplier, give back the tasks held beyond Celery's bound (4 per process)
+        that waited GIVE_BACK_SECONDS, unstarted (see Pool.give_back), and measure the task
+        rate afresh: the window they were claimed in assumed short tasks. Whether tasks are
+        still held beyond the bound."""
+        if self.options.prefetch_multiplier is not None or not self._pool.prefetches:
+            return False
+        excess = self._in_hand() - self._size * DEFAULT_PREFETCH_MULTIPLIER
+        if excess <= 0:
+            return False
+        given = self._pool.give_back(excess, GIVE_BACK_SECONDS)
+        if given:
+            with self._running_lock:
+                self._rate, self._finished, self._rate_since = 0.0, 0, time.monotonic()
+            log.info(
+                "gave back %d tasks that waited here beyond %d per process",
+                given,
+                DEFAULT_PREFETCH_MULTIPLIER,
+            )
+        return given < excess
+
     def _task_rate(self) -> float:
         """Tasks finished per second: a moving average over rounds of at least RATE_WINDOW
         seconds, started afresh after a pause (0 until the first round ends)."""
@@ -777,8 +808,11 @@ class Worker:
                 self._room.set()
 
     def _note_effects(self, record: TaskRecord, outcome: Outcome) -> None:
-        """Remember what to do once this outcome is committed (see :meth:`_disown`)."""
-        limited = self.queues is not None and self.queues.globally_limited(record.queue_name)
+        """Remember what to do once this outcome is committed (see :meth:`_disown`). A task
+        given back unstarted is announced like a freed slot: idle workers take it at once."""
+        limited = outcome.unstarted or (
+            self.queues is not None and self.queues.globally_limited(record.queue_name)
+        )
         with self._running_lock:
             if outcome.retry_in_ms is not None:
                 self._retrying.add(record.task_id)
@@ -901,7 +935,8 @@ def _log_outcome(
     elif outcome.status is Status.DELAYED:
         log_task(log, logging.INFO, LOG_WAITS, data())
     elif outcome.status is Status.ENQUEUED:
-        log_task(log, logging.WARNING, LOG_RELEASED, data())
+        # Given back before it started (a warm shutdown, tasks held too long): nothing is lost.
+        log_task(log, logging.INFO if outcome.unstarted else logging.WARNING, LOG_RELEASED, data())
     else:
         shown, traceback = error_repr(outcome.error)
         traceback = None if traceback is None else scrub(traceback, hidden)

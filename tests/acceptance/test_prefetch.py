@@ -160,3 +160,37 @@ def test_a_limited_queue_is_claimed_exactly_without_prefetch(database_url: str, 
         out = stop(worker)
     assert worker.returncode == 0, out
     client.close()
+
+
+def test_slow_tasks_held_beyond_four_per_process_go_back_for_another_worker(
+    database_url: str, ledger: Path
+) -> None:
+    """Short tasks followed by slow ones: the default claims sized by the short ones take
+    slow ones too; those held beyond 4 per process go back unstarted once they wait (their
+    attempt taken back), and a second worker started then runs its share; each runs once."""
+    client = Client(database_url)
+    send_many(client.engine, "durable.pid", [()] * 2000, None, SendOptions(queue="default"))
+    handles = [client.enqueue("durable.slow", [2]) for _ in range(12)]  # 0.4 s each
+    log = ledger.parent / "workers.log"  # a line per task: more than a pipe holds unread
+    first = worker_process(database_url, ledger, "pf-a", pool="prefork", concurrency=1, output=log)
+    second = None
+
+    def given_back() -> bool:
+        tasks = [client.engine.get_task(h.id) for h in handles]
+        return any(t is not None and t.status.value == "ENQUEUED" and t.started_at_epoch_ms for t in tasks)
+
+    try:
+        wait_for(given_back, timeout=120, what="a slow task claimed by pf-a and given back")
+        second = worker_process(database_url, ledger, "pf-b", pool="prefork", concurrency=1, output=log)
+        assert [h.get(timeout=120) for h in handles] == [1] * 12
+    finally:
+        stop(first)
+        if second is not None:
+            stop(second)
+    assert first.returncode == 0 and second is not None and second.returncode == 0, log.read_text()[-2000:]
+    slow = [client.engine.get_task(h.id) for h in handles]
+    assert all(t is not None and t.recovery_attempts == 1 for t in slow)  # given back: not counted
+    assert sum(t is not None and t.executor_id == "pf-b" for t in slow) >= 2
+    seen = effects(ledger)
+    assert all(seen[(h.id, f"slow{i}")] == 1 for h in handles for i in range(2))  # each ran once
+    client.close()

@@ -182,3 +182,52 @@ def test_short_tasks_are_held_beyond_the_default_multiplier_but_within_one_given
     else:
         assert 0 < most_in_hand <= 2 * 4
     app.close()
+
+
+def test_tasks_held_beyond_four_per_thread_go_back_when_slow_and_another_worker_runs_them(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A queue of short tasks followed by slow ones: the claims sized by the short ones take
+    the slow ones too. Those held beyond Celery's bound (4 per thread) go back unstarted once
+    they waited GIVE_BACK_SECONDS (the last claimed; their attempt taken back), and a second
+    worker runs them; each runs once. AHEAD_SECONDS is raised so that, however loaded the
+    machine, worker A's claims take every slow task."""
+    monkeypatch.setattr(worker_module, "AHEAD_SECONDS", 10.0)
+    app = App("giveback", database_url=pg_url, lease_seconds=120)
+    go = threading.Event()
+    ran: Counter[int] = Counter()
+    lock = threading.Lock()
+
+    @app.task(name="giveback.brief")
+    def brief() -> None:
+        pass
+
+    @app.task(name="giveback.slow")
+    def slow(i: int) -> None:
+        with lock:
+            ran[i] += 1
+        go.wait(30)
+
+    brief.map_enqueue([()] * 2000)
+    slow.map_enqueue([(i,) for i in range(30)])
+
+    def slow_rows() -> list[TaskRecord]:
+        listed = app.engine.database.sysdb.tasks_list(ListTasksParams(name="giveback.slow", limit=100))
+        return sorted(listed, key=lambda t: t.enqueue_seq)
+
+    with running_worker(app, concurrency=2, executor_id="w-a"):
+        wait_for(lambda: sum(t.executor_id == "w-a" for t in slow_rows()) == 2 * 4, what="A to keep 8")
+        back = [t for t in slow_rows() if t.executor_id is None]
+        # All 30 were claimed by A; the last 22 went back unstarted, their attempt taken back.
+        assert len(back) == 22 and all(t.status.value == "ENQUEUED" for t in back)
+        assert all(t.started_at_epoch_ms is not None and t.recovery_attempts == 0 for t in back)
+        assert [t.executor_id for t in slow_rows()[:8]] == ["w-a"] * 8  # A keeps the first ones
+        with running_worker(app, concurrency=2, executor_id="w-b"):
+            wait_for(lambda: sum(t.executor_id == "w-b" for t in slow_rows()) == 2, what="B to take 2")
+            go.set()
+            wait_for(lambda: all(t.status.value == "SUCCESS" for t in slow_rows()), what="every slow task")
+    seen = slow_rows()
+    assert {t.recovery_attempts for t in seen} == {1}  # each claim given back is not counted
+    assert ran == Counter(range(30))  # each ran exactly once
+    assert sum(t.executor_id == "w-b" for t in seen) >= 2
+    app.close()
