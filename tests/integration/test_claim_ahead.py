@@ -87,10 +87,14 @@ def test_two_claim_streams_stay_within_the_window_and_run_each_task_once(
     monkeypatch.setattr(worker_module, "OVERLAP_BATCH", 2)
     claimers: Counter[str] = Counter()
     claim_into_pool = Worker._claim_into_pool
+    most_in_hand = 0
 
     def observed(self: Worker, free: int, unlimited_only: bool = False) -> list[TaskRecord]:
+        nonlocal most_in_hand
         claimed = claim_into_pool(self, free, unlimited_only)
         claimers[threading.current_thread().name] += len(claimed)
+        # read by the claiming thread itself: a sampler on a loaded machine may see none in hand
+        most_in_hand = max(most_in_hand, self._in_hand())
         return claimed
 
     monkeypatch.setattr(Worker, "_claim_into_pool", observed)
@@ -104,7 +108,6 @@ def test_two_claim_streams_stay_within_the_window_and_run_each_task_once(
             ran[i] += 1
 
     brief.map_enqueue([(i,) for i in range(600)])
-    most_in_hand = 0
     with running_worker(app, concurrency=4, executor_id="w-overlap", prefetch_multiplier=8) as worker:
 
         def drained() -> bool:
