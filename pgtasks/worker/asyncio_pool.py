@@ -35,7 +35,7 @@ from pgtasks.engine.errors import TimeLimitExceeded
 from pgtasks.engine.execution import TimeLimits, execute_task_async, on_shared_loop
 from pgtasks.engine.failures import encode_exception
 from pgtasks.sysdb.records import Outcome, Status, StepRecord, TaskRecord
-from pgtasks.worker.held import Held, still_to_run, take_stale_tail, unstarted, waited_long
+from pgtasks.worker.held import Held, give_back_stale, still_to_run, unstarted, waited_long
 from pgtasks.worker.limits import time_limits
 from pgtasks.worker.loop_watch import TASK_PREFIX, LoopWatch, Running
 from pgtasks.worker.pools import Finish, PoolOptions, guarded_outcome, run_guarded
@@ -129,11 +129,7 @@ class AsyncioPool:
             self._finish(task.record, unstarted(task.record))
 
     def give_back(self, most: int, waited: float) -> int:
-        with self._lock:
-            given = take_stale_tail(self._held, most, waited)
-        for task in given:
-            self._finish(task.record, unstarted(task.record))
-        return len(given)
+        return give_back_stale(self._lock, self._held, most, waited, self._finish)
 
     def submit(self, record: TaskRecord, steps: list[StepRecord] | None = None) -> None:
         self.submit_many([(record, steps)])

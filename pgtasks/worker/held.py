@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import collections
 import time
-from typing import NamedTuple, Protocol, TypeVar
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from typing import Any, NamedTuple, Protocol, TypeVar
 
 from pgtasks.engine.core import Engine
 from pgtasks.engine.errors import DatabaseUnavailable
@@ -24,6 +26,9 @@ HELD_CHECK_SECONDS = 0.5
 
 class Waiting(Protocol):
     """A task a pool holds, not started."""
+
+    @property
+    def record(self) -> TaskRecord: ...
 
     @property
     def since(self) -> float: ...  # time.monotonic() when the pool took it
@@ -62,6 +67,22 @@ def take_stale_tail(held: collections.deque[W], most: int, waited: float) -> lis
         taken.append(held.pop())
     taken.reverse()
     return taken
+
+
+def give_back_stale(
+    lock: AbstractContextManager[Any],
+    held: collections.deque[W],
+    most: int,
+    waited: float,
+    finish: Callable[[TaskRecord, Outcome | None], None],
+) -> int:
+    """A pool's ``give_back``: take the stale tail of ``held`` under the pool's ``lock`` (see
+    :func:`take_stale_tail`), then finish each with the unstarted outcome; how many."""
+    with lock:
+        given = take_stale_tail(held, most, waited)
+    for task in given:
+        finish(task.record, unstarted(task.record))
+    return len(given)
 
 
 def still_to_run(engine: Engine, record: TaskRecord, executor_id: str) -> bool:

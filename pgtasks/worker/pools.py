@@ -28,7 +28,7 @@ from pgtasks.engine.errors import ConfigurationError, DatabaseUnavailable
 from pgtasks.engine.execution import execute_task
 from pgtasks.engine.failures import encode_exception
 from pgtasks.sysdb.records import Outcome, Status, StepRecord, TaskRecord
-from pgtasks.worker.held import Held, still_to_run, take_stale_tail, unstarted, waited_long
+from pgtasks.worker.held import Held, give_back_stale, still_to_run, unstarted, waited_long
 
 log = logging.getLogger("pgtasks.worker")
 
@@ -229,11 +229,7 @@ class ThreadPool:
             self._finish(task.record, unstarted(task.record))
 
     def give_back(self, most: int, waited: float) -> int:
-        with self._cond:
-            given = take_stale_tail(self._held, most, waited)
-        for task in given:
-            self._finish(task.record, unstarted(task.record))
-        return len(given)
+        return give_back_stale(self._cond, self._held, most, waited, self._finish)
 
     def submit(self, record: TaskRecord, steps: list[StepRecord] | None = None) -> None:
         self.submit_many([(record, steps)])

@@ -37,7 +37,7 @@ from pgtasks.engine.errors import TimeLimitExceeded, WorkerLostError
 from pgtasks.engine.failures import encode_exception
 from pgtasks.sysdb.records import Outcome, Status, StepRecord, TaskRecord
 from pgtasks.worker.forkserver import ForkedChild, ForkServer, ForkServerError
-from pgtasks.worker.held import take_stale_tail, unstarted
+from pgtasks.worker.held import give_back_stale, unstarted
 from pgtasks.worker.limits import time_limits
 from pgtasks.worker.pools import Finish, PoolOptions
 from pgtasks.worker.prefork_child import MessageReader, child_main, outcome_of, record_fields
@@ -258,11 +258,7 @@ class PreforkPool:
 
     def give_back(self, most: int, waited: float) -> int:
         """Held tasks only: a child's micro-batch is the child's."""
-        with self._lock:
-            given = take_stale_tail(self._held, most, waited)
-        for task in given:
-            self._finish(task.record, unstarted(task.record))
-        return len(given)
+        return give_back_stale(self._lock, self._held, most, waited, self._finish)
 
     def alive(self) -> bool:
         return self._monitor.is_alive() or self._stopping

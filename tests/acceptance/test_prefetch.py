@@ -7,17 +7,15 @@ while it waited."""
 from __future__ import annotations
 
 import signal
-from collections import Counter
 from pathlib import Path
 
 from pgtasks import Client
 from pgtasks.engine.options import SendOptions
 from pgtasks.sending import send_many
-from pgtasks.sysdb.records import ListTasksParams
 from pgtasks.task_info import TaskInfo
 from tests.support.cli import run_pgtasks
 from tests.support.inprocess import wait_for
-from tests.support.processes import effects, stop, worker_process
+from tests.support.processes import effects, largest_claim_of_drain, stop, worker_process
 
 
 def held_by(client: Client, executor: str) -> list[TaskInfo]:
@@ -58,19 +56,9 @@ def largest_claim_while_draining(database_url: str, ledger: Path, extra_args: tu
     worker = worker_process(
         database_url, ledger, "pf", pool="prefork", concurrency=1, extra_args=extra_args, output=log
     )
-    try:
-        wait_for(
-            lambda: not client.list_tasks(status=["ENQUEUED", "PENDING"], limit=1),
-            timeout=300,
-            what="3,000 short tasks to run",
-        )
-    finally:
-        stop(worker)
-    assert worker.returncode == 0, log.read_text()[-2000:]
-    seen = client.engine.database.sysdb.tasks_list(ListTasksParams(limit=5000))
-    assert len(seen) == 3000 and {(t.status.value, t.recovery_attempts) for t in seen} == {("SUCCESS", 1)}
+    largest = largest_claim_of_drain(client, worker, log, 3000)
     client.close()
-    return max(Counter(t.claim_token for t in seen).values())
+    return largest
 
 
 def test_without_a_multiplier_short_tasks_are_held_beyond_four_per_process(

@@ -4,7 +4,6 @@ further ahead, and a value that is not a whole number is refused by name."""
 
 from __future__ import annotations
 
-from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -12,10 +11,9 @@ import pytest
 from pgtasks import Client
 from pgtasks.engine.options import SendOptions
 from pgtasks.sending import send_many
-from pgtasks.sysdb.records import ListTasksParams
 from tests.support.cli import run_pgtasks
 from tests.support.inprocess import wait_for
-from tests.support.processes import stop, worker_process
+from tests.support.processes import largest_claim_of_drain, stop, worker_process
 
 APP = "tests.compat.apps.prefetch_app"
 
@@ -84,18 +82,7 @@ def test_the_app_setting_bounds_claims_and_its_default_claims_short_tasks_furthe
         extra_args=("-Q", "celery"),
         output=log,
     )
-    try:
-        wait_for(
-            lambda: not client.list_tasks(status=["ENQUEUED", "PENDING"], limit=1),
-            timeout=300,
-            what="2,000 short tasks to run",
-        )
-    finally:
-        stop(worker)
-    assert worker.returncode == 0, log.read_text()[-2000:]
-    seen = client.engine.database.sysdb.tasks_list(ListTasksParams(limit=5000))
-    assert len(seen) == 2000 and {t.status.value for t in seen} == {"SUCCESS"}
-    largest = max(Counter(t.claim_token for t in seen).values())  # tasks of one claim share its token
+    largest = largest_claim_of_drain(client, worker, log, 2000)
     if most is None:
         assert largest > 4
     else:

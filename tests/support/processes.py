@@ -8,9 +8,12 @@ import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 
+from pgtasks import Client
+from pgtasks.sysdb.records import ListTasksParams
 from tests.support.cli import REPO, cli_env, spawn_pgtasks
+from tests.support.inprocess import wait_for
 
-__all__ = ["REPO", "beat_process", "effects", "stop", "worker_process"]
+__all__ = ["REPO", "beat_process", "effects", "largest_claim_of_drain", "stop", "worker_process"]
 
 
 def _env(database_url: str, crashpoint: str | None, extra: Mapping[str, str]) -> dict[str, str]:
@@ -67,3 +70,21 @@ def effects(ledger: Path) -> collections.Counter[tuple[str, str]]:
         return collections.Counter()
     lines = ledger.read_text().splitlines()
     return collections.Counter(tuple(line.split(" ", 1)) for line in lines)  # type: ignore[misc]
+
+
+def largest_claim_of_drain(client: Client, worker: subprocess.Popen[str], log: Path, count: int) -> int:
+    """Wait until ``worker`` (its output going to ``log``) ran the ``count`` tasks of the
+    database, stop it, check that each succeeded after one claim, and return the most tasks one
+    of its claims took (the tasks of one claim share its claim token)."""
+    try:
+        wait_for(
+            lambda: not client.list_tasks(status=["ENQUEUED", "PENDING"], limit=1),
+            timeout=300,
+            what=f"{count:,} tasks to run",
+        )
+    finally:
+        stop(worker)
+    assert worker.returncode == 0, log.read_text()[-2000:]
+    seen = client.engine.database.sysdb.tasks_list(ListTasksParams(limit=count + 1))
+    assert len(seen) == count and {(t.status.value, t.recovery_attempts) for t in seen} == {("SUCCESS", 1)}
+    return max(collections.Counter(t.claim_token for t in seen).values())
