@@ -49,8 +49,13 @@ def test_short_tasks_are_claimed_ahead_and_held_ones_go_back_unstarted(
     with running_worker(app, concurrency=1, executor_id="w-short", prefetch_multiplier=100) as worker:
         wait_for(blocking.is_set, what="50 tasks run")
         wait_for(lambda: sum(r[0] == "PENDING" for r in rows(app)) > 1, what="tasks held behind it")
+        # Released once the warm shutdown gave the held tasks back: sooner, the freed thread
+        # could start them between the stop and the give-back.
         threading.Thread(
-            target=lambda: (wait_for(lambda: worker.ready() == "shutting down"), release.set())
+            target=lambda: (
+                wait_for(lambda: worker.ready() == "shutting down" and worker._pool.waiting() == 0),
+                release.set(),
+            )
         ).start()
     seen = rows(app)
     assert {r[0] for r in seen} == {"SUCCESS", "ENQUEUED"}  # nothing left PENDING
