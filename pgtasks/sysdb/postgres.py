@@ -240,6 +240,7 @@ class PostgresSystemDatabase(PostgresSessions, SqlStore):
         self.sql["tasks_enqueue"] = _filled(kept, many)
         self.sql["tasks_enqueue_one"] = _filled(kept, one)
         self.sql["tasks_enqueue_new"] = _filled(new, many)
+        self.sql["tasks_enqueue_one_new"] = _filled(new, one)
         self._open_sessions(pool_size, pool_wait_seconds, retry_for)
 
     # -- the primitives (primitives.py) ---------------------------------------------------
@@ -333,7 +334,7 @@ class PostgresSystemDatabase(PostgresSessions, SqlStore):
             return self._enqueue_on(conn, tasks)
         # The task ids were fixed before the insert: an attempt whose reply was lost is found
         # by the next one (ON CONFLICT), so the enqueue is retried through an outage.
-        if new_ids and len(tasks) > 1 and _conflict_free(tasks):
+        if new_ids and _conflict_free(tasks):
             return self._retrying(lambda own: self._enqueue_new_on(own, tasks))
         return self._retrying(lambda own: self._enqueue_on(own, tasks))
 
@@ -430,12 +431,12 @@ class PostgresSystemDatabase(PostgresSessions, SqlStore):
         out in turn, and psycopg would otherwise parse and plan it (about 0.4 ms of the server)
         five times on each before preparing it; not behind a transaction-pooling PgBouncer."""
         prepare = own and not self.target.transaction_pooling
+        if len(tasks) == 1:
+            name, params = "tasks_enqueue_one_new", single_task_params(tasks[0])
+        else:
+            name, params = "tasks_enqueue_new", enqueue_columns(tasks)
         with conn.cursor(row_factory=tuple_row) as cur:
-            cur.execute(
-                self.sql["tasks_enqueue_new"],
-                {**enqueue_columns(tasks), "channel": self.channel},
-                prepare=True if prepare else None,
-            )
+            cur.execute(self.sql[name], {**params, "channel": self.channel}, prepare=True if prepare else None)
 
     async def tasks_enqueue_async(
         self, tasks: list[NewTask], conn: Any, all_or_nothing: bool = False

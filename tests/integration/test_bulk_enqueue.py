@@ -146,8 +146,9 @@ def test_a_batch_with_a_taken_deduplication_id_writes_nothing_and_names_the_requ
 def test_new_ids_sent_again_after_a_lost_reply_come_back_once(pg_url: str) -> None:
     """Tasks with new ids go in without the conflict check. A retry whose first attempt
     committed (here: rows sent again, some of them only) fails on the primary key and is sent
-    again with the check: each id comes back, none is written twice. One statement, and chunks
-    in the enqueue's own transaction and in the caller's (which stays usable)."""
+    again with the check: each id comes back, none is written twice. One task (a delay()), one
+    statement, and chunks in the enqueue's own transaction and in the caller's (which stays
+    usable)."""
     app = App("bulk", database_url=pg_url)
     sysdb = app.engine.database.sysdb
     rows = build_new_tasks(
@@ -155,6 +156,11 @@ def test_new_ids_sent_again_after_a_lost_reply_come_back_once(pg_url: str) -> No
     )
     base_url, _ = pg_url.split("?schema=")
     try:
+        one = sysdb.tasks_enqueue(rows[:1], new_ids=True)
+        assert [(r.task_id, r.inserted) for r in one] == [(rows[0].task_id, True)]
+        again = sysdb.tasks_enqueue(rows[:1], new_ids=True)
+        assert [(r.task_id, r.inserted) for r in again] == [(rows[0].task_id, False)]
+        assert stored(app) == 1
         small, rest = rows[:100], rows[100:]
         sysdb.tasks_enqueue(small[:40], new_ids=True)
         results = sysdb.tasks_enqueue(small, new_ids=True)
