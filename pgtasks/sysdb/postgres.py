@@ -436,7 +436,7 @@ class PostgresSystemDatabase(PostgresSessions, SqlStore):
         else:
             name, params = "tasks_enqueue_new", enqueue_columns(tasks)
         with conn.cursor(row_factory=tuple_row) as cur:
-            cur.execute(self.sql[name], {**params, "channel": self.channel}, prepare=True if prepare else None)
+            cur.execute(self.sql[name], {**params, "channel": self.channel}, prepare=prepare or None)
 
     async def tasks_enqueue_async(
         self, tasks: list[NewTask], conn: Any, all_or_nothing: bool = False
