@@ -70,7 +70,7 @@ def add_worker_command(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> 
             "tasks claimed per process (thread, coroutine), running and waiting, at most (1: none "
             "ahead); threads and asyncio claim ahead by the task run time within it. Default: 4, "
             "as Celery, or while the tasks run short as many as the worker finishes in 0.25 s "
-            "(at most 1,000 beyond its processes)"
+            "(at most 1,000 beyond its processes); 0, as in Celery, is the default"
         ),
     )
     worker.add_argument(
@@ -222,8 +222,11 @@ def prefetch_multiplier(args: argparse.Namespace) -> int | None:
     """``--prefetch-multiplier`` (or a Celery app's setting, put there by worker_hooks), else 1
     with ``--disable-prefetch``, else None: Celery's default 4, more for short tasks (see
     WorkerOptions.prefetch_multiplier)."""
-    if args.prefetch_multiplier is not None:
-        return int(args.prefetch_multiplier)
+    given = args.prefetch_multiplier
+    if given is not None and given < 0:
+        raise ConfigurationError(f"--prefetch-multiplier must be >= 0 (0: the default), not {given}")
+    if given:  # Celery's 0 is "not given": the app's setting, else the default
+        return int(given)
     return 1 if args.disable_prefetch else None
 
 

@@ -56,7 +56,7 @@ def test_worker_reports_bad_configuration_clearly(tmp_path: Path, sqlite_url: st
     )
     assert redis.returncode != 0 and "pgtasks cannot use the Redis URL" in redis.stderr
     for flags, message in (
-        (("--prefetch-multiplier", "0"), "prefetch_multiplier must be >= 1"),
+        (("--prefetch-multiplier", "-1"), "--prefetch-multiplier must be >= 0 (0: the default), not -1"),
         (("--prune-interval", "0"), "prune_interval must be a positive number of seconds"),
         (("--prune-interval", "inf"), "prune_interval must be a positive number of seconds"),
     ):

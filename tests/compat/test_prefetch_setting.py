@@ -1,4 +1,5 @@
-"""Celery's worker_prefetch_multiplier on the prefork pool: 1 claims only for idle processes,
+"""Celery's worker_prefetch_multiplier on the prefork pool: 1 claims only for idle processes
+(`--prefetch-multiplier 0` leaves it to the setting, as Celery's flag does),
 a value set bounds every claim, the default (or 0) lets a backlog of short tasks be claimed
 further ahead, and a value that is not a whole number is refused by name."""
 
@@ -30,7 +31,7 @@ def test_a_prefetch_multiplier_of_one_claims_only_for_idle_processes(pg_url: str
         pool="prefork",
         concurrency=1,
         extra_env={"PREFETCH_MULTIPLIER": "1"},
-        extra_args=("-Q", "celery"),
+        extra_args=("-Q", "celery", "--prefetch-multiplier", "0"),  # Celery's 0: the setting decides
     )
     try:
 

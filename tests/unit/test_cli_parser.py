@@ -204,6 +204,12 @@ def test_worker_queue_exclusion_includes_and_prefetch_flags() -> None:
     assert prefetch_multiplier(parse("worker -A proj --disable-prefetch")) == 1
     assert prefetch_multiplier(parse("worker -A proj --disable-prefetch --prefetch-multiplier 8")) == 8
     assert prefetch_multiplier(parse("worker -A proj")) is None  # 4, more for short tasks
+    assert prefetch_multiplier(parse("worker -A proj --prefetch-multiplier 0")) is None  # Celery's 0
+    assert prefetch_multiplier(parse("worker -A proj --disable-prefetch --prefetch-multiplier 0")) == 1
+    with pytest.raises(
+        ConfigurationError, match=r"--prefetch-multiplier must be >= 0 \(0: the default\), not -2"
+    ):
+        prefetch_multiplier(parse("worker -A proj --prefetch-multiplier -2"))
     assert parse("worker -A proj -X a,b -I m1,m2").exclude_queues == "a,b"
     beat = parse("beat -A proj --no-enable-remote-control")
     assert any("--no-enable-remote-control" in str(v) for v in vars(beat).values())

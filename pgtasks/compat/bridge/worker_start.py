@@ -202,7 +202,8 @@ def worker_hooks(app: Any, args: argparse.Namespace, given: Collection[str] = ()
     # Only a multiplier the project set is a bound; Celery's default leaves the worker its own
     # (4, more for short tasks: WorkerOptions.prefetch_multiplier).
     multiplier = 1 if disabled else conf.table().get("worker_prefetch_multiplier")
-    if getattr(args, "prefetch_multiplier", None) is None and multiplier is not None:
+    # Celery's `--prefetch-multiplier 0` stands for the flag not given: the setting decides.
+    if not getattr(args, "prefetch_multiplier", None) and multiplier is not None:
         if isinstance(multiplier, bool) or not isinstance(multiplier, int) or multiplier < 0:
             raise ConfigurationError(
                 f"worker_prefetch_multiplier must be a whole number >= 0, not {multiplier!r}"
