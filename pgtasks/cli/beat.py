@@ -16,7 +16,14 @@ from typing import Any
 
 from pgtasks.cli.database import command_engine
 from pgtasks.cli.loader import load_app
-from pgtasks.cli.options import DETACH, add_command, add_daemon_options, add_ignored, add_refused
+from pgtasks.cli.options import (
+    DETACH,
+    add_command,
+    add_daemon_options,
+    add_ignored,
+    add_loglevel_option,
+    add_refused,
+)
 from pgtasks.cli.startup import add_wait_option, retry_on_startup, wait_for_database
 from pgtasks.engine.core import Engine
 from pgtasks.engine.errors import ConfigurationError
@@ -37,7 +44,7 @@ def add_commands(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> None:
     beat = add_command(
         sub, "beat", _beat, parents, help="fire periodic tasks (run any number: each due time fires once)"
     )
-    beat.add_argument("-l", "--loglevel", default="INFO", help="DEBUG, INFO (default), WARNING, ERROR")
+    add_loglevel_option(beat)
     beat.add_argument(
         "--max-interval", type=float, default=1.0, help="longest sleep between reads of the schedules (1s)"
     )

@@ -139,6 +139,23 @@ def add_pool_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL", "FATAL")
+
+
+def add_loglevel_option(parser: argparse.ArgumentParser) -> None:
+    """``-l/--loglevel``: Celery's level names, in any case (``info``); another is refused by
+    argparse with the names it takes."""
+    parser.add_argument(
+        "-l",
+        "--loglevel",
+        default="INFO",
+        type=str.upper,
+        choices=LOG_LEVELS,
+        metavar="LEVEL",
+        help="DEBUG, INFO (default), WARNING, ERROR, CRITICAL or FATAL, in any case",
+    )
+
+
 def expand_hostname(name: str) -> str:
     """Celery's node name expansion: ``%h`` the host name, ``%n`` its first label, ``%d`` the
     domain, ``%i`` the pool process index (``0`` in the worker's own process), ``%I`` the same

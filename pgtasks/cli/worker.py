@@ -17,6 +17,7 @@ from pgtasks.cli.options import (
     add_command,
     add_daemon_options,
     add_ignored,
+    add_loglevel_option,
     add_pool_option,
     add_refused,
     comma_list,
@@ -88,7 +89,7 @@ def add_worker_command(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> 
         default="text",
         help="text: Celery's lines (default); json: one JSON object per line, for log collectors",
     )
-    worker.add_argument("-l", "--loglevel", default="INFO", help="DEBUG, INFO (default), WARNING, ERROR")
+    add_loglevel_option(worker)
     worker.add_argument("--lease-seconds", type=float, help="heartbeat lease (default 30)")
     worker.add_argument("--poll-interval", type=float, help="seconds between polls when idle (default 1)")
     worker.add_argument("--shutdown-grace", type=float, default=30.0, help="warm shutdown wait (default 30)")

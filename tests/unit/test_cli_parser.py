@@ -84,7 +84,7 @@ def test_a_procfile_worker_line() -> None:
 def test_pgtasks_defaults_and_own_options() -> None:
     args = parse("worker -A proj --prefetch-multiplier=2 -l=debug")
     assert args.pool == "prefork" and args.concurrency is None and args.hostname is None
-    assert args.prefetch_multiplier == 2 and args.loglevel == "debug" and ignored_flags(args) == []
+    assert args.prefetch_multiplier == 2 and args.loglevel == "DEBUG" and ignored_flags(args) == []
     assert parse("-A proj beat --max-interval 5").max_interval == 5.0  # pgtasks beat's own option
 
 
@@ -126,6 +126,12 @@ def test_celerys_other_commands_keep_their_own_flags() -> None:
             "'asyncio')",
         ),
         ("tasks list -E", "unrecognized arguments: -E"),  # a worker flag is the worker's only
+        (
+            "worker -A proj -l LOUD",
+            "argument -l/--loglevel: invalid choice: 'LOUD' (choose from 'DEBUG', 'INFO', 'WARNING', "
+            "'ERROR', 'CRITICAL', 'FATAL')",
+        ),
+        ("beat -A proj --loglevel verbose", "argument -l/--loglevel: invalid choice: 'VERBOSE'"),
     ],
 )
 def test_bad_lines_are_refused_with_the_reason(
@@ -204,6 +210,8 @@ def test_worker_queue_exclusion_includes_and_prefetch_flags() -> None:
     assert prefetch_multiplier(parse("worker -A proj --disable-prefetch")) == 1
     assert prefetch_multiplier(parse("worker -A proj --disable-prefetch --prefetch-multiplier 8")) == 8
     assert prefetch_multiplier(parse("worker -A proj")) is None  # 4, more for short tasks
+    assert parse("worker -A proj -l info").loglevel == "INFO"  # Celery's names, any case
+    assert parse("beat -A proj --loglevel=fatal").loglevel == "FATAL"
     assert prefetch_multiplier(parse("worker -A proj --prefetch-multiplier 0")) is None  # Celery's 0
     assert prefetch_multiplier(parse("worker -A proj --disable-prefetch --prefetch-multiplier 0")) == 1
     with pytest.raises(
