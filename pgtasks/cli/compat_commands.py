@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import json
 import sys
 from collections.abc import Callable, Sequence
@@ -284,7 +285,6 @@ def _result(app: Any, args: argparse.Namespace) -> int:
 
 
 def _call(app: Any, args: argparse.Namespace) -> int:
-    import datetime as dt
 
     try:
         call_args, call_kwargs = json.loads(args.args), json.loads(args.kwargs)
@@ -298,7 +298,7 @@ def _call(app: Any, args: argparse.Namespace) -> int:
     if args.countdown is not None:
         options["countdown"] = args.countdown
     if args.eta:
-        options["eta"] = dt.datetime.fromisoformat(args.eta)
+        options["eta"] = _iso_time("--eta", args.eta)
     for option in ("serializer", "exchange", "routing_key"):
         if getattr(args, option):
             options[option] = getattr(args, option)
@@ -306,6 +306,16 @@ def _call(app: Any, args: argparse.Namespace) -> int:
         try:
             options["expires"] = float(args.expires)
         except ValueError:
-            options["expires"] = dt.datetime.fromisoformat(args.expires)
+            options["expires"] = _iso_time("--expires", args.expires, "seconds or ")
     print(app.send_task(args.name, call_args, call_kwargs, **options).id)
     return 0
+
+
+def _iso_time(flag: str, text: str, other: str = "") -> dt.datetime:
+    """``text`` as a datetime (ISO 8601), or ConfigurationError naming ``flag``."""
+    try:
+        return dt.datetime.fromisoformat(text)
+    except ValueError:
+        raise ConfigurationError(
+            f"pgtasks call: {flag} takes {other}an ISO 8601 time (2026-11-28T10:00:00+00:00), not {text!r}"
+        ) from None

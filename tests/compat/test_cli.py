@@ -56,6 +56,35 @@ def test_message_broker_url_is_refused_with_what_to_set(sqlite_url: str) -> None
     assert "pgtasks does not use a message broker" in done.stderr and "postgresql://" in done.stderr
 
 
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (("--args", "notjson"), "pgtasks call: --args/--kwargs must be JSON: Expecting value"),
+        (("--kwargs", "[1]"), "pgtasks call: --args takes a JSON list and --kwargs a JSON object"),
+        (
+            ("--eta", "tomorrow"),
+            "pgtasks call: --eta takes an ISO 8601 time (2026-11-28T10:00:00+00:00), not 'tomorrow'",
+        ),
+        (("--expires", "soon"), "pgtasks call: --expires takes seconds or an ISO 8601 time"),
+        (("--countdown", "abc"), "argument --countdown: invalid float value: 'abc'"),
+    ],
+    ids=["args", "kwargs", "eta", "expires", "countdown"],
+)
+def test_call_refuses_bad_options_by_name_and_sends_nothing(
+    sqlite_url: str, flags: tuple[str, str], message: str
+) -> None:
+    done = run_pgtasks(
+        "-A",
+        "tests.compat.apps.results_app",
+        "call",
+        "tests.compat.apps.results_app.add",
+        *flags,
+        url=sqlite_url,
+    )
+    assert done.returncode == 2 and message in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr and done.stdout == ""
+
+
 def test_inspect_status_call_result_and_purge(pg_url: str, tmp_path: Path) -> None:
     app = "tests.compat.apps.results_app"
     process = worker_process(
