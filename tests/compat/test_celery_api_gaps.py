@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from pgtasks import Client
 from pgtasks.compat import install
 from tests.support.celery_worker import celery_worker
 from tests.support.inprocess import wait_for
@@ -53,6 +54,39 @@ def test_a_missing_queue_is_refused_when_queues_are_not_created(sqlite_url: str)
         t.apply_async(queue="typo")
     assert t.apply_async(queue="known").state == "PENDING"
     assert t.delay().state == "PENDING"
+    app.close()
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"eta": "tomorrow"}, "eta must be a datetime or an ISO 8601 string, not 'tomorrow'"),
+        ({"expires": "soon"}, "expires must be a datetime or an ISO 8601 string, not 'soon'"),
+        ({"time_limit": "x"}, "time_limit must be a positive number of seconds, not 'x'"),
+        ({"soft_time_limit": -2}, "soft_time_limit must be a positive number of seconds, not -2"),
+        ({"time_limit": True}, "time_limit must be a positive number of seconds, not True"),
+    ],
+    ids=["eta", "expires", "time-limit", "soft-time-limit", "bool"],
+)
+def test_bad_send_options_are_refused_by_name_and_nothing_is_sent(
+    sqlite_url: str, options: dict[str, object], message: str
+) -> None:
+    from celery import Celery
+
+    app = Celery("checked", broker=sqlite_url)
+
+    @app.task(name="checked.t")
+    def t() -> None:
+        return None
+
+    with pytest.raises(ValueError, match=re.escape(message)):  # pgtasks' ConfigurationError
+        t.apply_async(**options)
+    with pytest.raises(ValueError, match=re.escape(message)):
+        t.s().set(**options).delay()
+    fine = t.apply_async(eta="2030-01-01T00:00:00+00:00", expires="2031-01-01T00:00:00+00:00", time_limit=5)
+    client = Client(sqlite_url)
+    assert [r.task_id for r in client.list_tasks()] == [fine.id]  # only the good one was sent
+    client.close()
     app.close()
 
 

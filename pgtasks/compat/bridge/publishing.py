@@ -121,6 +121,23 @@ def message_properties(options: dict[str, Any]) -> dict[str, Any]:
     return extra
 
 
+def _iso_time(key: str, text: str) -> dt.datetime:
+    """The ``eta``/``expires`` string ``text`` as a datetime, or ConfigurationError naming it."""
+    try:
+        return dt.datetime.fromisoformat(text)
+    except ValueError:
+        raise ConfigurationError(f"{key} must be a datetime or an ISO 8601 string, not {text!r}") from None
+
+
+def _check_limit(key: str, value: Any) -> None:
+    """A ``time_limit``/``soft_time_limit`` given to a send: a positive number of seconds (the
+    worker enforces it; refused here, where the sender sees why)."""
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < float("inf"):
+        raise ConfigurationError(f"{key} must be a positive number of seconds, not {value!r}")
+
+
 def _aware(value: dt.datetime, app: Celery) -> dt.datetime:
     """Naive datetimes are UTC when ``enable_utc`` (Celery's default), else app-local time."""
     if value.tzinfo is not None:
@@ -217,7 +234,7 @@ def prepare(
     priority = routed.get("priority", app.conf.task_default_priority)
     countdown, eta = routed.get("countdown"), routed.get("eta")
     if isinstance(eta, str):
-        eta = dt.datetime.fromisoformat(eta)
+        eta = _iso_time("eta", eta)
     if countdown is not None:
         eta = None  # Celery: a countdown wins over an eta
     elif eta is not None:
@@ -228,7 +245,9 @@ def prepare(
     if isinstance(expires, dt.timedelta):
         expires = expires.total_seconds()
     elif isinstance(expires, str):
-        expires = dt.datetime.fromisoformat(expires)
+        expires = _iso_time("expires", expires)
+    for key in ("time_limit", "soft_time_limit"):
+        _check_limit(key, options.get(key))
     if isinstance(expires, dt.datetime):
         expires = _aware(expires, app)
     task_id = task_id or str(uuid.uuid4())
