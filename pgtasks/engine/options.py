@@ -78,7 +78,14 @@ class SendOptions:
         self, name: str, args: Sequence[Any] | None = None, kwargs: dict[str, Any] | None = None
     ) -> EnqueueRequest:
         """The engine's request for one task ``name`` sent with these options."""
-        return EnqueueRequest(name, tuple(args or ()), dict(kwargs or {}), self)
+        try:
+            if not isinstance(args, (str, bytes)):  # a sequence, but never meant as the arguments
+                return EnqueueRequest(name, tuple(args or ()), dict(kwargs or {}), self)
+        except (TypeError, ValueError):
+            if isinstance(args, (list, tuple, type(None))):
+                what = f"kwargs of task {name!r} must be a dict, not {type(kwargs).__name__}"
+                raise TypeError(what) from None
+        raise TypeError(f"args of task {name!r} must be a list or tuple, not {type(args).__name__}")
 
 
 @dataclass(frozen=True, slots=True)

@@ -214,3 +214,20 @@ def test_rows_built_together_refuse_what_one_by_one_refuses() -> None:
         build_new_tasks(
             "tasks.add", [(1,), ("z" * 100,)], SendOptions(), Codec(), "default", 7, max_payload_bytes=50
         )
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs", "message"),
+    [
+        (5, None, "args of task 'job' must be a list or tuple, not int"),
+        ("ab", None, "args of task 'job' must be a list or tuple, not str"),
+        (b"ab", None, "args of task 'job' must be a list or tuple, not bytes"),
+        ((1,), [1], "kwargs of task 'job' must be a dict, not list"),
+        (None, 5, "kwargs of task 'job' must be a dict, not int"),
+    ],
+)
+def test_arguments_of_the_wrong_kind_are_refused_by_name(args: Any, kwargs: Any, message: str) -> None:
+    with pytest.raises(TypeError, match=f"^{message}$"):
+        SendOptions().request("job", args, kwargs)
+    assert SendOptions().request("job", [1, 2], {"a": 1}).args == (1, 2)
+    assert SendOptions().request("job", (x for x in (3,)), None).args == (3,)  # any iterable but text
