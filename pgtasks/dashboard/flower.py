@@ -198,6 +198,8 @@ class FlowerApi:
     async def tasks(self, request: Request) -> Response:
         a = Arguments(request)
         limit = a.get("limit", None, int)
+        if limit is not None and limit < 0:  # Flower's count never reaches it: every task
+            limit = None
         offset = a.get("offset", 0, int)
         sort_by = a.get("sort_by")
         worker = a.get("workername")
