@@ -198,8 +198,6 @@ class FlowerApi:
     async def tasks(self, request: Request) -> Response:
         a = Arguments(request)
         limit = a.get("limit", None, int)
-        if limit is not None and limit < 0:  # Flower's count never reaches it: every task
-            limit = None
         offset = a.get("offset", 0, int)
         sort_by = a.get("sort_by")
         worker = a.get("workername")
@@ -226,7 +224,8 @@ class FlowerApi:
         except task_search.SearchError as exc:
             raise HttpError(400, json.dumps({"error": str(exc)}), "application/json; charset=UTF-8") from None
         state = None if state in (None, "", "All") else state.upper()
-        if limit == 0 or (state is not None and state not in FLOWER_STATES):
+        # Flower 2.2 takes a page of max(limit, 0) tasks: none for 0 or a negative limit.
+        if (limit is not None and limit <= 0) or (state is not None and state not in FLOWER_STATES):
             return json_response({})
 
         def listing() -> dict[str, Any]:
