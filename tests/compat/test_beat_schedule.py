@@ -73,3 +73,15 @@ def test_a_crontab_shows_its_fields_as_celerys_sets_of_numbers() -> None:
     assert workdays.month_of_year == set(range(1, 13))
     assert crontab(minute=0, hour=4).day_of_week == set(range(7))
     assert crontab(day_of_week="sun,sat").day_of_week == {0, 6}
+
+
+def test_an_entry_whose_arguments_are_of_the_wrong_kind_is_named(app: Celery) -> None:
+    from pgtasks.compat.bridge.beat_schedule import definitions_for_app
+    from pgtasks.engine.errors import ConfigurationError
+
+    app.conf.beat_schedule = {"nightly": {"task": "sched.tick", "schedule": 60, "args": 5}}
+    with pytest.raises(ConfigurationError, match=r"beat_schedule\['nightly'\]: args must be a list or tuple"):
+        definitions_for_app(app)  # routed first (task_routes), then defined: named before either
+    app.conf.beat_schedule = {"nightly": {"task": "sched.tick", "schedule": 60, "kwargs": [1]}}
+    with pytest.raises(ConfigurationError, match=r"beat_schedule\['nightly'\]: kwargs must be a dict"):
+        definitions_for_app(app)

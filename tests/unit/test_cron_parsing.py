@@ -256,6 +256,13 @@ def test_beat_schedule_entries_become_configured_definitions() -> None:
         definitions_from_config({"bad": {"task": "x", "schedule": 5, "shedule": 5}}, "UTC", "config:proj")
     with pytest.raises(ConfigurationError, match=r"beat_schedule\['bad'\]: .*field hour"):
         definitions_from_config({"bad": {"task": "x", "schedule": "0 25 * * *"}}, "UTC", "config:proj")
+    for given, said in (
+        ({"args": 5}, "args must be a list or tuple, not int"),
+        ({"args": "ab"}, "args must be a list or tuple, not str"),
+        ({"kwargs": [1]}, "kwargs must be a dict, not list"),
+    ):
+        with pytest.raises(ConfigurationError, match=rf"^beat_schedule\['bad'\]: {said}$"):
+            definitions_from_config({"bad": {"task": "x", "schedule": 5, **given}}, "UTC", "config:proj")
 
 
 def test_a_definition_round_trips_through_its_row() -> None:

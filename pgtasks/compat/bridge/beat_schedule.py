@@ -64,13 +64,14 @@ def definition_from_entry(
     if unknown:
         raise ConfigurationError(f"beat_schedule[{key!r}]: unknown keys {sorted(unknown)}")
     options = dict(entry.get("options") or {})
+    args, kwargs = entry_arguments(key, entry)
     try:
         return define_schedule(
             key,
             task_name_of(entry["task"]),
             **timing_arguments(entry["schedule"], timezone),
-            args=entry.get("args") or (),
-            kwargs=entry.get("kwargs") or {},
+            args=args,
+            kwargs=kwargs,
             queue=options.get("queue"),
             priority=options.get("priority") or 0,
             expires=options.get("expires"),
@@ -80,6 +81,21 @@ def definition_from_entry(
         )
     except ConfigurationError as exc:
         raise ConfigurationError(f"beat_schedule[{key!r}]: {exc}") from None
+
+
+def entry_arguments(key: str, entry: Mapping[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """The ``args`` (a list or tuple) and ``kwargs`` (a dict) of one ``beat_schedule`` entry;
+    ConfigurationError names the entry and what is wrong."""
+    args, kwargs = entry.get("args") or (), entry.get("kwargs") or {}
+    if isinstance(args, (str, bytes)) or not isinstance(args, Sequence):
+        raise ConfigurationError(
+            f"beat_schedule[{key!r}]: args must be a list or tuple, not {type(args).__name__}"
+        )
+    if not isinstance(kwargs, Mapping):
+        raise ConfigurationError(
+            f"beat_schedule[{key!r}]: kwargs must be a dict, not {type(kwargs).__name__}"
+        )
+    return tuple(args), dict(kwargs)
 
 
 def _setting(entry: Mapping[str, Any], options: Mapping[str, Any], key: str, default: Any) -> Any:
@@ -133,12 +149,12 @@ def entry_queue(
 def definitions_for_app(app: Celery) -> list[ScheduleDefinition]:
     """The Celery app's ``beat_schedule`` in its ``timezone``, each entry routed by
     ``task_routes`` when its options name no queue (the app's schedule source)."""
-    for entry in app.beat_schedule.values():
+    for key, entry in app.beat_schedule.items():
         if isinstance(entry, dict) and "task" in entry:
             options = dict(entry.get("options") or {})
             if options.get("queue") is None:
                 name = task_name_of(entry["task"])
-                args, kwargs = entry.get("args") or (), entry.get("kwargs") or {}
+                args, kwargs = entry_arguments(str(key), entry)
                 options["queue"] = entry_queue(app, name, args, kwargs, options)
                 entry["options"] = options
     load_zone(app.timezone)
