@@ -35,7 +35,7 @@ from pgtasks.engine.errors import TimeLimitExceeded
 from pgtasks.engine.execution import TimeLimits, execute_task_async, on_shared_loop
 from pgtasks.engine.failures import encode_exception
 from pgtasks.sysdb.records import Outcome, Status, StepRecord, TaskRecord
-from pgtasks.worker.held import Held, give_back_stale, still_to_run, unstarted, waited_long
+from pgtasks.worker.held import Held, checked_to_run, give_back_stale, unstarted, waited_long
 from pgtasks.worker.limits import time_limits
 from pgtasks.worker.loop_watch import TASK_PREFIX, LoopWatch, Running
 from pgtasks.worker.pools import Finish, PoolOptions, guarded_outcome, run_guarded
@@ -169,14 +169,17 @@ class AsyncioPool:
         task_id = record.task_id
         outcome: Outcome | None = None
         try:
-            if waited_long(held) and not await self._loop.run_in_executor(
-                None, still_to_run, self._engine, held.record, self._executor_id
-            ):
+            start: TaskRecord | None = record
+            if waited_long(held):
+                start = await self._loop.run_in_executor(
+                    None, checked_to_run, self._engine, record, self._executor_id
+                )
+            if start is None:
                 pass  # revoked, taken over or expired while it waited: not run
-            elif self._runs_on_loop(record):
-                outcome = await _guarded(self._engine, record, self._executor_id, steps, limits)
+            elif self._runs_on_loop(start):
+                outcome = await _guarded(self._engine, start, self._executor_id, steps, limits)
             else:
-                outcome = await self._loop.run_in_executor(None, self._on_thread, record, steps, limits)
+                outcome = await self._loop.run_in_executor(None, self._on_thread, start, steps, limits)
         except asyncio.CancelledError:
             pass
         finally:

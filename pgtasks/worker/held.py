@@ -12,6 +12,7 @@ this run's), it is not run; past its expiry, it is ended as expired and not run.
 from __future__ import annotations
 
 import collections
+import dataclasses
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
@@ -85,18 +86,22 @@ def give_back_stale(
     return len(given)
 
 
-def still_to_run(engine: Engine, record: TaskRecord, executor_id: str) -> bool:
-    """Whether ``record`` (claimed, and waited long: held by the threads or asyncio pool, or
-    by a prefork parent or child) may start: still this run's, and not past its expiry (then
-    ended as expired). A database error counts as yes: the fence on its checkpoints and
-    outcome still holds."""
+def checked_to_run(engine: Engine, record: TaskRecord, executor_id: str) -> TaskRecord | None:
+    """``record`` (claimed, and waited long: held by the threads or asyncio pool, or by a
+    prefork parent or child) if it may start: still this run's, and not past its expiry (then
+    ended as expired); None if not. Confirmed, it comes back as confirmed now, so its first
+    step reads its ownership no sooner than after a fresh claim (steps.OWNERSHIP_FRESH_SECONDS).
+    A database error counts as yes, unconfirmed: the fence on its checkpoints and outcome
+    still holds."""
     api = engine.worker_api
     try:
         if not api.owns(record.task_id, executor_id, record.claim_token):
-            return False
-        return record.expires_at_epoch_ms is None or not api.expire_claimed(record, executor_id)
+            return None
+        if record.expires_at_epoch_ms is not None and api.expire_claimed(record, executor_id):
+            return None
     except DatabaseUnavailable:
-        return True
+        return record
+    return dataclasses.replace(record, claimed_at=time.monotonic())
 
 
 def unstarted(record: TaskRecord) -> Outcome:

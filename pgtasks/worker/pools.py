@@ -28,7 +28,7 @@ from pgtasks.engine.errors import ConfigurationError, DatabaseUnavailable
 from pgtasks.engine.execution import execute_task
 from pgtasks.engine.failures import encode_exception
 from pgtasks.sysdb.records import Outcome, Status, StepRecord, TaskRecord
-from pgtasks.worker.held import Held, give_back_stale, still_to_run, unstarted, waited_long
+from pgtasks.worker.held import Held, checked_to_run, give_back_stale, unstarted, waited_long
 
 log = logging.getLogger("pgtasks.worker")
 
@@ -267,11 +267,14 @@ class ThreadPool:
                 task = self._take(n)
             if task is None:
                 return
-            if waited_long(task) and not still_to_run(engine, task.record, executor_id):
+            record: TaskRecord | None = task.record
+            if waited_long(task):
+                record = checked_to_run(engine, task.record, executor_id)
+            if record is None:
                 self._since[n] = 0.0
                 finish(task.record, None)  # revoked, taken over or expired while it waited
                 continue
-            outcome = run_guarded(engine, task.record, executor_id, task.steps)
+            outcome = run_guarded(engine, record, executor_id, task.steps)
             took = time.monotonic() - self._since[n]
             self._since[n] = 0.0
             known = self._task_seconds  # a moving average; another thread's update may be lost

@@ -28,7 +28,7 @@ from typing import Any
 from pgtasks.engine.core import Engine
 from pgtasks.engine.errors import SoftTimeLimitExceeded
 from pgtasks.sysdb.records import Outcome, TaskRecord
-from pgtasks.worker.held import HELD_CHECK_SECONDS, still_to_run
+from pgtasks.worker.held import HELD_CHECK_SECONDS, checked_to_run
 from pgtasks.worker.pools import PoolOptions, run_guarded
 from pgtasks.worker.prefork_slots import Slots
 
@@ -72,12 +72,12 @@ def child_main(
         for index, (fields, steps, soft_limit, since) in enumerate(batch):
             started = time.monotonic()
             slots.start(slot, index, started)
-            record = TaskRecord(*fields)
-            if slots.cancelled(slot, index) or (
+            record: TaskRecord | None = None if slots.cancelled(slot, index) else TaskRecord(*fields)
+            if record is not None and started - since > HELD_CHECK_SECONDS:
                 # waited for a child (held by the parent, or behind its batch-mates): revoked,
                 # taken over or expired meanwhile, it must not run
-                started - since > HELD_CHECK_SECONDS and not still_to_run(engine, record, executor_id)
-            ):
+                record = checked_to_run(engine, record, executor_id)
+            if record is None:
                 _send(fd, (None, None, False))  # revoked, taken over or expired meanwhile: not run
                 continue
             if soft_limit is not None:

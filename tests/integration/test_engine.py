@@ -421,6 +421,44 @@ def test_a_fresh_claim_stands_for_the_first_steps_ownership_read(
     assert outcome is not None and outcome.status is Status.SUCCESS and reads == [late.id]
 
 
+def test_a_held_tasks_check_before_it_starts_stands_for_the_first_steps_read(
+    app: App, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A task held past the claim's window is checked before it starts (the pools' held
+    check): confirmed, it starts as freshly claimed and its first step reads nothing more;
+    revoked meanwhile, it does not start."""
+    from pgtasks.worker.held import checked_to_run
+
+    @app.step
+    def work() -> int:
+        return 1
+
+    @app.task
+    def task() -> int:
+        return work()
+
+    db = app.engine.database.sysdb
+    reads: list[str] = []
+    read = db.task_owned_by
+
+    def counted(task_id: str, executor_id: str, claim_token: str | None = None) -> bool:
+        reads.append(task_id)
+        return read(task_id, executor_id, claim_token)
+
+    monkeypatch.setattr(db, "task_owned_by", counted)
+    monkeypatch.setattr(steps_module, "OWNERSHIP_FRESH_SECONDS", 30.0)  # a loaded machine's margin
+    held, revoked = task.delay(), task.delay()
+    claimed = {r.task_id: r for r in db.tasks_claim(ClaimParams("w1", app.version(), ("default",), 2))}
+    stale = dataclasses.replace(claimed[held.id], claimed_at=time.monotonic() - 60)
+    checked = checked_to_run(app.engine, stale, "w1")
+    assert checked is not None and reads == [held.id]  # the check's own read
+    assert checked.claimed_at is not None and checked.claimed_at > time.monotonic() - 30
+    outcome = execute_task(app.engine, checked, "w1")
+    assert outcome is not None and outcome.status is Status.SUCCESS and reads == [held.id]  # no second
+    app.engine.admin.cancel(revoked.id)
+    assert checked_to_run(app.engine, claimed[revoked.id], "w1") is None
+
+
 def test_nondeterministic_body_is_reported(app: App) -> None:
     flip = {"value": True}
 
