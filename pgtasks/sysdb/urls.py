@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
+from urllib.parse import SplitResult, parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 from pgtasks.sysdb.errors import ConfigurationError
 from pgtasks.sysdb.identifiers import validate_identifier
@@ -80,12 +80,21 @@ def redact_url(url: str) -> str:
             for k, v in pairs
         ]
         query = urlencode(shown, safe="*:/@")
-    return urlunsplit(parts._replace(netloc=netloc, query=query))
+    return _joined(parts._replace(netloc=netloc, query=query))
 
 
 def resolve_database_url(url: str | None) -> str:
     """The URL given, else ``PGTASKS_DATABASE_URL``, else the embedded SQLite default."""
     return url or os.environ.get(DATABASE_URL_ENV) or DEFAULT_DATABASE_URL
+
+
+def _joined(parts: SplitResult) -> str:
+    """``parts`` as a URL, keeping an empty authority: urlunsplit drops the '//' of
+    'postgresql:///db' (libpq's form for a Unix socket), and libpq refuses 'postgresql:/db'."""
+    url = urlunsplit(parts)
+    if not parts.netloc and parts.scheme:
+        url = f"{parts.scheme}://" + url.removeprefix(f"{parts.scheme}:").removeprefix("//")
+    return url
 
 
 def parse_database_url(url: str, schema: str = DEFAULT_SCHEMA) -> DatabaseTarget:
@@ -134,7 +143,8 @@ def parse_database_url(url: str, schema: str = DEFAULT_SCHEMA) -> DatabaseTarget
             )
 
         # quote, not quote_plus: libpq reads "+" in a URI literally (options=-c%20x=y).
-        dsn = urlunsplit(("postgresql", parts.netloc, parts.path, urlencode(query, quote_via=quote), ""))
+        kept = urlencode(query, quote_via=quote)
+        dsn = _joined(parts._replace(scheme="postgresql", query=kept, fragment=""))
         return DatabaseTarget(
             "postgres",
             url=url,

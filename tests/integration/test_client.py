@@ -80,3 +80,20 @@ def test_unreachable_server_reports_the_url_without_password() -> None:
         app.list_tasks()
     assert "***" in str(info.value) and "secret" not in str(info.value)
     app.close()
+
+
+def test_a_url_without_host_in_its_authority_connects(pg_url: str) -> None:
+    """'postgresql:///db?host=...' (libpq's form for a Unix socket, or a host given as a
+    parameter) keeps its empty authority: the connection string was 'postgresql:/db', which
+    libpq refused. Here the suite's host, port and user go in the query instead."""
+    from urllib.parse import parse_qsl, urlencode, urlsplit
+
+    parts = urlsplit(pg_url)
+    given = {"host": parts.hostname or "", "port": str(parts.port or 5432), "user": parts.username or ""}
+    if parts.password:
+        given["password"] = parts.password
+    query = urlencode({**given, **dict(parse_qsl(parts.query))})
+    client = Client(f"postgresql://{parts.path}?{query}")
+    handle = client.enqueue("shop.confirm", [3])
+    assert [t.task_id for t in client.list_tasks()] == [handle.id]
+    client.close()

@@ -181,3 +181,24 @@ def test_a_query_value_with_spaces_reaches_libpq_intact() -> None:
 
     target = parse_database_url("postgresql://u@h/db?options=-c%20work_mem%3D64MB&schema=s")
     assert conninfo_to_dict(target.dsn)["options"] == "-c work_mem=64MB"
+
+
+@pytest.mark.parametrize(
+    ("url", "dsn"),
+    [
+        ("postgresql:///app", "postgresql:///app"),
+        (
+            "postgres:///app?host=/var/run/postgresql&schema=t1",
+            "postgresql:///app?host=%2Fvar%2Frun%2Fpostgresql",
+        ),
+        ("postgresql://", "postgresql://"),
+    ],
+)
+def test_an_empty_authority_is_kept_for_libpq(url: str, dsn: str) -> None:
+    """libpq's socket form: urlunsplit would drop the '//' of an empty authority."""
+    assert parse_database_url(url).dsn == dsn
+
+
+def test_a_redacted_socket_url_keeps_its_empty_authority() -> None:
+    assert redact_url("postgresql:///app?host=/tmp&password=pw") == "postgresql:///app?host=/tmp&password=***"
+    assert redact_url("sqlite:////var/lib/app.sqlite3") == "sqlite:////var/lib/app.sqlite3"
