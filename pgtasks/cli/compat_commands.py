@@ -285,7 +285,6 @@ def _result(app: Any, args: argparse.Namespace) -> int:
 
 
 def _call(app: Any, args: argparse.Namespace) -> int:
-
     try:
         call_args, call_kwargs = json.loads(args.args), json.loads(args.kwargs)
     except ValueError as exc:
