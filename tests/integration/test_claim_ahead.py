@@ -231,7 +231,9 @@ def test_tasks_held_beyond_four_per_thread_go_back_when_slow_and_another_worker_
         assert all(t.started_at_epoch_ms is not None and t.recovery_attempts == 0 for t in back)
         assert [t.executor_id for t in slow_rows()[:8]] == ["w-a"] * 8  # A keeps the first ones
         with running_worker(app, concurrency=2, executor_id="w-b"):
-            wait_for(lambda: sum(t.executor_id == "w-b" for t in slow_rows()) == 2, what="B to take 2")
+            # At least its two threads' worth: more (Celery's 4 per thread) where a loaded
+            # machine made A give back short tasks too, which B ran first (short: it claims ahead).
+            wait_for(lambda: sum(t.executor_id == "w-b" for t in slow_rows()) >= 2, what="B to take 2")
             go.set()
             wait_for(lambda: all(t.status.value == "SUCCESS" for t in slow_rows()), what="every slow task")
     seen = slow_rows()
