@@ -63,9 +63,9 @@ def test_message_broker_url_is_refused_with_what_to_set(sqlite_url: str) -> None
         (("--kwargs", "[1]"), "pgtasks call: --args takes a JSON list and --kwargs a JSON object"),
         (
             ("--eta", "tomorrow"),
-            "pgtasks call: --eta takes an ISO 8601 time (2026-11-28T10:00:00+00:00), not 'tomorrow'",
+            "eta must be a datetime or an ISO 8601 string, not 'tomorrow'",
         ),
-        (("--expires", "soon"), "pgtasks call: --expires takes seconds or an ISO 8601 time"),
+        (("--expires", "soon"), "expires must be a datetime or an ISO 8601 string, not 'soon'"),
         (("--countdown", "abc"), "argument --countdown: invalid float value: 'abc'"),
     ],
     ids=["args", "kwargs", "eta", "expires", "countdown"],

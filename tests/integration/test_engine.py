@@ -385,11 +385,8 @@ def test_two_executors_on_one_task_only_the_owner_records(app: App) -> None:
     assert seen.calls == {"a": 1, "b": 1}
 
 
-def test_a_fresh_claim_stands_for_the_first_steps_ownership_read(
-    app: App, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The claim's commit proves the task runs here: a step that starts within the ownership
-    window after it reads nothing more; one that starts later reads its ownership first."""
+def _one_step_task_counting_reads(app: App, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, list[str]]:
+    """A task of one step, and the ids of the ownership reads made from now on."""
 
     @app.step
     def work() -> int:
@@ -408,6 +405,17 @@ def test_a_fresh_claim_stands_for_the_first_steps_ownership_read(
         return read(task_id, executor_id, claim_token)
 
     monkeypatch.setattr(db, "task_owned_by", counted)
+    return task, reads
+
+
+def test_a_fresh_claim_stands_for_the_first_steps_ownership_read(
+    app: App, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The claim's commit proves the task runs here: a step that starts within the ownership
+    window after it reads nothing more; one that starts later reads its ownership first."""
+
+    task, reads = _one_step_task_counting_reads(app, monkeypatch)
+    db = app.engine.database.sysdb
     # A window wide enough that a loaded machine cannot age the fresh claim past it.
     monkeypatch.setattr(steps_module, "OWNERSHIP_FRESH_SECONDS", 30.0)
     fresh, late = task.delay(), task.delay()
@@ -429,23 +437,8 @@ def test_a_held_tasks_check_before_it_starts_stands_for_the_first_steps_read(
     revoked meanwhile, it does not start."""
     from pgtasks.worker.held import checked_to_run
 
-    @app.step
-    def work() -> int:
-        return 1
-
-    @app.task
-    def task() -> int:
-        return work()
-
+    task, reads = _one_step_task_counting_reads(app, monkeypatch)
     db = app.engine.database.sysdb
-    reads: list[str] = []
-    read = db.task_owned_by
-
-    def counted(task_id: str, executor_id: str, claim_token: str | None = None) -> bool:
-        reads.append(task_id)
-        return read(task_id, executor_id, claim_token)
-
-    monkeypatch.setattr(db, "task_owned_by", counted)
     monkeypatch.setattr(steps_module, "OWNERSHIP_FRESH_SECONDS", 30.0)  # a loaded machine's margin
     held, revoked = task.delay(), task.delay()
     claimed = {r.task_id: r for r in db.tasks_claim(ClaimParams("w1", app.version(), ("default",), 2))}
