@@ -3,8 +3,9 @@
 A failed task's ``error`` column holds JSON: the exception's module, qualified name, message,
 arguments (when JSON can carry them) and traceback text. Rebuilding looks the type up only in
 modules already imported by this process that are trusted: builtins, pgtasks' own modules and
-the modules the application registered tasks from. A row can never make a process import a
-module; anything else comes back as :class:`~pgtasks.engine.errors.TaskError`.
+the modules the application registered tasks from (Celery's API trusts every imported module,
+as Celery does). A row can never make a process import a module; anything else comes back as
+:class:`~pgtasks.engine.errors.TaskError`.
 """
 
 from __future__ import annotations
@@ -96,8 +97,12 @@ def error_summary(error_text: str | None) -> str:
         return error_text[:200]
 
 
-def decode_exception(error_text: str, trusted_modules: Iterable[str] = ()) -> BaseException:
-    """Rebuild the stored exception if its type is trusted, else a TaskError."""
+def decode_exception(
+    error_text: str, trusted_modules: Iterable[str] = (), any_loaded: bool = False
+) -> BaseException:
+    """Rebuild the stored exception if its type is trusted, else a TaskError. ``any_loaded``
+    (Celery's rule, for its API): every module this process has imported is trusted, still
+    never importing one."""
     try:
         data = json.loads(error_text)
         module, qualname = str(data["module"]), str(data["type"])
@@ -105,7 +110,7 @@ def decode_exception(error_text: str, trusted_modules: Iterable[str] = ()) -> Ba
         args = data.get("args")
     except (ValueError, KeyError, TypeError):
         return TaskError("UnknownError", f"unreadable error record: {error_text[:200]!r}")
-    cls = _trusted_class(module, qualname, set(trusted_modules))
+    cls = _trusted_class(module, qualname, set(trusted_modules), any_loaded)
     if cls is not None:
         for attempt in ((args,) if isinstance(args, list) else ()) + ([message],):
             try:
@@ -118,10 +123,12 @@ def decode_exception(error_text: str, trusted_modules: Iterable[str] = ()) -> Ba
     return TaskError(name, message, remote_tb)
 
 
-def _trusted_class(module: str, qualname: str, trusted: set[str]) -> type[BaseException] | None:
+def _trusted_class(
+    module: str, qualname: str, trusted: set[str], any_loaded: bool
+) -> type[BaseException] | None:
     if module == "builtins":
         owner: Any = builtins
-    elif module in trusted or module.startswith(TRUSTED_PREFIXES):
+    elif any_loaded or module in trusted or module.startswith(TRUSTED_PREFIXES):
         owner = sys.modules.get(module)  # never import: only what is already loaded
         if owner is None:
             return None

@@ -202,3 +202,51 @@ def test_eager_tasks_wait_for_results_and_retry_as_celery_does(eager: None) -> N
     assert proj.add.delay(1, 1).get() == 2  # outside a task: fine
     quiet = proj.retries_quietly.delay()  # retry(throw=False) eagerly: returned, no retry
     assert quiet.state == "SUCCESS" and quiet.get() == "body value" and quiet.retries == 0
+
+
+def test_eager_propagation_raises_before_the_failure_handlers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As Celery's eager tracer with propagation: the error leaves before on_failure,
+    on_retry, after_return and their signals; task_postrun gets state None and
+    task_internal_error is sent. Without propagation every handler runs."""
+    from celery.exceptions import Retry
+    from celery.signals import task_internal_error
+
+    from tests.compat.apps import signals_app
+    from tests.support.ledger import lines_of
+
+    ledger = tmp_path / "ledger"
+    monkeypatch.setenv("PGTASKS_TEST_LEDGER", str(ledger))
+    internal: list[tuple[str, str]] = []
+
+    def on_internal(sender: object = None, task_id: str = "", exception: object = None, **_: object) -> None:
+        internal.append((task_id, type(exception).__name__))
+
+    task_internal_error.connect(on_internal)
+    try:
+        with pytest.raises(ValueError, match="broken"):
+            signals_app.broken.apply(task_id="thrown", throw=True)
+        with pytest.raises(Retry):
+            signals_app.retried.apply(task_id="retried", throw=True)
+        kept = signals_app.broken.apply(task_id="kept")
+    finally:
+        task_internal_error.disconnect(on_internal)
+    assert kept.state == "FAILURE"
+    assert internal == [("thrown", "ValueError"), ("retried", "Retry")]
+    events = [e for e in lines_of(ledger) if "prerun" not in e and "on_task_init" not in e]
+    assert [e for e in events if "thrown" in e] == [
+        "hook before_start thrown",
+        "signal task_postrun thrown None",
+    ]
+    assert [e for e in events if "retried" in e] == [
+        "hook before_start retried",
+        "signal task_postrun retried None",
+    ]
+    assert [e for e in events if "kept" in e] == [
+        "hook before_start kept",
+        "hook on_failure kept ValueError einfo",
+        "signal task_failure kept ValueError",
+        "hook after_return kept FAILURE None",
+        "signal task_postrun kept FAILURE",
+    ]

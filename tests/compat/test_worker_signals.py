@@ -4,9 +4,11 @@ fires in each child) and in the sending process."""
 from __future__ import annotations
 
 import signal
+import subprocess
 from pathlib import Path
 
 import pytest
+from kombu.exceptions import EncodeError
 
 from tests.compat.apps import signals_app as proj
 from tests.support.cli import cli_env, spawn_pgtasks
@@ -36,12 +38,30 @@ def test_worker_task_and_publish_signals(
         bad = proj.broken.delay()
         again = proj.retried.delay()
         unknown = proj.app.send_task("no.worker.has.this")
+        unencodable = proj.unencodable.delay()
+        kept, ignored = proj.failing_but_kept.delay(), proj.failing_and_ignored.delay()
+        command = proj.failing_command.delay()
+        waiting = proj.retry_without_reason.delay()
         assert ok.get(timeout=60) == 42
         with pytest.raises(ValueError):
             bad.get(timeout=60)
         assert again.get(timeout=60) == "done"
         with pytest.raises(KeyError):  # NotRegistered
             unknown.get(timeout=60)
+        with pytest.raises(EncodeError, match="object is not JSON serializable"):
+            unencodable.get(timeout=60)
+        with pytest.raises(subprocess.CalledProcessError) as raised:
+            command.get(timeout=60)
+        assert raised.value.returncode == 3 and raised.value.cmd == ["false"]
+        read = proj.app.AsyncResult
+        wait_for(lambda: read(kept.id).state == "FAILURE", timeout=60, what="the kept failure")
+        assert isinstance(read(kept.id).result, ValueError) and "ValueError: kept" in read(kept.id).traceback
+        wait_for(lambda: read(waiting.id).state == "RETRY", timeout=60, what="the retry to wait")
+        assert read(waiting.id).info is None  # retried without an exception: no reason stored
+        waiting.revoke()
+        finished = lambda: (record := read(ignored.id).record()) is not None and record.status.is_terminal  # noqa: E731
+        wait_for(finished, timeout=60, what="the ignored failure")
+        assert read(ignored.id).state == "PENDING"  # without store_errors_even_if_ignored
     finally:
         output = stop(process, signal.SIGTERM)
     events = lines(ledger)
@@ -68,7 +88,7 @@ def test_worker_task_and_publish_signals(
         f"hook before_start {ok.id}",
         f"hook on_success {ok.id} 42",
         f"signal task_success {ok.id} 42 float True",  # runtime: seconds, as Celery's
-        f"hook after_return {ok.id} SUCCESS",
+        f"hook after_return {ok.id} SUCCESS None",  # no einfo, as from Celery's tracer
         f"signal task_postrun {ok.id} SUCCESS",
     ]
     after_run = events[events.index(f"signal task_postrun {ok.id} SUCCESS") + 1 :]
@@ -82,15 +102,23 @@ def test_worker_task_and_publish_signals(
         f"hook before_start {bad.id}",
         f"hook on_failure {bad.id} ValueError einfo",
         f"signal task_failure {bad.id} ValueError",
-        f"hook after_return {bad.id} FAILURE",
+        f"hook after_return {bad.id} FAILURE None",
         f"signal task_postrun {bad.id} FAILURE",
     ]
-    retried = [e for e in events if again.id in e and ("retry" in e or "postrun" in e)]
+    retried = [e for e in events if again.id in e and ("retry" in e or "postrun" in e or "after_return" in e)]
     assert retried == [
         f"hook on_retry {again.id} OSError",
         f"signal task_retry {again.id} Retry",
-        f"signal task_postrun {again.id} RETRY",
+        f"signal task_postrun {again.id} RETRY",  # no after_return after a retry
+        f"hook after_return {again.id} SUCCESS None",
         f"signal task_postrun {again.id} SUCCESS",
+    ]
+    # a value the serializer cannot store fails the task before on_success, as on Celery
+    assert [e for e in events if unencodable.id in e and e.startswith(("hook", "signal task_"))][-4:] == [
+        f"hook on_failure {unencodable.id} EncodeError einfo",
+        f"signal task_failure {unencodable.id} EncodeError",
+        f"hook after_return {unencodable.id} FAILURE None",
+        f"signal task_postrun {unencodable.id} FAILURE",
     ]
     # a name the worker does not have: task_unknown, not task_received, as Celery's consumer
     unknown_events = [e for e in events if unknown.id in e and "publish" not in e]

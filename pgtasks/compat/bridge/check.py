@@ -85,7 +85,6 @@ IGNORED_SETTINGS: dict[str, str] = {
     "task_protocol": "no message protocol",
     "task_default_routing_key": "routing is by queue name only",
     "task_default_delivery_mode": "every task is durable",
-    "task_store_errors_even_if_ignored": "errors are always stored",
     "worker_state_db": "state is in the database",
     "worker_enable_remote_control": "inspect/control read the database",
     "worker_direct": "no direct queues",

@@ -56,10 +56,9 @@ def apply_eagerly(
         request = eager_request(task_id, task.name or "", args, kwargs, retries, options)
         if in_process:
             request.errbacks = [dict(e) for e in in_process]
-        attempt = trace(task, request, args, kwargs)
+        # throw: a failure or a retry is raised from the tracer, before any handler runs
+        attempt = trace(task, request, args, kwargs, propagate=throw)
         retval = attempt.retval
-        if attempt.state == states.RETRY and isinstance(retval, Retry) and throw:
-            raise retval  # as Celery's tracer propagates it: the caller sees the first retry
         if attempt.state == states.RETRY and isinstance(retval, Retry) and retval.sig is not None:
             new_args, new_kwargs, _ = retval.sig
             args, kwargs, retries = tuple(new_args), dict(new_kwargs), retries + 1

@@ -19,6 +19,10 @@ from pgtasks.compat.celery import signals, states
 from pgtasks.compat.celery._state import executing
 from pgtasks.compat.celery.canvas.signature import Signature
 from pgtasks.compat.celery.exceptions import Ignore, Reject, Retry
+from pgtasks.compat.celery.result.base import ResultBase
+from pgtasks.compat.kombu.exceptions import EncodeError
+from pgtasks.engine.context import running_context
+from pgtasks.engine.errors import PgtasksError
 from pgtasks.engine.execution import run_coroutine
 
 if TYPE_CHECKING:
@@ -36,18 +40,23 @@ class Attempt:
     einfo: ExceptionInfo | None = None
 
 
-def trace(task: Task, request: Context, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Attempt:
+def trace(
+    task: Task, request: Context, args: tuple[Any, ...], kwargs: dict[str, Any], propagate: bool = False
+) -> Attempt:
     """Run the task once with ``request`` current, calling hooks and sending signals in
     Celery's order: task_prerun, before_start, the body, on_success/task_success (or
-    on_failure/task_failure, or on_retry/task_retry), after_return, task_postrun; the app
-    loader's ``on_task_init`` first and, in a worker, its ``on_process_cleanup`` last. An error
-    raised around the body (by the loader's ``on_task_init``) sends task_internal_error and
-    propagates, as in Celery."""
+    on_failure/task_failure, or on_retry/task_retry), after_return (not after a retry, an
+    ignore or a reject), task_postrun; the app loader's ``on_task_init`` first and, in a
+    worker, its ``on_process_cleanup`` last. An error raised around the body (by the loader's
+    ``on_task_init``) sends task_internal_error and propagates, as in Celery. ``propagate``
+    (eager mode with ``task_eager_propagates``): a failure or a retry of the body is raised
+    as Celery's eager tracer raises it, before any failure or retry handler, errback or
+    after_return runs (task_postrun gets state None, then task_internal_error is sent)."""
     task_id = request.id
     if task_id is None:
         raise ValueError(f"cannot run task {task.name!r}: its request has no task id")
     try:
-        attempt = _run(task, request, task_id, args, kwargs)
+        attempt = _run(task, request, task_id, args, kwargs, propagate)
     except Reject:
         raise
     except Exception as exc:  # raised around the body (a loader hook): Celery's internal error
@@ -68,7 +77,12 @@ def trace(task: Task, request: Context, args: tuple[Any, ...], kwargs: dict[str,
 
 
 def _run(
-    task: Task, request: Context, task_id: str, args: tuple[Any, ...], kwargs: dict[str, Any]
+    task: Task,
+    request: Context,
+    task_id: str,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    propagate: bool,
 ) -> Attempt:
     loader = task.app.loader
     started = time.monotonic()
@@ -84,37 +98,23 @@ def _run(
             pending = getattr(request, "_pending_retry", None)
             if pending is not None:  # self.retry(throw=False) asked for a retry, then returned
                 raise pending
-        except Reject as exc:
-            attempt = Attempt(states.REJECTED, exc, ExceptionInfo(exc))
-            signals.task_rejected.send(sender=task, message=None, exc=exc)
-        except Ignore as exc:
-            attempt = Attempt(states.IGNORED, exc, ExceptionInfo(exc))
-        except Retry as exc:
-            einfo = ExceptionInfo(exc)
-            attempt = Attempt(states.RETRY, exc, einfo)
-            _call_hook(task.on_retry, exc.exc, task_id, args, kwargs, einfo)
-            signals.task_retry.send(sender=task, request=request, reason=exc, einfo=einfo)
+            if not request.is_eager:  # stored before on_success runs, as Celery's backend does
+                _check_encodable(task, retval)
         except Exception as exc:
-            einfo = ExceptionInfo(exc)
-            attempt = Attempt(states.FAILURE, exc, einfo)
-            _call_hook(task.on_failure, exc, task_id, args, kwargs, einfo)
-            signals.task_failure.send(
-                sender=task,
-                task_id=task_id,
-                exception=exc,
-                args=args,
-                kwargs=kwargs,
-                traceback=exc.__traceback__,
-                einfo=einfo,
-            )
-            _call_errbacks(task, request, exc)
+            if propagate and not isinstance(exc, (Reject, Ignore)):
+                signals.task_postrun.send(
+                    sender=task, task_id=task_id, task=task, args=args, kwargs=kwargs, retval=None, state=None
+                )
+                raise
+            attempt = _failed(task, request, task_id, args, kwargs, exc)
         else:
             attempt = Attempt(states.SUCCESS, retval)
             _call_hook(task.on_success, retval, task_id, args, kwargs)
             # runtime: seconds since the run began, as Celery's worker measures it
             signals.task_success.send(sender=task, result=retval, runtime=time.monotonic() - started)
-        if attempt.state not in (states.IGNORED, states.REJECTED):
-            _call_hook(task.after_return, attempt.state, attempt.retval, task_id, args, kwargs, attempt.einfo)
+        if attempt.state not in (states.IGNORED, states.REJECTED, states.RETRY):
+            # Celery passes no einfo here, whatever the state
+            _call_hook(task.after_return, attempt.state, attempt.retval, task_id, args, kwargs, None)
         signals.task_postrun.send(
             sender=task,
             task_id=task_id,
@@ -125,6 +125,49 @@ def _run(
             state=attempt.state,
         )
     return attempt
+
+
+def _failed(
+    task: Task, request: Context, task_id: str, args: tuple[Any, ...], kwargs: dict[str, Any], exc: Exception
+) -> Attempt:
+    """How a body that raised ``exc`` ended, its handlers called and its signals sent."""
+    if isinstance(exc, Reject):
+        signals.task_rejected.send(sender=task, message=None, exc=exc)
+        return Attempt(states.REJECTED, exc, ExceptionInfo(exc))
+    if isinstance(exc, Ignore):
+        return Attempt(states.IGNORED, exc, ExceptionInfo(exc))
+    einfo = ExceptionInfo(exc)
+    if isinstance(exc, Retry):
+        _call_hook(task.on_retry, exc.exc, task_id, args, kwargs, einfo)
+        signals.task_retry.send(sender=task, request=request, reason=exc, einfo=einfo)
+        return Attempt(states.RETRY, exc, einfo)
+    _call_hook(task.on_failure, exc, task_id, args, kwargs, einfo)
+    signals.task_failure.send(
+        sender=task,
+        task_id=task_id,
+        exception=exc,
+        args=args,
+        kwargs=kwargs,
+        traceback=exc.__traceback__,
+        einfo=einfo,
+    )
+    _call_errbacks(task, request, exc)
+    return Attempt(states.FAILURE, exc, einfo)
+
+
+def _check_encodable(task: Task, value: Any) -> None:
+    """Raise kombu's EncodeError (the task fails, as on Celery) when the worker could not
+    store ``value`` with the task's serializer: Celery stores the result before on_success
+    runs, and a value it cannot encode fails the task instead."""
+    if value is None or isinstance(value, (bool, int, str, ResultBase)):
+        return  # what every serializer takes; a result handle is stored as its tuple
+    ctx = running_context()
+    if ctx is None:
+        return
+    try:
+        task.app.engine.codec.dumps(value, f"return value of task {task.name!r}", ctx.record.serialization)
+    except PgtasksError as exc:
+        raise EncodeError(str(exc)) from exc
 
 
 def _call_errbacks(task: Task, request: Context, exc: BaseException) -> None:

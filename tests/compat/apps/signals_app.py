@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 
 from celery import Celery, Task
 from celery.loaders.app import AppLoader
@@ -79,7 +80,7 @@ class Hooked(Task):
         note("hook on_retry", task_id, type(exc).__name__)
 
     def after_return(self, status, retval, task_id, args, kwargs, einfo):
-        note("hook after_return", task_id, status)
+        note("hook after_return", task_id, status, einfo)
 
 
 @app.task(base=Hooked)
@@ -97,6 +98,32 @@ def retried(self):
     if self.request.retries == 0:
         raise self.retry(exc=OSError("again"))
     return "done"
+
+
+@app.task(base=Hooked)
+def unencodable():
+    return object()  # JSON cannot store it: Celery's backend fails the task with EncodeError
+
+
+@app.task(ignore_result=True, store_errors_even_if_ignored=True)
+def failing_but_kept():
+    raise ValueError("kept")
+
+
+@app.task(ignore_result=True)
+def failing_and_ignored():
+    raise ValueError("not kept")
+
+
+@app.task
+def failing_command():
+    # a class of a module the caller has imported, though no task is defined there
+    raise subprocess.CalledProcessError(3, ["false"])
+
+
+@app.task(bind=True, max_retries=1)
+def retry_without_reason(self):
+    raise self.retry(countdown=300)
 
 
 @worker_init.connect

@@ -67,14 +67,15 @@ def build_tracer(
     """The function that runs ``task`` once: ``tracer(task_id, args, kwargs, request)``.
 
     ``request`` is the task's request as a dict (or a request object); the result's ``info``
-    is the attempt (its Celery ``state``, ``retval`` and ``einfo``). The arguments Celery's
-    worker passes besides are accepted and have no effect."""
+    is the attempt (its Celery ``state``, ``retval`` and ``einfo``). ``propagate``: a failure
+    or retry of the body is raised, before its handlers run, as Celery's eager tracer does.
+    The arguments Celery's worker passes besides are accepted and have no effect."""
 
     def trace_task(uuid: str, args: Any, kwargs: Any, request: Any = None, **_: Any) -> trace_ok_t:
         context = request if isinstance(request, Context) else Context(**dict(request or {}))
         context.update(id=uuid, task=name)
         started = time.monotonic()
-        attempt = trace(task, context, tuple(args or ()), dict(kwargs or {}))
+        attempt = trace(task, context, tuple(args or ()), dict(kwargs or {}), propagate=propagate)
         return trace_ok_t(attempt.retval, attempt, time.monotonic() - started, None)
 
     return trace_task

@@ -26,7 +26,12 @@ from pgtasks.compat.celery.exceptions import IncompleteStream, TaskRevokedError,
 from pgtasks.compat.celery.result.base import ResultBase
 from pgtasks.compat.celery.result.promise import Promise
 from pgtasks.compat.celery.utils.graph import DependencyGraph
-from pgtasks.engine.errors import DatabaseUnavailable, MaxRecoveryAttemptsExceeded, TaskTimeoutError
+from pgtasks.engine.errors import (
+    DatabaseUnavailable,
+    MaxRecoveryAttemptsExceeded,
+    RetryRequested,
+    TaskTimeoutError,
+)
 from pgtasks.engine.events import task_state
 from pgtasks.engine.failures import decode_exception
 from pgtasks.support.backoff import Backoff, Retry
@@ -123,12 +128,22 @@ class AsyncResult(ResultBase):
         custom = self._custom(record)
         if custom is not None:
             return custom[0]
-        if record.status.is_terminal and _ignored(record):
+        if record.status.is_terminal and _ignored(record) and not self._error_kept(record):
             return states.PENDING  # sent with ignore_result: Celery stores nothing
         state = celery_state(record.status, record.retries, self._track_started(record.name))
         if self._on_ready is not None and state in states.READY_STATES:
             self._on_ready(self)  # whoever reads the ready state first runs then()'s callbacks
         return state
+
+    def _error_kept(self, record: TaskRecord) -> bool:
+        """A failure of a task sent with ``ignore_result`` that Celery stores anyway: its
+        task has ``store_errors_even_if_ignored`` (the app's setting for a task unknown here)."""
+        if record.status not in (Status.ERROR, Status.MAX_RECOVERY_ATTEMPTS_EXCEEDED):
+            return False
+        task = self.app.tasks.get(record.name) if record.name else None
+        if task is not None:
+            return bool(task.store_errors_even_if_ignored)
+        return bool(self.app.conf.task_store_errors_even_if_ignored)
 
     def _custom(self, record: TaskRecord) -> tuple[str, Any] | None:
         """The state a running task set with ``update_state`` (read only while it runs)."""
@@ -161,7 +176,11 @@ class AsyncResult(ResultBase):
             except MaxRecoveryAttemptsExceeded as exc:
                 return exc
         if record.error and state in (states.FAILURE, states.RETRY):
-            return celery_exception(decode_exception(record.error, self.app.engine.trusted_modules()))
+            # Celery rebuilds a class of any module the process has imported
+            exc = decode_exception(record.error, self.app.engine.trusted_modules(), any_loaded=True)
+            if state == states.RETRY and isinstance(exc, RetryRequested):
+                return None  # self.retry() without exc: Celery stores no reason
+            return celery_exception(exc)
         return None
 
     @property
