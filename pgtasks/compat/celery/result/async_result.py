@@ -177,10 +177,10 @@ class AsyncResult(ResultBase):
                 return exc
         if record.error and state in (states.FAILURE, states.RETRY):
             # Celery rebuilds a class of any module the process has imported
-            exc = decode_exception(record.error, self.app.engine.trusted_modules(), any_loaded=True)
-            if state == states.RETRY and isinstance(exc, RetryRequested):
+            stored = decode_exception(record.error, self.app.engine.trusted_modules(), any_loaded=True)
+            if state == states.RETRY and isinstance(stored, RetryRequested):
                 return None  # self.retry() without exc: Celery stores no reason
-            return celery_exception(exc)
+            return celery_exception(stored)
         return None
 
     @property
