@@ -58,6 +58,7 @@ def test_worker_task_and_publish_signals(
         assert isinstance(read(kept.id).result, ValueError) and "ValueError: kept" in read(kept.id).traceback
         wait_for(lambda: read(waiting.id).state == "RETRY", timeout=60, what="the retry to wait")
         assert read(waiting.id).info is None  # retried without an exception: no reason stored
+        assert read(waiting.id).retries == 0  # the count of the run that asked, as Celery stores it
         waiting.revoke()
         finished = lambda: (record := read(ignored.id).record()) is not None and record.status.is_terminal  # noqa: E731
         wait_for(finished, timeout=60, what="the ignored failure")

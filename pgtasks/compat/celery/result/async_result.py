@@ -347,8 +347,14 @@ class AsyncResult(ResultBase):
 
     @property
     def retries(self) -> int | None:
+        """The retries of the run whose outcome the state shows: while the task waits to
+        retry, the run that asked (Celery stores its request's count), else the last run."""
         record = self.record()
-        return record.retries if record is not None else None
+        if record is None:
+            return None
+        if self._state_of(record) == states.RETRY:
+            return max(record.retries - 1, 0)
+        return record.retries
 
     @property
     def queue(self) -> str | None:
