@@ -97,6 +97,22 @@ def error_summary(error_text: str | None) -> str:
         return error_text[:200]
 
 
+def error_repr(error_text: str | None) -> str:
+    """The stored exception as ``repr()`` shows it (``ValueError('x')``, ``KeyError('k')``):
+    its arguments when they were kept, else its message."""
+    if not error_text:
+        return ""
+    try:
+        data = json.loads(error_text)
+        name = str(data.get("type", "Error")).rpartition(".")[2]
+        args = data.get("args")
+        if not isinstance(args, list):
+            args = [str(data.get("message", ""))]
+    except (ValueError, AttributeError):
+        return error_text[:200]
+    return f"{name}({', '.join(repr(a) for a in args)})"
+
+
 def decode_exception(
     error_text: str, trusted_modules: Iterable[str] = (), any_loaded: bool = False
 ) -> BaseException:

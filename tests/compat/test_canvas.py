@@ -81,7 +81,7 @@ def test_failures_stop_chains_fail_chords_and_run_errbacks(ledger: Path) -> None
     body = chord([proj.add.s(1, 1), proj.fail.s("h")], proj.tsum.s()).apply_async()
     with pytest.raises(proj.Broken):  # as Celery: get() raises a failed parent's error first
         body.get(timeout=60)
-    with pytest.raises(ChordError, match=r"Dependency .* raised Broken"):
+    with pytest.raises(ChordError, match=r"^Dependency \S+ raised Broken\(\"failed with \['h'\]\"\)$"):
         AsyncResult(body.id).get(timeout=60)
 
     failing = proj.fail.apply_async(("x",), link_error=[proj.on_error.s(), proj.error_handler.s()])

@@ -151,7 +151,7 @@ def _failed(
         traceback=exc.__traceback__,
         einfo=einfo,
     )
-    _call_errbacks(task, request, exc)
+    _call_errbacks(task, request, exc, einfo.traceback)
     return Attempt(states.FAILURE, exc, einfo)
 
 
@@ -170,12 +170,13 @@ def _check_encodable(task: Task, value: Any) -> None:
         raise EncodeError(str(exc)) from exc
 
 
-def _call_errbacks(task: Task, request: Context, exc: BaseException) -> None:
+def _call_errbacks(task: Task, request: Context, exc: BaseException, traceback: str) -> None:
     """Errbacks that take ``(request, exc, traceback)`` run here, in the failing worker, as
-    Celery runs them; one that raises is logged and the others still run."""
+    Celery runs them (``traceback``: the formatted text, as Celery's backend passes it); one
+    that raises is logged and the others still run."""
     for errback in request.errbacks or ():
         try:
-            Signature(dict(errback), app=task.app)(request, exc, exc.__traceback__)
+            Signature(dict(errback), app=task.app)(request, exc, traceback)
         except Exception:
             log.exception("errback %s of task %s[%s] raised", errback.get("task"), task.name, request.id)
 

@@ -45,7 +45,9 @@ def on_error(task_id):
 @app.task
 def error_handler(request, exc, traceback):
     """A new-style errback: called in the failing worker with its request and exception."""
-    note("handler", request.id, type(exc).__name__, "tb" if traceback is not None else "-")
+    # Celery passes the formatted traceback (its Calling guide writes it to a file)
+    text = isinstance(traceback, str) and traceback.startswith("Traceback")
+    note("handler", request.id, type(exc).__name__, "tb" if text else type(traceback).__name__)
 
 
 @app.task
