@@ -7,6 +7,7 @@ import importlib.util
 import re
 import sys
 import types
+from pathlib import Path
 
 import pytest
 
@@ -142,3 +143,15 @@ def test_setting_names_cover_celerys_table() -> None:
     assert current_name("CELERYD_TASK_TIME_LIMIT") == "task_time_limit"
     assert current_name("CELERY_RESULT_DBURI") == "database_url"
     assert current_name("BROKER_URL") == "broker_url" and current_name("task_routes") == "task_routes"
+
+
+def test_a_group_refuses_link_and_link_error_as_celery_does(tmp_path: Path) -> None:
+    from celery import Celery, group
+
+    app = Celery("links", broker=f"sqlite:///{tmp_path / 'links.sqlite3'}")
+    add = app.task(name="links.add")(lambda x, y: x + y)
+    members = group(add.s(1, 1), add.s(2, 2))
+    with pytest.raises(TypeError, match=r"^Cannot add link to group: use a chord$"):
+        members.apply_async(link=add.s(3))
+    with pytest.raises(TypeError, match=r"^Cannot add link to group: do that on individual tasks$"):
+        members.apply_async(link_error=add.s(3))

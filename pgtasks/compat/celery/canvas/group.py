@@ -33,6 +33,17 @@ class group(Workflow):
     def from_parts(cls, parts: list[Any], app: Celery | None, options: dict[str, Any]) -> Signature:
         return cls(list(parts), app=app, **options)  # a list, as Celery rebuilds a group
 
+    def apply_async(
+        self, args: Any = None, kwargs: Any = None, route_name: Any = None, **options: Any
+    ) -> Any:
+        """Send the group. As Celery, ``link=`` and ``link_error=`` are refused here: a
+        callback after a group is a chord, an errback goes on the members (``link_error()``)."""
+        if options.get("link") is not None:
+            raise TypeError("Cannot add link to group: use a chord")
+        if options.get("link_error") is not None:
+            raise TypeError("Cannot add link to group: do that on individual tasks")
+        return super().apply_async(args, kwargs, route_name, **options)
+
     def link(self, callback: Any) -> Any:
         """As Celery: ``callback`` (immutable: no result is passed) linked to the first task."""
         members = self._signatures()
