@@ -6,6 +6,7 @@ import asyncio
 import concurrent.futures
 import contextvars
 import inspect
+import os
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +22,7 @@ from pgtasks.engine.errors import (
     TimeLimitExceeded,
 )
 from pgtasks.engine.failures import describe_failure, encode_exception
+from pgtasks.engine.forks import exit_if_forked_copy
 from pgtasks.engine.registry import TaskDefinition
 from pgtasks.engine.retry import with_database_retry, with_database_retry_async
 from pgtasks.engine.serialization import check_payload_size
@@ -58,6 +60,7 @@ def execute_task(
     ctx = context.TaskContext(
         record, executor_id, engine, {s.function_id: s for s in steps}, confirmed_at=record.claimed_at
     )
+    pid = os.getpid()
     with tracing.running(record, executor_id) as span:
         token = context.enter(ctx)
         try:
@@ -65,9 +68,11 @@ def execute_task(
             if inspect.isawaitable(value):  # an async def task: its own event loop, here
                 value = run_coroutine(value)
         except BaseException as exc:  # a failing task never takes the worker down (CancelledError too)
+            exit_if_forked_copy(pid, record.task_id, "task", exc)
             return _ended(engine, record, span, exc, args, kwargs)
         finally:
             context.leave(token)
+        exit_if_forked_copy(pid, record.task_id, "task")
         return _succeeded(engine, record, span, value)
 
 

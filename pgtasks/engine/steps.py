@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import os
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -14,6 +15,7 @@ from pgtasks.engine.context import TaskContext, running_context
 from pgtasks.engine.crashpoints import crashpoint
 from pgtasks.engine.errors import ConfigurationError, NonDeterminismError, TaskAbandoned
 from pgtasks.engine.failures import decode_exception, encode_exception
+from pgtasks.engine.forks import exit_if_forked_copy
 from pgtasks.engine.retry import with_database_retry, with_database_retry_async
 from pgtasks.support.backoff import Backoff
 from pgtasks.sysdb.records import StepRecord, StepWrite, TaskOwner
@@ -60,18 +62,24 @@ def run_step(
     if isinstance(begun, _Replayed):
         return begun.value
     attempt = 0
+    pid = os.getpid()
     with tracing.stepping(options.name, begun.function_id, ctx.task_id):
         while True:
             try:
                 value = fn(*args, **kwargs)
                 break
             except Exception as exc:
+                exit_if_forked_copy(pid, ctx.task_id, f"step {options.name!r}", exc)
                 if attempt < options.retries:
                     attempt += 1
                     time.sleep(options.delay(attempt))
                     continue
                 _failed(ctx, options, begun, exc)
                 raise
+            except BaseException as exc:  # sys.exit() in a forked child, or the task's end
+                exit_if_forked_copy(pid, ctx.task_id, f"step {options.name!r}", exc)
+                raise
+    exit_if_forked_copy(pid, ctx.task_id, f"step {options.name!r}")
     return _finish(ctx, options, begun, value)
 
 

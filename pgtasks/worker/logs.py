@@ -12,11 +12,11 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
-import sys
 from collections.abc import Callable
 from typing import Any
 
 from pgtasks.engine.context import running_context
+from pgtasks.worker.std_streams import log_stream
 
 LOG_FORMAT = "[%(asctime)s: %(levelname)s/%(processName)s] %(message)s"
 TASK_FORMAT = "[%(asctime)s: %(levelname)s/%(processName)s] %(task_name)s[%(task_id)s]: %(message)s"
@@ -128,7 +128,7 @@ def configure_logging(loglevel: str, log_format: str = "text") -> None:
     root = logging.getLogger()
     if root.handlers:
         return
-    handler = logging.StreamHandler(sys.stderr)
+    handler = logging.StreamHandler(log_stream())  # not sys.stderr: a task may close that
     handler.setFormatter(JsonFormatter() if log_format == "json" else TaskFormatter())
     root.addHandler(handler)
     root.setLevel(loglevel.upper())

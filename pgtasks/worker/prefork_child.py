@@ -31,6 +31,7 @@ from pgtasks.sysdb.records import Outcome, TaskRecord
 from pgtasks.worker.held import HELD_CHECK_SECONDS, checked_to_run
 from pgtasks.worker.pools import PoolOptions, run_guarded
 from pgtasks.worker.prefork_slots import Slots
+from pgtasks.worker.std_streams import reopen_closed
 
 LENGTH = struct.Struct("!I")
 READ_SIZE = 1 << 16
@@ -86,6 +87,7 @@ def child_main(
                 outcome = run_guarded(engine, record, executor_id, steps)
             finally:
                 signal.setitimer(signal.ITIMER_REAL, 0)
+            reopen_closed(record.name)
             done += 1
             retiring = (options.max_tasks_per_child is not None and done >= options.max_tasks_per_child) or (
                 options.max_memory_per_child is not None and _resident_kib() > options.max_memory_per_child

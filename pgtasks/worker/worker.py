@@ -64,6 +64,7 @@ from pgtasks.worker.metrics import WorkerMetrics
 from pgtasks.worker.pools import DEFAULT_POOL, PoolOptions, make_pool
 from pgtasks.worker.pruner import PRUNE_INTERVAL, Pruner
 from pgtasks.worker.queues import QueueBook
+from pgtasks.worker.std_streams import reopen_closed
 from pgtasks.worker.wakeups import WakeOnEnqueue
 
 log = logging.getLogger("pgtasks.worker")
@@ -778,6 +779,7 @@ class Worker:
     def _finish(self, record: TaskRecord, outcome: Outcome | None) -> None:
         """Called by the pool when a task's body is done (on a pool thread)."""
         try:
+            reopen_closed(record.name)
             elapsed = time.monotonic() - self._started.pop(record.task_id, time.monotonic())
             hidden = self._hidden.pop(record.task_id, ())
             _log_outcome(self._outcome_log, record, outcome, elapsed, hidden, self._arguments(record, hidden))

@@ -1,0 +1,64 @@
+"""Tasks that harm their own process: the worker survives them, records each outcome under its
+own task, and goes on with the next tasks. (What is tested is the worker's process, the same
+on either database: PostgreSQL only.)"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pgtasks import Client
+from tests.support.processes import stop, worker_process
+
+APP = "tests.acceptance.apps.hostile_app"
+
+
+@pytest.mark.parametrize("pool", ["threads", "solo", "prefork"])
+def test_a_task_that_closes_the_standard_streams_does_not_silence_or_stop_the_worker(
+    pg_url: str, ledger: Path, pool: str
+) -> None:
+    client = Client(pg_url)
+    worker = worker_process(pg_url, ledger, "hs", app=APP, pool=pool, concurrency=1)
+    try:
+        assert client.enqueue("hostile.closes", ["stderr"]).get(timeout=60) == "stderr"
+        assert client.enqueue("hostile.closes", ["stdout"]).get(timeout=60) == "stdout"
+        after = client.enqueue("hostile.speaks", ["after"])
+        assert after.get(timeout=60) == "after"
+        assert worker.poll() is None
+    finally:
+        out = stop(worker)
+    assert worker.returncode == 0, out
+    assert "task hostile.closes closed sys.stderr; the worker opened it again" in out
+    assert "task hostile.closes closed sys.stdout; the worker opened it again" in out
+    for line in ("after on stdout", "after on stderr", "after as a warning", "after logged"):
+        assert line in out
+    assert f"Task hostile.speaks[{after.id}] succeeded" in out  # the worker's own log goes on
+    client.close()
+
+
+@pytest.mark.parametrize("pool", ["threads", "prefork"])
+def test_a_child_forked_by_a_task_exits_instead_of_going_on_as_the_worker(
+    pg_url: str, ledger: Path, pool: str
+) -> None:
+    client = Client(pg_url)
+    worker = worker_process(pg_url, ledger, "fk", app=APP, pool=pool, concurrency=1)
+    try:
+        # The child's exit status: 0 after a return, 1 after an exception, sys.exit's code;
+        # forked in the task's body, then in a step.
+        for in_step in (False, True):
+            for child_does, status in (("return", 0), ("raise", 1), ("exit", 7)):
+                handle = client.enqueue("hostile.forks", [child_does, in_step])
+                assert handle.get(timeout=60) == ["parent", status]
+        echoes = [client.enqueue("hostile.echo", [i]) for i in range(4)]
+        results = [handle.get(timeout=60) for handle in echoes]
+        assert [value for value, _ in results] == list(range(4))  # each outcome is its own task's
+        assert len({pid for _, pid in results}) == 1  # one process served them: no forked copy
+        assert worker.poll() is None
+    finally:
+        out = stop(worker)
+    assert worker.returncode == 0, out
+    assert out.count("returned from the task") == 3
+    assert out.count("returned from the step 'forking_step'") == 3
+    assert "End a forked child with os._exit()." in out
+    client.close()
