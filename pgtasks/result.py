@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any
 
+from pgtasks.engine.lookups import checked_task_id
 from pgtasks.sysdb.records import Status
 from pgtasks.task_info import TaskInfo
 
@@ -13,10 +14,14 @@ if TYPE_CHECKING:
 
 
 class AsyncResult:
-    """The state and result of the task ``id``. Every property reads the database afresh."""
+    """The state and result of the task ``id``. Every property reads the database afresh.
+
+    An id no task can have is refused here: TypeError for one that is not a string (None
+    included), ValueError (ConfigurationError) for one with a NUL character or a lone
+    surrogate, as at send."""
 
     def __init__(self, task_id: str, engine: Engine) -> None:
-        self.id = task_id
+        self.id = checked_task_id(task_id)
         self._engine = engine
 
     def __repr__(self) -> str:
@@ -62,7 +67,9 @@ class AsyncResult:
 
         Raises :class:`~pgtasks.TaskTimeoutError` after ``timeout`` seconds,
         :class:`~pgtasks.TaskCancelled` for a cancelled task and
-        :class:`~pgtasks.MaxRecoveryAttemptsExceeded` for a dead-lettered one.
+        :class:`~pgtasks.MaxRecoveryAttemptsExceeded` for a dead-lettered one. ``timeout``
+        is a number of seconds or None (no limit): anything else raises TypeError, NaN
+        ValueError.
         """
         return self._engine.result_of(self._engine.wait(self.id, timeout))
 

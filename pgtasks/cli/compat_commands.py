@@ -122,7 +122,8 @@ def add_compat_commands(sub: Any, parents: Sequence[argparse.ArgumentParser]) ->
     call.add_argument("--eta", help="run no sooner than this ISO 8601 time")
     call.add_argument("--expires", help="seconds, or an ISO 8601 time, after which the task is dropped")
     call.add_argument(
-        "--serializer", help="accepted for Celery; the app's task_serializer encodes the arguments"
+        "--serializer",
+        help="accepted for Celery if it names the app's task_serializer, which encodes the arguments",
     )
     call.add_argument("--exchange", help="accepted for Celery; queues are names here")
     call.add_argument("--routing-key", help="accepted for Celery; queues are names here")

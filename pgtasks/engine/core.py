@@ -31,6 +31,7 @@ from pgtasks.engine.errors import (
     TaskTimeoutError,
 )
 from pgtasks.engine.failures import decode_exception
+from pgtasks.engine.lookups import checked_task_id, wait_timeout
 from pgtasks.engine.options import EnqueueRequest, SendOptions, build_new_task, build_new_tasks, child_task_id
 from pgtasks.engine.queue_watch import QueueWatch
 from pgtasks.engine.registry import Registry
@@ -321,13 +322,15 @@ class Engine:
 
     # -- results -------------------------------------------------------------------------
     def get_task(self, task_id: str) -> TaskRecord | None:
-        return self._database.sysdb.task_get(task_id)
+        return self._database.sysdb.task_get(checked_task_id(task_id))
 
     def read_task(self, task_id: str, fresh: bool = False) -> TaskRecord | None:
         """The task's row for a reader that tolerates lag (result polling): from the replica
         of ``?read_url=`` when there is one and ``fresh`` is False, else from the database.
         A task the replica does not show (not replicated yet), or a replica that cannot be
-        reached, is read from the database: a replica read may be late, never wrong."""
+        reached, is read from the database: a replica read may be late, never wrong. An id
+        no task can have is refused (lookups.py), before any query."""
+        checked_task_id(task_id)
         if fresh or not self._database.target.read_url:
             return self._database.sysdb.task_get(task_id)
         try:
@@ -341,6 +344,7 @@ class Engine:
         With a ``read_url`` replica the polls read it, except one every PRIMARY_READ_EVERY
         seconds and the last, which read the database itself (a stuck replica delays a
         result by that much at most)."""
+        timeout = wait_timeout(timeout)  # NaN would never expire; read_task checks the id
         deadline = None if timeout is None else time.monotonic() + timeout
         intervals = WAIT_BACKOFF.delays()
         record = None
@@ -365,6 +369,8 @@ class Engine:
         """:meth:`wait` without blocking the event loop, woken by the notification that the
         task finished (PostgreSQL); where there are none, it polls as :meth:`wait` does. The
         read after a notification, and the last one, go to the database itself."""
+        timeout = wait_timeout(timeout)
+        checked_task_id(task_id)  # before the watch starts
         deadline = None if timeout is None else time.monotonic() + timeout
         watch = self._database.done_watch()
         listening = await asyncio.to_thread(watch.start)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import math
+import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -341,6 +342,11 @@ def _eta_ms(eta: dt.datetime | None, what: str = "eta") -> int | None:
     if eta.tzinfo is None:
         eta = eta.replace(tzinfo=dt.timezone.utc)  # naive means UTC (documented)
     try:
-        return round(eta.timestamp() * 1000)
+        epoch_ms = round(eta.timestamp() * 1000)
     except (OverflowError, ValueError) as exc:
         raise ConfigurationError(f"{what} {eta!r} is out of range: {exc}") from exc
+    if epoch_ms - time.time() * 1000 > MAX_DELAY_SECONDS * 1000:  # as countdown and expires
+        raise ConfigurationError(
+            f"{what} {eta.isoformat()} is more than {MAX_DELAY_SECONDS} seconds (a century) from now"
+        )
+    return epoch_ms

@@ -1,6 +1,7 @@
 """Management of tasks, queues and executors through the engine: what the management API,
 the CLI and the Celery ``control``/result objects read and change (list, get, cancel,
-resume, fork, children and groups, queue settings, live executors, migrations)."""
+resume, fork, children and groups, queue settings, live executors, migrations). A task id
+no task can have is refused before any query (lookups.py)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import Any
 from pgtasks.engine import retention
 from pgtasks.engine.connection import DatabaseHandle
 from pgtasks.engine.errors import ConfigurationError
+from pgtasks.engine.lookups import checked_task_id
 from pgtasks.engine.settings import validate_queue_name
 from pgtasks.sysdb import SystemDatabase
 from pgtasks.sysdb.provisioning import migration_script
@@ -72,39 +74,41 @@ class TaskAdmin:
 
     def task(self, task_id: str) -> TaskRecord | None:
         """One task, or None."""
-        return self._database.sysdb.task_get(task_id)
+        return self._database.sysdb.task_get(checked_task_id(task_id))
 
     def steps(self, task_id: str) -> list[StepRecord]:
         """The recorded steps of one task, in order."""
-        return self._database.sysdb.steps_get(task_id)
+        return self._database.sysdb.steps_get(checked_task_id(task_id))
 
     def events(self, task_id: str) -> list[EventEntry]:
         """Every value the task set with ``set_event``, in step order (docs/waiting.md)."""
-        return self._database.sysdb.events_of(task_id)
+        return self._database.sysdb.events_of(checked_task_id(task_id))
 
     def messages(self, task_id: str) -> list[MessageInfo]:
         """The messages sent to the task, oldest first, received or not."""
-        return self._database.sysdb.messages_of(task_id)
+        return self._database.sysdb.messages_of(checked_task_id(task_id))
 
     def cancel(self, task_id: str) -> bool:
         """Cancel an unfinished task; False if it had finished (or does not exist). What
         waits on it is resolved at once: a chord fails, a chain is cancelled."""
-        return self._database.sysdb.task_cancel(task_id, self._links)
+        return self._database.sysdb.task_cancel(checked_task_id(task_id), self._links)
 
     def revoke_ahead(self, task_id: str, queue_name: str) -> bool:
         """Remember ``task_id`` as revoked before it is sent: a finished, cancelled task under
         that id (kept as long as finished tasks are, see retention), which a task sent later
         with the id returns instead of running; False if a task has the id already."""
-        return self._database.sysdb.task_revoke_ahead(task_id, queue_name)
+        return self._database.sysdb.task_revoke_ahead(checked_task_id(task_id), queue_name)
 
     def request_terminate(self, task_id: str, signal_name: str) -> bool:
         """Ask the worker running ``task_id`` to stop its process with ``signal_name``
         (prefork pools); False if there is no such task."""
-        return self._database.sysdb.task_event_set(task_id, TERMINATE_KEY, json.dumps(signal_name), "json")
+        return self._database.sysdb.task_event_set(
+            checked_task_id(task_id), TERMINATE_KEY, json.dumps(signal_name), "json"
+        )
 
     def resume(self, task_id: str) -> bool:
         """Re-enqueue a cancelled or dead-lettered task; False if it is not resumable."""
-        return self._database.sysdb.task_resume(task_id)
+        return self._database.sysdb.task_resume(checked_task_id(task_id))
 
     def fork(self, params: ForkParams) -> TaskRecord:
         """A new task with the inputs and early steps of another (KeyError if unknown).
@@ -112,7 +116,7 @@ class TaskAdmin:
         ``start_step`` may be at most one past the task's last recorded step: beyond that
         there is no history to keep, and the fork would silently run from that last step+1."""
         sysdb = self._database.sysdb
-        if sysdb.task_get(params.source_id) is None:
+        if sysdb.task_get(checked_task_id(params.source_id)) is None:
             raise KeyError(params.source_id)
         recorded = max((s.function_id for s in sysdb.steps_get(params.source_id)), default=0)
         if params.start_step > recorded + 1:
@@ -125,12 +129,12 @@ class TaskAdmin:
 
     def children(self, task_id: str) -> list[str]:
         """The tasks ``task_id`` sent and those waiting for its result."""
-        return self._database.sysdb.task_children(task_id)
+        return self._database.sysdb.task_children(checked_task_id(task_id))
 
     def links_around(self, task_id: str, limit: int = 200) -> list[TaskLinkInfo]:
         """The canvas links that start or end at ``task_id`` (chain, chord, group, errback,
         replace) and the tasks it sent ('sent'): one step of the graph around a task."""
-        return self._database.sysdb.task_links_around(task_id, limit)
+        return self._database.sysdb.task_links_around(checked_task_id(task_id), limit)
 
     def group_members(self, group_id: str) -> list[str]:
         """The task ids of a group sent with ``group_id``, in order."""
@@ -152,7 +156,7 @@ class TaskAdmin:
 
     def forget(self, task_id: str) -> bool:
         """Delete one finished task now (False: unfinished, needed by a canvas, or unknown)."""
-        return self._database.sysdb.task_forget(task_id)
+        return self._database.sysdb.task_forget(checked_task_id(task_id))
 
     def executors(self) -> list[ExecutorInfo]:
         """Every registered executor, live or not (compare heartbeats with :meth:`now_ms`)."""

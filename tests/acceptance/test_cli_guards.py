@@ -73,3 +73,14 @@ def test_fork_past_the_recorded_steps_is_an_error(database_url: str) -> None:
     for start in (1, 2, 3):  # up to one past the last recorded step
         assert app.fork_task(handle.id, start_step=start)
     app.close()
+
+
+@pytest.mark.parametrize("action", ["get", "cancel", "resume", "fork"])
+def test_a_task_id_that_is_not_utf8_is_one_line_and_exit_2(database_url: str, action: str) -> None:
+    not_utf8 = os.fsdecode(b"\xed\xa0\x80")  # a surrogate's UTF-8 encoding: invalid in argv
+    done = run_pgtasks("tasks", action, not_utf8, url=database_url)
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    assert done.stderr.splitlines() == [
+        "pgtasks: error: task id '\\udced\\udca0\\udc80' is not valid Unicode (a lone surrogate)"
+    ]
+    assert done.stdout == ""

@@ -85,10 +85,12 @@ class Plan:
         args: tuple[Any, ...] = (),
         root: str | None = None,
         kwargs: dict[str, Any] | None = None,
+        given_as: str = "a canvas",
     ) -> Node:
         """Plan a signature or workflow; ``args`` go first and ``kwargs`` are merged (the
         caller's partial arguments: to each task of a group or chord header, to the first
-        task of a chain; an immutable signature takes none)."""
+        task of a chain; an immutable signature takes none). ``given_as``: what the
+        TypeError for anything else names (``link``, ``link_error``)."""
         if isinstance(item, chain):
             return self._chain(item, waiting, args, root, kwargs)
         if isinstance(item, chord):
@@ -103,7 +105,7 @@ class Plan:
         ):
             sig = item.s()  # a task object (``chord([tsum, tsum], ...)``): Celery takes its signature
         if not isinstance(sig, Signature):
-            raise TypeError(f"a canvas takes signatures and workflows, not {item!r}")
+            raise TypeError(f"{given_as} takes signatures and workflows, not {item!r}")
         return self._signature(sig, waiting, args, root, kwargs)
 
     def _signature(
@@ -147,9 +149,9 @@ class Plan:
             self.immutable.add(task_id)
         node = Node([task_id], [task_id], False, self.app.AsyncResult(task_id, task_name=sig.name))
         for callback in callbacks:
-            self.connect(node, self.add(callback, True, root=root))
+            self.connect(node, self.add(callback, True, root=root, given_as="link"))
         for errback in errbacks:
-            handler = self.add(errback, True, root=root)
+            handler = self.add(errback, True, root=root, given_as="link_error")
             for entry in handler.entries:
                 self.links.append(
                     TaskLink(task_id, entry, LinkKind.ERRBACK, prepend=entry not in self.immutable)

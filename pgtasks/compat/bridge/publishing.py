@@ -21,6 +21,7 @@ import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from pgtasks.compat.bridge.message_options import check_message_options
 from pgtasks.compat.celery import signals
 from pgtasks.compat.celery.app.routes import route
 from pgtasks.compat.celery.canvas.stamping import stamps_of
@@ -121,6 +122,20 @@ def message_properties(options: dict[str, Any]) -> dict[str, Any]:
     return extra
 
 
+def check_argument_types(name: str, args: Any, kwargs: Any) -> None:
+    """TypeError, as Celery's, naming the task, unless ``args`` is a list or tuple and
+    ``kwargs`` a dict with string keys (each may be None)."""
+    if args is not None and not isinstance(args, (list, tuple)):
+        raise TypeError(f"args of task {name!r} must be a list or tuple, not {type(args).__name__}")
+    if kwargs is not None and not isinstance(kwargs, dict):
+        raise TypeError(f"kwargs of task {name!r} must be a dict, not {type(kwargs).__name__}")
+    for key in kwargs or ():
+        if not isinstance(key, str):
+            raise TypeError(
+                f"keyword argument names of task {name!r} must be str, not {type(key).__name__} ({key!r})"
+            )
+
+
 def _iso_time(key: str, text: str) -> dt.datetime:
     """The ``eta``/``expires`` string ``text`` as a datetime, or ConfigurationError naming it."""
     try:
@@ -195,6 +210,15 @@ def origin_meta(origin: str) -> str:
     return json.dumps({"origin": origin}, separators=(",", ":"))
 
 
+def _repr_of(value: Any) -> str:
+    """``repr(value)``; for arguments nested too deeply to show, a placeholder: encoding
+    them then fails with the error that names the argument (send_errors.py)."""
+    try:
+        return repr(value)
+    except RecursionError:
+        return "<nested too deeply to show>"
+
+
 def _shown(value: Any) -> str | None:
     """An ``argsrepr``/``kwargsrepr`` given to ``apply_async``, as text."""
     return None if value is None else str(value)
@@ -211,10 +235,8 @@ def prepare(
     **options: Any,
 ) -> Prepared:
     """Check Celery's ``apply_async`` options, route the task and build its request."""
-    if args is not None and not isinstance(args, (list, tuple)):
-        raise TypeError(f"args of task {name!r} must be a list or tuple, not {type(args).__name__}")
-    if kwargs is not None and not isinstance(kwargs, dict):
-        raise TypeError(f"kwargs of task {name!r} must be a dict, not {type(kwargs).__name__}")
+    check_argument_types(name, args, kwargs)
+    check_message_options(options, app.engine.codec.serializer)
     args, kwargs = tuple(args or ()), dict(kwargs or {})
     for key in sorted(set(options) & PHASE_TWO_OPTIONS):
         if options.get(key) is not None and key not in _warned:
@@ -265,8 +287,8 @@ def prepare(
         "timelimit": [options.get("time_limit"), options.get("soft_time_limit")],
         "root_id": options.get("root_id") or task_id,
         "parent_id": options.get("parent_id"),
-        "argsrepr": _shown(options.get("argsrepr")) or repr(args),
-        "kwargsrepr": _shown(options.get("kwargsrepr")) or repr(kwargs),
+        "argsrepr": _shown(options.get("argsrepr")) or _repr_of(args),
+        "kwargsrepr": _shown(options.get("kwargsrepr")) or _repr_of(kwargs),
         "origin": origin,
         "ignore_result": bool(options.get("ignore_result", False)),
         "stamped_headers": list(stamps) or None,

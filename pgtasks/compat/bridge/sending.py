@@ -10,7 +10,7 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 from pgtasks.compat.bridge.planning import send_canvas
-from pgtasks.compat.bridge.publishing import message_properties, prepare
+from pgtasks.compat.bridge.publishing import check_argument_types, message_properties, prepare
 from pgtasks.compat.bridge.send_errors import sending
 from pgtasks.compat.celery.canvas.signature import Signature
 from pgtasks.compat.celery.result.async_result import AsyncResult
@@ -118,6 +118,7 @@ def check_call(task: Task, args: Any, kwargs: Any) -> None:
     above its hard one; TypeError when its body cannot take these arguments."""
     if task.soft_time_limit and task.time_limit and task.soft_time_limit > task.time_limit:
         raise ValueError("soft_time_limit must be less than or equal to time_limit")
+    check_argument_types(task.name or "", args, kwargs)  # before they are unpacked below
     task.check_arguments(*(args or ()), **(kwargs or {}))
 
 

@@ -20,6 +20,7 @@ __all__ = [
     "NotBoundError",
     "OperationalError",
     "SerializationError",
+    "SerializerNotInstalled",
     "VersionMismatch",
 ]
 
@@ -37,6 +38,10 @@ class OperationalError(KombuError):
 
 class SerializationError(KombuError):
     """Failed to serialize or deserialize a message body."""
+
+
+class SerializerNotInstalled(KombuError):
+    """Support for the requested serialization type is not installed."""
 
 
 class EncodeError(SerializationError):

@@ -17,6 +17,7 @@ from typing import Any
 
 from pgtasks.compat.kombu.utils.imports import symbol_by_name
 from pgtasks.engine.errors import ConfigurationError
+from pgtasks.engine.settings import validate_queue_name
 
 Route = dict[str, Any]
 RouterFunction = Callable[..., Any]
@@ -119,7 +120,8 @@ def route(
     task: Any = None,
 ) -> dict[str, Any]:
     """The options to send with: the first router's route, under the explicit ``options``
-    (those that are not None), with ``queue`` always set."""
+    (those that are not None), with ``queue`` always set: the default queue when none is
+    given, else a valid queue name (ConfigurationError names one that is not)."""
     explicit = {k: v for k, v in options.items() if v is not None}
     chosen: dict[str, Any] = {}
     for router in routers:
@@ -129,7 +131,10 @@ def route(
             break
     merged = {**chosen, **explicit}
     queue = merged.get("queue")
-    if queue is not None and not isinstance(queue, str):
-        queue = getattr(queue, "name", None)
-    merged["queue"] = queue or default_queue
+    if queue is None:
+        merged["queue"] = default_queue
+    else:  # a name or a kombu Queue; anything else ('', 5) is refused, never sent elsewhere
+        merged["queue"] = validate_queue_name(
+            queue if isinstance(queue, str) else getattr(queue, "name", queue)
+        )
     return merged

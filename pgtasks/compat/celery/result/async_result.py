@@ -34,6 +34,7 @@ from pgtasks.engine.errors import (
 )
 from pgtasks.engine.events import task_state
 from pgtasks.engine.failures import decode_exception
+from pgtasks.engine.lookups import checked_task_id, poll_interval, wait_timeout
 from pgtasks.support.backoff import Backoff, Retry
 from pgtasks.sysdb.records import Status, TaskRecord
 
@@ -67,7 +68,7 @@ class AsyncResult(ResultBase):
     ) -> None:
         if id is None:
             raise ValueError(f"AsyncResult expects a task id, not {id!r}")
-        self.id = str(id)
+        self.id = checked_task_id(str(id))  # ValueError for a NUL or a lone surrogate
         self.app = app if app is not None else get_current_app()
         self._backend = backend
         self._name = task_name
@@ -238,7 +239,8 @@ class AsyncResult(ResultBase):
             return None
         # A first poll after milliseconds, then twice as long each time up to ``interval``;
         # the timeout is read (a number or its string, as Celery) only once a poll finds the
-        # task not ready.
+        # task not ready: TypeError or ValueError naming it for what is not one (NaN too,
+        # which would never expire).
         polls: Retry | None = None
         parents = self._ancestors() if follow_parents and propagate else []
         seen: tuple[str, Any] | None = None
@@ -261,8 +263,9 @@ class AsyncResult(ResultBase):
             if on_interval is not None:
                 on_interval()
             if polls is None:
-                polls = Backoff(min(FIRST_POLL, interval), interval, jitter=0.0).retrying(
-                    None if timeout is None else float(timeout), last_try_at_deadline=True
+                every = poll_interval(interval)
+                polls = Backoff(min(FIRST_POLL, every), every, jitter=0.0).retrying(
+                    wait_timeout(timeout, text=True), last_try_at_deadline=True
                 )
             pause = polls.next_delay()
             if pause is None:
@@ -305,7 +308,7 @@ class AsyncResult(ResultBase):
         if self.ignored:
             return None
         try:
-            await self.app.engine.wait_async(self.id, timeout)
+            await self.app.engine.wait_async(self.id, wait_timeout(timeout, text=True))
         except TaskTimeoutError as exc:
             if "no task with id" in str(exc):
                 raise TimeoutError(f"The operation timed out (no task with id {self.id!r} exists).") from None

@@ -11,6 +11,7 @@ from pgtasks.compat.celery._state import get_current_app
 from pgtasks.compat.celery.result.async_result import AsyncResult
 from pgtasks.compat.celery.result.base import ResultBase
 from pgtasks.compat.celery.result.promise import Promise
+from pgtasks.engine.lookups import wait_timeout
 
 if TYPE_CHECKING:
     from pgtasks.compat.celery.app.base import Celery
@@ -65,8 +66,10 @@ class ResultSet(ResultBase):
         disable_sync_subtasks: bool = True,
         **kwargs: Any,
     ) -> list[Any]:
-        """Every result, in order; ``timeout`` is for the whole set, as in Celery."""
-        deadline = None if timeout is None else time.monotonic() + timeout
+        """Every result, in order; ``timeout`` is for the whole set, as in Celery (a number
+        of seconds, its string, or None; anything else, NaN too, is refused naming it)."""
+        seconds = wait_timeout(timeout, text=True)
+        deadline = None if seconds is None else time.monotonic() + seconds
         values = []
         for result in self.results:
             left = None if deadline is None else max(0.0, deadline - time.monotonic())
@@ -89,7 +92,8 @@ class ResultSet(ResultBase):
         self, timeout: float | None = None, propagate: bool = True, callback: Any = None, **kwargs: Any
     ) -> list[Any]:
         """:meth:`join` for async code: every result, in order, awaited with get_async."""
-        deadline = None if timeout is None else time.monotonic() + timeout
+        seconds = wait_timeout(timeout, text=True)
+        deadline = None if seconds is None else time.monotonic() + seconds
         values = []
         for result in self.results:
             left = None if deadline is None else max(0.0, deadline - time.monotonic())

@@ -1,0 +1,82 @@
+"""Celery's per-call message options that pgtasks cannot carry out differently from the app:
+``serializer``, ``compression`` and ``headers``, checked at the send so that a wrong one is
+refused, never silently replaced.
+
+The engine encodes every task of an application with its one serializer (``task_serializer``):
+a per-call ``serializer`` naming it is accepted (no effect); one it does not know raises
+kombu's ``SerializerNotInstalled`` as Celery does; another it knows (``pickle`` for a JSON
+app) raises ConfigurationError, where sending JSON would ignore what was asked. A compression
+of kombu's is accepted and has no effect (rows are not compressed); another name raises
+KeyError, as kombu does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pgtasks.compat.kombu.exceptions import SerializerNotInstalled
+from pgtasks.engine.errors import ConfigurationError
+from pgtasks.engine.serialization import SERIALIZERS
+
+_MIME = {"application/json": "json", "application/x-python-serialize": "pickle"}
+# kombu's compression names and content types (kombu.compression); none is applied here.
+COMPRESSIONS = frozenset(
+    {
+        "gzip",
+        "zlib",
+        "bzip2",
+        "bzip",
+        "brotli",
+        "lzma",
+        "xz",
+        "zstd",
+        "snappy",
+        "application/x-gzip",
+        "application/x-bz2",
+        "application/x-brotli",
+        "application/x-lzma",
+        "application/zstd",
+        "application/x-snappy",
+    }
+)
+
+
+class UnknownSerializer(SerializerNotInstalled, ConfigurationError):
+    """A ``serializer`` pgtasks has no encoder for: kombu's ``SerializerNotInstalled`` (what
+    Celery raises) that the command line reports in one line, as every ConfigurationError."""
+
+
+class UnknownCompression(ConfigurationError, KeyError):
+    """A ``compression`` kombu does not know: a KeyError, as kombu's lookup raises."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+def check_message_options(options: Mapping[str, Any], app_serializer: str) -> None:
+    """Refuse a ``serializer``, ``compression`` or ``headers`` of ``apply_async`` that pgtasks
+    would otherwise ignore or fail on later (see the module's text)."""
+    serializer = options.get("serializer")
+    if serializer is not None:
+        _check_serializer(serializer, app_serializer)
+    compression = options.get("compression")
+    if compression is not None and compression not in COMPRESSIONS:
+        raise UnknownCompression(
+            f"unknown compression {compression!r}; kombu's are {', '.join(sorted(COMPRESSIONS))}"
+        )
+    headers = options.get("headers")
+    if headers is not None and not isinstance(headers, Mapping):
+        raise TypeError(f"headers must be a dict, not {type(headers).__name__} ({headers!r})")
+
+
+def _check_serializer(serializer: Any, app_serializer: str) -> None:
+    name = _MIME.get(serializer, serializer) if isinstance(serializer, str) else serializer
+    if not isinstance(name, str) or name not in SERIALIZERS:
+        raise UnknownSerializer(f"No encoder installed for {serializer}")
+    if name != app_serializer:
+        raise ConfigurationError(
+            f"serializer={serializer!r}: pgtasks encodes every task of this app with its "
+            f"task_serializer {app_serializer!r}, not per call; set task_serializer (and "
+            "accept_content) to change it"
+        )

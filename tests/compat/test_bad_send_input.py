@@ -1,0 +1,219 @@
+"""Bad input to the Celery layer's send and result paths (audit of bad input, items B, C and
+D): each is refused at the call with Celery's exception type and a message naming what is
+wrong, never sent somewhere else, ignored, or waited on forever."""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import math
+import re
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from pgtasks import Client
+from pgtasks.compat import install
+
+install()
+
+from celery import Celery, group  # noqa: E402
+from celery.result import GroupResult, ResultSet  # noqa: E402
+from kombu import Exchange, Queue  # noqa: E402
+from kombu.exceptions import EncodeError, SerializerNotInstalled  # noqa: E402
+
+
+@pytest.fixture
+def app(sqlite_url: str) -> Iterator[Celery]:
+    application = Celery("badin", broker=sqlite_url)
+    yield application
+    application.close()
+
+
+def _add(app: Celery) -> Any:
+    @app.task(name="badin.add")
+    def add(x: int, y: int = 0) -> int:
+        return x + y
+
+    return add
+
+
+def _sent(app: Celery) -> list[Any]:
+    client = Client(app.conf.broker_url)
+    try:
+        return client.list_tasks()
+    finally:
+        client.close()
+
+
+@pytest.mark.parametrize("timeout", [math.nan, -math.inf, "nan"])
+def test_get_with_a_timeout_that_never_expires_is_refused_at_once(app: Celery, timeout: Any) -> None:
+    started = time.monotonic()
+    waits = [
+        lambda: app.AsyncResult("not-a-uuid").get(timeout=timeout),
+        lambda: ResultSet([app.AsyncResult("not-a-uuid")]).join(timeout=timeout),
+        lambda: GroupResult("g", [app.AsyncResult("not-a-uuid")], app=app).get(timeout=timeout),
+    ]
+    for wait in waits:
+        with pytest.raises(ValueError, match="timeout must be a number of seconds or None, not "):
+            wait()
+    assert time.monotonic() - started < 5
+
+
+def test_get_with_a_timeout_or_interval_that_is_not_a_number_names_it(app: Celery) -> None:
+    with pytest.raises(ValueError, match="timeout must be a number of seconds or None, not 'x'"):
+        app.AsyncResult("not-a-uuid").get(timeout="x")
+    with pytest.raises(TypeError, match=r"timeout must be a number of seconds or None, not list \(\[\]\)"):
+        ResultSet([app.AsyncResult("not-a-uuid")]).join(timeout=[])
+    with pytest.raises(ValueError, match="interval must be a finite number of seconds >= 0, not -1"):
+        app.AsyncResult("not-a-uuid").get(timeout=0.1, interval=-1)
+    with pytest.raises(app.AsyncResult("x").TimeoutError):
+        app.AsyncResult("not-a-uuid").get(timeout="0.05")  # a number's string, as Celery reads it
+
+
+@pytest.mark.parametrize(
+    ("task_id", "why"), [("a\x00b", "contains a NUL character"), ("\ud800", "lone surrogate")]
+)
+def test_an_id_no_task_can_have_is_a_value_error_not_a_driver_error(
+    pg_url: str, task_id: str, why: str
+) -> None:
+    application = Celery("badid", broker=pg_url)
+    try:
+        with pytest.raises(ValueError, match=why):
+            _ = application.AsyncResult(task_id).state
+        with pytest.raises(ValueError, match=why):
+            application.backend.get_task_meta(task_id)
+        with pytest.raises(ValueError, match="AsyncResult expects a task id, not None"):
+            application.AsyncResult(None)
+    finally:
+        application.close()
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs", "message"),
+    [
+        (5, None, "args of task 'badin.add' must be a list or tuple, not int"),
+        ((1,), [1], "kwargs of task 'badin.add' must be a dict, not list"),
+        ((1,), "x", "kwargs of task 'badin.add' must be a dict, not str"),
+        ((1,), {1: 2}, "keyword argument names of task 'badin.add' must be str, not int (1)"),
+    ],
+)
+def test_arguments_of_the_wrong_type_are_a_type_error_naming_the_task(
+    app: Celery, args: Any, kwargs: Any, message: str
+) -> None:
+    add = _add(app)
+    with pytest.raises(TypeError, match=re.escape(message)) as refused:
+        add.apply_async(args, kwargs)
+    assert "check_arguments" not in str(refused.value)
+    app.conf.task_always_eager = True
+    with pytest.raises(TypeError, match=re.escape(message)):
+        add.apply_async(args, kwargs)
+    assert _sent(app) == []
+
+
+def test_arguments_nested_too_deeply_are_kombus_encode_error(app: Celery) -> None:
+    add = _add(app)
+    deep = functools.reduce(lambda inner, _: [inner], range(100_000), 1)
+    for send in (lambda: add.delay(deep), lambda: add.apply_async((deep,), headers={"h": 1})):
+        with pytest.raises(
+            EncodeError,
+            match=r"argument 0 of task 'badin.add' cannot be serialized as json: it is nested too deeply",
+        ):
+            send()
+    with pytest.raises(EncodeError, match="Object of type object is not JSON serializable"):
+        add.delay(object())
+    assert _sent(app) == []
+
+
+def test_headers_that_are_not_a_dict_are_a_type_error_naming_them(app: Celery) -> None:
+    with pytest.raises(TypeError, match=r"headers must be a dict, not str \('x'\)"):
+        _add(app).apply_async((1, 2), headers="x")
+
+
+@pytest.mark.parametrize("option", ["link", "link_error"])
+def test_a_callback_that_is_not_a_signature_is_a_type_error_naming_the_option(
+    app: Celery, option: str
+) -> None:
+    add = _add(app)
+    for value in ("not a signature", 123):
+        with pytest.raises(TypeError, match=f"^{option} takes signatures and workflows, not {value!r}$"):
+            add.apply_async((1, 2), **{option: value})
+    assert _sent(app) == []
+
+
+@pytest.mark.parametrize("queue", [123, ""])
+def test_a_queue_that_is_no_queue_name_is_refused_not_sent_to_the_default(app: Celery, queue: Any) -> None:
+    add = _add(app)
+    with pytest.raises(ValueError, match=re.escape(f"invalid queue name {queue!r}")):
+        add.apply_async((1, 2), queue=queue)
+    app.conf.task_routes = {"*": {"queue": 5}}
+    with pytest.raises(ValueError, match="invalid queue name 5"):
+        add.delay(1)
+    assert _sent(app) == []
+
+
+def test_queues_given_as_kombu_queues_and_route_dicts_still_route(app: Celery) -> None:
+    add = _add(app)
+    client = Client(app.conf.broker_url)
+    try:
+        sent = add.apply_async((1,), queue=Queue("direct"))
+        app.conf.task_routes = {"*": {"queue": Queue("routed")}}
+        routed = add.delay(1)
+        app.conf.task_routes = {"*": {"queue": "withexchange", "exchange": Exchange("e"), "routing_key": "k"}}
+        with_exchange = add.delay(1)
+        queues = [client.get_task(r.id, steps=False).queue_name for r in (sent, routed, with_exchange)]
+    finally:
+        client.close()
+    assert queues == ["direct", "routed", "withexchange"]
+
+
+def test_an_eta_past_the_century_cap_is_refused(app: Celery) -> None:
+    with pytest.raises(
+        ValueError, match=r"eta 9999-12-31T23:59:59.999999\+00:00 is more than 3162240000 seconds"
+    ):
+        _add(app).apply_async((1, 2), eta=dt.datetime.max)
+    assert _sent(app) == []
+
+
+@pytest.mark.parametrize("serializer", ["bogus", "yaml", "msgpack"])
+def test_a_serializer_pgtasks_has_no_encoder_for_is_serializer_not_installed(
+    app: Celery, serializer: str
+) -> None:
+    with pytest.raises(SerializerNotInstalled, match=f"^No encoder installed for {serializer}$"):
+        _add(app).apply_async((1, 2), serializer=serializer)
+    assert _sent(app) == []
+
+
+def test_a_per_call_serializer_other_than_the_apps_is_refused_never_replaced(
+    app: Celery, sqlite_url: str
+) -> None:
+    add = _add(app)
+    with pytest.raises(
+        ValueError,
+        match="serializer='pickle': pgtasks encodes every task of this app with its task_serializer 'json'",
+    ):
+        add.apply_async((1, 2), serializer="pickle")
+    with pytest.raises(ValueError, match="task_serializer 'json'"):
+        group(add.s(1).set(serializer="pickle")).apply_async()
+    assert _sent(app) == []
+    for same in ("json", "application/json"):
+        assert add.apply_async((1, 2), serializer=same).state == "PENDING"
+    pickled = Celery("badin_pickle", broker=sqlite_url)
+    pickled.conf.task_serializer = "pickle"
+    pickled.conf.accept_content = ["json", "pickle"]
+    try:
+        sent = pickled.send_task("badin.add", (1, 2), serializer="pickle")
+        assert pickled.engine.get_task(sent.id).serialization == "pickle"
+        with pytest.raises(ValueError, match="task_serializer 'pickle'"):
+            pickled.send_task("badin.add", (1, 2), serializer="json")
+    finally:
+        pickled.close()
+
+
+def test_an_unknown_compression_is_a_key_error_and_kombus_names_are_accepted(app: Celery) -> None:
+    add = _add(app)
+    with pytest.raises(KeyError, match="unknown compression 'bogus'; kombu's are "):
+        add.apply_async((1, 2), compression="bogus")
+    assert add.apply_async((1, 2), compression="gzip").state == "PENDING"
