@@ -186,13 +186,11 @@ def test_a_serializer_pgtasks_has_no_encoder_for_is_serializer_not_installed(
     assert _sent(app) == []
 
 
-def test_a_per_call_serializer_other_than_the_apps_is_refused_never_replaced(
-    app: Celery, sqlite_url: str
-) -> None:
+def test_a_per_call_serializer_the_app_does_not_accept_is_refused(app: Celery, sqlite_url: str) -> None:
     add = _add(app)
     with pytest.raises(
         ValueError,
-        match="serializer='pickle': pgtasks encodes every task of this app with its task_serializer 'json'",
+        match=r"serializer='pickle': not in this app's accept_content \['json'\], so its workers",
     ):
         add.apply_async((1, 2), serializer="pickle")
     with pytest.raises(ValueError, match="task_serializer 'json'"):
@@ -206,10 +204,20 @@ def test_a_per_call_serializer_other_than_the_apps_is_refused_never_replaced(
     try:
         sent = pickled.send_task("badin.add", (1, 2), serializer="pickle")
         assert pickled.engine.get_task(sent.id).serialization == "pickle"
-        with pytest.raises(ValueError, match="task_serializer 'pickle'"):
-            pickled.send_task("badin.add", (1, 2), serializer="json")
+        # accepted by the app's workers: sent, in the app's serializer
+        sent = pickled.send_task("badin.add", (1, 2), serializer="json")
+        assert pickled.engine.get_task(sent.id).serialization == "pickle"
     finally:
         pickled.close()
+    mixed = Celery("badin_mixed", broker=sqlite_url)
+    mixed.conf.accept_content = ["json", "pickle"]
+    try:
+        sent = mixed.send_task("badin.add", (1, 2), serializer="pickle")
+        assert mixed.engine.get_task(sent.id).serialization == "json"
+        with pytest.raises(EncodeError, match="argument 0"):  # what JSON cannot carry is refused
+            mixed.send_task("badin.add", (object(),), serializer="pickle")
+    finally:
+        mixed.close()
 
 
 def test_an_unknown_compression_is_a_key_error_and_kombus_names_are_accepted(app: Celery) -> None:

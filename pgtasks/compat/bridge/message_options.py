@@ -4,15 +4,18 @@ refused, never silently replaced.
 
 The engine encodes every task of an application with its one serializer (``task_serializer``):
 a per-call ``serializer`` naming it is accepted (no effect); one it does not know raises
-kombu's ``SerializerNotInstalled`` as Celery does; another it knows (``pickle`` for a JSON
-app) raises ConfigurationError, where sending JSON would ignore what was asked. A compression
+kombu's ``SerializerNotInstalled`` as Celery does; another it knows is accepted when the app
+accepts it (``accept_content``: its workers read it, so the task is sent, encoded with the
+app's serializer; arguments that serializer cannot encode raise ``EncodeError`` naming them),
+and refused with ConfigurationError otherwise, where Celery's workers would refuse the
+message (``ContentDisallowed``) and the task would never run. A compression
 of kombu's is accepted and has no effect (rows are not compressed); another name raises
 KeyError, as kombu does.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from pgtasks.compat.kombu.exceptions import SerializerNotInstalled
@@ -54,12 +57,12 @@ class UnknownCompression(ConfigurationError, KeyError):
         return str(self.args[0]) if self.args else ""
 
 
-def check_message_options(options: Mapping[str, Any], app_serializer: str) -> None:
+def check_message_options(options: Mapping[str, Any], app_serializer: str, accepted: Collection[str]) -> None:
     """Refuse a ``serializer``, ``compression`` or ``headers`` of ``apply_async`` that pgtasks
     would otherwise ignore or fail on later (see the module's text)."""
     serializer = options.get("serializer")
     if serializer is not None:
-        _check_serializer(serializer, app_serializer)
+        _check_serializer(serializer, app_serializer, accepted)
     compression = options.get("compression")
     if compression is not None and compression not in COMPRESSIONS:
         raise UnknownCompression(
@@ -70,13 +73,13 @@ def check_message_options(options: Mapping[str, Any], app_serializer: str) -> No
         raise TypeError(f"headers must be a dict, not {type(headers).__name__} ({headers!r})")
 
 
-def _check_serializer(serializer: Any, app_serializer: str) -> None:
+def _check_serializer(serializer: Any, app_serializer: str, accepted: Collection[str]) -> None:
     name = _MIME.get(serializer, serializer) if isinstance(serializer, str) else serializer
     if not isinstance(name, str) or name not in SERIALIZERS:
         raise UnknownSerializer(f"No encoder installed for {serializer}")
-    if name != app_serializer:
+    if name != app_serializer and name not in accepted:
         raise ConfigurationError(
-            f"serializer={serializer!r}: pgtasks encodes every task of this app with its "
-            f"task_serializer {app_serializer!r}, not per call; set task_serializer (and "
-            "accept_content) to change it"
+            f"serializer={serializer!r}: not in this app's accept_content {sorted(accepted)}, so "
+            "its workers would refuse the task; pgtasks encodes every task of the app with its "
+            f"task_serializer {app_serializer!r}"
         )
