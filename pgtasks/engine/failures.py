@@ -97,6 +97,14 @@ def error_summary(error_text: str | None) -> str:
         return error_text[:200]
 
 
+def error_type_name(error_text: str) -> str:
+    """The class name of a stored exception ("" when the text is not a stored exception)."""
+    try:
+        return str(json.loads(error_text).get("type", "")).rpartition(".")[2]
+    except (ValueError, AttributeError):
+        return ""
+
+
 def error_repr(error_text: str | None) -> str:
     """The stored exception as ``repr()`` shows it (``ValueError('x')``, ``KeyError('k')``):
     its arguments when they were kept, else its message."""

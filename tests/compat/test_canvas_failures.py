@@ -66,12 +66,16 @@ def test_a_failing_header_task_fails_the_chord(ledger: Path, name: str) -> None:
     observe(name, ledger)
 
 
-@pytest.mark.parametrize("name", ["chord_in_a_chain_fails", "chord_in_a_group_fails"])
+@pytest.mark.parametrize(
+    "name", ["chord_in_a_chain_fails", "chord_in_a_group_fails", "chord_after_a_failed_chord"]
+)
 def test_a_failing_chord_inside_a_chain_or_group(ledger: Path, name: str) -> None:
     """A chord in a chain: its body fails with ChordError, and so does the task after it
     (read by id, the chain's result raises the ChordError; as sent, the header task's own
     error, from its parents). A chord in a group: the group's ``get`` raises the ChordError
-    and, with ``propagate=False``, returns it in the chord's place beside the other values."""
+    and, with ``propagate=False``, returns it in the chord's place beside the other values.
+    A chord chained after a failed chord fails with the first chord's ChordError, as is (it
+    names the header task that failed, as in Celery; not a ChordError about a ChordError)."""
     observe(name, ledger)
 
 

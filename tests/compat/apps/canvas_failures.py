@@ -25,6 +25,7 @@ from tests.compat.apps.canvas_errors_app import (
     mark_here,
     record,
     replaced_by_failing_chain,
+    tsum,
 )
 from tests.compat.apps.canvas_probe import WAIT, Probe, by_id, chord_failure, scenario, wait_get
 
@@ -107,6 +108,21 @@ def chord_in_a_chain_fails(p: Probe) -> dict[str, Any]:
         "last_by_id": p.outcome(wait_get(by_id(res))),
         "last_as_sent": p.outcome(wait_get(res)),
         "body_by_id": p.outcome(wait_get(AsyncResult(body.id, app=proj.app))),
+        "body_ran": p.entries("ran", token),
+    }
+
+
+@scenario
+def chord_after_a_failed_chord(p: Probe) -> dict[str, Any]:
+    """chain(chord(header with a failure, body), chord(header, body)): the second chord's
+    header never runs, and its body fails with the first chord's error (naming the task
+    that failed, not nested in a second ChordError)."""
+    token, failing = p.token(), fail.si("c1")
+    p.role(fail=failing.freeze())
+    res = chain(chord([failing], tsum.s()), chord([identity.s(), identity.s()], record.s(token))).delay()
+    return {
+        "last_by_id": p.outcome(wait_get(by_id(res), propagate=False)),
+        "last_as_sent": p.outcome(wait_get(res)),
         "body_ran": p.entries("ran", token),
     }
 
