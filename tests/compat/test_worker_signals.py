@@ -42,6 +42,7 @@ def test_worker_task_and_publish_signals(
         kept, ignored = proj.failing_but_kept.delay(), proj.failing_and_ignored.delay()
         command = proj.failing_command.delay()
         waiting = proj.retry_without_reason.delay()
+        exits, base = proj.exits.delay(), proj.raises_base_exception.delay()
         assert ok.get(timeout=60) == 42
         with pytest.raises(ValueError):
             bad.get(timeout=60)
@@ -63,6 +64,9 @@ def test_worker_task_and_publish_signals(
         finished = lambda: (record := read(ignored.id).record()) is not None and record.status.is_terminal  # noqa: E731
         wait_for(finished, timeout=60, what="the ignored failure")
         assert read(ignored.id).state == "PENDING"  # without store_errors_even_if_ignored
+        # the worker survives them; each task fails, never stays PENDING
+        failed = lambda: all(read(e.id).state == "FAILURE" for e in (exits, base))  # noqa: E731
+        wait_for(failed, timeout=60, what="the tasks that raised a BaseException to fail")
     finally:
         output = stop(process, signal.SIGTERM)
     events = lines(ledger)
@@ -121,6 +125,15 @@ def test_worker_task_and_publish_signals(
         f"hook after_return {unencodable.id} FAILURE None",
         f"signal task_postrun {unencodable.id} FAILURE",
     ]
+    # SystemExit or a BaseException of the task's own: a failure with its handlers, as Celery's
+    # prefork pool reports it (the process survives here; Celery's threads leave it PENDING)
+    for ended, kind in ((exits, "SystemExit"), (base, "OwnBaseException")):
+        assert [e for e in events if ended.id in e and e.startswith(("hook", "signal task_"))][-4:] == [
+            f"hook on_failure {ended.id} {kind} einfo",
+            f"signal task_failure {ended.id} {kind}",
+            f"hook after_return {ended.id} FAILURE None",
+            f"signal task_postrun {ended.id} FAILURE",
+        ]
     # a name the worker does not have: task_unknown, not task_received, as Celery's consumer
     unknown_events = [e for e in events if unknown.id in e and "publish" not in e]
     assert unknown_events == [f"signal task_unknown no.worker.has.this {unknown.id} NotRegistered True None"]

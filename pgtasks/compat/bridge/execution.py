@@ -7,6 +7,7 @@ entry calls: worker_entry.py) and ``apply()`` / eager mode (eager.py).
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import logging
 import time
@@ -22,7 +23,7 @@ from pgtasks.compat.celery.exceptions import Ignore, Reject, Retry
 from pgtasks.compat.celery.result.base import ResultBase
 from pgtasks.compat.kombu.exceptions import EncodeError
 from pgtasks.engine.context import running_context
-from pgtasks.engine.errors import PgtasksError
+from pgtasks.engine.errors import PgtasksError, TaskAbandoned, TaskReleased, TaskSuspended
 from pgtasks.engine.execution import run_coroutine
 
 if TYPE_CHECKING:
@@ -100,7 +101,9 @@ def _run(
                 raise pending
             if not request.is_eager:  # stored before on_success runs, as Celery's backend does
                 _check_encodable(task, retval)
-        except Exception as exc:
+        except (TaskAbandoned, TaskReleased, TaskSuspended, asyncio.CancelledError):
+            raise  # the engine's own ends of a run (cancelled, given back, suspended, cut off)
+        except BaseException as exc:  # SystemExit too: a failure with its handlers, as Celery's prefork
             if propagate and not isinstance(exc, (Reject, Ignore)):
                 signals.task_postrun.send(
                     sender=task, task_id=task_id, task=task, args=args, kwargs=kwargs, retval=None, state=None
@@ -128,7 +131,12 @@ def _run(
 
 
 def _failed(
-    task: Task, request: Context, task_id: str, args: tuple[Any, ...], kwargs: dict[str, Any], exc: Exception
+    task: Task,
+    request: Context,
+    task_id: str,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    exc: BaseException,
 ) -> Attempt:
     """How a body that raised ``exc`` ended, its handlers called and its signals sent."""
     if isinstance(exc, Reject):

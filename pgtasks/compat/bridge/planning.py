@@ -240,6 +240,11 @@ class Plan:
                 meta.pop("root_id", None)
                 self.meta[entry] = _meta_text(meta)
         self.connect(header, body)
+        # As Celery: ``self.request.chord`` of the header tasks (a chain's last) is the body
+        for exit_id in header.exits:
+            meta = SERIALIZERS["json"].loads(self.meta[exit_id])
+            meta["chord"] = dict(flow.body)
+            self.meta[exit_id] = _meta_text(meta)
         if isinstance(header.result, GroupResult) and mirror_of(self.app) is not None:
             # django-celery-results' ChordCounter: counted down as each header task ends
             self.chords.append((header.result, len(header.exits)))

@@ -79,6 +79,7 @@ def request_from_record(
         root_id=meta.get("root_id") or record.parent_task_id or record.task_id,
         group=meta.get("group_id"),
         group_index=meta.get("group_index"),
+        chord=meta.get("chord"),
         stamps=stamps,
         stamped_headers=list(stamps),
         headers=headers or None,

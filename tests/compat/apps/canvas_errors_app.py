@@ -92,8 +92,10 @@ def ids(self, label):
 
 @app.task(bind=True)
 def group_place(self, label):
-    """The group this task gives a result to, and its position there."""
-    return {"label": label, "group": self.request.group, "group_index": self.request.group_index}
+    """The group this task gives a result to, its position there, and whether it is a chord's
+    header task (``request.chord``: the body)."""
+    r = self.request
+    return {"label": label, "group": r.group, "group_index": r.group_index, "chord": bool(r.chord)}
 
 
 @app.task(bind=True, max_retries=1)

@@ -105,12 +105,15 @@ EXPECTED: dict[str, dict[str, Any]] = {
         ],
     },
     "group_places": {
-        "chord_header": [{"group_index": 0, "label": 0}, {"group_index": 1, "label": 1}],
-        "first_of_a_chain_member": {"group": None, "group_index": None, "label": "first"},
+        "chord_header": [
+            {"chord": True, "group_index": 0, "label": 0},
+            {"chord": True, "group_index": 1, "label": 1},
+        ],
+        "first_of_a_chain_member": {"chord": False, "group": None, "group_index": None, "label": "first"},
         "group": [
-            {"group": "<group>", "group_index": 0, "label": 0},
-            {"group": "<group>", "group_index": 1, "label": 1},
-            {"group": "<group>", "group_index": 2, "label": 2},
+            {"chord": False, "group": "<group>", "group_index": 0, "label": 0},
+            {"chord": False, "group": "<group>", "group_index": 1, "label": 1},
+            {"chord": False, "group": "<group>", "group_index": 2, "label": 2},
         ],
         "one_header_group": True,
     },

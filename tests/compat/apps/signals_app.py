@@ -93,6 +93,20 @@ def broken():
     raise ValueError("broken")
 
 
+class OwnBaseException(BaseException):
+    pass
+
+
+@app.task(base=Hooked)
+def exits():
+    raise SystemExit(3)
+
+
+@app.task(base=Hooked)
+def raises_base_exception():
+    raise OwnBaseException("b")
+
+
 @app.task(base=Hooked, bind=True, default_retry_delay=0, max_retries=1)
 def retried(self):
     if self.request.retries == 0:
