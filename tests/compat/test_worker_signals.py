@@ -43,6 +43,7 @@ def test_worker_task_and_publish_signals(
         command = proj.failing_command.delay()
         waiting = proj.retry_without_reason.delay()
         exits, base = proj.exits.delay(), proj.raises_base_exception.delay()
+        rejected = proj.rejects.delay()
         assert ok.get(timeout=60) == 42
         with pytest.raises(ValueError):
             bad.get(timeout=60)
@@ -65,7 +66,7 @@ def test_worker_task_and_publish_signals(
         wait_for(finished, timeout=60, what="the ignored failure")
         assert read(ignored.id).state == "PENDING"  # without store_errors_even_if_ignored
         # the worker survives them; each task fails, never stays PENDING
-        failed = lambda: all(read(e.id).state == "FAILURE" for e in (exits, base))  # noqa: E731
+        failed = lambda: all(read(e.id).state == "FAILURE" for e in (exits, base, rejected))  # noqa: E731
         wait_for(failed, timeout=60, what="the tasks that raised a BaseException to fail")
     finally:
         output = stop(process, signal.SIGTERM)
@@ -134,6 +135,14 @@ def test_worker_task_and_publish_signals(
             f"hook after_return {ended.id} FAILURE None",
             f"signal task_postrun {ended.id} FAILURE",
         ]
+    # Reject(requeue=False): a failure with task_failure, no on_failure (Celery's worker, its
+    # Issue #4222); task_rejected is Celery's for a message it cannot decode, never sent here
+    assert [e for e in events if rejected.id in e and e.startswith(("hook", "signal task_"))][-3:] == [
+        f"hook before_start {rejected.id}",
+        f"signal task_failure {rejected.id} Reject",
+        f"signal task_postrun {rejected.id} REJECTED",
+    ]
+    assert not any(e.startswith("signal task_rejected") for e in events)
     # a name the worker does not have: task_unknown, not task_received, as Celery's consumer
     unknown_events = [e for e in events if unknown.id in e and "publish" not in e]
     assert unknown_events == [f"signal task_unknown no.worker.has.this {unknown.id} NotRegistered True None"]

@@ -140,8 +140,14 @@ def _failed(
 ) -> Attempt:
     """How a body that raised ``exc`` ended, its handlers called and its signals sent."""
     if isinstance(exc, Reject):
-        signals.task_rejected.send(sender=task, message=None, exc=exc)
-        return Attempt(states.REJECTED, exc, ExceptionInfo(exc))
+        einfo = ExceptionInfo(exc)
+        if not exc.requeue and not request.is_eager:
+            # As Celery's worker (its Issue #4222): a task rejected for good is recorded as a
+            # failure, with task_failure and the errbacks (no on_failure: the tracer does not
+            # call it for a Reject); task_rejected is Celery's signal for an undecodable message
+            _send_task_failure(task, task_id, args, kwargs, exc, einfo)
+            _call_errbacks(task, request, exc, einfo.traceback)
+        return Attempt(states.REJECTED, exc, einfo)
     if isinstance(exc, Ignore):
         return Attempt(states.IGNORED, exc, ExceptionInfo(exc))
     einfo = ExceptionInfo(exc)
@@ -150,6 +156,19 @@ def _failed(
         signals.task_retry.send(sender=task, request=request, reason=exc, einfo=einfo)
         return Attempt(states.RETRY, exc, einfo)
     _call_hook(task.on_failure, exc, task_id, args, kwargs, einfo)
+    _send_task_failure(task, task_id, args, kwargs, exc, einfo)
+    _call_errbacks(task, request, exc, einfo.traceback)
+    return Attempt(states.FAILURE, exc, einfo)
+
+
+def _send_task_failure(
+    task: Task,
+    task_id: str,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    exc: BaseException,
+    einfo: ExceptionInfo,
+) -> None:
     signals.task_failure.send(
         sender=task,
         task_id=task_id,
@@ -159,8 +178,6 @@ def _failed(
         traceback=exc.__traceback__,
         einfo=einfo,
     )
-    _call_errbacks(task, request, exc, einfo.traceback)
-    return Attempt(states.FAILURE, exc, einfo)
 
 
 def _check_encodable(task: Task, value: Any) -> None:

@@ -6,6 +6,7 @@ import os
 import subprocess
 
 from celery import Celery, Task
+from celery.exceptions import Reject
 from celery.loaders.app import AppLoader
 from celery.signals import (
     after_setup_logger,
@@ -18,6 +19,7 @@ from celery.signals import (
     task_postrun,
     task_prerun,
     task_received,
+    task_rejected,
     task_retry,
     task_revoked,
     task_success,
@@ -95,6 +97,11 @@ def broken():
 
 class OwnBaseException(BaseException):
     pass
+
+
+@app.task(base=Hooked)
+def rejects():
+    raise Reject("nope", requeue=False)
 
 
 @app.task(base=Hooked)
@@ -198,6 +205,11 @@ def on_double_success(sender=None, result=None, runtime=None, **kwargs):
 @task_failure.connect
 def on_failure(sender=None, task_id=None, exception=None, einfo=None, **kwargs):
     note("signal task_failure", task_id, type(exception).__name__)
+
+
+@task_rejected.connect
+def on_rejected(sender=None, message=None, exc=None, **kwargs):
+    note("signal task_rejected", type(exc).__name__)
 
 
 @task_retry.connect
