@@ -44,6 +44,7 @@ def test_worker_task_and_publish_signals(
         waiting = proj.retry_without_reason.delay()
         exits, base = proj.exits.delay(), proj.raises_base_exception.delay()
         rejected = proj.rejects.delay()
+        by_hand_failed, by_hand_done = proj.fails_by_hand.delay(), proj.succeeds_by_hand.delay()
         assert ok.get(timeout=60) == 42
         with pytest.raises(ValueError):
             bad.get(timeout=60)
@@ -68,6 +69,11 @@ def test_worker_task_and_publish_signals(
         # the worker survives them; each task fails, never stays PENDING
         failed = lambda: all(read(e.id).state == "FAILURE" for e in (exits, base, rejected))  # noqa: E731
         wait_for(failed, timeout=60, what="the tasks that raised a BaseException to fail")
+        # Ignore after update_state: the state the task stored by hand is its outcome
+        with pytest.raises(ValueError, match="stored by hand"):
+            by_hand_failed.get(timeout=60)
+        assert read(by_hand_failed.id).state == "FAILURE"
+        assert by_hand_done.get(timeout=60) == {"stored": "by hand"}
     finally:
         output = stop(process, signal.SIGTERM)
     events = lines(ledger)

@@ -20,14 +20,17 @@ from pgtasks.compat.bridge.requests import request_from_record
 from pgtasks.compat.bridge.revoked_stamps import revoked_stamps, revoking_stamp
 from pgtasks.compat.celery import signals, states
 from pgtasks.compat.celery.app import trace as app_trace
+from pgtasks.compat.celery.backends.base import exception_to_python
 from pgtasks.compat.celery.exceptions import Replaced, Retry
 from pgtasks.compat.celery.result.async_result import AsyncResult
 from pgtasks.compat.celery.result.group_result import GroupResult
 from pgtasks.engine.context import running_context
 from pgtasks.engine.errors import RetryRequested, TaskAbandoned
+from pgtasks.engine.events import task_state
 
 if TYPE_CHECKING:
     from pgtasks.compat.celery.app.task import Task
+    from pgtasks.engine.runtime import Runtime
 
 
 def worker_entry(task: Task, run: Callable[..., Any]) -> Callable[..., Any]:
@@ -65,7 +68,7 @@ def worker_entry(task: Task, run: Callable[..., Any]) -> Callable[..., Any]:
                 mirror.retrying(request, reason, attempt.einfo.traceback if attempt.einfo else None)
         finally:
             django_support.close_old_connections()
-        return outcome_of(attempt)
+        return outcome_of(attempt, ctx.task_id, task.app.engine)
 
     return run_in_worker
 
@@ -90,7 +93,7 @@ def _new_arguments(retry: Retry) -> tuple[Any, Any]:
     return None, None
 
 
-def outcome_of(attempt: Attempt) -> Any:
+def outcome_of(attempt: Attempt, task_id: str, engine: Runtime) -> Any:
     """Return the value, or raise what makes the engine record the Celery outcome."""
     if attempt.state == states.SUCCESS:
         # A result handle returned by a task is stored as its tuple, as Celery's backends do.
@@ -108,12 +111,34 @@ def outcome_of(attempt: Attempt) -> Any:
         # insert made it WAITING): the worker writes nothing for it.
         raise TaskAbandoned(f"task replaced: {attempt.retval}")
     if attempt.state == states.IGNORED:
-        # Celery records nothing for an ignored task; the engine must record an outcome, so
-        # the task ends SUCCESS with None (an engine hook for "no outcome" is phase 2).
-        return None
+        return _ignored(task_id, engine)
     if attempt.state == states.REJECTED and getattr(attempt.retval, "requeue", False):
         # The Reject is kept as the retry's reason: the next delivery reads as redelivered.
         reject = attempt.retval
         raise RetryRequested("rejected with requeue=True", countdown=0.0, reason=reject) from reject
     exc: BaseException = attempt.retval
     raise exc.with_traceback(attempt.einfo.tb if attempt.einfo else None)
+
+
+def _ignored(task_id: str, engine: Runtime) -> Any:
+    """The outcome of a task that raised ``Ignore``. Celery records nothing, so what the task
+    stored itself stays: the documented way to end with a state of one's own is
+    ``update_state(state=FAILURE, meta={'exc_type': ..., 'exc_message': ...})`` then
+    ``raise Ignore()``. The engine must record an outcome, so a FAILURE published that way
+    ends the task failed with that exception, a SUCCESS ends it with its meta as the result,
+    and otherwise it ends SUCCESS with None."""
+    published = task_state(engine, task_id)
+    if published is None:
+        return None
+    state, meta = published
+    if state == states.SUCCESS:
+        return meta
+    if state == states.FAILURE:
+        exc = exception_to_python(meta)
+        if not isinstance(exc, BaseException):  # Celery's reader refuses it with a ValueError too
+            exc = ValueError(
+                f"update_state(state='FAILURE') stored a meta that is no exception (it needs "
+                f"'exc_type' and 'exc_message'): {meta!r}"
+            )
+        raise exc
+    return None

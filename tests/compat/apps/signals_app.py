@@ -6,7 +6,7 @@ import os
 import subprocess
 
 from celery import Celery, Task
-from celery.exceptions import Reject
+from celery.exceptions import Ignore, Reject
 from celery.loaders.app import AppLoader
 from celery.signals import (
     after_setup_logger,
@@ -97,6 +97,20 @@ def broken():
 
 class OwnBaseException(BaseException):
     pass
+
+
+@app.task(bind=True)
+def fails_by_hand(self):
+    # the documented way to end with a state of one's own: update_state, then Ignore
+    meta = {"exc_type": "ValueError", "exc_message": ["stored by hand"], "custom": 1}
+    self.update_state(state="FAILURE", meta=meta)
+    raise Ignore()
+
+
+@app.task(bind=True)
+def succeeds_by_hand(self):
+    self.update_state(state="SUCCESS", meta={"stored": "by hand"})
+    raise Ignore()
 
 
 @app.task(base=Hooked)

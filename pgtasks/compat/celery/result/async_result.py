@@ -22,6 +22,7 @@ from pgtasks.compat.bridge.outcomes import celery_exception, celery_state
 from pgtasks.compat.bridge.ready_watch import ready_watch
 from pgtasks.compat.celery import states
 from pgtasks.compat.celery._state import get_current_app, task_join_will_block
+from pgtasks.compat.celery.backends.base import exception_to_python
 from pgtasks.compat.celery.exceptions import IncompleteStream, TaskRevokedError, TimeoutError
 from pgtasks.compat.celery.result.base import ResultBase
 from pgtasks.compat.celery.result.promise import Promise
@@ -164,7 +165,7 @@ class AsyncResult(ResultBase):
             return None
         custom = self._custom(record)
         if custom is not None:
-            return custom[1]
+            return _custom_value(*custom)
         state = self._state_of(record)
         if state == states.SUCCESS:
             return self.app.engine.result_of(record)
@@ -629,3 +630,15 @@ def result_from_tuple(r: Any, app: Celery | None = None) -> AsyncResult | GroupR
         members = [result_from_tuple(node, app) for node in nodes]
         return (app or get_current_app()).GroupResult(task_id, members, parent=rebuilt_parent)
     return AsyncResult(task_id, app=app, parent=rebuilt_parent)
+
+
+def _custom_value(state: str, meta: Any) -> Any:
+    """The result of a state published with ``update_state``: its meta, read as Celery's
+    backend reads it, an exception for an exception state (FAILURE, RETRY, REVOKED; a meta
+    without ``exc_type`` raises ValueError there, as in Celery)."""
+    if state not in states.EXCEPTION_STATES or isinstance(meta, BaseException):
+        return meta
+    exc = exception_to_python(meta)
+    if not isinstance(exc, BaseException):
+        raise ValueError(f"Exception information must include the exception type (state {state}: {meta!r})")
+    return exc
