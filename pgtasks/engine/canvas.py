@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from pgtasks.engine import tracing
 from pgtasks.engine.crashpoints import crashpoint
 from pgtasks.engine.errors import ChordError, ConfigurationError, TaskCancelled, TaskError
-from pgtasks.engine.failures import encode_exception, error_repr, error_type_name
+from pgtasks.engine.failures import encode_exception, error_repr, error_type
 from pgtasks.engine.options import EnqueueRequest, build_new_task
 from pgtasks.engine.serialization import Codec
 from pgtasks.sysdb.records import CanvasEnqueue, ChordHeaderClose, LinkKind, TaskLink
@@ -38,6 +38,7 @@ class CanvasLinks:
     ) -> None:
         self.codec = codec
         self.chord_error = chord_error
+        self._chord_error_type = error_type(encode_exception(chord_error("")))
         self.revoked = revoked_error
 
     def with_result(self, child: tuple[str, str], result: tuple[str, str | None]) -> tuple[str, str]:
@@ -51,7 +52,7 @@ class CanvasLinks:
 
     def dependency_error(self, parent_id: str, parent_error: str | None, kind: LinkKind) -> str:
         if kind is LinkKind.CHORD:
-            if parent_error and error_type_name(parent_error) == self.chord_error.__name__:
+            if parent_error and error_type(parent_error) == self._chord_error_type:
                 return parent_error  # a chord after a failed chord: Celery names the first culprit
             reason = error_repr(parent_error) or "failed"  # as Celery: ValueError('x')
             return encode_exception(self.chord_error(f"Dependency {parent_id} raised {reason}"))

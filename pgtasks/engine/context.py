@@ -5,6 +5,7 @@ recorded steps and step counter) and the read-only view handed to users
 from __future__ import annotations
 
 import contextvars
+import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -28,6 +29,9 @@ class TaskContext:
     # True on the asyncio pool: the event loop is shared with other tasks, so an async step
     # must not block it (its database calls go to threads and its checkpoint is awaited).
     shared_loop: bool = False
+    # The process the task runs in: a process the task forked (multiprocessing's fork start
+    # method, a daemon) shares this context but must not write the task's history.
+    pid: int = field(default_factory=os.getpid)
 
     @property
     def task_id(self) -> str:

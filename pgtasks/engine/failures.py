@@ -97,12 +97,14 @@ def error_summary(error_text: str | None) -> str:
         return error_text[:200]
 
 
-def error_type_name(error_text: str) -> str:
-    """The class name of a stored exception ("" when the text is not a stored exception)."""
+def error_type(error_text: str) -> tuple[str, str]:
+    """The module and qualified name of a stored exception's class (empty strings when the
+    text is not a stored exception)."""
     try:
-        return str(json.loads(error_text).get("type", "")).rpartition(".")[2]
+        data = json.loads(error_text)
+        return str(data.get("module", "")), str(data.get("type", ""))
     except (ValueError, AttributeError):
-        return ""
+        return "", ""
 
 
 def error_repr(error_text: str | None) -> str:

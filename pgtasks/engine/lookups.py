@@ -7,6 +7,7 @@ expires (every comparison with it is false)."""
 from __future__ import annotations
 
 import math
+import numbers
 
 from pgtasks.engine.errors import ConfigurationError
 
@@ -53,8 +54,10 @@ def poll_interval(interval: object, what: str = "interval") -> float:
 def _seconds(value: object, what: str, expected: str, text: bool) -> float:
     if isinstance(value, float):
         return value
-    if isinstance(value, int) and not isinstance(value, bool):
+    if isinstance(value, int):  # bool too, as float() reads it (Celery's waits take True)
         return float(value) if abs(value) < 2**1000 else (math.inf if value > 0 else -math.inf)
+    if isinstance(value, numbers.Real):  # numpy's scalars, Fraction (not Decimal: Celery refuses it)
+        return float(value)
     if text and isinstance(value, str):
         try:
             return float(value)

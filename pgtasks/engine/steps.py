@@ -54,15 +54,16 @@ class StepOptions:
 def run_step(
     options: StepOptions, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> Any:
-    """Run ``fn`` as the next step of the current task; outside a task, just call it."""
+    """Run ``fn`` as the next step of the current task; outside a task (or in a process the
+    task forked, which must not write its history), just call it."""
     ctx = running_context()
-    if ctx is None:
+    if ctx is None or ctx.pid != os.getpid():  # outside a task, or in a process it forked
         return fn(*args, **kwargs)
     begun = _begin(ctx, options)
     if isinstance(begun, _Replayed):
         return begun.value
     attempt = 0
-    pid = os.getpid()
+    pid = ctx.pid
     with tracing.stepping(options.name, begun.function_id, ctx.task_id):
         while True:
             try:
@@ -90,7 +91,7 @@ async def run_step_async(
     same. On a task's own event loop (threads, prefork) the database calls run inline; on the
     asyncio pool's shared loop they go to threads and the group-commit writer, awaited."""
     ctx = running_context()
-    if ctx is None:
+    if ctx is None or ctx.pid != os.getpid():  # outside a task, or in a process it forked
         return await fn(*args, **kwargs)
     begun = await _begin_async(ctx, options) if ctx.shared_loop else _begin(ctx, options)
     if isinstance(begun, _Replayed):

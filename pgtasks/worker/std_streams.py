@@ -36,8 +36,8 @@ def reopen_closed(task: str) -> None:
     (``task``, for the warning) closed it. Two attribute reads when nothing was closed."""
     for name, fd in (("stdout", 1), ("stderr", 2)):
         stream = getattr(sys, name)
-        if stream is None or not getattr(stream, "closed", False):
-            continue
+        if not isinstance(stream, io.IOBase) or not stream.closed:
+            continue  # open, or not a file (a LoggingProxy an app redirected it to: left as is)
         try:
             fresh = open(  # noqa: SIM115 (it becomes sys.stdout/sys.stderr)
                 fd,

@@ -62,3 +62,18 @@ def test_a_child_forked_by_a_task_exits_instead_of_going_on_as_the_worker(
     assert out.count("returned from the step 'forking_step'") == 3
     assert "End a forked child with os._exit()." in out
     client.close()
+
+
+def test_a_step_run_in_a_process_the_task_forked_is_a_plain_call(pg_url: str, ledger: Path) -> None:
+    # The forked process shares the task's context: its step must not be recorded as the
+    # task's (the parent's step would then replay the child's value after a crash).
+    client = Client(pg_url)
+    worker = worker_process(pg_url, ledger, "sc", app=APP, pool="threads", concurrency=1)
+    try:
+        handle = client.enqueue("hostile.step_in_child")
+        assert handle.get(timeout=60) == ["parent", 5]
+    finally:
+        stop(worker)
+    steps = client.engine.admin.steps(handle.id)
+    assert [(s.function_id, s.output) for s in steps] == [(1, '"parent"')]
+    client.close()

@@ -130,6 +130,10 @@ def test_arguments_nested_too_deeply_are_kombus_encode_error(app: Celery) -> Non
 def test_headers_that_are_not_a_dict_are_a_type_error_naming_them(app: Celery) -> None:
     with pytest.raises(TypeError, match=r"headers must be a dict, not str \('x'\)"):
         _add(app).apply_async((1, 2), headers="x")
+    with pytest.raises(TypeError, match=r"headers must be a dict, not list \(\[1, 2\]\)"):
+        _add(app).apply_async((1, 2), headers=[1, 2])
+    sent = _add(app).apply_async((1, 2), headers=[("tenant", "a")])  # pairs, as dict() takes
+    assert sent.state == "PENDING"
 
 
 @pytest.mark.parametrize("option", ["link", "link_error"])
@@ -143,7 +147,7 @@ def test_a_callback_that_is_not_a_signature_is_a_type_error_naming_the_option(
     assert _sent(app) == []
 
 
-@pytest.mark.parametrize("queue", [123, ""])
+@pytest.mark.parametrize("queue", [123, ["q"]])
 def test_a_queue_that_is_no_queue_name_is_refused_not_sent_to_the_default(app: Celery, queue: Any) -> None:
     add = _add(app)
     with pytest.raises(ValueError, match=re.escape(f"invalid queue name {queue!r}")):
@@ -152,6 +156,18 @@ def test_a_queue_that_is_no_queue_name_is_refused_not_sent_to_the_default(app: C
     with pytest.raises(ValueError, match="invalid queue name 5"):
         add.delay(1)
     assert _sent(app) == []
+
+
+def test_an_empty_queue_name_is_the_default_queue_as_in_celery(app: Celery) -> None:
+    add = _add(app)
+    sent = add.apply_async((1, 2), queue="")
+    app.conf.task_routes = {"*": {"queue": ""}}
+    routed = add.delay(1)
+    client = Client(app.conf.broker_url)
+    try:
+        assert [client.get_task(r.id, steps=False).queue_name for r in (sent, routed)] == ["celery", "celery"]
+    finally:
+        client.close()
 
 
 def test_queues_given_as_kombu_queues_and_route_dicts_still_route(app: Celery) -> None:

@@ -43,6 +43,18 @@ def test_eager_failures_propagate_only_when_asked(eager: None) -> None:
         proj.fail.delay("y")
 
 
+def test_eager_runs_let_system_exit_and_keyboard_interrupt_through(eager: None) -> None:
+    # as Celery's tracer: never a FAILURE result that the caller carries on with
+    @proj.app.task(name="eager.exits")
+    def exits(kind: str) -> None:
+        raise SystemExit(2) if kind == "exit" else KeyboardInterrupt()
+
+    with pytest.raises(SystemExit):
+        exits.delay("exit")
+    with pytest.raises(KeyboardInterrupt):
+        exits.apply(("interrupt",))
+
+
 def test_eager_retries_run_at_once_up_to_max_retries(eager: None) -> None:
     from celery.exceptions import MaxRetriesExceededError
 

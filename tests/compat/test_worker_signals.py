@@ -44,6 +44,7 @@ def test_worker_task_and_publish_signals(
         waiting = proj.retry_without_reason.delay()
         exits, base = proj.exits.delay(), proj.raises_base_exception.delay()
         rejected = proj.rejects.delay()
+        forked = proj.forks.delay()
         by_hand_failed, by_hand_done = proj.fails_by_hand.delay(), proj.succeeds_by_hand.delay()
         assert ok.get(timeout=60) == 42
         with pytest.raises(ValueError):
@@ -74,6 +75,7 @@ def test_worker_task_and_publish_signals(
             by_hand_failed.get(timeout=60)
         assert read(by_hand_failed.id).state == "FAILURE"
         assert by_hand_done.get(timeout=60) == {"stored": "by hand"}
+        assert forked.get(timeout=60) == ["parent", 0]
     finally:
         output = stop(process, signal.SIGTERM)
     events = lines(ledger)
@@ -132,14 +134,14 @@ def test_worker_task_and_publish_signals(
         f"hook after_return {unencodable.id} FAILURE None",
         f"signal task_postrun {unencodable.id} FAILURE",
     ]
-    # SystemExit or a BaseException of the task's own: a failure with its handlers, as Celery's
-    # prefork pool reports it (the process survives here; Celery's threads leave it PENDING)
+    # SystemExit or a BaseException of the task's own: as Celery's tracer, no on_failure and
+    # no after_return; as its prefork worker, task_failure and task_postrun without a state
+    # (the process survives here; Celery's threads pool leaves such a task PENDING)
     for ended, kind in ((exits, "SystemExit"), (base, "OwnBaseException")):
-        assert [e for e in events if ended.id in e and e.startswith(("hook", "signal task_"))][-4:] == [
-            f"hook on_failure {ended.id} {kind} einfo",
+        assert [e for e in events if ended.id in e and e.startswith(("hook", "signal task_"))][-3:] == [
+            f"hook before_start {ended.id}",
             f"signal task_failure {ended.id} {kind}",
-            f"hook after_return {ended.id} FAILURE None",
-            f"signal task_postrun {ended.id} FAILURE",
+            f"signal task_postrun {ended.id} None",
         ]
     # Reject(requeue=False): a failure with task_failure, no on_failure (Celery's worker, its
     # Issue #4222); task_rejected is Celery's for a message it cannot decode, never sent here
@@ -149,6 +151,12 @@ def test_worker_task_and_publish_signals(
         f"signal task_postrun {rejected.id} REJECTED",
     ]
     assert not any(e.startswith("signal task_rejected") for e in events)
+    # a child the task forked exits before any handler runs in it: one of each
+    assert [e for e in events if forked.id in e and e.startswith("hook")] == [
+        f"hook before_start {forked.id}",
+        f"hook on_success {forked.id} ['parent', 0]",
+        f"hook after_return {forked.id} SUCCESS None",
+    ]
     # a name the worker does not have: task_unknown, not task_received, as Celery's consumer
     unknown_events = [e for e in events if unknown.id in e and "publish" not in e]
     assert unknown_events == [f"signal task_unknown no.worker.has.this {unknown.id} NotRegistered True None"]

@@ -3,6 +3,8 @@ have, a timeout that never expires and a poll interval that is no pause are refu
 
 from __future__ import annotations
 
+import decimal
+import fractions
 import math
 
 import pytest
@@ -42,7 +44,7 @@ def test_a_timeout_that_never_expires_or_has_no_meaning_is_refused(timeout: floa
         wait_timeout(timeout)
 
 
-@pytest.mark.parametrize("timeout", ["x", "5", [], True])
+@pytest.mark.parametrize("timeout", ["x", "5", [], decimal.Decimal("1")])
 def test_a_timeout_that_is_not_a_number_is_a_type_error(timeout: object) -> None:
     with pytest.raises(TypeError, match="timeout must be a number of seconds or None, not "):
         wait_timeout(timeout)
@@ -60,6 +62,8 @@ def test_usual_timeouts_pass() -> None:
     assert wait_timeout(None) is None
     assert wait_timeout(3) == 3.0 and wait_timeout(-1) == -1.0  # expired already: one look
     assert wait_timeout(math.inf) == math.inf and wait_timeout(10**400) == math.inf
+    # what float() reads as Celery's waits do: True, and numbers.Real (numpy's scalars)
+    assert wait_timeout(True) == 1.0 and wait_timeout(fractions.Fraction(1, 2)) == 0.5
 
 
 @pytest.mark.parametrize("interval", [-1, math.nan, math.inf])

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ from pgtasks.compat.kombu.exceptions import EncodeError
 from pgtasks.engine.context import running_context
 from pgtasks.engine.errors import PgtasksError, TaskAbandoned, TaskReleased, TaskSuspended
 from pgtasks.engine.execution import run_coroutine
+from pgtasks.engine.forks import exit_if_forked_copy
 
 if TYPE_CHECKING:
     from pgtasks.compat.celery.app.task import Context, Task
@@ -91,11 +93,13 @@ def _run(
         loader.on_task_init(task_id, task)
         signals.task_prerun.send(sender=task, task_id=task_id, task=task, args=args, kwargs=kwargs)
         attempt: Attempt
+        pid = os.getpid()
         try:
             task.before_start(task_id, args, kwargs)
             retval = task(*args, **kwargs) if _custom_call(task) else task.run(*args, **kwargs)
             if inspect.isawaitable(retval):  # an async def task: run here, inside the hooks
                 retval = run_coroutine(retval)
+            exit_if_forked_copy(pid, task_id, "task")  # before any handler runs in the copy
             pending = getattr(request, "_pending_retry", None)
             if pending is not None:  # self.retry(throw=False) asked for a retry, then returned
                 raise pending
@@ -103,13 +107,27 @@ def _run(
                 _check_encodable(task, retval)
         except (TaskAbandoned, TaskReleased, TaskSuspended, asyncio.CancelledError):
             raise  # the engine's own ends of a run (cancelled, given back, suspended, cut off)
-        except BaseException as exc:  # SystemExit too: a failure with its handlers, as Celery's prefork
+        except Exception as exc:
+            exit_if_forked_copy(pid, task_id, "task", exc)
             if propagate and not isinstance(exc, (Reject, Ignore)):
                 signals.task_postrun.send(
                     sender=task, task_id=task_id, task=task, args=args, kwargs=kwargs, retval=None, state=None
                 )
                 raise
             attempt = _failed(task, request, task_id, args, kwargs, exc)
+        except BaseException as exc:  # SystemExit, KeyboardInterrupt, a BaseException of the task's own
+            exit_if_forked_copy(pid, task_id, "task", exc)
+            if not request.is_eager:
+                # Celery's tracer raises it (no on_failure, no after_return) and its worker
+                # records the failure: task_failure, the errbacks, task_postrun with no state.
+                # Raised on, the engine records it; eagerly it reaches the caller, as in Celery.
+                einfo = ExceptionInfo(exc)
+                _send_task_failure(task, task_id, args, kwargs, exc, einfo)
+                _call_errbacks(task, request, exc, einfo.traceback)
+                signals.task_postrun.send(
+                    sender=task, task_id=task_id, task=task, args=args, kwargs=kwargs, retval=None, state=None
+                )
+            raise
         else:
             attempt = Attempt(states.SUCCESS, retval)
             _call_hook(task.on_success, retval, task_id, args, kwargs)
@@ -131,12 +149,7 @@ def _run(
 
 
 def _failed(
-    task: Task,
-    request: Context,
-    task_id: str,
-    args: tuple[Any, ...],
-    kwargs: dict[str, Any],
-    exc: BaseException,
+    task: Task, request: Context, task_id: str, args: tuple[Any, ...], kwargs: dict[str, Any], exc: Exception
 ) -> Attempt:
     """How a body that raised ``exc`` ended, its handlers called and its signals sent."""
     if isinstance(exc, Reject):

@@ -34,6 +34,7 @@ COMPRESSIONS = frozenset(
         "lzma",
         "xz",
         "zstd",
+        "zstandard",
         "snappy",
         "application/x-gzip",
         "application/x-bz2",
@@ -69,8 +70,19 @@ def check_message_options(options: Mapping[str, Any], app_serializer: str, accep
             f"unknown compression {compression!r}; kombu's are {', '.join(sorted(COMPRESSIONS))}"
         )
     headers = options.get("headers")
-    if headers is not None and not isinstance(headers, Mapping):
+    if headers is not None and not isinstance(headers, Mapping) and not _pairs(headers):
         raise TypeError(f"headers must be a dict, not {type(headers).__name__} ({headers!r})")
+
+
+def _pairs(value: Any) -> bool:
+    """Whether ``dict(value)`` takes it (a list of key, value pairs: Celery accepts it)."""
+    if isinstance(value, (str, bytes)):
+        return False
+    try:
+        dict(value)
+    except (TypeError, ValueError):
+        return False
+    return True
 
 
 def _check_serializer(serializer: Any, app_serializer: str, accepted: Collection[str]) -> None:

@@ -240,10 +240,13 @@ class Plan:
                 meta.pop("root_id", None)
                 self.meta[entry] = _meta_text(meta)
         self.connect(header, body)
-        # As Celery: ``self.request.chord`` of the header tasks (a chain's last) is the body
+        # As Celery: ``self.request.chord`` of the header tasks (a chain's last) is the body,
+        # with the id of its result
+        body_sig = dict(flow.body)
+        body_sig["options"] = {**dict(body_sig.get("options") or {}), "task_id": body.result.id}
         for exit_id in header.exits:
             meta = SERIALIZERS["json"].loads(self.meta[exit_id])
-            meta["chord"] = dict(flow.body)
+            meta["chord"] = body_sig
             self.meta[exit_id] = _meta_text(meta)
         if isinstance(header.result, GroupResult) and mirror_of(self.app) is not None:
             # django-celery-results' ChordCounter: counted down as each header task ends

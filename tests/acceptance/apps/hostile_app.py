@@ -54,3 +54,23 @@ def forks(child_does: str, in_step: bool) -> list[object]:
 @app.task(name="hostile.echo")
 def echo(value: int) -> list[object]:
     return [value, os.getpid()]
+
+
+@app.step
+def labelled(label: str) -> str:
+    return label
+
+
+@app.task(name="hostile.step_in_child")
+def step_in_child() -> list[object]:
+    """A child forked by the task (as multiprocessing's fork start method does) runs a step
+    and ends properly; the parent then runs the same step."""
+    child = os.fork()
+    if child == 0:
+        code = 3
+        try:
+            code = 5 if labelled("child") == "child" else 4  # the step returned here
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(child, 0)
+    return [labelled("parent"), os.waitstatus_to_exitcode(status)]

@@ -95,7 +95,8 @@ def group_place(self, label):
     """The group this task gives a result to, its position there, and whether it is a chord's
     header task (``request.chord``: the body)."""
     r = self.request
-    return {"label": label, "group": r.group, "group_index": r.group_index, "chord": bool(r.chord)}
+    chord = (r.chord or {}).get("options", {}).get("task_id") or bool(r.chord)  # the body's id
+    return {"label": label, "group": r.group, "group_index": r.group_index, "chord": chord}
 
 
 @app.task(bind=True, max_retries=1)

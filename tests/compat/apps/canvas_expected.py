@@ -106,8 +106,8 @@ EXPECTED: dict[str, dict[str, Any]] = {
     },
     "group_places": {
         "chord_header": [
-            {"chord": True, "group_index": 0, "label": 0},
-            {"chord": True, "group_index": 1, "label": 1},
+            {"chord": "<chord_body>", "group_index": 0, "label": 0},
+            {"chord": "<chord_body>", "group_index": 1, "label": 1},
         ],
         "first_of_a_chain_member": {"chord": False, "group": None, "group_index": None, "label": "first"},
         "group": [

@@ -125,17 +125,20 @@ def nested_chord_ids(p: Probe) -> dict[str, Any]:
 @scenario
 def group_places(p: Probe) -> dict[str, Any]:
     """``self.request.group``/``group_index``: a group member's (of a chain member, its last
-    task's) and a chord header task's; a task outside any group has none."""
+    task's) and a chord header task's; a task outside any group has none. ``request.chord``
+    is the body's signature in a chord header task (its id, here), else None."""
     first = group_place.si("first")
     first.freeze()
     res = group(group_place.si(0), chain(first, group_place.si(1)), group_place.si(2)).delay()
     p.role(group=res)
-    header = chord([group_place.si(0), group_place.si(1)], identity.s()).delay().get(timeout=WAIT)
+    sent = chord([group_place.si(0), group_place.si(1)], identity.s()).delay()
+    p.role(chord_body=sent)
+    header = sent.get(timeout=WAIT)
     header_groups = {h.pop("group") for h in header}
     return {
         "group": p.named(res.get(timeout=WAIT)),
         "first_of_a_chain_member": AsyncResult(first.id, app=proj.app).get(timeout=WAIT),
-        "chord_header": header,
+        "chord_header": p.named(header),
         "one_header_group": len(header_groups) == 1 and None not in header_groups,
     }
 

@@ -114,6 +114,15 @@ def succeeds_by_hand(self):
 
 
 @app.task(base=Hooked)
+def forks():
+    child = os.fork()
+    if child == 0:
+        return "child"  # a forked child returning from the task: it exits before any handler
+    _, status = os.waitpid(child, 0)
+    return ["parent", os.waitstatus_to_exitcode(status)]
+
+
+@app.task(base=Hooked)
 def rejects():
     raise Reject("nope", requeue=False)
 

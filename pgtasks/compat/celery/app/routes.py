@@ -120,8 +120,8 @@ def route(
     task: Any = None,
 ) -> dict[str, Any]:
     """The options to send with: the first router's route, under the explicit ``options``
-    (those that are not None), with ``queue`` always set: the default queue when none is
-    given, else a valid queue name (ConfigurationError names one that is not)."""
+    (those that are not None), with ``queue`` always set: the default queue when none (or
+    ``''``) is given, else a valid queue name (ConfigurationError names one that is not)."""
     explicit = {k: v for k, v in options.items() if v is not None}
     chosen: dict[str, Any] = {}
     for router in routers:
@@ -131,9 +131,9 @@ def route(
             break
     merged = {**chosen, **explicit}
     queue = merged.get("queue")
-    if queue is None:
+    if queue is None or queue == "":  # as Celery: an empty name is the default queue
         merged["queue"] = default_queue
-    else:  # a name or a kombu Queue; anything else ('', 5) is refused, never sent elsewhere
+    else:  # a name or a kombu Queue; anything else (5) is refused, never sent elsewhere
         merged["queue"] = validate_queue_name(
             queue if isinstance(queue, str) else getattr(queue, "name", queue)
         )
