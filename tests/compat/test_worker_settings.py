@@ -75,10 +75,15 @@ def test_a_wrong_worker_setting_is_refused_in_one_line(
 
 
 def test_the_command_line_wins_over_a_wrong_setting(sqlite_url: str) -> None:
-    # -P threads: the pool's limits are not read, so a wrong one does not matter; -P wins
-    # over worker_pool, which is still checked by its own name.
+    # -c given on the command line: worker_concurrency is not read, the flag's 0 is refused.
     line = refusal(sqlite_url, {"worker_pool": "threads", "worker_concurrency": "x"}, "-c", "0")
     assert "concurrency must be >= 1" in line  # -c 0, the command line's, is refused, not 'x'
+
+
+def test_celery_check_counts_worker_pool_as_supported() -> None:
+    from pgtasks.compat.bridge.check import _setting_finding
+
+    assert _setting_finding("worker_pool") is None  # read by the worker, no longer "use -P"
 
 
 def started(url: str, tmp_path: Path, settings: dict[str, object], *flags: str) -> str:

@@ -37,6 +37,7 @@ SUPPORTED = frozenset(
         "task_default_priority",
         "task_create_missing_queues",
         "worker_concurrency",
+        "worker_pool",
         "task_time_limit",
         "task_soft_time_limit",
         "worker_max_tasks_per_child",
