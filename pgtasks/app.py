@@ -8,6 +8,7 @@ from datetime import timedelta
 from typing import Any, TypeVar, overload
 
 from pgtasks.engine.core import Engine
+from pgtasks.engine.errors import ConfigurationError
 from pgtasks.engine.flow import declare_queue
 from pgtasks.engine.redaction import SECRET_ARGS_OPTION, SecretArgs
 from pgtasks.engine.registry import Registry, TaskDefinition, is_async, refuse_async_generator
@@ -52,6 +53,10 @@ class App(Sending, Messaging, Scheduling, TaskManagement):
         result_expires: float | None = DEFAULT_RESULT_EXPIRES,
     ) -> None:
         self.main = main
+        if isinstance(accept_content, str):  # iterated, it would be its letters
+            raise ConfigurationError(
+                f"accept_content must be a list of serializer names such as ['json'], not {accept_content!r}"
+            )
         overrides: dict[str, Any] = {}
         if application_version is not None:
             overrides["application_version"] = application_version

@@ -5,6 +5,8 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+import traceback
+import types
 from typing import Any
 
 from pgtasks.app import App
@@ -41,7 +43,7 @@ def _find_app(spec: str) -> App:
         sys.path.insert(0, os.getcwd())  # like celery: the current folder is importable
     module_name, _, attr = spec.partition(":")
     try:
-        module = importlib.import_module(module_name)
+        module = _import(spec, module_name)
     except ModuleNotFoundError as exc:
         parent, _, last = module_name.rpartition(".")
         if not attr and exc.name == module_name and parent:
@@ -52,7 +54,7 @@ def _find_app(spec: str) -> App:
                 f"-A {spec}: Unable to load celery application: no module named {exc.name!r} "
                 f"(from {os.getcwd()})"
             ) from exc
-        raise
+        raise _failed(spec, module_name, exc) from exc
     if attr:
         found = _attr_path(module, attr)
         if found is None:
@@ -63,10 +65,10 @@ def _find_app(spec: str) -> App:
         if isinstance(candidate, App):
             return candidate
     try:
-        sub = importlib.import_module(f"{module_name}.celery")
+        sub = _import(spec, f"{module_name}.celery")
     except ModuleNotFoundError as exc:
         if exc.name != f"{module_name}.celery":
-            raise
+            raise _failed(spec, f"{module_name}.celery", exc) from exc
     else:
         for name in ("app", "celery"):
             candidate = getattr(sub, name, None)
@@ -82,6 +84,36 @@ def _find_app(spec: str) -> App:
     )
 
 
+def _import(spec: str, module_name: str) -> types.ModuleType:
+    """Import ``module_name``; a ModuleNotFoundError as it is (the caller tells whether the
+    module itself is missing), any other error of the module's code as ConfigurationError."""
+    try:
+        return importlib.import_module(module_name)
+    except ModuleNotFoundError:
+        raise
+    except Exception as exc:
+        raise _failed(spec, module_name, exc) from exc
+
+
+def _failed(spec: str, module_name: str, exc: BaseException) -> ConfigurationError:
+    """Celery's "Unable to load celery application" for an error raised while importing
+    ``module_name``, on one line: the exception's type and text and where it was raised."""
+    where = _raised_at(exc)
+    return ConfigurationError(
+        f"-A {spec}: Unable to load celery application: importing {module_name!r} raised "
+        f"{type(exc).__name__}: {exc}{f' (at {where})' if where else ''}"
+    )
+
+
+def _raised_at(exc: BaseException) -> str:
+    """``file:line`` of the code that raised ``exc`` (for a SyntaxError, of the bad line),
+    leaving out the import machinery's frames."""
+    if isinstance(exc, SyntaxError) and exc.filename:
+        return f"{exc.filename}:{exc.lineno}"
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if not f.filename.startswith("<frozen")]
+    return f"{frames[-1].filename}:{frames[-1].lineno}" if frames else ""
+
+
 def _attr_path(obj: Any, path: str) -> Any:
     for part in path.split("."):
         obj = getattr(obj, part, None)
@@ -92,14 +124,14 @@ def _attr_path(obj: Any, path: str) -> Any:
 
 def _attribute_of_module(spec: str, module_name: str, attr: str) -> Any:
     try:
-        module = importlib.import_module(module_name)
+        module = _import(spec, module_name)
     except ModuleNotFoundError as exc:
         if exc.name and (exc.name == module_name or module_name.startswith(exc.name + ".")):
             raise ConfigurationError(
                 f"-A {spec}: Unable to load celery application: no module named {exc.name!r} "
                 f"(from {os.getcwd()})"
             ) from exc
-        raise
+        raise _failed(spec, module_name, exc) from exc
     found = getattr(module, attr, None)
     if found is None:
         raise ConfigurationError(

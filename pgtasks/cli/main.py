@@ -26,16 +26,17 @@ from pgtasks.cli.dashboard import add_dashboard_command
 from pgtasks.cli.database import SCHEMA_HELP, URL_HELP, command_manager
 from pgtasks.cli.flower_command import FLOWER_OPTIONS, add_flower_command
 from pgtasks.cli.health import add_health_command
-from pgtasks.cli.options import add_command, apply_global_options, global_options
+from pgtasks.cli.options import Parser, add_command, apply_global_options, global_options
 from pgtasks.cli.provisioning import add_migrate_command, add_roles_command
 from pgtasks.cli.prune import add_prune_command
 from pgtasks.cli.tasks import run_queue, run_tasks
 from pgtasks.cli.worker import add_worker_command
+from pgtasks.compat.celery.exceptions import ImproperlyConfigured
 from pgtasks.engine.errors import PgtasksError
 
 
 def _parser(version: str | None = None) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="pgtasks",
         description="A Celery-compatible task queue on PostgreSQL.",
         parents=[global_options(top_level=True)],
@@ -90,7 +91,7 @@ def main(argv: Sequence[str] | None = None, version: str | None = None) -> int:
         elif unknown and not flower:
             parser.error(f"unrecognized arguments: {' '.join(unknown)}")
         return int(args.func(args))
-    except PgtasksError as exc:
+    except (PgtasksError, ImproperlyConfigured) as exc:  # a wrong setting: one line, no traceback
         print(f"pgtasks: error: {exc}", file=sys.stderr)
         return 2
 

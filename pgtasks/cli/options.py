@@ -35,6 +35,8 @@ DETACH = "pgtasks runs in the foreground: start it under a supervisor (systemd, 
 # top-level one, attribute by attribute).
 IGNORED_PREFIX = "ignored:"
 GREEN_POOLS = ("eventlet", "gevent")
+# Set in the namespace when -P is given (its default cannot tell).
+POOL_GIVEN = "pool_given"
 
 
 class _Ignored(argparse.Action):
@@ -89,6 +91,21 @@ class _Pool(argparse.Action):
             choices = ", ".join(repr(p) for p in POOLS)
             raise argparse.ArgumentError(self, f"invalid choice: {values!r} (choose from {choices})")
         setattr(namespace, self.dest, values)
+        setattr(namespace, POOL_GIVEN, True)  # it wins over a Celery app's worker_pool
+
+
+class Parser(argparse.ArgumentParser):
+    """The parser of ``pgtasks`` and of each of its commands: an error is three lines (a
+    short usage, the error, where to find help), not the whole usage of a command with
+    forty options."""
+
+    def error(self, message: str) -> Any:
+        positionals = [action for action in self._actions if not action.option_strings]
+        formatter = self._get_formatter()
+        formatter.add_usage(None, positionals, [], prefix="")
+        rest = " ".join(formatter.format_help().split())[len(self.prog) :].strip()
+        usage = f"usage: {self.prog} [options] {rest if len(rest) < 60 else '...'}".rstrip()
+        self.exit(2, f"{usage}\n{self.prog}: error: {message}\nTry '{self.prog} --help' for help.\n")
 
 
 def add_ignored(
@@ -154,6 +171,30 @@ def add_loglevel_option(parser: argparse.ArgumentParser) -> None:
         metavar="LEVEL",
         help="DEBUG, INFO (default), WARNING, ERROR, CRITICAL or FATAL, in any case",
     )
+
+
+def port(text: str) -> int:
+    """An option's TCP port: 0 (any free port) to 65535."""
+    number = int(text)  # a ValueError: argparse says "invalid port value"
+    if not 0 <= number <= 65535:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 65535 (0: any free port), not {number}")
+    return number
+
+
+def seconds(text: str) -> float:
+    """An option's duration in seconds: a finite number >= 0."""
+    number = float(text)  # a ValueError: argparse says "invalid seconds value"
+    if not 0 <= number < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a number of seconds >= 0, not {text}")
+    return number
+
+
+def queue_list(text: str) -> str:
+    """``-Q``: a comma-separated list that names at least one queue (``''`` or ``','``
+    would leave the worker nothing, or only by accident the default queue)."""
+    if not comma_list(text):
+        raise argparse.ArgumentTypeError(f"{text!r} names no queue (give comma-separated queue names)")
+    return text
 
 
 def expand_hostname(name: str) -> str:

@@ -14,6 +14,7 @@ from typing import Any
 from pgtasks.cli.loader import load_app
 from pgtasks.cli.options import (
     DETACH,
+    POOL_GIVEN,
     add_command,
     add_daemon_options,
     add_ignored,
@@ -22,6 +23,9 @@ from pgtasks.cli.options import (
     add_refused,
     comma_list,
     expand_hostname,
+    port,
+    queue_list,
+    seconds,
 )
 from pgtasks.cli.startup import add_wait_option, retry_on_startup, wait_for_database
 from pgtasks.engine.errors import ConfigurationError
@@ -34,7 +38,9 @@ log = logging.getLogger("pgtasks.worker")
 def add_worker_command(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> None:
     """Register ``worker`` on the main parser's subcommands."""
     worker = add_command(sub, "worker", run, parents, help="run tasks from queues")
-    worker.add_argument("-Q", "--queues", help="comma-separated queues (default: the app's default queue)")
+    worker.add_argument(
+        "-Q", "--queues", type=queue_list, help="comma-separated queues (default: the app's default queue)"
+    )
     worker.add_argument(
         "-c", "--concurrency", type=int, help="tasks at once (default: one per CPU, as Celery)"
     )
@@ -92,7 +98,9 @@ def add_worker_command(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> 
     add_loglevel_option(worker)
     worker.add_argument("--lease-seconds", type=float, help="heartbeat lease (default 30)")
     worker.add_argument("--poll-interval", type=float, help="seconds between polls when idle (default 1)")
-    worker.add_argument("--shutdown-grace", type=float, default=30.0, help="warm shutdown wait (default 30)")
+    worker.add_argument(
+        "--shutdown-grace", type=seconds, default=30.0, help="warm shutdown wait in seconds (default 30)"
+    )
     worker.add_argument("-B", "--beat", action="store_true", help="also run the scheduler in this worker")
     add_wait_option(worker)
     worker.add_argument(
@@ -101,14 +109,14 @@ def add_worker_command(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> 
         help="renew this file's time while the heartbeat is fresh (check: pgtasks health --file)",
     )
     worker.add_argument(
-        "--health-port", type=int, help="serve GET /livez and /readyz on this port (0: any free port)"
+        "--health-port", type=port, help="serve GET /livez and /readyz on this port (0: any free port)"
     )
     worker.add_argument(
         "--health-address", default="0.0.0.0", help="interface of --health-port (default 0.0.0.0)"
     )
     worker.add_argument(
         "--metrics-port",
-        type=int,
+        type=port,
         help="serve Prometheus GET /metrics on this port (0: any free port; needs pgtasks[dashboard])",
     )
     worker.add_argument(
@@ -158,6 +166,8 @@ def run(args: argparse.Namespace) -> int:
     import_included(args.include)
     # What the command line gave explicitly wins over a Celery app's settings.
     given = {name for name in ("concurrency", "hostname") if getattr(args, name) is not None}
+    if getattr(args, POOL_GIVEN, False):
+        given.add("pool")
     if args.concurrency is None:
         args.concurrency = os.cpu_count() or 1
     hooks = worker_hooks(app, args, given)  # a Celery app: its settings, include, signals
@@ -188,6 +198,7 @@ def run(args: argparse.Namespace) -> int:
         report_conf=hooks.report_conf,
     )
     metrics = MetricsOptions(args.metrics_port, args.metrics_address)  # refused early if not installed
+    health = HealthOptions(args.health_file, args.health_port, args.health_address)
     definitions = app.beat_definitions() if args.beat else []  # checked before the worker starts
     beats: list[BeatThread] = []
 
@@ -203,8 +214,8 @@ def run(args: argparse.Namespace) -> int:
     after_start = hooks.after_start(start_beat if args.beat else None)
     try:
         configure_logging(args.loglevel, args.log_format)
+        warn_of_time_limits(options.time_limit, options.soft_time_limit)
         wait_for_database(engine, log, retry_on_startup(app, args.wait_for_database))
-        health = HealthOptions(args.health_file, args.health_port, args.health_address)
         return run_worker(
             engine,
             options,
@@ -235,9 +246,24 @@ def consumed_queues(queues: str, excluded: str | None) -> tuple[str, ...]:
     """The queues of ``-Q`` (or the app's) less those of ``-X``; ConfigurationError when
     none is left."""
     left = tuple(name for name in comma_list(queues) if name not in set(comma_list(excluded)))
+    if not comma_list(queues):
+        raise ConfigurationError(f"no queue to consume: the queues {queues!r} name none")
     if not left:
         raise ConfigurationError(f"-X/--exclude-queues {excluded!r} leaves no queue of {queues!r} to consume")
     return left
+
+
+def warn_of_time_limits(hard: float | None, soft: float | None) -> None:
+    """Warn when the soft time limit cannot act: not below the hard one, the task is killed
+    first (Celery accepts this silently)."""
+    if hard is not None and soft is not None and soft >= hard:
+        log.warning(
+            "the soft time limit (%gs) is not below the hard time limit (%gs): a task is killed at "
+            "%gs without SoftTimeLimitExceeded being raised first; set the soft limit lower",
+            soft,
+            hard,
+            hard,
+        )
 
 
 def import_included(modules: str | None) -> None:

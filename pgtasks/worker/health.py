@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from pgtasks.engine.errors import ConfigurationError
 from pgtasks.support.loops import ErrorPolicy, Loop
 from pgtasks.worker.endpoint import Endpoint, Route
 
@@ -94,6 +95,19 @@ class HealthOptions:
     file: Path | None = None
     port: int | None = None
     address: str = "0.0.0.0"  # probes come from the kubelet, off the pod's host
+
+    def __post_init__(self) -> None:
+        """Refuse at start-up what would fail later: a port out of range (bind() refuses
+        it only once the worker runs) or a file whose folder is missing or not writable (the
+        file would never be renewed, and the probe would fail forever)."""
+        if self.port is not None and not 0 <= self.port <= 65535:
+            raise ConfigurationError(f"--health-port must be between 0 and 65535, not {self.port}")
+        if self.file is not None:
+            folder = self.file.parent
+            if not folder.is_dir():
+                raise ConfigurationError(f"--health-file {self.file}: the folder {folder} does not exist")
+            if not os.access(folder, os.W_OK | os.X_OK):
+                raise ConfigurationError(f"--health-file {self.file}: the folder {folder} is not writable")
 
     def start(self, probe: Probe, interval: float) -> list[HealthFile | HealthServer]:
         """Start what is asked for; stop each returned part when the worker stops."""

@@ -69,15 +69,18 @@ class PoolOptions:
             raise ConfigurationError(f"unknown pool {self.kind!r}; choose one of {', '.join(POOLS)}")
         for name in ("time_limit", "soft_time_limit"):
             value = getattr(self, name)
-            if value is not None and not value > 0:
-                raise ConfigurationError(f"{name} must be a positive number of seconds")
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0
+            ):
+                raise ConfigurationError(f"{name} must be a positive number of seconds, not {value!r}")
         if self.kind not in TIME_LIMITED_POOLS and (self.time_limit or self.soft_time_limit):
             raise ConfigurationError(
                 "time limits need the prefork pool (-P prefork), or -P asyncio for async tasks: a "
                 "thread cannot be killed safely"
             )
-        if self.max_tasks_per_child is not None and self.max_tasks_per_child < 1:
-            raise ConfigurationError("max_tasks_per_child must be >= 1")
+        count = self.max_tasks_per_child
+        if count is not None and (isinstance(count, bool) or not isinstance(count, int) or count < 1):
+            raise ConfigurationError(f"max_tasks_per_child must be a whole number >= 1, not {count!r}")
         if self.kind not in RECYCLED_POOLS and self.max_tasks_per_child:
             raise ConfigurationError("max_tasks_per_child needs the prefork pool (-P prefork)")
         memory = self.max_memory_per_child

@@ -968,13 +968,29 @@ def _released(record: TaskRecord) -> Outcome:
 
 
 def _pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` of this host runs. A zombie (killed, not yet reaped by its
+    parent: a supervisor restarting a SIGKILLed worker before it waits for it) does not, so
+    its executor id is taken over at once rather than after its lease. Only asked for an
+    executor registered with this host's name: two hosts (containers) sharing a host name
+    would be told apart by nothing, and an id in use there could be taken over here."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    return True
+    return not _zombie(pid)
+
+
+def _zombie(pid: int) -> bool:
+    """Whether ``pid`` has exited and waits to be reaped (Linux: state Z in /proc/PID/stat,
+    the field after the command name in parentheses); False where /proc is missing."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as stat:
+            fields = stat.read().rpartition(")")[2].split()
+    except OSError:
+        return False
+    return fields[:1] == ["Z"]
 
 
 def _through_outages(step: Callable[[], T]) -> T:

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import signal
 from pathlib import Path
 
 from pgtasks import Client
 from pgtasks.sysdb.sqlfiles import load_migrations
 from pgtasks.sysdb.urls import parse_database_url
 from tests.support.cli import run_pgtasks
+from tests.support.inprocess import wait_for
 from tests.support.processes import stop, worker_process
 
 
@@ -68,6 +70,30 @@ def test_worker_reports_bad_configuration_clearly(tmp_path: Path, sqlite_url: st
             env={"PGTASKS_DATABASE_URL": sqlite_url},
         )
         assert bad.returncode == 2 and message in bad.stderr, bad.stderr
+
+
+def test_a_killed_worker_not_yet_reaped_gives_its_name_up_at_once(database_url: str, tmp_path: Path) -> None:
+    # A supervisor restarts a SIGKILLed worker before it reaps it: the old pid is a zombie on
+    # this host, so the new worker takes the name over at once (the lease is 60 s).
+    logs = [tmp_path / "first.log", tmp_path / "second.log"]
+    first = worker_process(database_url, tmp_path / "ledger", "reborn", lease_seconds=60, output=logs[0])
+    second = None
+    try:
+        wait_for(lambda: "reborn ready." in logs[0].read_text(), 60, "the first worker to start")
+        first.send_signal(signal.SIGKILL)
+        stat = Path(f"/proc/{first.pid}/stat")
+        wait_for(lambda: stat.read_text().rpartition(")")[2].split()[0] == "Z", 10, "a zombie")
+        second = worker_process(database_url, tmp_path / "ledger", "reborn", lease_seconds=60, output=logs[1])
+        wait_for(
+            lambda: "reborn ready." in logs[1].read_text() or second.poll() is not None,
+            60,
+            "the second worker to start or fail",
+        )
+        assert second.poll() is None, logs[1].read_text()
+    finally:
+        first.wait()
+        if second is not None:
+            stop(second)
 
 
 def test_two_live_workers_cannot_share_an_executor_id(database_url: str, tmp_path: Path) -> None:

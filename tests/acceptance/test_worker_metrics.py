@@ -103,7 +103,7 @@ def test_worker_metrics_count_every_outcome(database_url: str, tmp_path: Path, p
 def test_metrics_port_refuses_a_bad_port(database_url: str) -> None:
     done = run_pgtasks("worker", "-A", METERED_APP, "--metrics-port", "70000", url=database_url)
     assert done.returncode == 2
-    assert "--metrics-port must be between 0 and 65535, not 70000" in done.stderr
+    assert "argument --metrics-port: must be between 0 and 65535 (0: any free port), not 70000" in done.stderr
 
 
 def test_metrics_port_without_prometheus_client_says_what_to_install(

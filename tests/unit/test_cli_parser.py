@@ -202,6 +202,8 @@ def test_worker_queue_exclusion_includes_and_prefetch_flags() -> None:
         ConfigurationError, match="-X/--exclude-queues 'a,b' leaves no queue of 'a,b' to consume"
     ):
         consumed_queues("a,b", "a,b")
+    with pytest.raises(ConfigurationError, match=r"no queue to consume: the queues ' , ' name none"):
+        consumed_queues(" , ", None)  # an app's queues naming none; -Q is refused as it is parsed
     import_included("json, tests.compat.apps.ledger")  # imported, nothing raised
     with pytest.raises(
         ConfigurationError, match="-I/--include names 'no_such_module', which cannot be imported"

@@ -127,10 +127,11 @@ def test_missing_module_is_refused(workdir: Path) -> None:
 def test_missing_dependency_is_not_hidden(workdir: Path) -> None:
     dep = unique("zz_absent_dependency")
     name = module(workdir, f"import {dep}\n")
-    with pytest.raises(ModuleNotFoundError) as info:
+    with pytest.raises(ConfigurationError) as info:
         load_app(name)
-    assert info.value.name == dep
-    assert not isinstance(info.value, ConfigurationError)
+    # the missing dependency is named, not the app module (which exists)
+    assert f"importing '{name}' raised ModuleNotFoundError: No module named '{dep}'" in str(info.value)
+    assert isinstance(info.value.__cause__, ModuleNotFoundError) and info.value.__cause__.name == dep
 
 
 def test_current_folder_is_importable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, workdir: Path) -> None:
@@ -153,9 +154,19 @@ def test_missing_dependency_whose_name_prefixes_the_module_is_not_hidden(workdir
     dep = unique("ldprefix")
     name = dep + "_tasks"
     write(workdir / f"{name}.py", f"import {dep}\n", workdir / "db.sqlite3")
-    with pytest.raises(ModuleNotFoundError) as info:
+    with pytest.raises(ConfigurationError) as info:
         load_app(name)
-    assert info.value.name == dep and not isinstance(info.value, ConfigurationError)
+    assert f"importing '{name}' raised ModuleNotFoundError: No module named '{dep}'" in str(info.value)
+
+
+def test_a_module_that_raises_at_import_is_one_clear_error(workdir: Path) -> None:
+    name = module(workdir, "raise KeyError('no SECRET_KEY')\n")
+    with pytest.raises(ConfigurationError) as info:
+        load_app(name)
+    assert str(info.value) == (
+        f"-A {name}: Unable to load celery application: importing {name!r} raised KeyError: "
+        f"'no SECRET_KEY' (at {workdir / (name + '.py')}:3)"  # after the two lines of write()
+    )
 
 
 def test_module_dot_attribute_forms_as_celery_reads_them(workdir: Path) -> None:

@@ -49,7 +49,10 @@ def test_each_pool_says_what_it_can_do(tmp_path: Path, kind: str, prefetches: bo
         ),
         ({"pool": "solo", "soft_time_limit": 5.0}, "time limits need the prefork pool"),
         ({"pool": "asyncio", "max_tasks_per_child": 10}, "max_tasks_per_child needs the prefork pool"),
-        ({"max_tasks_per_child": 0}, "max_tasks_per_child must be >= 1"),
+        ({"max_tasks_per_child": 0}, "max_tasks_per_child must be a whole number >= 1, not 0"),
+        ({"max_tasks_per_child": "x"}, "max_tasks_per_child must be a whole number >= 1, not 'x'"),
+        ({"time_limit": "abc"}, "time_limit must be a positive number of seconds, not 'abc'"),
+        ({"soft_time_limit": True}, "soft_time_limit must be a positive number of seconds, not True"),
         ({"pool": "threads", "max_memory_per_child": 1000}, "max_memory_per_child needs the prefork pool"),
         (
             {"max_memory_per_child": 0},

@@ -191,6 +191,16 @@ def test_unknown_serializer_is_refused() -> None:
         Codec(accept=frozenset({"json", "yaml"}))
 
 
+def test_accept_content_as_one_string_is_refused_not_read_as_its_letters() -> None:
+    from pgtasks import App, ConfigurationError
+
+    with pytest.raises(ConfigurationError) as refused:
+        App("letters", "sqlite:///unused.sqlite3", accept_content="json")
+    assert (
+        str(refused.value) == "accept_content must be a list of serializer names such as ['json'], not 'json'"
+    )
+
+
 def test_invalid_json_text_is_refused() -> None:
     with pytest.raises(SerializationError, match="cannot be deserialized"):
         Codec().loads("json", "{not json")

@@ -37,6 +37,7 @@ SUPPORTED = frozenset(
         "task_default_priority",
         "task_create_missing_queues",
         "worker_concurrency",
+        "worker_pool",
         "task_time_limit",
         "task_soft_time_limit",
         "worker_max_tasks_per_child",
@@ -110,7 +111,6 @@ UNSUPPORTED_SETTINGS: dict[str, str] = {
     "task_default_rate_limit": "rate limits are per queue and global: app.queue(name, rate_limit=...)",
     "worker_disable_rate_limits": "rate limits are per queue: `pgtasks queue set NAME --rate-limit none`",
     "worker_autoscaler": "use a fixed -c",
-    "worker_pool": "use -P prefork, threads, solo or asyncio",
     "worker_pool_restarts": "no pool restarts",
     "task_inherit_parent_priority": "pass priority explicitly",
     "beat_scheduler": (

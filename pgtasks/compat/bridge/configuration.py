@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import math
 import os
 from typing import Any
 
@@ -65,14 +66,29 @@ def expires_seconds(value: Any) -> float | None:
         value = value.total_seconds()
     if value is None or value == 0:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-        raise ImproperlyConfigured(f"result_expires must be a timedelta or seconds, not {value!r}")
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:
+        raise ImproperlyConfigured(
+            "result_expires must be a positive timedelta or number of seconds (None or 0: keep "
+            f"results), not {value!r}"
+        )
     return float(value)
+
+
+def accept_content(value: Any) -> list[str]:
+    """Celery's ``accept_content``: a list (tuple, set) of serializer names or content types;
+    empty or None: ``['json']``. A lone string is refused: iterated, it would be its letters."""
+    if not value:
+        return ["json"]
+    if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple, set, frozenset)):
+        raise ImproperlyConfigured(
+            f"accept_content must be a list of serializer names such as ['json'], not {value!r}"
+        )
+    return list(value)
 
 
 def engine_settings(conf: CelerySettings, settings: Settings) -> Settings:
     """``settings`` (the engine's) with what ``conf`` says of :data:`ENGINE_SETTINGS`."""
-    accept = tuple(_MIME.get(c, c) for c in conf.accept_content or ("json",))
+    accept = tuple(_MIME.get(c, c) for c in accept_content(conf.accept_content))
     serializer = _MIME.get(conf.task_serializer, conf.task_serializer)
     return dataclasses.replace(
         settings,

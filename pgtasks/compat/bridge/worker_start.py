@@ -18,6 +18,7 @@ from typing import Any
 from pgtasks.compat.bridge import django_support
 from pgtasks.compat.bridge.django_results import mirror_of
 from pgtasks.compat.bridge.requests import request_from_record
+from pgtasks.compat.bridge.worker_settings import read_worker_settings
 from pgtasks.compat.celery import signals
 from pgtasks.compat.celery.app.base import Celery
 from pgtasks.compat.celery.app.utils import filter_hidden_settings
@@ -27,7 +28,7 @@ from pgtasks.compat.celery.utils.saferepr import saferepr
 from pgtasks.engine.errors import ConfigurationError
 from pgtasks.sysdb.records import TaskRecord
 from pgtasks.worker.logs import LOG_FORMAT, configure_logging
-from pgtasks.worker.pools import FORKING_POOLS, INLINE_POOLS, RECYCLED_POOLS, TIME_LIMITED_POOLS
+from pgtasks.worker.pools import FORKING_POOLS, INLINE_POOLS
 
 log = logging.getLogger("pgtasks.compat")
 
@@ -188,16 +189,7 @@ def worker_hooks(app: Any, args: argparse.Namespace, given: Collection[str] = ()
     conf = app.conf
     if not args.queues:  # task_queues (else the default queue), as app.select_queues chose
         args.queues = ",".join(app.amqp.queues.consume_from)
-    if "concurrency" not in given and conf.worker_concurrency:
-        args.concurrency = int(conf.worker_concurrency)
-    for name, setting, pools in (
-        ("time_limit", "task_time_limit", TIME_LIMITED_POOLS),
-        ("soft_time_limit", "task_soft_time_limit", TIME_LIMITED_POOLS),
-        ("max_tasks_per_child", "worker_max_tasks_per_child", RECYCLED_POOLS),
-        ("max_memory_per_child", "worker_max_memory_per_child", RECYCLED_POOLS),
-    ):
-        if getattr(args, name) is None and conf.get(setting) is not None and args.pool in pools:
-            setattr(args, name, conf.get(setting))
+    read_worker_settings(conf, args, given)  # pool, concurrency, limits, timezone: checked
     disabled = conf.get("worker_disable_prefetch") or getattr(args, "disable_prefetch", False)
     # Only a multiplier the project set is a bound; Celery's default leaves the worker its own
     # (4, more for short tasks: WorkerOptions.prefetch_multiplier).

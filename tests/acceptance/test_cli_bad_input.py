@@ -1,0 +1,107 @@
+"""Bad input to `pgtasks` refused in a few lines, never a traceback, with exit status 2: an
+app module that raises as it is imported (for every command that takes -A), argparse's
+errors (a short usage, the error, where to find help), and worker options out of range or
+naming nothing. Real `pgtasks` subprocesses."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.support.cli import run_pgtasks
+
+APP = "tests.acceptance.apps.durable_app"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [("worker",), ("beat",), ("inspect", "ping"), ("call", "some.task"), ("purge", "-f"), ("tasks", "list")],
+    ids=lambda c: c[0],
+)
+def test_an_app_that_raises_at_import_is_one_line(
+    tmp_path: Path, sqlite_url: str, command: tuple[str, ...]
+) -> None:
+    (tmp_path / "raising_proj.py").write_text("import os\n\nraise RuntimeError('boom at import')\n")
+    done = run_pgtasks(
+        "--workdir", str(tmp_path), *command, "-A", "raising_proj", env={"PGTASKS_DATABASE_URL": sqlite_url}
+    )
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.splitlines() == [
+        "pgtasks: error: -A raising_proj: Unable to load celery application: importing 'raising_proj' "
+        f"raised RuntimeError: boom at import (at {tmp_path / 'raising_proj.py'}:3)"
+    ]
+
+
+def test_an_app_with_a_syntax_error_names_the_line(tmp_path: Path, sqlite_url: str) -> None:
+    (tmp_path / "broken_proj.py").write_text("x = 1\ndef (:\n")
+    done = run_pgtasks(
+        "--workdir", str(tmp_path), "worker", "-A", "broken_proj", env={"PGTASKS_DATABASE_URL": sqlite_url}
+    )
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert "importing 'broken_proj' raised SyntaxError: " in done.stderr
+    assert f"(at {tmp_path / 'broken_proj.py'}:2)" in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("line", "usage", "error"),
+    [
+        (
+            ("worker", "-A", APP, "-c", "abc"),
+            "usage: pgtasks worker [options]",
+            "argument -c/--concurrency: invalid int value: 'abc'",
+        ),
+        (
+            ("inspect", "--timeout", "abc"),
+            "usage: pgtasks inspect [options] [method] [ids ...]",
+            "argument -t/--timeout: invalid float value: 'abc'",
+        ),
+        (
+            ("tasks", "get"),
+            "usage: pgtasks tasks get [options] task_id",
+            "the following arguments are required: task_id",
+        ),
+    ],
+    ids=["worker", "inspect", "tasks-get"],
+)
+def test_an_argument_error_is_three_lines(line: tuple[str, ...], usage: str, error: str) -> None:
+    done = run_pgtasks(*line)
+    prog = usage.split(" [options]")[0].removeprefix("usage: ")
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [usage, f"{prog}: error: {error}", f"Try '{prog} --help' for help."]
+
+
+@pytest.mark.parametrize(
+    ("flags", "error"),
+    [
+        (
+            ("--health-port", "99999"),
+            "argument --health-port: must be between 0 and 65535 (0: any free port), not 99999",
+        ),
+        (
+            ("--metrics-port", "-1"),
+            "argument --metrics-port: must be between 0 and 65535 (0: any free port), not -1",
+        ),
+        (("--shutdown-grace", "-5"), "argument --shutdown-grace: must be a number of seconds >= 0, not -5"),
+        (("-Q", ","), "argument -Q/--queues: ',' names no queue (give comma-separated queue names)"),
+        (("-Q", ""), "argument -Q/--queues: '' names no queue (give comma-separated queue names)"),
+    ],
+    ids=["health-port", "metrics-port", "shutdown-grace", "queues-comma", "queues-empty"],
+)
+def test_worker_options_out_of_range_are_refused_as_they_are_parsed(
+    sqlite_url: str, flags: tuple[str, ...], error: str
+) -> None:
+    done = run_pgtasks("worker", "-A", APP, *flags, env={"PGTASKS_DATABASE_URL": sqlite_url})
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert f"pgtasks worker: error: {error}" in done.stderr.splitlines()
+
+
+def test_a_health_file_in_a_missing_folder_is_refused_at_start(tmp_path: Path, sqlite_url: str) -> None:
+    path = tmp_path / "absent" / "health"
+    done = run_pgtasks(
+        "worker", "-A", APP, "--health-file", str(path), env={"PGTASKS_DATABASE_URL": sqlite_url}
+    )
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.splitlines() == [
+        f"pgtasks: error: --health-file {path}: the folder {path.parent} does not exist"
+    ]

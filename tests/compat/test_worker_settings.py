@@ -1,0 +1,128 @@
+"""A Celery app's worker settings with a wrong value are refused before the worker starts:
+exit status 2 and one line naming the setting and the value, never a traceback. The values
+Celery takes besides numbers (worker_concurrency '4' or 'auto') are taken; worker_pool picks
+the pool when -P is not given. Real `pgtasks worker` subprocesses."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.support.cli import cli_env, run_pgtasks, spawn_pgtasks
+from tests.support.inprocess import wait_for
+from tests.support.processes import stop
+
+APP = "tests.compat.apps.settings_app"
+
+
+def refusal(url: str, settings: dict[str, object], *flags: str) -> str:
+    """The one line of stderr of a worker refused at start-up (asserted: exit 2, one line)."""
+    done = run_pgtasks(
+        "worker", "-A", APP, *flags, env={"PGTASKS_DATABASE_URL": url, "APP_SETTINGS": json.dumps(settings)}
+    )
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert len(done.stderr.splitlines()) == 1 and "Traceback" not in done.stderr, done.stderr
+    return done.stderr.strip()
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"worker_concurrency": "x"}, "worker_concurrency must be a whole number >= 1 (or 'auto'), not 'x'"),
+        ({"worker_concurrency": -2}, "worker_concurrency must be a whole number >= 1 (or 'auto'), not -2"),
+        ({"task_time_limit": "abc"}, "task_time_limit must be a positive number of seconds, not 'abc'"),
+        (
+            {"task_soft_time_limit": "abc"},
+            "task_soft_time_limit must be a positive number of seconds, not 'abc'",
+        ),
+        ({"task_time_limit": -1}, "task_time_limit must be a positive number of seconds, not -1"),
+        (
+            {"worker_max_tasks_per_child": "x"},
+            "worker_max_tasks_per_child must be a whole number >= 1, not 'x'",
+        ),
+        (
+            {"worker_max_memory_per_child": 2.5},
+            "worker_max_memory_per_child must be a whole number >= 1, not 2.5",
+        ),
+        (
+            {"result_expires": -5},
+            "result_expires must be a positive timedelta or number of seconds (None or 0: keep "
+            "results), not -5",
+        ),
+        (
+            {"accept_content": "json"},
+            "accept_content must be a list of serializer names such as ['json'], not 'json'",
+        ),
+        (
+            {"worker_pool": "nonsense"},
+            "worker_pool 'nonsense' is not a pool; choose one of prefork, threads, solo, asyncio "
+            "(eventlet and gevent run on threads)",
+        ),
+        (
+            {"timezone": "Mars/Olympus"},
+            "unknown timezone 'Mars/Olympus': use an IANA zone name such as 'Europe/Paris' or 'UTC'",
+        ),
+    ],
+    ids=lambda v: next(iter(v)) if isinstance(v, dict) else None,
+)
+def test_a_wrong_worker_setting_is_refused_in_one_line(
+    sqlite_url: str, settings: dict[str, object], message: str
+) -> None:
+    assert refusal(sqlite_url, settings) == f"pgtasks: error: {message}"
+
+
+def test_the_command_line_wins_over_a_wrong_setting(sqlite_url: str) -> None:
+    # -c given on the command line: worker_concurrency is not read, the flag's 0 is refused.
+    line = refusal(sqlite_url, {"worker_pool": "threads", "worker_concurrency": "x"}, "-c", "0")
+    assert "concurrency must be >= 1" in line  # -c 0, the command line's, is refused, not 'x'
+
+
+def test_celery_check_counts_worker_pool_as_supported() -> None:
+    from pgtasks.compat.bridge.check import _setting_finding
+
+    assert _setting_finding("worker_pool") is None  # read by the worker, no longer "use -P"
+
+
+def started(url: str, tmp_path: Path, settings: dict[str, object], *flags: str) -> str:
+    """The output of a worker of APP with ``settings`` until it is ready, then stopped."""
+    log = tmp_path / f"worker{len(list(tmp_path.glob('worker*.log')))}.log"
+    env = cli_env(url, {"APP_SETTINGS": json.dumps(settings)})
+    worker = spawn_pgtasks("worker", "-A", APP, "-n", "settings@test", *flags, env=env, output=log)
+    try:
+        wait_for(lambda: "ready." in log.read_text() or worker.poll() is not None, 60, "the worker to start")
+    finally:
+        stop(worker)
+    return log.read_text()
+
+
+@pytest.mark.parametrize(
+    ("settings", "flags", "banner"),
+    [
+        ({"worker_concurrency": "3"}, (), "concurrency: 3 (prefork)"),  # Celery's int('3')
+        ({"worker_concurrency": " Auto "}, ("-P", "threads"), r"concurrency: \d+ \(threads\)"),
+        ({"worker_pool": "solo"}, (), "concurrency: 1 (solo)"),
+        ({"worker_pool": "solo"}, ("-P", "threads", "-c", "2"), "concurrency: 2 (threads)"),
+    ],
+)
+def test_celerys_other_forms_of_a_setting_are_taken(
+    pg_url: str, tmp_path: Path, settings: dict[str, object], flags: tuple[str, ...], banner: str
+) -> None:
+    out = started(pg_url, tmp_path, settings, *flags)
+    assert re.search(banner if "\\" in banner else re.escape(banner), out), out
+
+
+def test_a_soft_time_limit_not_below_the_hard_one_is_warned_of(pg_url: str, tmp_path: Path) -> None:
+    warning = (
+        "the soft time limit (10s) is not below the hard time limit (5s): a task is killed at 5s "
+        "without SoftTimeLimitExceeded being raised first; set the soft limit lower"
+    )
+    out = started(pg_url, tmp_path, {"task_soft_time_limit": 10, "task_time_limit": 5})
+    assert warning in out
+    out = started(pg_url, tmp_path, {}, "--soft-time-limit", "10", "--time-limit", "5")
+    assert warning in out
+    assert "soft time limit" not in started(
+        pg_url, tmp_path, {"task_soft_time_limit": 4, "task_time_limit": 5}
+    )
