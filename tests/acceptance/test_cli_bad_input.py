@@ -1,7 +1,9 @@
 """Bad input to `pgtasks` refused in a few lines, never a traceback, with exit status 2: an
 app module that raises as it is imported (for every command that takes -A), argparse's
 errors (a short usage, the error, where to find help), and worker options out of range or
-naming nothing. Real `pgtasks` subprocesses."""
+naming nothing. One real `pgtasks` subprocess for each kind of refusal (its exit status and
+standard error); the other cases run the same command line in this process (the parsing and
+loading are the same code; a subprocess costs about a second each)."""
 
 from __future__ import annotations
 
@@ -9,38 +11,69 @@ from pathlib import Path
 
 import pytest
 
+from pgtasks.cli.main import main
 from tests.support.cli import run_pgtasks
 
 APP = "tests.acceptance.apps.durable_app"
 
 
-@pytest.mark.parametrize(
-    "command",
-    [("worker",), ("beat",), ("inspect", "ping"), ("call", "some.task"), ("purge", "-f"), ("tasks", "list")],
-    ids=lambda c: c[0],
-)
-def test_an_app_that_raises_at_import_is_one_line(
-    tmp_path: Path, sqlite_url: str, command: tuple[str, ...]
-) -> None:
-    (tmp_path / "raising_proj.py").write_text("import os\n\nraise RuntimeError('boom at import')\n")
-    done = run_pgtasks(
-        "--workdir", str(tmp_path), *command, "-A", "raising_proj", env={"PGTASKS_DATABASE_URL": sqlite_url}
-    )
-    assert done.returncode == 2, done.stdout + done.stderr
-    assert done.stderr.splitlines() == [
+def _here(
+    argv: list[str], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, url: str
+) -> tuple[int | str | None, list[str]]:
+    """``pgtasks argv`` run in this process: its exit status and its standard error's lines."""
+    monkeypatch.setenv("PGTASKS_DATABASE_URL", url)
+    monkeypatch.chdir(Path.cwd())  # --workdir changes it: back after the test
+    monkeypatch.setattr("sys.path", list(__import__("sys").path))  # -A adds the folder
+    capsys.readouterr()
+    try:
+        status: int | str | None = main(argv)
+    except SystemExit as exited:
+        status = exited.code
+    return status, capsys.readouterr().err.splitlines()
+
+
+def _raising_app_error(tmp_path: Path) -> list[str]:
+    return [
         "pgtasks: error: -A raising_proj: Unable to load celery application: importing 'raising_proj' "
         f"raised RuntimeError: boom at import (at {tmp_path / 'raising_proj.py'}:3)"
     ]
 
 
-def test_an_app_with_a_syntax_error_names_the_line(tmp_path: Path, sqlite_url: str) -> None:
-    (tmp_path / "broken_proj.py").write_text("x = 1\ndef (:\n")
+def test_an_app_that_raises_at_import_is_one_line(tmp_path: Path, sqlite_url: str) -> None:
+    (tmp_path / "raising_proj.py").write_text("import os\n\nraise RuntimeError('boom at import')\n")
     done = run_pgtasks(
-        "--workdir", str(tmp_path), "worker", "-A", "broken_proj", env={"PGTASKS_DATABASE_URL": sqlite_url}
+        "--workdir", str(tmp_path), "worker", "-A", "raising_proj", env={"PGTASKS_DATABASE_URL": sqlite_url}
     )
-    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
-    assert "importing 'broken_proj' raised SyntaxError: " in done.stderr
-    assert f"(at {tmp_path / 'broken_proj.py'}:2)" in done.stderr
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.splitlines() == _raising_app_error(tmp_path)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [("beat",), ("inspect", "ping"), ("call", "some.task"), ("purge", "-f"), ("tasks", "list")],
+    ids=lambda c: c[0],
+)
+def test_every_command_that_takes_an_app_says_so_in_one_line(
+    tmp_path: Path,
+    sqlite_url: str,
+    command: tuple[str, ...],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    (tmp_path / "raising_proj.py").write_text("import os\n\nraise RuntimeError('boom at import')\n")
+    argv = ["--workdir", str(tmp_path), *command, "-A", "raising_proj"]
+    assert _here(argv, capsys, monkeypatch, sqlite_url) == (2, _raising_app_error(tmp_path))
+
+
+def test_an_app_with_a_syntax_error_names_the_line(
+    tmp_path: Path, sqlite_url: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "broken_proj.py").write_text("x = 1\ndef (:\n")
+    argv = ["--workdir", str(tmp_path), "worker", "-A", "broken_proj"]
+    status, err = _here(argv, capsys, monkeypatch, sqlite_url)
+    assert status == 2 and len(err) == 1, err
+    assert "importing 'broken_proj' raised SyntaxError: " in err[0]
+    assert err[0].endswith(f"(at {tmp_path / 'broken_proj.py'}:2)")
 
 
 @pytest.mark.parametrize(
@@ -64,11 +97,21 @@ def test_an_app_with_a_syntax_error_names_the_line(tmp_path: Path, sqlite_url: s
     ],
     ids=["worker", "inspect", "tasks-get"],
 )
-def test_an_argument_error_is_three_lines(line: tuple[str, ...], usage: str, error: str) -> None:
-    done = run_pgtasks(*line)
+def test_an_argument_error_is_three_lines(
+    line: tuple[str, ...],
+    usage: str,
+    error: str,
+    sqlite_url: str,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     prog = usage.split(" [options]")[0].removeprefix("usage: ")
-    assert done.returncode == 2
-    assert done.stderr.splitlines() == [usage, f"{prog}: error: {error}", f"Try '{prog} --help' for help."]
+    expected = [usage, f"{prog}: error: {error}", f"Try '{prog} --help' for help."]
+    if line[0] == "worker":  # once as a real command line
+        done = run_pgtasks(*line)
+        assert (done.returncode, done.stderr.splitlines()) == (2, expected)
+    else:
+        assert _here(list(line), capsys, monkeypatch, sqlite_url) == (2, expected)
 
 
 @pytest.mark.parametrize(
@@ -89,11 +132,15 @@ def test_an_argument_error_is_three_lines(line: tuple[str, ...], usage: str, err
     ids=["health-port", "metrics-port", "shutdown-grace", "queues-comma", "queues-empty"],
 )
 def test_worker_options_out_of_range_are_refused_as_they_are_parsed(
-    sqlite_url: str, flags: tuple[str, ...], error: str
+    sqlite_url: str,
+    flags: tuple[str, ...],
+    error: str,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    done = run_pgtasks("worker", "-A", APP, *flags, env={"PGTASKS_DATABASE_URL": sqlite_url})
-    assert done.returncode == 2, done.stdout + done.stderr
-    assert f"pgtasks worker: error: {error}" in done.stderr.splitlines()
+    status, err = _here(["worker", "-A", APP, *flags], capsys, monkeypatch, sqlite_url)
+    assert status == 2, err
+    assert f"pgtasks worker: error: {error}" in err
 
 
 def test_a_health_file_in_a_missing_folder_is_refused_at_start(tmp_path: Path, sqlite_url: str) -> None:
