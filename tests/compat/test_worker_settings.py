@@ -104,6 +104,11 @@ def started(url: str, tmp_path: Path, settings: dict[str, object], *flags: str) 
         ({"worker_concurrency": "3"}, (), "concurrency: 3 (prefork)"),  # Celery's int('3')
         ({"worker_concurrency": " Auto "}, ("-P", "threads"), r"concurrency: \d+ \(threads\)"),
         ({"worker_pool": "solo"}, (), "concurrency: 1 (solo)"),
+        (  # Celery's alias of prefork; a limit of 0 is none, as Celery reads it
+            {"worker_pool": "processes", "worker_max_tasks_per_child": 0, "task_time_limit": 0},
+            ("-c", "1"),
+            "concurrency: 1 (prefork)",
+        ),
         ({"worker_pool": "solo"}, ("-P", "threads", "-c", "2"), "concurrency: 2 (threads)"),
     ],
 )

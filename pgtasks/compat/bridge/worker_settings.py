@@ -51,6 +51,8 @@ def read_worker_settings(conf: Any, args: argparse.Namespace, given: Collection[
             args.concurrency = concurrency
     for name, setting, kind, pools in _LIMITS:
         value = conf.get(setting)
+        if value == 0 and not isinstance(value, bool):  # Celery reads a falsy limit as none
+            value = None
         if getattr(args, name) is None and value is not None and args.pool in pools:
             check = seconds_setting if kind == "seconds" else count_setting
             setattr(args, name, check(setting, value))
@@ -63,6 +65,8 @@ def pool_setting(value: Any) -> str:
     """``worker_pool``: one of :data:`POOLS`, or a green pool (threads); a ``celery.concurrency``
     class path's last part is not understood and is refused like any other name."""
     name = value if isinstance(value, str) else None
+    if name == "processes":  # Celery's alias of prefork
+        return "prefork"
     if name in GREEN_POOLS:
         return "threads"
     if name not in POOLS:
