@@ -6,7 +6,6 @@ import asyncio
 import concurrent.futures
 import contextvars
 import inspect
-import os
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
@@ -60,7 +59,7 @@ def execute_task(
     ctx = context.TaskContext(
         record, executor_id, engine, {s.function_id: s for s in steps}, confirmed_at=record.claimed_at
     )
-    pid = os.getpid()
+    pid = ctx.pid
     with tracing.running(record, executor_id) as span:
         token = context.enter(ctx)
         try:
