@@ -236,7 +236,7 @@ def prepare(
 ) -> Prepared:
     """Check Celery's ``apply_async`` options, route the task and build its request."""
     check_argument_types(name, args, kwargs)
-    check_message_options(options, app.engine.codec.serializer, app.engine.codec.accept)
+    check_message_options(options, app.engine.codec.serializer, app.engine.codec.accept, task)
     args, kwargs = tuple(args or ()), dict(kwargs or {})
     for key in sorted(set(options) & PHASE_TWO_OPTIONS):
         if options.get(key) is not None and key not in _warned:
