@@ -306,3 +306,35 @@ def test_a_tasks_own_serializer_the_app_does_not_accept_is_refused_at_the_send(a
         assert accepting.engine.get_task(sent.id).serialization == "json"
     finally:
         accepting.close()
+
+
+def test_an_on_off_setting_whose_text_celery_would_read_as_on_is_refused_where_it_is_read(
+    app: Celery,
+) -> None:
+    """Celery reads ``'false'`` (from an environment variable) and ``'maybe'`` as on."""
+    add = _add(app)
+    app.conf.task_ignore_result = "false"
+    with pytest.raises(
+        ValueError, match=r"^task_ignore_result='false': Celery reads any non-empty text as on"
+    ):
+        add.delay(1)
+    app.conf.task_ignore_result = None
+    app.conf.enable_utc = "off"
+    with pytest.raises(ValueError, match=r"^enable_utc='off': "):
+        add.apply_async((1,), eta=dt.datetime(2030, 1, 1))  # a naive eta is read by enable_utc
+    app.conf.enable_utc = True
+    app.conf.task_always_eager = "maybe"
+    with pytest.raises(ValueError, match=r"^task_always_eager must be True or False, not 'maybe'$"):
+        add.delay(1)
+    with pytest.raises(ValueError, match=r"^task_always_eager must be True or False, not 'maybe'$"):
+        group(add.s(1)).apply_async()
+    assert _sent(app) == []
+    app.conf.task_always_eager = "True"  # what Celery reads it as, too
+    assert add.delay(1).get() == 1
+    app.conf.task_always_eager = False
+    sent = add.delay(1)
+    app.conf.task_track_started = "no"
+    with pytest.raises(ValueError, match=r"^task_track_started='no': "):
+        _ = sent.state
+    app.conf.task_track_started = 1
+    assert sent.state == "PENDING"
