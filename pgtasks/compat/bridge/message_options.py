@@ -20,6 +20,7 @@ Celery only encodes the arguments, so there only an unknown serializer is refuse
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Collection, Mapping
 from typing import Any
 
@@ -112,17 +113,23 @@ def check_eager_serializer(options: Mapping[str, Any], task: Any) -> None:
 def own_serializer(task: Any) -> Any:
     """The ``serializer`` ``task`` sets (on itself or a class of its own), None when it keeps
     the default of Celery's Task: the app's ``task_serializer``."""
-    from pgtasks.compat.celery.app.task import Task  # (that module sends through this one)
-
     own = getattr(task, "__dict__", {})
     if "serializer" in own:
         return own["serializer"]
+    base = _celery_task()
     for klass in type(task).__mro__:
-        if klass is Task:
+        if klass is base:
             return None
-        if "serializer" in vars(klass):
-            return vars(klass)["serializer"]
+        if "serializer" in klass.__dict__:
+            return klass.__dict__["serializer"]
     return None
+
+
+@functools.cache
+def _celery_task() -> type:
+    from pgtasks.compat.celery.app.task import Task  # (that module sends through this one)
+
+    return Task
 
 
 def _known(serializer: Any) -> bool:
