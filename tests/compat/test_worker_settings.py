@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from pgtasks.compat.bridge.flag_settings import flag
 from pgtasks.compat.bridge.worker_settings import prefetch_setting, read_worker_settings
 from pgtasks.compat.celery import Celery
 from pgtasks.engine.errors import ConfigurationError
@@ -153,8 +155,6 @@ def _read(url: str, **settings: Any) -> None:
 @pytest.mark.parametrize(
     ("setting", "value", "message"),
     [
-        ("task_track_started", "false", "task_track_started='false': Celery reads any non-empty text as on"),
-        ("task_ignore_result", "0", "task_ignore_result='0': Celery reads any non-empty text as on"),
         ("enable_utc", "x", "enable_utc must be True or False, not 'x'"),
         ("task_always_eager", "maybe", "task_always_eager must be True or False, not 'maybe'"),
         (
@@ -168,7 +168,7 @@ def _read(url: str, **settings: Any) -> None:
 def test_an_on_off_setting_whose_text_is_not_what_celery_makes_of_it_is_refused_at_start(
     sqlite_url: str, setting: str, value: object, message: str
 ) -> None:
-    """Celery takes any of these by its truth value ('false' and 'maybe' turn the setting on)."""
+    """Celery takes any of these by its truth value ('maybe' turns the setting on)."""
     with pytest.raises(ConfigurationError, match=f"^{re.escape(message)}"):
         _read(sqlite_url, **{setting: value})
 
@@ -176,6 +176,20 @@ def test_an_on_off_setting_whose_text_is_not_what_celery_makes_of_it_is_refused_
 @pytest.mark.parametrize("value", [True, False, None, 0, 1, "", "true", "True", " yes ", "on", "1"])
 def test_the_on_off_values_celery_and_their_text_agree_on_are_taken(sqlite_url: str, value: object) -> None:
     _read(sqlite_url, task_track_started=value, task_ignore_result=value, enable_utc=value)
+
+
+def test_an_off_word_is_on_as_in_celery_with_a_warning(
+    sqlite_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An environment variable passed on as it is: Celery runs 'false' as on, and so does pgtasks."""
+    with caplog.at_level(logging.WARNING, logger="pgtasks.celery"):
+        _read(sqlite_url, task_track_started="false", task_ignore_result="0")
+    warned = [r.getMessage() for r in caplog.records]
+    assert any(
+        m.startswith("task_track_started='false' is on: Celery reads any non-empty text") for m in warned
+    )
+    assert any(m.startswith("task_ignore_result='0' is on: ") for m in warned)
+    assert flag("task_track_started", " Off ") is True
 
 
 def test_a_prefetch_multiplier_is_taken_as_celerys_int_takes_it() -> None:
