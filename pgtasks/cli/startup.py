@@ -17,6 +17,7 @@ import threading
 import time
 from typing import Any
 
+from pgtasks.compat.bridge.flag_settings import flag as flag_setting
 from pgtasks.engine.core import Engine
 from pgtasks.engine.errors import DatabaseUnavailable
 from pgtasks.support.backoff import Backoff
@@ -47,7 +48,7 @@ def retry_on_startup(app: Any, flag: bool | None) -> bool:
         return flag
     getter = getattr(getattr(app, "conf", None), "get", None)
     value = getter("broker_connection_retry_on_startup") if callable(getter) else None
-    return True if value is None else bool(value)
+    return True if value is None else flag_setting("broker_connection_retry_on_startup", value)
 
 
 def wait_for_database(

@@ -244,10 +244,19 @@ def prefetch_multiplier(args: argparse.Namespace) -> int | None:
 
 def consumed_queues(queues: str, excluded: str | None) -> tuple[str, ...]:
     """The queues of ``-Q`` (or the app's) less those of ``-X``; ConfigurationError when
-    none is left."""
-    left = tuple(name for name in comma_list(queues) if name not in set(comma_list(excluded)))
-    if not comma_list(queues):
+    none is left. As in Celery, ``-X ''`` (or ``','``) excludes nothing, and a name of no
+    consumed queue is ignored: here with a warning (Celery: silently)."""
+    named = comma_list(queues)
+    left = tuple(name for name in named if name not in set(comma_list(excluded)))
+    if not named:
         raise ConfigurationError(f"no queue to consume: the queues {queues!r} name none")
+    stray = [name for name in comma_list(excluded) if name not in named]
+    if stray:
+        print(
+            f"pgtasks: warning: -X/--exclude-queues {','.join(stray)!r}: no such queue is consumed "
+            f"(of {','.join(named)!r}); ignored",
+            file=sys.stderr,
+        )
     if not left:
         raise ConfigurationError(f"-X/--exclude-queues {excluded!r} leaves no queue of {queues!r} to consume")
     return left

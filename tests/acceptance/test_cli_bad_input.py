@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 
 from pgtasks.cli.main import main
+from pgtasks.cli.worker import consumed_queues
+from pgtasks.engine.errors import ConfigurationError
 from tests.support.cli import run_pgtasks
 
 APP = "tests.acceptance.apps.durable_app"
@@ -152,3 +154,23 @@ def test_a_health_file_in_a_missing_folder_is_refused_at_start(tmp_path: Path, s
     assert done.stderr.splitlines() == [
         f"pgtasks: error: --health-file {path}: the folder {path.parent} does not exist"
     ]
+
+
+@pytest.mark.parametrize("excluded", ["", ",", " , "])
+def test_an_empty_exclude_queues_excludes_nothing_as_in_celery(
+    excluded: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Celery's ``-X ''`` is ``['']``: no queue has that name, every queue is consumed."""
+    assert consumed_queues("celery,mail", excluded) == ("celery", "mail")
+    assert capsys.readouterr().err == ""
+
+
+def test_exclude_queues_naming_no_consumed_queue_is_warned_of_and_ignored(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert consumed_queues("celery,mail", "mail,celry,,") == ("celery",)  # Celery: silently
+    assert capsys.readouterr().err.splitlines() == [
+        "pgtasks: warning: -X/--exclude-queues 'celry': no such queue is consumed (of 'celery,mail'); ignored"
+    ]
+    with pytest.raises(ConfigurationError, match=r"^-X/--exclude-queues 'mail,celery' leaves no queue"):
+        consumed_queues("celery,mail", "mail,celery")  # Celery starts a worker that consumes nothing

@@ -19,7 +19,7 @@ from pgtasks.compat import install
 
 install()
 
-from celery import Celery, group  # noqa: E402
+from celery import Celery, Task, group  # noqa: E402
 from celery.result import GroupResult, ResultSet  # noqa: E402
 from kombu import Exchange, Queue  # noqa: E402
 from kombu.exceptions import EncodeError, SerializerNotInstalled  # noqa: E402
@@ -241,3 +241,91 @@ def test_an_unknown_compression_is_a_key_error_and_kombus_names_are_accepted(app
     with pytest.raises(KeyError, match="unknown compression 'bogus'; kombu's are "):
         add.apply_async((1, 2), compression="bogus")
     assert add.apply_async((1, 2), compression="gzip").state == "PENDING"
+
+
+def test_a_tasks_own_unknown_serializer_or_compression_fails_each_send_as_in_celery(app: Celery) -> None:
+    """Celery's decorator takes any name; each ``apply_async`` publishes with it and fails."""
+
+    @app.task(name="badin.bogus", serializer="bogus")
+    def bogus() -> None: ...
+
+    class Yaml(Task):  # type: ignore[misc]
+        name = "badin.yaml"
+        serializer = "yaml"
+
+        def run(self) -> None: ...
+
+    yaml = app.register_task(Yaml())
+
+    @app.task(name="badin.squashed", compression="squash")
+    def squashed() -> None: ...
+
+    with pytest.raises(SerializerNotInstalled, match=r"^No encoder installed for bogus$"):
+        bogus.delay()
+    with pytest.raises(SerializerNotInstalled, match=r"^No encoder installed for yaml$"):
+        yaml.apply_async()
+    with pytest.raises(SerializerNotInstalled, match=r"^No encoder installed for bogus$"):
+        group(bogus.s(), yaml.s()).apply_async()
+    with pytest.raises(KeyError, match="unknown compression 'squash'; kombu's are "):
+        squashed.delay()
+    assert _sent(app) == []
+    assert bogus.apply().state == "SUCCESS"  # run here, nothing published: Celery's apply too
+    # the call's own option wins over the task's, as in Celery
+    assert bogus.apply_async(serializer="json").state == "PENDING"
+    assert squashed.apply_async(compression="gzip").state == "PENDING"
+    app.conf.task_always_eager = True  # eagerly Celery encodes the arguments with it
+    with pytest.raises(SerializerNotInstalled, match=r"^No encoder installed for bogus$"):
+        bogus.delay()
+    with pytest.raises(SerializerNotInstalled, match=r"^No encoder installed for msgpack$"):
+        _add(app).apply_async((1, 2), serializer="msgpack")
+    assert squashed.delay().state == "SUCCESS"  # Celery does not compress an eager call
+
+
+def test_a_tasks_own_serializer_the_app_does_not_accept_is_refused_at_the_send(app: Celery) -> None:
+    @app.task(name="badin.pickled", serializer="pickle")
+    def pickled(x: int) -> int:
+        return x
+
+    with pytest.raises(
+        ValueError,
+        match=r"^task 'badin.pickled' has serializer='pickle': not in this app's accept_content \['json'\]",
+    ):
+        pickled.delay(1)
+    assert _sent(app) == []
+
+    @app.task(name="badin.plain", serializer="application/json")
+    def plain(x: int) -> int:
+        return x
+
+    assert plain.delay(1).state == "PENDING"  # the app's own serializer, by its content type
+    accepting = Celery("badin_accepting", broker=app.conf.broker_url)
+    accepting.conf.accept_content = ["json", "pickle"]
+    try:
+        task = accepting.task(name="badin.pickled2", serializer="pickle")(lambda x: x)
+        sent = task.delay(1)  # its workers read pickle: sent, in the app's serializer
+        assert accepting.engine.get_task(sent.id).serialization == "json"
+    finally:
+        accepting.close()
+
+
+def test_an_on_off_setting_whose_text_celery_would_read_as_on_is_refused_where_it_is_read(
+    app: Celery,
+) -> None:
+    """Celery reads ``'maybe'`` as on: refused by name (``'false'`` is on with a warning, see
+    test_worker_settings)."""
+    add = _add(app)
+    app.conf.task_always_eager = "maybe"
+    with pytest.raises(ValueError, match=r"^task_always_eager must be True or False, not 'maybe'$"):
+        add.delay(1)
+    with pytest.raises(ValueError, match=r"^task_always_eager must be True or False, not 'maybe'$"):
+        group(add.s(1)).apply_async()
+    assert _sent(app) == []
+    app.conf.task_always_eager = "True"  # what Celery reads it as, too
+    assert add.delay(1).get() == 1
+    app.conf.task_always_eager = False
+    sent = add.delay(1)
+    app.conf.task_track_started = "x"
+    with pytest.raises(ValueError, match=r"^task_track_started must be True or False, not 'x'$"):
+        _ = sent.state
+    app.conf.task_track_started = 1
+    assert sent.state == "PENDING"

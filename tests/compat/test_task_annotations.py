@@ -5,6 +5,7 @@ them."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -90,4 +91,43 @@ def test_a_worker_runs_annotated_tasks(app: Celery) -> None:
         with pytest.raises(LookupError):
             boom.delay().get(timeout=30)
     assert failures == ["ann.boom boom"]
+    app.close()
+
+
+NOTHING = (
+    "task_annotations takes a dict of task name: attributes, an import path, an object with "
+    "annotate(task), or a list of them, "
+)
+
+
+@pytest.mark.parametrize(
+    ("annotations", "message"),
+    [
+        (5, NOTHING + "not 5"),  # Celery ignores it
+        ([{"ann.x": {}}, 5], NOTHING + "not 5"),
+        ({"ann.x": 5}, "task_annotations['ann.x'] must be a dict of attributes, not 5"),  # Celery: TypeError
+        ({"*": "fast"}, "task_annotations['*'] must be a dict of attributes, not 'fast'"),
+    ],
+    ids=["int", "in-a-list", "entry", "any-entry"],
+)
+def test_annotations_that_annotate_nothing_are_a_type_error_naming_the_setting(
+    sqlite_url: str, annotations: Any, message: str
+) -> None:
+    from celery.app.annotations import BadAnnotation
+
+    app = Celery("badly_annotated", broker=sqlite_url)
+    app.conf.task_annotations = annotations
+    app.task(name="ann.x")(lambda: None)
+    with pytest.raises(TypeError, match=f"^{re.escape(message)}$") as raised:
+        app.finalize()
+    assert isinstance(raised.value, BadAnnotation)  # a ConfigurationError: one line at the CLI
+    app.close()
+
+
+def test_an_entry_given_as_pairs_is_taken_as_celerys_dict_takes_it(sqlite_url: str) -> None:
+    app = Celery("pairs_annotated", broker=sqlite_url)
+    app.conf.task_annotations = {"ann.pairs": [("rate_limit", "3/s"), ("max_retries", 2)]}
+    task = app.task(name="ann.pairs")(lambda: None)
+    app.finalize()
+    assert (task.rate_limit, task.max_retries) == ("3/s", 2)
     app.close()

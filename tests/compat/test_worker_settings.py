@@ -1,16 +1,24 @@
 """A Celery app's worker settings with a wrong value are refused before the worker starts:
 exit status 2 and one line naming the setting and the value, never a traceback. The values
 Celery takes besides numbers (worker_concurrency '4' or 'auto') are taken; worker_pool picks
-the pool when -P is not given. Real `pgtasks worker` subprocesses."""
+the pool when -P is not given. Real `pgtasks worker` subprocesses, and the same reading of the
+settings in this process for the on/off settings and the prefetch multiplier."""
 
 from __future__ import annotations
 
+import argparse
 import json
+import logging
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from pgtasks.compat.bridge.flag_settings import flag
+from pgtasks.compat.bridge.worker_settings import prefetch_setting, read_worker_settings
+from pgtasks.compat.celery import Celery
+from pgtasks.engine.errors import ConfigurationError
 from tests.support.cli import cli_env, run_pgtasks, spawn_pgtasks
 from tests.support.inprocess import wait_for
 from tests.support.processes import stop
@@ -131,3 +139,64 @@ def test_a_soft_time_limit_not_below_the_hard_one_is_warned_of(pg_url: str, tmp_
     assert "soft time limit" not in started(
         pg_url, tmp_path, {"task_soft_time_limit": 4, "task_time_limit": 5}
     )
+
+
+def _read(url: str, **settings: Any) -> None:
+    """The worker's start-up reading of a Celery app's settings, in this process."""
+    app = Celery("flags", broker=url)
+    app.conf.update(settings)
+    limits = dict.fromkeys(("time_limit", "soft_time_limit", "max_tasks_per_child", "max_memory_per_child"))
+    try:
+        read_worker_settings(app.conf, argparse.Namespace(pool="prefork", concurrency=None, **limits), set())
+    finally:
+        app.close()
+
+
+@pytest.mark.parametrize(
+    ("setting", "value", "message"),
+    [
+        ("enable_utc", "x", "enable_utc must be True or False, not 'x'"),
+        ("task_always_eager", "maybe", "task_always_eager must be True or False, not 'maybe'"),
+        (
+            "broker_connection_retry_on_startup",
+            [],
+            "broker_connection_retry_on_startup must be True or False",
+        ),
+        ("worker_disable_prefetch", 2, "worker_disable_prefetch must be True or False, not 2"),
+    ],
+)
+def test_an_on_off_setting_whose_text_is_not_what_celery_makes_of_it_is_refused_at_start(
+    sqlite_url: str, setting: str, value: object, message: str
+) -> None:
+    """Celery takes any of these by its truth value ('maybe' turns the setting on)."""
+    with pytest.raises(ConfigurationError, match=f"^{re.escape(message)}"):
+        _read(sqlite_url, **{setting: value})
+
+
+@pytest.mark.parametrize("value", [True, False, None, 0, 1, "", "true", "True", " yes ", "on", "1"])
+def test_the_on_off_values_celery_and_their_text_agree_on_are_taken(sqlite_url: str, value: object) -> None:
+    _read(sqlite_url, task_track_started=value, task_ignore_result=value, enable_utc=value)
+
+
+def test_an_off_word_is_on_as_in_celery_with_a_warning(
+    sqlite_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An environment variable passed on as it is: Celery runs 'false' as on, and so does pgtasks."""
+    with caplog.at_level(logging.WARNING, logger="pgtasks.celery"):
+        _read(sqlite_url, task_track_started="false", task_ignore_result="0")
+    warned = [r.getMessage() for r in caplog.records]
+    assert any(
+        m.startswith("task_track_started='false' is on: Celery reads any non-empty text") for m in warned
+    )
+    assert any(m.startswith("task_ignore_result='0' is on: ") for m in warned)
+    assert flag("task_track_started", " Off ") is True
+
+
+def test_a_prefetch_multiplier_is_taken_as_celerys_int_takes_it() -> None:
+    assert [prefetch_setting(v) for v in ("4", " 8 ", 0, 3)] == [4, 8, 0, 3]  # Celery: int(value)
+    for bad in ("x", -1, "-1", 2.5, True, None):
+        with pytest.raises(
+            ConfigurationError,
+            match=rf"^worker_prefetch_multiplier must be a whole number >= 0, not {re.escape(repr(bad))}$",
+        ):
+            prefetch_setting(bad)

@@ -15,6 +15,7 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 from pgtasks.compat.bridge.execution import trace
+from pgtasks.compat.bridge.flag_settings import flag
 from pgtasks.compat.bridge.requests import eager_request
 from pgtasks.compat.celery import states
 from pgtasks.compat.celery.canvas.signature import maybe_signature, takes_request
@@ -51,7 +52,7 @@ def apply_eagerly(
     if headers:
         options["headers"] = headers
     if throw is None:
-        throw = bool(task.app.conf.task_eager_propagates)
+        throw = flag("task_eager_propagates", task.app.conf.task_eager_propagates)
     while True:
         request = eager_request(task_id, task.name or "", args, kwargs, retries, options)
         if in_process:
@@ -94,6 +95,8 @@ def _stores_eager_result(task: Task) -> bool:
     outcome is stored like a worker's, so its result is read by id (not when ignored)."""
     store = task.store_eager_result
     if store is None:
-        store = bool(task.app.conf.task_store_eager_result)
-    ignored = task.ignore_result if task.ignore_result is not None else task.app.conf.task_ignore_result
+        store = flag("task_store_eager_result", task.app.conf.task_store_eager_result)
+    ignored = task.ignore_result
+    if ignored is None:
+        ignored = flag("task_ignore_result", task.app.conf.task_ignore_result)
     return bool(store) and not ignored

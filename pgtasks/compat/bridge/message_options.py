@@ -11,10 +11,16 @@ and refused with ConfigurationError otherwise, where Celery's workers would refu
 message (``ContentDisallowed``) and the task would never run. A compression
 of kombu's is accepted and has no effect (rows are not compressed); another name raises
 KeyError, as kombu does.
+
+A task's own ``serializer`` or ``compression`` (``@app.task(serializer=...)``, a class
+attribute, an annotation) is what Celery publishes each of its calls with: it is checked the
+same way at each send (Celery's decorator takes any name; its ``apply_async`` fails). Eagerly
+Celery only encodes the arguments, so there only an unknown serializer is refused.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Collection, Mapping
 from typing import Any
 
@@ -58,13 +64,22 @@ class UnknownCompression(ConfigurationError, KeyError):
         return str(self.args[0]) if self.args else ""
 
 
-def check_message_options(options: Mapping[str, Any], app_serializer: str, accepted: Collection[str]) -> None:
-    """Refuse a ``serializer``, ``compression`` or ``headers`` of ``apply_async`` that pgtasks
-    would otherwise ignore or fail on later (see the module's text)."""
+def check_message_options(
+    options: Mapping[str, Any], app_serializer: str, accepted: Collection[str], task: Any = None
+) -> None:
+    """Refuse a ``serializer``, ``compression`` or ``headers`` of ``apply_async`` (or of
+    ``task`` itself) that pgtasks would otherwise ignore or fail on later (see the module's
+    text)."""
     serializer = options.get("serializer")
     if serializer is not None:
-        _check_serializer(serializer, app_serializer, accepted)
+        _check_serializer(serializer, app_serializer, accepted, "")
+    elif task is not None:
+        serializer = own_serializer(task)
+        if serializer is not None:
+            _check_serializer(serializer, app_serializer, accepted, f"task {task.name!r} has ")
     compression = options.get("compression")
+    if compression is None and task is not None:
+        compression = getattr(task, "compression", None)
     if compression is not None and compression not in COMPRESSIONS:
         raise UnknownCompression(
             f"unknown compression {compression!r}; kombu's are {', '.join(sorted(COMPRESSIONS))}"
@@ -85,13 +100,49 @@ def _pairs(value: Any) -> bool:
     return True
 
 
-def _check_serializer(serializer: Any, app_serializer: str, accepted: Collection[str]) -> None:
-    name = _MIME.get(serializer, serializer) if isinstance(serializer, str) else serializer
-    if not isinstance(name, str) or name not in SERIALIZERS:
+def check_eager_serializer(options: Mapping[str, Any], task: Any) -> None:
+    """``task_always_eager``: Celery encodes the arguments with the call's (or the task's)
+    serializer, so one pgtasks has no encoder for raises ``SerializerNotInstalled``."""
+    serializer = options.get("serializer")
+    if serializer is None:
+        serializer = own_serializer(task)
+    if serializer is not None and not _known(serializer):
         raise UnknownSerializer(f"No encoder installed for {serializer}")
+
+
+def own_serializer(task: Any) -> Any:
+    """The ``serializer`` ``task`` sets (on itself or a class of its own), None when it keeps
+    the default of Celery's Task: the app's ``task_serializer``."""
+    own = getattr(task, "__dict__", {})
+    if "serializer" in own:
+        return own["serializer"]
+    base = _celery_task()
+    for klass in type(task).__mro__:
+        if klass is base:
+            return None
+        if "serializer" in klass.__dict__:
+            return klass.__dict__["serializer"]
+    return None
+
+
+@functools.cache
+def _celery_task() -> type:
+    from pgtasks.compat.celery.app.task import Task  # (that module sends through this one)
+
+    return Task
+
+
+def _known(serializer: Any) -> bool:
+    return isinstance(serializer, str) and _MIME.get(serializer, serializer) in SERIALIZERS
+
+
+def _check_serializer(serializer: Any, app_serializer: str, accepted: Collection[str], whose: str) -> None:
+    if not _known(serializer):
+        raise UnknownSerializer(f"No encoder installed for {serializer}")
+    name = _MIME.get(serializer, serializer)
     if name != app_serializer and name not in accepted:
         raise ConfigurationError(
-            f"serializer={serializer!r}: not in this app's accept_content {sorted(accepted)}, so "
+            f"{whose}serializer={serializer!r}: not in this app's accept_content {sorted(accepted)}, so "
             "its workers would refuse the task; pgtasks encodes every task of the app with its "
             f"task_serializer {app_serializer!r}"
         )

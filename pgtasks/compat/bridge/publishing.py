@@ -21,6 +21,7 @@ import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from pgtasks.compat.bridge.flag_settings import flag
 from pgtasks.compat.bridge.message_options import check_message_options
 from pgtasks.compat.celery import signals
 from pgtasks.compat.celery.app.routes import route
@@ -157,7 +158,7 @@ def _aware(value: dt.datetime, app: Celery) -> dt.datetime:
     """Naive datetimes are UTC when ``enable_utc`` (Celery's default), else app-local time."""
     if value.tzinfo is not None:
         return value
-    if app.conf.enable_utc or not app.conf.timezone:
+    if flag("enable_utc", app.conf.enable_utc) or not app.conf.timezone:
         return value.replace(tzinfo=dt.timezone.utc)
     return value.replace(tzinfo=load_zone(str(app.conf.timezone)))
 
@@ -236,7 +237,7 @@ def prepare(
 ) -> Prepared:
     """Check Celery's ``apply_async`` options, route the task and build its request."""
     check_argument_types(name, args, kwargs)
-    check_message_options(options, app.engine.codec.serializer, app.engine.codec.accept)
+    check_message_options(options, app.engine.codec.serializer, app.engine.codec.accept, task)
     args, kwargs = tuple(args or ()), dict(kwargs or {})
     for key in sorted(set(options) & PHASE_TWO_OPTIONS):
         if options.get(key) is not None and key not in _warned:

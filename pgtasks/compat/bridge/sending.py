@@ -9,6 +9,7 @@ import functools
 import uuid
 from typing import TYPE_CHECKING, Any
 
+from pgtasks.compat.bridge.flag_settings import flag
 from pgtasks.compat.bridge.planning import send_canvas
 from pgtasks.compat.bridge.publishing import check_argument_types, message_properties, prepare
 from pgtasks.compat.bridge.send_errors import sending
@@ -152,7 +153,7 @@ def _ignores_result(task: Task, options: dict[str, Any]) -> bool:
     for choice in (options.get("ignore_result"), task.ignore_result):
         if choice is not None:
             return bool(choice)
-    return bool(task.app.conf.task_ignore_result)
+    return flag("task_ignore_result", task.app.conf.task_ignore_result)
 
 
 def send_for_task(

@@ -16,6 +16,7 @@ import sys
 from collections.abc import Collection
 from typing import Any
 
+from pgtasks.compat.bridge.flag_settings import check_flags
 from pgtasks.engine.errors import ConfigurationError
 from pgtasks.scheduler.zones import load_zone
 from pgtasks.worker.pools import POOLS, RECYCLED_POOLS, TIME_LIMITED_POOLS
@@ -36,7 +37,8 @@ _LIMITS: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
 def read_worker_settings(conf: Any, args: argparse.Namespace, given: Collection[str]) -> None:
     """Put the app's ``worker_pool``, ``worker_concurrency`` and limits into ``args``, except
     the options the command line ``given`` names (they win, as in Celery); check
-    ``timezone``, which the worker's schedules and ETAs use."""
+    ``timezone``, which the worker's schedules and ETAs use, and the on/off settings pgtasks
+    reads (flag_settings.py)."""
     pool = conf.get("worker_pool")
     if "pool" not in given and pool is not None:
         args.pool = pool_setting(pool)
@@ -59,6 +61,7 @@ def read_worker_settings(conf: Any, args: argparse.Namespace, given: Collection[
     zone = conf.get("timezone")
     if zone is not None:
         load_zone(zone)
+    check_flags(conf)  # read later, in the worker, by the tasks it runs and sends
 
 
 def pool_setting(value: Any) -> str:
@@ -87,6 +90,15 @@ def concurrency_setting(value: Any) -> int | None:
         return None
     if number is None or number < 1:
         raise ConfigurationError(f"worker_concurrency must be a whole number >= 1 (or 'auto'), not {value!r}")
+    return number
+
+
+def prefetch_setting(value: Any) -> int:
+    """``worker_prefetch_multiplier``: a whole number >= 0 or its text (``'4'``: Celery's
+    worker converts it with ``int()``); 0 is Celery's "no limit"."""
+    number = _whole(value)
+    if number is None or number < 0:
+        raise ConfigurationError(f"worker_prefetch_multiplier must be a whole number >= 0, not {value!r}")
     return number
 
 

@@ -17,15 +17,15 @@ from typing import Any
 
 from pgtasks.compat.bridge import django_support
 from pgtasks.compat.bridge.django_results import mirror_of
+from pgtasks.compat.bridge.flag_settings import flag
 from pgtasks.compat.bridge.requests import request_from_record
-from pgtasks.compat.bridge.worker_settings import read_worker_settings
+from pgtasks.compat.bridge.worker_settings import prefetch_setting, read_worker_settings
 from pgtasks.compat.celery import signals
 from pgtasks.compat.celery.app.base import Celery
 from pgtasks.compat.celery.app.utils import filter_hidden_settings
 from pgtasks.compat.celery.exceptions import NotRegistered
 from pgtasks.compat.celery.utils.nodenames import default_nodename
 from pgtasks.compat.celery.utils.saferepr import saferepr
-from pgtasks.engine.errors import ConfigurationError
 from pgtasks.sysdb.records import TaskRecord
 from pgtasks.worker.logs import LOG_FORMAT, configure_logging
 from pgtasks.worker.pools import FORKING_POOLS, INLINE_POOLS
@@ -190,18 +190,16 @@ def worker_hooks(app: Any, args: argparse.Namespace, given: Collection[str] = ()
     if not args.queues:  # task_queues (else the default queue), as app.select_queues chose
         args.queues = ",".join(app.amqp.queues.consume_from)
     read_worker_settings(conf, args, given)  # pool, concurrency, limits, timezone: checked
-    disabled = conf.get("worker_disable_prefetch") or getattr(args, "disable_prefetch", False)
+    disabled = flag("worker_disable_prefetch", conf.get("worker_disable_prefetch")) or getattr(
+        args, "disable_prefetch", False
+    )
     # Only a multiplier the project set is a bound; Celery's default leaves the worker its own
     # (4, more for short tasks: WorkerOptions.prefetch_multiplier).
     multiplier = 1 if disabled else conf.table().get("worker_prefetch_multiplier")
     # Celery's `--prefetch-multiplier 0` stands for the flag not given: the setting decides.
     if not getattr(args, "prefetch_multiplier", None) and multiplier is not None:
-        if isinstance(multiplier, bool) or not isinstance(multiplier, int) or multiplier < 0:
-            raise ConfigurationError(
-                f"worker_prefetch_multiplier must be a whole number >= 0, not {multiplier!r}"
-            )
         # Celery's 0 (no limit) is the default here: a claim is never unbounded.
-        args.prefetch_multiplier = multiplier or None
+        args.prefetch_multiplier = prefetch_setting(multiplier) or None
     # Celery's node names: celery@<host> by default, which probes address (`inspect ping -d
     # celery@$HOSTNAME`); a name without "@" is a host name (`-n worker1`: celery@worker1)
     args.hostname = hostname = default_nodename(args.hostname)

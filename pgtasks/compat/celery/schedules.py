@@ -31,6 +31,7 @@ __all__ = [
 
 from croniter import croniter
 
+from pgtasks.compat.bridge.flag_settings import flag
 from pgtasks.compat.celery._state import get_current_app
 from pgtasks.compat.celery.crontab_parser import ParseException, crontab_parser
 from pgtasks.compat.celery.exceptions import ImproperlyConfigured
@@ -78,7 +79,7 @@ class BaseSchedule:
 
     @cached_property
     def utc_enabled(self) -> bool:
-        return bool(self.app.conf.get("enable_utc", True))
+        return flag("enable_utc", self.app.conf.get("enable_utc", True))
 
     def now(self) -> dt.datetime:
         return (self.nowfun or (lambda: dt.datetime.now(dt.timezone.utc)))()

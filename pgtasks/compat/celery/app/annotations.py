@@ -2,6 +2,10 @@
 (``{'tasks.add': {'time_limit': 10}}``, ``'*'`` for every task) or by objects whose
 ``annotate(task)`` returns them. A key starting with ``@`` wraps the task's method of that
 name: ``{'@on_failure': wrap}`` sets it to ``wrap(original)``.
+
+A value that annotates nothing raises :class:`BadAnnotation` (a TypeError, as Celery's
+``dict()`` of a task's entry raises) naming the setting: an entry that is not a dict of
+attributes (or a list of pairs), or ``task_annotations = 5``, which Celery ignores.
 """
 
 from __future__ import annotations
@@ -10,18 +14,33 @@ from collections.abc import Iterator
 from typing import Any
 
 from pgtasks.compat.kombu.utils.imports import symbol_by_name
+from pgtasks.engine.errors import ConfigurationError
 
-__all__ = ["MapAnnotation", "prepare", "resolve_all"]
+__all__ = ["BadAnnotation", "MapAnnotation", "prepare", "resolve_all"]
+
+
+class BadAnnotation(ConfigurationError, TypeError):
+    """A ``task_annotations`` value that annotates nothing (one line on the command line)."""
 
 
 class MapAnnotation(dict):  # type: ignore[type-arg]
     """Annotations by task name; ``'*'`` for every task."""
 
     def annotate_any(self) -> Any:
-        return self.get("*")
+        return self._attributes("*")
 
     def annotate(self, task: Any) -> Any:
-        return self.get(task.name)
+        return self._attributes(task.name)
+
+    def _attributes(self, key: str) -> dict[str, Any] | None:
+        if key not in self:
+            return None
+        try:
+            return dict(self[key])
+        except (TypeError, ValueError):
+            raise BadAnnotation(
+                f"task_annotations[{key!r}] must be a dict of attributes, not {self[key]!r}"
+            ) from None
 
 
 def prepare(annotations: Any) -> list[Any]:
@@ -39,6 +58,11 @@ def _expand(annotation: Any) -> Any:
         return MapAnnotation(annotation)
     if isinstance(annotation, str):
         return symbol_by_name(annotation)()
+    if not hasattr(annotation, "annotate") and not hasattr(annotation, "annotate_any"):
+        raise BadAnnotation(
+            "task_annotations takes a dict of task name: attributes, an import path, an object "
+            f"with annotate(task), or a list of them, not {annotation!r}"
+        )
     return annotation
 
 

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from pgtasks.compat.bridge import django_support
 from pgtasks.compat.bridge.django_results import running_task_mirror
+from pgtasks.compat.bridge.flag_settings import flag
+from pgtasks.compat.bridge.message_options import check_eager_serializer
 from pgtasks.compat.bridge.planning import add_to_running_chord, replace_running_task, replacement_of
 from pgtasks.compat.bridge.retries import request_retry
 from pgtasks.compat.bridge.sending import check_call, send_for_task, send_for_task_async
@@ -312,7 +314,8 @@ class Task:
         """Send the task (or, with ``task_always_eager``, run it here and return an EagerResult).
         As Celery: ValueError when the task's soft time limit is above its hard one."""
         check_call(self, args, kwargs)
-        if self.app.conf.task_always_eager:
+        if flag("task_always_eager", self.app.conf.task_always_eager):
+            check_eager_serializer(options, self)
             return self.apply(
                 args,
                 kwargs,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from pgtasks.compat.bridge.flag_settings import flag
 from pgtasks.compat.celery.canvas.reprs import canvas_repr
 from pgtasks.compat.celery.canvas.signature import Signature, maybe_signature, stamp_links, workflow_type
 from pgtasks.compat.celery.canvas.stamping import stamp_headers
@@ -57,7 +58,7 @@ class Workflow(Signature):
             self.link_error(errback)
         if options:
             self.options.update(options)
-        if self.app.conf.task_always_eager:
+        if flag("task_always_eager", self.app.conf.task_always_eager):
             return self.apply(args)
         return self.app.send_canvas(self, tuple(args or ()), dict(kwargs or {}))
 

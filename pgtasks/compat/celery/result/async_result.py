@@ -18,6 +18,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from pgtasks.compat.bridge.flag_settings import flag
 from pgtasks.compat.bridge.outcomes import celery_exception, celery_state
 from pgtasks.compat.bridge.ready_watch import ready_watch
 from pgtasks.compat.celery import states
@@ -122,7 +123,7 @@ class AsyncResult(ResultBase):
         task = self.app.tasks.get(name) if name else None
         if task is not None and task.track_started:
             return True
-        return bool(self.app.conf.task_track_started)
+        return flag("task_track_started", self.app.conf.task_track_started)
 
     def _state_of(self, record: TaskRecord | None) -> str:
         if record is None:
@@ -145,7 +146,7 @@ class AsyncResult(ResultBase):
         task = self.app.tasks.get(record.name) if record.name else None
         if task is not None:
             return bool(task.store_errors_even_if_ignored)
-        return bool(self.app.conf.task_store_errors_even_if_ignored)
+        return flag("task_store_errors_even_if_ignored", self.app.conf.task_store_errors_even_if_ignored)
 
     def _custom(self, record: TaskRecord) -> tuple[str, Any] | None:
         """The state a running task set with ``update_state`` (read only while it runs)."""
