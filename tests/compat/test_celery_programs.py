@@ -4,6 +4,7 @@ provide, as real subprocesses on the embedded database."""
 from __future__ import annotations
 
 import subprocess
+import sys
 
 import pytest
 
@@ -23,6 +24,24 @@ def test_report_prints_versions_loader_and_masked_settings(sqlite_url: str) -> N
     assert lines[3] == "loader   -> celery.loaders.app.AppLoader"
     assert lines[4] == "settings -> transport:sqlite results:sqlite (the pgtasks database)"
     assert "task_routes: [" in done.stdout  # the app's own settings follow
+
+
+def test_python_dash_m_celery_runs_the_celery_command(sqlite_url: str) -> None:
+    # Dockerfiles and supervisor configs often say `python -m celery -A proj worker`.
+    def python_m_celery(*args: str) -> subprocess.CompletedProcess[str]:
+        argv = [sys.executable, "-m", "celery", *args]
+        return subprocess.run(
+            argv, cwd=REPO, env=cli_env(sqlite_url), capture_output=True, text=True, timeout=120
+        )
+
+    version = python_m_celery("--version")
+    assert (version.returncode, version.stdout.strip()) == (0, "5.7.0 (pgtasks)"), version.stderr
+    report = python_m_celery("-A", APP, "report")
+    assert report.returncode == 0, report.stderr
+    assert report.stdout.startswith("software -> celery:5.7.0 (pgtasks) pgtasks:")
+    missing = python_m_celery("-A", "no_such_module_here", "worker")
+    assert missing.returncode == 2
+    assert "Unable to load celery application" in missing.stderr and "Traceback" not in missing.stderr
 
 
 def test_shell_has_the_app_its_tasks_and_the_canvas(sqlite_url: str) -> None:

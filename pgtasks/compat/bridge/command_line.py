@@ -13,12 +13,12 @@ from collections.abc import Callable
 from typing import Any
 
 
-def pgtasks_command() -> Callable[[list[str]], int]:
-    """The ``main(argv)`` of the installed ``pgtasks`` console script."""
+def pgtasks_command() -> Callable[..., int]:
+    """The ``main(argv, version=None)`` of the installed ``pgtasks`` console script."""
     scripts = importlib.metadata.entry_points(group="console_scripts", name="pgtasks")
     if not scripts:
         raise RuntimeError("the pgtasks command is not installed: install the pgtasks package")
-    main: Callable[[list[str]], int] = next(iter(scripts)).load()
+    main: Callable[..., int] = next(iter(scripts)).load()
     return main
 
 

@@ -100,6 +100,16 @@ class _Alias(importlib.abc.Loader):
         if self.spec is not None:
             module.__spec__ = self.spec
 
+    def get_code(self, fullname: str) -> types.CodeType | None:
+        """The served module's code: what ``python -m celery`` runs (runpy asks the loader of
+        ``celery.__main__`` for it, to run it as ``__main__``)."""
+        loader = self.spec.loader if self.spec is not None else None
+        get_code = getattr(loader, "get_code", None)
+        if get_code is None or self.spec is None:
+            raise ImportError(f"no code for {fullname!r}: pgtasks serves it as {self.module.__name__!r}")
+        code: types.CodeType | None = get_code(self.spec.name)
+        return code
+
 
 def find_spec(fullname: str) -> importlib.machinery.ModuleSpec | None:
     """What the import hook's finder answers for ``fullname``: a spec aliasing the module the
@@ -128,7 +138,11 @@ def find_spec(fullname: str) -> importlib.machinery.ModuleSpec | None:
             f"({DOCS}; `pgtasks celery-check` lists what an app uses)",
             name=fullname,
         )
-    return importlib.machinery.ModuleSpec(fullname, _Alias(module), is_package=hasattr(module, "__path__"))
+    # The origin is the served module's file: runpy makes it sys.argv[0] (python -m celery).
+    origin = module.__spec__.origin if module.__spec__ is not None else None
+    return importlib.machinery.ModuleSpec(
+        fullname, _Alias(module), origin=origin, is_package=hasattr(module, "__path__")
+    )
 
 
 def installed() -> bool:
