@@ -240,6 +240,13 @@ class Plan:
                 meta.pop("root_id", None)
                 self.meta[entry] = _meta_text(meta)
         self.connect(header, body)
+        if isinstance(header.result, GroupResult) and not body.is_group and body.entries == body.exits:
+            # As Celery: a one-task body's request.group is the header's group (no index)
+            for entry in body.entries:
+                meta = SERIALIZERS["json"].loads(self.meta[entry])
+                if "group_id" not in meta:
+                    meta["group_id"] = header.result.id
+                    self.meta[entry] = _meta_text(meta)
         # As Celery: ``self.request.chord`` of the header tasks (a chain's last) is the body,
         # with the id of its result
         body_sig = dict(flow.body)

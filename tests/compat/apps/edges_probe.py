@@ -1,0 +1,205 @@
+"""Edge scenarios written only against Celery's API, run against a `pgtasks worker`
+(tests/compat/test_edges.py) and against the real Celery on Redis (the reference run,
+tests/compat/test_celery_reference.py): each returns what it observed as plain data, task ids
+replaced by the role they play. ``EXPECTED`` holds what each must observe: what Celery 5.7 on
+Redis was seen doing.
+
+``python -m tests.compat.apps.edges_probe [names...]`` runs scenarios (all by default) and
+prints their observations as JSON: how the reference run calls them.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from celery import chord
+from celery.result import AsyncResult
+
+from tests.compat.apps import edges_app as proj
+from tests.compat.apps.canvas_probe import WAIT, Probe
+
+SCENARIOS: dict[str, Callable[[Probe], dict[str, Any]]] = {}
+
+
+def scenario(fn: Callable[[Probe], dict[str, Any]]) -> Callable[[Probe], dict[str, Any]]:
+    SCENARIOS[fn.__name__] = fn
+    return fn
+
+
+def noted(p: Probe, kind: str, token: str, expected: int) -> list[Any]:
+    """The ledger's JSON notes of ``kind`` for ``token`` (waits for ``expected``), roles named."""
+    return [p.named(json.loads(" ".join(fields))) for fields in p.entries(kind, token, expected)]
+
+
+def settled_state(result: AsyncResult, states: tuple[str, ...]) -> str:
+    deadline = time.monotonic() + WAIT
+    while result.state not in states and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return result.state
+
+
+@scenario
+def expired_task_revoked(p: Probe) -> dict[str, Any]:
+    """A task sent with ``expires`` already past: the worker's ``task_revoked`` and its state."""
+    token = p.token()
+    past = dt.datetime.now(dt.timezone.utc) - dt.timedelta(seconds=5)
+    res = proj.add.apply_async((1, 2), {"token": token}, expires=past)
+    p.role(task=res)
+    return {
+        "state": settled_state(AsyncResult(res.id, app=proj.app), ("REVOKED", "SUCCESS", "FAILURE")),
+        "get": p.outcome(lambda: res.get(timeout=WAIT)),
+        "signals": noted(p, "revoked", token, 1),
+        "ran": p.entries("ran", token),
+    }
+
+
+@scenario
+def retry_without_throw(p: Probe) -> dict[str, Any]:
+    """``self.retry(countdown=3, throw=False)`` on the first run, which then returns a value."""
+    token = p.token()
+    res = proj.retry_without_throw.delay(token)
+    p.role(task=res)
+    first = noted(p, "postrun", token, 1)[:1]
+    by_id = AsyncResult(res.id, app=proj.app)
+    between = {"state": by_id.state, "result": p.named(by_id.result)}
+    runs = noted(p, "postrun", token, 2)
+    return {
+        "first_postrun": first,
+        "between": between,
+        "retry_returned": noted(p, "retry_returned", token, 1),
+        "postruns": runs,
+        "get": p.outcome(lambda: AsyncResult(res.id, app=proj.app).get(timeout=WAIT)),
+        "state": AsyncResult(res.id, app=proj.app).state,
+    }
+
+
+@scenario
+def retried_task_errback(p: Probe) -> dict[str, Any]:
+    """A task with a new-style errback (request, exc, traceback) retries once, then fails."""
+    token = p.token()
+    res = proj.retry_then_fail.apply_async((token,), link_error=proj.errback.s(token=token))
+    p.role(task=res)
+    return {
+        "runs": noted(p, "run", token, 2),
+        "errbacks": noted(p, "errback", token, 1),
+        "get": p.outcome(lambda: res.get(timeout=WAIT)),
+    }
+
+
+@scenario
+def chord_body_request(p: Probe) -> dict[str, Any]:
+    """A chord's body sees its request: ``group``, ``group_index``, ``chord``, parent and root."""
+    token = p.token()
+    header = [proj.add.s(1, 1, token=token), proj.add.s(2, 2, token=token)]
+    res = chord(header, proj.body.s(token))()
+    p.role(body=res, header_group=res.parent)
+    for member in res.parent.results:  # one role: the body's parent is the last to end
+        p.role(header=member)
+    return {
+        "get": p.outcome(lambda: res.get(timeout=WAIT)),
+        "header": noted(p, "ran", token, 2),
+        "body": noted(p, "body", token, 1),
+    }
+
+
+REVOKED_EXPIRED = {"expired": True, "signum": None, "terminated": False}
+TASK = "tests.compat.apps.edges_app"
+REQUEST = {"chord": None, "group": None, "group_index": None}
+HEADER = {"chord": "<set>", "group": "<header_group>", "parent_id": None, "retries": 0}
+
+# What Celery 5.7 on Redis was seen doing (test_celery_reference.py checks it still does).
+EXPECTED: dict[str, dict[str, Any]] = {
+    # the worker that finds the task past its expiry sends task_revoked (expired=True) with
+    # the task as sender and the request; the task never runs and reads REVOKED
+    "expired_task_revoked": {
+        "state": "REVOKED",
+        "get": {"raises": "TaskRevokedError"},
+        "signals": [
+            {
+                "request_id": "<task>",
+                "request_task": f"{TASK}.add",
+                "sender": f"{TASK}.add",
+                **REVOKED_EXPIRED,
+            }
+        ],
+        "ran": [],
+    },
+    # the first run's return value is the result (SUCCESS at once); the retry still runs, and
+    # what it returns is not stored over it
+    "retry_without_throw": {
+        "first_postrun": [{"id": "<task>", "retval": "'returned at retries=0'", "state": "SUCCESS"}],
+        "between": {"state": "SUCCESS", "result": "returned at retries=0"},
+        "retry_returned": [{"type": "Retry"}],
+        "postruns": [
+            {"id": "<task>", "retval": "'returned at retries=0'", "state": "SUCCESS"},
+            {"id": "<task>", "retval": "'returned at retries=1'", "state": "SUCCESS"},
+        ],
+        "get": {"returns": "returned at retries=0"},
+        "state": "SUCCESS",
+    },
+    # a retry is sent by the task itself: the retried run's parent is the task's own id
+    "retried_task_errback": {
+        "runs": [
+            {**REQUEST, "id": "<task>", "parent_id": "<task>", "retries": 1, "root_id": "<task>"},
+            {**REQUEST, "id": "<task>", "parent_id": None, "retries": 0, "root_id": "<task>"},
+        ],
+        "errbacks": [
+            {
+                **REQUEST,
+                "exc": "ValueError",
+                "id": "<task>",
+                "parent_id": "<task>",
+                "retries": 1,
+                "root_id": "<task>",
+            }
+        ],
+        "get": {"raises": "ValueError"},
+    },
+    # the body's group is the header's group (no index, no chord); its parent is the header
+    # task that ended last, its root that task's root
+    "chord_body_request": {
+        "get": {"returns": 6},
+        "header": [
+            {**HEADER, "group_index": 0, "id": "<header>", "root_id": "<header>"},
+            {**HEADER, "group_index": 1, "id": "<header>", "root_id": "<header>"},
+        ],
+        "body": [
+            {
+                **REQUEST,
+                "group": "<header_group>",
+                "id": "<body>",
+                "parent_id": "<header>",
+                "retries": 0,
+                "root_id": "<header>",
+            }
+        ],
+    },
+}
+
+
+def run(name: str, ledger: Path) -> dict[str, Any]:
+    return SCENARIOS[name](Probe(ledger))
+
+
+def main(names: list[str]) -> None:
+    ledger = Path(os.environ["PGTASKS_TEST_LEDGER"])
+    observed: dict[str, Any] = {}
+    for name in names or list(SCENARIOS):
+        try:
+            observed[name] = run(name, ledger)
+        except Exception as exc:  # the reference run reports it instead of stopping
+            observed[name] = {"scenario raised": f"{type(exc).__name__}: {exc}"}
+    print(json.dumps(observed))
+
+
+if __name__ == "__main__":  # the reference run
+    from tests.compat.apps import edges_probe  # the module the scenarios registered in
+
+    edges_probe.main(sys.argv[1:])
