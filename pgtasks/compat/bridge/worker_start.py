@@ -101,7 +101,7 @@ def expired_signal(app: Celery, hostname: str) -> Callable[[list[str]], None]:
         if not signals.task_revoked.connected:
             return
         for task_id in task_ids:
-            record = app.engine.read_task(task_id)
+            record = app.engine.read_task(task_id, fresh=True)
             task = None if record is None else app.tasks.get(record.name)
             if record is None or task is None:  # a name this worker lacks: Celery never builds it
                 continue

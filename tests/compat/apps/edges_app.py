@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from typing import Any
 
 from celery import Celery
@@ -89,3 +90,11 @@ def body(self: Any, values: list[int], token: str) -> int:
     """A chord body: notes its own request."""
     record("body", token, **_request(self.request))
     return sum(values)
+
+
+@app.task
+def blocks_until(path: str, token: str) -> None:
+    """Holds its process until the file ``path`` exists (the test's go-ahead)."""
+    record("started", token)
+    while not os.path.exists(path):
+        time.sleep(0.01)
