@@ -86,10 +86,10 @@ def errback(request: Any, exc: BaseException, traceback: Any, token: str = "") -
 
 
 @app.task(bind=True)
-def body(self: Any, values: list[int], token: str) -> int:
-    """A chord body: notes its own request."""
+def body(self: Any, values: list[int] | int, token: str) -> int:
+    """A chord body (or a task after one): notes its own request."""
     record("body", token, **_request(self.request))
-    return sum(values)
+    return values if isinstance(values, int) else sum(values)
 
 
 @app.task

@@ -15,11 +15,12 @@ import json
 import os
 import sys
 import time
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from celery import chord
+from celery import chain, chord, group
 from celery.result import AsyncResult
 
 from tests.compat.apps import edges_app as proj
@@ -36,6 +37,16 @@ def scenario(fn: Callable[[Probe], dict[str, Any]]) -> Callable[[Probe], dict[st
 def noted(p: Probe, kind: str, token: str, expected: int) -> list[Any]:
     """The ledger's JSON notes of ``kind`` for ``token`` (waits for ``expected``), roles named."""
     return [p.named(json.loads(" ".join(fields))) for fields in p.entries(kind, token, expected)]
+
+
+def raw_notes(p: Probe, kind: str, token: str) -> list[dict[str, Any]]:
+    """The ledger's JSON notes of ``kind`` for ``token`` as written (ids not named)."""
+    found = []
+    for line in p.ledger.read_text().splitlines():
+        fields = line.split(" ", 2)
+        if fields[:2] == [kind, token]:
+            found.append(json.loads(fields[2]))
+    return found
 
 
 def settled_state(result: AsyncResult, states: tuple[str, ...]) -> str:
@@ -114,7 +125,42 @@ TASK = "tests.compat.apps.edges_app"
 REQUEST = {"chord": None, "group": None, "group_index": None}
 HEADER = {"chord": "<set>", "group": "<header_group>", "parent_id": None, "retries": 0}
 
+
 # What Celery 5.7 on Redis was seen doing (test_celery_reference.py checks it still does).
+@scenario
+def chord_body_request_in_a_chain_or_group(p: Probe) -> dict[str, Any]:
+    """A chord whose body is a chain, and a chord in a group: their bodies' requests."""
+    chained, grouped = p.token(), p.token()
+    ids = {name: str(uuid.uuid4()) for name in ("first", "last", "grouped_body")}
+    p.role(**ids)
+    header = [proj.add.s(1, 1, token=chained), proj.add.s(2, 2)]
+    first, last = (
+        proj.body.s(chained).set(task_id=ids["first"]),
+        proj.body.s(chained).set(task_id=ids["last"]),
+    )
+    res = chord(header, chain(first, last))()
+    grouped_body = proj.body.s(grouped).set(task_id=ids["grouped_body"])
+    in_group = group(chord([proj.add.s(1, 1), proj.add.s(2, 2)], grouped_body), proj.add.s(5, 5))()
+    p.role(outer_group=in_group)
+    noted(p, "ran", chained, 1)
+    p.role(header_group=raw_notes(p, "ran", chained)[0]["group"])
+    return {
+        "get": p.outcome(lambda: [res.get(timeout=WAIT), in_group.get(timeout=WAIT)]),
+        "chain_body": [
+            {k: v for k, v in seen.items() if k in ("id", "group", "group_index", "chord")}
+            for seen in noted(p, "body", chained, 2)
+        ],
+        "header": [
+            {k: v for k, v in seen.items() if k in ("group", "group_index")}
+            for seen in noted(p, "ran", chained, 1)
+        ],
+        "grouped_body": [
+            {k: v for k, v in seen.items() if k in ("id", "group", "group_index", "chord")}
+            for seen in noted(p, "body", grouped, 1)
+        ],
+    }
+
+
 EXPECTED: dict[str, dict[str, Any]] = {
     # the worker that finds the task past its expiry sends task_revoked (expired=True) with
     # the task as sender and the request; the task never runs and reads REVOKED
@@ -180,6 +226,17 @@ EXPECTED: dict[str, dict[str, Any]] = {
                 "root_id": "<header>",
             }
         ],
+    },
+    # a chain body: its last task has the header's group; a chord in a group: its body has
+    # the group's id and position
+    "chord_body_request_in_a_chain_or_group": {
+        "get": {"returns": [6, [6, 10]]},
+        "chain_body": [
+            {**REQUEST, "group": "<header_group>", "id": "<last>"},
+            {**REQUEST, "id": "<first>"},
+        ],
+        "header": [{"group": "<header_group>", "group_index": 0}],
+        "grouped_body": [{**REQUEST, "group": "<outer_group>", "group_index": 0, "id": "<grouped_body>"}],
     },
 }
 
