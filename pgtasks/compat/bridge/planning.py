@@ -243,9 +243,10 @@ class Plan:
                 meta.pop("root_id", None)
                 self.meta[entry] = _meta_text(meta)
         self.connect(header, body)
-        if isinstance(header.result, GroupResult) and not body.is_group:
+        header_group = header.result.id if isinstance(header.result, GroupResult) else None
+        if header_group is not None and not body.is_group:
             for exit_id in body.exits:
-                self.body_groups.setdefault(exit_id, header.result.id)
+                self.body_groups.setdefault(exit_id, header_group)
         # As Celery: ``self.request.chord`` of the header tasks (a chain's last) is the body,
         # with the id of its result
         body_sig = dict(flow.body)
