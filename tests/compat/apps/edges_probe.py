@@ -66,6 +66,7 @@ def expired_task_revoked(p: Probe) -> dict[str, Any]:
     return {
         "state": settled_state(AsyncResult(res.id, app=proj.app), ("REVOKED", "SUCCESS", "FAILURE")),
         "get": p.outcome(lambda: res.get(timeout=WAIT)),
+        "result": repr(AsyncResult(res.id, app=proj.app).result),
         "signals": noted(p, "revoked", token, 1),
         "ran": p.entries("ran", token),
     }
@@ -167,6 +168,7 @@ EXPECTED: dict[str, dict[str, Any]] = {
     "expired_task_revoked": {
         "state": "REVOKED",
         "get": {"raises": "TaskRevokedError"},
+        "result": "TaskRevokedError('expired')",
         "signals": [
             {
                 "request_id": "<task>",
