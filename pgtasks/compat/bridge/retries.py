@@ -75,8 +75,8 @@ def send_retry(
     """``retry(throw=False)`` in a worker: as in Celery, the retry is sent now and the run that
     asked goes on, its return value (or failure) being the task's outcome, which the retry
     does not overwrite. A task's row has one outcome, so the retry is a new task (its own id,
-    ``retries + 1``, sent from this one: its ``parent_id`` is this task's id, as in Celery), on
-    this task's queue with its priority and in-process errbacks."""
+    ``retries + 1``, this task's root; as any retried run, its ``request.parent_id`` is its own
+    id, as in Celery), on this task's queue with its priority and in-process errbacks."""
     request = task.request
     delivery = request.delivery_info or {}
     sent: dict[str, Any] = {"queue": delivery.get("routing_key"), "priority": delivery.get("priority")}

@@ -64,6 +64,7 @@ def on_postrun(task_id: str = "", state: Any = None, retval: Any = None, **kwarg
 @app.task(bind=True, max_retries=1)
 def retry_without_throw(self: Any, token: str) -> str:
     """Asks for a retry with ``throw=False`` on its first run, then returns anyway."""
+    record("run", token, **_request(self.request))
     if self.request.retries == 0:
         sent = self.retry(countdown=3, throw=False)
         record("retry_returned", token, type=type(sent).__name__)

@@ -86,6 +86,7 @@ def retry_without_throw(p: Probe) -> dict[str, Any]:
         "first_postrun": first,
         "between": between,
         "retry_returned": noted(p, "retry_returned", token, 1),
+        "runs": noted(p, "run", token, 2),
         "postruns": runs,
         "get": p.outcome(lambda: AsyncResult(res.id, app=proj.app).get(timeout=WAIT)),
         "state": AsyncResult(res.id, app=proj.app).state,
@@ -185,6 +186,10 @@ EXPECTED: dict[str, dict[str, Any]] = {
         "first_postrun": [{"id": "<task>", "retval": "'returned at retries=0'", "state": "SUCCESS"}],
         "between": {"state": "SUCCESS", "result": "returned at retries=0"},
         "retry_returned": [{"type": "Retry"}],
+        "runs": [
+            {**REQUEST, "id": "<task>", "parent_id": "<task>", "retries": 1, "root_id": "<task>"},
+            {**REQUEST, "id": "<task>", "parent_id": None, "retries": 0, "root_id": "<task>"},
+        ],
         "postruns": [
             {"id": "<task>", "retval": "'returned at retries=0'", "state": "SUCCESS"},
             {"id": "<task>", "retval": "'returned at retries=1'", "state": "SUCCESS"},
@@ -247,6 +252,10 @@ EXPECTED: dict[str, dict[str, Any]] = {
 # so retry(throw=False)'s retry is a new task under its own id (Celery reuses the id).
 PGTASKS: dict[str, dict[str, Any]] = {
     "retry_without_throw": {
+        "runs": [
+            {**REQUEST, "id": "<id>", "parent_id": "<id>", "retries": 1, "root_id": "<task>"},
+            {**REQUEST, "id": "<task>", "parent_id": None, "retries": 0, "root_id": "<task>"},
+        ],
         "postruns": [
             {"id": "<id>", "retval": "'returned at retries=1'", "state": "SUCCESS"},
             {"id": "<task>", "retval": "'returned at retries=0'", "state": "SUCCESS"},
