@@ -13,6 +13,7 @@ import time
 from typing import Any
 
 from celery import Celery
+from celery.exceptions import Reject
 from celery.signals import task_postrun, task_revoked
 
 from tests.compat.apps.ledger import note
@@ -78,6 +79,15 @@ def retry_then_fail(self: Any, token: str) -> None:
     if self.request.retries == 0:
         raise self.retry(countdown=0)
     raise ValueError("failed after a retry")
+
+
+@app.task(bind=True, acks_late=True)
+def rejected_once(self: Any, token: str) -> str:
+    """Rejected with requeue on its first delivery; succeeds when delivered again."""
+    record("run", token, **_request(self.request))
+    if not self.request.delivery_info.get("redelivered"):
+        raise Reject(requeue=True)
+    return "second-pass"
 
 
 @app.task

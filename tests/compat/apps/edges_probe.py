@@ -107,6 +107,15 @@ def retried_task_errback(p: Probe) -> dict[str, Any]:
 
 
 @scenario
+def requeued_task_request(p: Probe) -> dict[str, Any]:
+    """A task rejected with ``requeue=True`` once: its second delivery's request."""
+    token = p.token()
+    res = proj.rejected_once.delay(token)
+    p.role(task=res)
+    return {"get": p.outcome(lambda: res.get(timeout=WAIT)), "runs": noted(p, "run", token, 2)}
+
+
+@scenario
 def chord_body_request(p: Probe) -> dict[str, Any]:
     """A chord's body sees its request: ``group``, ``group_index``, ``chord``, parent and root."""
     token = p.token()
@@ -215,6 +224,11 @@ EXPECTED: dict[str, dict[str, Any]] = {
         ],
         "get": {"raises": "ValueError"},
     },
+    # a message requeued by Reject(requeue=True) is delivered again as it was: its parent kept
+    "requeued_task_request": {
+        "get": {"returns": "second-pass"},
+        "runs": [{**REQUEST, "id": "<task>", "parent_id": None, "retries": 0, "root_id": "<task>"}] * 2,
+    },
     # the body's group is the header's group (no index, no chord); its parent is the header
     # task that ended last, its root that task's root
     "chord_body_request": {
@@ -248,9 +262,16 @@ EXPECTED: dict[str, dict[str, Any]] = {
 }
 
 
-# Where pgtasks does otherwise (docs/celery-migration.md says so too): a row has one outcome,
-# so retry(throw=False)'s retry is a new task under its own id (Celery reuses the id).
+# Where pgtasks does otherwise (docs/celery-migration.md says so too).
 PGTASKS: dict[str, dict[str, Any]] = {
+    # a requeue counts as a retry (request.retries grows), its parent kept
+    "requeued_task_request": {
+        "runs": [
+            {**REQUEST, "id": "<task>", "parent_id": None, "retries": 0, "root_id": "<task>"},
+            {**REQUEST, "id": "<task>", "parent_id": None, "retries": 1, "root_id": "<task>"},
+        ],
+    },
+    # a row has one outcome: retry(throw=False)'s retry is a new task under its own id
     "retry_without_throw": {
         "runs": [
             {**REQUEST, "id": "<id>", "parent_id": "<id>", "retries": 1, "root_id": "<task>"},
