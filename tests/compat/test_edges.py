@@ -5,13 +5,18 @@ against the real Celery)."""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from celery import Celery
+from celery.contrib.testing.worker import start_worker
 from celery.exceptions import TaskRevokedError
 from celery.result import AsyncResult
+from celery.signals import task_revoked
 
 from pgtasks.sysdb.records import Status
 from tests.compat.apps import edges_app as proj
@@ -87,3 +92,29 @@ def test_a_held_task_that_expires_sends_task_revoked(
     expected = {"request_id": late.id, "request_task": name, "sender": name}
     assert revoked == [{**expected, "expired": True, "signum": None, "terminated": False}]
     assert not any(line.startswith("ran late") for line in lines_of(ledger))
+
+
+def test_the_test_worker_sends_task_revoked_for_an_expired_task(sqlite_url: str) -> None:
+    """``celery.contrib.testing.worker.start_worker`` does as `pgtasks worker`: its task_revoked
+    for a task it found expired, in this process."""
+    app = Celery("edges-test-worker", broker=sqlite_url)
+    heard: list[tuple[str, str, bool]] = []
+
+    @app.task(name="edges.expiring")
+    def expiring() -> None:
+        raise AssertionError("an expired task must not run")
+
+    def on_revoked(sender: Any = None, request: Any = None, expired: bool = False, **kwargs: Any) -> None:
+        heard.append((sender.name, request.id, expired))
+
+    task_revoked.connect(on_revoked, weak=False)
+    try:
+        with start_worker(app, perform_ping_check=False):
+            late = expiring.apply_async(expires=dt.datetime.now(dt.timezone.utc) - dt.timedelta(seconds=1))
+            with pytest.raises(TaskRevokedError):
+                late.get(timeout=60)
+            wait_for(lambda: bool(heard), timeout=30, what="task_revoked")
+    finally:
+        task_revoked.disconnect(on_revoked)
+        app.close()
+    assert heard == [("edges.expiring", late.id, True)]
