@@ -14,7 +14,7 @@ from typing import Any
 
 from celery import Celery
 from celery.exceptions import Reject
-from celery.signals import task_postrun, task_revoked
+from celery.signals import task_postrun, task_retry, task_revoked
 
 from tests.compat.apps.ledger import note
 
@@ -60,6 +60,13 @@ def on_postrun(task_id: str = "", state: Any = None, retval: Any = None, **kwarg
     token = named.get("token") or (args[0] if args and isinstance(args[0], str) else "")
     if token:
         record("postrun", token, id=task_id, state=state, retval=repr(retval))
+
+
+@task_retry.connect
+def on_retry(sender: Any = None, request: Any = None, **kwargs: Any) -> None:
+    args, named = getattr(request, "args", None) or (), getattr(request, "kwargs", None) or {}
+    token = named.get("token") or (args[0] if args and isinstance(args[0], str) else "")
+    record("task_retry", token, id=getattr(request, "id", None))
 
 
 @app.task(bind=True, max_retries=1)

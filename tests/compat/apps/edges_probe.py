@@ -87,6 +87,7 @@ def retry_without_throw(p: Probe) -> dict[str, Any]:
         "between": between,
         "retry_returned": noted(p, "retry_returned", token, 1),
         "runs": noted(p, "run", token, 2),
+        "task_retry": noted(p, "task_retry", token, 0),
         "postruns": runs,
         "get": p.outcome(lambda: AsyncResult(res.id, app=proj.app).get(timeout=WAIT)),
         "state": AsyncResult(res.id, app=proj.app).state,
@@ -101,6 +102,7 @@ def retried_task_errback(p: Probe) -> dict[str, Any]:
     p.role(task=res)
     return {
         "runs": noted(p, "run", token, 2),
+        "task_retry": noted(p, "task_retry", token, 1),
         "errbacks": noted(p, "errback", token, 1),
         "get": p.outcome(lambda: res.get(timeout=WAIT)),
     }
@@ -199,6 +201,7 @@ EXPECTED: dict[str, dict[str, Any]] = {
             {**REQUEST, "id": "<task>", "parent_id": "<task>", "retries": 1, "root_id": "<task>"},
             {**REQUEST, "id": "<task>", "parent_id": None, "retries": 0, "root_id": "<task>"},
         ],
+        "task_retry": [],  # no on_retry, no task_retry: the run did not raise the Retry
         "postruns": [
             {"id": "<task>", "retval": "'returned at retries=0'", "state": "SUCCESS"},
             {"id": "<task>", "retval": "'returned at retries=1'", "state": "SUCCESS"},
@@ -212,6 +215,7 @@ EXPECTED: dict[str, dict[str, Any]] = {
             {**REQUEST, "id": "<task>", "parent_id": "<task>", "retries": 1, "root_id": "<task>"},
             {**REQUEST, "id": "<task>", "parent_id": None, "retries": 0, "root_id": "<task>"},
         ],
+        "task_retry": [{"id": "<task>"}],
         "errbacks": [
             {
                 **REQUEST,
