@@ -195,6 +195,7 @@ def run(args: argparse.Namespace) -> int:
         received_logger=hooks.received_logger,
         on_committed=hooks.on_committed,
         on_received=hooks.on_received,
+        on_expired=hooks.on_expired,
         report_conf=hooks.report_conf,
     )
     metrics = MetricsOptions(args.metrics_port, args.metrics_address)  # refused early if not installed

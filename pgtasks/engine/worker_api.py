@@ -4,6 +4,9 @@ settings and the enqueue listener. The worker speaks to this, never to the syste
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
+
 from pgtasks.engine import retention
 from pgtasks.engine.connection import DatabaseHandle
 from pgtasks.sysdb.commands import command_announcement
@@ -26,6 +29,8 @@ from pgtasks.sysdb.records import (
 
 __all__ = ["EnqueueListener", "WorkerApi"]
 
+log = logging.getLogger("pgtasks.worker")
+
 
 class WorkerApi:
     """The engine's operations for one worker process (``engine.worker_api``), over the
@@ -37,6 +42,9 @@ class WorkerApi:
         self._database = database
         self._result_expires = result_expires
         self._links = links
+        # Told the ids of the tasks this process ended as expired, once committed (a Celery
+        # app's worker sends task_revoked from it); an exception is logged, never raised.
+        self.on_expired: Callable[[list[str]], None] | None = None
 
     # -- the executor --------------------------------------------------------------------
     def now_ms(self) -> int:
@@ -131,14 +139,28 @@ class WorkerApi:
         Celery checks ``expires`` when a prefetched task is about to run. True if it ended."""
         if record.expires_at_epoch_ms is None:
             return False
-        return self._database.sysdb.task_expire_claimed(
+        ended = self._database.sysdb.task_expire_claimed(
             record.task_id, executor_id, record.claim_token, self._links
         )
+        if ended:
+            self._tell_expired([record.task_id])
+        return ended
 
-    def expire(self) -> int:
-        """Cancel waiting tasks whose expiry passed; return how many (what waits on them is
+    def expire(self) -> list[str]:
+        """Cancel waiting tasks whose expiry passed; return their ids (what waits on them is
         resolved as for a revoke)."""
-        return self._database.sysdb.tasks_expire(self._links)
+        expired = self._database.sysdb.tasks_expire(self._links)
+        self._tell_expired(expired)
+        return expired
+
+    def _tell_expired(self, task_ids: list[str]) -> None:
+        hook = self.on_expired
+        if hook is None or not task_ids:
+            return
+        try:
+            hook(task_ids)
+        except Exception:
+            log.exception("the expired hook failed for tasks %s", ", ".join(task_ids[:10]))
 
     # -- claims and outcomes -------------------------------------------------------------
     def claim(self, params: ClaimParams) -> list[TaskRecord]:

@@ -202,8 +202,8 @@ class SystemDatabase(ABC):
         """The last (serialization, value) published under ``key``, or None."""
 
     @abstractmethod
-    def tasks_expire(self, links: LinkResolver | None = None) -> int:
-        """Cancel waiting tasks whose expiry has passed; return how many. With ``links``,
+    def tasks_expire(self, links: LinkResolver | None = None) -> list[str]:
+        """Cancel waiting tasks whose expiry has passed; return their ids. With ``links``,
         what waits on them is resolved as for a revoked task (see :meth:`task_cancel`)."""
 
     @abstractmethod

@@ -131,7 +131,7 @@ class SqlStore(
     def queues_announce(self, queues: tuple[str, ...]) -> None:
         return None  # a dialect with notifications overrides this
 
-    def tasks_expire(self, links: LinkResolver | None = None) -> int:
+    def tasks_expire(self, links: LinkResolver | None = None) -> list[str]:
         with self._transaction() as conn:
             rows = self._on(conn, "tasks_expire").fetchall()
             if links is not None:
@@ -140,7 +140,7 @@ class SqlStore(
                 ended = [Outcome(task_id, Status.CANCELLED, None, error) for task_id in linked]
                 if ended:
                     self._resolve(conn, ended, links)
-        return len(rows)
+        return [r["workflow_uuid"] for r in rows]
 
     def task_cancel(self, task_id: str, links: LinkResolver | None = None) -> bool:
         return self._cancel("task_cancel", {"task_id": task_id}, task_id, links, expired=False)

@@ -113,7 +113,7 @@ class LeaseKeeper:
             self._also()
         expired = self._store.expire()
         if expired:
-            log.info("cancelled %d tasks that expired before they started", expired)
+            log.info("cancelled %d tasks that expired before they started", len(expired))
 
     def _recover_others(self) -> None:
         # Each executor's lease is judged by its own length (stored with its heartbeat).

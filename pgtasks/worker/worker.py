@@ -154,6 +154,9 @@ class WorkerOptions:
     # Called with each claimed task before it is handed to the pool, on the claim thread (a
     # Celery app's worker sends task_received from it); an exception is logged, never raised.
     on_received: Callable[[TaskRecord], None] | None = None
+    # Told the ids of the tasks this worker (or one of its children) ended as expired, once
+    # committed (a Celery app's worker sends task_revoked from it); see WorkerApi.on_expired.
+    on_expired: Callable[[list[str]], None] | None = None
     # The application's settings its report shows (``inspect conf``; a Celery app's conf
     # table without secrets), JSON values; pgtasks' own settings are added over them.
     report_conf: dict[str, Any] | None = None
@@ -191,6 +194,8 @@ class Worker:
     def __init__(self, engine: Engine, options: WorkerOptions) -> None:
         self.engine = engine
         self._store = engine.worker_api
+        if options.on_expired is not None:  # set before the pool forks: its children tell it too
+            self._store.on_expired = options.on_expired
         self.options = options
         self._outcome_log = logging.getLogger(options.outcome_logger)
         self._received_log = logging.getLogger(options.received_logger)

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from tests.compat.apps.canvas_expected import CELERY_ON_REDIS, EXPECTED
+from tests.compat.apps.edges_probe import EXPECTED as EDGES
 from tests.support.celery_reference import celery_reference
 
 ESSENTIAL = (
@@ -32,4 +33,14 @@ def test_the_pinned_behaviour_is_celerys() -> None:
         observed: dict[str, Any] = reference.run("tests.compat.apps.canvas_probe", *ESSENTIAL)
     pinned = {name: {**EXPECTED[name], **CELERY_ON_REDIS.get(name, {})} for name in ESSENTIAL}
     differing = {name: observed.get(name) for name in pinned if observed.get(name) != pinned[name]}
+    assert differing == {}, f"Celery on Redis now does otherwise: {differing}"
+
+
+def test_the_pinned_edges_are_celerys() -> None:
+    """tests/compat/apps/edges_probe.py's EXPECTED (an expired task's ``task_revoked``,
+    ``retry(throw=False)``, a retried task's errback, a chord body's request) is what Celery
+    on Redis does; test_edges.py runs the same scenarios on pgtasks."""
+    with celery_reference("tests.compat.apps.edges_app") as reference:
+        observed: dict[str, Any] = reference.run("tests.compat.apps.edges_probe", *EDGES)
+    differing = {name: observed.get(name) for name in EDGES if observed.get(name) != EDGES[name]}
     assert differing == {}, f"Celery on Redis now does otherwise: {differing}"

@@ -572,3 +572,41 @@ def test_a_retry_with_a_countdown_waits_delayed_with_its_reason(app: App) -> Non
     assert record is not None and record.retries == 1 and "not yet" in (record.error or "")
     with pytest.raises(pgtasks.ConfigurationError, match="countdown"):
         pgtasks.RetryRequested(countdown=-1)
+
+
+def test_the_expired_hook_hears_each_task_this_process_ended_as_expired(
+    app: App, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``worker_api.on_expired`` is told the ids of the tasks ended as expired, once each: the
+    waiting ones the maintenance round cancels and a held one the check before its start
+    ends (what a Celery app's worker sends ``task_revoked`` from); a hook that raises is
+    logged, and the expiry stands."""
+    from pgtasks.worker.held import checked_to_run
+
+    @app.task
+    def task() -> int:
+        return 1
+
+    api = app.engine.worker_api
+    told: list[list[str]] = []
+    api.on_expired = told.append
+    waiting, held = task.apply_async(expires=2.0), task.apply_async(expires=2.0)
+    db = app.engine.database.sysdb
+    claimed = db.tasks_claim(ClaimParams("w1", app.version(), ("default",), 1))
+    assert [r.task_id for r in claimed] == [waiting.id]  # claimed before its expiry: held
+    record = db.task_get(held.id)
+    assert record is not None and record.expires_at_epoch_ms is not None
+    expires = record.expires_at_epoch_ms
+    wait_for(lambda: api.now_ms() > expires + 100, timeout=30, what="the expiries to pass")
+    assert api.expire() == [held.id] and told == [[held.id]]
+    assert api.expire() == [] and told == [[held.id]]
+
+    def faulty(task_ids: list[str]) -> None:
+        raise RuntimeError("hook bug")
+
+    api.on_expired = faulty
+    stale = dataclasses.replace(claimed[0], claimed_at=time.monotonic() - 60)
+    assert checked_to_run(app.engine, stale, "w1") is None  # ended as expired, not started
+    assert "the expired hook failed for tasks " + waiting.id in caplog.text
+    ended = db.task_get(waiting.id)
+    assert ended is not None and ended.status is Status.CANCELLED

@@ -100,9 +100,6 @@ def _run(
             if inspect.isawaitable(retval):  # an async def task: run here, inside the hooks
                 retval = run_coroutine(retval)
             exit_if_forked_copy(pid, task_id, "task")  # before any handler runs in the copy
-            pending = getattr(request, "_pending_retry", None)
-            if pending is not None:  # self.retry(throw=False) asked for a retry, then returned
-                raise pending
             if not request.is_eager:  # stored before on_success runs, as Celery's backend does
                 _check_encodable(task, retval)
         except (TaskAbandoned, TaskReleased, TaskSuspended, asyncio.CancelledError):

@@ -77,6 +77,9 @@ class Plan:
     immutable: set[str] = field(default_factory=set)
     meta: dict[str, str] = field(default_factory=dict)
     chords: list[tuple[GroupResult, int]] = field(default_factory=list)  # headers, their sizes
+    # A chord body's last task: its header's group id, the request.group it gets at the send
+    # unless a group the chord is in names it first (as Celery freezes them)
+    body_groups: dict[str, str] = field(default_factory=dict)
 
     def add(
         self,
@@ -240,6 +243,10 @@ class Plan:
                 meta.pop("root_id", None)
                 self.meta[entry] = _meta_text(meta)
         self.connect(header, body)
+        header_group = header.result.id if isinstance(header.result, GroupResult) else None
+        if header_group is not None and not body.is_group:
+            for exit_id in body.exits:
+                self.body_groups.setdefault(exit_id, header_group)
         # As Celery: ``self.request.chord`` of the header tasks (a chain's last) is the body,
         # with the id of its result
         body_sig = dict(flow.body)
@@ -300,6 +307,11 @@ class Plan:
         """Insert the whole canvas in one transaction, with the publish signals around it
         (``replacing``: the running task it replaces, see :func:`send_replacement`;
         ``joining``: see :func:`add_to_running_chord`)."""
+        for task_id, group_id in self.body_groups.items():
+            meta = SERIALIZERS["json"].loads(self.meta[task_id])
+            if "group_id" not in meta:  # as Celery: no group_index
+                meta["group_id"] = group_id
+                self.meta[task_id] = _meta_text(meta)
         for prepared in self.prepared:
             prepared.publish(after=False)
         mirror = mirror_of(self.app) if self.chords else None

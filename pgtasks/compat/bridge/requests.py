@@ -75,7 +75,9 @@ def request_from_record(
         hostname=executor_id,
         eta=iso_time(record.delay_until_epoch_ms) if record.retries == 0 else None,
         expires=iso_time(record.expires_at_epoch_ms),
-        parent_id=record.parent_task_id,
+        # a retry is sent by the task itself (Celery's self.retry): the task is its parent;
+        # a requeued or recovered one is the same message, its parent kept
+        parent_id=record.task_id if record.retries and not _requeued(record) else record.parent_task_id,
         root_id=meta.get("root_id") or record.parent_task_id or record.task_id,
         group=meta.get("group_id"),
         group_index=meta.get("group_index"),

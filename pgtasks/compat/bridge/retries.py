@@ -4,6 +4,8 @@ Celery's defaults and limits.
 In a worker the task's entry (worker_entry.py) turns the Retry into the engine's durable retry
 (same task id, ``retries + 1``, DELAYED for the countdown; its state reads RETRY meanwhile).
 In ``apply()`` / eager mode the retry runs at once in this process (eager.py), as in Celery.
+``retry(throw=False)`` in a worker sends the retry at once, as Celery's does, and the run goes
+on to its own outcome (see :func:`send_retry`).
 """
 
 from __future__ import annotations
@@ -58,5 +60,28 @@ def request_retry(
         raise ret
     if request.is_eager:  # as Celery: an eager retry that does not raise is only returned
         return ret
-    request._pending_retry = ret  # type: ignore[attr-defined]  # raised when the body returns
+    send_retry(task, new_args, new_kwargs, eta, countdown, options)
     return ret
+
+
+def send_retry(
+    task: Task,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    eta: dt.datetime | None,
+    countdown: float | None,
+    options: dict[str, Any],
+) -> None:
+    """``retry(throw=False)`` in a worker: as in Celery, the retry is sent now and the run that
+    asked goes on, its return value (or failure) being the task's outcome, which the retry
+    does not overwrite. A task's row has one outcome, so the retry is a new task (its own id,
+    ``retries + 1``, this task's root; as any retried run, its ``request.parent_id`` is its own
+    id, as in Celery), on this task's queue with its priority and in-process errbacks."""
+    request = task.request
+    delivery = request.delivery_info or {}
+    sent: dict[str, Any] = {"queue": delivery.get("routing_key"), "priority": delivery.get("priority")}
+    if request.errbacks:
+        sent["link_error"] = list(request.errbacks)
+    sent.update(options)
+    when: dict[str, Any] = {"eta": eta} if eta is not None else {"countdown": countdown}
+    task.apply_async(args, kwargs, retries=request.retries + 1, **when, **sent)

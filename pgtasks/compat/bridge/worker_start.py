@@ -91,6 +91,32 @@ def received_signal(app: Celery, sender: Any, hostname: str) -> Callable[[TaskRe
     return received
 
 
+def expired_signal(app: Celery, hostname: str) -> Callable[[list[str]], None]:
+    """What sends ``task_revoked`` (``expired=True``, ``terminated=False``, ``signum=None``)
+    for each task the worker found past its ``expires`` and ended unrun, as Celery's worker
+    does for a task it receives (or is about to run) too late; the sender is the task, the
+    request the task's. Nothing is read while no receiver is connected."""
+
+    def expired(task_ids: list[str]) -> None:
+        if not signals.task_revoked.connected:
+            return
+        for task_id in task_ids:
+            record = app.engine.read_task(task_id, fresh=True)
+            task = None if record is None else app.tasks.get(record.name)
+            if record is None or task is None:  # a name this worker lacks: Celery never builds it
+                continue
+            try:
+                args, kwargs = app.engine.codec.loads_inputs(record.serialization, record.inputs, record.name)
+            except Exception:  # the request goes without them
+                args, kwargs = [], {}
+            request = request_from_record(record, record.executor_id or hostname, tuple(args), dict(kwargs))
+            signals.task_revoked.send(
+                sender=task, request=request, terminated=False, signum=None, expired=True
+            )
+
+    return expired
+
+
 class WorkerHooks:
     """What a worker of a Celery app does around pgtasks' own start-up (no-op for an App)."""
 
@@ -114,6 +140,10 @@ class WorkerHooks:
     @property
     def on_received(self) -> Callable[[TaskRecord], None] | None:
         return None if self.app is None else received_signal(self.app, self.sender, self.hostname)
+
+    @property
+    def on_expired(self) -> Callable[[list[str]], None] | None:
+        return None if self.app is None else expired_signal(self.app, self.hostname)
 
     @property
     def on_committed(self) -> Callable[[list[str]], None] | None:

@@ -116,7 +116,7 @@ def test_expired_tasks_are_never_claimed_and_get_cancelled(sysdb: SystemDatabase
         [new("stale", expires_at_epoch_ms=now - 1), new("fresh", expires_at_epoch_ms=now + 3_600_000)]
     )
     assert claim(sysdb) == ["fresh"]
-    assert sysdb.tasks_expire() == 1
+    assert sysdb.tasks_expire() == ["stale"]
     stale = sysdb.task_get("stale")
     assert stale is not None and stale.status is Status.CANCELLED and "expired" in (stale.error or "")
 
@@ -151,9 +151,9 @@ def test_a_revoke_ahead_of_the_task_keeps_it_from_running(sysdb: SystemDatabase)
 
 def test_resume_clears_an_expiry_that_has_passed(sysdb: SystemDatabase) -> None:
     sysdb.tasks_enqueue([new("a", expires_at_epoch_ms=sysdb.now_ms() - 1)])
-    assert sysdb.tasks_expire() == 1
+    assert sysdb.tasks_expire() == ["a"]
     assert sysdb.task_resume("a")
-    assert sysdb.tasks_expire() == 0
+    assert sysdb.tasks_expire() == []
     a = sysdb.task_get("a")
     assert a is not None and a.status is Status.ENQUEUED and a.error is None and a.expires_at_epoch_ms is None
 
@@ -170,7 +170,7 @@ def test_end_reasons_say_why_a_task_ended_without_its_own_outcome(sysdb: SystemD
     sysdb.tasks_enqueue(
         [new("cancelled"), new("expired", expires_at_epoch_ms=sysdb.now_ms() - 1), new("ran")]
     )
-    assert sysdb.task_cancel("cancelled") and sysdb.tasks_expire() == 1
+    assert sysdb.task_cancel("cancelled") and sysdb.tasks_expire() == ["expired"]
     assert claim(sysdb) == ["ran"]
     assert sysdb.tasks_complete(CompleteParams("w1", (Outcome("ran", Status.ERROR, error="{}"),))) == ["ran"]
     reasons = {i: t.end_reason for i in ("cancelled", "expired", "ran") if (t := sysdb.task_get(i))}

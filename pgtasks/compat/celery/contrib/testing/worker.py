@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from pgtasks.compat.bridge.worker_start import received_signal, report_conf
+from pgtasks.compat.bridge.worker_start import expired_signal, received_signal, report_conf
 from pgtasks.compat.celery.app.base import Celery
 from pgtasks.compat.celery.utils.nodenames import anon_nodename
 from pgtasks.compat.celery.worker.worker import WorkController
@@ -76,6 +76,7 @@ def start_worker(
             received_logger="celery.worker.strategy",
             report_conf=report_conf(app),
             on_received=received_signal(app, types.SimpleNamespace(app=app, hostname=name), name),
+            on_expired=expired_signal(app, name),
         )
         worker = Worker(app.engine, options)
         worker.start()
