@@ -113,7 +113,9 @@ def test_inspect_registered_describes_each_worker_as_it_runs(
         assert not any(n.startswith(("celery.", "pgtasks.")) for n in names)
         everything = proj.app.control.inspect().registered(builtins=True)["celery@w-registered"]
         builtins = [n for n in everything if n.startswith("celery.")]
-        assert builtins == [n for n in sorted(proj.app.tasks) if n.startswith("celery.")]
+        # (celery.ping is celery.contrib.testing's task: here when another test imported it)
+        ours = [n for n in sorted(proj.app.tasks) if n.startswith("celery.") and n != "celery.ping"]
+        assert builtins == ours
         assert "celery.chord_unlock" in builtins and sorted(everything) == sorted([*names, *builtins])
         assert everything == sorted(everything)  # one sorted list, as Celery's
         node = "celery@w-registered"

@@ -20,7 +20,6 @@ Celery only encodes the arguments, so there only an unknown serializer is refuse
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Collection, Mapping
 from typing import Any
 
@@ -62,6 +61,9 @@ class UnknownCompression(ConfigurationError, KeyError):
 
     def __str__(self) -> str:
         return str(self.args[0]) if self.args else ""
+
+
+TASK_MODULE = "pgtasks.compat.celery.app.task"  # where Celery's Task class is served
 
 
 def check_message_options(
@@ -116,20 +118,12 @@ def own_serializer(task: Any) -> Any:
     own = getattr(task, "__dict__", {})
     if "serializer" in own:
         return own["serializer"]
-    base = _celery_task()
     for klass in type(task).__mro__:
-        if klass is base:
-            return None
+        if klass.__module__ == TASK_MODULE:  # Celery's Task, known by its module: that module
+            return None  # sends through this one, so it is not imported here
         if "serializer" in klass.__dict__:
             return klass.__dict__["serializer"]
     return None
-
-
-@functools.cache
-def _celery_task() -> type:
-    from pgtasks.compat.celery.app.task import Task  # (that module sends through this one)
-
-    return Task
 
 
 def _known(serializer: Any) -> bool:
