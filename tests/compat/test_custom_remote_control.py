@@ -79,3 +79,11 @@ def test_custom_commands_run_in_the_worker_and_reply(
         assert "increase_counter [N=1]" in listing and "Add N to the worker's counter." in listing
         assert main(["-A", MODULE, "inspect", "--list"]) == 0
         assert "current_counter" in capsys.readouterr().out
+
+
+def test_the_key_value_backend_base_is_served_and_pgtasks_backend_is_not_one() -> None:
+    # Celery's t/integration imports it to tell a key/value backend from another.
+    from celery.backends.base import BaseKeyValueStoreBackend, KeyValueStoreBackend
+
+    assert issubclass(KeyValueStoreBackend, BaseKeyValueStoreBackend)
+    assert not isinstance(control_app.app.backend, BaseKeyValueStoreBackend)
