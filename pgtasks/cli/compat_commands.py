@@ -13,7 +13,14 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
 
-from pgtasks.cli.control_command import add_control_arguments, format_listing, run_control
+from pgtasks.cli.control_command import (
+    ControlCommand,
+    add_control_arguments,
+    compile_arguments,
+    custom_commands,
+    format_listing,
+    run_control,
+)
 from pgtasks.cli.loader import load_app
 from pgtasks.cli.options import add_command, comma_list
 from pgtasks.cli.replies import no_replies, nodes_online, print_replies
@@ -186,8 +193,16 @@ def _inspect(app: Any, args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    custom = _custom_inspect()
+    if args.method in custom:  # the application's own (@inspect_command): asked of each worker
+        arguments = compile_arguments(args.method, args.ids, custom[args.method])
+        destination = comma_list(args.destination) or None
+        answers = app.control.broadcast(
+            args.method, arguments, destination=destination, reply=True, timeout=args.timeout
+        )
+        return print_replies({node: reply for one in answers or () for node, reply in one.items()}, args.json)
     if args.method not in INSPECT_METHODS:
-        known = ", ".join(INSPECT_METHODS)
+        known = ", ".join((*INSPECT_METHODS, *custom))
         what = "a command is required" if args.method is None else f"unknown method {args.method!r}"
         print(f"pgtasks inspect: {what}; one of {known}", file=sys.stderr)
         return 2
@@ -213,8 +228,16 @@ def _yes_or_no(word: str) -> bool:
 
 
 def inspect_listing() -> str:
-    """``inspect --list``: each command with its arguments and what it lists."""
-    return format_listing("Inspect", ((name, sig, text) for name, (sig, text) in INSPECT_COMMANDS.items()))
+    """``inspect --list``: each command with its arguments and what it lists (the application's
+    own after pgtasks')."""
+    rows = [(name, sig, text) for name, (sig, text) in INSPECT_COMMANDS.items()]
+    rows += [(name, c.signature, c.help) for name, c in _custom_inspect().items()]
+    return format_listing("Inspect", rows)
+
+
+def _custom_inspect() -> dict[str, ControlCommand]:
+    """The application's own inspect commands pgtasks answers none of by that name."""
+    return {name: c for name, c in custom_commands("inspect").items() if name not in INSPECT_COMMANDS}
 
 
 def _status(app: Any, args: argparse.Namespace) -> int:

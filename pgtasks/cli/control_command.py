@@ -101,9 +101,24 @@ def add_control_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-j", "--json", action="store_true", help="print the replies as JSON")
 
 
+def custom_commands(kind: str) -> dict[str, ControlCommand]:
+    """The application's own commands of ``kind`` (``control`` or ``inspect``, registered with
+    Celery's ``@control_command`` / ``@inspect_command``), those pgtasks has none of by that
+    name; their words are converted by the types they declare, none required (as Celery)."""
+    # why: the Celery layer, for the commands of a Celery app only
+    from pgtasks.compat.celery.worker.control import registered
+
+    return {
+        name: ControlCommand(meta.signature or "", meta.help or "", tuple(meta.args or ()), meta.variadic)
+        for name, meta in registered(kind).items()
+        if name not in COMMANDS
+    }
+
+
 def command_listing() -> str:
     """``control --list``: each command with its arguments and what it does."""
-    return format_listing("Control", ((name, c.signature, c.help) for name, c in COMMANDS.items()))
+    commands = {**COMMANDS, **custom_commands("control")}
+    return format_listing("Control", ((name, c.signature, c.help) for name, c in commands.items()))
 
 
 def format_listing(kind: str, rows: Iterable[tuple[str, str, str]]) -> str:
@@ -115,10 +130,13 @@ def format_listing(kind: str, rows: Iterable[tuple[str, str, str]]) -> str:
     return "\n".join(lines)
 
 
-def compile_arguments(name: str, given: Sequence[str]) -> dict[str, Any]:
-    """The keyword arguments of command ``name`` from its command-line words, converted as
-    Celery converts them; ConfigurationError saying what is wrong."""
-    command = COMMANDS[name]
+def compile_arguments(
+    name: str, given: Sequence[str], command: ControlCommand | None = None
+) -> dict[str, Any]:
+    """The keyword arguments of command ``name`` (``command``: an application's own) from its
+    command-line words, converted as Celery converts them; ConfigurationError saying what is
+    wrong."""
+    command = command or COMMANDS[name]
     usage = f"{name} {command.signature}".rstrip()
     if len(given) < command.required:
         raise ConfigurationError(f"pgtasks control {name}: missing arguments; usage: {usage}")
@@ -127,10 +145,11 @@ def compile_arguments(name: str, given: Sequence[str]) -> dict[str, Any]:
     arguments: dict[str, Any] = dict(command.defaults)
     for (key, kind), word in zip(command.args, given, strict=False):
         try:
-            arguments[key] = kind(word)
-        except ValueError:
+            arguments[key] = word if kind is None else kind(word)
+        except (TypeError, ValueError):
+            what = TYPE_NAMES.get(kind, f"what {getattr(kind, '__name__', kind)} reads")
             raise ConfigurationError(
-                f"pgtasks control {name}: {key} must be {TYPE_NAMES[kind]}, not {word!r}; usage: {usage}"
+                f"pgtasks control {name}: {key} must be {what}, not {word!r}; usage: {usage}"
             ) from None
     if command.variadic is not None:
         arguments[command.variadic] = list(given[len(command.args) :])
@@ -143,14 +162,15 @@ def run_control(app: Any, args: argparse.Namespace) -> int:
         print(command_listing())
         return 0
     name = args.control
+    commands = {**COMMANDS, **custom_commands("control")}
     if name is None:
-        raise ConfigurationError(f"pgtasks control: a command is required; one of {', '.join(COMMANDS)}")
-    if name not in COMMANDS:
+        raise ConfigurationError(f"pgtasks control: a command is required; one of {', '.join(commands)}")
+    if name not in commands:
         raise ConfigurationError(
             f"pgtasks control: command {name!r} not recognized; available control commands: "
-            f"{', '.join(COMMANDS)}"
+            f"{', '.join(commands)}"
         )
-    arguments = compile_arguments(name, args.arguments)
+    arguments = compile_arguments(name, args.arguments, commands[name])
     # Refused before anything is sent: a signal or header the command cannot use.
     if name == "terminate":
         arguments["signal"] = _signal_name(arguments["signal"])

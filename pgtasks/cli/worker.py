@@ -196,6 +196,7 @@ def run(args: argparse.Namespace) -> int:
         on_committed=hooks.on_committed,
         on_received=hooks.on_received,
         on_expired=hooks.on_expired,
+        custom_commands=hooks.custom_commands,
         report_conf=hooks.report_conf,
     )
     metrics = MetricsOptions(args.metrics_port, args.metrics_address)  # refused early if not installed

@@ -27,6 +27,11 @@ from pgtasks.sysdb.urls import redact_url
 log = logging.getLogger("pgtasks.worker")
 
 COMMAND_MAX_AGE_MS = 60_000  # a command older than this when the worker reads it is not acted on
+# An application's own commands (a Celery app's @control_command / @inspect_command): called
+# with the worker's name, the command and its arguments for a command the worker does not
+# know itself; returns the reply (JSON values), or UNKNOWN_COMMAND when it has none either.
+CustomCommands = Callable[[str, str, dict[str, Any]], Any]
+UNKNOWN_COMMAND: Any = object()
 RUSAGE_FIELDS = (
     "utime", "stime", "maxrss", "ixrss", "idrss", "isrss", "minflt", "majflt", "nswap",
     "inblock", "oublock", "msgsnd", "msgrcv", "nsignals", "nvcsw", "nivcsw",
@@ -63,7 +68,8 @@ class WorkerControl:
     """The report and the command answers of one worker. ``describe`` gives the worker's
     moving parts (running, prefetched, processes, totals) for the report; ``consume`` and
     ``stop_consuming`` change the consumed queues; ``shutdown`` starts a warm shutdown;
-    ``resize`` grows or shrinks the pool (ValueError when it cannot)."""
+    ``resize`` grows or shrinks the pool (ValueError when it cannot); ``custom`` answers the
+    application's own commands."""
 
     def __init__(
         self,
@@ -75,6 +81,7 @@ class WorkerControl:
         stop_consuming: Callable[[str], bool],
         shutdown: Callable[[], None],
         resize: Callable[[int], None],
+        custom: CustomCommands | None = None,
     ) -> None:
         self._store = store
         self.executor_id = executor_id
@@ -84,6 +91,7 @@ class WorkerControl:
         self._stop_consuming = stop_consuming
         self._shutdown = shutdown
         self._resize = resize
+        self._custom = custom
         self._lock = threading.Lock()  # one reader of the commands at a time
         self._clock = 0
 
@@ -101,10 +109,10 @@ class WorkerControl:
             answered = []
             for command in self._store.pending_commands(self.executor_id, COMMAND_MAX_AGE_MS):
                 try:
-                    reply = self._act(command)
+                    reply = json.dumps(self._act(command))
                 except Exception as exc:  # a bad command must not stop the worker
                     log.exception("worker command %s failed", command.command)
-                    reply = {"error": repr(exc)}
+                    reply = json.dumps({"error": repr(exc)})
                 answered.append((command, reply))
             if answered:
                 try:
@@ -112,14 +120,14 @@ class WorkerControl:
                 except Exception:  # the replies must still go out: a command is acted on once
                     log.exception("could not write the worker's report")
             for command, reply in answered:
-                self._store.reply_command(command.command_id, json.dumps(reply))
+                self._store.reply_command(command.command_id, reply)
                 if command.command == "shutdown":
                     log.warning("shutdown requested by remote control (command %s)", command.command_id)
                     self._shutdown()
         if not answered:
             self.report()
 
-    def _act(self, command: WorkerCommand) -> dict[str, Any]:
+    def _act(self, command: WorkerCommand) -> Any:
         arguments = json.loads(command.arguments or "{}")
         name = command.command
         if name == "shutdown":
@@ -156,4 +164,8 @@ class WorkerControl:
         if name in ("time_limit", "rate_limit"):
             what = "time limits" if name == "time_limit" else "rate limits"
             return {"error": f"pgtasks sets {what} in the task's code or per queue (pgtasks queue set)"}
+        if self._custom is not None:
+            reply = self._custom(self.executor_id, name, arguments)
+            if reply is not UNKNOWN_COMMAND:
+                return reply
         return {"error": f"unknown command {name!r}"}

@@ -41,7 +41,7 @@ from pgtasks.sysdb.records import (
 )
 from pgtasks.sysdb.urls import redact_url
 from pgtasks.worker.completer import BatchCompleter
-from pgtasks.worker.control import WorkerControl, inspected_conf
+from pgtasks.worker.control import CustomCommands, WorkerControl, inspected_conf
 from pgtasks.worker.due import DueTimer
 from pgtasks.worker.health import fresh
 from pgtasks.worker.lease import LeaseKeeper
@@ -157,6 +157,9 @@ class WorkerOptions:
     # Told the ids of the tasks this worker (or one of its children) ended as expired, once
     # committed (a Celery app's worker sends task_revoked from it); see WorkerApi.on_expired.
     on_expired: Callable[[list[str]], None] | None = None
+    # Answers the application's own remote control commands (a Celery app's @control_command),
+    # on the thread that reads the commands; see WorkerControl.
+    custom_commands: CustomCommands | None = None
     # The application's settings its report shows (``inspect conf``; a Celery app's conf
     # table without secrets), JSON values; pgtasks' own settings are added over them.
     report_conf: dict[str, Any] | None = None
@@ -360,6 +363,7 @@ class Worker:
             self._stop_consuming,
             self.stop,
             self._resize,
+            self.options.custom_commands,
         )
 
     def _arguments(self, record: TaskRecord, hidden: tuple[str, ...]) -> Callable[[], tuple[str, str]]:

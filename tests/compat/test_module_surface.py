@@ -449,7 +449,6 @@ def test_celery_utility_and_testing_modules_work() -> None:
 def test_worker_internals_import_and_refuse_when_used() -> None:
     from celery import bootsteps
     from celery.events.state import State
-    from celery.worker.control import Panel
 
     class HealthStep(bootsteps.StartStopStep):  # a project's custom step: defined, never run
         requires = ()
@@ -458,8 +457,6 @@ def test_worker_internals_import_and_refuse_when_used() -> None:
     refused = r"celery\.events\.state\.State is not supported.*dashboard"
     with pytest.raises(NotImplementedError, match=refused):
         State()
-    with pytest.raises(NotImplementedError, match="remote-control commands"):
-        Panel.register(lambda state: None)
 
 
 def test_the_worker_task_lines_carry_celerys_messages_and_data(caplog: pytest.LogCaptureFixture) -> None:

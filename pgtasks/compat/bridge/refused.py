@@ -56,7 +56,6 @@ REFUSED: dict[str, str] = {
             "celery.worker.consumer.tasks",
             "celery.worker.consumer.agent",
             "celery.worker.consumer.delayed_delivery",
-            "celery.worker.control",
             "celery.worker.strategy",
             "celery.worker.autoscale",
             "celery.worker.components",

@@ -26,7 +26,9 @@ from pgtasks.compat.celery.app.utils import filter_hidden_settings
 from pgtasks.compat.celery.exceptions import NotRegistered
 from pgtasks.compat.celery.utils.nodenames import default_nodename
 from pgtasks.compat.celery.utils.saferepr import saferepr
+from pgtasks.compat.celery.worker.control import commands_of
 from pgtasks.sysdb.records import TaskRecord
+from pgtasks.worker.control import CustomCommands
 from pgtasks.worker.logs import LOG_FORMAT, configure_logging
 from pgtasks.worker.pools import FORKING_POOLS, INLINE_POOLS
 
@@ -144,6 +146,10 @@ class WorkerHooks:
     @property
     def on_expired(self) -> Callable[[list[str]], None] | None:
         return None if self.app is None else expired_signal(self.app, self.hostname)
+
+    @property
+    def custom_commands(self) -> CustomCommands | None:
+        return None if self.app is None else commands_of(self.app)
 
     @property
     def on_committed(self) -> Callable[[list[str]], None] | None:

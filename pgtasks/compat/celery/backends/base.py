@@ -23,6 +23,7 @@ __all__ = [
     "Backend",
     "BaseBackend",
     "BaseDictBackend",
+    "BaseKeyValueStoreBackend",
     "DisabledBackend",
     "KeyValueStoreBackend",
     "get_current_task",
@@ -236,7 +237,13 @@ class BaseDictBackend(BaseBackend):
     """Celery's backend storing task meta as dicts."""
 
 
-class KeyValueStoreBackend(BaseDictBackend):
+class BaseKeyValueStoreBackend(BaseDictBackend):
+    """Celery's base of the key/value result backends (``KeyValueStoreBackend`` is it with
+    Celery's synchronous result reading). pgtasks' own backend is not one: results are rows
+    of its database (``isinstance(app.backend, BaseKeyValueStoreBackend)`` is False)."""
+
+
+class KeyValueStoreBackend(BaseKeyValueStoreBackend):
     """Celery's key/value result backend base: a task's meta dict under
     ``celery-task-meta-<id>`` through the subclass's ``get``/``set``/``delete``."""
 

@@ -13,6 +13,7 @@ from typing import Any
 from pgtasks.compat.bridge.worker_start import expired_signal, received_signal, report_conf
 from pgtasks.compat.celery.app.base import Celery
 from pgtasks.compat.celery.utils.nodenames import anon_nodename
+from pgtasks.compat.celery.worker.control import commands_of
 from pgtasks.compat.celery.worker.worker import WorkController
 from pgtasks.worker import Worker, WorkerOptions
 
@@ -77,6 +78,7 @@ def start_worker(
             report_conf=report_conf(app),
             on_received=received_signal(app, types.SimpleNamespace(app=app, hostname=name), name),
             on_expired=expired_signal(app, name),
+            custom_commands=commands_of(app),
         )
         worker = Worker(app.engine, options)
         worker.start()
