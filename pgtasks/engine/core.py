@@ -13,7 +13,7 @@ import dataclasses
 import itertools
 import operator
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from pgtasks.engine import tracing
@@ -253,20 +253,24 @@ class Engine:
         rows: list[NewTask] = []
         strict = on_duplicate == "raise"
         count = len(names)
-        with tracing.sending(names) as stamp, _refused_batch(rows):
+        try:
+            with tracing.sending(names) as stamp:
 
-            def part(start: int, stop: int) -> list[NewTask]:
-                built = build(start, stop)
-                if stamp is not tracing.unchanged:
-                    built = [stamp(row) for row in built]
-                rows.extend(built)
-                return built
+                def part(start: int, stop: int) -> list[NewTask]:
+                    built = build(start, stop)
+                    if stamp is not tracing.unchanged:
+                        built = [stamp(row) for row in built]
+                    rows.extend(built)
+                    return built
 
-            if count <= ENQUEUE_CHUNK:
-                results = self._database.sysdb.tasks_enqueue(part(0, count), conn, strict, new_ids)
-            else:  # the database writes one chunk while the next is being serialized
-                chunks = (part(i, min(i + ENQUEUE_CHUNK, count)) for i in range(0, count, ENQUEUE_CHUNK))
-                results = self._database.sysdb.tasks_enqueue_chunks(chunks, conn, strict, new_ids)
+                sysdb = self._database.sysdb
+                if count <= ENQUEUE_CHUNK:
+                    results = sysdb.tasks_enqueue(part(0, count), conn, strict, new_ids)
+                else:  # the database writes one chunk while the next is being serialized
+                    chunks = (part(i, min(i + ENQUEUE_CHUNK, count)) for i in range(0, count, ENQUEUE_CHUNK))
+                    results = sysdb.tasks_enqueue_chunks(chunks, conn, strict, new_ids)
+        except DuplicatesRefused as refused:  # a try, not a context manager: every send passes here
+            raise _refused_error(rows, refused) from None
         ids = _sent_ids(rows, results, on_duplicate)
         self._queue_watch.check({row.queue_name for row in rows})
         return ids
@@ -282,10 +286,13 @@ class Engine:
         if on_duplicate not in ("raise", "return"):
             raise ValueError("on_duplicate must be 'raise' or 'return'")
         rows: list[NewTask] = []
-        with tracing.sending([r.name for r in requests]) as stamp, _refused_batch(rows):
-            built = [stamp(row) for row in self._row_builder()(requests)]
-            rows.extend(built)
-            results = await self._database.sysdb.tasks_enqueue_async(built, conn, on_duplicate == "raise")
+        try:
+            with tracing.sending([r.name for r in requests]) as stamp:
+                built = [stamp(row) for row in self._row_builder()(requests)]
+                rows.extend(built)
+                results = await self._database.sysdb.tasks_enqueue_async(built, conn, on_duplicate == "raise")
+        except DuplicatesRefused as refused:
+            raise _refused_error(rows, refused) from None
         return _sent_ids(rows, results, on_duplicate)
 
     def _row_builder(self) -> Callable[[list[EnqueueRequest]], list[NewTask]]:
@@ -421,25 +428,21 @@ class Engine:
         raise ValueError(f"task {record.task_id} has not finished (status {record.status.value})")
 
 
-@contextlib.contextmanager
-def _refused_batch(rows: list[NewTask]) -> Iterator[None]:
-    """Turn the refusal of an all-or-nothing batch into DuplicateTaskError naming the first
-    request refused (its position in ``rows``, the batch as built)."""
-    try:
-        yield
-    except DuplicatesRefused as refused:
-        position = {row.task_id: i for i, row in enumerate(rows)}
-        result = min(
-            (r for r in refused.results if r.duplicate_of is not None), key=lambda r: position[r.task_id]
-        )
-        i = position[result.task_id]
-        row = rows[i]
-        raise DuplicateTaskError(
-            f"request {i + 1} of {len(rows)}: task {row.name!r} with deduplication_id "
-            f"{row.deduplication_id!r} is already queued on {row.queue_name!r} as task "
-            f"{result.duplicate_of}; no task of the batch was written",
-            result.duplicate_of,
-        ) from None
+def _refused_error(rows: list[NewTask], refused: DuplicatesRefused) -> DuplicateTaskError:
+    """The refusal of an all-or-nothing batch as DuplicateTaskError naming the first request
+    refused (its position in ``rows``, the batch as built)."""
+    position = {row.task_id: i for i, row in enumerate(rows)}
+    result = min(
+        (r for r in refused.results if r.duplicate_of is not None), key=lambda r: position[r.task_id]
+    )
+    i = position[result.task_id]
+    row = rows[i]
+    return DuplicateTaskError(
+        f"request {i + 1} of {len(rows)}: task {row.name!r} with deduplication_id "
+        f"{row.deduplication_id!r} is already queued on {row.queue_name!r} as task "
+        f"{result.duplicate_of}; no task of the batch was written",
+        result.duplicate_of,
+    )
 
 
 def _sent_ids(rows: list[NewTask], results: list[EnqueueResult], on_duplicate: str) -> list[str]:

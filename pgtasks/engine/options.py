@@ -58,8 +58,8 @@ class SendOptions:
     def from_kwargs(cls, **options: Any) -> SendOptions:
         """The options given as keywords; ConfigurationError names an unknown one and lists
         the known ones."""
-        unknown = sorted(set(options) - set(SEND_OPTION_NAMES))
-        if unknown:
+        if not _SEND_OPTIONS.issuperset(options):
+            unknown = sorted(set(options) - _SEND_OPTIONS)
             raise ConfigurationError(
                 f"unknown send option{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}; "
                 f"known: {', '.join(SEND_OPTION_NAMES)}"
@@ -105,6 +105,7 @@ class EnqueueRequest:
 
 
 SEND_OPTION_NAMES: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(SendOptions))
+_SEND_OPTIONS = frozenset(SEND_OPTION_NAMES)
 
 
 def child_task_id(parent_id: str, function_id: int) -> str:

@@ -19,6 +19,7 @@ unreachable server until the outage has lasted ``PGTASKS_RECONNECT_DEADLINE`` se
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import select
@@ -30,6 +31,7 @@ from typing import Any, TypeVar
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
+from psycopg.pq import TransactionStatus
 from psycopg.rows import dict_row, tuple_row
 from psycopg_pool import ConnectionPool, PoolTimeout
 
@@ -147,16 +149,39 @@ def session_options(dsn: str) -> str:
     return f"{own} -c jit=off -c idle_in_transaction_session_timeout={IDLE_IN_TRANSACTION_MS}".strip()
 
 
-@contextmanager
-def _closed_if_read_only(conn: psycopg.Connection[Any]) -> Iterator[None]:
-    """Close a session the server refused a write on as read-only: a standby stays one, and a
-    role's default_transaction_read_only holds for the session. The pool opens a fresh one,
-    which may reach the promoted primary (a multi-host URL) or the role's new setting."""
+def _checkout(pool: ConnectionPool) -> psycopg.Connection[Any]:
+    """A connection of ``pool`` whose session lives (see :func:`session_alive`); on the first
+    dead one found, every idle session of the pool is tested at once, so that after a restart
+    the callers find live sessions, not one dead session each. Give it back with
+    :func:`_checkin`. Not a context manager: this is every statement's way in, and three
+    nested generator context managers (the pool's among them) cost a tenth of a single
+    enqueue's CPU."""
+    for _ in range(3):
+        conn = pool.getconn()
+        if session_alive(conn):
+            return conn
+        pool.putconn(conn)
+        pool.check()
+    return pool.getconn()  # sessions keep dying: let the statement tell
+
+
+def _checkin(pool: ConnectionPool, conn: psycopg.Connection[Any], error: BaseException | None) -> None:
+    """Give back a connection of :func:`_checkout` as the pool's own context manager does (a
+    transaction left open is committed, or rolled back after ``error``), except that a
+    session the server refused a write on as read-only is closed: a standby stays one, and a
+    role's default_transaction_read_only holds for the session. The pool replaces it, and
+    the new one may reach the promoted primary (a multi-host URL) or the role's new setting."""
     try:
-        yield
-    except psycopg.errors.ReadOnlySqlTransaction:
-        conn.close()
-        raise
+        if isinstance(error, psycopg.errors.ReadOnlySqlTransaction):
+            conn.close()
+        elif not conn.closed and conn.pgconn.transaction_status != TransactionStatus.IDLE:
+            if error is None:
+                conn.commit()
+            else:
+                with contextlib.suppress(Exception):  # a broken session: the pool drops it
+                    conn.rollback()
+    finally:
+        pool.putconn(conn)
 
 
 class PostgresListener(EnqueueListener):
@@ -273,19 +298,15 @@ class PostgresSessions:
 
     @contextmanager
     def _pooled(self, generic: bool = False) -> Iterator[psycopg.Connection[Any]]:
-        """A pooled autocommit connection whose session lives (see :func:`session_alive`).
-        On the first dead one found, every idle session of the pool is tested at once, so
-        that after a restart the callers find live sessions, not one dead session each."""
+        """A pooled autocommit connection whose session lives (see :func:`_checkout`)."""
         pool = self._open_pool(generic)
-        for _ in range(3):
-            with pool.connection() as conn, _closed_if_read_only(conn):
-                if session_alive(conn):
-                    yield conn
-                    return
-            pool.check()
-        # Sessions keep dying: let the statement tell.
-        with pool.connection() as conn, _closed_if_read_only(conn):
+        conn = _checkout(pool)
+        try:
             yield conn
+        except BaseException as exc:
+            _checkin(pool, conn, exc)
+            raise
+        _checkin(pool, conn, None)
 
     @contextmanager
     def _conn(self, generic: bool = False) -> Iterator[psycopg.Connection[Any]]:
@@ -340,8 +361,14 @@ class PostgresSessions:
         while True:
             conn: psycopg.Connection[Any] | None = None
             try:
-                with self._pooled(generic) as conn:
+                pool = self._open_pool(generic)
+                conn = _checkout(pool)
+                try:
                     result = body(conn)
+                except BaseException as exc:
+                    _checkin(pool, conn, exc)
+                    raise
+                _checkin(pool, conn, None)
             # PoolTimeout is an OperationalError too, raised before any connection is bound.
             except PoolTimeout as exc:
                 error: Exception = exc
