@@ -209,11 +209,50 @@ def test_eager_tasks_wait_for_results_and_retry_as_celery_does(eager: None) -> N
     inside = proj.waits_on_another.delay()  # result.get() inside a task, eager too
     assert inside.state == "FAILURE" and isinstance(inside.result, RuntimeError)
     assert "Never call result.get() within a task" in str(inside.result)
-    with allow_join_result():
-        assert proj.waits_on_another.delay().get() == 2
+    with allow_join_result():  # Celery runs an eager apply_async in denied_join_result()
+        still = proj.waits_on_another.delay()
+    assert still.state == "FAILURE" and isinstance(still.result, RuntimeError)
+    assert proj.waits_on_another.apply().get() == 2  # apply() runs it where it may wait
     assert proj.add.delay(1, 1).get() == 2  # outside a task: fine
     quiet = proj.retries_quietly.delay()  # retry(throw=False) eagerly: returned, no retry
     assert quiet.state == "SUCCESS" and quiet.get() == "body value" and quiet.retries == 0
+
+
+def test_tasks_run_by_apply_may_wait_for_nested_applies_as_in_celery() -> None:
+    """Celery's t/integration test_apply_nested_parent_child_relationship: only an eager
+    apply_async (and a worker's task) refuses result.get(); apply() runs its task where it may
+    wait, and each nested apply() is the child of the task that made it."""
+    from celery.result import allow_join_result, denied_join_result
+
+    app = proj.app
+
+    @app.task(bind=True, name="t.nested_grandchild", shared=False)
+    def grandchild(self):  # type: ignore[no-untyped-def]
+        return [self.request.id, self.request.parent_id, self.request.root_id]
+
+    @app.task(bind=True, name="t.nested_child", shared=False)
+    def child(self):  # type: ignore[no-untyped-def]
+        return [self.request.id, self.request.parent_id, self.request.root_id, grandchild.apply().get()]
+
+    @app.task(bind=True, name="t.nested_parent", shared=False)
+    def parent(self):  # type: ignore[no-untyped-def]
+        return [self.request.id, self.request.parent_id, self.request.root_id, child.apply().get()]
+
+    top, no_parent, root, (middle, middle_parent, middle_root, (low, low_parent, low_root)) = (
+        parent.apply().get()
+    )
+    assert (no_parent, root) == (None, top)
+    assert (middle_parent, middle_root) == (top, top) and (low_parent, low_root) == (middle, top)
+    assert len({top, middle, low}) == 3
+    done = proj.add.apply((1, 2))
+    with denied_join_result():  # refused outside any task too, as Celery's
+        with pytest.raises(
+            RuntimeError, match=r"^Never call result.get\(\) within a task!\nSee .*subtasks\n$"
+        ):
+            done.get()
+        with allow_join_result():
+            assert done.get() == 3
+    assert done.get() == 3
 
 
 def test_eager_propagation_raises_before_the_failure_handlers(

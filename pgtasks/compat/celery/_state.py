@@ -186,16 +186,21 @@ class RequestStack:
 
 
 # -- waiting for results inside a task -------------------------------------------------------
-_join_allowed: contextvars.ContextVar[bool] = contextvars.ContextVar("pgtasks_join_allowed", default=False)
+# Set by allow_join_result (True) and denied_join_result (False) for their block; None outside.
+_join_allowed: contextvars.ContextVar[bool | None] = contextvars.ContextVar(
+    "pgtasks_join_allowed", default=None
+)
 
 
-def task_join_will_block(eager: bool = False) -> bool:
-    """True while a task executed by a worker (with ``eager``: or eagerly; never one called
-    directly) runs on this thread, outside an ``allow_join_result()`` block: ``result.get()``
-    there is refused, as in Celery."""
-    if _join_allowed.get():
-        return False
-    return any((eager or not r.is_eager) and not r.called_directly for _, r in _stack.get())
+def task_join_will_block() -> bool:
+    """Whether ``result.get()`` is refused here, as in Celery: inside a
+    ``denied_join_result()`` block (Celery runs an eager ``apply_async`` in one), and while a
+    task executed by a worker runs on this thread, outside an ``allow_join_result()`` block.
+    A task run by ``apply()`` (or called directly) may wait, as in Celery."""
+    allowed = _join_allowed.get()
+    if allowed is not None:
+        return not allowed
+    return any(not r.is_eager and not r.called_directly for _, r in _stack.get())
 
 
 @contextmanager

@@ -24,6 +24,7 @@ from pgtasks.compat.celery._state import (
     RequestStack,
     executing,
     get_current_app,
+    joins_allowed,
     pop_request,
     push_request,
     request_of,
@@ -316,14 +317,15 @@ class Task:
         check_call(self, args, kwargs)
         if flag("task_always_eager", self.app.conf.task_always_eager):
             check_eager_serializer(options, self)
-            return self.apply(
-                args,
-                kwargs,
-                task_id=task_id or str(uuid.uuid4()),
-                link=link,
-                link_error=link_error,
-                **options,
-            )
+            with joins_allowed(False):  # as Celery's: the eager task may not wait for results
+                return self.apply(
+                    args,
+                    kwargs,
+                    task_id=task_id or str(uuid.uuid4()),
+                    link=link,
+                    link_error=link_error,
+                    **options,
+                )
         return send_for_task(self, args, kwargs, task_id, link, link_error, options)
 
     async def delay_async(self, *args: Any, **kwargs: Any) -> AsyncResult:

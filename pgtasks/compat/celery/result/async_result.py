@@ -50,8 +50,8 @@ FIRST_POLL = 0.005
 GROUP_LINKS_READ = 50  # links read around a child to find the group it belongs to
 SYNC_SUBTASK_MESSAGE = (
     "Never call result.get() within a task!\n"
-    "See https://docs.celeryq.dev/en/latest/userguide/tasks.html#avoid-launching-synchronous-subtasks"
-)
+    "See https://docs.celeryq.dev/en/latest/userguide/tasks.html#avoid-launching-synchronous-subtasks\n"
+)  # Celery's E_WOULDBLOCK, to its last newline
 
 
 class AsyncResult(ResultBase):

@@ -100,9 +100,10 @@ class EagerResult(AsyncResult):
         **kwargs: Any,
     ) -> Any:
         """The value (or, with ``propagate``, the exception) at once; the waiting options
-        are accepted and ignored, as in Celery. Inside a task (eager too) it raises
-        RuntimeError unless ``disable_sync_subtasks=False`` or ``allow_join_result()``."""
-        if disable_sync_subtasks and task_join_will_block(eager=True):
+        are accepted and ignored, as in Celery. Where waiting is refused (a worker's task, an
+        eager ``apply_async``'s: see ``task_join_will_block``) it raises RuntimeError unless
+        ``disable_sync_subtasks=False`` or ``allow_join_result()``."""
+        if disable_sync_subtasks and task_join_will_block():
             raise RuntimeError(SYNC_SUBTASK_MESSAGE)
         if self._state == states.SUCCESS:
             return self._result

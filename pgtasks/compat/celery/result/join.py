@@ -1,5 +1,5 @@
 """Celery's ``allow_join_result`` and ``denied_join_result`` (``celery.result``): whether a task
-may wait for another's result (``result.get()`` in a task is refused by default)."""
+may wait for another's result (``result.get()`` in a worker's task is refused by default)."""
 
 from __future__ import annotations
 
@@ -16,5 +16,6 @@ def allow_join_result() -> AbstractContextManager[None]:
 
 
 def denied_join_result() -> AbstractContextManager[None]:
-    """The default again inside an allowed block."""
+    """Inside the block, ``result.get()`` is refused, in a task or not (as Celery's: an eager
+    ``apply_async`` runs its task in one), until an ``allow_join_result()`` inside it."""
     return joins_allowed(False)
