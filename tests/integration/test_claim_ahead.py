@@ -224,7 +224,8 @@ def test_tasks_held_beyond_four_per_thread_go_back_when_slow_and_another_worker_
         return sorted(listed, key=lambda t: t.enqueue_seq)
 
     with running_worker(app, concurrency=2, executor_id="w-a"):
-        wait_for(lambda: sum(t.executor_id == "w-a" for t in slow_rows()) == 2 * 4, what="A to keep 8")
+        # A runs the 2,000 short tasks first: on a loaded machine that alone took over 20 s.
+        wait_for(lambda: _held_by(slow_rows(), "w-a") == 2 * 4, timeout=90, what="A to keep 8")
         back = [t for t in slow_rows() if t.executor_id is None]
         # All 30 were claimed by A; the last 22 went back unstarted, their attempt taken back.
         assert len(back) == 22 and all(t.status.value == "ENQUEUED" for t in back)
@@ -241,3 +242,7 @@ def test_tasks_held_beyond_four_per_thread_go_back_when_slow_and_another_worker_
     assert ran == Counter(range(30))  # each ran exactly once
     assert sum(t.executor_id == "w-b" for t in seen) >= 2
     app.close()
+
+
+def _held_by(rows: list[TaskRecord], executor_id: str) -> int:
+    return sum(t.executor_id == executor_id for t in rows)
