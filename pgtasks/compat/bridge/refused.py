@@ -18,8 +18,9 @@ EVENTS = (
     "its Flower API, /metrics) or connect to the task signals"
 )
 WORKER = (
-    "pgtasks' worker has no bootsteps, consumer or remote-control commands: use the worker "
-    "signals (worker_ready, worker_shutdown, ...), its health endpoint and the management API"
+    "pgtasks' worker has no bootsteps or consumer: use the worker signals (worker_ready, "
+    "worker_shutdown, ...), its health endpoint, the management API, and for a command of your "
+    "own celery.worker.control's @control_command"
 )
 POOLS = "pools are pgtasks' own: `pgtasks worker -P prefork|threads|solo|asyncio`"
 COMMANDS = "Celery's command line is replaced by `pgtasks` (the celery command runs it): see `pgtasks --help`"
