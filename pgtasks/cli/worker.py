@@ -248,8 +248,8 @@ def consumed_queues(queues: str, excluded: str | None) -> tuple[str, ...]:
     """The queues of ``-Q`` (or the app's) less those of ``-X``; ConfigurationError when
     none is left. As in Celery, ``-X ''`` (or ``','``) excludes nothing, and a name of no
     consumed queue is ignored: here with a warning (Celery: silently)."""
-    named = comma_list(queues)
-    left = tuple(name for name in named if name not in set(comma_list(excluded)))
+    named, left_out = comma_list(queues), set(comma_list(excluded))
+    left = tuple(name for name in named if name not in left_out)
     if not named:
         raise ConfigurationError(f"no queue to consume: the queues {queues!r} name none")
     stray = [name for name in comma_list(excluded) if name not in named]

@@ -82,11 +82,7 @@ def received_signal(app: Celery, sender: Any, hostname: str) -> Callable[[TaskRe
             return
         if not signals.task_received.connected:  # checked per claimed task: no lock, no list
             return
-        try:
-            args, kwargs = app.engine.codec.loads_inputs(record.serialization, record.inputs, record.name)
-        except Exception:  # the worker fails the task with the reason; the request goes without
-            args, kwargs = [], {}
-        request = request_from_record(record, record.executor_id or hostname, tuple(args), dict(kwargs))
+        request = _worker_request(app, record, hostname)
         request.update(name=record.name)  # as a worker Request's, beside the context's task
         signals.task_received.send(sender=sender, request=request)
 
@@ -107,16 +103,22 @@ def expired_signal(app: Celery, hostname: str) -> Callable[[list[str]], None]:
             task = None if record is None else app.tasks.get(record.name)
             if record is None or task is None:  # a name this worker lacks: Celery never builds it
                 continue
-            try:
-                args, kwargs = app.engine.codec.loads_inputs(record.serialization, record.inputs, record.name)
-            except Exception:  # the request goes without them
-                args, kwargs = [], {}
-            request = request_from_record(record, record.executor_id or hostname, tuple(args), dict(kwargs))
+            request = _worker_request(app, record, hostname)
             signals.task_revoked.send(
                 sender=task, request=request, terminated=False, signum=None, expired=True
             )
 
     return expired
+
+
+def _worker_request(app: Celery, record: TaskRecord, hostname: str) -> Any:
+    """The request a worker's signal carries for ``record``: its arguments decoded, or none
+    when they cannot be (the worker fails such a task with the reason)."""
+    try:
+        args, kwargs = app.engine.codec.loads_inputs(record.serialization, record.inputs, record.name)
+    except Exception:
+        args, kwargs = [], {}
+    return request_from_record(record, record.executor_id or hostname, tuple(args), dict(kwargs))
 
 
 class WorkerHooks:
