@@ -343,7 +343,10 @@ class ExecutorInfo:
 @dataclass(frozen=True, slots=True)
 class RecoverStaleParams:
     """Re-enqueue PENDING tasks whose executor's heartbeat is older than that executor's own
-    lease (or than ``lease_ms`` when given), or whose executor has no row at all."""
+    lease (or than ``lease_ms`` when given), or whose executor has no row at all. With
+    ``exclude_executor_id`` (the executor recovering, whose own tasks are left alone) nothing
+    is recovered unless that executor's own lease is live and no hold runs that its heartbeat
+    set after a gap (see the ``executor_heartbeat`` statement)."""
 
     lease_ms: int | None = None
     exclude_executor_id: str | None = None

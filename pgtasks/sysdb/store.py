@@ -233,6 +233,13 @@ class SqlStore(
     def tasks_recover_stale(self, params: RecoverStaleParams) -> RecoveryReport:
         args = {"lease_ms": params.lease_ms, "exclude": params.exclude_executor_id}
         with self._transaction() as conn:
+            # An executor recovers nothing while its own lease lapsed or its hold runs
+            # (executor_heartbeat): this round may have waited out an outage for a connection.
+            if (
+                params.exclude_executor_id is not None
+                and not self._on(conn, "executor_may_recover", args).fetchone()["may"]
+            ):
+                return recovery_report([])
             self._on(conn, "executors_delete_stale", args)
             stale = [r["executor_id"] for r in self._on(conn, "executors_without_lease", args).fetchall()]
             if not stale:

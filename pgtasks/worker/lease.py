@@ -10,6 +10,12 @@ operator), the lease is renewed on time.
   heartbeat is older than their lease (or that have no executor row at all), promotes DELAYED
   tasks that are due, runs the worker's own round (``also``) and cancels waiting tasks that
   expired.
+
+After an outage every heartbeat is old. The recovery is held back twice: here (a gap seen
+by the heartbeat loop holds it for the gap plus a lease) and in the database, which decides
+at the moment the recovery runs (the ``executor_may_recover`` statement: this executor's own
+lease must be live, and the hold its heartbeat set after a gap over), since a round that
+passed the check here may wait out the whole outage for a connection.
 """
 
 from __future__ import annotations

@@ -30,12 +30,13 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import os
 import sqlite3
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import psycopg
 
@@ -53,12 +54,14 @@ HISTORY_TABLE = "fault_status_history"
 
 
 def effect(label: str = "") -> None:
-    """Record one execution of the current step's body: ``<task> effect <function_id> <label>``.
+    """Record one execution of the current step's body: ``<task> effect <function_id> <label>
+    <pid> <claim token> <time>`` (the last three say who ran it, for a failure's report).
 
     Call it from inside an ``@app.step`` body (the step's position is the one just taken)."""
     ctx = running_context()  # the engine's own context: the step counter, the claim token
     function_id = ctx.next_function_id - 1 if ctx else 0
-    append("effect", str(function_id), label or "-")
+    token = (ctx.record.claim_token or "-") if ctx else "-"
+    append("effect", str(function_id), label or "-", str(os.getpid()), token, f"{time.time():.3f}")
 
 
 def span(event: str) -> None:
@@ -69,6 +72,14 @@ def span(event: str) -> None:
     append(event, f"{time.time():.6f}", queue, token)
 
 
+class Execution(NamedTuple):
+    """Who ran one step body, and when (``time.time()``)."""
+
+    pid: str
+    token: str  # the claim token it ran under
+    at: float
+
+
 @dataclass(frozen=True)
 class Ledger:
     """What the step and task bodies wrote: executions per (task id, function id), and the
@@ -76,10 +87,12 @@ class Ledger:
 
     effects: collections.Counter[tuple[str, int]]
     spans: list[tuple[str, Interval]]  # (claim token, execution)
+    runs: dict[tuple[str, int], list[Execution]] = field(default_factory=dict)  # in the ledger's order
 
 
 def read_ledger(path: Path) -> Ledger:
     effects: collections.Counter[tuple[str, int]] = collections.Counter()
+    runs: dict[tuple[str, int], list[Execution]] = collections.defaultdict(list)
     starts: dict[str, tuple[str, float, str]] = {}
     spans = []
     lines = path.read_text().splitlines() if path.exists() else []
@@ -87,12 +100,14 @@ def read_ledger(path: Path) -> Ledger:
         fields = line.split(" ")
         if len(fields) >= 3 and fields[1] == "effect":
             effects[(fields[0], int(fields[2]))] += 1
+            if len(fields) == 7:
+                runs[(fields[0], int(fields[2]))].append(Execution(fields[4], fields[5], float(fields[6])))
         elif len(fields) == 5 and fields[1] == "start":
             starts[fields[4]] = (fields[0], float(fields[2]), fields[3])
         elif len(fields) == 5 and fields[1] == "end" and fields[4] in starts:
             task_id, began, queue = starts.pop(fields[4])
             spans.append((fields[4], Interval(task_id, queue, began, float(fields[2]))))
-    return Ledger(effects, spans)
+    return Ledger(effects, spans, dict(runs))
 
 
 # -- the status history (a trigger in the system database) -------------------------------
@@ -104,14 +119,16 @@ CREATE TABLE IF NOT EXISTS {s}.{h} (
     old_status TEXT,
     new_status TEXT NOT NULL,
     executor_id TEXT,
-    at_ms BIGINT NOT NULL
+    at_ms BIGINT NOT NULL,
+    claim_token TEXT
 );
 CREATE OR REPLACE FUNCTION {s}.{h}_record() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     IF TG_OP = 'INSERT' OR NEW.status IS DISTINCT FROM OLD.status THEN
-        INSERT INTO {s}.{h} (task_id, old_status, new_status, executor_id, at_ms)
+        INSERT INTO {s}.{h} (task_id, old_status, new_status, executor_id, at_ms, claim_token)
         VALUES (NEW.workflow_uuid, CASE WHEN TG_OP = 'UPDATE' THEN OLD.status END, NEW.status,
-                NEW.executor_id, (extract(epoch FROM statement_timestamp()) * 1000)::bigint);
+                NEW.executor_id, (extract(epoch FROM statement_timestamp()) * 1000)::bigint,
+                NEW.claim_token);
     END IF;
     RETURN NULL;
 END $$;
@@ -128,16 +145,17 @@ CREATE TABLE IF NOT EXISTS {{h}} (
     old_status TEXT,
     new_status TEXT NOT NULL,
     executor_id TEXT,
-    at_ms INTEGER NOT NULL
+    at_ms INTEGER NOT NULL,
+    claim_token TEXT
 );
 CREATE TRIGGER IF NOT EXISTS {{h}}_insert AFTER INSERT ON workflow_status BEGIN
-    INSERT INTO {{h}} (task_id, old_status, new_status, executor_id, at_ms)
-    VALUES (NEW.workflow_uuid, NULL, NEW.status, NEW.executor_id, {_SQLITE_NOW_MS});
+    INSERT INTO {{h}} (task_id, old_status, new_status, executor_id, at_ms, claim_token)
+    VALUES (NEW.workflow_uuid, NULL, NEW.status, NEW.executor_id, {_SQLITE_NOW_MS}, NEW.claim_token);
 END;
 CREATE TRIGGER IF NOT EXISTS {{h}}_update AFTER UPDATE OF status ON workflow_status
 WHEN OLD.status IS NOT NEW.status BEGIN
-    INSERT INTO {{h}} (task_id, old_status, new_status, executor_id, at_ms)
-    VALUES (NEW.workflow_uuid, OLD.status, NEW.status, NEW.executor_id, {_SQLITE_NOW_MS});
+    INSERT INTO {{h}} (task_id, old_status, new_status, executor_id, at_ms, claim_token)
+    VALUES (NEW.workflow_uuid, OLD.status, NEW.status, NEW.executor_id, {_SQLITE_NOW_MS}, NEW.claim_token);
 END;
 """
 
@@ -168,6 +186,7 @@ class Transition:
     new: str
     executor_id: str | None
     at: float  # seconds since the epoch (database clock; the tests run on the same host)
+    claim_token: str | None = None  # the task's claim token after the change
 
 
 def status_history(database_url: str) -> list[Transition]:
@@ -175,9 +194,10 @@ def status_history(database_url: str) -> list[Transition]:
     if not _has_history(database_url):
         return []
     rows = query(
-        database_url, "SELECT task_id, old_status, new_status, executor_id, at_ms FROM {h} ORDER BY seq"
+        database_url,
+        "SELECT task_id, old_status, new_status, executor_id, at_ms, claim_token FROM {h} ORDER BY seq",
     )
-    return [Transition(r[0], r[1], r[2], r[3], r[4] / 1000) for r in rows]
+    return [Transition(r[0], r[1], r[2], r[3], r[4] / 1000, r[5]) for r in rows]
 
 
 def touched_by(database_url: str, start: float, end: float, executor_id: str | None = None) -> set[str]:
@@ -199,6 +219,30 @@ def touched(history: list[Transition], start: float, end: float, executor_id: st
             running[change.task_id] = (change.at, change.executor_id)
     found.update(t for t, began in running.items() if _overlaps(began, end, start, end, executor_id))
     return found
+
+
+# A claim commits without waiting for its WAL flush (docs/guarantees.md): a server crash within
+# three wal_writer_delay (200 ms by default) of it may undo it. One second, with margin.
+ASYNC_COMMIT_LOSS_SECONDS = 1.0
+
+
+def forgotten_claims(
+    history: list[Transition], seen: Ledger, crashes: Iterable[tuple[float, float]]
+) -> list[str]:
+    """Task ids, once per claim a crash of the server undid: a step body ran under a claim
+    token the status history never recorded, less than ASYNC_COMMIT_LOSS_SECONDS before a
+    crash (``crashes``: the (start, end) of each immediate restart) or during one. Such a
+    task was running when the server crashed, as one the history shows PENDING then, but
+    nothing of it says so: its claim, its attempt and their history row went with the crash.
+    An execution under an unrecorded token at any other time is left out (a problem)."""
+    recorded = {(c.task_id, c.claim_token) for c in history if c.new == "PENDING"}
+    windows = [(start - ASYNC_COMMIT_LOSS_SECONDS, end) for start, end in crashes]
+    forgotten = set()
+    for (task_id, _), executions in seen.runs.items():
+        for run in executions:
+            if (task_id, run.token) not in recorded and any(a <= run.at <= b for a, b in windows):
+                forgotten.add((task_id, run.token))
+    return sorted(task_id for task_id, _ in forgotten)
 
 
 def given_back(database_url: str) -> list[str]:
@@ -269,6 +313,7 @@ def check(
     ledger: Path | None = None,
     rate_limits: Mapping[str, tuple[int, float]] | None = None,
     strict: bool = True,
+    forgotten_ids: Iterable[str] = (),
 ) -> Report:
     """Check the invariants (module docstring) and return the report; with ``strict`` (the
     default) raise AssertionError with the summary if any failed.
@@ -279,7 +324,9 @@ def check(
     skipped. ``rate_limits``: queue name -> (most starts, period in seconds), checked on the
     history: no window of that period holds more claims of the queue's tasks (claims of
     faulted tasks are left out: a re-claim after recovery replaces the start the limiter
-    counts). The history checks need :func:`install_history` to have run first."""
+    counts). ``forgotten_ids``: tasks, once per claim a server crash undid
+    (:func:`forgotten_claims`): each is a start that ``recovery_attempts`` does not count. The
+    history checks need :func:`install_history` to have run first."""
     acked = set(acknowledged_ids)
     faults = collections.Counter(faulted_ids)
     tasks = {r[0]: r for r in query(database_url, _TASKS)}
@@ -303,7 +350,8 @@ def check(
         seen = read_ledger(ledger)
         report.effects = sum(seen.effects.values())
         report.repeated = sum(1 for (t, f), n in seen.effects.items() if n > 1 and f in steps.get(t, ()))
-        problems += _check_effects(seen.effects, tasks, steps, faults)
+        forgotten = collections.Counter(forgotten_ids)
+        problems += _explained(_check_effects(seen.effects, tasks, steps, faults, forgotten), seen, history)
         # A stalled executor may finish a body after its task was taken over: such a zombie
         # execution (a faulted task's, under an earlier claim) was not counted by the claim.
         spans = [s for token, s in seen.spans if not faults[s.task_id] or token == tasks[s.task_id][5]]
@@ -392,6 +440,7 @@ def _check_effects(
     tasks: dict[str, Row],
     steps: dict[str, list[int]],
     faults: collections.Counter[str],
+    forgotten: collections.Counter[str],
 ) -> list[str]:
     problems = []
     for task_id, ids in steps.items():
@@ -407,9 +456,33 @@ def _check_effects(
             problems.append(f"a step body ran for {task_id}, which is not in the database")
         elif function_id not in steps.get(task_id, ()) and row[1] == "SUCCESS":
             problems.append(f"step {function_id} of {task_id} ran but the successful task has no checkpoint")
-        elif row[4] == 0 and ran > row[2]:
-            problems.append(f"step {function_id} of {task_id} ran {ran} times in {row[2]} starts")
+        elif row[4] == 0 and ran > row[2] + forgotten[task_id]:
+            starts = f"{row[2]} starts" + (
+                f" and {forgotten[task_id]} forgotten" if forgotten[task_id] else ""
+            )
+            problems.append(f"step {function_id} of {task_id} ran {ran} times in {starts}")
     return problems
+
+
+def _explained(problems: list[str], seen: Ledger, history: list[Transition]) -> list[str]:
+    """Each problem of a step that ran too often, with who ran it and the task's status
+    changes: what a failure in CI must show, since its database is gone afterwards."""
+    explained = []
+    for problem in problems:
+        words = problem.split(" ")
+        if words[0] == "step" and " ran " in problem and words[2] == "of":
+            task_id, function_id = words[3], int(words[1])
+            known = {c.claim_token for c in history if c.task_id == task_id}
+            runs = "; ".join(
+                f"pid {r.pid} at {r.at:.3f} under claim {r.token}"
+                + ("" if r.token in known else " (forgotten)")
+                for r in seen.runs.get((task_id, function_id), [])
+            )
+            mine = [c for c in history if c.task_id == task_id]
+            changes = ", ".join(f"{c.old or '-'}->{c.new} on {c.executor_id} at {c.at:.3f}" for c in mine)
+            problem += f" [runs: {runs or 'not recorded'}] [status changes: {changes or 'not recorded'}]"
+        explained.append(problem)
+    return explained
 
 
 # -- reading the system database directly --------------------------------------------------

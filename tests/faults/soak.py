@@ -30,7 +30,9 @@ re-sending an id until the send is acknowledged, so an enqueue whose reply was l
 never counted twice or missed. At the end it drains the
 queue and checks: every acknowledged task succeeded exactly once, no step body ran twice
 unless a fault touched its task (the tasks PENDING on the faulted executor, or on any for a
-PostgreSQL restart, during the fault), no queue went over its limit; and the schedule
+PostgreSQL restart, during the fault; and a task whose claim an immediate restart undid, a
+claim committing without waiting for its WAL flush, which the history then lacks too: see
+``invariants.forgotten_claims``), no queue went over its limit; and the schedule
 ``soak-tick`` (every second, with backfill) fired every due time from its start to the end
 of the faults exactly once, each fire a task that succeeded. Exit status 1 if not.
 """
@@ -65,7 +67,16 @@ from tests.faults.apps.fault_app import (
     TICK_SCHEDULE,
 )
 from tests.faults.fires import FireReport, check_fires
-from tests.faults.invariants import Report, check, install_history, status_history, touched, unfinished
+from tests.faults.invariants import (
+    Report,
+    check,
+    forgotten_claims,
+    install_history,
+    read_ledger,
+    status_history,
+    touched,
+    unfinished,
+)
 from tests.support.ledger import lines_of
 from tests.support.pgserver import PostgresServer
 from tests.support.processes import beat_process, worker_process
@@ -345,10 +356,13 @@ class Soak:
             self._stop(self.workers)
         history = status_history(self.url)
         faulted = [t for f in self.faults for t in touched(history, f.start, f.end, f.executor_id)]
+        crashes = [(f.start, f.end) for f in self.faults if f.kind == "pg-immediate"]
+        forgotten = forgotten_claims(history, read_ledger(self.ledger), crashes)
         report = check(
             self.url,
             [*self.acknowledged, *fires.task_ids],
-            faulted_ids=faulted,
+            faulted_ids=[*faulted, *forgotten],
+            forgotten_ids=forgotten,
             limits={LIMITED_QUEUE: LIMITED_CONCURRENCY},
             ledger=self.ledger,
             rate_limits={METERED_QUEUE: METERED_RATE},

@@ -735,8 +735,23 @@ SET hostname = EXCLUDED.hostname, pid = EXCLUDED.pid,
     lease_ms = EXCLUDED.lease_ms, details = EXCLUDED.details
 
 -- name: executor_heartbeat
-UPDATE __schema__.executors SET last_heartbeat = __now_ms__
+-- A heartbeat after a gap longer than the lease (an outage, a stalled process) also holds
+-- this executor's recovery of others' tasks back for that gap plus one lease (recover_after):
+-- their heartbeats lapsed in the same outage, and each renews only once it reconnects. One
+-- statement with the renewal, so that no recovery round runs between the two.
+UPDATE __schema__.executors
+SET recover_after = CASE WHEN last_heartbeat < __now_ms__ - lease_ms
+                         THEN 2 * __now_ms__ - last_heartbeat + lease_ms ELSE recover_after END,
+    last_heartbeat = __now_ms__
 WHERE executor_id = %(executor_id)s
+
+-- name: executor_may_recover
+-- Whether the executor may recover others' tasks now: its own lease is live (a round that
+-- waited out an outage for a connection finds its heartbeat as old as theirs) and the hold
+-- its heartbeat set after a gap is over. Read inside the recovery's transaction.
+SELECT EXISTS (SELECT 1 FROM __schema__.executors
+               WHERE executor_id = %(exclude)s AND last_heartbeat >= __now_ms__ - lease_ms
+                 AND (recover_after IS NULL OR recover_after <= __now_ms__)) AS may
 
 -- name: executor_delete
 DELETE FROM __schema__.executors WHERE executor_id = %(executor_id)s

@@ -202,7 +202,8 @@ CREATE TABLE __schema__.executors (
     started_at BIGINT NOT NULL,
     last_heartbeat BIGINT NOT NULL,
     lease_ms BIGINT NOT NULL DEFAULT 30000,
-    details TEXT
+    details TEXT,
+    recover_after BIGINT  -- no recovery of others' tasks before (migration 0018)
 );
 
 -- Requests to one worker (Flower's worker controls), answered by the worker in the same row

@@ -390,7 +390,21 @@ SET hostname = excluded.hostname, pid = excluded.pid,
     lease_ms = excluded.lease_ms, details = excluded.details
 
 -- name: executor_heartbeat
-UPDATE executors SET last_heartbeat = __now_ms__ WHERE executor_id = :executor_id
+-- A heartbeat after a gap longer than the lease (an outage, a stalled process) also holds
+-- this executor's recovery of others' tasks back for that gap plus one lease (recover_after):
+-- their heartbeats lapsed in the same outage, and each renews only once it reconnects. One
+-- statement with the renewal, so that no recovery round runs between the two.
+UPDATE executors
+SET recover_after = CASE WHEN last_heartbeat < __now_ms__ - lease_ms
+                         THEN 2 * __now_ms__ - last_heartbeat + lease_ms ELSE recover_after END,
+    last_heartbeat = __now_ms__
+WHERE executor_id = :executor_id
+
+-- name: executor_may_recover
+-- See the PostgreSQL statement.
+SELECT EXISTS (SELECT 1 FROM executors
+               WHERE executor_id = :exclude AND last_heartbeat >= __now_ms__ - lease_ms
+                 AND (recover_after IS NULL OR recover_after <= __now_ms__)) AS may
 
 -- name: executor_delete
 DELETE FROM executors WHERE executor_id = :executor_id

@@ -167,7 +167,8 @@ CREATE TABLE executors (
     started_at INTEGER NOT NULL,
     last_heartbeat INTEGER NOT NULL,
     lease_ms INTEGER NOT NULL DEFAULT 30000,
-    details TEXT
+    details TEXT,
+    recover_after INTEGER  -- no recovery of others' tasks before (0014)
 );
 
 -- Requests to one worker (Flower's worker controls), answered in the same row (0012).

@@ -51,6 +51,34 @@ def test_recover_stale_uses_the_lease(sysdb: SystemDatabase) -> None:
     assert {e.executor_id for e in sysdb.executors_list()} == set()
 
 
+def test_after_an_outage_an_executor_recovers_nothing_until_its_hold_is_over(sysdb: SystemDatabase) -> None:
+    """An outage leaves every heartbeat old. An executor whose own lease lapsed recovers
+    nothing (a maintenance round that waited the outage out for a connection must not take
+    live workers' tasks); its first heartbeat after the gap holds it back for the gap plus one
+    lease, while the others reconnect and renew theirs; then it recovers as before."""
+    lease = 300
+    for executor in ("me", "other"):
+        sysdb.executor_register(ExecutorInfo(executor, "host", 1, "v1", ("default",), lease_ms=lease))
+    sysdb.tasks_enqueue([new("theirs")])
+    claim(sysdb, executor="other", limit=1)
+    last_beat = max(e.last_heartbeat for e in sysdb.executors_list())
+    wait_for(lambda: sysdb.now_ms() > last_beat + 2 * lease, what="an outage of two leases")
+    assert sysdb.tasks_recover_stale(RecoverStaleParams(exclude_executor_id="me")).requeued == []
+    before = sysdb.now_ms()
+    assert sysdb.executor_heartbeat("me")  # gap > 2 leases: held back for gap + lease
+    assert sysdb.tasks_recover_stale(RecoverStaleParams(exclude_executor_id="me")).requeued == []
+    assert {e.executor_id for e in sysdb.executors_list()} == {"me", "other"}  # no row dropped either
+    theirs = sysdb.task_get("theirs")
+    assert theirs is not None and theirs.status is Status.PENDING and theirs.executor_id == "other"
+
+    def recovered() -> bool:
+        assert sysdb.executor_heartbeat("me")  # kept alive: short gaps set no new hold
+        return sysdb.tasks_recover_stale(RecoverStaleParams(exclude_executor_id="me")).requeued == ["theirs"]
+
+    wait_for(recovered, timeout=30, what="the recovery after the hold")
+    assert sysdb.now_ms() >= before + (before - last_beat) + lease  # not before the hold ended
+
+
 def test_executor_register_returns_previous_and_heartbeats(sysdb: SystemDatabase) -> None:
     info = ExecutorInfo("w1", "host", 123, "v1", ("default", "emails"))
     assert sysdb.executor_register(info) is None
