@@ -139,6 +139,8 @@ class Plan:
             meta["stamps"] = prepared.stamps
         if options.get("ignore_result"):  # the outcome is stored (a canvas needs it), read as none
             meta["ignore_result"] = True
+        if callbacks or errbacks:  # as Celery's message embeds them, for the worker's request
+            meta[LINKS_KEY] = {"callbacks": self._dicts(callbacks), "errbacks": self._dicts(errbacks)}
         # Celery calls an errback that takes (request, exc, traceback) in the failing worker,
         # at once; one that takes a task id is sent as a task (a link below).
         in_worker = [e for e in (maybe_signature(e, app=self.app) for e in errbacks) if takes_request(e)]
@@ -166,6 +168,12 @@ class Plan:
             entry = self.add(caller, True, root=root).entries[0]
             self.links.append(TaskLink(task_id, entry, LinkKind.ERRBACK_UNRUN, prepend=True))
         return node
+
+    def _dicts(self, linked: list[Any]) -> list[dict[str, Any]] | None:
+        """Linked signatures as dicts (None for none; what is no signature is refused below,
+        where it is added, with the option's name)."""
+        signatures = [maybe_signature(s, app=self.app) for s in linked]
+        return [dict(s) for s in signatures if isinstance(s, Signature)] or None
 
     def _chain(
         self, flow: chain, waiting: bool, args: tuple[Any, ...], root: str | None, kwargs: Any = None
@@ -330,6 +338,10 @@ class Plan:
         )
         for prepared in self.prepared:
             prepared.publish(after=True)
+
+
+# The meta key of a task's linked signatures (read by bridge/worker_request.py).
+LINKS_KEY = "links"
 
 
 def _meta_text(meta: dict[str, Any]) -> str:

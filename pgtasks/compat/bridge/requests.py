@@ -21,6 +21,11 @@ def iso_time(epoch_ms: int | None) -> str | None:
     return dt.datetime.fromtimestamp(epoch_ms / 1000, dt.timezone.utc).isoformat()
 
 
+def stored_meta(record: TaskRecord) -> dict[str, Any]:
+    """What the sender stored with the task beside its arguments (bridge/planning.py)."""
+    return _meta(record.meta)
+
+
 def _meta(text: str | None) -> dict[str, Any]:
     try:
         meta = SERIALIZERS["json"].loads(text) if text else {}  # typed JSON (planning.py)

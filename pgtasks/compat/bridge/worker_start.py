@@ -18,7 +18,7 @@ from typing import Any
 from pgtasks.compat.bridge import django_support
 from pgtasks.compat.bridge.django_results import mirror_of
 from pgtasks.compat.bridge.flag_settings import flag
-from pgtasks.compat.bridge.requests import request_from_record
+from pgtasks.compat.bridge.worker_request import Request, worker_request
 from pgtasks.compat.bridge.worker_settings import prefetch_setting, read_worker_settings
 from pgtasks.compat.celery import signals
 from pgtasks.compat.celery.app.base import Celery
@@ -83,7 +83,6 @@ def received_signal(app: Celery, sender: Any, hostname: str) -> Callable[[TaskRe
         if not signals.task_received.connected:  # checked per claimed task: no lock, no list
             return
         request = _worker_request(app, record, hostname)
-        request.update(name=record.name)  # as a worker Request's, beside the context's task
         signals.task_received.send(sender=sender, request=request)
 
     return received
@@ -111,14 +110,15 @@ def expired_signal(app: Celery, hostname: str) -> Callable[[list[str]], None]:
     return expired
 
 
-def _worker_request(app: Celery, record: TaskRecord, hostname: str) -> Any:
-    """The request a worker's signal carries for ``record``: its arguments decoded, or none
-    when they cannot be (the worker fails such a task with the reason)."""
+def _worker_request(app: Celery, record: TaskRecord, hostname: str) -> Request:
+    """The request a worker's signal carries for ``record`` (Celery's worker Request): its
+    arguments decoded, or none when they cannot be (the worker fails such a task with the
+    reason)."""
     try:
         args, kwargs = app.engine.codec.loads_inputs(record.serialization, record.inputs, record.name)
     except Exception:
         args, kwargs = [], {}
-    return request_from_record(record, record.executor_id or hostname, tuple(args), dict(kwargs))
+    return worker_request(record, hostname, tuple(args), dict(kwargs))
 
 
 class WorkerHooks:

@@ -328,7 +328,9 @@ class Signature(dict):  # type: ignore[type-arg]
 
     def stamp(self, visitor: Any = None, append_stamps: bool = False, **headers: Any) -> Any:
         """Stamp this signature (see stamping.py): ``headers`` and what ``visitor.on_signature``
-        returns become options listed in ``stamped_headers``, sent as the task's stamps."""
+        returns become options listed in ``stamped_headers``, sent as the task's stamps. Its
+        callbacks and errbacks are stamped first, as Celery does (:meth:`stamp_links`)."""
+        stamp_links(self, visitor, append_stamps, dict(headers))
         visited = (visitor.on_signature(self, **headers) or {}) if visitor is not None else None
         return self.set(**stamp_headers(self, visited, append_stamps, headers))
 
