@@ -351,7 +351,7 @@ def check(
         report.effects = sum(seen.effects.values())
         report.repeated = sum(1 for (t, f), n in seen.effects.items() if n > 1 and f in steps.get(t, ()))
         forgotten = collections.Counter(forgotten_ids)
-        problems += _explained(_check_effects(seen.effects, tasks, steps, faults, forgotten), seen, history)
+        problems += _check_effects(seen, tasks, steps, faults, forgotten, history)
         # A stalled executor may finish a body after its task was taken over: such a zombie
         # execution (a faulted task's, under an earlier claim) was not counted by the claim.
         spans = [s for token, s in seen.spans if not faults[s.task_id] or token == tasks[s.task_id][5]]
@@ -436,20 +436,23 @@ def _check_attempts(tasks: dict[str, Row], history: list[Transition]) -> list[st
 
 
 def _check_effects(
-    effects: collections.Counter[tuple[str, int]],
+    seen: Ledger,
     tasks: dict[str, Row],
     steps: dict[str, list[int]],
     faults: collections.Counter[str],
     forgotten: collections.Counter[str],
+    history: list[Transition],
 ) -> list[str]:
     problems = []
+    effects = seen.effects
     for task_id, ids in steps.items():
         for function_id in ids:
             ran, allowed = effects[(task_id, function_id)], 1 + faults[task_id]
             if ran == 0:
                 problems.append(f"step {function_id} of {task_id} is checkpointed but its body never ran")
             elif ran > allowed:
-                problems.append(f"step {function_id} of {task_id} ran {ran} times (allowed {allowed})")
+                who = _who_ran(seen, history, task_id, function_id)
+                problems.append(f"step {function_id} of {task_id} ran {ran} times (allowed {allowed}) {who}")
     for (task_id, function_id), ran in effects.items():
         row = tasks.get(task_id)
         if row is None:
@@ -457,32 +460,24 @@ def _check_effects(
         elif function_id not in steps.get(task_id, ()) and row[1] == "SUCCESS":
             problems.append(f"step {function_id} of {task_id} ran but the successful task has no checkpoint")
         elif row[4] == 0 and ran > row[2] + forgotten[task_id]:
-            starts = f"{row[2]} starts" + (
-                f" and {forgotten[task_id]} forgotten" if forgotten[task_id] else ""
-            )
-            problems.append(f"step {function_id} of {task_id} ran {ran} times in {starts}")
+            lost = forgotten[task_id]
+            starts = f"{row[2]} starts" + (f" and {lost} forgotten" if lost else "")
+            who = _who_ran(seen, history, task_id, function_id)
+            problems.append(f"step {function_id} of {task_id} ran {ran} times in {starts} {who}")
     return problems
 
 
-def _explained(problems: list[str], seen: Ledger, history: list[Transition]) -> list[str]:
-    """Each problem of a step that ran too often, with who ran it and the task's status
-    changes: what a failure in CI must show, since its database is gone afterwards."""
-    explained = []
-    for problem in problems:
-        words = problem.split(" ")
-        if words[0] == "step" and " ran " in problem and words[2] == "of":
-            task_id, function_id = words[3], int(words[1])
-            known = {c.claim_token for c in history if c.task_id == task_id}
-            runs = "; ".join(
-                f"pid {r.pid} at {r.at:.3f} under claim {r.token}"
-                + ("" if r.token in known else " (forgotten)")
-                for r in seen.runs.get((task_id, function_id), [])
-            )
-            mine = [c for c in history if c.task_id == task_id]
-            changes = ", ".join(f"{c.old or '-'}->{c.new} on {c.executor_id} at {c.at:.3f}" for c in mine)
-            problem += f" [runs: {runs or 'not recorded'}] [status changes: {changes or 'not recorded'}]"
-        explained.append(problem)
-    return explained
+def _who_ran(seen: Ledger, history: list[Transition], task_id: str, function_id: int) -> str:
+    """Who ran a step too often and the task's status changes: what a failure in CI must
+    show, since its database is gone afterwards."""
+    mine = [c for c in history if c.task_id == task_id]
+    known = {c.claim_token for c in mine}
+    runs = "; ".join(
+        f"pid {r.pid} at {r.at:.3f} under claim {r.token}" + ("" if r.token in known else " (unrecorded)")
+        for r in seen.runs.get((task_id, function_id), [])
+    )
+    changes = ", ".join(f"{c.old or '-'}->{c.new} on {c.executor_id} at {c.at:.3f}" for c in mine)
+    return f"[runs: {runs or 'not recorded'}] [status changes: {changes or 'not recorded'}]"
 
 
 # -- reading the system database directly --------------------------------------------------

@@ -44,7 +44,7 @@ def server() -> Iterator[PostgresServer]:
     try:
         yield own
     finally:
-        own.stop("immediate")
+        own.destroy()
 
 
 def test_a_crash_before_a_claims_flush_undoes_it_and_the_check_knows_that_run(
