@@ -10,6 +10,7 @@ that dropped its parent's connections (:meth:`DatabaseHandle.forget`) opens its 
 from __future__ import annotations
 
 import threading
+from collections.abc import Awaitable
 
 from pgtasks.engine.checkpoints import CheckpointWriter
 from pgtasks.engine.done_watch import DoneWatch
@@ -80,14 +81,14 @@ class DatabaseHandle:
             return self.sysdb.steps_record_many([step])[0]
         return self.checkpoints().record(step)
 
-    async def record_step_async(self, step: StepRecord) -> StepWrite:
-        """:meth:`record_step` awaited on an event loop instead of blocking it."""
-        return await self.checkpoints().record_async(step)
+    def record_step_async(self, step: StepRecord) -> Awaitable[StepWrite]:
+        """:meth:`record_step` for an event loop: a future to await instead of blocking."""
+        return self.checkpoints().record_async(step)
 
-    async def owned_async(self, owner: TaskOwner) -> bool:
+    def owned_async(self, owner: TaskOwner) -> Awaitable[bool]:
         """Whether the task still runs on ``owner``, read with the other coroutines' reads
-        by the checkpoint writer (an event loop awaits it instead of blocking)."""
-        return await self.checkpoints().owned_async(owner)
+        by the checkpoint writer: a future for an event loop to await instead of blocking."""
+        return self.checkpoints().owned_async(owner)
 
     def checkpoints(self) -> CheckpointWriter:
         """The process's group-commit checkpoint writer, started on first use."""

@@ -112,7 +112,10 @@ async def execute_task_async(
     with tracing.running(record, executor_id) as span:
         token = context.enter(ctx)
         try:
-            value = await within_limits(definition.fn(*args, **kwargs), limits)
+            body = definition.fn(*args, **kwargs)
+            # Without limits the body is awaited here: a coroutine frame less between the loop
+            # and every step the task awaits.
+            value = await (body if limits == _NO_LIMITS else within_limits(body, limits))
         except BaseException as exc:  # CancelledError too (a pool that cancelled it drops this)
             return _ended(engine, record, span, exc, args, kwargs)
         finally:
@@ -250,6 +253,7 @@ def run_coroutine(awaitable: Awaitable[Any]) -> Any:
 
 
 TimeLimits = tuple["float | None", "float | None"]
+_NO_LIMITS: TimeLimits = (None, None)
 _shared_loop: contextvars.ContextVar[tuple[asyncio.AbstractEventLoop, TimeLimits] | None] = (
     contextvars.ContextVar("pgtasks_shared_loop", default=None)
 )

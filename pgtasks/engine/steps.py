@@ -117,7 +117,7 @@ async def run_step_async(
     what = f"return value of step {options.name!r}"
     tag, text = ctx.engine.codec.dumps(value, what, ctx.record.serialization)
     await _checkpoint_async(ctx, begun, options.name, text, None, tag)
-    return ctx.engine.codec.loads(tag, text, f"output of step {options.name!r}")
+    return _as_replayed(ctx, options, tag, text, value)
 
 
 @dataclass
@@ -206,7 +206,18 @@ def _finish(ctx: TaskContext, options: StepOptions, begun: _Begun, value: Any) -
     what = f"return value of step {options.name!r}"
     tag, text = ctx.engine.codec.dumps(value, what, ctx.record.serialization)
     _checkpoint(ctx, begun.function_id, options.name, text, None, begun.started, begun.point, tag)
-    # Hand back what a replay would return, so the first run and a re-run see the same value.
+    return _as_replayed(ctx, options, tag, text, value)
+
+
+# Values JSON gives back exactly as they went in (no subclass: an IntEnum comes back an int).
+_JSON_EXACT = frozenset({int, float, str, bool, type(None)})
+
+
+def _as_replayed(ctx: TaskContext, options: StepOptions, tag: str, text: str, value: Any) -> Any:
+    """What a replay of the step returns, so the first run and a re-run see the same value:
+    its checkpoint decoded, or the value itself where decoding would give it back unchanged."""
+    if tag == "json" and type(value) in _JSON_EXACT and "json" in ctx.engine.codec.accept:
+        return value
     return ctx.engine.codec.loads(tag, text, f"output of step {options.name!r}")
 
 

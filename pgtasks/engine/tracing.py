@@ -24,7 +24,7 @@ import json
 import os
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
 
 from pgtasks.sysdb.records import NewTask, TaskRecord
@@ -177,6 +177,12 @@ class TaskSpan:
             self._span.add_event(event)
 
 
+# Without a tracer, running and stepping hand out these shared no-op contexts: no generator
+# per task and per step (the asyncio pool runs thousands of steps a second on one thread).
+_NO_TASK_SPAN = nullcontext(TaskSpan())
+_NO_STEP_SPAN = nullcontext()
+
+
 def _parent_context(meta: str | None) -> Any:
     if not meta or TRACE_KEY not in meta:  # no producer's context stored: no JSON to read
         return None
@@ -190,14 +196,17 @@ def _parent_context(meta: str | None) -> Any:
     return _api.propagate.extract({str(k): str(v) for k, v in carrier.items()})
 
 
-@contextmanager
-def running(record: TaskRecord, executor_id: str) -> Iterator[TaskSpan]:
+def running(record: TaskRecord, executor_id: str) -> AbstractContextManager[TaskSpan]:
     """The span of one run of a claimed task, current while its body runs; its parent is the
     span that sent the task, read from the task's meta."""
     tracer = _tracer()
     if tracer is None:
-        yield TaskSpan()
-        return
+        return _NO_TASK_SPAN
+    return _task_span(tracer, record, executor_id)
+
+
+@contextmanager
+def _task_span(tracer: Any, record: TaskRecord, executor_id: str) -> Iterator[TaskSpan]:
     attributes = {
         "messaging.system": "pgtasks",
         "messaging.operation": "process",
@@ -219,13 +228,16 @@ def running(record: TaskRecord, executor_id: str) -> Iterator[TaskSpan]:
         yield TaskSpan(span)
 
 
-@contextmanager
-def stepping(step: str, function_id: int, task_id: str) -> Iterator[None]:
+def stepping(step: str, function_id: int, task_id: str) -> AbstractContextManager[None]:
     """The span of one executed step of the running task (a replayed step has none)."""
     tracer = _tracer()
     if tracer is None:
-        yield
-        return
+        return _NO_STEP_SPAN
+    return _step_span(tracer, step, function_id, task_id)
+
+
+@contextmanager
+def _step_span(tracer: Any, step: str, function_id: int, task_id: str) -> Iterator[None]:
     attributes = {
         "pgtasks.step.name": step,
         "pgtasks.step.function_id": function_id,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import enum
 import threading
 import time
 import uuid
@@ -258,6 +259,36 @@ def test_steps_run_once_and_replay_from_checkpoints(app: App) -> None:
         assert app.AsyncResult(forked).get(timeout=20) == 5.0
     assert seen.calls == {"fetch": 1, "price": 2}
     assert fetch(3) == {"order": 3, "qty": 2}  # outside a task a step is a plain call
+
+
+class Size(enum.IntEnum):
+    SMALL = 1
+
+
+def test_a_step_returns_on_its_first_run_what_its_replay_returns(app: App) -> None:
+    """JSON gives back an int for an IntEnum and a list for a tuple: the first run sees those
+    too, and the values JSON keeps as they are come back equal, with their own types."""
+    returned = [Size.SMALL, (1, "a"), 7, "text", None, 2.5, True]
+
+    @app.step
+    def echo(value: Any) -> Any:
+        return value
+
+    @app.task
+    def values_seen() -> list[Any]:
+        return [[type(seen).__name__, seen] for seen in map(echo, returned)]
+
+    with running_worker(app):
+        seen = values_seen.delay().get(timeout=20)
+    assert seen == [
+        ["int", 1],
+        ["list", [1, "a"]],
+        ["int", 7],
+        ["str", "text"],
+        ["NoneType", None],
+        ["float", 2.5],
+        ["bool", True],
+    ]
 
 
 def test_step_retries_with_backoff_then_records_the_failure(app: App) -> None:
