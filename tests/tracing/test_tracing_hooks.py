@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 import textwrap
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,21 @@ from tests.support.requests import enqueue_request
 from tests.support.tracing import spans_in_memory
 
 
+@pytest.fixture
+def new_client(database_url: str) -> Iterator[Callable[[], Client]]:
+    """Clients of the test's database, closed after the test: a pool left to the garbage
+    collector may be collected on one of its own threads, which cannot join itself."""
+    made: list[Client] = []
+
+    def make() -> Client:
+        made.append(Client(database_url))
+        return made[-1]
+
+    yield make
+    for client in made:
+        client.close()
+
+
 def _meta(client: Client, task_id: str) -> dict[str, object] | None:
     record = client.engine.get_task(task_id)
     assert record is not None
@@ -36,14 +52,14 @@ def _traceparent(span: ReadableSpan) -> str:
     return f"00-{ctx.trace_id:032x}-{ctx.span_id:016x}-{int(ctx.trace_flags):02x}"
 
 
-def test_nothing_is_stamped_without_a_provider(database_url: str) -> None:
-    client = Client(database_url)
+def test_nothing_is_stamped_without_a_provider(new_client: Callable[[], Client]) -> None:
+    client = new_client()
     sent = client.enqueue("anything", [1])
     assert _meta(client, sent.id) is None
 
 
-def test_a_bulk_send_is_one_span_and_stamps_every_task(database_url: str) -> None:
-    client = Client(database_url)
+def test_a_bulk_send_is_one_span_and_stamps_every_task(new_client: Callable[[], Client]) -> None:
+    client = new_client()
     with spans_in_memory() as exporter:
         ids = client.engine.enqueue([enqueue_request(f"job.{i % 2}") for i in range(5)])
         [span] = exporter.get_finished_spans()
@@ -56,17 +72,19 @@ def test_a_bulk_send_is_one_span_and_stamps_every_task(database_url: str) -> Non
 
 
 def test_tracing_off_stamps_nothing_even_with_a_provider(
-    database_url: str, monkeypatch: pytest.MonkeyPatch
+    new_client: Callable[[], Client], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("PGTASKS_TRACING", "off")
-    client = Client(database_url)
+    client = new_client()
     with spans_in_memory() as exporter:
         sent = client.enqueue("anything")
         assert exporter.get_finished_spans() == ()
     assert _meta(client, sent.id) is None
 
 
-def test_a_canvas_keeps_its_celery_meta_beside_the_trace(database_url: str) -> None:
+def test_a_canvas_keeps_its_celery_meta_beside_the_trace(
+    database_url: str, new_client: Callable[[], Client]
+) -> None:
     app = Celery("traced-canvas", broker=database_url)
 
     @app.task(name="t.add")
@@ -76,7 +94,7 @@ def test_a_canvas_keeps_its_celery_meta_beside_the_trace(database_url: str) -> N
     with spans_in_memory() as exporter:
         result = chain(add.s(1, 2), add.s(3)).apply_async()
         [span] = exporter.get_finished_spans()
-    client = Client(database_url)
+    client = new_client()
     first = _meta(client, result.parent.id)
     second = _meta(client, result.id)
     traceparent = _traceparent(span)
