@@ -72,8 +72,9 @@ WORKER_ROLE_SUITES := tests/integration/sysdb tests/integration/test_canvas_link
 # The set-up (and the lint) runs first, its independent installs at once.
 test:
 	$(MAKE) --no-print-directory -j4 --output-sync=target test-setup
-	@# Compiled once here: the passes start hundreds of Python processes from this checkout,
-	@# and where PYTHONDONTWRITEBYTECODE is set (as in CI) each compiled every module afresh.
+	@# Compiled once here: the passes start hundreds of worker, beat and command processes
+	@# from this checkout (and the test apps they import), and where PYTHONDONTWRITEBYTECODE
+	@# is set (as in CI) each compiled every module afresh. pytest rewrites test modules itself.
 	$(BIN)/python -m compileall -q -j 0 pgtasks pgtasks_celery_hook.py tests bench loadtest examples
 	$(BIN)/python -m pytest -q -n 3
 	@echo "The system database suites again, connected as the least-privilege worker role:"

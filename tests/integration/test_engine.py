@@ -267,11 +267,14 @@ class Size(enum.IntEnum):
 
 def test_a_step_returns_on_its_first_run_what_its_replay_returns(app: App) -> None:
     """JSON gives back an int for an IntEnum and a list for a tuple: the first run sees those
-    too, and the values JSON keeps as they are come back equal, with their own types."""
+    too, and the values JSON keeps as they are come back equal, with their own types; a run
+    that replays every step from its checkpoint sees the same."""
     returned = [Size.SMALL, (1, "a"), 7, "text", None, 2.5, True]
+    ran = Recorder()
 
     @app.step
     def echo(value: Any) -> Any:
+        ran.hit("echo")
         return value
 
     @app.task
@@ -279,7 +282,12 @@ def test_a_step_returns_on_its_first_run_what_its_replay_returns(app: App) -> No
         return [[type(seen).__name__, seen] for seen in map(echo, returned)]
 
     with running_worker(app):
-        seen = values_seen.delay().get(timeout=20)
+        handle = values_seen.delay()
+        seen = handle.get(timeout=20)
+        # A fork from past the last step replays all of them from the first run's checkpoints.
+        replayed = app.AsyncResult(app.fork_task(handle.id, start_step=len(returned) + 1)).get(timeout=20)
+    assert ran.calls == {"echo": len(returned)}
+    assert replayed == seen
     assert seen == [
         ["int", 1],
         ["list", [1, "a"]],
