@@ -9,11 +9,11 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import time
-import uuid
 from typing import TYPE_CHECKING, Any
 
 from pgtasks.engine.errors import ConfigurationError
 from pgtasks.engine.events import record_task_state, task_state
+from pgtasks.engine.ids import new_task_id as draw_task_id
 from pgtasks.engine.redaction import masked_inputs, secret_args_of
 from pgtasks.engine.settings import validate_queue_name
 from pgtasks.monitoring import Monitoring, QueueInfo, epoch_ms
@@ -300,7 +300,7 @@ class TaskManagement(Monitoring, ScheduleManagement):
         before ``start_step`` (1-based) and runs the rest on the current code."""
         if isinstance(start_step, bool) or not isinstance(start_step, int) or start_step < 1:
             raise ConfigurationError(f"start_step is 1-based: an integer >= 1, not {start_step!r}")
-        new_id = new_task_id or str(uuid.uuid4())
+        new_id = new_task_id or draw_task_id()
         if self.engine.admin.task(new_id) is not None:
             raise ConfigurationError(f"a task with id {new_id!r} exists already")
         try:

@@ -117,7 +117,8 @@ def graph_svg(graph: CanvasGraph) -> Markup:
         stroke = 'stroke="#d60" stroke-width="3"' if current else 'stroke="#888" stroke-width="1"'
         label = escape(node.name if len(node.name) <= 28 else node.name[:27] + "…")
         status = escape(node.status or "group id")
-        short = escape(node_id if len(node_id) <= 14 else node_id[:13] + "…")
+        # The end of a long id: task ids drawn together share their first digits (the time).
+        short = escape(node_id if len(node_id) <= 14 else "…" + node_id[-13:])
         box = (
             f'<g{extra} data-task="{escape(node_id)}"><title>{escape(node_id)}</title>'
             f'<rect x="{x}" y="{y}" width="{BOX_W}" height="{BOX_H}" rx="5" fill="#fff" {stroke}/>'

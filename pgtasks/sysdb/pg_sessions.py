@@ -39,6 +39,7 @@ from pgtasks.support.backoff import Backoff, Retry
 from pgtasks.sysdb.errors import ConfigurationError, DatabaseBusy, DatabaseUnavailable
 from pgtasks.sysdb.identifiers import quote_identifier
 from pgtasks.sysdb.interface import EnqueueListener
+from pgtasks.sysdb.lifo_pool import LifoConnectionPool
 from pgtasks.sysdb.urls import DatabaseTarget
 
 T = TypeVar("T")
@@ -285,7 +286,7 @@ class PostgresSessions:
             return pool
         with self._pool_lock:
             if generic not in self._pools:
-                self._pools[generic] = ConnectionPool(
+                self._pools[generic] = LifoConnectionPool(
                     self.target.dsn,
                     min_size=1,
                     max_size=GENERIC_POOL_SIZE if generic else self._pool_size,

@@ -11,7 +11,6 @@ the outcome is also stored in the database under the task's id, as a worker's is
 
 from __future__ import annotations
 
-import uuid
 from typing import TYPE_CHECKING, Any
 
 from pgtasks.compat.bridge.execution import trace
@@ -22,6 +21,7 @@ from pgtasks.compat.celery.canvas.signature import maybe_signature, takes_reques
 from pgtasks.compat.celery.exceptions import Retry
 from pgtasks.compat.celery.result.eager_result import EagerResult
 from pgtasks.compat.celery.utils.functional import maybe_list
+from pgtasks.engine.ids import new_task_id
 
 if TYPE_CHECKING:
     from pgtasks.compat.celery.app.task import Task
@@ -44,7 +44,7 @@ def apply_eagerly(
     does: callbacks (``link``) are sent with the result once it succeeded, errbacks
     (``link_error``) that take ``(request, exc, traceback)`` are called here when it fails and
     the others are sent with its id (sent: run here too under ``task_always_eager``)."""
-    task_id = task_id or str(uuid.uuid4())
+    task_id = task_id or new_task_id()
     callbacks = [maybe_signature(c, app=task.app) for c in maybe_list(link) or ()]
     errbacks = [maybe_signature(e, app=task.app) for e in maybe_list(link_error) or ()]
     in_process = [e for e in errbacks if takes_request(e)]

@@ -37,6 +37,7 @@ from pgtasks.compat.celery.result.group_result import GroupResult
 from pgtasks.compat.celery.utils.functional import maybe_list
 from pgtasks.engine.canvas import close_chord_header, enqueue_canvas
 from pgtasks.engine.context import running_context
+from pgtasks.engine.ids import new_task_id
 from pgtasks.engine.serialization import SERIALIZERS
 from pgtasks.sysdb.errors import NotInChord
 from pgtasks.sysdb.records import LinkKind, TaskLink
@@ -117,7 +118,7 @@ class Plan:
         merged_args, kwargs, options = sig._merge(args, partial)
         options = dict(options)
         callbacks, errbacks = options.pop("link", None) or [], options.pop("link_error", None) or []
-        task_id = options.pop("task_id", None) or str(uuid.uuid4())
+        task_id = options.pop("task_id", None) or new_task_id()
         root = root or task_id
         prepared = prepare(
             self.app, sig.name, merged_args, kwargs, task=sig._type, task_id=task_id, root_id=root, **options

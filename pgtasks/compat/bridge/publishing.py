@@ -17,7 +17,6 @@ import functools
 import json
 import logging
 import os
-import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +28,7 @@ from pgtasks.compat.celery.canvas.stamping import stamps_of
 from pgtasks.compat.celery.exceptions import QueueNotFound
 from pgtasks.compat.celery.utils.nodenames import anon_nodename
 from pgtasks.engine.errors import ConfigurationError
+from pgtasks.engine.ids import new_task_id
 from pgtasks.engine.options import SEND_OPTION_NAMES, EnqueueRequest, SendOptions
 from pgtasks.scheduler.zones import load_zone
 
@@ -273,7 +273,7 @@ def prepare(
         _check_limit(key, options.get(key))
     if isinstance(expires, dt.datetime):
         expires = _aware(expires, app)
-    task_id = task_id or str(uuid.uuid4())
+    task_id = task_id or new_task_id()
     origin = str(options.get("origin") or this_process_origin())
     headers = {
         "lang": "py",

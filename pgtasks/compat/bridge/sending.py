@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import uuid
 from typing import TYPE_CHECKING, Any
 
 from pgtasks.compat.bridge.flag_settings import flag
@@ -18,6 +17,7 @@ from pgtasks.compat.celery.result.async_result import AsyncResult
 from pgtasks.compat.celery.utils.functional import maybe_list
 from pgtasks.engine.core import is_async_connection
 from pgtasks.engine.errors import ConfigurationError
+from pgtasks.engine.ids import new_task_id
 
 if TYPE_CHECKING:
     from pgtasks.compat.celery.app.base import Celery
@@ -44,7 +44,7 @@ def send_task(
         if options.get("conn") is not None:
             raise _no_canvas_on(name)
         sig = Signature(task if task is not None else name, args, kwargs, dict(options), app=app)
-        sig.options["task_id"] = task_id or str(uuid.uuid4())
+        sig.options["task_id"] = task_id or new_task_id()
         for callback in maybe_list(link) or ():
             sig.link(callback)
         for errback in maybe_list(link_error) or ():

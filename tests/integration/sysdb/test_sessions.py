@@ -8,6 +8,7 @@ import time
 import pytest
 
 from pgtasks.sysdb import ConfigurationError, DatabaseUnavailable, SystemDatabase
+from pgtasks.sysdb.lifo_pool import LifoConnectionPool
 from pgtasks.sysdb.postgres import PostgresSystemDatabase
 from pgtasks.sysdb.records import RecoverStaleParams
 from pgtasks.sysdb.urls import parse_database_url
@@ -76,3 +77,46 @@ def test_limit_outage_wait_shortens_the_wait_of_a_process_shutting_down(
             db.task_get("some-task")  # would retry for the hour without the limit
     finally:
         db.close()
+
+
+def test_the_pool_hands_out_the_connection_given_back_last(pg_url: str) -> None:
+    """Last in, first out: consecutive statements of one thread run on one session (its
+    server process warm) however many the pool holds, and the session idle longest stays
+    at the end the pool's shrinking closes first."""
+    db = PostgresSystemDatabase(parse_database_url(pg_url, "pgtasks"))
+    try:
+        db.migrate()
+        pool = db._open_pool()
+        held = [pool.getconn() for _ in range(3)]  # the pool grows to three sessions
+        for conn in held:
+            pool.putconn(conn)
+        assert isinstance(pool, LifoConnectionPool)
+        used: list[object] = []
+        for _ in range(5):
+            db._retrying(lambda conn: used.append(conn))
+            db.task_get("some-task")
+        assert used == [held[-1]] * 5
+        taken = [pool.getconn() for _ in range(3)]
+        assert taken == held[::-1]
+        for conn in taken:
+            pool.putconn(conn)
+    finally:
+        db.close()
+
+
+def test_the_lifo_pool_keeps_the_others_in_order(pg_url: str) -> None:
+    """A connection given back and taken again leaves the order of the idle others as it
+    was: the one idle longest is still the first the pool would close."""
+    dsn = PostgresSystemDatabase(parse_database_url(pg_url, "pgtasks")).target.dsn
+    with LifoConnectionPool(dsn, min_size=3, max_size=3, open=True) as pool:
+        pool.wait(timeout=30)
+        a, b, c = (pool.getconn() for _ in range(3))
+        for conn in (a, b, c):
+            pool.putconn(conn)
+        for _ in range(3):
+            conn = pool.getconn()
+            assert conn is c
+            pool.putconn(conn)
+        assert pool.getconn() is c and pool.getconn() is b and pool.getconn() is a
+        for conn in (a, b, c):
+            pool.putconn(conn)

@@ -9,7 +9,6 @@ task mean on pgtasks is the bridge's (``compat/bridge/``); the Task calls it.
 from __future__ import annotations
 
 import inspect
-import uuid
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from pgtasks.compat.bridge import django_support
@@ -33,6 +32,7 @@ from pgtasks.compat.celery.app.annotations import resolve_all
 from pgtasks.compat.celery.canvas.mapping import chunks, xmap, xstarmap
 from pgtasks.compat.celery.canvas.signature import Signature
 from pgtasks.engine.events import record_task_state
+from pgtasks.engine.ids import new_task_id
 
 if TYPE_CHECKING:
     from pgtasks.compat.celery.app.base import Celery
@@ -321,7 +321,7 @@ class Task:
                 return self.apply(
                     args,
                     kwargs,
-                    task_id=task_id or str(uuid.uuid4()),
+                    task_id=task_id or new_task_id(),
                     link=link,
                     link_error=link_error,
                     **options,

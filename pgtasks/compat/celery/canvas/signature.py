@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import copy
 import inspect
-import uuid
 from collections.abc import Callable, MutableSequence
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, overload
 
@@ -22,6 +21,7 @@ from pgtasks.compat.celery._state import get_current_app
 from pgtasks.compat.celery.canvas.reprs import call_repr
 from pgtasks.compat.celery.canvas.stamping import StampingVisitor, stamp_headers
 from pgtasks.compat.celery.utils.functional import maybe_list
+from pgtasks.engine.ids import new_task_id
 
 if TYPE_CHECKING:
     from pgtasks.compat.celery.app.base import Celery
@@ -253,7 +253,7 @@ class Signature(dict):  # type: ignore[type-arg]
 
     def freeze(self, _id: str | None = None, **kwargs: Any) -> async_result.AsyncResult:
         """Fix the task id now and return its AsyncResult."""
-        task_id = _id or self.options.get("task_id") or str(uuid.uuid4())
+        task_id = _id or self.options.get("task_id") or new_task_id()
         self.options["task_id"] = task_id
         return self.app.AsyncResult(task_id, task_name=self.name)
 
