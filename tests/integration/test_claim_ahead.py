@@ -44,6 +44,9 @@ def test_short_tasks_are_claimed_ahead_and_held_ones_go_back_unstarted(
         if next(runs) == 50:  # the 51st holds the only thread until the worker shuts down
             blocking.set()
             release.wait(30)
+        # The task's work: 50 of them outlast the task rate's first round (RATE_WINDOW), on
+        # which the claims ahead are sized; 50 no-op tasks on a fast machine did not.
+        time.sleep(0.003)
 
     brief.map_enqueue([()] * 300)
     with running_worker(app, concurrency=1, executor_id="w-short", prefetch_multiplier=100) as worker:
@@ -167,22 +170,19 @@ def test_short_tasks_are_held_beyond_the_default_multiplier_but_within_one_given
     short, beyond concurrency x 4 (a window of 4 per thread left a small pool idle between
     claims); a multiplier given stays the bound, as Celery's."""
     app = App("window", database_url=pg_url, lease_seconds=120)
-    ran: list[None] = []  # list.append is atomic
+    ran: list[int] = []  # list.append is atomic
+    running: list[Worker] = []
 
     @app.task(name="window.brief")
     def brief() -> None:
-        ran.append(None)
+        # Read by each task: a poll from the test's thread could miss a fast drain's peaks.
+        ran.append(running[0]._in_hand() if running else 0)
 
     brief.map_enqueue([()] * 3000)
-    most_in_hand = 0
     with running_worker(app, concurrency=2, executor_id="w-window", prefetch_multiplier=multiplier) as worker:
-
-        def drained() -> bool:
-            nonlocal most_in_hand
-            most_in_hand = max(most_in_hand, worker._in_hand())
-            return len(ran) >= 3000
-
-        wait_for(drained, timeout=120, what="3,000 short tasks run")
+        running.append(worker)
+        wait_for(lambda: len(ran) >= 3000, timeout=120, what="3,000 short tasks run")
+    most_in_hand = max(ran)
     seen = app.engine.database.sysdb.tasks_list(ListTasksParams(limit=5000))
     assert len(seen) == 3000 and {(t.status.value, t.recovery_attempts) for t in seen} == {("SUCCESS", 1)}
     if multiplier is None:
