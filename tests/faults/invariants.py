@@ -41,6 +41,7 @@ from typing import Any, NamedTuple
 import psycopg
 
 from pgtasks.engine.context import running_context
+from pgtasks.engine.steps import OWNERSHIP_FRESH_SECONDS
 from pgtasks.sysdb import open_system_database
 from pgtasks.sysdb.records import TERMINAL_STATUSES
 from pgtasks.sysdb.urls import DatabaseTarget, parse_database_url
@@ -224,6 +225,8 @@ def touched(history: list[Transition], start: float, end: float, executor_id: st
 # A claim commits without waiting for its WAL flush (docs/guarantees.md): a server crash within
 # three wal_writer_delay (200 ms by default) of it may undo it. One second, with margin.
 ASYNC_COMMIT_LOSS_SECONDS = 1.0
+# Between the worker's clock reading of a claim's time and the harness's of a crash's start.
+CLOCK_MARGIN_SECONDS = 0.05
 
 
 def forgotten_claims(
@@ -231,12 +234,15 @@ def forgotten_claims(
 ) -> list[str]:
     """Task ids, once per claim a crash of the server undid: a step body ran under a claim
     token the status history never recorded, less than ASYNC_COMMIT_LOSS_SECONDS before a
-    crash (``crashes``: the (start, end) of each immediate restart) or during one. Such a
+    crash (``crashes``: the (start, end) of each immediate restart), during one, or within
+    OWNERSHIP_FRESH_SECONDS of its start (a first step trusts a claim that young without
+    reading the task, docs/guarantees.md, so it may start after a quick restart). Such a
     task was running when the server crashed, as one the history shows PENDING then, but
     nothing of it says so: its claim, its attempt and their history row went with the crash.
     An execution under an unrecorded token at any other time is left out (a problem)."""
     recorded = {(c.task_id, c.claim_token) for c in history if c.new == "PENDING"}
-    windows = [(start - ASYNC_COMMIT_LOSS_SECONDS, end) for start, end in crashes]
+    trusted = OWNERSHIP_FRESH_SECONDS + CLOCK_MARGIN_SECONDS
+    windows = [(start - ASYNC_COMMIT_LOSS_SECONDS, max(end, start + trusted)) for start, end in crashes]
     forgotten = set()
     for (task_id, _), executions in seen.runs.items():
         for run in executions:

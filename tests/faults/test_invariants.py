@@ -4,13 +4,25 @@ claims to (rows and ledger lines written by hand, no worker)."""
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from pgtasks import Client
-from tests.faults.invariants import check, given_back, install_history, query, touched_by, unfinished
+from tests.faults.invariants import (
+    Execution,
+    Ledger,
+    Transition,
+    check,
+    forgotten_claims,
+    given_back,
+    install_history,
+    query,
+    touched_by,
+    unfinished,
+)
 
 
 class Scene:
@@ -158,3 +170,22 @@ def test_the_history_tells_which_tasks_a_fault_touched(scene: Scene) -> None:
     assert touched_by(scene.url, before, now, "w9") == set()
     assert touched_by(scene.url, before - 60, before - 30) == set()
     assert given_back(scene.url) == [other]
+
+
+def test_a_run_under_an_undone_claim_counts_as_forgotten_within_the_windows_it_can_fall_in() -> None:
+    """An unrecorded claim's step may have begun up to a second before an immediate restart
+    (the claim's WAL unflushed), during it, or just after a quick one: a first step trusts a
+    claim younger than OWNERSHIP_FRESH_SECONDS without reading the task. Later, it is a
+    problem."""
+    crash = (1000.0, 1000.03)  # a restart of 30 ms
+
+    def forgotten_at(at: float) -> list[str]:
+        history = [Transition("t1", "ENQUEUED", "PENDING", "w1", at + 0.5, "recorded")]
+        seen = Ledger(Counter({("t1", 1): 2}), [], {("t1", 1): [Execution("1", "undone", at)]})
+        return forgotten_claims(history, seen, [crash])
+
+    assert forgotten_at(999.2) == ["t1"]  # its claim's WAL was not flushed yet
+    assert forgotten_at(1000.01) == ["t1"]  # during the restart
+    assert forgotten_at(1000.09) == ["t1"]  # after it, on the claim's word
+    assert forgotten_at(1000.5) == []  # no claim that young was made before the crash
+    assert forgotten_at(998.5) == []
