@@ -21,7 +21,7 @@ import threading
 import time
 
 _BLOCK_IDS = 256
-_RANDOM_DIGITS = 20  # hex digits drawn per id (the first is not used: 19 x 4 = 76 >= 74 bits)
+_RANDOM_DIGITS = 20  # hex digits drawn per id: 18 of them and 2 bits of one more are used (74 bits)
 _HEX_DIGITS = "0123456789abcdef"
 # The RFC 9562 variant keeps the top two bits of the 17th hex digit at 10: its low two bits
 # stay random.
