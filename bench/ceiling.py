@@ -15,9 +15,10 @@ status, a timestamp, and one partial index of the waiting rows in claim order.
 from __future__ import annotations
 
 import time
-import uuid
 
 import psycopg
+
+from bench import server_state
 
 SETUP = """
 DROP TABLE IF EXISTS raw_jobs;
@@ -52,6 +53,7 @@ def insert_rates(url: str, count: int) -> tuple[float, float]:
     """Rows per second: single-row transactions, then batches of 100."""
     with _connect(url) as conn:
         conn.execute(SETUP)
+        server_state.settle(url)
         started = time.perf_counter()
         for _ in range(count):
             conn.execute(INSERT_ONE, ("bench", "bench.noop", "[]"), prepare=True)
@@ -67,6 +69,7 @@ def drain_rate(url: str, count: int, batch: int) -> float:
     """Rows per second claimed and completed, ``batch`` rows per claim and per completion."""
     with _connect(url) as conn:
         conn.execute(SETUP)
+        server_state.settle(url)
         for _ in range(0, count, 1000):
             conn.execute(INSERT_MANY, (["[]"] * 1000,))
         conn.execute("VACUUM ANALYZE raw_jobs")
@@ -87,23 +90,26 @@ def pgtasks_statement_rates(url: str, count: int) -> tuple[float, float]:
     autocommit, then batches of 100). What a ``delay()`` or a bulk enqueue costs beyond this
     is pgtasks' Python."""
     from pgtasks import Client  # why: only this yardstick needs pgtasks' schema and statements
+    from pgtasks.engine.ids import new_task_ids
     from pgtasks.engine.options import SendOptions, build_new_task
     from pgtasks.sysdb.dedup import enqueue_columns, single_task_params
 
-    client = Client(f"{url}?schema=raw_pgtasks_{time.time_ns()}")
+    server_state.settle(url)
+    schema_url = f"{url}?schema=raw_pgtasks_{time.time_ns()}"
+    client = Client(schema_url)
     engine = client.engine
     engine.enqueue([SendOptions(queue="raw").request("bench.noop")])  # creates the schema
     sql = engine.database.sysdb.sql  # type: ignore[attr-defined]
     channel = engine.database.sysdb.channel  # type: ignore[attr-defined]
     template = build_new_task(SendOptions(queue="raw").request("bench.noop"), engine.codec, "raw", 100)
     with _connect(url) as conn:
-        rows = [template._replace(task_id=str(uuid.uuid4())) for _ in range(count)]
+        rows = [template._replace(task_id=task_id) for task_id in new_task_ids(count)]
         started = time.perf_counter()
         for row in rows:
             params = {**single_task_params(row), "channel": channel}
             conn.execute(sql["tasks_enqueue_one"], params, prepare=True)
         single = count / (time.perf_counter() - started)
-        rows = [template._replace(task_id=str(uuid.uuid4())) for _ in range(count)]
+        rows = [template._replace(task_id=task_id) for task_id in new_task_ids(count)]
         batches = [enqueue_columns(rows[i : i + BATCH]) for i in range(0, count, BATCH)]
         started = time.perf_counter()
         for columns in batches:
@@ -111,4 +117,5 @@ def pgtasks_statement_rates(url: str, count: int) -> tuple[float, float]:
             conn.execute(sql["tasks_enqueue_new"], {**columns, "channel": channel}, prepare=True)
         batched = count / (time.perf_counter() - started)
     client.close()
+    server_state.drop_schema(schema_url)
     return single, batched

@@ -2,7 +2,9 @@
 pgtasks: on the same server, one process, through ``bench/pgqueuer_side.py`` in its own venv
 (``.venv-pgqueuer``, made by ``make bench``; ``PGTASKS_PGQUEUER_PYTHON`` names another).
 
-Each run gets a database of its own (pgqueuer's tables have fixed names).
+Each run gets a database of its own (pgqueuer's tables have fixed names), starts from a
+checkpoint and drops its database at the end, as pgtasks' runs do with their schemas
+(``bench/server_state.py``).
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import psycopg
+
+from bench import server_state
 
 REPO = Path(__file__).resolve().parents[1]
 SIDE = REPO / "bench" / "pgqueuer_side.py"
@@ -70,33 +74,30 @@ def measure(python: str, server_url: str, count: int, runs: int, rate: float, se
     enqueue (a tenth of ``count`` single calls), drain at each batch size (the best kept),
     and the send-to-start wait at ``rate`` jobs/s for ``seconds``."""
 
-    def seconds_of(*args: str) -> float:
-        value = _side(python, *args)["seconds"]
+    def run(shape: str, *args: str) -> dict[str, object]:
+        dsn = _installed(python, server_url)
+        server_state.settle(dsn)
+        try:
+            return _side(python, shape, dsn, *args)
+        finally:
+            server_state.drop_database(server_url, dsn)
+
+    def seconds_of(shape: str, *args: str) -> float:
+        value = run(shape, *args)["seconds"]
         assert isinstance(value, float)
         return value
 
-    enqueue = statistics.median(
-        count / seconds_of("enqueue", _installed(python, server_url), str(count), "100") for _ in range(runs)
-    )
-    one_call = statistics.median(
-        count / seconds_of("enqueue", _installed(python, server_url), str(count), str(count))
-        for _ in range(runs)
-    )
-    single = statistics.median(
-        count / 10 / seconds_of("enqueue", _installed(python, server_url), str(count // 10), "1")
-        for _ in range(runs)
-    )
+    enqueue = statistics.median(count / seconds_of("enqueue", str(count), "100") for _ in range(runs))
+    one_call = statistics.median(count / seconds_of("enqueue", str(count), str(count)) for _ in range(runs))
+    single = statistics.median(count / 10 / seconds_of("enqueue", str(count // 10), "1") for _ in range(runs))
     drains = {
-        size: statistics.median(
-            count / seconds_of("drain", _installed(python, server_url), str(count), str(size))
-            for _ in range(runs)
-        )
+        size: statistics.median(count / seconds_of("drain", str(count), str(size)) for _ in range(runs))
         for size in DRAIN_BATCH_SIZES
     }
     best = max(drains, key=lambda size: drains[size])
     p50s, p99s = [], []
     for _ in range(runs):
-        waits = _side(python, "latency", _installed(python, server_url), str(rate), str(seconds))["waits_ms"]
+        waits = run("latency", str(rate), str(seconds))["waits_ms"]
         assert isinstance(waits, list)
         ordered = sorted(float(w) for w in waits)
         p50s.append(statistics.median(ordered))

@@ -29,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench import ceiling, peers
+from bench import ceiling, peers, server_state
 from pgtasks import Client
 from pgtasks.engine.options import SendOptions
 from pgtasks.sending import send_many
@@ -79,17 +79,20 @@ def drain(
 ) -> float:
     """Queue ``count`` tasks, start one worker, wait for all; return tasks/s measured from the
     database's own timestamps (first start to last completion)."""
+    server_state.settle(url)
     client = Client(url)
     client.engine.enqueue([SendOptions(queue="bench").request(name, args) for _ in range(count)])
     worker = start_worker(url, concurrency, pool, extra, app)
     try:
-        # One cheap query every 50 ms rather than a wait per task, which would take CPU from
-        # the worker and the database being measured.
+        # The rate comes from the tasks' own timestamps, so the poll only has to notice the
+        # end: the queue's counts (partial indexes, a cost that falls with the backlog) every
+        # 100 ms, not a listing, which reads the finished tasks too (8 ms a call at 20,000
+        # tasks, a sixth of a core taken from the worker and the server being measured).
         deadline = time.monotonic() + 900
-        while client.list_tasks(status=["ENQUEUED", "PENDING"], name=name, limit=1):
+        while unfinished(client):
             if time.monotonic() > deadline:
                 raise TimeoutError(f"{name}: the drain did not finish")
-            time.sleep(0.05)
+            time.sleep(0.1)
         rows = client.list_tasks(name=name, limit=count)
         assert all(r.status.value == "SUCCESS" for r in rows) and len(rows) == count, "a task did not succeed"
         first = min(r.started_at_epoch_ms or 0 for r in rows)
@@ -98,11 +101,18 @@ def drain(
     finally:
         stop(worker)
         client.close()
+        server_state.drop_schema(url)
+
+
+def unfinished(client: Client) -> int:
+    """The tasks of the bench queue still waiting or running."""
+    return sum(sum(q.counts.values()) for q in client.list_queues() if q.settings.name == "bench")
 
 
 def start_latency(url: str, rate: float, seconds: float, concurrency: int, pool: str) -> tuple[float, float]:
     """Offer ``rate`` single delay() calls per second for ``seconds`` to one idle worker; return
     p50 and p99 of enqueue-to-start in ms, from the database's own timestamps."""
+    server_state.settle(url)
     client = Client(url)
     worker = start_worker(url, concurrency, pool)
     try:
@@ -122,6 +132,7 @@ def start_latency(url: str, rate: float, seconds: float, concurrency: int, pool:
     finally:
         stop(worker)
         client.close()
+        server_state.drop_schema(url)
 
 
 def enqueue_rates(url: str, count: int) -> tuple[float, float, float, float]:
@@ -129,6 +140,7 @@ def enqueue_rates(url: str, count: int) -> tuple[float, float, float, float]:
     count from ``PRODUCERS`` threads sharing one client (a web server's), one bulk call of
     ``count`` tasks, and ``count`` tasks in bulk calls of 100 (what ``Task.map_enqueue`` sends:
     one options object for its tasks, a handle returned for each)."""
+    server_state.settle(url)
     client = Client(url)
     # Untimed, as pgqueuer's install and connect are: the first call migrates the fresh schema
     # (half a second, which counted in a thousand single calls halved their rate) and opens
@@ -160,6 +172,7 @@ def enqueue_rates(url: str, count: int) -> tuple[float, float, float, float]:
         send_many(client.engine, "bench.noop", [()] * 100, None, options)
     bulk100 = count / (time.perf_counter() - t)
     client.close()
+    server_state.drop_schema(url)
     return single, many, bulk, bulk100
 
 

@@ -20,7 +20,6 @@ from bench.throughput import drain
 from pgtasks.sysdb.records import Outcome, Status, TaskRecord
 from pgtasks.worker.metrics import WorkerMetrics
 from tests.support.pgserver import PostgresServer
-from tests.support.schemas import drop_schema
 
 CONFIGS = "postgres:threads:8,postgres:prefork:2,sqlite:threads:8"
 METRICS = ("--metrics-port", "0", "--metrics-address", "127.0.0.1")
@@ -64,13 +63,10 @@ def main() -> int:
                     if not base.startswith("postgres"):
                         server = server or PostgresServer(fsync=True).start()
                         base = server.url
-                    schema = f"bench_metrics_{time.time_ns()}"
-                    try:
-                        rate = drain(
-                            f"{base}?schema={schema}", "bench.noop", args.tasks, concurrency, pool, extra
-                        )
-                    finally:
-                        drop_schema(base, schema)
+                    schema = f"bench_metrics_{time.time_ns()}"  # dropped by drain()
+                    rate = drain(
+                        f"{base}?schema={schema}", "bench.noop", args.tasks, concurrency, pool, extra
+                    )
                 else:
                     folder = tempfile.mkdtemp(prefix="pgtasks-bench-")
                     rate = drain(

@@ -1,6 +1,7 @@
 """The yardsticks of `make bench` and the fleet bench, run small so that they cannot rot: the
-raw SQL ceiling measures positive rates, and a small fleet drains its backlog and reports its
-connections and lock waits."""
+raw SQL ceiling measures positive rates, a small fleet drains its backlog and reports its
+connections and lock waits, and every measured run starts from a checkpoint and drops what
+it created."""
 
 from __future__ import annotations
 
@@ -9,8 +10,13 @@ import re
 import subprocess
 import sys
 
-from bench import ceiling
+import psycopg
+import pytest
+from psycopg import sql
+
+from bench import ceiling, server_state, throughput
 from tests.support.processes import REPO
+from tests.support.schemas import new_schema_name, with_schema, with_user
 
 
 def test_the_raw_sql_ceiling_measures_each_yardstick(pg_server_url: str) -> None:
@@ -30,3 +36,53 @@ def test_a_small_fleet_drains_and_reports_connections_and_lock_waits(pg_server_u
     connections = re.search(r"^connections: (\d+) at most", done.stdout, re.MULTILINE)
     assert connections and 2 <= int(connections.group(1)) <= 2 * (2 + 4), done.stdout
     assert re.search(r"^lock waits: \d+ of \d+ active backend samples", done.stdout, re.MULTILINE)
+
+
+def test_a_drain_measures_its_tasks_and_leaves_no_schema_behind(pg_server_url: str) -> None:
+    schema = new_schema_name("bench_")
+    rate = throughput.drain(with_schema(pg_server_url, schema), "bench.noop", 200, 4, "threads")
+    assert rate > 0
+    with psycopg.connect(pg_server_url) as conn:
+        left = conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (schema,)).fetchone()
+    assert left is None
+
+
+def test_each_run_starts_from_a_checkpoint(pg_server_url: str) -> None:
+    with psycopg.connect(pg_server_url, autocommit=True) as conn:
+        before = conn.execute("SELECT checkpoints_req FROM pg_stat_bgwriter").fetchone()
+        assert server_state.settle(pg_server_url) is True
+        after = conn.execute("SELECT checkpoints_req FROM pg_stat_bgwriter").fetchone()
+    assert before is not None and after is not None and after[0] > before[0]
+
+
+def test_a_role_that_may_not_checkpoint_runs_without_one_and_says_so_once(
+    pg_server_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    role = new_schema_name("bench_role_")
+    with psycopg.connect(pg_server_url, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(role)))
+    try:
+        url = with_user(pg_server_url, role)
+        assert server_state.settle(url) is False
+        assert server_state.settle(url) is False
+        said = capsys.readouterr().out
+        assert said.count("runs start without a CHECKPOINT") == 1, said
+        assert "pg_checkpoint" in said or "permission denied" in said, said
+    finally:
+        server_state._refused.clear()
+        with psycopg.connect(pg_server_url, autocommit=True) as conn:
+            conn.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(role)))
+
+
+def test_a_peer_run_drops_its_database(pg_server_url: str) -> None:
+    name = new_schema_name("bench_db_")
+    with psycopg.connect(pg_server_url, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    dsn = pg_server_url.partition("?")[0].rsplit("/", 1)[0] + f"/{name}"
+    idle = psycopg.connect(dsn)  # a session left open, as a killed run would leave
+    try:
+        server_state.drop_database(pg_server_url, dsn)
+    finally:
+        idle.close()
+    with psycopg.connect(pg_server_url) as conn:
+        assert conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone() is None
