@@ -21,6 +21,7 @@ import psycopg
 from psycopg import sql
 
 from pgtasks.sysdb.urls import parse_database_url
+from tests.support import schemas
 
 _refused: list[str] = []  # the checkpoint's refusal, said once
 
@@ -46,10 +47,8 @@ def settle(url: str) -> bool:
 def drop_schema(url: str) -> None:
     """Drop the schema a pgtasks run created (the ``?schema=`` of ``url``), with its tasks."""
     target = parse_database_url(url)
-    if target.dialect != "postgres":
-        return
-    with psycopg.connect(target.dsn, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(target.schema)))
+    if target.dialect == "postgres":
+        schemas.drop_schema(target.dsn, target.schema)
 
 
 def drop_database(server_url: str, dsn: str) -> None:
