@@ -18,6 +18,7 @@ import statistics
 import time
 from collections.abc import Callable
 
+from bench import server_state
 from bench.throughput import drain, median_of, start_worker, stop, unfinished
 from pgtasks import Client
 from pgtasks.engine.options import SendOptions
@@ -28,6 +29,7 @@ def sleepers(url: str, count: int, concurrency: int) -> tuple[float, float]:
     """Queue ``count`` one-second sleepers, start one asyncio worker and wait for all. Returns
     (seconds from the first start to the last completion, by the database's timestamps;
     seconds from starting the worker process to the last completion, by this clock)."""
+    server_state.settle(url)
     client = Client(url)
     client.engine.enqueue(
         [SendOptions(queue="bench").request("bench.async_sleep", [1]) for _ in range(count)]
@@ -49,11 +51,13 @@ def sleepers(url: str, count: int, concurrency: int) -> tuple[float, float]:
     finally:
         stop(worker)
         client.close()
+        server_state.drop_schema(url)
 
 
 def wait_latency(url: str, count: int) -> tuple[float, float, float, float]:
     """p50 and p99, in ms, from sending a no-op to its result in hand: (get_async p50, p99,
     get p50, p99), one task at a time against an idle threads worker."""
+    server_state.settle(url)
     client = Client(url)
     worker = start_worker(url, 8, "threads")
     try:
@@ -80,6 +84,7 @@ def wait_latency(url: str, count: int) -> tuple[float, float, float, float]:
     finally:
         stop(worker)
         client.close()
+        server_state.drop_schema(url)
 
 
 def drain_rates(
