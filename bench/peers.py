@@ -76,8 +76,8 @@ def measure(python: str, server_url: str, count: int, runs: int, rate: float, se
 
     def run(shape: str, *args: str) -> dict[str, object]:
         dsn = _installed(python, server_url)
-        server_state.settle(dsn)
         try:
+            server_state.settle(dsn)
             return _side(python, shape, dsn, *args)
         finally:
             server_state.drop_database(server_url, dsn)
