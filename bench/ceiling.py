@@ -9,7 +9,14 @@ status, a timestamp, and one partial index of the waiting rows in claim order.
 - **insert, batches of 100**: one multi-row INSERT (``unnest`` of arrays) per transaction;
 - **drain, one row per transaction** and **batches of 100**: a claim (``UPDATE ... WHERE id IN
   (SELECT ... FOR UPDATE SKIP LOCKED LIMIT n)``) committed, then the rows marked done in a
-  second commit, as a worker must (the work runs between the two, outside any transaction).
+  second commit, as a worker must (the work runs between the two, outside any transaction);
+- **three steps, n in flight**: the least that durable three-step tasks must commit when n of
+  them run at once and each step waits for its checkpoint's commit before the next step
+  starts (``docs/guarantees.md``): rounds of one multi-row INSERT, one row for each task in
+  flight, committed with its WAL flush; three rounds a task. Nothing else is done (no claim,
+  no outcome, no task code, the smallest checkpoint table), so no pool with n tasks in flight
+  can run three-step tasks faster on this server: its rate divided by the same pool's no-op
+  drain is the highest three-step ratio that pool could reach.
 """
 
 from __future__ import annotations
@@ -43,6 +50,19 @@ CLAIM = (
 )
 COMPLETE = "UPDATE raw_jobs SET status = 'done' WHERE id = ANY(%s)"
 BATCH = 100
+CHECKPOINTS_SETUP = """
+DROP TABLE IF EXISTS raw_checkpoints;
+CREATE TABLE raw_checkpoints (
+    task_id text NOT NULL,
+    step int NOT NULL,
+    output text,
+    PRIMARY KEY (task_id, step)
+);
+"""
+CHECKPOINT_ROUND = (
+    "INSERT INTO raw_checkpoints (task_id, step, output) SELECT t, %s, 'null' FROM unnest(%s::text[]) AS t"
+)
+STEPS = 3
 
 
 def _connect(url: str) -> psycopg.Connection[tuple[object, ...]]:
@@ -82,6 +102,33 @@ def drain_rate(url: str, count: int, batch: int) -> float:
             conn.execute(COMPLETE, (ids,), prepare=True)
             done += len(ids)
         return done / (time.perf_counter() - started)
+
+
+def three_step_rate(url: str, in_flight: int, tasks: int) -> float:
+    """Three-step tasks per second when ``in_flight`` of them run in lockstep: each round
+    commits one checkpoint of every task in flight in one statement (group commit at its
+    best), and a task's next step waits for the commit of its previous one. ``tasks`` is
+    rounded up to whole groups of ``in_flight``."""
+    groups = max(1, -(-tasks // in_flight))
+    with _connect(url) as conn:
+        conn.execute(CHECKPOINTS_SETUP)
+        # Ids of the shape pgtasks stores (36 characters), distinct for every task.
+        id_groups = [
+            [f"{group:08x}-0000-7000-8000-{task:012x}" for task in range(in_flight)]
+            for group in range(groups)
+        ]
+        server_state.settle(url)
+        started = time.perf_counter()
+        for ids in id_groups:
+            for step in range(1, STEPS + 1):
+                conn.execute(CHECKPOINT_ROUND, (step, ids), prepare=True)
+        rate = groups * in_flight / (time.perf_counter() - started)
+        row = conn.execute("SELECT count(*) FROM raw_checkpoints").fetchone()
+        conn.execute("DROP TABLE raw_checkpoints")
+    expected = groups * in_flight * STEPS
+    if row is None or row[0] != expected:
+        raise RuntimeError(f"the three-step ceiling committed {row} checkpoints, not {expected}")
+    return rate
 
 
 def pgtasks_statement_rates(url: str, count: int) -> tuple[float, float]:

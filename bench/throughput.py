@@ -230,6 +230,7 @@ class Row:
     steps: float | None = None
     p50: float | None = None
     p99: float | None = None
+    in_flight: int | None = None  # tasks a pgtasks pool runs at once (its -c)
 
     def cells(self) -> list[str]:
         def count(value: float | None) -> str:
@@ -251,7 +252,7 @@ def pgtasks_row(
     with_enqueue: bool,
 ) -> Row:
     """The figures of one pgtasks configuration; ``at(name)`` gives a fresh database URL."""
-    row = Row(f"pgtasks / {label} -c {concurrency}")
+    row = Row(f"pgtasks / {label} -c {concurrency}", in_flight=concurrency)
     if with_enqueue:
         row.single, row.single_many, row.bulk, row.bulk100 = median_of(
             args.runs, lambda _: enqueue_rates(at("bench_enqueue"), args.tasks)
@@ -283,6 +284,18 @@ def ceiling_rows(url: str, args: argparse.Namespace) -> tuple[Row, Row, Row]:
     )
 
 
+def three_step_ceilings(url: str, rows: list[Row], args: argparse.Namespace) -> dict[int, Row]:
+    """For each number of tasks in flight of the PostgreSQL pools: the three-step rate of
+    checkpoint commits alone in lockstep (:func:`bench.ceiling.three_step_rate`), as many tasks
+    as the pools' three-step drains."""
+    counts = sorted({r.in_flight for r in rows if "postgres" in r.label and r.in_flight})
+    ceilings = {}
+    for count in counts:
+        (rate,) = median_of(args.runs, lambda _, n=count: ceiling.three_step_rate(url, n, args.tasks // 5))
+        ceilings[count] = Row(f"raw SQL, three commits a task, {count} in flight", steps=rate)
+    return ceilings
+
+
 def pgqueuer_row(url: str, args: argparse.Namespace) -> Row | None:
     python = peers.pgqueuer_python()
     if python is None:
@@ -300,19 +313,30 @@ def pgqueuer_row(url: str, args: argparse.Namespace) -> Row | None:
     )
 
 
-def targets(rows: list[Row], raw_many: Row, pgqueuer: Row | None) -> list[list[str]]:
+def targets(
+    rows: list[Row], raw_many: Row, pgqueuer: Row | None, ceilings: dict[int, Row] | None = None
+) -> list[list[str]]:
     """Each goal of issue 26 beside its yardstick from this run (pgqueuer's figures, or the
-    same pool's no-op drain), and the raw SQL shares for reference."""
+    same pool's no-op drain), and the raw SQL shares for reference. ``ceilings``: the
+    three-step ceiling of each number of tasks in flight (:func:`three_step_ceilings`), shown
+    under each pool's three-step goal as the highest ratio that pool could reach here."""
     postgres = [r for r in rows if "postgres" in r.label]
+    ceilings = ceilings or {}
     out: list[list[str]] = []
 
     def add(
-        goal: str, value: float | None, label: str, yardstick: float | None, what: str, needed: float
+        goal: str,
+        value: float | None,
+        label: str,
+        yardstick: float | None,
+        what: str,
+        needed: float,
+        verdicts: tuple[str, str] = ("yes", "NO"),
     ) -> None:
         if not value or not yardstick:
             return
         ratio = value / yardstick
-        met = "yes" if ratio >= needed else "NO"
+        met = verdicts[0] if ratio >= needed else verdicts[1]
         out.append([goal, f"{value:,.0f} ({label})", f"{yardstick:,.0f} {what}", f"{ratio:.2f}", met])
 
     peer = pgqueuer or Row("pgqueuer: not measured")
@@ -363,6 +387,17 @@ def targets(rows: list[Row], raw_many: Row, pgqueuer: Row | None) -> list[list[s
         needed = 0.5 if "prefork" in pool else 1.0
         add(f"no-op drain >= {needed:g} x pgqueuer's best", row.noop, pool, peer.noop, "pgqueuer", needed)
         add("3-step drain >= 0.4 x no-op drain, same pool", row.steps, pool, row.noop, "no-op", 0.4)
+        bound = ceilings.get(row.in_flight or 0)
+        if bound is not None:
+            add(
+                "  its ceiling: three commits a task alone, lockstep",
+                bound.steps,
+                f"{row.in_flight} in flight",
+                row.noop,
+                "no-op",
+                0.4,
+                ("0.4 reachable", "0.4 out of reach"),
+            )
         if row.p50 is not None and row.p99 is not None and peer.p50 is not None and peer.p99 is not None:
             met = "yes" if row.p50 <= peer.p50 and row.p99 <= peer.p99 else "NO"
             out.append(
@@ -434,13 +469,14 @@ def main() -> int:
             server = server or PostgresServer(fsync=True).start()
             postgres_url = server.url
         raw_one, raw_many, raw_own = ceiling_rows(postgres_url, args)
-        for raw in (raw_one, raw_many, raw_own):
+        ceilings = three_step_ceilings(postgres_url, rows, args)
+        for raw in (raw_one, raw_many, raw_own, *ceilings.values()):
             print(" | ".join(raw.cells()), flush=True)
         pgqueuer = pgqueuer_row(postgres_url, args)
         if pgqueuer is not None:
             print(" | ".join(pgqueuer.cells()), flush=True)
         print("\ntarget | pgtasks | yardstick (same run) | ratio | met", flush=True)
-        for line in targets(rows, raw_many, pgqueuer):
+        for line in targets(rows, raw_many, pgqueuer, ceilings):
             print(" | ".join(line), flush=True)
     if server:
         server.destroy()

@@ -27,6 +27,34 @@ def test_the_raw_sql_ceiling_measures_each_yardstick(pg_server_url: str) -> None
     assert min(single, batched, own_single, own_batched, drained_one, drained_many) > 0
 
 
+def test_the_three_step_ceiling_commits_every_checkpoint_and_drops_its_table(pg_server_url: str) -> None:
+    # It checks its own count of committed checkpoints (3 per task, 7 tasks in 3 groups of 3).
+    assert ceiling.three_step_rate(pg_server_url, 3, 7) > 0
+    with psycopg.connect(pg_server_url) as conn:
+        assert conn.execute("SELECT to_regclass('raw_checkpoints')").fetchone() == (None,)
+
+
+def test_each_pool_shows_its_three_step_ceiling_beside_its_goal() -> None:
+    rows = [
+        throughput.Row("pgtasks / postgres prefork -c 2", noop=10_000, steps=500, in_flight=2),
+        throughput.Row("pgtasks / postgres threads -c 32", noop=10_000, steps=1_000, in_flight=32),
+        throughput.Row("pgtasks / sqlite threads -c 8", noop=5_000, steps=400, in_flight=8),
+    ]
+    ceilings = {
+        2: throughput.Row("raw SQL, three commits a task, 2 in flight", steps=3_000),
+        32: throughput.Row("raw SQL, three commits a task, 32 in flight", steps=30_000),
+    }
+    lines = throughput.targets(rows, throughput.Row("raw"), None, ceilings)
+    by_pool = {(line[0].strip(), line[1]): line for line in lines}
+    goal = by_pool[("3-step drain >= 0.4 x no-op drain, same pool", "500 (prefork -c 2)")]
+    assert goal[3:] == ["0.05", "NO"]
+    prefork = by_pool[("its ceiling: three commits a task alone, lockstep", "3,000 (2 in flight)")]
+    assert prefork[2:] == ["10,000 no-op", "0.30", "0.4 out of reach"]
+    threads = by_pool[("its ceiling: three commits a task alone, lockstep", "30,000 (32 in flight)")]
+    assert threads[3:] == ["3.00", "0.4 reachable"]
+    assert not any("sqlite" in line[1] for line in lines)
+
+
 def test_a_small_fleet_drains_and_reports_connections_and_lock_waits(pg_server_url: str) -> None:
     argv = [sys.executable, "-m", "bench.fleet", "--workers", "2", "--concurrency", "2", "--tasks", "400"]
     env = {**os.environ, "PGTASKS_DATABASE_URL": pg_server_url}
