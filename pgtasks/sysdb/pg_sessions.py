@@ -36,10 +36,12 @@ from psycopg.rows import dict_row, tuple_row
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from pgtasks.support.backoff import Backoff, Retry
+from pgtasks.sysdb import one_call
 from pgtasks.sysdb.errors import ConfigurationError, DatabaseBusy, DatabaseUnavailable
 from pgtasks.sysdb.identifiers import quote_identifier
 from pgtasks.sysdb.interface import EnqueueListener
 from pgtasks.sysdb.lifo_pool import LifoConnectionPool
+from pgtasks.sysdb.one_call import OneCallStatement
 from pgtasks.sysdb.urls import DatabaseTarget
 
 T = TypeVar("T")
@@ -244,6 +246,7 @@ class PostgresSessions:
         self._reconnect_deadline = reconnect_deadline() if retry_for is None else retry_for
         self._outage_since: float | None = None  # time.monotonic() of the first failure
         self._outage_lock = threading.Lock()
+        self._one_call_statements: dict[str, OneCallStatement] = {}
 
     def limit_outage_wait(self, seconds: float) -> None:
         self._reconnect_deadline = min(self._reconnect_deadline, max(0.0, seconds))
@@ -439,6 +442,17 @@ class PostgresSessions:
                 return cur.execute(self.sql[name], params or {}).fetchall()
 
         return self._retrying(fetch, generic)
+
+    def _one_call(
+        self, name: str, params: dict[str, Any], generic: bool = False
+    ) -> tuple[list[str], list[tuple[Any, ...]]]:
+        """:meth:`_tuples` in one blocking libpq call (see :mod:`pgtasks.sysdb.one_call`), for
+        the statements of threads that many others wait on; also the column names."""
+        statement = self._one_call_statements.get(name)
+        if statement is None:  # a race here parses twice, to the same value
+            statement = self._one_call_statements[name] = OneCallStatement.parse(name, self.sql[name])
+        prepare = not self.target.transaction_pooling
+        return self._retrying(lambda conn: one_call.run(conn, statement, params, prepare), generic)
 
     def _one(self, name: str, params: dict[str, Any] | None = None) -> dict[str, Any] | None:
         return self._run(name, params, lambda cur: cur.fetchone())

@@ -582,7 +582,8 @@ class PostgresSystemDatabase(PostgresSessions, SqlStore):
         }
         written: set[tuple[str, int]] = set()
         stopped: set[tuple[str, int]] = set()  # owned, but the task is cancelled
-        for task_id, function_id, task_status in self._tuples("steps_record_many", args, generic=True):
+        _, rows = self._one_call("steps_record_many", args, generic=True)
+        for task_id, function_id, task_status in rows:
             (written if task_status is None else stopped).add((task_id, function_id))
         owners = {}
         if len(written) < len(steps):
@@ -599,8 +600,8 @@ class PostgresSystemDatabase(PostgresSessions, SqlStore):
 
     def tasks_owned_by(self, owners: list[TaskOwner]) -> list[bool]:
         args = {"task_ids": TextArray([o.task_id for o in owners])}
-        rows = self._all("tasks_owned_by", args, generic=True)
-        found = {r["workflow_uuid"]: r for r in rows}
+        columns, rows = self._one_call("tasks_owned_by", args, generic=True)
+        found = {r["workflow_uuid"]: r for r in (dict(zip(columns, row, strict=True)) for row in rows)}
         return [runs_here(found.get(o.task_id), o) for o in owners]
 
     # -- wake-ups -----------------------------------------------------------------------

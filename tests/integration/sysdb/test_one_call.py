@@ -1,0 +1,96 @@
+"""Statements sent in one blocking libpq call (pgtasks.sysdb.one_call) give what psycopg's
+``execute`` gives: the same rows and values, the same errors, a lost connection as an
+OperationalError; prepared once per session, or never (behind a transaction pool)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+import pytest
+
+from pgtasks.sysdb.one_call import OneCallStatement, run
+from pgtasks.sysdb.pg_arrays import Int8Array, TextArray
+from pgtasks.sysdb.pg_sessions import is_unavailable
+
+ECHO = OneCallStatement.parse(
+    "echo",
+    "SELECT t, n, %(label)s::text AS label, '100%%' AS pct"
+    " FROM unnest(%(texts)b::text[], %(numbers)b::bigint[]) AS u(t, n) WHERE %(label)s::text IS NOT NULL",
+)
+PARAMS: dict[str, Any] = {
+    "texts": TextArray(["a", None, "h\u00e9 \u2603", "x" * 5000]),
+    "numbers": Int8Array([1, 2**62, None, -5]),
+    "label": "l",
+}
+
+
+def test_placeholders_become_numbered_parameters() -> None:
+    assert ECHO.keys == ("label", "texts", "numbers")
+    assert ECHO.text.decode().startswith(
+        "SELECT t, n, $1::text AS label, '100%' AS pct FROM unnest($2::text[], $3"
+    )
+    assert ECHO.text.decode().endswith("WHERE $1::text IS NOT NULL")
+
+
+@pytest.mark.parametrize(
+    ("sql", "message"),
+    [
+        ("SELECT %(a)s, %(a)b", "statement bad: %(a) is sent in two formats"),
+        ("SELECT %(a)x", "statement bad: a placeholder that is not %(name)s, b or t"),
+    ],
+)
+def test_a_statement_psycopg_would_not_send_is_refused(sql: str, message: str) -> None:
+    with pytest.raises(ValueError) as raised:
+        OneCallStatement.parse("bad", sql)
+    assert str(raised.value) == message
+
+
+@pytest.mark.parametrize("prepare", [True, False])
+def test_rows_and_values_are_psycopgs(pg_server_url: str, prepare: bool) -> None:
+    with psycopg.connect(pg_server_url, autocommit=True) as conn:
+        expected = conn.execute(
+            "SELECT t, n, %(label)s::text AS label, '100%%' AS pct"
+            " FROM unnest(%(texts)b::text[], %(numbers)b::bigint[]) AS u(t, n)",
+            PARAMS,
+        ).fetchall()
+        columns, rows = run(conn, ECHO, PARAMS, prepare)
+        again = run(conn, ECHO, PARAMS, prepare)
+        prepared = conn.execute(
+            "SELECT name FROM pg_prepared_statements WHERE name LIKE 'pgtasks_echo_%'"
+        ).fetchall()
+    assert columns == ["t", "n", "label", "pct"]
+    assert (
+        rows
+        == expected
+        == [
+            ("a", 1, "l", "100%"),
+            (None, 2**62, "l", "100%"),
+            ("h\u00e9 \u2603", None, "l", "100%"),
+            ("x" * 5000, -5, "l", "100%"),
+        ]
+    )
+    assert again == (columns, rows)
+    assert len(prepared) == (1 if prepare else 0)
+
+
+def test_a_server_error_is_psycopgs_error(pg_server_url: str) -> None:
+    fails = OneCallStatement.parse("fails", "SELECT 1 / %(zero)s::int")
+    with psycopg.connect(pg_server_url, autocommit=True) as conn:
+        for prepare in (True, False):
+            with pytest.raises(psycopg.errors.DivisionByZero):
+                run(conn, fails, {"zero": 0}, prepare)
+        assert run(conn, fails, {"zero": 1}, True) == (["?column?"], [(1,)])
+
+
+def test_a_lost_connection_is_an_outage(pg_server_url: str) -> None:
+    with (
+        psycopg.connect(pg_server_url, autocommit=True) as conn,
+        psycopg.connect(pg_server_url, autocommit=True) as admin,
+    ):
+        run(conn, ECHO, PARAMS, True)
+        admin.execute("SELECT pg_terminate_backend(%s)", (conn.info.backend_pid,))
+        with pytest.raises(psycopg.OperationalError) as raised:
+            run(conn, ECHO, PARAMS, True)
+    assert is_unavailable(raised.value)
+    assert conn.broken
