@@ -9,6 +9,8 @@ held from a second connection, the timeouts are the role's own settings.
   once, each step body run once, with no misleading line in the log.
 - A role whose transactions are read-only: the worker says so in one line and waits; once the
   role may write again, it runs its tasks.
+- A prefork child's soft time limit that falls while its checkpoint waits on a lock is raised
+  once the checkpoint has committed, not in the middle of it.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from urllib.parse import parse_qs, urlsplit
 import psycopg
 import pytest
 
-from pgtasks import Client, TimeLimitExceeded
+from pgtasks import Client, SoftTimeLimitExceeded, TimeLimitExceeded
 from tests.support.inprocess import wait_for
 from tests.support.ledger import lines_of, text_of
 from tests.support.processes import stop, worker_process
@@ -184,6 +186,46 @@ def test_a_lock_timeout_on_the_role_is_retried_not_the_tasks_failure(
         "released",
         "Traceback",
     ):
+        assert misleading not in out, out
+
+
+def test_a_soft_limit_during_a_held_checkpoint_is_raised_once_it_committed(
+    pg_url: str, pg_server_url: str, tmp_path: Path
+) -> None:
+    """The child's SIGALRM handler runs between Python instructions, after the checkpoint
+    statement returns: the task fails with SoftTimeLimitExceeded after the operator lets go,
+    its first step recorded, its second never started."""
+    schema = _schema(pg_url)
+    ledger = tmp_path / "ledger"
+    worker = _worker(pg_url, tmp_path, "w1", "prefork", "--soft-time-limit", "1")
+    client = Client(pg_url, pool_size=2)
+    try:
+        with psycopg.connect(pg_server_url, autocommit=True) as look:
+            wait_for(lambda: "ready." in text_of(tmp_path / "w1.log"), 60, "the worker to start")
+            task = client.enqueue("ops.steps", [2, 0.4])
+            wait_for(lambda: f"{task.id} start" in lines_of(ledger), 60, "the task to start")
+            with psycopg.connect(pg_server_url) as operator:  # before its first checkpoint
+                operator.execute(
+                    f'SELECT 1 FROM "{schema}".workflow_status WHERE workflow_uuid = %s FOR UPDATE', [task.id]
+                )
+                time.sleep(HOLD)  # the hold itself: past the soft limit, one second after the start
+                held = _status(look, schema, task.id)
+                operator.rollback()
+            with pytest.raises(SoftTimeLimitExceeded):
+                task.get(timeout=60)
+            recorded = look.execute(
+                f'SELECT function_id FROM "{schema}".operation_outputs WHERE workflow_uuid = %s', [task.id]
+            ).fetchall()
+    finally:
+        client.close()
+        stop(worker)
+    assert held == "PENDING"  # no outcome while its checkpoint waited
+    assert recorded == [(1,)]
+    runs = [line.split(" ", 1)[1] for line in lines_of(ledger) if line.startswith(task.id)]
+    assert runs == ["start", "work0"], runs
+    out = text_of(tmp_path / "w1.log")
+    assert out.count("raised unexpected: SoftTimeLimitExceeded") == 1, out  # the task's own failure
+    for misleading in ("could not write", "cancelled or taken over", "released", "OperationalError"):
         assert misleading not in out, out
 
 
