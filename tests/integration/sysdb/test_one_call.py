@@ -74,6 +74,16 @@ def test_rows_and_values_are_psycopgs(pg_server_url: str, prepare: bool) -> None
     assert len(prepared) == (1 if prepare else 0)
 
 
+def test_a_session_that_forgot_the_statement_prepares_it_again(pg_server_url: str) -> None:
+    # DISCARD ALL: what a pooler's reset query or an operator does to a session.
+    with psycopg.connect(pg_server_url, autocommit=True) as conn:
+        first = run(conn, ECHO, PARAMS, True)
+        conn.execute("DISCARD ALL")
+        assert run(conn, ECHO, PARAMS, True) == first
+        prepared = conn.execute("SELECT count(*) FROM pg_prepared_statements").fetchone()
+    assert prepared == (1,)
+
+
 def test_a_server_error_is_psycopgs_error(pg_server_url: str) -> None:
     fails = OneCallStatement.parse("fails", "SELECT 1 / %(zero)s::int")
     with psycopg.connect(pg_server_url, autocommit=True) as conn:
