@@ -8,9 +8,10 @@ them: in a threads ``-c 32`` drain of three-step tasks a batch of 8 checkpoints 
 as the writer saw it, against 0.23 ms for a round of 8 rows sent alone, while the writer's
 server session sat idle waiting for it (docs/performance.md, stop 50). ``PQexecPrepared``
 (``PQexecParams`` behind a transaction-pooling PgBouncer) does the whole round trip in one
-call that leaves the GIL once: 8 to 16% more three-step tasks per second on the threads
-pools. A prefork child, which has the interpreter to itself, writes its own checkpoints this
-way too and gains as much from psycopg's per-statement work left out.
+call that leaves the GIL once: 9 to 19% more three-step tasks per second on the threads
+pools (medians of three alternating drains). A prefork child, which has the interpreter to
+itself, writes its own checkpoints this way too and gains as much from psycopg's
+per-statement work left out.
 
 The statements keep the text of ``sql/postgres.sql``: their ``%(name)b`` / ``%(name)s``
 placeholders become ``$1``, ``$2``... once, and the parameters are dumped by the connection's
