@@ -37,6 +37,7 @@ from psycopg.adapt import PyFormat, Transformer
 _PLACEHOLDER = re.compile(r"%(?:\((\w+)\)([sbt])|(%))")
 _FORMATS = {"s": PyFormat.AUTO, "b": PyFormat.BINARY, "t": PyFormat.TEXT}
 _UNKNOWN_STATEMENT = b"26000"  # invalid_sql_statement_name: not prepared on this session
+_names: dict[tuple[str, tuple[int, ...]], bytes] = {}  # see _prepared_name
 
 
 @dataclass(frozen=True)
@@ -84,8 +85,8 @@ def run(
     values = cast("Sequence[bytes]", dumped)
     pgconn = conn.pgconn
     if prepare:
-        types = transformer.types
-        name = f"pgtasks_{statement.name}_{zlib.crc32(repr(types).encode()):08x}".encode()
+        types = transformer.types or ()
+        name = _prepared_name(statement, types)
         result = pgconn.exec_prepared(name, values, transformer.formats)
         if result.error_field(pq.DiagnosticField.SQLSTATE) == _UNKNOWN_STATEMENT:
             _check(conn, pgconn.prepare(name, statement.text, types), pq.ExecStatus.COMMAND_OK)
@@ -96,6 +97,16 @@ def run(
     transformer.set_pgresult(result)
     columns = [(result.fname(i) or b"").decode() for i in range(result.nfields)]
     return columns, transformer.load_rows(0, result.ntuples, tuple)
+
+
+def _prepared_name(statement: OneCallStatement, types: Sequence[int]) -> bytes:
+    """The server-side name of ``statement`` with these parameter types (at most 63 bytes),
+    made once per pair rather than at each call."""
+    key = (statement.name, tuple(types))
+    name = _names.get(key)
+    if name is None:  # a race here makes the same name twice
+        name = _names[key] = f"pgtasks_{statement.name}_{zlib.crc32(repr(key[1]).encode()):08x}".encode()
+    return name
 
 
 def _check(conn: psycopg.Connection[Any], result: pq.abc.PGresult, expected: pq.ExecStatus) -> None:

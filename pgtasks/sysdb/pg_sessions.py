@@ -41,7 +41,6 @@ from pgtasks.sysdb.errors import ConfigurationError, DatabaseBusy, DatabaseUnava
 from pgtasks.sysdb.identifiers import quote_identifier
 from pgtasks.sysdb.interface import EnqueueListener
 from pgtasks.sysdb.lifo_pool import LifoConnectionPool
-from pgtasks.sysdb.one_call import OneCallStatement
 from pgtasks.sysdb.urls import DatabaseTarget
 
 T = TypeVar("T")
@@ -246,7 +245,7 @@ class PostgresSessions:
         self._reconnect_deadline = reconnect_deadline() if retry_for is None else retry_for
         self._outage_since: float | None = None  # time.monotonic() of the first failure
         self._outage_lock = threading.Lock()
-        self._one_call_statements: dict[str, OneCallStatement] = {}
+        self._one_call_statements: dict[str, one_call.OneCallStatement] = {}
 
     def limit_outage_wait(self, seconds: float) -> None:
         self._reconnect_deadline = min(self._reconnect_deadline, max(0.0, seconds))
@@ -450,7 +449,9 @@ class PostgresSessions:
         the statements of threads that many others wait on; also the column names."""
         statement = self._one_call_statements.get(name)
         if statement is None:  # a race here parses twice, to the same value
-            statement = self._one_call_statements[name] = OneCallStatement.parse(name, self.sql[name])
+            statement = self._one_call_statements[name] = one_call.OneCallStatement.parse(
+                name, self.sql[name]
+            )
         prepare = not self.target.transaction_pooling
         return self._retrying(lambda conn: one_call.run(conn, statement, params, prepare), generic)
 
