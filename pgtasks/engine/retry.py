@@ -47,13 +47,31 @@ async def with_database_retry_async(
     """:func:`with_database_retry` for a task on a shared event loop: ``call()`` makes a fresh
     awaitable per attempt and the waits between attempts do not block the loop."""
     started = time.monotonic()
-    retry: Retry | None = None  # made on the first failure: the way through reads the clock once
+    try:
+        return await call()
+    except DatabaseUnavailable as exc:
+        return await retry_database_async(call, exc, started, give_up_after, what, task_id)
+
+
+async def retry_database_async(
+    call: Callable[[], Awaitable[T]],
+    failure: DatabaseUnavailable,
+    started: float,
+    give_up_after: float,
+    what: str,
+    task_id: str,
+) -> T:
+    """The rest of :func:`with_database_retry_async` once the call made at ``started`` failed
+    with ``failure``: for a caller that makes its first attempt inline (one coroutine frame
+    less on the way through, where nothing fails)."""
+    retry: Retry | None = None
     while True:
+        retry = _retry_for(retry, failure, started, give_up_after)
+        await asyncio.sleep(_pause_or_release(retry, failure, give_up_after, what, task_id))
         try:
             return await call()
         except DatabaseUnavailable as exc:
-            retry = _retry_for(retry, exc, started, give_up_after)
-            await asyncio.sleep(_pause_or_release(retry, exc, give_up_after, what, task_id))
+            failure = exc
 
 
 def _retry_for(retry: Retry | None, exc: DatabaseUnavailable, started: float, give_up_after: float) -> Retry:

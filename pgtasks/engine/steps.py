@@ -16,8 +16,9 @@ from pgtasks.engine.crashpoints import crashpoint
 from pgtasks.engine.errors import ConfigurationError, NonDeterminismError, TaskAbandoned
 from pgtasks.engine.failures import decode_exception, encode_exception
 from pgtasks.engine.forks import exit_if_forked_copy
-from pgtasks.engine.retry import with_database_retry, with_database_retry_async
+from pgtasks.engine.retry import retry_database_async, with_database_retry
 from pgtasks.support.backoff import Backoff
+from pgtasks.sysdb.errors import DatabaseUnavailable
 from pgtasks.sysdb.records import StepRecord, StepWrite, TaskOwner
 
 # A checkpoint committed this recently proves the task still runs here as well as a fresh
@@ -93,9 +94,19 @@ async def run_step_async(
     ctx = running_context()
     if ctx is None or ctx.pid != os.getpid():  # outside a task, or in a process it forked
         return await fn(*args, **kwargs)
-    begun = await _begin_async(ctx, options) if ctx.shared_loop else _begin(ctx, options)
-    if isinstance(begun, _Replayed):
-        return begun.value
+    shared = ctx.shared_loop
+    if shared:  # _begin_async inline: no coroutine to make and pass through when no read is due
+        position = _position(ctx, options)
+        if isinstance(position, _Replayed):
+            return position.value
+        if _check_due(ctx):
+            await _confirm_owned_async(ctx)
+        begun = _started(ctx, options, position)
+    else:
+        first = _begin(ctx, options)
+        if isinstance(first, _Replayed):
+            return first.value
+        begun = first
     attempt = 0
     with tracing.stepping(options.name, begun.function_id, ctx.task_id):
         while True:
@@ -107,12 +118,12 @@ async def run_step_async(
                     attempt += 1
                     await asyncio.sleep(options.delay(attempt))
                     continue
-                if ctx.shared_loop:
+                if shared:
                     await _checkpoint_async(ctx, begun, options.name, None, encode_exception(exc))
                 else:
                     _failed(ctx, options, begun, exc)
                 raise
-    if not ctx.shared_loop:
+    if not shared:
         return _finish(ctx, options, begun, value)
     what = f"return value of step {options.name!r}"
     tag, text = ctx.engine.codec.dumps(value, what, ctx.record.serialization)
@@ -151,24 +162,25 @@ def _begin(ctx: TaskContext, options: StepOptions) -> _Begun | _Replayed:
     return _started(ctx, options, position)
 
 
-async def _begin_async(ctx: TaskContext, options: StepOptions) -> _Begun | _Replayed:
-    """:func:`_begin` on a shared event loop: the ownership read is awaited (the checkpoint
-    writer makes it, with the other tasks' reads)."""
-    position = _position(ctx, options)
-    if isinstance(position, _Replayed):
-        return position
-    if _check_due(ctx):
-        engine = ctx.engine
-        owner = TaskOwner(ctx.task_id, ctx.executor_id, ctx.record.claim_token)
-        owned = await with_database_retry_async(
-            lambda: engine.database.owned_async(owner),
-            engine.settings.lease_seconds,
+async def _confirm_owned_async(ctx: TaskContext) -> None:
+    """:func:`_begin`'s ownership read on a shared event loop, awaited (the checkpoint writer
+    makes it, with the other tasks' reads)."""
+    database = ctx.engine.database
+    owner = TaskOwner(ctx.task_id, ctx.executor_id, ctx.record.claim_token)
+    started = time.monotonic()
+    try:  # the first attempt inline, as in _checkpoint_async
+        owned = await database.owned_async(owner)
+    except DatabaseUnavailable as exc:
+        owned = await retry_database_async(
+            lambda: database.owned_async(owner),
+            exc,
+            started,
+            ctx.engine.settings.lease_seconds,
             "ownership check",
             ctx.task_id,
         )
-        if not owned:
-            raise TaskAbandoned(ctx.task_id)
-    return _started(ctx, options, position)
+    if not owned:
+        raise TaskAbandoned(ctx.task_id)
 
 
 def _position(ctx: TaskContext, options: StepOptions) -> int | _Replayed:
@@ -250,19 +262,36 @@ async def _checkpoint_async(
     ctx: TaskContext, begun: _Begun, name: str, output: str | None, error: str | None, tag: str = "json"
 ) -> None:
     """:func:`_checkpoint` on a shared event loop: the checkpoint joins the group commit and
-    is awaited, so the other tasks on the loop run while it is written."""
+    is awaited, so the other tasks on the loop run while it is written. The first attempt is
+    made here, not through :func:`with_database_retry_async`: every step of every task on the
+    loop passes this way, and each coroutine frame is resumed at each of its wake-ups."""
     record = _step_record(ctx, begun.function_id, name, output, error, begun.started, tag)
-
-    async def write() -> StepWrite:
+    database = ctx.engine.database
+    started = time.monotonic()
+    try:
         crashpoint("after_step_body_before_checkpoint", **begun.point)
-        written = await ctx.engine.database.record_step_async(record)
+        written = await database.record_step_async(record)
+        # As in _checkpoint: in raise mode, the lost reply after a COMMIT, which the retry
+        # recognises (its own row: RECORDED).
         crashpoint("after_checkpoint_commit", **begun.point)
-        return written
-
-    written = await with_database_retry_async(
-        write, ctx.engine.settings.lease_seconds, "checkpoint", ctx.task_id
-    )
+    except DatabaseUnavailable as exc:
+        written = await retry_database_async(
+            lambda: _write_async(database, record, begun.point),
+            exc,
+            started,
+            ctx.engine.settings.lease_seconds,
+            "checkpoint",
+            ctx.task_id,
+        )
     _recorded(ctx, record, written)
+
+
+async def _write_async(database: Any, record: StepRecord, point: dict[str, Any]) -> StepWrite:
+    """One more attempt of :func:`_checkpoint_async`'s write, crash points included."""
+    crashpoint("after_step_body_before_checkpoint", **point)
+    written: StepWrite = await database.record_step_async(record)
+    crashpoint("after_checkpoint_commit", **point)
+    return written
 
 
 def _step_record(

@@ -58,6 +58,41 @@ def test_a_completed_async_step_never_runs_again_after_kill_9(database_url: str,
     client.close()
 
 
+@pytest.mark.parametrize(
+    ("point", "score_runs"),
+    [("after_step_body_before_checkpoint", 2), ("after_checkpoint_commit", 1)],
+)
+def test_a_lost_connection_at_an_async_checkpoint_releases_the_task_and_spares_the_worker(
+    database_url: str, ledger: Path, point: str, score_runs: int
+) -> None:
+    """Every write of the second step's checkpoint fails like a lost connection on the first
+    attempt (before the commit, or as its lost reply): the coroutine retries it for a lease,
+    gives the task back, and the worker runs it again from its last checkpoint."""
+    client = Client(database_url)
+    handle = client.enqueue("aio.pipeline", [4])
+    worker = worker_process(
+        database_url,
+        ledger,
+        "w1",
+        app=APP,
+        pool="asyncio",
+        crashpoint=f"{point}:function_id=2,attempt=1",
+        extra_env={"PGTASKS_CRASHPOINT_MODE": "raise"},
+    )
+    try:
+        assert handle.get(timeout=60) == (4 + 1) * 2 - 3
+        assert worker.poll() is None  # the worker survived
+    finally:
+        out = stop(worker)
+    assert "checkpoint failed, retrying" in out and "releasing it" in out, out[-3000:]
+    seen = effects(ledger)
+    # A checkpoint that committed is recognised on the retry and replayed on the next run.
+    assert [seen[(handle.id, label)] for label in ("fetch", "score", "sync")] == [1, score_runs, 1]
+    record = client.engine.get_task(handle.id)
+    assert record is not None and record.recovery_attempts == 2
+    client.close()
+
+
 def test_revoke_and_terminate_stop_async_tasks(database_url: str, ledger: Path, tmp_path: Path) -> None:
     client = Client(database_url)
     log = tmp_path / "worker.log"
