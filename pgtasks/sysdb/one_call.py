@@ -19,11 +19,21 @@ own adapters (psycopg's ``Transformer``), so the values and their types are exac
 ``execute`` would send. A server-side prepared statement is named after the statement and
 its parameter types, and prepared on a session the first time the server says it does not
 know it there.
+
+A blocking libpq call cannot be interrupted: a signal's handler runs only once it returns.
+Signals reach the main thread only, so a caller there (one producer's ``delay()``) asks for
+``interruptible``: the statement is sent, and its reply waited for on the socket (still one
+wait without the GIL when the reply comes in one piece); Ctrl-C or a soft time limit during
+the wait cancels the statement first, as psycopg's ``execute`` does on Ctrl-C. A single
+``delay()`` this way costs its thread 15% less CPU than through ``execute``; sixteen producer
+threads enqueue a third more a second (docs/performance.md, stop 51).
 """
 
 from __future__ import annotations
 
+import contextlib
 import re
+import select
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -73,30 +83,110 @@ class OneCallStatement:
 
 
 def run(
-    conn: psycopg.Connection[Any], statement: OneCallStatement, params: dict[str, Any], prepare: bool
+    conn: psycopg.Connection[Any],
+    statement: OneCallStatement,
+    params: dict[str, Any],
+    prepare: bool,
+    interruptible: bool = False,
 ) -> tuple[list[str], list[tuple[Any, ...]]]:
     """Run ``statement`` on ``conn`` (in autocommit) in one blocking call; its column names
     and rows. ``prepare``: as a server-side prepared statement (not through a transaction
-    pool, which may hand each statement to another session). Raises the error psycopg would
-    raise for the same reply."""
+    pool, which may hand each statement to another session). ``interruptible``: sent, then
+    waited for, so that a signal's exception can end the wait (for the main thread). Raises
+    the error psycopg would raise for the same reply."""
     transformer = Transformer(conn)
     dumped = transformer.dump_sequence([params[key] for key in statement.keys], statement.formats)
     # A None is sent as NULL by every exec_* of psycopg.pq; only exec_prepared's annotation says otherwise.
     values = cast("Sequence[bytes]", dumped)
-    pgconn = conn.pgconn
+    calls = _Calls(conn, interruptible)
     if prepare:
         types = transformer.types or ()
         name = _prepared_name(statement, types)
-        result = pgconn.exec_prepared(name, values, transformer.formats)
+        result = calls.exec_prepared(name, values, transformer.formats)
         if result.error_field(pq.DiagnosticField.SQLSTATE) == _UNKNOWN_STATEMENT:
-            _check(conn, pgconn.prepare(name, statement.text, types), pq.ExecStatus.COMMAND_OK)
-            result = pgconn.exec_prepared(name, values, transformer.formats)
+            _check(conn, calls.prepare(name, statement.text, types), pq.ExecStatus.COMMAND_OK)
+            result = calls.exec_prepared(name, values, transformer.formats)
     else:
-        result = pgconn.exec_params(statement.text, values, transformer.types, transformer.formats)
+        result = calls.exec_params(statement.text, values, transformer.types, transformer.formats)
     _check(conn, result, pq.ExecStatus.TUPLES_OK)
     transformer.set_pgresult(result)
     columns = [(result.fname(i) or b"").decode() for i in range(result.nfields)]
     return columns, transformer.load_rows(0, result.ntuples, tuple)
+
+
+class _Calls:
+    """libpq's calls on ``conn``: each one blocking call, or (``interruptible``) sent, then
+    waited for by :func:`_reply`."""
+
+    def __init__(self, conn: psycopg.Connection[Any], interruptible: bool) -> None:
+        self.conn, self.pgconn, self.interruptible = conn, conn.pgconn, interruptible
+
+    def exec_prepared(
+        self, name: bytes, values: Sequence[bytes], formats: Sequence[int] | None
+    ) -> pq.abc.PGresult:
+        if not self.interruptible:
+            return self.pgconn.exec_prepared(name, values, formats)
+        self.pgconn.send_query_prepared(name, values, formats)
+        return _reply(self.conn)
+
+    def prepare(self, name: bytes, text: bytes, types: Sequence[int]) -> pq.abc.PGresult:
+        if not self.interruptible:
+            return self.pgconn.prepare(name, text, types)
+        self.pgconn.send_prepare(name, text, types)
+        return _reply(self.conn)
+
+    def exec_params(
+        self, text: bytes, values: Sequence[bytes], types: Sequence[int] | None, formats: Sequence[int] | None
+    ) -> pq.abc.PGresult:
+        if not self.interruptible:
+            return self.pgconn.exec_params(text, values, types, formats)
+        self.pgconn.send_query_params(text, values, types, formats)
+        return _reply(self.conn)
+
+
+def _reply(conn: psycopg.Connection[Any]) -> pq.abc.PGresult:
+    """The reply to the statement just sent on ``conn``'s (non-blocking) session, waiting for
+    the socket without the GIL, once when the reply comes in one piece. A signal handler's
+    exception during the wait (KeyboardInterrupt, a soft time limit) cancels the statement on
+    the server and is raised once its reply is read, so the session is left idle and the
+    statement has either committed or not run; psycopg's ``execute`` cancels on Ctrl-C only."""
+    pgconn = conn.pgconn
+    try:
+        _wait_for_reply(pgconn)
+    except BaseException:
+        with contextlib.suppress(Exception):  # a session already lost has nothing to cancel
+            conn.cancel()
+            _wait_for_reply(pgconn)
+            _drain(pgconn)
+        raise
+    return _drain(pgconn)
+
+
+def _wait_for_reply(pgconn: pq.abc.PGconn) -> None:
+    """Send what libpq still holds of the statement, then read until its reply is complete."""
+    waiting = select.poll()
+    fd = pgconn.socket
+    if pgconn.flush():  # a statement larger than the socket's buffer: send the rest as it drains
+        waiting.register(fd, select.POLLIN | select.POLLOUT)
+        while pgconn.flush():
+            waiting.poll()
+            pgconn.consume_input()
+    waiting.register(fd, select.POLLIN)
+    pgconn.consume_input()
+    while pgconn.is_busy():
+        waiting.poll()
+        pgconn.consume_input()
+
+
+def _drain(pgconn: pq.abc.PGconn) -> pq.abc.PGresult:
+    """The statement's result, every result of the session read (libpq's rule before the next
+    statement); a lost connection's own error if the server sent none."""
+    last = None
+    while (result := pgconn.get_result()) is not None:
+        last = result
+    if last is None:  # nothing came: libpq has the reason
+        raise psycopg.OperationalError(pgconn.error_message.decode("utf-8", "replace"))
+    return last
 
 
 def _prepared_name(statement: OneCallStatement, types: Sequence[int]) -> bytes:

@@ -447,13 +447,18 @@ class PostgresSessions:
     ) -> tuple[list[str], list[tuple[Any, ...]]]:
         """:meth:`_tuples` in one blocking libpq call (see :mod:`pgtasks.sysdb.one_call`), for
         the statements of threads that many others wait on; also the column names."""
+        statement = self._one_call_statement(name)
+        prepare = not self.target.transaction_pooling
+        return self._retrying(lambda conn: one_call.run(conn, statement, params, prepare), generic)
+
+    def _one_call_statement(self, name: str) -> one_call.OneCallStatement:
+        """The statement ``name`` in libpq's form, parsed at its first use."""
         statement = self._one_call_statements.get(name)
         if statement is None:  # a race here parses twice, to the same value
             statement = self._one_call_statements[name] = one_call.OneCallStatement.parse(
                 name, self.sql[name]
             )
-        prepare = not self.target.transaction_pooling
-        return self._retrying(lambda conn: one_call.run(conn, statement, params, prepare), generic)
+        return statement
 
     def _one(self, name: str, params: dict[str, Any] | None = None) -> dict[str, Any] | None:
         return self._run(name, params, lambda cur: cur.fetchone())

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from contextlib import AbstractContextManager, asynccontextmanager, contextmanager
@@ -18,6 +19,7 @@ from typing import Any
 import psycopg
 from psycopg.rows import dict_row, tuple_row
 
+from pgtasks.sysdb import one_call
 from pgtasks.sysdb.dedup import (
     all_inserted,
     enqueue_columns,
@@ -429,8 +431,16 @@ class PostgresSystemDatabase(PostgresSessions, SqlStore):
         check: a conflict fails the statement (see tasks_enqueue_new). On a pooled connection
         (``own``) the statement is prepared at its first use: the pool hands its connections
         out in turn, and psycopg would otherwise parse and plan it (about 0.4 ms of the server)
-        five times on each before preparing it; not behind a transaction-pooling PgBouncer."""
+        five times on each before preparing it; not behind a transaction-pooling PgBouncer.
+        One task on a pooled connection (``delay()``) goes to libpq in one call (one_call),
+        interruptible on the main thread."""
         prepare = own and not self.target.transaction_pooling
+        if len(tasks) == 1 and own:
+            statement = self._one_call_statement("tasks_enqueue_one_new")
+            params = {**single_task_params(tasks[0]), "channel": self.channel}
+            main = threading.current_thread() is threading.main_thread()
+            one_call.run(conn, statement, params, prepare, interruptible=main)
+            return
         if len(tasks) == 1:
             name, params = "tasks_enqueue_one_new", single_task_params(tasks[0])
         else:

@@ -11,11 +11,16 @@ held from a second connection, the timeouts are the role's own settings.
   role may write again, it runs its tasks.
 - A prefork child's soft time limit that falls while its checkpoint waits on a lock is raised
   when the wait ends, not in the middle of the statement.
+- Ctrl-C on a program whose ``delay()`` waits behind an operator's table lock ends the wait at
+  once: the insert is cancelled on the server, and no task is left behind.
 """
 
 from __future__ import annotations
 
 import secrets
+import signal
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -228,6 +233,62 @@ def test_a_soft_limit_during_a_held_checkpoint_is_raised_once_it_committed(
     assert out.count("raised unexpected: SoftTimeLimitExceeded") == 1, out  # the task's own failure
     for misleading in ("could not write", "cancelled or taken over", "released", "OperationalError"):
         assert misleading not in out, out
+
+
+PRODUCER = """
+import sys
+from pgtasks import Client
+client = Client(sys.argv[1], pool_size=1)
+client.enqueue("ops.steps", [1])  # the schema checked, the session opened, the insert prepared
+print("ready", flush=True)
+sys.stdin.readline()
+client.enqueue("ops.steps", [1])
+print("sent", flush=True)
+"""
+
+
+def test_ctrl_c_ends_a_delay_held_by_an_operators_lock(pg_url: str, pg_server_url: str) -> None:
+    schema = _schema(pg_url)
+    producer = subprocess.Popen(
+        [sys.executable, "-c", PRODUCER, pg_url],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    try:
+        assert producer.stdout is not None and producer.stdin is not None
+        assert producer.stdout.readline() == "ready\n"
+        with (
+            psycopg.connect(pg_server_url, autocommit=True) as look,
+            psycopg.connect(pg_server_url) as operator,
+        ):
+            operator.execute(f'LOCK TABLE "{schema}".workflow_status IN ACCESS EXCLUSIVE MODE')
+            producer.stdin.write("go\n")
+            producer.stdin.flush()
+            wait_for(lambda: _inserts_waiting(look, schema) == 1, 60, "the insert to wait for the lock")
+            producer.send_signal(signal.SIGINT)
+            out, err = producer.communicate(timeout=60)  # the lock still held
+            waiting_after = _inserts_waiting(look, schema)
+            operator.rollback()
+            count = look.execute(f'SELECT count(*) FROM "{schema}".workflow_status').fetchone()
+    finally:
+        if producer.poll() is None:
+            producer.kill()
+            producer.communicate()
+    assert producer.returncode != 0 and "KeyboardInterrupt" in err, err
+    assert "sent" not in out
+    assert waiting_after == 0  # cancelled on the server, not left waiting
+    assert count == (1,)  # only the first task
+
+
+def _inserts_waiting(look: psycopg.Connection, schema: str) -> int:
+    row = look.execute(
+        "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE %s",
+        [f"%INSERT INTO %{schema}%.workflow_status%"],
+    ).fetchone()
+    return int(row[0]) if row else 0
 
 
 def test_a_read_only_server_is_waited_for_in_one_line(
