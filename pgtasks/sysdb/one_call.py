@@ -153,18 +153,18 @@ def _reply(conn: psycopg.Connection[Any]) -> pq.abc.PGresult:
     statement has either committed or not run; psycopg's ``execute`` cancels on Ctrl-C only."""
     pgconn = conn.pgconn
     try:
-        _wait_for_reply(pgconn)
+        return _results(pgconn)
     except BaseException:
         with contextlib.suppress(Exception):  # a session already lost has nothing to cancel
             conn.cancel()
-            _wait_for_reply(pgconn)
-            _drain(pgconn)
+            _results(pgconn)
         raise
-    return _drain(pgconn)
 
 
-def _wait_for_reply(pgconn: pq.abc.PGconn) -> None:
-    """Send what libpq still holds of the statement, then read until its reply is complete."""
+def _results(pgconn: pq.abc.PGconn) -> pq.abc.PGresult:
+    """Send what libpq still holds of the statement, then read every result of it (libpq's
+    rule before the next statement), each waited for on the socket so that no call blocks
+    in libpq; the last one, or a lost connection's own error if the server sent none."""
     waiting = select.poll()
     fd = pgconn.socket
     if pgconn.flush():  # a statement larger than the socket's buffer: send the rest as it drains
@@ -173,17 +173,15 @@ def _wait_for_reply(pgconn: pq.abc.PGconn) -> None:
             waiting.poll()
             pgconn.consume_input()
     waiting.register(fd, select.POLLIN)
-    pgconn.consume_input()
-    while pgconn.is_busy():
-        waiting.poll()
-        pgconn.consume_input()
-
-
-def _drain(pgconn: pq.abc.PGconn) -> pq.abc.PGresult:
-    """The statement's result, every result of the session read (libpq's rule before the next
-    statement); a lost connection's own error if the server sent none."""
     last = None
-    while (result := pgconn.get_result()) is not None:
+    while True:
+        pgconn.consume_input()
+        while pgconn.is_busy():
+            waiting.poll()
+            pgconn.consume_input()
+        result = pgconn.get_result()
+        if result is None:
+            break
         last = result
     if last is None:  # nothing came: libpq has the reason
         raise psycopg.OperationalError(pgconn.error_message.decode("utf-8", "replace"))

@@ -344,10 +344,22 @@ class PostgresSystemDatabase(PostgresSessions, SqlStore):
         """Insert ``tasks`` (new ids, no deduplication id) on the autocommit ``conn`` without
         the conflict check; a retry whose first attempt committed is sent again with it."""
         try:
-            self._insert_unchecked(conn, tasks)
+            if len(tasks) == 1:
+                self._insert_one_new(conn, tasks[0])
+            else:
+                self._insert_unchecked(conn, tasks)
         except psycopg.errors.UniqueViolation:
             return self._enqueue_on(conn, tasks)
         return all_inserted(tasks)
+
+    def _insert_one_new(self, conn: psycopg.Connection[Any], task: NewTask) -> None:
+        """:meth:`_insert_unchecked` for one task (``delay()``) on a pooled connection in
+        autocommit, in one libpq call (see one_call; the statement is prepared by a failed
+        first attempt, which only autocommit survives), interruptible on the main thread."""
+        statement = self._one_call_statement("tasks_enqueue_one_new")
+        params = {**single_task_params(task), "channel": self.channel}
+        main = threading.current_thread() is threading.main_thread()
+        one_call.run(conn, statement, params, not self.target.transaction_pooling, interruptible=main)
 
     def _enqueue_all_or_nothing(
         self, conn: psycopg.Connection[Any], tasks: list[NewTask]
@@ -431,16 +443,8 @@ class PostgresSystemDatabase(PostgresSessions, SqlStore):
         check: a conflict fails the statement (see tasks_enqueue_new). On a pooled connection
         (``own``) the statement is prepared at its first use: the pool hands its connections
         out in turn, and psycopg would otherwise parse and plan it (about 0.4 ms of the server)
-        five times on each before preparing it; not behind a transaction-pooling PgBouncer.
-        One task on a pooled connection (``delay()``) goes to libpq in one call (one_call),
-        interruptible on the main thread."""
+        five times on each before preparing it; not behind a transaction-pooling PgBouncer."""
         prepare = own and not self.target.transaction_pooling
-        if len(tasks) == 1 and own:
-            statement = self._one_call_statement("tasks_enqueue_one_new")
-            params = {**single_task_params(tasks[0]), "channel": self.channel}
-            main = threading.current_thread() is threading.main_thread()
-            one_call.run(conn, statement, params, prepare, interruptible=main)
-            return
         if len(tasks) == 1:
             name, params = "tasks_enqueue_one_new", single_task_params(tasks[0])
         else:

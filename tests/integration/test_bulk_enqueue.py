@@ -62,6 +62,17 @@ def test_map_enqueue_builds_no_request_per_task_and_stores_every_chunk_in_order(
     )
 
 
+def test_a_last_chunk_of_one_task_is_stored_with_the_others(database_url: str) -> None:
+    """The chunks share one transaction: a last chunk of a single task is inserted there like
+    the others, on sessions that never sent that one-task statement before (a fresh app)."""
+    with opened_app("bulk", database_url) as fresh:
+        sent = send_many(
+            fresh.engine, "bulk.job", [(i,) for i in range(ENQUEUE_CHUNK + 1)], None, SendOptions()
+        )
+        assert len({handle.id for handle in sent}) == ENQUEUE_CHUNK + 1
+        assert stored(fresh) == ENQUEUE_CHUNK + 1
+
+
 def test_a_duplicate_across_chunks_is_found_like_one_in_the_same_chunk(app: App) -> None:
     requests = [enqueue_request("bulk.job") for _ in range(COUNT)]
     requests[-1] = enqueue_request("bulk.job", deduplication_id="once")
