@@ -26,7 +26,7 @@ Signals reach the main thread only, so a caller there (one producer's ``delay()`
 wait without the GIL when the reply comes in one piece); Ctrl-C or a soft time limit during
 the wait cancels the statement first, as psycopg's ``execute`` does on Ctrl-C. A single
 ``delay()`` this way costs its thread about 15% less CPU than through ``execute``: 6% more
-a second from one producer thread, 17% more from sixteen (medians of four alternating runs,
+a second from one producer thread, 18% more from sixteen (medians of four alternating runs,
 docs/performance.md, stop 51).
 """
 
