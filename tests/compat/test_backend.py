@@ -30,7 +30,7 @@ def test_the_backend_reads_what_the_worker_stored(ledger: Path) -> None:
     done = proj.add.delay(2, 3)
     meta = backend.wait_for(done.id, timeout=60)
     assert meta["status"] == "SUCCESS" and meta["result"] == 5 and meta["task_id"] == done.id
-    assert meta["name"] == proj.add.name and meta["args"] == (2, 3) and meta["date_done"] is not None
+    assert meta["name"] == proj.add.name and meta["args"] == [2, 3] and meta["date_done"] is not None
     assert backend.get_state(done.id) == "SUCCESS" and backend.get_result(done.id) == 5
     same = AsyncResult(done.id, backend=backend)
     assert same.backend is backend and same.get(timeout=10) == 5

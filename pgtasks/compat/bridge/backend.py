@@ -271,20 +271,25 @@ class DatabaseBackend:
         return result
 
     def restore_group(self, group_id: str, cache: bool = True) -> GroupResult | None:
-        """The group sent (or saved) with id ``group_id``, or None."""
+        """The group sent (or saved) with id ``group_id``, or None (also once deleted)."""
+        record = self.app.engine.get_task(group_id)
+        saved = record is not None and record.name == GROUP_TASK
+        if saved and record is not None and record.status is not Status.SUCCESS:
+            return None  # deleted
         members = self.app.engine.admin.group_members(group_id)
         if not members:
-            record = self.app.engine.get_task(group_id)
-            if record is None or record.name != GROUP_TASK or record.status is not Status.SUCCESS:
+            if not saved or record is None:
                 return None
             members = list(self.app.engine.result_of(record) or [])
         return GroupResult(group_id, [self.app.AsyncResult(m) for m in members], app=self.app)
 
     def delete_group(self, group_id: str) -> None:
-        """Forget a group saved by hand (a sent group's links stay with its tasks)."""
+        """Forget a group: :meth:`restore_group` finds it no more (a sent group's tasks and
+        their links stay: they are the history; a marker row says the group was deleted)."""
         record = self.app.engine.get_task(group_id)
-        if record is not None and record.name == GROUP_TASK:
-            store_outcome(self.app.engine, group_id, Status.CANCELLED, TaskRevokedError("group deleted"))
+        if record is None or record.name == GROUP_TASK:
+            deleted = TaskRevokedError("group deleted")
+            store_outcome(self.app.engine, group_id, Status.CANCELLED, deleted, name=GROUP_TASK)
         mirror = mirror_of(self.app)
         if mirror is not None:
             mirror.delete_group(group_id)

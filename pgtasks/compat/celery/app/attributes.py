@@ -21,6 +21,7 @@ from pgtasks.compat.celery import _state
 from pgtasks.compat.celery.app.annotations import prepare
 from pgtasks.compat.celery.app.utils import bugreport
 from pgtasks.compat.kombu.clocks import LamportClock
+from pgtasks.compat.kombu.utils.imports import symbol_by_name
 
 __all__ = ["AppAttributesMixin"]
 
@@ -139,7 +140,10 @@ class AppAttributesMixin:
         keep_reduce: bool = False,
         **kw: Any,
     ) -> type[Any]:
-        """A subclass of ``Class`` whose ``attribute`` is this app."""
+        """A subclass of ``Class`` (a class, or its ``"module:name"`` path) whose
+        ``attribute`` is this app."""
+        if isinstance(Class, str):
+            Class = symbol_by_name(Class)
         attrs = {"__module__": Class.__module__, "__doc__": Class.__doc__, attribute: self, **kw}
         return type(name or Class.__name__, (Class,), attrs)
 

@@ -451,19 +451,26 @@ class Celery(App, ConnectionsMixin, AppAttributesMixin, AppComponents):
         """Celery's result backend API over the app's own database (see bridge/backend.py)."""
         return DatabaseBackend(self)
 
-    def AsyncResult(self, task_id: str, **kwargs: Any) -> AsyncResult:  # type: ignore[override]  # as send_task
-        kwargs.pop("app", None)
-        return AsyncResult(task_id, app=self, **kwargs)
+    @functools.cached_property
+    def AsyncResult(self) -> type[AsyncResult]:  # type: ignore[override]  # a class, as Celery's
+        """Celery's ``app.AsyncResult``: the result class bound to this app, so
+        ``app.AsyncResult(task_id)`` reads the task on this app and ``isinstance(r,
+        app.AsyncResult)`` holds for what it made."""
+        bound: type[AsyncResult] = self.subclass_with_self(AsyncResult)
+        return bound
 
-    def GroupResult(self, group_id: str | None = None, results: Any = None, **kwargs: Any) -> GroupResult:
-        """Celery's ``app.GroupResult``: a group's result on this app."""
-        kwargs.pop("app", None)
-        return GroupResult(group_id, results, app=self, **kwargs)
+    @functools.cached_property
+    def GroupResult(self) -> type[GroupResult]:
+        """Celery's ``app.GroupResult``: the group result class bound to this app
+        (``app.GroupResult(id, results)``, ``app.GroupResult.restore(id)``)."""
+        bound: type[GroupResult] = self.subclass_with_self(GroupResult)
+        return bound
 
-    def ResultSet(self, results: Any, **kwargs: Any) -> ResultSet:
-        """Celery's ``app.ResultSet``: several results of this app handled together."""
-        kwargs.pop("app", None)
-        return ResultSet(results, app=self, **kwargs)
+    @functools.cached_property
+    def ResultSet(self) -> type[ResultSet]:
+        """Celery's ``app.ResultSet``: the result set class bound to this app."""
+        bound: type[ResultSet] = self.subclass_with_self(ResultSet)
+        return bound
 
     def signature(self, *args: Any, **kwargs: Any) -> Signature:
         kwargs["app"] = self

@@ -25,7 +25,7 @@ from pgtasks.compat.celery import states
 from pgtasks.compat.celery._state import get_current_app, task_join_will_block
 from pgtasks.compat.celery.backends.base import exception_to_python
 from pgtasks.compat.celery.exceptions import IncompleteStream, TaskRevokedError, TimeoutError
-from pgtasks.compat.celery.result.base import ResultBase
+from pgtasks.compat.celery.result.base import ResultBase, picklable_class
 from pgtasks.compat.celery.result.promise import Promise
 from pgtasks.compat.celery.utils.graph import DependencyGraph
 from pgtasks.engine.errors import (
@@ -71,7 +71,8 @@ class AsyncResult(ResultBase):
         if id is None:
             raise ValueError(f"AsyncResult expects a task id, not {id!r}")
         self.id = checked_task_id(str(id))  # ValueError for a NUL or a lone surrogate
-        self.app = app if app is not None else get_current_app()
+        # app.AsyncResult is this class bound to its app (Celery's subclass_with_self)
+        self.app = app if app is not None else (getattr(type(self), "app", None) or get_current_app())
         self._backend = backend
         self._name = task_name
         self._parent: AsyncResult | GroupResult | None = parent
@@ -91,6 +92,11 @@ class AsyncResult(ResultBase):
 
     def __hash__(self) -> int:
         return hash(self.id)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # The app stays behind (it holds the engine and its sessions): the copy reads
+        # through the current app, as one made by AsyncResult(id) does.
+        return picklable_class(type(self)), (self.id, None, self._name, None, self._parent)
 
     @property
     def task_id(self) -> str:
@@ -335,12 +341,13 @@ class AsyncResult(ResultBase):
         return record.name if record is not None else self._name
 
     @property
-    def args(self) -> tuple[Any, ...] | None:
+    def args(self) -> list[Any] | None:
+        """The task's positional arguments, a list as Celery's backends return them."""
         record = self.record()
         if record is None:
             return None
         args, _ = self.app.engine.codec.loads_inputs(record.serialization, record.inputs, record.name)
-        return tuple(args)
+        return list(args)
 
     @property
     def kwargs(self) -> dict[str, Any] | None:
@@ -419,8 +426,9 @@ class AsyncResult(ResultBase):
     @property
     def children(self) -> list[AsyncResult | GroupResult] | None:
         """The tasks this one sent and those waiting for its result, the members of a group
-        as one GroupResult, as Celery records them (None when there are none, as Celery
-        reports a task with nothing recorded)."""
+        as one GroupResult, as Celery records them. With none: ``[]`` once the task has
+        ended (Celery stores its outcome with its children, an empty list), None before (as
+        Celery reports a task with nothing stored)."""
         admin = self.app.engine.admin
         found: list[AsyncResult | GroupResult] = []
         groups: set[str] = set()
@@ -433,7 +441,9 @@ class AsyncResult(ResultBase):
                 groups.add(group_id)
                 members = [AsyncResult(m, app=self.app) for m in admin.group_members(group_id)]
                 found.append(self.app.GroupResult(group_id, members))
-        return found or None
+        if found:
+            return found
+        return [] if self.ready() else None
 
     # -- actions -------------------------------------------------------------------------
     def revoke(

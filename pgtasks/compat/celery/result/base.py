@@ -2,11 +2,23 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from pgtasks.compat.celery.result.promise import Promise
 
 __all__ = ["ResultBase"]
+
+
+def picklable_class(cls: type[Any]) -> type[Any]:
+    """``cls``, or the nearest of its bases that pickle finds by name: the classes that
+    ``app.AsyncResult``, ``app.GroupResult`` and ``app.ResultSet`` make for an app are not."""
+    for klass in cls.__mro__:
+        module = sys.modules.get(klass.__module__)
+        if module is not None and getattr(module, klass.__qualname__, None) is klass:
+            found: type[Any] = klass
+            return found
+    return cls
 
 
 class ResultBase:

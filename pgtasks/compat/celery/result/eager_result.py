@@ -9,6 +9,7 @@ from pgtasks.compat.celery import states
 from pgtasks.compat.celery._state import task_join_will_block
 from pgtasks.compat.celery.exceptions import TaskRevokedError
 from pgtasks.compat.celery.result.async_result import SYNC_SUBTASK_MESSAGE, AsyncResult
+from pgtasks.compat.celery.result.base import picklable_class
 from pgtasks.sysdb.records import TaskRecord
 
 if TYPE_CHECKING:
@@ -38,8 +39,12 @@ class EagerResult(AsyncResult):
         self._traceback = traceback
         self._name = name
         self._parent = None
-        self.app = app  # type: ignore[assignment]
+        self.app = app
         self._args, self._kwargs, self._retries = args, kwargs, retries
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        values = (self._result, self._state, self._traceback, self._name, None)
+        return picklable_class(type(self)), (self.id, *values, self._args, self._kwargs, self._retries)
 
     def record(self) -> TaskRecord | None:
         return None

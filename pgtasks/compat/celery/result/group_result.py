@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 from pgtasks.compat.celery._state import get_current_app
 from pgtasks.compat.celery.exceptions import ChordError
 from pgtasks.compat.celery.result.async_result import ancestors, raise_failed
+from pgtasks.compat.celery.result.base import picklable_class
 from pgtasks.compat.celery.result.result_set import ResultSet
 
 if TYPE_CHECKING:
@@ -42,7 +43,7 @@ class GroupResult(ResultSet):
     @classmethod
     def restore(cls, id: str, backend: Any = None, app: Celery | None = None) -> GroupResult | None:
         """The group sent (or saved) with id ``id``, or None if there is none."""
-        app = app or get_current_app()
+        app = app or getattr(cls, "app", None) or get_current_app()
         found: GroupResult | None = (backend or app.backend).restore_group(id)
         return found
 
@@ -66,11 +67,28 @@ class GroupResult(ResultSet):
                 raise_failed(ancestors(self.parent))
             raise
 
-    get = join
-
     def as_tuple(self) -> tuple[Any, ...]:
         parent = self.parent.as_tuple() if self.parent is not None else None
         return (self.id, parent), [r.as_tuple() for r in self.results]
 
     def __repr__(self) -> str:
-        return f"<GroupResult: {self.id} [{', '.join(r.id for r in self.results)}]>"
+        return f"<{type(self).__name__}: {self.id} [{', '.join(r.id for r in self.results)}]>"
+
+    def __str__(self) -> str:
+        return str(self.id)
+
+    def __bool__(self) -> bool:
+        return bool(self.id or self.results)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, GroupResult):
+            return other.id == self.id and other.results == self.results and other.parent == self.parent
+        if isinstance(other, str):
+            return other == self.id
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self.id)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return picklable_class(type(self)), (self.id, self.results, self.parent)

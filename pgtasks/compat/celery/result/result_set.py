@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from pgtasks.compat.celery._state import get_current_app
 from pgtasks.compat.celery.result.async_result import AsyncResult
-from pgtasks.compat.celery.result.base import ResultBase
+from pgtasks.compat.celery.result.base import ResultBase, picklable_class
 from pgtasks.compat.celery.result.promise import Promise
 from pgtasks.engine.lookups import wait_timeout
 
@@ -27,7 +27,19 @@ class ResultSet(ResultBase):
 
     def __init__(self, results: Any, app: Celery | None = None, **kwargs: Any) -> None:
         self.results: list[AsyncResult] = list(results or [])
-        self.app = app
+        self.app = app if app is not None else getattr(type(self), "app", None)  # app.ResultSet's
+
+    # Equal by members, which change: no __hash__, so unhashable, as Celery's.
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, ResultSet):
+            return other.results == self.results
+        return NotImplemented
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__}: [{', '.join(r.id for r in self.results)}]>"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return picklable_class(type(self)), (self.results,)
 
     def __iter__(self) -> Any:
         return iter(self.results)
@@ -82,11 +94,24 @@ class ResultSet(ResultBase):
                 follow_parents=False,
             )
             if callback is not None:
-                callback(result.id, value)
-            values.append(value)
+                callback(result.id, value)  # instead of collecting it, as Celery's join
+            else:
+                values.append(value)
         return values
 
-    get = join
+    def get(
+        self,
+        timeout: float | None = None,
+        propagate: bool = True,
+        interval: float = 0.5,
+        callback: Any = None,
+        disable_sync_subtasks: bool = True,
+        **kwargs: Any,
+    ) -> list[Any] | None:
+        """Celery's ``get``: :meth:`join_native`, the database being the native backend (so
+        with a ``callback``, which gets each value, it returns None)."""
+        values = self.join(timeout, propagate, interval, callback, disable_sync_subtasks, **kwargs)
+        return None if callback is not None else values
 
     async def join_async(
         self, timeout: float | None = None, propagate: bool = True, callback: Any = None, **kwargs: Any
@@ -100,7 +125,8 @@ class ResultSet(ResultBase):
             value = await result.get_async(timeout=left, propagate=propagate)
             if callback is not None:
                 callback(result.id, value)
-            values.append(value)
+            else:
+                values.append(value)
         return values
 
     get_async = join_async
@@ -163,9 +189,11 @@ class ResultSet(ResultBase):
         on_interval: Any = None,
         disable_sync_subtasks: bool = True,
         **kwargs: Any,
-    ) -> list[Any]:
-        """:meth:`join`: the database is the backend, there is no other native way."""
-        return self.join(timeout=timeout, propagate=propagate, interval=interval, callback=callback)
+    ) -> list[Any] | None:
+        """:meth:`join`: the database is the backend, there is no other native way. With a
+        ``callback`` it returns None, as Celery's ``join_native``."""
+        values = self.join(timeout=timeout, propagate=propagate, interval=interval, callback=callback)
+        return None if callback is not None else values
 
     def iter_native(
         self, timeout: float | None = None, interval: float = 0.5, **kwargs: Any
