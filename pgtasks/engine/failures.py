@@ -11,6 +11,7 @@ as Celery does). A row can never make a process import a module; anything else c
 from __future__ import annotations
 
 import builtins
+import contextlib
 import json
 import sys
 import traceback
@@ -24,6 +25,25 @@ TRUSTED_PREFIXES = ("pgtasks.",)
 
 MAX_MESSAGE_CHARS = 64 * 1024  # of an error's message and of its traceback, as stored
 MAX_ARGS_CHARS = 64 * 1024  # an exception's args (as JSON) beyond this are not kept
+
+
+_EXPECTED = "__pgtasks_expected__"
+
+
+def mark_expected(exc: BaseException) -> None:
+    """Say that ``exc`` is an error its task declares it may raise (Celery's ``throws``): it
+    is stored as any failure, and the worker logs it at INFO without its traceback."""
+    with contextlib.suppress(AttributeError, TypeError):  # a type that takes no attributes
+        setattr(exc, _EXPECTED, True)
+
+
+def is_expected(error_text: str | None) -> bool:
+    """Whether a stored error was marked with :func:`mark_expected`."""
+    try:
+        fields = json.loads(error_text or "")
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(fields, dict) and fields.get("expected") is True
 
 
 def encode_exception(exc: BaseException) -> str:
@@ -46,15 +66,16 @@ def encode_exception(exc: BaseException) -> str:
     if tb is None:
         failure = _failure(lambda: traceback.format_exception(exc))
         tb = f"<traceback not recorded: formatting it raised {failure}>"
-    return json.dumps(
-        {
-            "module": module,
-            "type": qualname,
-            "message": _truncate(message),
-            "args": args,
-            "traceback": _truncate(tb),
-        }
-    )
+    fields = {
+        "module": module,
+        "type": qualname,
+        "message": _truncate(message),
+        "args": args,
+        "traceback": _truncate(tb),
+    }
+    if _safe(lambda: getattr(exc, _EXPECTED, False) is True, False):
+        fields["expected"] = True
+    return json.dumps(fields)
 
 
 def describe_failure(exc: BaseException) -> str:

@@ -23,7 +23,7 @@ from pgtasks.engine import tracing
 from pgtasks.engine.core import Engine
 from pgtasks.engine.crashpoints import crashpoint
 from pgtasks.engine.errors import ConfigurationError, DatabaseUnavailable
-from pgtasks.engine.failures import error_summary
+from pgtasks.engine.failures import error_summary, is_expected
 from pgtasks.engine.redaction import masked_inputs, scrub, secret_args_of, sender_shown
 from pgtasks.engine.settings import check_name_length, validate_queue_name
 from pgtasks.support.backoff import Backoff
@@ -950,6 +950,11 @@ def _log_outcome(
         log_task(log, logging.INFO if outcome.unstarted else logging.WARNING, LOG_RELEASED, data())
     else:
         shown, traceback = error_repr(outcome.error)
+        if is_expected(outcome.error):  # declared by its task (Celery's throws): no traceback
+            log_task(
+                log, logging.INFO, LOG_FAILURE, data(description="raised expected", exc=scrub(shown, hidden))
+            )
+            return
         traceback = None if traceback is None else scrub(traceback, hidden)
         failure = data(description="raised unexpected", exc=scrub(shown, hidden))
         log_task(log, logging.ERROR, LOG_FAILURE, failure, traceback)

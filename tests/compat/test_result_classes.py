@@ -128,3 +128,42 @@ def test_a_deleted_group_is_restored_no_more(worker: Path) -> None:
     assert GroupResult.restore("by-hand-group") == made
     made.delete()
     assert GroupResult.restore("by-hand-group") is None
+
+
+def test_a_declared_error_is_logged_at_info_without_its_traceback(
+    database_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = tmp_path / "worker.log"
+    module, ledger = "tests.compat.apps.results_app", tmp_path / "ledger"
+    with celery_worker(proj.app, module, database_url, ledger, monkeypatch, "throws-w1", output=log):
+        declared, undeclared = proj.raises_expected.delay("declared"), proj.raises_expected.delay("other")
+        with pytest.raises(KeyError, match="declared"):
+            declared.get(timeout=30)
+        with pytest.raises(ValueError, match="undeclared"):
+            undeclared.get(timeout=30)
+    lines = log.read_text().splitlines()
+    (line,) = [x for x in lines if declared.id in x and "raised" in x]
+    assert "INFO" in line and f"[{declared.id}] raised expected: KeyError('declared')" in line
+    (line,) = [x for x in lines if undeclared.id in x and "raised" in x]
+    assert "ERROR" in line and "raised unexpected: ValueError('undeclared')" in line
+    assert "ValueError: undeclared" in log.read_text()  # its traceback follows
+    assert "KeyError: 'declared'" not in log.read_text()  # the declared one has none
+
+
+def test_errbacks_run_before_on_failure_as_celerys() -> None:
+    proj.ORDER.clear()
+    result = proj.fails_in_order.apply(link_error=proj.errback_in_order.s())
+    assert result.failed() and proj.ORDER == ["errback", "on_failure"]
+
+
+def test_update_state_of_another_task_from_outside_a_worker(worker: Path, tmp_path: Path) -> None:
+    release = tmp_path / "release"
+    running = proj.block.delay(str(release))
+    waiting = proj.add.apply_async((1, 1), countdown=3600)
+    for task_id in (running.id, waiting.id, "never-sent-progress"):
+        proj.add.update_state(task_id=task_id, state="PROGRESS", meta={"done": 1})
+        read = proj.app.AsyncResult(task_id)
+        assert (read.state, read.info) == ("PROGRESS", {"done": 1}), task_id
+    release.touch()
+    assert running.get(timeout=30) == "slept" and running.state == "SUCCESS"
+    waiting.revoke()

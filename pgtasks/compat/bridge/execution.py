@@ -26,6 +26,7 @@ from pgtasks.compat.kombu.exceptions import EncodeError
 from pgtasks.engine.context import running_context
 from pgtasks.engine.errors import PgtasksError, TaskAbandoned, TaskReleased, TaskSuspended
 from pgtasks.engine.execution import run_coroutine
+from pgtasks.engine.failures import mark_expected
 from pgtasks.engine.forks import exit_if_forked_copy
 
 if TYPE_CHECKING:
@@ -165,9 +166,13 @@ def _failed(
         _call_hook(task.on_retry, exc.exc, task_id, args, kwargs, einfo)
         signals.task_retry.send(sender=task, request=request, reason=exc, einfo=einfo)
         return Attempt(states.RETRY, exc, einfo)
+    if task.throws and isinstance(exc, task.throws):
+        mark_expected(exc)  # logged by the worker at INFO without its traceback, as Celery's
+    # Celery's order: the errbacks (its backend calls them as it stores the failure), then
+    # on_failure, then task_failure
+    _call_errbacks(task, request, exc, einfo.traceback)
     _call_hook(task.on_failure, exc, task_id, args, kwargs, einfo)
     _send_task_failure(task, task_id, args, kwargs, exc, einfo)
-    _call_errbacks(task, request, exc, einfo.traceback)
     return Attempt(states.FAILURE, exc, einfo)
 
 

@@ -144,3 +144,27 @@ def shared_double(x):
 def record(label):
     note("ran", label)
     return label
+
+
+@app.task(throws=(KeyError,))
+def raises_expected(kind):
+    """Fails with a KeyError (declared in ``throws``) or a ValueError (not declared)."""
+    raise KeyError("declared") if kind == "declared" else ValueError("undeclared")
+
+
+ORDER: list[str] = []  # the failure handlers of fails_in_order, in the order they ran
+
+
+class RecordsFailure(app.Task):
+    def on_failure(self, exc, task_id, args, kwargs, einfo):
+        ORDER.append("on_failure")
+
+
+@app.task(base=RecordsFailure)
+def fails_in_order():
+    raise ValueError("in order")
+
+
+@app.task
+def errback_in_order(request, exc, traceback):
+    ORDER.append("errback")

@@ -139,7 +139,14 @@ def register_builtins(app: Celery) -> None:
         without running (a chord body whose header failed), as Celery calls it from the
         worker that saw the failure: the request is the failed task's, ``exc`` its error."""
         failed = app.AsyncResult(task_id)
-        request = Context(id=task_id, task=failed.name, args=failed.args or (), kwargs=failed.kwargs or {})
+        request = Context(
+            id=task_id,
+            task=failed.name,
+            args=failed.args or [],
+            kwargs=failed.kwargs or {},
+            errbacks=[errback],
+            delivery_info={},
+        )
         Signature(dict(errback), app=app)(request, failed.result, None)
 
     app._define(make_task(call_errback, app, app.task_cls, CALL_ERRBACK, False))

@@ -33,6 +33,7 @@ from pgtasks.compat.celery.canvas.mapping import chunks, xmap, xstarmap
 from pgtasks.compat.celery.canvas.signature import Signature
 from pgtasks.engine.events import record_task_state
 from pgtasks.engine.ids import new_task_id
+from pgtasks.engine.stored import store_state
 
 if TYPE_CHECKING:
     from pgtasks.compat.celery.app.base import Celery
@@ -407,14 +408,19 @@ class Task:
     ) -> None:
         """Record a custom state (``PROGRESS`` with ``meta={...}``): readers of the task's
         AsyncResult see it, and its meta as ``info``, until the task ends. Eagerly: kept on
-        the request."""
+        the request. The state of another task (``task_id``, from any process, as Celery's
+        backend stores it) is recorded for that task, whose row is made if none has its id."""
         request = self.request
-        if request.is_eager or request.called_directly:
+        local = request.is_eager or request.called_directly
+        if local and task_id in (None, request.id):
             request.update(custom_state=state, custom_meta=meta)
             return
         task_id = task_id or request.id
         if task_id is None:
             raise ValueError(f"update_state() of {self.name!r} needs a task_id outside a running task")
+        if local:  # not this process's running task: its row may not exist yet
+            store_state(self.app.engine, task_id, state or states.PENDING, meta, name=self.name)
+            return
         record_task_state(self.app.engine, task_id, state or states.PENDING, meta)
         mirror = running_task_mirror(self)
         if mirror is not None:  # django-celery-results' row, after pgtasks recorded the state

@@ -155,9 +155,12 @@ class AsyncResult(ResultBase):
         return flag("task_store_errors_even_if_ignored", self.app.conf.task_store_errors_even_if_ignored)
 
     def _custom(self, record: TaskRecord) -> tuple[str, Any] | None:
-        """The state a running task set with ``update_state`` (read only while it runs)."""
-        if record.status not in (Status.PENDING, Status.WAITING):
-            return None  # WAITING: a state stored by hand (app.backend.mark_as_started)
+        """The state set with ``update_state`` (by the task, or for it from elsewhere): read
+        until the task ends, except while it waits to be retried (RETRY is the newer state)."""
+        if record.status.is_terminal:
+            return None
+        if record.retries and record.status in (Status.ENQUEUED, Status.DELAYED):
+            return None
         return task_state(self.app.engine, record.task_id)
 
     @property
