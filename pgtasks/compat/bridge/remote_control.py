@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from pgtasks.engine.errors import ConfigurationError
+from pgtasks.sysdb.records import Status
 
 if TYPE_CHECKING:
     from pgtasks.compat.celery.app.base import Celery
@@ -75,3 +76,44 @@ def matching(nodes: list[str], pattern: str | None, matcher: str | None) -> list
     except re.error as exc:
         raise ConfigurationError(f"pattern {pattern!r} is not a regular expression: {exc}") from None
     return [n for n in nodes if compiled.match(n)]
+
+
+def running_on(admin: Any, ids: list[str]) -> dict[str, list[str]]:
+    """``{node: the tasks among ids it runs}``, read before a terminate."""
+    running: dict[str, list[str]] = {}
+    for task_id in ids:
+        task = admin.task(task_id)
+        if task is not None and task.status is Status.PENDING and task.executor_id:
+            running.setdefault(task.executor_id, []).append(task_id)
+    return running
+
+
+def revoke_replies(
+    nodes: list[str], ids: list[str], running: dict[str, list[str]] | None
+) -> list[dict[str, Any]]:
+    """Each node's reply to a revoke of ``ids``, in Celery's words; to a terminate when
+    ``running`` says which of them each node runs."""
+    if running is None:
+        text = "tasks {" + ", ".join(repr(one) for one in dict.fromkeys(ids)) + "} flagged as revoked"
+        return [{node: {"ok": text}} for node in nodes]
+    return [
+        {node: {"ok": f"terminate: {', '.join(running.get(node, ())) or 'tasks unknown'}"}} for node in nodes
+    ]
+
+
+def answered(
+    replies: list[dict[str, Any]] | None, limit: int | None, callback: Callable[[dict[str, Any]], Any] | None
+) -> list[dict[str, Any]]:
+    """At most ``limit`` of ``replies``, each handed to ``callback`` first, as broadcast() does."""
+    kept = list(replies or [])[:limit] if limit is not None else list(replies or [])
+    for one in kept:
+        if callback is not None:
+            callback(one)
+    return kept
+
+
+def listed(value: Any) -> list[Any]:
+    """A broadcast argument that may be one value or several, as a list."""
+    if value is None:
+        return []
+    return list(value) if isinstance(value, (list, tuple, set, frozenset)) else [value]

@@ -12,7 +12,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from pgtasks.compat.bridge.django_results import mirror_of
-from pgtasks.compat.bridge.remote_control import broadcast, matching
+from pgtasks.compat.bridge.remote_control import (
+    answered,
+    broadcast,
+    listed,
+    matching,
+    revoke_replies,
+    running_on,
+)
 from pgtasks.compat.bridge.revoked_stamps import revoke_stamps
 from pgtasks.compat.celery import signals
 from pgtasks.compat.celery.app.inspect import Inspect
@@ -24,6 +31,30 @@ if TYPE_CHECKING:
 
 LIST_LIMIT = 1000
 Replies = list[dict[str, Any]] | None  # [{node: reply}] of a remote control command
+
+# Celery's inspect commands, and the dump_* names its workers also answer to, as broadcast()
+# sends them: answered from the database, as app.control.inspect() answers them.
+INSPECT_COMMANDS = {
+    "ping": "ping",
+    "clock": "clock",
+    "hello": "hello",
+    "stats": "stats",
+    "report": "report",
+    "active": "active",
+    "dump_active": "active",
+    "reserved": "reserved",
+    "dump_reserved": "reserved",
+    "scheduled": "scheduled",
+    "dump_schedule": "scheduled",
+    "revoked": "revoked",
+    "dump_revoked": "revoked",
+    "registered": "registered",
+    "dump_tasks": "registered",
+    "conf": "conf",
+    "dump_conf": "conf",
+    "active_queues": "active_queues",
+    "query_task": "query_task",
+}
 
 
 class Control:
@@ -38,16 +69,21 @@ class Control:
         destination: Any = None,
         terminate: bool = False,
         signal: Any = None,
+        reply: bool = False,
+        limit: int | None = None,
+        callback: Any = None,
         **kwargs: Any,
-    ) -> None:
+    ) -> Replies:
         """Revoke tasks durably: one that has not started never will, on any worker (even one
         started later). A running task stops at its next ``@app.step``; with ``terminate=True``
-        a prefork worker also kills the process running it, at its next heartbeat.
+        a prefork worker also kills the process running it, at its next heartbeat. With
+        ``reply=True``, each live worker of ``destination``'s reply, in Celery's words.
 
         ``task_revoked`` is sent here, in the revoking process, for each task this call
         revoked: no worker ever receives a revoked task to send it from."""
         ids = [task_id] if isinstance(task_id, str) else list(task_id)
         admin = self.app.engine.admin
+        running = running_on(admin, ids) if terminate else {}
         for one in ids:
             revoked = admin.cancel(one)
             # An id no task has yet is remembered, as Celery's workers remember revoked ids
@@ -61,6 +97,10 @@ class Control:
             record = admin.task(one) if revoked else None
             if record is not None:
                 self._revoked(record, terminate, signal)
+        if not reply:
+            return None
+        nodes = self.inspect(destination=destination).nodes()
+        return answered(revoke_replies(nodes, ids, running if terminate else None), limit, callback)
 
     def _revoked(self, record: TaskRecord, terminated: bool, signum: Any) -> None:
         sender = self.app.tasks.get(record.name)
@@ -93,8 +133,8 @@ class Control:
 
     def terminate(
         self, task_id: str | list[str], destination: Any = None, signal: str = "SIGTERM", **kwargs: Any
-    ) -> None:
-        self.revoke(task_id, destination=destination, terminate=True, signal=signal)
+    ) -> Replies:
+        return self.revoke(task_id, destination=destination, terminate=True, signal=signal, **kwargs)
 
     def purge(self, connection: Any = None, queues: Any = None) -> int:
         """Discard every task waiting in the queues (ENQUEUED or DELAYED), or only in
@@ -141,10 +181,43 @@ class Control:
         """Send a remote control command to the live workers (those of ``destination``, or
         whose name ``pattern`` matches; all by default); with ``reply=True`` the replies that
         arrive within ``timeout`` seconds (at most ``limit``), ``[{node: reply}]``. A worker
-        answers a command it does not know with an error (bridge/remote_control.py)."""
+        answers a command it does not know with an error (bridge/remote_control.py). Celery's
+        inspect commands (``ping``, ``stats``, ``active``, ...) are answered from the database
+        as :meth:`inspect` answers them, and ``revoke``, ``terminate`` and
+        ``revoke_by_stamped_headers`` act as the methods of those names."""
         nodes = matching(self.inspect(destination=destination).nodes(), pattern, matcher)
         arguments = {**(arguments or {}), **extra_kwargs}
+        if command in ("revoke", "terminate"):
+            ids = arguments.pop("task_id", None)
+            if ids is None:
+                raise TypeError(f"broadcast({command!r}) needs arguments={{'task_id': ...}}")
+            arguments["terminate"] = arguments.get("terminate", False) or command == "terminate"
+            return self.revoke(
+                ids, destination=nodes, reply=reply, limit=limit, callback=callback, **arguments
+            )
+        if command == "revoke_by_stamped_headers":
+            headers = arguments.pop("headers", None) or {}
+            replies = self.revoke_by_stamped_headers(headers, destination=nodes, reply=reply, **arguments)
+            return answered(replies, limit, callback) if reply else None
+        if command in INSPECT_COMMANDS:
+            return self._inspected(INSPECT_COMMANDS[command], arguments, nodes, reply, limit, callback)
         return broadcast(self.app, nodes, command, arguments, reply, timeout, limit, callback)
+
+    def _inspected(
+        self, method: str, arguments: dict[str, Any], nodes: list[str], reply: bool, limit: Any, callback: Any
+    ) -> Replies:
+        if not reply:
+            return None
+        if not nodes:
+            return []
+        call = getattr(Inspect(self.app, destination=nodes), method)
+        if method == "query_task":
+            answers = call(*listed(arguments.get("ids")))
+        elif method == "registered":
+            answers = call(*listed(arguments.get("taskinfoitems")))
+        else:
+            answers = call(**arguments)
+        return answered([{node: value} for node, value in (answers or {}).items()], limit, callback)
 
     def shutdown(self, destination: Any = None, **kwargs: Any) -> Replies:
         """Warm shutdown of the workers: running tasks finish, held ones go back."""
