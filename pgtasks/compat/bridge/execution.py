@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pgtasks.compat.billiard.einfo import ExceptionInfo
+from pgtasks.compat.bridge.chain_requests import links_of, stop_cleared_links
 from pgtasks.compat.celery import signals, states
 from pgtasks.compat.celery._state import executing
 from pgtasks.compat.celery.canvas.signature import Signature
@@ -95,6 +96,7 @@ def _run(
         signals.task_prerun.send(sender=task, task_id=task_id, task=task, args=args, kwargs=kwargs)
         attempt: Attempt
         pid = os.getpid()
+        started_with = links_of(request)
         try:
             task.before_start(task_id, args, kwargs)
             retval = task(*args, **kwargs) if _custom_call(task) else task.run(*args, **kwargs)
@@ -128,6 +130,8 @@ def _run(
             raise
         else:
             attempt = Attempt(states.SUCCESS, retval)
+            if not request.is_eager:
+                stop_cleared_links(task, request, started_with)  # self.request.chain = None
             _call_hook(task.on_success, retval, task_id, args, kwargs)
             # runtime: seconds since the run began, as Celery's worker measures it
             signals.task_success.send(sender=task, result=retval, runtime=time.monotonic() - started)

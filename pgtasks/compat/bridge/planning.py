@@ -24,6 +24,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from pgtasks.compat.bridge.chain_requests import (
+    CALLBACK_IDS_KEY,
+    CHAIN_KEY,
+    CHAIN_NEXT_KEY,
+    LINKS_KEY,
+    MAX_CHAIN_SHOWN,
+    step_description,
+)
 from pgtasks.compat.bridge.django_results import mirror_of
 from pgtasks.compat.bridge.publishing import Prepared, prepare
 from pgtasks.compat.bridge.send_errors import sending
@@ -154,8 +162,14 @@ class Plan:
         if sig.immutable:
             self.immutable.add(task_id)
         node = Node([task_id], [task_id], False, self.app.AsyncResult(task_id, task_name=sig.name))
+        callback_ids: list[str] = []
         for callback in callbacks:
-            self.connect(node, self.add(callback, True, root=root, given_as="link"))
+            linked = self.add(callback, True, root=root, given_as="link")
+            self.connect(node, linked)
+            callback_ids += linked.entries
+        if callback_ids:  # what clearing self.request.callbacks stops (bridge/chain_requests.py)
+            meta[CALLBACK_IDS_KEY] = callback_ids
+            self.meta[task_id] = _meta_text(meta)
         for errback in errbacks:
             handler = self.add(errback, True, root=root, given_as="link_error")
             for entry in handler.entries:
@@ -205,12 +219,32 @@ class Plan:
         first = self.add(steps[0], waiting, args, root, kwargs)
         root = root or first.entries[0]
         previous, last = first, first
+        nodes = [first]
         for step in steps[1:]:
             last = self.add(step, True, root=root)
             self.connect(previous, last)
             eldest(last.result).parent = previous.result
             previous = last
+            nodes.append(last)
+        self._remember_chain(steps, nodes)
         return Node(first.entries, last.exits, last.is_group, last.result)
+
+    def _remember_chain(self, steps: list[Any], nodes: list[Node]) -> None:
+        """Celery's ``self.request.chain`` of each single task of a chain: the steps after it
+        (the next one last), and the ids of the next step's first tasks, which clearing it
+        stops (bridge/chain_requests.py)."""
+        described = [
+            step_description(step, None if node.is_group else node.result.id)
+            for step, node in zip(steps, nodes, strict=True)
+        ]
+        for position, node in enumerate(nodes[:-1]):
+            if node.is_group or len(node.exits) != 1 or node.exits[0] not in self.meta:
+                continue
+            meta = SERIALIZERS["json"].loads(self.meta[node.exits[0]])
+            rest = described[position + 1 : position + 1 + MAX_CHAIN_SHOWN]
+            meta[CHAIN_KEY] = list(reversed(rest))
+            meta[CHAIN_NEXT_KEY] = list(nodes[position + 1].entries)
+            self.meta[node.exits[0]] = _meta_text(meta)
 
     def _group(
         self,
@@ -339,10 +373,6 @@ class Plan:
         )
         for prepared in self.prepared:
             prepared.publish(after=True)
-
-
-# The meta key of a task's linked signatures (read by bridge/worker_request.py).
-LINKS_KEY = "links"
 
 
 def _meta_text(meta: dict[str, Any]) -> str:

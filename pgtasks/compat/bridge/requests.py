@@ -8,6 +8,7 @@ import json
 import socket
 from typing import Any
 
+from pgtasks.compat.bridge.chain_requests import CALLBACK_IDS_KEY, CHAIN_KEY, CHAIN_NEXT_KEY, LINKS_KEY
 from pgtasks.compat.celery._state import current_request
 from pgtasks.compat.celery.app.task import Context
 from pgtasks.engine.serialization import SERIALIZERS
@@ -91,6 +92,10 @@ def request_from_record(
         stamped_headers=list(stamps),
         headers=headers or None,
         errbacks=meta.get("errbacks") or None,
+        chain=meta.get(CHAIN_KEY),  # the chain's next steps, as Celery's message carries them
+        pgtasks_chain_next=meta.get(CHAIN_NEXT_KEY),
+        callbacks=(meta.get(LINKS_KEY) or {}).get("callbacks"),
+        pgtasks_callback_ids=meta.get(CALLBACK_IDS_KEY),
         time_limit=meta.get("time_limit"),
         soft_time_limit=meta.get("soft_time_limit"),
         argsrepr=meta.get("argsrepr"),

@@ -6,8 +6,8 @@ custom header, ...), and adds what Celery's worker request has of its own: ``nam
 ``task_name``, ``task_id``, ``request_dict``, and the message body's embed: ``_payload`` (and
 the private ``_Request__payload`` that handlers written for Celery read), ``(args, kwargs,
 embed)`` where the embed holds the ``callbacks`` and ``errbacks`` as signature dicts, as the
-sender linked them (stamps included), and ``chord``; ``errbacks`` is that list. pgtasks runs a
-chain's next task through its own links, so the embed's ``chain`` is always None.
+sender linked them (stamps included), ``chain`` (the steps after the task in its chain, the next
+one last: bridge/chain_requests.py) and ``chord``; ``errbacks`` is that list.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pgtasks.compat.bridge.planning import LINKS_KEY
+from pgtasks.compat.bridge.chain_requests import LINKS_KEY
 from pgtasks.compat.bridge.requests import request_from_record, stored_meta
 from pgtasks.compat.celery.app.task import Context
 from pgtasks.sysdb.records import TaskRecord
@@ -32,7 +32,7 @@ class Request:
         embed = {
             "callbacks": _signatures(links.get("callbacks")),
             "errbacks": self._errbacks,
-            "chain": None,
+            "chain": context.chain,
             "chord": context.chord,
         }
         self.__payload = (context.args, context.kwargs, embed)

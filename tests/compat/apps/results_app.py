@@ -168,3 +168,29 @@ def fails_in_order():
 @app.task
 def errback_in_order(request, exc, traceback):
     ORDER.append("errback")
+
+
+@app.task(bind=True)
+def stops_chain(self, value):
+    """Stops the rest of its chain, Celery's way: ``self.request.chain = None``."""
+    note("chain-seen", ",".join(s["task"].rsplit(".", 1)[-1] for s in self.request.chain or []))
+    self.request.chain = None
+    return value
+
+
+@app.task(bind=True)
+def reads_chain(self, value):
+    """Notes the rest of its chain: each step's task name and id, the next one last."""
+    steps = [
+        f"{s['task'].rsplit('.', 1)[-1]}={s['options'].get('task_id')}" for s in self.request.chain or []
+    ]
+    note("chain-read", ",".join(steps) or "-")
+    return value
+
+
+@app.task(bind=True)
+def stops_callbacks(self, value):
+    """Stops its link= callbacks: ``self.request.callbacks = None``."""
+    note("callbacks-seen", ",".join(s["task"].rsplit(".", 1)[-1] for s in self.request.callbacks or []))
+    self.request.callbacks = None
+    return value
