@@ -15,6 +15,7 @@ import base64
 import datetime as dt
 import decimal
 import json
+import math
 import pickle
 import uuid
 from collections.abc import Callable
@@ -57,6 +58,7 @@ _DECODERS: dict[str, Callable[[Any], Any]] = {
     "decimal": decimal.Decimal,
     "bytes": base64.b64decode,
     "dict": dict,  # an escaped user dict (see _escaped)
+    "float": float,  # NaN or an infinity (see _tag_non_finite)
 }
 
 
@@ -79,6 +81,19 @@ def _escaped(value: Any) -> Any:
     return value
 
 
+def _tag_non_finite(value: Any) -> Any:
+    """``value`` with each NaN and infinity replaced by its tag (``{"__type__": "float",
+    "__value__": "nan"}``): JSON has no such numbers, and kombu's JSON, which writes them
+    anyway, lets a Celery task return them."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return {_TYPE: "float", _VALUE: repr(float(value))}
+    if isinstance(value, dict):
+        return {k: _tag_non_finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_tag_non_finite(v) for v in value]
+    return value
+
+
 def _decode_hook(obj: dict[str, Any]) -> Any:
     if len(obj) == 2 and _TYPE in obj and _VALUE in obj and obj[_TYPE] in _DECODERS:
         return _DECODERS[obj[_TYPE]](obj[_VALUE])
@@ -86,7 +101,7 @@ def _decode_hook(obj: dict[str, Any]) -> Any:
 
 
 class JsonSerializer:
-    """Strict JSON (no NaN or Infinity) with tagged extra types."""
+    """Strict JSON (NaN and infinities tagged, never written as such) with tagged extra types."""
 
     tag = "json"
 
@@ -96,7 +111,13 @@ class JsonSerializer:
         self._decoder = json.JSONDecoder(object_hook=_decode_hook)  # the same for loads
 
     def dumps(self, value: Any) -> str:
-        text = self._encoder.encode(value)
+        try:
+            text = self._encoder.encode(value)
+        except ValueError as exc:
+            if "Out of range float" not in str(exc):
+                raise
+            # Only now walked: the user's tag-shaped dicts escaped first, then the numbers tagged.
+            return self._encoder.encode(_tag_non_finite(_escaped(value)))
         if _TAG_KEY in text:  # a tag, or a user's dict that may look like one: escape those
             text = self._encoder.encode(_escaped(value))
         return text

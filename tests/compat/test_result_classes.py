@@ -167,3 +167,12 @@ def test_update_state_of_another_task_from_outside_a_worker(worker: Path, tmp_pa
     release.touch()
     assert running.get(timeout=30) == "slept" and running.state == "SUCCESS"
     waiting.revoke()
+
+
+def test_a_task_returning_nan_or_infinities_succeeds(worker: Path) -> None:
+    import math
+
+    result = proj.non_finite.delay()
+    value = result.get(timeout=30)
+    assert result.state == "SUCCESS" and math.isnan(value["mean"])
+    assert value["bounds"] == [-math.inf, math.inf]

@@ -194,3 +194,9 @@ def stops_callbacks(self, value):
     note("callbacks-seen", ",".join(s["task"].rsplit(".", 1)[-1] for s in self.request.callbacks or []))
     self.request.callbacks = None
     return value
+
+
+@app.task
+def non_finite():
+    """What numeric code returns: NaN and infinities, which Celery's JSON carries."""
+    return {"mean": float("nan"), "bounds": [float("-inf"), float("inf")]}
