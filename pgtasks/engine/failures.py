@@ -57,11 +57,12 @@ def encode_exception(exc: BaseException) -> str:
     message = _safe(lambda: str(exc), None)
     if message is None:
         message = f"<message not recorded: str() of the {qualname} raised {_failure(lambda: str(exc))}>"
+    tagged: str | None = None
     try:
         text = json.dumps(list(exc.args), allow_nan=False)
         args: list[Any] | None = json.loads(text) if len(text) <= MAX_ARGS_CHARS else None
-    except BaseException:  # hostile arguments (RecursionError too): not kept
-        args = None
+    except BaseException:  # not plain JSON (bytes, a datetime) or hostile (RecursionError too)
+        args, tagged = None, _tagged_args(exc)
     tb = _safe(lambda: "".join(traceback.format_exception(cls, exc, exc.__traceback__)), None)
     if tb is None:
         failure = _failure(lambda: traceback.format_exception(exc))
@@ -73,9 +74,37 @@ def encode_exception(exc: BaseException) -> str:
         "args": args,
         "traceback": _truncate(tb),
     }
+    if tagged is not None:  # arguments JSON carries only with tags: rebuilt with them
+        fields["tagged_args"] = tagged
     if _safe(lambda: getattr(exc, _EXPECTED, False) is True, False):
         fields["expected"] = True
     return json.dumps(fields)
+
+
+def _tagged_args(exc: BaseException) -> str | None:
+    """The exception's arguments as the JSON serializer writes them (bytes, dates, decimals
+    as tags: ``UnicodeDecodeError`` carries bytes), or None when even that cannot."""
+    from pgtasks.engine.serialization import SERIALIZERS  # why: serialization imports this module
+
+    try:
+        text = SERIALIZERS["json"].dumps(list(exc.args))
+    except BaseException:
+        return None
+    return text if len(text) <= MAX_ARGS_CHARS else None
+
+
+def _arguments(data: dict[str, Any]) -> Any:
+    """The stored arguments: plain JSON, or the tagged form :func:`_tagged_args` wrote."""
+    args = data.get("args")
+    tagged = data.get("tagged_args")
+    if args is None and isinstance(tagged, str):
+        from pgtasks.engine.serialization import SERIALIZERS  # why: as in _tagged_args
+
+        try:
+            return SERIALIZERS["json"].loads(tagged)
+        except Exception:
+            return None
+    return args
 
 
 def describe_failure(exc: BaseException) -> str:
@@ -154,8 +183,8 @@ def decode_exception(
         data = json.loads(error_text)
         module, qualname = str(data["module"]), str(data["type"])
         message, remote_tb = str(data.get("message", "")), str(data.get("traceback", ""))
-        args = data.get("args")
-    except (ValueError, KeyError, TypeError):
+        args = _arguments(data)
+    except (ValueError, KeyError, TypeError, AttributeError):
         return TaskError("UnknownError", f"unreadable error record: {error_text[:200]!r}")
     cls = _trusted_class(module, qualname, set(trusted_modules), any_loaded)
     if cls is not None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import sys
 
@@ -69,6 +70,23 @@ def test_unserializable_args_fall_back_to_message() -> None:
     exc = decode_exception(text)
     assert type(exc) is ValueError
     assert exc.args[0].startswith("<object object")
+
+
+def test_arguments_json_carries_only_with_tags_are_rebuilt() -> None:
+    decoding = raised(UnicodeDecodeError("utf-8", b"\xff", 0, 1, "invalid start byte"))
+    text = encode_exception(decoding)
+    assert json.loads(text)["args"] is None and "tagged_args" in json.loads(text)
+    exc = decode_exception(text)
+    assert type(exc) is UnicodeDecodeError and exc.args == decoding.args and exc.object == b"\xff"
+    when = dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)
+    rebuilt = decode_exception(encode_exception(raised(AppError(when, b"raw"))), trusted_modules=[__name__])
+    assert type(rebuilt) is AppError and rebuilt.args == (when, b"raw")
+
+
+def test_unreadable_tagged_arguments_fall_back_to_the_message() -> None:
+    text = json.dumps({**json.loads(record("builtins", "ValueError", "shown")), "tagged_args": "{not json"})
+    exc = decode_exception(text)
+    assert type(exc) is ValueError and exc.args == ("shown",)
 
 
 def test_test_module_class_is_rebuilt_when_trusted() -> None:
