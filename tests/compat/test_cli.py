@@ -156,7 +156,7 @@ def test_inspect_status_call_result_and_purge(pg_url: str, tmp_path: Path) -> No
     assert "ignoring Celery option --prefetch-multiplier" not in output  # a pgtasks flag too
     for flag in ("--without-gossip", "-E", "-O"):
         assert f"ignoring Celery option {flag}" in output
-    assert "shutdown requested by remote control" in output
+    assert "Got shutdown from remote" in output and process.returncode == 0
     later = proj.add.apply_async((1, 1), countdown=300)
     elsewhere = proj.add.apply_async((2, 2), countdown=300, queue="named")
     but_named = run_pgtasks("-A", app, "purge", "-f", "-X", "named", url=pg_url)
@@ -175,6 +175,39 @@ def test_inspect_status_call_result_and_purge(pg_url: str, tmp_path: Path) -> No
     missing = run_pgtasks("-A", app, "result", "no-such-id", url=pg_url)
     assert missing.returncode == 1 and "no task with id" in missing.stderr
     proj.app.close()
+
+
+@pytest.mark.parametrize(
+    ("pool", "sent_by"),
+    [("threads", "command"), ("prefork", "command"), ("solo", "api"), ("asyncio", "api")],
+)
+def test_remote_shutdown_is_a_warm_shutdown_with_exit_status_0(
+    pg_url: str, tmp_path: Path, pool: str, sent_by: str
+) -> None:
+    """``celery control shutdown -d node`` (or ``app.control.shutdown``) stops the worker as
+    Celery's stops: "Got shutdown from remote", the running task finishes, exit status 0."""
+    app, node, release = "tests.compat.apps.results_app", f"celery@down-{pool}", tmp_path / "release"
+    proj.app.conf.broker_url = pg_url
+    process = worker_process(pg_url, tmp_path / "ledger", node, app=app, pool=pool, concurrency=1)
+    try:
+        held = proj.block.delay(str(release), 120)
+        wait_for(lambda: _running(held.id), timeout=60, what="a running task")
+        if sent_by == "command":
+            down = run_pgtasks("-A", app, "control", "shutdown", "-d", node, url=pg_url)
+            assert (down.returncode, down.stdout) == (0, f"->  {node}: OK\n        shutting down\n")
+        else:
+            replies = proj.app.control.shutdown(destination=[node], reply=True, timeout=30)
+            assert replies == [{node: {"ok": "shutting down"}}]
+        release.touch()  # the warm shutdown waits for the running task
+        process.wait(timeout=60)
+        assert held.state == "SUCCESS" and held.result == "slept"
+    finally:
+        release.touch()
+        output = stop(process)
+        proj.app.close()
+    assert process.returncode == 0, output
+    assert "Got shutdown from remote" in output and "warm shutdown" in output
+    assert "CRITICAL" not in output and "unexpectedly" not in output
 
 
 def _running(task_id: str) -> bool:
