@@ -112,7 +112,16 @@ def add_compat_commands(sub: Any, parents: Sequence[argparse.ArgumentParser]) ->
     status.add_argument(
         "-t", "--timeout", type=float, default=1.0, help="accepted for Celery; replies are immediate"
     )
-    result = add_command(sub, "result", partial(run, _result, None), parents, help="print a task's result")
+    result = add_command(
+        sub,
+        "result",
+        partial(run, _result, None),
+        parents,
+        help="wait for a task and print its result",
+        description="Waits until the task is ready (no timeout, as Celery's) and prints its value. "
+        "A failed or revoked task prints its exception (the worker's traceback) and exits 1; an id "
+        "no task has exits 1 at once.",
+    )
     result.add_argument("task_id", help="the task id")
     result.add_argument(
         "--traceback", action="store_true", help="print the traceback of a failed task instead"
@@ -292,19 +301,35 @@ def _known_queues(app: Any) -> set[str]:
 
 
 def _result(app: Any, args: argparse.Namespace) -> int:
+    """Celery's ``result``: wait for the task as ``get()`` does (no timeout, as Celery's) and
+    print its value; a failed or revoked task prints its exception (the worker's traceback when
+    there is one) and exits 1. Unlike Celery, an id no task has is said at once (exit 1)."""
     result = app.AsyncResult(args.task_id)
     if not result.exists:
         print(f"no task with id {args.task_id!r}", file=sys.stderr)
         return 1
-    state = result.state
     if args.traceback:
         print(result.traceback or "")
-    elif state == "SUCCESS":
-        print(result.result)
-    else:
-        value = result.result
-        print(repr(value) if isinstance(value, BaseException) else (state if value is None else value))
+        return 0
+    try:
+        value = result.get()
+    except KeyboardInterrupt:  # the only way out of a wait without a timeout
+        print("Aborted!", file=sys.stderr)
+        return 1
+    except Exception as exc:
+        print((result.traceback or exception_line(exc)).rstrip("\n"), file=sys.stderr)
+        return 1
+    print(value)
     return 0
+
+
+def exception_line(exc: BaseException) -> str:
+    """``module.Type: text``, the last line of a traceback, with the Celery layer's classes
+    under the names Celery users know (``celery.exceptions.TaskRevokedError: revoked``)."""
+    kind = type(exc)
+    module = kind.__module__.removeprefix("pgtasks.compat.")
+    name = kind.__qualname__ if module == "builtins" else f"{module}.{kind.__qualname__}"
+    return f"{name}: {exc}" if str(exc) else name
 
 
 def _call(app: Any, args: argparse.Namespace) -> int:

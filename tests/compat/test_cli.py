@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import socket
+import subprocess
 import sys
 from pathlib import Path
 
@@ -13,7 +14,7 @@ import pytest
 from pgtasks.compat import Celery
 from pgtasks.sysdb.records import Status
 from tests.compat.apps import results_app as proj
-from tests.support.cli import run_pgtasks
+from tests.support.cli import cli_env, run_pgtasks, spawn_pgtasks
 from tests.support.inprocess import wait_for
 from tests.support.processes import stop, worker_process
 
@@ -208,6 +209,51 @@ def test_remote_shutdown_is_a_warm_shutdown_with_exit_status_0(
     assert process.returncode == 0, output
     assert "Got shutdown from remote" in output and "warm shutdown" in output
     assert "CRITICAL" not in output and "unexpectedly" not in output
+
+
+def test_result_waits_for_the_task_and_fails_as_get_does(pg_url: str, tmp_path: Path) -> None:
+    """``celery result ID`` is ``get()``: it waits (no timeout), prints the value, and exits 1
+    with the exception of a failed or revoked task."""
+    app = "tests.compat.apps.results_app"
+    proj.app.conf.broker_url = pg_url
+    sent = {
+        "value": proj.add.apply_async((20, 22), queue="later"),
+        "failure": proj.fail.apply_async(("no luck",), queue="later"),
+        "revoked": proj.add.apply_async((1, 1), queue="later"),
+    }
+    waiting = {
+        kind: spawn_pgtasks("-A", app, "result", result.id, env=cli_env(pg_url))
+        for kind, result in sent.items()
+    }
+    worker = None
+    try:
+        for kind, command in waiting.items():  # no worker consumes "later" yet: each one waits
+            with pytest.raises(subprocess.TimeoutExpired):
+                command.communicate(timeout=3 if kind == "value" else 0.1)
+        sent["revoked"].revoke()
+        worker = worker_process(
+            pg_url, tmp_path / "ledger", "celery@later", app=app, extra_args=("-Q", "later")
+        )
+        done = {
+            kind: (command.communicate(timeout=60)[0], command.returncode)
+            for kind, command in waiting.items()
+        }
+    finally:
+        for command in waiting.values():
+            if command.poll() is None:
+                command.kill()
+        if worker is not None:
+            stop(worker)
+        proj.app.close()
+    assert done["value"] == ("42\n", 0)
+    failure, status = done["failure"]
+    assert status == 1 and failure.startswith("Traceback (most recent call last):\n"), failure
+    assert failure.endswith("tests.compat.apps.results_app.AppError: no luck\n"), failure
+    assert done["revoked"] == ("celery.exceptions.TaskRevokedError: revoked\n", 1)
+    traceback_only = run_pgtasks(
+        "-A", app, "result", "--traceback", "-t", "some.name", sent["failure"].id, url=pg_url
+    )
+    assert traceback_only.returncode == 0 and traceback_only.stdout.rstrip("\n") == failure.rstrip("\n")
 
 
 def _running(task_id: str) -> bool:
