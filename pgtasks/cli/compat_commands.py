@@ -270,20 +270,14 @@ def _purge(app: Any, args: argparse.Namespace) -> int:
     if not names:
         return 0  # as Celery: -X left no queue, nothing is asked or printed
     headline = f"{len(names)} queue{'s' if len(names) != 1 else ''}"
-    if not args.force:
-        answer = (
-            input(
-                f"WARNING: This will remove all tasks from {headline}: {', '.join(names)}.\n"
-                "         There is no undo for this operation!\n\n"
-                "(to skip this prompt use the -f option)\n"
-                "Are you sure you want to delete all tasks? [y/N]: "
-            )
-            if sys.stdin.isatty()
-            else ""
-        )
-        if answer.strip().lower() not in ("y", "yes"):
-            print("Aborted!", file=sys.stderr)
-            return 1
+    if not args.force and not _confirmed(
+        f"WARNING: This will remove all tasks from {headline}: {', '.join(names)}.\n"
+        "         There is no undo for this operation!\n\n"
+        "(to skip this prompt use the -f option)\n"
+        "Are you sure you want to delete all tasks? [y/N]: "
+    ):
+        print("Aborted!", file=sys.stderr)
+        return 1
     # Without -Q or -X every waiting task goes, in whichever queue it waits.
     count = app.control.purge(queues=names if chosen or excluded else None)
     if count:
@@ -292,6 +286,17 @@ def _purge(app: Any, args: argparse.Namespace) -> int:
     else:
         print(f"No messages purged from {headline}.")
     return 0
+
+
+def _confirmed(question: str) -> bool:
+    """Ask ``question`` and read the answer from standard input, a terminal or not (``echo y |
+    celery purge``), as Celery's click prompt reads it: y or yes in any case; anything else, or
+    no input at all, is no."""
+    try:
+        answer = input(question)
+    except EOFError:
+        return False
+    return answer.strip().lower() in ("y", "yes")
 
 
 def _known_queues(app: Any) -> set[str]:

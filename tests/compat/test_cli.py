@@ -14,7 +14,7 @@ import pytest
 from pgtasks.compat import Celery
 from pgtasks.sysdb.records import Status
 from tests.compat.apps import results_app as proj
-from tests.support.cli import cli_env, run_pgtasks, spawn_pgtasks
+from tests.support.cli import REPO, cli_argv, cli_env, run_pgtasks, spawn_pgtasks
 from tests.support.inprocess import wait_for
 from tests.support.processes import stop, worker_process
 
@@ -254,6 +254,39 @@ def test_result_waits_for_the_task_and_fails_as_get_does(pg_url: str, tmp_path: 
         "-A", app, "result", "--traceback", "-t", "some.name", sent["failure"].id, url=pg_url
     )
     assert traceback_only.returncode == 0 and traceback_only.stdout.rstrip("\n") == failure.rstrip("\n")
+
+
+def test_purge_reads_its_answer_from_standard_input_also_when_it_is_not_a_terminal(
+    sqlite_url: str,
+) -> None:
+    """``echo y | celery purge -Q qa`` purges, as Celery's prompt reads any standard input;
+    another answer, or none (EOF), aborts with exit status 1 and purges nothing."""
+    proj.app.conf.broker_url = sqlite_url
+    try:
+        waiting = proj.add.apply_async((1, 1), queue="qa")
+
+        def purge(answer: str) -> subprocess.CompletedProcess[str]:
+            return subprocess.run(
+                cli_argv("-A", "tests.compat.apps.results_app", "purge", "-Q", "qa"),
+                input=answer,
+                cwd=REPO,
+                env=cli_env(sqlite_url),
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
+
+        for answer in ("no\n", "", "maybe\n"):
+            kept = purge(answer)
+            assert (kept.returncode, kept.stderr) == (1, "Aborted!\n"), (answer, kept.stderr)
+            assert kept.stdout.endswith("Are you sure you want to delete all tasks? [y/N]: ")
+            assert waiting.state == "PENDING"
+        purged = purge("Yes\n")
+        assert purged.returncode == 0, purged.stderr
+        assert purged.stdout.endswith("[y/N]: Purged 1 message from 1 known task queue.\n")
+        assert waiting.state == "REVOKED"
+    finally:
+        proj.app.close()
 
 
 def _running(task_id: str) -> bool:
