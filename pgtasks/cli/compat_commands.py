@@ -22,8 +22,8 @@ from pgtasks.cli.control_command import (
     run_control,
 )
 from pgtasks.cli.loader import load_app
-from pgtasks.cli.options import add_command, comma_list
-from pgtasks.cli.replies import no_replies, nodes_online, print_replies
+from pgtasks.cli.options import add_command, comma_list, quiet
+from pgtasks.cli.replies import print_replies, print_status
 from pgtasks.cli.workers import native_inspect, native_status
 from pgtasks.compat.bridge.check import UNSUPPORTED, check_app, report
 from pgtasks.compat.celery.app.base import Celery
@@ -209,7 +209,8 @@ def _inspect(app: Any, args: argparse.Namespace) -> int:
         answers = app.control.broadcast(
             args.method, arguments, destination=destination, reply=True, timeout=args.timeout
         )
-        return print_replies({node: reply for one in answers or () for node, reply in one.items()}, args.json)
+        replies = {node: reply for one in answers or () for node, reply in one.items()}
+        return print_replies(replies, args.json, quiet(args))
     if args.method not in INSPECT_METHODS:
         known = ", ".join((*INSPECT_METHODS, *custom))
         what = "a command is required" if args.method is None else f"unknown method {args.method!r}"
@@ -223,7 +224,7 @@ def _inspect(app: Any, args: argparse.Namespace) -> int:
         replies = method(with_defaults=_yes_or_no(args.ids[0]))
     else:
         replies = method()
-    return print_replies(replies, args.json)
+    return print_replies(replies, args.json, quiet(args))
 
 
 def _yes_or_no(word: str) -> bool:
@@ -251,15 +252,7 @@ def _custom_inspect() -> dict[str, ControlCommand]:
 
 def _status(app: Any, args: argparse.Namespace) -> int:
     nodes = app.control.inspect(destination=comma_list(args.destination) or None).nodes()
-    if not nodes:
-        return no_replies()
-    if args.json:
-        print(json.dumps({node: {"ok": "pong"} for node in nodes}))
-        return 0
-    for node in nodes:
-        print(f"{node}: OK")
-    nodes_online(len(nodes))
-    return 0
+    return print_status({node: {"ok": "pong"} for node in nodes}, args.json, quiet(args))
 
 
 def _purge(app: Any, args: argparse.Namespace) -> int:

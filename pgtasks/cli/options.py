@@ -35,6 +35,9 @@ DETACH = "pgtasks runs in the foreground: start it under a supervisor (systemd, 
 # top-level one, attribute by attribute).
 IGNORED_PREFIX = "ignored:"
 GREEN_POOLS = ("eventlet", "gevent")
+# The commands whose output Celery's global -q/--quiet changes (the others ignore it, as in
+# pgtasks they have nothing to leave out).
+QUIET_COMMANDS = frozenset({"status", "inspect", "control"})
 # Set in the namespace when -P is given (its default cannot tell).
 POOL_GIVEN = "pool_given"
 PREFORK_ALIAS = "processes"  # Celery's other name of the prefork pool
@@ -55,6 +58,23 @@ class _Ignored(argparse.Action):
         option_string: str | None = None,
     ) -> None:
         setattr(namespace, self.dest, f"{option_string} ({self.why})")
+
+
+class _Given(argparse.Action):
+    """A flag whose value is the option string given (``-q`` or ``--quiet``), to be named in a
+    warning by the commands that ignore it."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, **kwargs)
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        setattr(namespace, self.dest, option_string)
 
 
 class _Refused(argparse.Action):
@@ -282,7 +302,13 @@ def global_options(*, top_level: bool = False, broker: bool = True) -> argparse.
         help="the configuration module of a Celery app (sets CELERY_CONFIG_MODULE, as Celery's)",
     )
     add_ignored(group, "-C", "--no-color")
-    add_ignored(group, "-q", "--quiet")
+    group.add_argument(
+        "-q",
+        "--quiet",
+        action=_Given,
+        help=f"as Celery's: no '->' before each worker's reply ({', '.join(sorted(QUIET_COMMANDS))}); "
+        "ignored by the other commands",
+    )
     add_ignored(group, "--skip-checks", why="pgtasks runs no Django checks")
     return parent
 
@@ -310,7 +336,15 @@ def add_command(
 
 def ignored_flags(args: argparse.Namespace) -> list[str]:
     """The Celery flags of the command line that pgtasks ignores, each with the reason."""
-    return [value for key, value in vars(args).items() if key.startswith(IGNORED_PREFIX)]
+    ignored = [value for key, value in vars(args).items() if key.startswith(IGNORED_PREFIX)]
+    if getattr(args, "quiet", None) and getattr(args, "command", None) not in QUIET_COMMANDS:
+        ignored.insert(0, f"{args.quiet} ({NO_USE})")  # a global option: named first
+    return ignored
+
+
+def quiet(args: argparse.Namespace) -> bool:
+    """Whether Celery's global ``-q/--quiet`` was given (before or after the command)."""
+    return bool(getattr(args, "quiet", None))
 
 
 def apply_global_options(args: argparse.Namespace) -> None:

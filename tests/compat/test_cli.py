@@ -106,6 +106,15 @@ def test_inspect_status_call_result_and_purge(pg_url: str, tmp_path: Path) -> No
         )
         ping = run_pgtasks("-A", app, "inspect", "ping", "-d", "celery@cli-0", url=pg_url)
         assert ping.returncode == 0 and "->  celery@cli-0: OK" in ping.stdout and "pong" in ping.stdout
+        # status, as Celery's: a line per node and the count, after --json and with -q too
+        status = run_pgtasks("-A", app, "status", url=pg_url)
+        assert (status.returncode, status.stdout) == (0, "->  celery@cli-0: OK\n\n1 node online.\n")
+        status_json = run_pgtasks("-A", app, "status", "--json", url=pg_url)
+        assert status_json.stdout == '{"celery@cli-0": {"ok": "pong"}}\n\n1 node online.\n'
+        status_quiet = run_pgtasks("-q", "-A", app, "status", url=pg_url)
+        assert status_quiet.stdout == " celery@cli-0: OK\n\n1 node online.\n", status_quiet.stderr
+        ping_quiet = run_pgtasks("-A", app, "inspect", "ping", "--quiet", url=pg_url)
+        assert ping_quiet.stdout == " celery@cli-0: OK\n        pong\n" and ping_quiet.stderr == ""
         stats = run_pgtasks("-A", app, "inspect", "stats", url=pg_url)
         assert '"pid"' in stats.stdout and "1 node online." in stats.stdout
         sent = run_pgtasks(
