@@ -70,7 +70,8 @@ def add_compat_commands(sub: Any, parents: Sequence[argparse.ArgumentParser]) ->
         parents,
         help="ask the live workers: ping, active, scheduled, registered, stats, ...",
         description="Answered from the database (worker heartbeats and running tasks). Exit 0 when "
-        "at least one worker replies, 1 when none does (a Kubernetes probe can run `inspect ping`).",
+        "at least one worker replies, 69 when none does (Celery's EX_UNAVAILABLE; a Kubernetes probe "
+        "can run `inspect ping`).",
     )
     inspect.add_argument("method", nargs="?", help="ping, active, registered, stats, ... (see --list)")
     inspect.add_argument("--list", action="store_true", help="list the inspect commands and exit")

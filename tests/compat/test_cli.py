@@ -298,6 +298,14 @@ def test_purge_reads_its_answer_from_standard_input_also_when_it_is_not_a_termin
         proj.app.close()
 
 
+def test_inspect_help_gives_the_exit_status_it_exits_with(sqlite_url: str) -> None:
+    helped = run_pgtasks("inspect", "--help")
+    text = " ".join(helped.stdout.split())
+    assert "Exit 0 when at least one worker replies, 69 when none does" in text, text
+    nobody = run_pgtasks("-A", "tests.compat.apps.results_app", "inspect", "ping", url=sqlite_url)
+    assert nobody.returncode == 69 and "No nodes replied within time constraint" in nobody.stderr
+
+
 def _running(task_id: str) -> bool:
     task = proj.app.get_task(task_id, steps=False)
     return task is not None and task.status is Status.PENDING
