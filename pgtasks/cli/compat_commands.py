@@ -22,8 +22,8 @@ from pgtasks.cli.control_command import (
     run_control,
 )
 from pgtasks.cli.loader import load_app
-from pgtasks.cli.options import add_command, comma_list
-from pgtasks.cli.replies import no_replies, nodes_online, print_replies
+from pgtasks.cli.options import add_command, comma_list, quiet
+from pgtasks.cli.replies import print_replies, print_status
 from pgtasks.cli.workers import native_inspect, native_status
 from pgtasks.compat.bridge.check import UNSUPPORTED, check_app, report
 from pgtasks.compat.celery.app.base import Celery
@@ -70,7 +70,8 @@ def add_compat_commands(sub: Any, parents: Sequence[argparse.ArgumentParser]) ->
         parents,
         help="ask the live workers: ping, active, scheduled, registered, stats, ...",
         description="Answered from the database (worker heartbeats and running tasks). Exit 0 when "
-        "at least one worker replies, 1 when none does (a Kubernetes probe can run `inspect ping`).",
+        "at least one worker replies, 69 when none does (Celery's EX_UNAVAILABLE; a Kubernetes probe "
+        "can run `inspect ping`).",
     )
     inspect.add_argument("method", nargs="?", help="ping, active, registered, stats, ... (see --list)")
     inspect.add_argument("--list", action="store_true", help="list the inspect commands and exit")
@@ -112,7 +113,16 @@ def add_compat_commands(sub: Any, parents: Sequence[argparse.ArgumentParser]) ->
     status.add_argument(
         "-t", "--timeout", type=float, default=1.0, help="accepted for Celery; replies are immediate"
     )
-    result = add_command(sub, "result", partial(run, _result, None), parents, help="print a task's result")
+    result = add_command(
+        sub,
+        "result",
+        partial(run, _result, None),
+        parents,
+        help="wait for a task and print its result",
+        description="Waits until the task is ready (no timeout, as Celery's) and prints its value. "
+        "A failed or revoked task prints its exception (the worker's traceback) and exits 1; an id "
+        "no task has exits 1 at once.",
+    )
     result.add_argument("task_id", help="the task id")
     result.add_argument(
         "--traceback", action="store_true", help="print the traceback of a failed task instead"
@@ -200,7 +210,8 @@ def _inspect(app: Any, args: argparse.Namespace) -> int:
         answers = app.control.broadcast(
             args.method, arguments, destination=destination, reply=True, timeout=args.timeout
         )
-        return print_replies({node: reply for one in answers or () for node, reply in one.items()}, args.json)
+        replies = {node: reply for one in answers or () for node, reply in one.items()}
+        return print_replies(replies, args.json, quiet(args))
     if args.method not in INSPECT_METHODS:
         known = ", ".join((*INSPECT_METHODS, *custom))
         what = "a command is required" if args.method is None else f"unknown method {args.method!r}"
@@ -214,7 +225,7 @@ def _inspect(app: Any, args: argparse.Namespace) -> int:
         replies = method(with_defaults=_yes_or_no(args.ids[0]))
     else:
         replies = method()
-    return print_replies(replies, args.json)
+    return print_replies(replies, args.json, quiet(args))
 
 
 def _yes_or_no(word: str) -> bool:
@@ -242,15 +253,7 @@ def _custom_inspect() -> dict[str, ControlCommand]:
 
 def _status(app: Any, args: argparse.Namespace) -> int:
     nodes = app.control.inspect(destination=comma_list(args.destination) or None).nodes()
-    if not nodes:
-        return no_replies()
-    if args.json:
-        print(json.dumps({node: {"ok": "pong"} for node in nodes}))
-        return 0
-    for node in nodes:
-        print(f"{node}: OK")
-    nodes_online(len(nodes))
-    return 0
+    return print_status({node: {"ok": "pong"} for node in nodes}, args.json, quiet(args))
 
 
 def _purge(app: Any, args: argparse.Namespace) -> int:
@@ -261,20 +264,14 @@ def _purge(app: Any, args: argparse.Namespace) -> int:
     if not names:
         return 0  # as Celery: -X left no queue, nothing is asked or printed
     headline = f"{len(names)} queue{'s' if len(names) != 1 else ''}"
-    if not args.force:
-        answer = (
-            input(
-                f"WARNING: This will remove all tasks from {headline}: {', '.join(names)}.\n"
-                "         There is no undo for this operation!\n\n"
-                "(to skip this prompt use the -f option)\n"
-                "Are you sure you want to delete all tasks? [y/N]: "
-            )
-            if sys.stdin.isatty()
-            else ""
-        )
-        if answer.strip().lower() not in ("y", "yes"):
-            print("Aborted!", file=sys.stderr)
-            return 1
+    if not args.force and not _confirmed(
+        f"WARNING: This will remove all tasks from {headline}: {', '.join(names)}.\n"
+        "         There is no undo for this operation!\n\n"
+        "(to skip this prompt use the -f option)\n"
+        "Are you sure you want to delete all tasks? [y/N]: "
+    ):
+        print("Aborted!", file=sys.stderr)
+        return 1
     # Without -Q or -X every waiting task goes, in whichever queue it waits.
     count = app.control.purge(queues=names if chosen or excluded else None)
     if count:
@@ -285,6 +282,17 @@ def _purge(app: Any, args: argparse.Namespace) -> int:
     return 0
 
 
+def _confirmed(question: str) -> bool:
+    """Ask ``question`` and read the answer from standard input, a terminal or not (``echo y |
+    celery purge``), as Celery's click prompt reads it: y or yes in any case; anything else, or
+    no input at all, is no."""
+    try:
+        answer = input(question)
+    except EOFError:
+        return False
+    return answer.strip().lower() in ("y", "yes")
+
+
 def _known_queues(app: Any) -> set[str]:
     """The queues the database knows: those with unfinished tasks, those with settings, and
     the app's declared queues (Celery's ``app.amqp.queues``)."""
@@ -292,19 +300,35 @@ def _known_queues(app: Any) -> set[str]:
 
 
 def _result(app: Any, args: argparse.Namespace) -> int:
+    """Celery's ``result``: wait for the task as ``get()`` does (no timeout, as Celery's) and
+    print its value; a failed or revoked task prints its exception (the worker's traceback when
+    there is one) and exits 1. Unlike Celery, an id no task has is said at once (exit 1)."""
     result = app.AsyncResult(args.task_id)
     if not result.exists:
         print(f"no task with id {args.task_id!r}", file=sys.stderr)
         return 1
-    state = result.state
     if args.traceback:
         print(result.traceback or "")
-    elif state == "SUCCESS":
-        print(result.result)
-    else:
-        value = result.result
-        print(repr(value) if isinstance(value, BaseException) else (state if value is None else value))
+        return 0
+    try:
+        value = result.get()
+    except KeyboardInterrupt:  # the only way out of a wait without a timeout
+        print("Aborted!", file=sys.stderr)
+        return 1
+    except Exception as exc:
+        print((result.traceback or exception_line(exc)).rstrip("\n"), file=sys.stderr)
+        return 1
+    print(value)
     return 0
+
+
+def exception_line(exc: BaseException) -> str:
+    """``module.Type: text``, the last line of a traceback, with the Celery layer's classes
+    under the names Celery users know (``celery.exceptions.TaskRevokedError: revoked``)."""
+    kind = type(exc)
+    module = kind.__module__.removeprefix("pgtasks.compat.")
+    name = kind.__qualname__ if module == "builtins" else f"{module}.{kind.__qualname__}"
+    return f"{name}: {exc}" if str(exc) else name
 
 
 def _call(app: Any, args: argparse.Namespace) -> int:

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pgtasks.cli.options import comma_list
+from pgtasks.cli.options import comma_list, quiet
 from pgtasks.cli.replies import print_command_replies
 from pgtasks.engine.errors import ConfigurationError
 from pgtasks.sysdb.records import Status
@@ -178,19 +178,19 @@ def run_control(app: Any, args: argparse.Namespace) -> int:
         arguments["headers"] = _headers(arguments["headers"])
     destination = comma_list(args.destination) or None
     if name in ("revoke", "terminate"):
-        return _revoke(app, name, arguments, destination, args.json)
+        return _revoke(app, name, arguments, destination, args)
     if name == "revoke_by_stamped_headers":
         headers = arguments["headers"]
         replies = app.control.revoke_by_stamped_headers(headers, destination=destination, reply=True)
-        return _stored(replies, f"headers {headers} flagged as revoked", args.json)
+        return _stored(replies, f"headers {headers} flagged as revoked", args)
     replies = app.control.broadcast(
         name, arguments, destination=destination, reply=True, timeout=args.timeout
     )
-    return print_command_replies(replies, args.json)
+    return print_command_replies(replies, args.json, quiet(args))
 
 
 def _revoke(
-    app: Any, name: str, arguments: dict[str, Any], destination: list[str] | None, as_json: bool
+    app: Any, name: str, arguments: dict[str, Any], destination: list[str] | None, args: argparse.Namespace
 ) -> int:
     ids: list[str] = list(dict.fromkeys(arguments["task_id"]))
     terminate = name == "terminate"
@@ -204,18 +204,18 @@ def _revoke(
     nodes = app.control.inspect(destination=destination).nodes()
     text = f"tasks {_set_text(ids)} flagged as revoked"
     if not terminate:
-        return _stored([{node: {"ok": text}} for node in nodes], text, as_json)
+        return _stored([{node: {"ok": text}} for node in nodes], text, args)
     terminated = {node: ", ".join(running.get(node, ())) or "tasks unknown" for node in nodes}
     replies = [{node: {"ok": f"terminate: {ids_text}"}} for node, ids_text in terminated.items()]
-    return _stored(replies, text, as_json)
+    return _stored(replies, text, args)
 
 
-def _stored(replies: list[dict[str, Any]] | None, text: str, as_json: bool) -> int:
+def _stored(replies: list[dict[str, Any]] | None, text: str, args: argparse.Namespace) -> int:
     """Print the replies of a command that acted on the database; without a live worker, say
     that it is stored all the same (exit 0: it took effect)."""
     if replies:
-        return print_command_replies(replies, as_json)
-    if as_json:
+        return print_command_replies(replies, args.json, quiet(args))
+    if args.json:
         print("[]")
     else:
         print(f"{text} (no worker is alive: it is kept in the database and every worker honours it)")

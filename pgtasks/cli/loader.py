@@ -14,13 +14,18 @@ from pgtasks.compat.bridge import django_support
 from pgtasks.engine.errors import ConfigurationError
 from pgtasks_celery_hook import CeleryFinder
 
+# Where the names a module imports from celery live: pgtasks' Celery layer (pgtasks.compat), or
+# celery itself.
+CELERY_LAYER = "pgtasks.compat"
+
 
 def load_app(spec: str) -> App:
     """Resolve ``-A spec`` as Celery does: ``module:attr``; ``module.attr`` (``main.celery``,
     ``config.celery_app.app``) when no module has the whole name; else the module's ``app``,
-    else ``celery``, else the submodule ``module.celery``, else the one App instance in the
-    module. An app behind ``celery.current_app`` is unwrapped. Then Django is set up (when
-    DJANGO_SETTINGS_MODULE is set), as the worker does, for every command."""
+    else ``celery``, else the submodule ``module.celery`` (its ``app``, ``celery``, or the one
+    App it holds under any name), else the one App instance in the module. An app behind
+    ``celery.current_app`` is unwrapped. Then Django is set up (when DJANGO_SETTINGS_MODULE is
+    set), as the worker does, for every command."""
     serve_celery_from_pgtasks()
     app = _find_app(spec)
     django_support.setup_django()
@@ -60,28 +65,67 @@ def _find_app(spec: str) -> App:
         if found is None:
             raise ConfigurationError(f"-A {spec}: module {module_name!r} has no attribute {attr!r}")
         return _as_app(found, spec)
+    found = _named_app(module)
+    if found is not None:
+        return found
+    sub_name = f"{module_name}.celery"
+    try:
+        sub = _import(spec, sub_name)
+    except ModuleNotFoundError as exc:
+        if exc.name != sub_name:
+            raise _failed(spec, sub_name, exc) from exc
+        sub = None
+    if sub is not None:  # ``proj/celery.py``: its app, whatever its name (Celery's find_app)
+        found = _named_app(sub) or _only_app(spec, sub)
+        if found is not None:
+            return found
+    found = _only_app(spec, module)
+    if found is not None:
+        return found
+    if _imported_celery([module] if sub is None else [module, sub]):  # a Celery user's project
+        raise ConfigurationError(
+            f"-A {spec}: Unable to load celery application: module {module_name!r} defines no Celery "
+            f"app (looked for 'app', 'celery', the module {sub_name!r} and any Celery instance); "
+            f"name it as -A {module_name}:ATTRIBUTE"
+        )
+    raise ConfigurationError(f"-A {spec}: module {module_name!r} defines no pgtasks App")
+
+
+def _named_app(module: types.ModuleType) -> App | None:
+    """The module's ``app``, else its ``celery``, when it is an App (Celery's names)."""
     for name in ("app", "celery"):
         candidate = getattr(module, name, None)
         if isinstance(candidate, App):
             return candidate
-    try:
-        sub = _import(spec, f"{module_name}.celery")
-    except ModuleNotFoundError as exc:
-        if exc.name != f"{module_name}.celery":
-            raise _failed(spec, f"{module_name}.celery", exc) from exc
-    else:
-        for name in ("app", "celery"):
-            candidate = getattr(sub, name, None)
-            if isinstance(candidate, App):
-                return candidate
-    apps = [v for v in vars(module).values() if isinstance(v, App)]
-    if len(apps) == 1:
-        return apps[0]
-    if not apps:
-        raise ConfigurationError(f"-A {spec}: module {module_name!r} defines no pgtasks App")
-    raise ConfigurationError(
-        f"-A {spec}: module {module_name!r} has {len(apps)} Apps; name one as module:attr"
-    )
+    return None
+
+
+def _only_app(spec: str, module: types.ModuleType) -> App | None:
+    """The one App the module holds under any name; None when it holds none, and
+    ConfigurationError when it holds several (which one is meant cannot be told)."""
+    apps = list({id(v): v for v in vars(module).values() if isinstance(v, App)}.values())
+    if len(apps) > 1:
+        raise ConfigurationError(
+            f"-A {spec}: module {module.__name__!r} has {len(apps)} Apps; name one as module:attr"
+        )
+    return apps[0] if apps else None
+
+
+def _imported_celery(modules: list[types.ModuleType]) -> bool:
+    """Whether one of ``modules`` imported celery or a name from it (``from celery import
+    Celery``): pgtasks serves them from its Celery layer."""
+    for module in modules:
+        for value in vars(module).values():
+            where = (
+                value.__name__ if isinstance(value, types.ModuleType) else getattr(value, "__module__", "")
+            )
+            if isinstance(where, str) and _in_celery(where):
+                return True
+    return False
+
+
+def _in_celery(module_name: str) -> bool:
+    return module_name.split(".")[0] == "celery" or module_name.startswith(CELERY_LAYER + ".")
 
 
 def _import(spec: str, module_name: str) -> types.ModuleType:

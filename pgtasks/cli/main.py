@@ -42,7 +42,8 @@ def _parser(version: str | None = None) -> argparse.ArgumentParser:
         parents=[global_options(top_level=True)],
     )
     parser.add_argument("--version", action="version", version=version or f"pgtasks {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    # Not required: without a command the help is printed (see main), as Celery's.
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     common = [global_options()]
 
     add_worker_command(sub, common)
@@ -77,6 +78,11 @@ def main(argv: Sequence[str] | None = None, version: str | None = None) -> int:
     # Flower's own options (``--port=5555 --basic_auth=u:p``) are what the parser does not know
     # after ``flower``; for every other command an unknown option is an error, as parse_args.
     args, unknown = parser.parse_known_args(sys.argv[1:] if argv is None else list(argv))
+    if args.command is None:  # as Celery's: an option it does not know, else the help (exit 0)
+        if unknown:
+            parser.error(f"No such option {unknown[0].partition('=')[0]!r}")
+        parser.print_help()
+        return 0
     if args.command in REFUSED_PROGRAMS:  # whatever follows, the answer is why not
         return int(args.func(args))
     flower = getattr(args, FLOWER_OPTIONS, None) is not None

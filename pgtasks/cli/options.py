@@ -35,8 +35,12 @@ DETACH = "pgtasks runs in the foreground: start it under a supervisor (systemd, 
 # top-level one, attribute by attribute).
 IGNORED_PREFIX = "ignored:"
 GREEN_POOLS = ("eventlet", "gevent")
+# The commands whose output Celery's global -q/--quiet changes (the others ignore it, as in
+# pgtasks they have nothing to leave out).
+QUIET_COMMANDS = frozenset({"status", "inspect", "control"})
 # Set in the namespace when -P is given (its default cannot tell).
 POOL_GIVEN = "pool_given"
+PREFORK_ALIAS = "processes"  # Celery's other name of the prefork pool
 
 
 class _Ignored(argparse.Action):
@@ -54,6 +58,23 @@ class _Ignored(argparse.Action):
         option_string: str | None = None,
     ) -> None:
         setattr(namespace, self.dest, f"{option_string} ({self.why})")
+
+
+class _Given(argparse.Action):
+    """A flag whose value is the option string given (``-q`` or ``--quiet``), to be named in a
+    warning by the commands that ignore it."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, **kwargs)
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        setattr(namespace, self.dest, option_string)
 
 
 class _Refused(argparse.Action):
@@ -74,7 +95,9 @@ class _Refused(argparse.Action):
 
 
 class _Pool(argparse.Action):
-    """``-P``: one of :data:`POOLS`; Celery's green-thread pools run on threads, with a warning."""
+    """``-P``: one of :data:`POOLS`, or ``processes`` (Celery's alias of prefork); Celery's
+    green-thread pools run on threads, with a warning; ``custom`` is refused (Celery loads the
+    class named by CELERY_CUSTOM_WORKER_POOL)."""
 
     def __call__(
         self,
@@ -87,6 +110,14 @@ class _Pool(argparse.Action):
             why = "green threads are not supported; using -P threads"
             setattr(namespace, IGNORED_PREFIX + "-P", f"{option_string} {values} ({why})")
             values = "threads"
+        elif values == PREFORK_ALIAS:
+            values = "prefork"
+        elif values == "custom":
+            raise argparse.ArgumentError(
+                self,
+                "'custom' is Celery's pool class named by CELERY_CUSTOM_WORKER_POOL, which pgtasks "
+                f"does not load: choose one of pgtasks' pools ({', '.join(POOLS)})",
+            )
         elif values not in POOLS:
             choices = ", ".join(repr(p) for p in POOLS)
             raise argparse.ArgumentError(self, f"invalid choice: {values!r} (choose from {choices})")
@@ -151,8 +182,9 @@ def add_pool_option(parser: argparse.ArgumentParser) -> None:
         action=_Pool,
         default=DEFAULT_POOL,
         metavar="{" + ",".join(POOLS) + "}",
-        help=f"prefork (child processes), threads, solo, or asyncio (one event loop for async tasks); "
-        f"default {DEFAULT_POOL}, as Celery; Celery's eventlet and gevent run on threads",
+        help=f"prefork (child processes; also 'processes', as Celery), threads, solo, or asyncio (one "
+        f"event loop for async tasks); default {DEFAULT_POOL}, as Celery; Celery's eventlet and gevent "
+        "run on threads",
     )
 
 
@@ -187,6 +219,31 @@ def seconds(text: str) -> float:
     if not 0 <= number < float("inf"):
         raise argparse.ArgumentTypeError(f"must be a number of seconds >= 0, not {text}")
     return number
+
+
+def whole_or_zero(zero: str) -> Callable[[str], int]:
+    """The type of a worker flag taking a whole number >= 0, where 0 means ``zero`` as in
+    Celery (``-c 0``: one process per CPU; ``--max-tasks-per-child 0``: no limit)."""
+
+    def parse(text: str) -> int:
+        number = int(text)  # a ValueError: argparse says "invalid int value"
+        if number < 0:
+            raise argparse.ArgumentTypeError(f"must be a whole number >= 0 (0: {zero}), not {number}")
+        return number
+
+    parse.__name__ = "int"  # argparse names the type in "invalid int value: 'abc'"
+    return parse
+
+
+def limit_seconds(text: str) -> float:
+    """A time limit flag: a finite number of seconds >= 0, 0 being no limit (as Celery's)."""
+    number = float(text)  # a ValueError: argparse says "invalid float value"
+    if not 0 <= number < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a number of seconds >= 0 (0: no limit), not {text}")
+    return number
+
+
+limit_seconds.__name__ = "float"
 
 
 def queue_list(text: str) -> str:
@@ -245,7 +302,13 @@ def global_options(*, top_level: bool = False, broker: bool = True) -> argparse.
         help="the configuration module of a Celery app (sets CELERY_CONFIG_MODULE, as Celery's)",
     )
     add_ignored(group, "-C", "--no-color")
-    add_ignored(group, "-q", "--quiet")
+    group.add_argument(
+        "-q",
+        "--quiet",
+        action=_Given,
+        help=f"as Celery's: no '->' before each worker's reply ({', '.join(sorted(QUIET_COMMANDS))}); "
+        "ignored by the other commands",
+    )
     add_ignored(group, "--skip-checks", why="pgtasks runs no Django checks")
     return parent
 
@@ -273,7 +336,15 @@ def add_command(
 
 def ignored_flags(args: argparse.Namespace) -> list[str]:
     """The Celery flags of the command line that pgtasks ignores, each with the reason."""
-    return [value for key, value in vars(args).items() if key.startswith(IGNORED_PREFIX)]
+    ignored = [value for key, value in vars(args).items() if key.startswith(IGNORED_PREFIX)]
+    if getattr(args, "quiet", None) and getattr(args, "command", None) not in QUIET_COMMANDS:
+        ignored.insert(0, f"{args.quiet} ({NO_USE})")  # a global option: named first
+    return ignored
+
+
+def quiet(args: argparse.Namespace) -> bool:
+    """Whether Celery's global ``-q/--quiet`` was given (before or after the command)."""
+    return bool(getattr(args, "quiet", None))
 
 
 def apply_global_options(args: argparse.Namespace) -> None:

@@ -23,9 +23,11 @@ from pgtasks.cli.options import (
     add_refused,
     comma_list,
     expand_hostname,
+    limit_seconds,
     port,
     queue_list,
     seconds,
+    whole_or_zero,
 )
 from pgtasks.cli.startup import add_wait_option, retry_on_startup, wait_for_database
 from pgtasks.engine.errors import ConfigurationError
@@ -33,6 +35,8 @@ from pgtasks.scheduler.beat import BeatThread, start_beat_thread
 from pgtasks.worker.pruner import PRUNE_INTERVAL
 
 log = logging.getLogger("pgtasks.worker")
+ONE_PER_CPU = "one per CPU"
+NO_LIMIT = "no limit"
 
 
 def add_worker_command(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> None:
@@ -42,16 +46,27 @@ def add_worker_command(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> 
         "-Q", "--queues", type=queue_list, help="comma-separated queues (default: the app's default queue)"
     )
     worker.add_argument(
-        "-c", "--concurrency", type=int, help="tasks at once (default: one per CPU, as Celery)"
+        "-c",
+        "--concurrency",
+        type=whole_or_zero(ONE_PER_CPU),
+        help="tasks at once (default, or 0: one per CPU, as Celery)",
     )
     add_pool_option(worker)
-    worker.add_argument("--time-limit", type=float, help="hard limit per task in seconds (prefork, asyncio)")
-    worker.add_argument("--soft-time-limit", type=float, help="raise SoftTimeLimitExceeded after S seconds")
-    worker.add_argument("--max-tasks-per-child", type=int, help="replace a child after N tasks (prefork)")
+    worker.add_argument(
+        "--time-limit", type=limit_seconds, help="hard limit per task in seconds (prefork, asyncio; 0: none)"
+    )
+    worker.add_argument(
+        "--soft-time-limit", type=limit_seconds, help="raise SoftTimeLimitExceeded after S seconds (0: none)"
+    )
+    worker.add_argument(
+        "--max-tasks-per-child",
+        type=whole_or_zero(NO_LIMIT),
+        help="replace a child after N tasks (prefork; 0: no limit)",
+    )
     worker.add_argument(
         "--max-memory-per-child",
-        type=int,
-        help="replace a child after the task that took its resident memory past K KiB (prefork)",
+        type=whole_or_zero(NO_LIMIT),
+        help="replace a child after the task that took its resident memory past K KiB (prefork; 0: no limit)",
     )
     worker.add_argument(
         "-X", "--exclude-queues", help="comma-separated queues not to consume (of -Q, or the app's)"
@@ -168,7 +183,7 @@ def run(args: argparse.Namespace) -> int:
     given = {name for name in ("concurrency", "hostname") if getattr(args, name) is not None}
     if getattr(args, POOL_GIVEN, False):
         given.add("pool")
-    if args.concurrency is None:
+    if not args.concurrency:  # not given, or Celery's -c 0
         args.concurrency = os.cpu_count() or 1
     hooks = worker_hooks(app, args, given)  # a Celery app: its settings, include, signals
     overrides: dict[str, Any] = {}
@@ -185,10 +200,11 @@ def run(args: argparse.Namespace) -> int:
         executor_id=args.hostname or "",
         shutdown_grace=args.shutdown_grace,
         pool=args.pool,
-        time_limit=args.time_limit,
-        soft_time_limit=args.soft_time_limit,
-        max_tasks_per_child=args.max_tasks_per_child,
-        max_memory_per_child=args.max_memory_per_child,
+        # A limit flag given 0 is no limit, as in Celery (worker_hooks left the app's setting unread).
+        time_limit=args.time_limit or None,
+        soft_time_limit=args.soft_time_limit or None,
+        max_tasks_per_child=args.max_tasks_per_child or None,
+        max_memory_per_child=args.max_memory_per_child or None,
         prefetch_multiplier=prefetch_multiplier(args),
         prune_interval=args.prune_interval,
         outcome_logger=hooks.outcome_logger,

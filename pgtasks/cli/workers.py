@@ -11,8 +11,8 @@ import sys
 from typing import Any
 
 from pgtasks.app import App
-from pgtasks.cli.options import comma_list
-from pgtasks.cli.replies import no_replies, nodes_online, print_replies
+from pgtasks.cli.options import comma_list, quiet
+from pgtasks.cli.replies import print_replies, print_status
 from pgtasks.management import TaskManagement
 from pgtasks.sysdb.records import ExecutorInfo
 
@@ -77,21 +77,12 @@ def native_inspect(app: App, args: argparse.Namespace) -> int:
     wanted = set(comma_list(args.destination)) or None
     workers = [(w, age) for w, age in live_workers(app) if wanted is None or w.executor_id in wanted]
     replies = {w.executor_id: _reply(app, args.method, w, age) for w, age in workers}
-    return print_replies(replies, args.json)
+    return print_replies(replies, args.json, quiet(args))
 
 
 def native_status(app: App, args: argparse.Namespace) -> int:
     """``status`` for a native app: the live workers, one line each."""
     wanted = set(comma_list(getattr(args, "destination", None))) or None
     workers = [(w, age) for w, age in live_workers(app) if wanted is None or w.executor_id in wanted]
-    if not workers:
-        return no_replies()
-    if getattr(args, "json", False):
-        print(
-            json.dumps({w.executor_id: {"ok": "pong", "heartbeat_age_s": age / 1000} for w, age in workers})
-        )
-        return 0
-    for worker, _ in workers:
-        print(f"{worker.executor_id}: OK")
-    nodes_online(len(workers))
-    return 0
+    replies = {w.executor_id: {"ok": "pong", "heartbeat_age_s": age / 1000} for w, age in workers}
+    return print_status(replies, getattr(args, "json", False), quiet(args))

@@ -122,7 +122,7 @@ class WorkerControl:
             for command, reply in answered:
                 self._store.reply_command(command.command_id, reply)
                 if command.command == "shutdown":
-                    log.warning("shutdown requested by remote control (command %s)", command.command_id)
+                    log.warning("Got shutdown from remote (control command %s)", command.command_id)
                     self._shutdown()
         if not answered:
             self.report()

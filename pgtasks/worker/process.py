@@ -1,7 +1,8 @@
 """The worker process: logging, banner, signals, and the run loop of one Worker.
 
-SIGTERM or SIGINT: warm shutdown (stop claiming, let running tasks finish within the grace
-period, write their outcomes). A second SIGTERM/SIGINT, or SIGQUIT: cold shutdown (exit at
+SIGTERM or SIGINT, or the remote control command ``shutdown`` (``celery control shutdown``):
+warm shutdown (stop claiming, let running tasks finish within the grace period, write their
+outcomes; exit status 0). A second SIGTERM/SIGINT, or SIGQUIT: cold shutdown (exit at
 once; the tasks still running are recovered from the database, so nothing is lost).
 """
 
@@ -103,6 +104,11 @@ def run_worker(
         if worker.shutdown():
             finished.set()
 
+    def start_stopping() -> threading.Thread:
+        stopping = threading.Thread(target=warm_shutdown, name="pgtasks-shutdown", daemon=True)
+        stopping.start()
+        return stopping
+
     while True:
         ready, _, _ = select.select([wake_read], [], [], 0.5)
         for signum in os.read(wake_read, 64) if ready else b"":
@@ -112,8 +118,10 @@ def run_worker(
                 logging.shutdown()
                 os._exit(1)
             log.warning("warm shutdown: no new tasks; waiting for %d running tasks", worker.running())
-            stopper = threading.Thread(target=warm_shutdown, name="pgtasks-shutdown", daemon=True)
-            stopper.start()
+            stopper = start_stopping()
+        if stopper is None and worker.shutdown_asked:  # the remote control's ``shutdown``
+            log.warning("warm shutdown: no new tasks; waiting for %d running tasks", worker.running())
+            stopper = start_stopping()
         broken = None if stopper is not None else worker.broken_part(runner)
         if broken is not None:
             # The claim loop or the pool ended on its own: stop cleanly and exit non-zero, so a
@@ -121,8 +129,7 @@ def run_worker(
             # A pool that asks for it has the process replaced instead (below).
             log.critical("the %s; shutting down", broken)
             exit_code = 1
-            stopper = threading.Thread(target=warm_shutdown, name="pgtasks-shutdown", daemon=True)
-            stopper.start()
+            stopper = start_stopping()
         if stopper is not None and not stopper.is_alive():
             break
     for probe in probes:

@@ -218,6 +218,7 @@ class Worker:
         self._owned: set[str] = set()
         self._wake = threading.Event()
         self._stopping = threading.Event()
+        self._stop_asked = threading.Event()  # a remote control ``shutdown`` came in
         self._claim_loop_started = False
         self._claim_loop_exited = threading.Event()
         # The second claim stream (see _second_stream): slots promised to claims in flight,
@@ -361,7 +362,7 @@ class Worker:
             self._describe,
             self._consume,
             self._stop_consuming,
-            self.stop,
+            self._stop_from_remote,
             self._resize,
             self.options.custom_commands,
         )
@@ -831,8 +832,9 @@ class Worker:
                 self._freeing[record.task_id] = record.queue_name
 
     def broken_part(self, claim_loop: threading.Thread) -> str | None:
-        """What of this worker stopped on its own (the claim loop, the pool), or None."""
-        if not claim_loop.is_alive() or self._second_failed:
+        """What of this worker stopped on its own (the claim loop, the pool), or None. A
+        claim loop ended by :meth:`stop` did not stop on its own."""
+        if (not claim_loop.is_alive() and not self._stopping.is_set()) or self._second_failed:
             return "claim loop stopped unexpectedly"
         if self._pool.replace_process:
             return f"{self.options.pool} pool is blocked past a hard time limit: the process will be replaced"
@@ -875,6 +877,17 @@ class Worker:
         """Stop claiming (the run loop returns); running tasks go on."""
         self._stopping.set()
         self._wake.set()
+
+    def _stop_from_remote(self) -> None:
+        """Remote control ``shutdown``: stop claiming now, and let the process that runs this
+        worker see :attr:`shutdown_asked` and shut down warm (exit status 0, as Celery's)."""
+        self._stop_asked.set()  # before stop(): the process never sees the loop end unasked
+        self.stop()
+
+    @property
+    def shutdown_asked(self) -> bool:
+        """True once a remote control ``shutdown`` asked this worker to stop."""
+        return self._stop_asked.is_set()
 
     def shutdown(self, grace: float | None = None) -> bool:
         """Warm shutdown: wait up to ``grace`` seconds for running tasks, write their

@@ -130,8 +130,42 @@ def test_an_argument_error_is_three_lines(
         (("--shutdown-grace", "-5"), "argument --shutdown-grace: must be a number of seconds >= 0, not -5"),
         (("-Q", ","), "argument -Q/--queues: ',' names no queue (give comma-separated queue names)"),
         (("-Q", ""), "argument -Q/--queues: '' names no queue (give comma-separated queue names)"),
+        (("-c", "-1"), "argument -c/--concurrency: must be a whole number >= 0 (0: one per CPU), not -1"),
+        (
+            ("--max-tasks-per-child", "-3"),
+            "argument --max-tasks-per-child: must be a whole number >= 0 (0: no limit), not -3",
+        ),
+        (
+            ("--max-memory-per-child", "-1"),
+            "argument --max-memory-per-child: must be a whole number >= 0 (0: no limit), not -1",
+        ),
+        (
+            ("--time-limit", "-1"),
+            "argument --time-limit: must be a number of seconds >= 0 (0: no limit), not -1",
+        ),
+        (
+            ("--soft-time-limit", "nan"),
+            "argument --soft-time-limit: must be a number of seconds >= 0 (0: no limit), not nan",
+        ),
+        (
+            ("-P", "custom"),
+            "argument -P/--pool: 'custom' is Celery's pool class named by CELERY_CUSTOM_WORKER_POOL, "
+            "which pgtasks does not load: choose one of pgtasks' pools (prefork, threads, solo, asyncio)",
+        ),
     ],
-    ids=["health-port", "metrics-port", "shutdown-grace", "queues-comma", "queues-empty"],
+    ids=[
+        "health-port",
+        "metrics-port",
+        "shutdown-grace",
+        "queues-comma",
+        "queues-empty",
+        "concurrency",
+        "max-tasks-per-child",
+        "max-memory-per-child",
+        "time-limit",
+        "soft-time-limit",
+        "pool-custom",
+    ],
 )
 def test_worker_options_out_of_range_are_refused_as_they_are_parsed(
     sqlite_url: str,

@@ -147,7 +147,11 @@ def test_inspect_ping_and_status_of_a_native_app(database_url: str, tmp_path: Pa
         assert ping.stdout.splitlines()[:2] == ["->  probe-one: OK", "        pong"]
         assert ping.stdout.rstrip().endswith("1 node online.")
         status = run_pgtasks("-A", BOARD_APP, "status", url=database_url)
-        assert status.returncode == 0 and status.stdout.splitlines()[0] == "probe-one: OK"
+        assert (status.returncode, status.stdout) == (0, "->  probe-one: OK\n\n1 node online.\n")
+        quiet = run_pgtasks("-q", "-A", BOARD_APP, "status", "-j", url=database_url)
+        as_json, count = quiet.stdout.split("\n\n")
+        assert list(json.loads(as_json)) == ["probe-one"] and count == "1 node online.\n"
+        assert quiet.stderr == ""  # -q is status's own, as Celery's: no "ignored" warning
         registered = run_pgtasks("-A", BOARD_APP, "inspect", "registered", "--json", url=database_url)
         assert "board.fail" in json.loads(registered.stdout)["probe-one"]
         other = run_pgtasks("-A", BOARD_APP, "inspect", "ping", "-d", "someone-else", url=database_url)

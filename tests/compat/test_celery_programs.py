@@ -44,6 +44,30 @@ def test_python_dash_m_celery_runs_the_celery_command(sqlite_url: str) -> None:
     assert "Unable to load celery application" in missing.stderr and "Traceback" not in missing.stderr
 
 
+def test_celery_alone_prints_the_help_and_an_unknown_option_is_named(sqlite_url: str) -> None:
+    """``celery`` with no command prints the help and exits 0; ``celery --bogus`` says
+    ``No such option '--bogus'`` and exits 2, as Celery's (click's) command line."""
+
+    def python_m_celery(*args: str) -> subprocess.CompletedProcess[str]:
+        argv = [sys.executable, "-m", "celery", *args]
+        return subprocess.run(
+            argv, cwd=REPO, env=cli_env(sqlite_url), capture_output=True, text=True, timeout=120
+        )
+
+    for line in ((), ("-A", APP)):
+        helped = python_m_celery(*line)
+        assert (helped.returncode, helped.stderr) == (0, ""), helped.stderr
+        assert helped.stdout.startswith("usage: pgtasks") and "worker " in helped.stdout
+    for line in (("--bogus",), ("-A", APP, "--bogus=3")):
+        bogus = python_m_celery(*line)
+        assert bogus.returncode == 2 and bogus.stdout == ""
+        assert bogus.stderr.splitlines() == [
+            "usage: pgtasks [options] COMMAND ...",
+            "pgtasks: error: No such option '--bogus'",
+            "Try 'pgtasks --help' for help.",
+        ]
+
+
 def test_shell_has_the_app_its_tasks_and_the_canvas(sqlite_url: str) -> None:
     lines = (
         "print(add.name, celery is app, chain.__name__, sorted(set(dir()) & {'group', 'chord', 'Task'}))\n"

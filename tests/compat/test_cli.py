@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import socket
+import subprocess
 import sys
 from pathlib import Path
 
@@ -13,7 +14,7 @@ import pytest
 from pgtasks.compat import Celery
 from pgtasks.sysdb.records import Status
 from tests.compat.apps import results_app as proj
-from tests.support.cli import run_pgtasks
+from tests.support.cli import REPO, cli_argv, cli_env, run_pgtasks, spawn_pgtasks
 from tests.support.inprocess import wait_for
 from tests.support.processes import stop, worker_process
 
@@ -105,6 +106,15 @@ def test_inspect_status_call_result_and_purge(pg_url: str, tmp_path: Path) -> No
         )
         ping = run_pgtasks("-A", app, "inspect", "ping", "-d", "celery@cli-0", url=pg_url)
         assert ping.returncode == 0 and "->  celery@cli-0: OK" in ping.stdout and "pong" in ping.stdout
+        # status, as Celery's: a line per node and the count, after --json and with -q too
+        status = run_pgtasks("-A", app, "status", url=pg_url)
+        assert (status.returncode, status.stdout) == (0, "->  celery@cli-0: OK\n\n1 node online.\n")
+        status_json = run_pgtasks("-A", app, "status", "--json", url=pg_url)
+        assert status_json.stdout == '{"celery@cli-0": {"ok": "pong"}}\n\n1 node online.\n'
+        status_quiet = run_pgtasks("-q", "-A", app, "status", url=pg_url)
+        assert status_quiet.stdout == " celery@cli-0: OK\n\n1 node online.\n", status_quiet.stderr
+        ping_quiet = run_pgtasks("-A", app, "inspect", "ping", "--quiet", url=pg_url)
+        assert ping_quiet.stdout == " celery@cli-0: OK\n        pong\n" and ping_quiet.stderr == ""
         stats = run_pgtasks("-A", app, "inspect", "stats", url=pg_url)
         assert '"pid"' in stats.stdout and "1 node online." in stats.stdout
         sent = run_pgtasks(
@@ -156,7 +166,7 @@ def test_inspect_status_call_result_and_purge(pg_url: str, tmp_path: Path) -> No
     assert "ignoring Celery option --prefetch-multiplier" not in output  # a pgtasks flag too
     for flag in ("--without-gossip", "-E", "-O"):
         assert f"ignoring Celery option {flag}" in output
-    assert "shutdown requested by remote control" in output
+    assert "Got shutdown from remote" in output and process.returncode == 0
     later = proj.add.apply_async((1, 1), countdown=300)
     elsewhere = proj.add.apply_async((2, 2), countdown=300, queue="named")
     but_named = run_pgtasks("-A", app, "purge", "-f", "-X", "named", url=pg_url)
@@ -175,6 +185,125 @@ def test_inspect_status_call_result_and_purge(pg_url: str, tmp_path: Path) -> No
     missing = run_pgtasks("-A", app, "result", "no-such-id", url=pg_url)
     assert missing.returncode == 1 and "no task with id" in missing.stderr
     proj.app.close()
+
+
+@pytest.mark.parametrize(
+    ("pool", "sent_by"),
+    [("threads", "command"), ("prefork", "command"), ("solo", "api"), ("asyncio", "api")],
+)
+def test_remote_shutdown_is_a_warm_shutdown_with_exit_status_0(
+    pg_url: str, tmp_path: Path, pool: str, sent_by: str
+) -> None:
+    """``celery control shutdown -d node`` (or ``app.control.shutdown``) stops the worker as
+    Celery's stops: "Got shutdown from remote", the running task finishes, exit status 0."""
+    app, node, release = "tests.compat.apps.results_app", f"celery@down-{pool}", tmp_path / "release"
+    proj.app.conf.broker_url = pg_url
+    process = worker_process(pg_url, tmp_path / "ledger", node, app=app, pool=pool, concurrency=1)
+    try:
+        held = proj.block.delay(str(release), 120)
+        wait_for(lambda: _running(held.id), timeout=60, what="a running task")
+        if sent_by == "command":
+            down = run_pgtasks("-A", app, "control", "shutdown", "-d", node, url=pg_url)
+            assert (down.returncode, down.stdout) == (0, f"->  {node}: OK\n        shutting down\n")
+        else:
+            replies = proj.app.control.shutdown(destination=[node], reply=True, timeout=30)
+            assert replies == [{node: {"ok": "shutting down"}}]
+        release.touch()  # the warm shutdown waits for the running task
+        process.wait(timeout=60)
+        assert held.state == "SUCCESS" and held.result == "slept"
+    finally:
+        release.touch()
+        output = stop(process)
+        proj.app.close()
+    assert process.returncode == 0, output
+    assert "Got shutdown from remote" in output and "warm shutdown" in output
+    assert "CRITICAL" not in output and "unexpectedly" not in output
+
+
+def test_result_waits_for_the_task_and_fails_as_get_does(pg_url: str, tmp_path: Path) -> None:
+    """``celery result ID`` is ``get()``: it waits (no timeout), prints the value, and exits 1
+    with the exception of a failed or revoked task."""
+    app = "tests.compat.apps.results_app"
+    proj.app.conf.broker_url = pg_url
+    sent = {
+        "value": proj.add.apply_async((20, 22), queue="later"),
+        "failure": proj.fail.apply_async(("no luck",), queue="later"),
+        "revoked": proj.add.apply_async((1, 1), queue="later"),
+    }
+    waiting = {
+        kind: spawn_pgtasks("-A", app, "result", result.id, env=cli_env(pg_url))
+        for kind, result in sent.items()
+    }
+    worker = None
+    try:
+        for kind, command in waiting.items():  # no worker consumes "later" yet: each one waits
+            with pytest.raises(subprocess.TimeoutExpired):
+                command.communicate(timeout=3 if kind == "value" else 0.1)
+        sent["revoked"].revoke()
+        worker = worker_process(
+            pg_url, tmp_path / "ledger", "celery@later", app=app, extra_args=("-Q", "later")
+        )
+        done = {
+            kind: (command.communicate(timeout=60)[0], command.returncode)
+            for kind, command in waiting.items()
+        }
+    finally:
+        for command in waiting.values():
+            if command.poll() is None:
+                command.kill()
+        if worker is not None:
+            stop(worker)
+        proj.app.close()
+    assert done["value"] == ("42\n", 0)
+    failure, status = done["failure"]
+    assert status == 1 and failure.startswith("Traceback (most recent call last):\n"), failure
+    assert failure.endswith("tests.compat.apps.results_app.AppError: no luck\n"), failure
+    assert done["revoked"] == ("celery.exceptions.TaskRevokedError: revoked\n", 1)
+    traceback_only = run_pgtasks(
+        "-A", app, "result", "--traceback", "-t", "some.name", sent["failure"].id, url=pg_url
+    )
+    assert traceback_only.returncode == 0 and traceback_only.stdout.rstrip("\n") == failure.rstrip("\n")
+
+
+def test_purge_reads_its_answer_from_standard_input_also_when_it_is_not_a_terminal(
+    sqlite_url: str,
+) -> None:
+    """``echo y | celery purge -Q qa`` purges, as Celery's prompt reads any standard input;
+    another answer, or none (EOF), aborts with exit status 1 and purges nothing."""
+    proj.app.conf.broker_url = sqlite_url
+    try:
+        waiting = proj.add.apply_async((1, 1), queue="qa")
+
+        def purge(answer: str) -> subprocess.CompletedProcess[str]:
+            return subprocess.run(
+                cli_argv("-A", "tests.compat.apps.results_app", "purge", "-Q", "qa"),
+                input=answer,
+                cwd=REPO,
+                env=cli_env(sqlite_url),
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
+
+        for answer in ("no\n", "", "maybe\n"):
+            kept = purge(answer)
+            assert (kept.returncode, kept.stderr) == (1, "Aborted!\n"), (answer, kept.stderr)
+            assert kept.stdout.endswith("Are you sure you want to delete all tasks? [y/N]: ")
+            assert waiting.state == "PENDING"
+        purged = purge("Yes\n")
+        assert purged.returncode == 0, purged.stderr
+        assert purged.stdout.endswith("[y/N]: Purged 1 message from 1 known task queue.\n")
+        assert waiting.state == "REVOKED"
+    finally:
+        proj.app.close()
+
+
+def test_inspect_help_gives_the_exit_status_it_exits_with(sqlite_url: str) -> None:
+    helped = run_pgtasks("inspect", "--help")
+    text = " ".join(helped.stdout.split())
+    assert "Exit 0 when at least one worker replies, 69 when none does" in text, text
+    nobody = run_pgtasks("-A", "tests.compat.apps.results_app", "inspect", "ping", url=sqlite_url)
+    assert nobody.returncode == 69 and "No nodes replied within time constraint" in nobody.stderr
 
 
 def _running(task_id: str) -> bool:

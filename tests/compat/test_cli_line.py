@@ -89,3 +89,36 @@ def test_a_pgtasks_apps_command_never_installs_the_celery_layer(tmp_path: Path) 
             timeout=120,
         )
         assert done.stdout.splitlines()[-1] == f"0 {layer}", (app, done.stdout, done.stderr)
+
+
+def test_an_app_of_another_name_in_the_packages_celery_module_is_found(tmp_path: Path) -> None:
+    """``-A pkg`` where ``pkg/__init__.py`` is empty and ``pkg/celery.py`` says ``myapp =
+    Celery(...)``: Celery's find_app takes it, and so does pgtasks; a package whose modules
+    import celery but define no app says "no Celery app"."""
+    project = tmp_path / "project"
+    named = PROJECT.replace('app = Celery("line")', 'myapp = Celery("line")').replace("@app.", "@myapp.")
+    for package, body in (("named_proj", named), ("appless_proj", "import celery\n")):
+        (project / package).mkdir(parents=True)
+        (project / package / "__init__.py").write_text("")
+        (project / package / "celery.py").write_text(body)
+    url = f"sqlite:///{tmp_path / 'line.sqlite3'}"
+    base = ("--workdir", str(project), "-b", url)
+
+    def run(*line: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            cli_argv(*base, *line), cwd=REPO, env=_env(), capture_output=True, text=True, timeout=120
+        )
+
+    sent = run("-A", "named_proj", "call", "line.add", "--args=[2, 3]")
+    assert sent.returncode == 0, sent.stderr
+    client = Client(url)
+    try:
+        task = client.engine.get_task(sent.stdout.strip())
+        assert task is not None and task.name == "line.add"
+    finally:
+        client.close()
+    appless = run("-A", "appless_proj", "call", "line.add")
+    assert appless.returncode == 2 and appless.stderr.startswith(
+        "pgtasks: error: -A appless_proj: Unable to load celery application: module 'appless_proj' "
+        "defines no Celery app"
+    ), appless.stderr

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -82,10 +83,41 @@ def test_a_wrong_worker_setting_is_refused_in_one_line(
     assert refusal(sqlite_url, settings) == f"pgtasks: error: {message}"
 
 
-def test_the_command_line_wins_over_a_wrong_setting(sqlite_url: str) -> None:
-    # -c given on the command line: worker_concurrency is not read, the flag's 0 is refused.
-    line = refusal(sqlite_url, {"worker_pool": "threads", "worker_concurrency": "x"}, "-c", "0")
-    assert "concurrency must be >= 1" in line  # -c 0, the command line's, is refused, not 'x'
+def test_the_command_line_wins_over_a_wrong_setting(pg_url: str, tmp_path: Path) -> None:
+    # -c given on the command line, even 0 (Celery's "one per CPU"): worker_concurrency is not read.
+    out = started(pg_url, tmp_path, {"worker_pool": "threads", "worker_concurrency": "x"}, "-c", "0")
+    assert f"concurrency: {os.cpu_count()} (threads)" in out, out
+
+
+def test_limit_flags_given_0_are_no_limit_over_the_apps_settings(pg_url: str, tmp_path: Path) -> None:
+    """``--time-limit 0``, ``--soft-time-limit 0``, ``--max-tasks-per-child 0`` and
+    ``--max-memory-per-child 0`` are Celery's "no limit", and win over the app's settings;
+    ``-P processes`` is Celery's alias of prefork."""
+    settings = {
+        "task_time_limit": 50,
+        "task_soft_time_limit": 40,
+        "worker_max_tasks_per_child": 1,  # a child per task, were it read
+        "worker_max_memory_per_child": 1,  # 1 KiB: a child per task, were it read
+    }
+    zeros = ("--time-limit", "0", "--soft-time-limit", "0", "--max-tasks-per-child", "0")
+    flags = ("-P", "processes", "-c", "1", *zeros, "--max-memory-per-child", "0")
+    log = tmp_path / "worker.log"
+    env = cli_env(pg_url, {"APP_SETTINGS": json.dumps(settings)})
+    worker = spawn_pgtasks("worker", "-A", APP, "-n", "zeros@test", *flags, env=env, output=log)
+    app = Celery("zeros", broker=pg_url)
+    try:
+        wait_for(lambda: "ready." in log.read_text() or worker.poll() is not None, 60, "the worker to start")
+        assert "concurrency: 1 (prefork)" in log.read_text(), log.read_text()
+        pids = [app.send_task("settings.pid").get(timeout=60) for _ in range(3)]
+        assert len(set(pids)) == 1, pids  # one child ran them all: no per-child limit
+        stats = run_pgtasks("-A", APP, "inspect", "stats", "-j", url=pg_url)
+        pool = json.loads(stats.stdout)["zeros@test"]["pool"]
+        assert pool["timeouts"] == [0, 0] and pool["max-tasks-per-child"] == "N/A", pool
+        assert pool["implementation"] == "pgtasks.worker:prefork"
+    finally:
+        stop(worker)
+        app.close()
+    assert worker.returncode == 0, log.read_text()
 
 
 def test_celery_check_counts_worker_pool_as_supported() -> None:

@@ -99,6 +99,33 @@ def test_package_with_celery_submodule(workdir: Path) -> None:
     assert app is sys.modules[f"{name}.celery"].app
 
 
+def test_package_with_an_app_of_another_name_in_its_celery_submodule(workdir: Path) -> None:
+    """Celery's find_app: ``pkg.celery``'s app, whatever its name (``myapp``)."""
+    name = unique("ldpkgnamed")
+    (workdir / name).mkdir()
+    (workdir / name / "__init__.py").write_text("")
+    write(
+        workdir / name / "celery.py",
+        'import os\nmyapp = pgtasks.App("named_in_sub", database_url=DB)\n',
+        workdir / "db.sqlite3",
+    )
+    assert load_app(name) is sys.modules[f"{name}.celery"].myapp
+
+
+def test_a_celery_module_without_an_app_says_no_celery_app(workdir: Path) -> None:
+    name = unique("ldcelerypkg")
+    (workdir / name).mkdir()
+    (workdir / name / "__init__.py").write_text("")
+    (workdir / name / "celery.py").write_text("from celery import shared_task\n")
+    with pytest.raises(ConfigurationError) as info:
+        load_app(name)
+    assert str(info.value) == (
+        f"-A {name}: Unable to load celery application: module '{name}' defines no Celery app "
+        f"(looked for 'app', 'celery', the module '{name}.celery' and any Celery instance); "
+        f"name it as -A {name}:ATTRIBUTE"
+    )
+
+
 def test_single_app_under_another_name(workdir: Path) -> None:
     name = module(workdir, 'my_application = pgtasks.App("only", database_url=DB)\nx = 1\n')
     assert load_app(name).main == "only"

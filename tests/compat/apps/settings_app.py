@@ -16,3 +16,9 @@ for name, value in json.loads(os.environ.get("APP_SETTINGS", "{}")).items():
 @app.task(name="settings.ping")
 def ping() -> str:
     return "pong"
+
+
+@app.task(name="settings.pid")
+def pid() -> int:
+    """The pid of the process that ran it (a prefork child: replaced or not)."""
+    return os.getpid()
