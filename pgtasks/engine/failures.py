@@ -19,12 +19,14 @@ from collections.abc import Iterable
 from typing import Any
 
 from pgtasks.engine.errors import TaskError
+from pgtasks.engine.json_tags import JsonSerializer
 
 TRUSTED_PREFIXES = ("pgtasks.",)
 
 
 MAX_MESSAGE_CHARS = 64 * 1024  # of an error's message and of its traceback, as stored
 MAX_ARGS_CHARS = 64 * 1024  # an exception's args (as JSON) beyond this are not kept
+_TAGGED = JsonSerializer()  # for arguments plain JSON cannot carry (bytes, datetimes)
 
 
 _EXPECTED = "__pgtasks_expected__"
@@ -84,10 +86,8 @@ def encode_exception(exc: BaseException) -> str:
 def _tagged_args(exc: BaseException) -> str | None:
     """The exception's arguments as the JSON serializer writes them (bytes, dates, decimals
     as tags: ``UnicodeDecodeError`` carries bytes), or None when even that cannot."""
-    from pgtasks.engine.serialization import SERIALIZERS  # why: serialization imports this module
-
     try:
-        text = SERIALIZERS["json"].dumps(list(exc.args))
+        text = _TAGGED.dumps(list(exc.args))
     except BaseException:
         return None
     return text if len(text) <= MAX_ARGS_CHARS else None
@@ -98,10 +98,8 @@ def _arguments(data: dict[str, Any]) -> Any:
     args = data.get("args")
     tagged = data.get("tagged_args")
     if args is None and isinstance(tagged, str):
-        from pgtasks.engine.serialization import SERIALIZERS  # why: as in _tagged_args
-
         try:
-            return SERIALIZERS["json"].loads(tagged)
+            return _TAGGED.loads(tagged)
         except Exception:
             return None
     return args
