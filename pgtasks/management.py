@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import inspect
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -154,6 +155,10 @@ class TaskManagement(Monitoring, ScheduleManagement):
         next task of a chain, a chord's body, an errback)."""
         return self.engine.admin.children(task_id)
 
+    def task_children_many(self, task_ids: list[str]) -> dict[str, list[str]]:
+        """:meth:`task_children` of each of ``task_ids`` (every id a key), in one query."""
+        return self.engine.admin.children_many(list(task_ids))
+
     def task_events(self, task_id: str) -> list[EventEntry]:
         """Every value the task set with ``pgtasks.set_event`` (key, serialized value, step
         position), in step order; ``app.get_event`` reads the last one decoded."""
@@ -194,6 +199,38 @@ class TaskManagement(Monitoring, ScheduleManagement):
         if terminate:
             admin.request_terminate(task_id, signal)
         return admin.cancel(task_id)
+
+    def revoke_task(self, task_id: str, terminate: bool = False, signal: str = "SIGTERM") -> bool:
+        """Celery's revoke: :meth:`cancel_task`, and for an id no task has yet, the id is
+        remembered as revoked (as Celery's workers remember revoked ids), so a task sent later
+        under it ends cancelled (REVOKED) without running. Returns whether a task was
+        cancelled now."""
+        admin = self.engine.admin
+        revoked = self.cancel_task(task_id, terminate, signal)
+        # A task that arrives between the cancel and the remembering is cancelled instead.
+        while not revoked and admin.task(task_id) is None:
+            if admin.revoke_ahead(task_id, self.engine.settings.default_queue):
+                break
+            revoked = admin.cancel(task_id)
+        return revoked
+
+    def check_task_arguments(self, name: str, args: list[Any], kwargs: dict[str, Any]) -> None:
+        """TypeError (``add() too many positional arguments``) if the task ``name`` registered
+        in this process cannot be called with ``args`` and ``kwargs``; nothing is checked for
+        a task this process does not know (a Client knows none) or whose signature Python
+        cannot read."""
+        registry = self.engine.registry
+        if name not in registry:
+            return
+        fn = registry.get(name).fn
+        try:
+            signature = inspect.signature(fn)
+        except (TypeError, ValueError):
+            return
+        try:
+            signature.bind(*args, **kwargs)
+        except TypeError as exc:
+            raise TypeError(f"{getattr(fn, '__name__', name)}() {exc}") from None
 
     def abort_task(self, task_id: str) -> bool:
         """Ask a running task to stop (Celery's ``AbortableTask``): its state becomes

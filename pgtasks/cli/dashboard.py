@@ -33,7 +33,8 @@ def add_dashboard_command(sub: Any, common: list[argparse.ArgumentParser]) -> No
         "--max-tasks",
         type=int,
         default=100_000,
-        help="Flower's API lists the newest N tasks (default 100000)",
+        help="Flower's API lists the newest N tasks and the running ones (default 100000; 0: only "
+        "the running ones)",
     )
     board.add_argument("--database-url", help="without -A: the database to show")
     board.add_argument("--schema", default="pgtasks", help=SCHEMA_HELP)
@@ -76,8 +77,8 @@ def run_dashboard(
         raise ConfigurationError(
             f"the dashboard needs its extra: pip install 'pgtasks[dashboard]' ({exc})"
         ) from None
-    if max_tasks < 1:
-        raise ConfigurationError(f"--max-tasks must be at least 1, not {max_tasks}")
+    if max_tasks < 0:
+        raise ConfigurationError(f"--max-tasks must be 0 (only running tasks) or more, not {max_tasks}")
     open_api = os.environ.get("FLOWER_UNAUTHENTICATED_API", "")
     try:
         unauthenticated_api = bool(open_api) and strtobool(open_api)

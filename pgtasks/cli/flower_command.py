@@ -9,7 +9,9 @@ something to pgtasks are used; the others are accepted and named in one warning 
 from __future__ import annotations
 
 import argparse
+import itertools
 import logging
+import math
 import os
 import runpy
 from collections.abc import Callable
@@ -33,8 +35,22 @@ def _bool(text: str) -> bool:
         raise ValueError(f"invalid truth value {text!r}") from None
 
 
-def _floats(text: str) -> list[float]:
-    return [float(item) for item in comma_list(text)]
+def _buckets(value: str | list[float]) -> list[float]:
+    """``task_runtime_metric_buckets``: increasing finite numbers (comma-separated text, or a
+    list in flowerconfig.py). A last ``inf`` names the +Inf bucket every histogram ends with,
+    which /metrics writes anyway: it is dropped, not written twice."""
+    bounds = [float(item) for item in (comma_list(value) if isinstance(value, str) else value)]
+    if bounds and bounds[-1] == math.inf:
+        bounds.pop()
+    if not bounds:
+        raise ValueError("give at least one finite bucket bound (the +Inf bucket is always there)")
+    for bound in bounds:
+        if not math.isfinite(bound):
+            raise ValueError(f"bucket bounds must be finite numbers (only the last may be inf), not {bound}")
+    for low, high in itertools.pairwise(bounds):
+        if low >= high:
+            raise ValueError(f"bucket bounds must increase, but {high:g} follows {low:g}")
+    return bounds
 
 
 # Flower's options pgtasks uses: name -> parser of its text value.
@@ -45,7 +61,7 @@ USED: dict[str, Callable[[str], Any]] = {
     "url_prefix": str,
     "read_only": _bool,
     "max_tasks": int,
-    "task_runtime_metric_buckets": _floats,
+    "task_runtime_metric_buckets": _buckets,
     "allowed_hosts": comma_list,  # pgtasks' own: the host names a proxy forwards
     "conf": str,
     "debug": _bool,
@@ -76,6 +92,13 @@ UNUSED: dict[str, str] = {
     "oauth2_secret": "OAuth is not supported: use --basic_auth",
     "oauth2_redirect_uri": "OAuth is not supported: use --basic_auth",
 }
+# Ignored options whose values Flower still parses: a value that does not parse stops the start.
+CHECKED: dict[str, Callable[[str], Any]] = {
+    "inspect_timeout": float,
+    "max_workers": int,
+    "state_save_interval": int,
+    "purge_offline_workers": int,
+}
 FLAGS = frozenset(
     {"read_only", "debug", "persistent", "xheaders", "natural_time", "auto_refresh", "enable_events"}
 )
@@ -105,6 +128,8 @@ def parse_flower_options(argv: list[str], environ: dict[str, str] | None = None)
     options.update(_config_file(conf, explicit=conf is not None))
     for name, value in given.items():
         options[name] = _parsed(name, value, f"--{name}")
+    if bool(options.get("certfile")) != bool(options.get("keyfile")):
+        raise ConfigurationError("Both 'certfile' and 'keyfile' are required to enable SSL (as Flower)")
     for name in sorted(set(options) & set(UNUSED)):
         log.warning("flower option %s accepted and ignored: %s", name, UNUSED[name])
     unknown = sorted(set(given) - set(USED) - set(UNUSED))
@@ -115,14 +140,12 @@ def parse_flower_options(argv: list[str], environ: dict[str, str] | None = None)
 
 
 def _parsed(name: str, value: Any, where: str) -> Any:
-    if not isinstance(value, str):
-        return value
-    parse = USED.get(name)
-    if parse is None:
+    parse = USED.get(name) or CHECKED.get(name)
+    if parse is None or not (isinstance(value, str) or parse is _buckets):
         return value
     try:
         return parse(value)
-    except ValueError as exc:
+    except (TypeError, ValueError) as exc:
         raise ConfigurationError(f"{where}: {exc}") from None
 
 

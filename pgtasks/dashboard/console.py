@@ -188,8 +188,9 @@ class Console:
         return self.manager.resume_task(task_id)
 
     def revoke(self, task_id: str, terminate: bool, signal_name: str) -> bool:
-        """Cancel a task; with ``terminate`` also ask its worker to stop the process running it."""
-        return self.manager.cancel_task(task_id, terminate=terminate, signal=signal_name)
+        """Cancel a task; with ``terminate`` also ask its worker to stop the process running it.
+        An id no task has yet is remembered: a task sent later under it ends REVOKED unrun."""
+        return self.manager.revoke_task(task_id, terminate=terminate, signal=signal_name)
 
     def registered(self) -> list[str]:
         """Task names registered in this process (the App's; none for a Client)."""
@@ -236,6 +237,11 @@ class Console:
 
     def trigger_schedule(self, name: str) -> str:
         return self.manager.trigger_schedule(name).id
+
+    def check_arguments(self, name: str, args: list[Any], kwargs: dict[str, Any]) -> None:
+        """TypeError if the task ``name``, registered here, cannot take these arguments (as
+        its ``apply_async`` would raise); nothing checked for a task this process lacks."""
+        self.manager.check_task_arguments(name, args, kwargs)
 
     def send(self, name: str, args: list[Any], kwargs: dict[str, Any], **options: Any) -> str:
         """Send task ``name`` with send ``options`` (Flower's async-apply); returns its id."""

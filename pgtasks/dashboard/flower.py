@@ -40,12 +40,14 @@ from pgtasks.dashboard.http import (
     HttpError,
     in_thread,
     json_response,
+    not_found_page,
     strtobool,
     text_response,
 )
 from pgtasks.dashboard.security import Guard
 from pgtasks.engine.errors import PgtasksError
 from pgtasks.management import TaskInfo
+from pgtasks.sysdb.records import Status
 
 SORT_FIELDS = {"name": "name", "state": "status", "received": "received", "started": "started"}
 RECEIVED_FORMAT = "%Y-%m-%d %H:%M"
@@ -54,12 +56,13 @@ FLOWER_DATE_FORMAT = "%Y-%m-%d %H:%M:%S.%f"
 # ignores those it does not know: so does pgtasks.
 SEND_OPTIONS = ("task_id", "queue", "countdown", "eta", "priority", "expires")
 CONTROL_TIMEOUT = 10.0  # seconds a worker control waits for the worker's reply
+RUNNING = (Status.PENDING,)  # a claimed task: listed whatever max_tasks
 
 
 @dataclass(frozen=True, slots=True)
 class FlowerSettings:
     """Flower's options the API uses: ``max_tasks``, the tasks it lists (the newest this many,
-    as Flower keeps this many in memory)."""
+    as Flower keeps this many in memory, and every running task; 0: only the running ones)."""
 
     max_tasks: int = 100_000
 
@@ -68,20 +71,28 @@ Method = Callable[[Request], Awaitable[Response]]
 
 
 class Endpoint(Handler):
-    """A Flower handler made of a ``get`` and/or a ``post`` coroutine."""
+    """A Flower handler made of a ``get`` and/or a ``post`` coroutine. ``empty_path``: whether
+    its path parameter may be empty; Flower's routes end in ``(.+)`` but for ``task/info``,
+    so an empty one matches no route there and gets Flower's 404 page."""
 
     def __init__(
         self, guard: Guard, get: Method | None = None, post: Method | None = None, *, api: bool = True,
-        public: bool = False, method_not_allowed: tuple[bytes, str] | None = None,
+        public: bool = False, method_not_allowed: tuple[bytes, str] | None = None, empty_path: bool = False,
     ) -> None:  # fmt: skip
         super().__init__(guard)
         self.api, self.public, self.changes_state = api, public, post is not None
+        self.empty_path = empty_path
         if get is not None:
             self.get = get
         if post is not None:
             self.post = post
         if method_not_allowed is not None:
             self.method_not_allowed = method_not_allowed
+
+    async def dispatch(self, request: Request) -> Response:
+        if not self.empty_path and "" in request.path_params.values():
+            return not_found_page()
+        return await super().dispatch(request)
 
 
 class FlowerApi:
@@ -113,7 +124,7 @@ class FlowerApi:
             route("/api/tasks", get=self.tasks),
             route("/api/task/types", get=self.task_types),
             route("/api/queues/length", get=self.queue_lengths),
-            route("/api/task/info/{task_id:path}", get=self.info),
+            route("/api/task/info/{task_id:path}", get=self.info, empty_path=True),
             route("/api/task/info", get=self.info),
             route("/api/task/apply/{name:path}", post=self.apply),
             route("/api/task/async-apply/{name:path}", post=self.async_apply),
@@ -227,6 +238,11 @@ class FlowerApi:
         # Flower 2.2 takes a page of max(limit, 0) tasks: none for 0 or a negative limit.
         if (limit is not None and limit <= 0) or (state is not None and state not in FLOWER_STATES):
             return json_response({})
+        statuses = STATUSES_OF_STATE[state] if state else ()
+        if self.settings.max_tasks == 0:  # no task kept: only the running ones are listed
+            statuses = tuple(status for status in statuses or RUNNING if status in RUNNING)
+            if not statuses:
+                return json_response({})
 
         def listing() -> dict[str, Any]:
             exact = state is None or (
@@ -234,10 +250,10 @@ class FlowerApi:
             )
             in_db = predicate is None and exact
             found = self.manager.recent_tasks(
-                window=self.settings.max_tasks,
+                window=max(1, self.settings.max_tasks),  # and every running task, whatever the window
                 order_by=order,
                 descending=descending,
-                status=STATUSES_OF_STATE[state] if state else (),
+                status=statuses,
                 status_order=STATUS_ORDER,
                 name=None if name in (None, "", "All") else name,
                 worker=None if worker in (None, "", "All") else worker,
@@ -265,6 +281,8 @@ class FlowerApi:
                 field = sort_by.removeprefix("-")
                 ordered = sorted(out.values(), key=lambda t: _flower_key(t, field), reverse=descending)
                 out = {t["uuid"]: t for t in ordered}
+            for task_id, children in self.manager.task_children_many(list(out)).items():
+                out[task_id]["children"] = children  # one query for the page
             return out
 
         return json_response(await in_thread(listing))
@@ -274,6 +292,9 @@ class FlowerApi:
 
     async def task_types(self, request: Request) -> Response:
         def names() -> list[str]:
+            if self.settings.max_tasks == 0:  # no task kept: the running ones' names
+                running = self.manager.recent_tasks(window=1, status=RUNNING)
+                return sorted({task.name for task in running})
             seen = self.manager.recent_task_names(self.settings.max_tasks)
             known: set[str] = set()
             for e in self.manager.list_workers():
@@ -337,7 +358,9 @@ class FlowerApi:
         except (TypeError, ValueError):
             raise HttpError(400, "Invalid timeout") from None
         self._registered(name)
-        task_id = await self._send(name, args, kwargs, _converted(options))
+        converted = _converted(options)
+        await self._check_arguments(name, args, kwargs)
+        task_id = await self._send(name, args, kwargs, converted)
         return json_response(await in_thread(self._applied, task_id, timeout))
 
     def _applied(self, task_id: str, timeout: float | None) -> dict[str, Any]:
@@ -351,7 +374,9 @@ class FlowerApi:
         name = request.path_params["name"]
         args, kwargs, options = await _body(request)
         self._registered(name)
-        task_id = await self._send(name, args, kwargs, _converted(options))
+        converted = _converted(options)
+        await self._check_arguments(name, args, kwargs)
+        task_id = await self._send(name, args, kwargs, converted)
         return json_response(await in_thread(self._sent, task_id))
 
     async def send_task(self, request: Request) -> Response:
@@ -368,6 +393,16 @@ class FlowerApi:
         registered = self.console.registered()
         if registered and name not in registered:
             raise HttpError(404, f"Unknown task '{name}'")
+
+    async def _check_arguments(self, name: str, args: list[Any], kwargs: Any) -> None:
+        """400 with the TypeError the task's ``apply_async`` raises for arguments its function
+        cannot take (Flower lets it escape: a 500), before anything is sent."""
+        if not isinstance(kwargs, dict):
+            return  # answered by _send as Flower answers it
+        try:
+            await in_thread(self.console.check_arguments, name, args, kwargs)
+        except TypeError as exc:
+            raise HttpError(400, str(exc)) from None
 
     async def _send(self, name: str, args: list[Any], kwargs: Any, options: dict[str, Any]) -> str:
         if not isinstance(kwargs, dict):
@@ -510,7 +545,8 @@ async def _body(request: Request) -> tuple[list[Any], Any, dict[str, Any]]:
 
 def _converted(options: dict[str, Any]) -> dict[str, Any]:
     """The send options pgtasks acts on, converted as Flower converts them: ``eta`` and
-    ``expires`` dates as ``%Y-%m-%d %H:%M:%S.%f`` (naive: UTC), ``countdown`` and a numeric
+    ``expires`` dates as ``%Y-%m-%d %H:%M:%S.%f`` (async-apply's format) or ISO 8601
+    (send-task's, as ``send_task`` takes them), naive meaning UTC; ``countdown`` and a numeric
     ``expires`` as seconds. 400 ``Invalid option`` for a value that does not convert."""
     out: dict[str, Any] = {}
     try:
@@ -519,13 +555,12 @@ def _converted(options: dict[str, Any]) -> dict[str, Any]:
                 continue
             value = options[key]
             if key == "eta":
-                value = _flower_date(value)
+                value = _send_date(value)
             elif key == "countdown":
                 value = float(value)
             elif key == "expires":
-                value = (
-                    _flower_date(value) if isinstance(value, str) and not _is_number(value) else float(value)
-                )
+                is_date = isinstance(value, str) and not _is_number(value)
+                value = _send_date(value) if is_date else float(value)
             elif key == "priority":
                 value = int(value)
             out[key] = value
@@ -542,10 +577,17 @@ def _is_number(text: str) -> bool:
     return True
 
 
-def _flower_date(value: Any) -> dt.datetime:
+def _send_date(value: Any) -> dt.datetime:
+    """An ``eta``/``expires`` text as a datetime: Flower's format, else ISO 8601 (``Z`` or an
+    offset, or naive: UTC); ValueError for anything else."""
     if not isinstance(value, str):
         raise ValueError(value)
-    return dt.datetime.strptime(value, FLOWER_DATE_FORMAT).replace(tzinfo=dt.timezone.utc)
+    text = value.strip()
+    try:
+        when = dt.datetime.strptime(text, FLOWER_DATE_FORMAT)
+    except ValueError:
+        when = dt.datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith(("Z", "z")) else text)
+    return when if when.tzinfo is not None else when.replace(tzinfo=dt.timezone.utc)
 
 
 def _local_minute(text: str | None) -> dt.datetime | None:

@@ -131,7 +131,9 @@ class FlowerCollector(Collector):
                 count(name, EVENT_OF_STATE[state], worker, 1, at)
             if body["runtime"] is not None:
                 runtimes.setdefault((name, worker), []).append(body["runtime"])
-            queued[(name, worker)] = queued.get((name, worker), 0) + (state == "RECEIVED")
+            # As Flower: "prefetch metrics only make sense for tasks without a scheduled time"
+            prefetched_now = state == "RECEIVED" and body["eta"] is None
+            queued[(name, worker)] = queued.get((name, worker), 0) + prefetched_now
             running[worker] = running.get(worker, 0) + (state == "STARTED")
         for (name, kind, worker), (n, first) in sorted(counts.items()):
             events.add_metric([name, kind, worker], n, created=first)

@@ -131,6 +131,10 @@ class TaskAdmin:
         """The tasks ``task_id`` sent and those waiting for its result."""
         return self._database.sysdb.task_children(checked_task_id(task_id))
 
+    def children_many(self, task_ids: list[str]) -> dict[str, list[str]]:
+        """:meth:`children` of each of ``task_ids``, read in one statement."""
+        return self._database.sysdb.task_children_many([checked_task_id(t) for t in task_ids])
+
     def links_around(self, task_id: str, limit: int = 200) -> list[TaskLinkInfo]:
         """The canvas links that start or end at ``task_id`` (chain, chord, group, errback,
         replace) and the tasks it sent ('sent'): one step of the graph around a task."""

@@ -184,6 +184,10 @@ class SystemDatabase(ABC):
         """The tasks ``task_id`` sent, and those waiting for its result."""
 
     @abstractmethod
+    def task_children_many(self, task_ids: list[str]) -> dict[str, list[str]]:
+        """:meth:`task_children` of each of ``task_ids`` in one statement (every id a key)."""
+
+    @abstractmethod
     def task_links_around(self, task_id: str, limit: int) -> list[TaskLinkInfo]:
         """The links that start or end at ``task_id`` and the tasks it sent (at most ``limit``)."""
 

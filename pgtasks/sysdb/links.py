@@ -56,8 +56,9 @@ SerializationFailure = (ValueError, TypeError)
 
 
 class LinkStore(Primitives):
-    """``tasks_enqueue_canvas``, ``group_members``, ``task_children``, and the resolution of a
-    parent's links inside the transaction of its outcome (:meth:`_resolve`)."""
+    """``tasks_enqueue_canvas``, ``group_members``, ``task_children`` (of one task or many),
+    and the resolution of a parent's links inside the transaction of its outcome
+    (:meth:`_resolve`)."""
 
     # -- enqueue ------------------------------------------------------------------------
     def tasks_enqueue_canvas(self, params: CanvasEnqueue) -> list[EnqueueResult]:
@@ -180,6 +181,13 @@ class LinkStore(Primitives):
 
     def task_children(self, task_id: str) -> list[str]:
         return [r["child_uuid"] for r in self._read("task_children", {"id": task_id})]
+
+    def task_children_many(self, task_ids: list[str]) -> dict[str, list[str]]:
+        found: dict[str, list[str]] = {task_id: [] for task_id in task_ids}
+        if task_ids:
+            for r in self._read("task_children_many", {"ids": self._list(task_ids)}):
+                found[r["parent_uuid"]].append(r["child_uuid"])
+        return found
 
     def task_links_around(self, task_id: str, limit: int) -> list[TaskLinkInfo]:
         rows = self._read("task_links_around", {"id": task_id, "limit": limit})

@@ -9,6 +9,7 @@ import base64
 import datetime as dt
 import json
 import tempfile
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from pgtasks import App
 from tests.acceptance.test_dashboard import _free_port, _http
-from tests.support.cli import cli_env, spawn_pgtasks
+from tests.support.cli import cli_env, run_pgtasks, spawn_pgtasks
 from tests.support.inprocess import wait_for
 from tests.support.processes import stop, worker_process
 from tests.support.schemas import scratch_schema, with_schema
@@ -144,10 +145,11 @@ def test_sending_waiting_and_reading_tasks(flower: Flower, app: App) -> None:
     status, later, _ = flower.post("/api/task/async-apply/fl.add", {"args": [1, 1], "eta": eta})
     assert status == 200 and later["state"] == "PENDING"
     assert app.AsyncResult(later["task-id"]).status == "DELAYED"
-    assert flower.post("/api/task/async-apply/fl.add", {"eta": "2026-01-01T00:00:00"})[:2] == (
-        400,
-        b"Invalid option",
-    )
+    for bad in ({"eta": "tomorrow"}, {"eta": 12345}, {"expires": "nope"}, {"countdown": "abc"}):
+        assert flower.post("/api/task/async-apply/fl.add", {"args": [1, 1], **bad})[:2] == (
+            400,
+            b"Invalid option",
+        )
     assert flower.post("/api/task/async-apply/fl.add", {"args": 5})[:2] == (400, b"args must be an array")
     assert flower.post("/api/task/async-apply/no.such")[:2] == (404, b"Unknown task 'no.such'")
     sent = flower.post("/api/task/send-task/fl.add", {"args": [20, 22]})[1]
@@ -321,6 +323,137 @@ def test_closed_api_basic_auth_prefix_and_flowerconfig(
         assert "persistent accepted and ignored" in guarded.log.read_text()
     finally:
         stop(guarded.proc)
+
+
+def test_a_revoke_before_the_task_is_sent_is_remembered(flower: Flower) -> None:
+    """As Celery's workers remember revoked ids: the task sent later under the id never runs."""
+    task_id = f"revoked-ahead-{uuid.uuid4()}"
+    assert flower.post(f"/api/task/revoke/{task_id}")[:2] == (200, {"message": f"Revoked '{task_id}'"})
+    applied = flower.post("/api/task/apply/fl.add", {"args": [1, 2], "task_id": task_id, "timeout": 30})
+    assert applied[:2] == (
+        200,
+        {"task-id": task_id, "result": "TaskRevokedError('revoked')", "state": "REVOKED"},
+    )
+    assert flower.get(f"/api/task/info/{task_id}")[1]["state"] == "REVOKED"
+
+
+def test_send_task_and_async_apply_take_iso_8601_dates(flower: Flower, app: App) -> None:
+    body = {"args": [1, 1], "eta": "2090-01-01T00:00:00+00:00", "expires": "2091-01-01T02:00:00+02:00"}
+    status, sent, _ = flower.post("/api/task/send-task/fl.add", body)
+    assert status == 200 and sent["state"] == "PENDING"
+    naive = flower.post("/api/task/async-apply/fl.add", {"args": [1, 1], "eta": "2090-01-01T00:00:00"})[1]
+    zulu = flower.post("/api/task/async-apply/fl.add", {"args": [1, 1], "eta": "2090-01-01T00:00:00Z"})[1]
+    ids = [sent["task-id"], naive["task-id"], zulu["task-id"]]
+    for task_id in ids:
+        assert app.AsyncResult(task_id).status == "DELAYED"
+        assert flower.get(f"/api/task/info/{task_id}")[1]["eta"] == "2090-01-01T00:00:00+00:00"
+    assert flower.get(f"/api/task/info/{ids[0]}")[1]["expires"] == "2091-01-01T00:00:00+00:00"
+    for bad in ({"eta": "garbage"}, {"expires": "2090-13-01T00:00:00"}, {"eta": ["2090-01-01"]}):
+        assert flower.post("/api/task/send-task/fl.add", {"args": [1, 1], **bad})[:2] == (
+            400,
+            b"Invalid option",
+        )
+    for task_id in ids:
+        assert flower.post(f"/api/task/revoke/{task_id}")[0] == 200
+
+
+def test_arguments_the_task_cannot_take_are_refused_before_sending(flower: Flower, app: App) -> None:
+    before = len(app.list_tasks(name="fl.add", limit=1000))
+    refusals = [
+        ("async-apply", {"args": [1, 2, 3]}, b"add() too many positional arguments"),
+        ("apply", {"args": [1], "timeout": 30}, b"add() missing a required argument: 'y'"),
+        ("async-apply", {"args": [1, 2], "kwargs": {"z": 2}}, b"add() got an unexpected keyword argument"),
+    ]
+    for endpoint, body, message in refusals:
+        status, answer, _ = flower.post(f"/api/task/{endpoint}/fl.add", body)
+        assert status == 400 and answer.startswith(message), answer
+    assert len(app.list_tasks(name="fl.add", limit=1000)) == before  # nothing was sent
+    applied = flower.post("/api/task/apply/fl.add", {"args": [1], "kwargs": {"y": 2}, "timeout": 30})[1]
+    assert applied["state"] == "SUCCESS" and applied["result"] == 3
+    assert flower.post("/api/task/send-task/fl.add", {"args": [1, 2, 3]})[0] == 200  # by name: unchecked
+
+
+def test_tasks_with_an_eta_are_not_counted_as_prefetched(flower: Flower, app: App) -> None:
+    status, later, _ = flower.post("/api/task/async-apply/fl.add", {"args": [5, 5], "countdown": 3600})
+    assert status == 200 and app.AsyncResult(later["task-id"]).status == "DELAYED"
+    listed = flower.get("/api/tasks?taskname=fl.add&state=RECEIVED")[1]
+    assert listed[later["task-id"]]["worker"] == WORKER  # held by the worker, as Celery's would be
+    families = {f.name: f for f in text_string_to_metric_families(flower.get("/metrics")[1].decode())}
+    samples = families["flower_worker_prefetched_tasks"].samples
+    prefetched = {(s.labels["task"], s.labels["worker"]): s.value for s in samples}
+    assert prefetched[("fl.add", WORKER)] == 0.0
+    assert flower.post(f"/api/task/revoke/{later['task-id']}")[0] == 200
+
+
+def test_an_empty_task_id_matches_no_route(flower: Flower) -> None:
+    """Flower's routes end in ``(.+)``: an empty id is Flower's 404 page, not a PENDING task."""
+    for method, path in (
+        ("GET", "/api/task/result/"),
+        ("POST", "/api/task/revoke/"),
+        ("POST", "/api/task/abort/"),
+        ("POST", "/api/task/async-apply/"),
+        ("POST", "/api/worker/shutdown/"),
+    ):
+        status, body, headers = _http(flower.base + path, method, b"" if method == "POST" else None)
+        assert (status, headers["content-type"]) == (404, "text/html; charset=UTF-8") and b"Not Found" in body
+    assert flower.get("/api/task/info/")[:2] == (404, b"Unknown task ''")  # (.*) in Flower
+
+
+def test_the_task_listing_shows_children(flower: Flower) -> None:
+    parent = flower.post("/api/task/apply/fl.spawn", {"args": [4], "timeout": 30})[1]
+    assert parent["state"] == "SUCCESS"
+    child = parent["result"]
+    listed = flower.get("/api/tasks?taskname=fl.spawn")[1]
+    assert listed[parent["task-id"]]["children"] == [child]
+    assert flower.get(f"/api/task/info/{parent['task-id']}")[1]["children"] == [child]
+    assert flower.get("/api/tasks?taskname=fl.add&limit=5")[1][child]["children"] == []
+
+
+def test_no_tasks_kept_lists_the_running_ones_and_buckets_end_with_one_inf(
+    database_url: str, flower: Flower, app: App
+) -> None:
+    """``--max_tasks=0``: Flower keeps no task; the listing shows only the running ones.
+    ``--task_runtime_metric_buckets=...,inf``: the +Inf bucket once."""
+    assert flower.post("/api/task/apply/fl.add", {"args": [1, 1], "timeout": 30})[1]["state"] == "SUCCESS"
+    running = app.enqueue("fl.wait", [60]).id
+    wait_for(lambda: app.AsyncResult(running).status == "PENDING", 60, "fl.wait running")
+    bare = Flower(
+        database_url, "--address=127.0.0.1", "--max_tasks=0", "--task_runtime_metric_buckets=1,2.5,inf",
+        env={"FLOWER_UNAUTHENTICATED_API": "yes"},
+    )  # fmt: skip
+    try:
+        assert list(bare.get("/api/tasks")[1]) == [running]
+        assert list(bare.get("/api/tasks?state=STARTED")[1]) == [running]
+        assert bare.get("/api/tasks?state=SUCCESS")[1] == {}
+        assert bare.get("/api/task/types")[1] == {"task-types": ["fl.wait"]}
+        families = {f.name: f for f in text_string_to_metric_families(bare.get("/metrics")[1].decode())}
+        bounds = [
+            s.labels["le"]
+            for s in families["flower_task_runtime_seconds"].samples
+            if s.name.endswith("_bucket") and s.labels["task"] == "fl.add"
+        ]
+        assert bounds == ["1.0", "2.5", "+Inf"]
+    finally:
+        stop(bare.proc)
+        flower.post(f"/api/task/revoke/{running}?terminate=true&signal=SIGKILL")
+    wait_for(lambda: app.AsyncResult(running).status == "CANCELLED", 60, "fl.wait revoked")
+
+
+@pytest.mark.parametrize(
+    ("option", "message"),
+    [
+        ("--inspect_timeout=abc", "--inspect_timeout: could not convert string to float: 'abc'"),
+        ("--purge_offline_workers=abc", "--purge_offline_workers: invalid literal for int()"),
+        ("--certfile=/etc/ssl/flower.pem", "Both 'certfile' and 'keyfile' are required"),
+        ("--task_runtime_metric_buckets=5,1", "bucket bounds must increase, but 1 follows 5"),
+        ("--task_runtime_metric_buckets=1,abc", "could not convert string to float: 'abc'"),
+        ("--max_tasks=-1", "--max-tasks must be 0 (only running tasks) or more, not -1"),
+    ],
+)
+def test_values_flower_refuses_stop_the_start(database_url: str, option: str, message: str) -> None:
+    port = f"--port={_free_port()}"
+    refused = run_pgtasks("-A", FLOWER_APP, "flower", port, option, url=database_url, timeout=60)
+    assert refused.returncode == 2 and message in refused.stderr, refused.stderr
 
 
 def test_shutdown_stops_the_worker(flower: Flower, worker: Any) -> None:

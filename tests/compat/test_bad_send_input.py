@@ -329,3 +329,30 @@ def test_an_on_off_setting_whose_text_celery_would_read_as_on_is_refused_where_i
         _ = sent.state
     app.conf.task_track_started = 1
     assert sent.state == "PENDING"
+
+
+def test_the_dashboard_checks_arguments_as_apply_async_does(app: Celery) -> None:
+    """``app.check_task_arguments``, what Flower's async-apply and apply ask before sending:
+    the task's own check (bound tasks without ``self``, nothing with ``typing=False``)."""
+    add = _add(app)
+
+    @app.task(name="badin.bound", bind=True)
+    def bound(self: Task, x: int) -> int:
+        return x
+
+    @app.task(name="badin.loose", typing=False)
+    def loose(x: int) -> int:
+        return x
+
+    with pytest.raises(TypeError, match=re.escape("add() too many positional arguments")):
+        app.check_task_arguments("badin.add", [1, 2, 3], {})
+    with pytest.raises(TypeError, match="missing a required argument: 'x'"):
+        app.check_task_arguments("badin.bound", [], {})
+    app.check_task_arguments("badin.add", [1], {"y": 2})
+    app.check_task_arguments("badin.bound", [1], {})
+    app.check_task_arguments("badin.loose", [1, 2, 3], {})  # as apply_async: not checked
+    app.check_task_arguments("badin.unknown", [1, 2, 3], {})  # not registered here: not checked
+    with pytest.raises(TypeError, match="too many positional arguments"):
+        add.apply_async((1, 2, 3))
+    loose.apply_async((1, 2, 3))
+    assert [t.name for t in _sent(app)] == ["badin.loose"]

@@ -112,6 +112,29 @@ def test_cancel_with_terminate_asks_the_worker_to_kill_the_process(app: App) -> 
     assert not app.cancel_task(handle.id, terminate=True)  # finished: nothing to do
 
 
+def test_revoke_remembers_an_id_no_task_has_yet(app: App, client: Client) -> None:
+    waiting = app.enqueue("mgmt.slow")
+    assert client.revoke_task(waiting.id) and not client.revoke_task(waiting.id)  # finished now
+    assert not client.revoke_task("mgmt-future")  # no task cancelled now: remembered
+    sent = app.enqueue("mgmt.add", [1, 2], task_id="mgmt-future")
+    info = app.get_task(sent.id)
+    assert info is not None and info.status is Status.CANCELLED
+
+
+def test_arguments_are_checked_against_the_registered_function(app: App, client: Client) -> None:
+    @app.task(name="mgmt.pair")
+    def pair(x: int, y: int = 0) -> int:
+        return x + y
+
+    app.check_task_arguments("mgmt.pair", [1], {"y": 2})
+    with pytest.raises(TypeError, match=r"^pair\(\) too many positional arguments$"):
+        app.check_task_arguments("mgmt.pair", [1, 2, 3], {})
+    with pytest.raises(TypeError, match="got an unexpected keyword argument 'z'"):
+        app.check_task_arguments("mgmt.pair", [1], {"z": 2})
+    client.check_task_arguments("mgmt.pair", [1, 2, 3], {})  # a Client knows no task: unchecked
+    app.check_task_arguments("mgmt.unknown", [1, 2, 3], {})
+
+
 def test_queues_are_listed_with_counts_and_changed_by_setting(app: App) -> None:
     app.enqueue("mgmt.a", queue="busy")
     app.enqueue("mgmt.a", queue="busy", countdown=3600)

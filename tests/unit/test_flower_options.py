@@ -3,6 +3,7 @@ flowerconfig.py, the command line winning over the file and the file over the en
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -36,6 +37,47 @@ def test_flower_spellings_and_their_errors(caplog: pytest.LogCaptureFixture) -> 
         "persistent accepted and ignored" in caplog.text
         and "--bogus_option is not one of Flower's" in caplog.text
     )
+
+
+def test_runtime_buckets_end_with_the_implicit_inf_and_must_increase(tmp_path: Path) -> None:
+    for text in ("1,2.5,inf", "1, 2.5, +inf", "1,2.5,Infinity", "1,2.5"):
+        assert parse_flower_options([f"--task_runtime_metric_buckets={text}"], {})[
+            "task_runtime_metric_buckets"
+        ] == [1.0, 2.5]
+    config = tmp_path / "flowerconfig.py"
+    config.write_text("task_runtime_metric_buckets = [0.5, 2, float('inf')]\n")
+    assert parse_flower_options([f"--conf={config}"], {})["task_runtime_metric_buckets"] == [0.5, 2.0]
+    refused = {
+        "2,1": "bucket bounds must increase, but 1 follows 2",
+        "1,1": "bucket bounds must increase, but 1 follows 1",
+        "1,nan": "bucket bounds must be finite numbers (only the last may be inf), not nan",
+        "inf,1": "bucket bounds must be finite numbers (only the last may be inf), not inf",
+        "-inf,1": "bucket bounds must be finite numbers (only the last may be inf), not -inf",
+        "inf": "give at least one finite bucket bound",
+        "1,x": "could not convert string to float: 'x'",
+    }
+    for text, message in refused.items():
+        with pytest.raises(ConfigurationError, match=re.escape(f"--task_runtime_metric_buckets: {message}")):
+            parse_flower_options([f"--task_runtime_metric_buckets={text}"], {})
+    config.write_text("task_runtime_metric_buckets = [2, 1]\n")
+    with pytest.raises(ConfigurationError, match="must increase"):
+        parse_flower_options([f"--conf={config}"], {})
+
+
+def test_ignored_options_with_values_flower_refuses_are_refused(tmp_path: Path) -> None:
+    for option, message in (
+        ("--inspect_timeout=abc", "--inspect_timeout: could not convert string to float: 'abc'"),
+        ("--purge_offline_workers=1.5", "--purge_offline_workers: invalid literal for int()"),
+        ("--max_workers=many", "--max_workers: invalid literal for int()"),
+        ("--state_save_interval=x", "--state_save_interval: invalid literal for int()"),
+        ("--keyfile=k.pem", "Both 'certfile' and 'keyfile' are required"),
+    ):
+        with pytest.raises(ConfigurationError, match=re.escape(message)):
+            parse_flower_options([option], {})
+    with pytest.raises(ConfigurationError, match="environment variable FLOWER_INSPECT_TIMEOUT"):
+        parse_flower_options([], {"FLOWER_INSPECT_TIMEOUT": "soon"})
+    accepted = parse_flower_options(["--inspect_timeout=2500", "--certfile=c.pem", "--keyfile=k.pem"], {})
+    assert accepted["inspect_timeout"] == 2500.0 and accepted["keyfile"] == "k.pem"
 
 
 def test_flowers_options_are_what_the_parser_leaves_after_the_flower_command() -> None:

@@ -1102,6 +1102,16 @@ UNION
 SELECT child_uuid FROM __schema__.task_links WHERE parent_uuid = %(id)s AND kind IN ('chain', 'chord')
 ORDER BY child_uuid
 
+-- name: task_children_many
+-- task_children of several tasks in one statement (a page of Flower's /api/tasks): per id,
+-- a probe of the parent_workflow_id index and one of the task_links primary key.
+SELECT parent_workflow_id AS parent_uuid, workflow_uuid AS child_uuid FROM __schema__.workflow_status
+WHERE parent_workflow_id = ANY(%(ids)b::text[])
+UNION
+SELECT parent_uuid, child_uuid FROM __schema__.task_links
+WHERE parent_uuid = ANY(%(ids)b::text[]) AND kind IN ('chain', 'chord')
+ORDER BY parent_uuid, child_uuid
+
 -- name: task_links_around
 -- Every link that ends or starts at one task (the canvas graph around it): the primary key
 -- serves the first half, task_links_child_idx the second; the tasks it sent join as 'sent'.

@@ -709,6 +709,15 @@ UNION
 SELECT child_uuid FROM task_links WHERE parent_uuid = :id AND kind IN ('chain', 'chord')
 ORDER BY child_uuid
 
+-- name: task_children_many
+-- task_children of several tasks in one statement (a page of Flower's /api/tasks).
+SELECT parent_workflow_id AS parent_uuid, workflow_uuid AS child_uuid FROM workflow_status
+WHERE parent_workflow_id IN (SELECT value FROM json_each(:ids))
+UNION
+SELECT parent_uuid, child_uuid FROM task_links
+WHERE parent_uuid IN (SELECT value FROM json_each(:ids)) AND kind IN ('chain', 'chord')
+ORDER BY parent_uuid, child_uuid
+
 -- name: task_links_around
 -- Every link that ends or starts at one task (the canvas graph around it), and the tasks it
 -- sent as 'sent' links.

@@ -1,5 +1,6 @@
-"""An application for the Flower API tests: a task that adds, one that fails, and one that
-waits until it is told to stop (to be seen running, revoked or aborted)."""
+"""An application for the Flower API tests: a task that adds, one that fails, one that
+waits until it is told to stop (to be seen running, revoked or aborted), and one that sends
+another (its child)."""
 
 from __future__ import annotations
 
@@ -24,3 +25,8 @@ def fail(message: str) -> None:
 def wait(seconds: float) -> str:
     time.sleep(seconds)
     return "waited"
+
+
+@app.task(name="fl.spawn")
+def spawn(x: int) -> str:
+    return add.delay(x, x).id

@@ -61,6 +61,8 @@ def test_a_canvas_is_stored_with_its_links_groups_and_meta(sysdb: SystemDatabase
     assert b is not None and b.status is Status.WAITING and not b.has_links
     assert sysdb.group_members("grp") == ["g1", "g2"] and sysdb.group_members("none") == []
     assert sysdb.task_children("a") == ["b"] and sysdb.task_children("b") == []
+    assert sysdb.task_children_many(["a", "b", "none"]) == {"a": ["b"], "b": [], "none": []}
+    assert sysdb.task_children_many([]) == {}
     assert sysdb.task_get("g1").has_links is False  # type: ignore[union-attr]  # a group id is no task
     around = {
         (x.parent_id, x.child_id, x.kind, x.position, x.done) for x in sysdb.task_links_around("g2", 10)

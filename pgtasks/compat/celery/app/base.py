@@ -424,6 +424,13 @@ class Celery(App, ConnectionsMixin, AppAttributesMixin, AppComponents):
             if k not in ignored and (v is not None or k in ("link", "link_error"))
         }
 
+    def check_task_arguments(self, name: str, args: list[Any], kwargs: dict[str, Any]) -> None:
+        """As ``apply_async`` checks them: the task's ``check_arguments`` (nothing checked
+        with ``typing=False``); what the dashboard asks before sending for Flower's API."""
+        task = self.tasks.get(name)
+        if task is not None:
+            task.check_arguments(*args, **kwargs)
+
     def send_canvas(
         self, item: Signature, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
     ) -> AsyncResult | GroupResult:
