@@ -120,13 +120,14 @@ class Inspect:
 
     def query_task(self, *ids: Any) -> dict[str, Any] | None:
         """``{node: {id: [state, request]}}`` of the given ids a worker runs (``active``) or
-        holds (``reserved``: claimed ahead, or waiting for its ETA in its queue)."""
+        holds (``reserved``: claimed ahead). A task waiting for its ETA is in neither, as in
+        Celery (its worker reserves it when it is due): ``scheduled`` lists it."""
         groups = [g if isinstance(g, (list, tuple, set, frozenset)) else [g] for g in ids]
         wanted = {str(i) for group in groups for i in group}
         answer: dict[str, Any] = {}
         for node, lists in self._lists(None).items():
             found = {r["id"]: ["active", r] for r in lists["active"] if r["id"] in wanted}
-            for request in [*lists["reserved"], *(s["request"] for s in lists["scheduled"])]:
+            for request in lists["reserved"]:
                 if request["id"] in wanted:
                     found[request["id"]] = ["reserved", request]
             answer[node] = found
