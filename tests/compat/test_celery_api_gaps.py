@@ -130,6 +130,9 @@ def test_inspect_registered_describes_each_worker_as_it_runs(
         conf = inspect.conf()[node]
         assert conf["task_track_started"] is False and conf["timezone"] == "UTC"
         assert "task_default_rate_limit" not in conf and "task_default_rate_limit" in inspect.conf(True)[node]
+        with_defaults = inspect.conf(True)[node]  # Celery's defaults, as its jsonify shows them
+        assert with_defaults["accept_content"] == ["json"] and with_defaults["broker_pool_limit"] == 10
+        assert with_defaults["result_expires"] == "1 day, 0:00:00"
         # an ETA task waits in the database: the worker consuming its queue lists it
         eta = dt.datetime.now(dt.timezone.utc) + dt.timedelta(minutes=5)
         later = proj.add.apply_async((1, 2), {}, eta=eta)

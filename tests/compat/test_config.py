@@ -30,6 +30,19 @@ def test_defaults_are_celerys(url: str) -> None:
         _ = app.conf.not_a_setting
 
 
+def test_every_default_celery_gives_a_value_has_it(url: str) -> None:
+    app = Celery("cfg", broker=url)
+    conf = app.conf
+    assert conf.broker_transport_options == {} and conf.broker_transport_options.get("x", 1) == 1
+    assert conf.result_backend_transport_options == {} and conf.broker_pool_limit == 10
+    assert conf.task_publish_retry_policy["max_retries"] == 3 and conf.broker_connection_timeout == 4
+    assert conf.worker_log_format.endswith("%(message)s") and conf.event_serializer == "json"
+    assert conf.result_backend_max_retries == float("inf") and conf.broker_connection_retry is True
+    conf.broker_transport_options["visibility_timeout"] = 60  # a mutable default is the app's own
+    assert Celery("other", broker=url).conf.broker_transport_options == {}
+    assert conf.worker_pool is None and conf.beat_scheduler is None  # pgtasks decides those
+
+
 def test_old_and_new_names_read_the_same_value(url: str) -> None:
     app = Celery("cfg", broker=url)
     app.conf.update(CELERY_DEFAULT_QUEUE="old_style", CELERY_ALWAYS_EAGER=True)

@@ -7,17 +7,16 @@ arguments and calls these.
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import logging
-import math
 import os
 import types
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection
 from typing import Any
 
 from pgtasks.compat.bridge import django_support
 from pgtasks.compat.bridge.django_results import mirror_of
 from pgtasks.compat.bridge.flag_settings import flag
+from pgtasks.compat.bridge.json_safe import json_safe
 from pgtasks.compat.bridge.worker_request import Request, worker_request
 from pgtasks.compat.bridge.worker_settings import prefetch_setting, read_worker_settings
 from pgtasks.compat.celery import signals
@@ -25,7 +24,6 @@ from pgtasks.compat.celery.app.base import Celery
 from pgtasks.compat.celery.app.utils import filter_hidden_settings
 from pgtasks.compat.celery.exceptions import NotRegistered
 from pgtasks.compat.celery.utils.nodenames import default_nodename
-from pgtasks.compat.celery.utils.saferepr import saferepr
 from pgtasks.compat.celery.worker.control import commands_of
 from pgtasks.sysdb.records import TaskRecord
 from pgtasks.worker.control import CustomCommands
@@ -33,28 +31,6 @@ from pgtasks.worker.logs import LOG_FORMAT, configure_logging
 from pgtasks.worker.pools import FORKING_POOLS, INLINE_POOLS
 
 log = logging.getLogger("pgtasks.compat")
-
-
-def json_safe(value: Any, depth: int = 0) -> Any:
-    """``value`` as JSON carries it, as Celery's worker answers ``inspect conf``: times in
-    ISO 8601, a timedelta as text, collections as lists (nested past eight levels, or
-    holding themselves, as their repr), anything else as its repr."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return repr(value)  # JSON has no inf or nan
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    if depth > 8:
-        return saferepr(value)
-    if isinstance(value, Mapping):
-        return {str(k): json_safe(v, depth + 1) for k, v in value.items()}
-    if isinstance(value, (list, tuple, set, frozenset)):
-        items = [json_safe(v, depth + 1) for v in value]
-        return sorted(items, key=repr) if isinstance(value, (set, frozenset)) else items
-    if isinstance(value, (dt.datetime, dt.date, dt.time)):
-        return value.isoformat()
-    if isinstance(value, dt.timedelta):
-        return str(value)
-    return saferepr(value)
 
 
 def report_conf(app: Celery) -> dict[str, Any]:

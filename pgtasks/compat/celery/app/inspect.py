@@ -15,9 +15,9 @@ import contextlib
 from typing import TYPE_CHECKING, Any
 
 from pgtasks import worker_reports
+from pgtasks.compat.bridge.json_safe import json_safe
 from pgtasks.compat.celery.app.defaults import DEFAULTS
 from pgtasks.compat.celery.app.utils import filter_hidden_settings
-from pgtasks.compat.celery.utils.saferepr import saferepr
 from pgtasks.management import TaskInfo
 from pgtasks.sysdb.records import ExecutorInfo
 
@@ -180,7 +180,7 @@ class Inspect:
 
         def conf(e: ExecutorInfo, details: dict[str, Any]) -> dict[str, Any]:
             shown = {**defaults, **(details.get("conf") or {})}
-            return {k: v if _jsonable(v) else saferepr(v) for k, v in shown.items()}
+            return {k: json_safe(v) for k, v in shown.items()}
 
         return self._each(conf)
 
@@ -197,7 +197,3 @@ class Inspect:
             return {"ok": "\n".join(lines)}
 
         return self._each(report)
-
-
-def _jsonable(value: Any) -> bool:
-    return value is None or isinstance(value, (bool, int, float, str, list, dict))
