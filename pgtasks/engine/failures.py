@@ -87,6 +87,9 @@ def _tagged_args(exc: BaseException) -> str | None:
     """The exception's arguments as the JSON serializer writes them (bytes, dates, decimals
     as tags: ``UnicodeDecodeError`` carries bytes), or None when even that cannot."""
     try:
+        raw = sum(len(a) for a in exc.args if isinstance(a, (str, bytes, bytearray)))
+        if raw > MAX_ARGS_CHARS:  # a UnicodeDecodeError of a whole file: not encoded to be dropped
+            return None
         text = _TAGGED.dumps(list(exc.args))
     except BaseException:
         return None

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 _TYPE, _VALUE = "__type__", "__value__"
+_NON_FINITE = ("nan", "inf", "-inf")  # what a float tag holds; anything else stays a dict
 _TAG_KEY = json.dumps(_TYPE)  # in the text of every value that holds a tag or looks like one
 
 
@@ -40,7 +41,7 @@ _DECODERS: dict[str, Callable[[Any], Any]] = {
     "decimal": decimal.Decimal,
     "bytes": base64.b64decode,
     "dict": dict,  # an escaped user dict (see _escaped)
-    "float": float,  # NaN or an infinity (see _tag_non_finite)
+    "float": lambda v: float(v) if v in _NON_FINITE else {_TYPE: "float", _VALUE: v},  # see _tag_non_finite
 }
 
 

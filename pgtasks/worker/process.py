@@ -109,14 +109,19 @@ def run_worker(
         stopping.start()
         return stopping
 
+    signalled = False  # a first SIGTERM/SIGINT came: the next one is a cold shutdown
     while True:
         ready, _, _ = select.select([wake_read], [], [], 0.5)
         for signum in os.read(wake_read, 64) if ready else b"":
-            if signum == signal.SIGQUIT or stopper is not None:
+            if signum == signal.SIGQUIT or signalled:
                 log.warning("cold shutdown: exiting now; running tasks will be recovered")
                 worker.abort()
                 logging.shutdown()
                 os._exit(1)
+            signalled = True
+            if stopper is not None:  # already stopping (remote shutdown, a broken part): still warm
+                log.warning("warm shutdown under way: waiting for %d running tasks", worker.running())
+                continue
             log.warning("warm shutdown: no new tasks; waiting for %d running tasks", worker.running())
             stopper = start_stopping()
         if stopper is None and worker.shutdown_asked:  # the remote control's ``shutdown``

@@ -62,3 +62,29 @@ def test_clearing_request_callbacks_stops_the_links(ledger: Path) -> None:
     kept = proj.add.apply_async((1, 2), link=proj.record.si("kept"))
     assert kept.get(timeout=30) == 3
     wait_for(lambda: lines(ledger, "ran") == ["kept"], timeout=30, what="an untouched callback to run")
+
+
+def test_stopping_before_a_group_revokes_the_chord_without_failing_it(ledger: Path) -> None:
+    from celery import group
+
+    flow = chain(
+        proj.stops_chain.s(1), group(proj.record.si("g1"), proj.record.si("g2")), proj.record.si("body")
+    )
+    body = flow.apply_async(link_error=proj.noted_errback.s())
+    header = body.parent
+    wait_for(lambda: body.state == "REVOKED", timeout=30, what="the chord's body to be revoked")
+    assert [member.state for member in header.results] == ["REVOKED", "REVOKED"]
+    assert lines(ledger, "ran") == [] and lines(ledger, "errback") == []  # no errback: nothing failed
+
+
+def test_a_chain_cleared_before_a_retry_stays_stopped(ledger: Path) -> None:
+    result = chain(proj.stops_chain_then_retries.s(3), proj.record.si("after")).apply_async()
+    assert result.parent.get(timeout=30) == 3
+    wait_for(lambda: result.state == "REVOKED", timeout=30, what="the rest of the chain to be revoked")
+    assert lines(ledger, "ran") == []
+
+
+def test_a_chain_handed_to_another_send_is_not_stopped(ledger: Path) -> None:
+    result = chain(proj.forwards_chain.s(1), proj.record.si("next")).apply_async()
+    assert result.get(timeout=30) == "next"  # pgtasks runs the rest after this task, as before
+    wait_for(lambda: sorted(lines(ledger, "ran")) == ["forwarded", "next"], timeout=30, what="both to run")

@@ -4,6 +4,7 @@ control, result, call, purge, Celery's worker flags, and a Django-style project'
 from __future__ import annotations
 
 import json
+import signal
 import socket
 import subprocess
 import sys
@@ -208,6 +209,8 @@ def test_remote_shutdown_is_a_warm_shutdown_with_exit_status_0(
         else:
             replies = proj.app.control.shutdown(destination=[node], reply=True, timeout=30)
             assert replies == [{node: {"ok": "shutting down"}}]
+        # A supervisor stopping the draining worker: its first SIGTERM keeps the shutdown warm.
+        process.send_signal(signal.SIGTERM)
         release.touch()  # the warm shutdown waits for the running task
         process.wait(timeout=60)
         assert held.state == "SUCCESS" and held.result == "slept"
@@ -217,6 +220,7 @@ def test_remote_shutdown_is_a_warm_shutdown_with_exit_status_0(
         proj.app.close()
     assert process.returncode == 0, output
     assert "Got shutdown from remote" in output and "warm shutdown" in output
+    assert "cold shutdown" not in output
     assert "CRITICAL" not in output and "unexpectedly" not in output
 
 

@@ -41,6 +41,9 @@ def test_every_default_celery_gives_a_value_has_it(url: str) -> None:
     conf.broker_transport_options["visibility_timeout"] = 60  # a mutable default is the app's own
     assert Celery("other", broker=url).conf.broker_transport_options == {}
     assert conf.worker_pool is None and conf.beat_scheduler is None  # pgtasks decides those
+    assert "broker_transport_options" not in conf.changes()  # read, not set
+    app.config_from_object(types.SimpleNamespace(broker_transport_options={"from": "config"}))
+    assert conf.broker_transport_options == {"from": "config"}  # a later source still wins
 
 
 def test_old_and_new_names_read_the_same_value(url: str) -> None:

@@ -160,10 +160,13 @@ def test_update_state_of_another_task_from_outside_a_worker(worker: Path, tmp_pa
     release = tmp_path / "release"
     running = proj.block.delay(str(release))
     waiting = proj.add.apply_async((1, 1), countdown=3600)
-    for task_id in (running.id, waiting.id, "never-sent-progress"):
+    for task_id in (running.id, waiting.id):
         proj.add.update_state(task_id=task_id, state="PROGRESS", meta={"done": 1})
         read = proj.app.AsyncResult(task_id)
         assert (read.state, read.info) == ("PROGRESS", {"done": 1}), task_id
+    # An id no task has yet: nothing is stored, so the task sent with it later still runs.
+    proj.add.update_state(task_id="sent-after-its-state", state="PROGRESS", meta={"done": 1})
+    assert proj.add.apply_async((2, 3), task_id="sent-after-its-state").get(timeout=30) == 5
     release.touch()
     assert running.get(timeout=30) == "slept" and running.state == "SUCCESS"
     waiting.revoke()

@@ -115,6 +115,8 @@ def _run(
                 )
                 raise
             attempt = _failed(task, request, task_id, args, kwargs, exc)
+            if attempt.state == states.RETRY and not request.is_eager:
+                stop_cleared_links(task, request, started_with)  # Celery resends what is left
         except BaseException as exc:  # SystemExit, KeyboardInterrupt, a BaseException of the task's own
             exit_if_forked_copy(pid, task_id, "task", exc)
             if not request.is_eager:

@@ -29,7 +29,7 @@ from pgtasks.compat.bridge.chain_requests import (
     CHAIN_KEY,
     CHAIN_NEXT_KEY,
     LINKS_KEY,
-    MAX_CHAIN_SHOWN,
+    shown_steps,
     step_description,
 )
 from pgtasks.compat.bridge.django_results import mirror_of
@@ -241,8 +241,7 @@ class Plan:
             if node.is_group or len(node.exits) != 1 or node.exits[0] not in self.meta:
                 continue
             meta = SERIALIZERS["json"].loads(self.meta[node.exits[0]])
-            rest = described[position + 1 : position + 1 + MAX_CHAIN_SHOWN]
-            meta[CHAIN_KEY] = list(reversed(rest))
+            meta[CHAIN_KEY] = shown_steps(described[position + 1 :])
             meta[CHAIN_NEXT_KEY] = list(nodes[position + 1].entries)
             self.meta[node.exits[0]] = _meta_text(meta)
 

@@ -20,6 +20,7 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from pgtasks.compat.bridge.chain_requests import note_chain_handed_off
 from pgtasks.compat.bridge.flag_settings import flag
 from pgtasks.compat.bridge.message_options import check_message_options
 from pgtasks.compat.celery import signals
@@ -239,6 +240,8 @@ def prepare(
     check_argument_types(name, args, kwargs)
     check_message_options(options, app.engine.codec.serializer, app.engine.codec.accept, task)
     args, kwargs = tuple(args or ()), dict(kwargs or {})
+    if options.get("chain"):  # Celery's forwarding idiom: the rest of the running chain given on
+        note_chain_handed_off()
     for key in sorted(set(options) & PHASE_TWO_OPTIONS):
         if options.get(key) is not None and key not in _warned:
             _warned.add(key)

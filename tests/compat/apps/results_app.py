@@ -200,3 +200,25 @@ def stops_callbacks(self, value):
 def non_finite():
     """What numeric code returns: NaN and infinities, which Celery's JSON carries."""
     return {"mean": float("nan"), "bounds": [float("-inf"), float("inf")]}
+
+
+@app.task
+def noted_errback(request, exc, traceback):
+    note("errback", request.id)
+
+
+@app.task(bind=True, max_retries=1, default_retry_delay=0)
+def stops_chain_then_retries(self, value):
+    """Clears its chain, then asks to be retried once: Celery resends it without its chain."""
+    self.request.chain = None
+    if self.request.retries == 0:
+        raise self.retry()
+    return value
+
+
+@app.task(bind=True)
+def forwards_chain(self, value):
+    """Celery's forwarding idiom: another task carries the rest of the chain, this one drops it."""
+    record.apply_async(("forwarded",), chain=self.request.chain)
+    self.request.chain = None
+    return value

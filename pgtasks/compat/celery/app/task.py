@@ -9,6 +9,7 @@ task mean on pgtasks is the bridge's (``compat/bridge/``); the Task calls it.
 from __future__ import annotations
 
 import inspect
+import logging
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from pgtasks.compat.bridge import django_support
@@ -31,9 +32,9 @@ from pgtasks.compat.celery._state import (
 from pgtasks.compat.celery.app.annotations import resolve_all
 from pgtasks.compat.celery.canvas.mapping import chunks, xmap, xstarmap
 from pgtasks.compat.celery.canvas.signature import Signature
+from pgtasks.engine.errors import ConfigurationError
 from pgtasks.engine.events import record_task_state
 from pgtasks.engine.ids import new_task_id
-from pgtasks.engine.stored import store_state
 
 if TYPE_CHECKING:
     from pgtasks.compat.celery.app.base import Celery
@@ -41,6 +42,8 @@ if TYPE_CHECKING:
     from pgtasks.compat.celery.result.eager_result import EagerResult
 
 __all__ = ["Context", "Task"]
+
+log = logging.getLogger("pgtasks.compat")
 
 
 class Context:
@@ -409,7 +412,7 @@ class Task:
         """Record a custom state (``PROGRESS`` with ``meta={...}``): readers of the task's
         AsyncResult see it, and its meta as ``info``, until the task ends. Eagerly: kept on
         the request. The state of another task (``task_id``, from any process, as Celery's
-        backend stores it) is recorded for that task, whose row is made if none has its id."""
+        backend stores it) is recorded for that task if it has been sent (a warning if not)."""
         request = self.request
         local = request.is_eager or request.called_directly
         if local and task_id in (None, request.id):
@@ -418,8 +421,11 @@ class Task:
         task_id = task_id or request.id
         if task_id is None:
             raise ValueError(f"update_state() of {self.name!r} needs a task_id outside a running task")
-        if local:  # not this process's running task: its row may not exist yet
-            store_state(self.app.engine, task_id, state or states.PENDING, meta, name=self.name)
+        if local:  # another task's state, from outside it
+            try:
+                record_task_state(self.app.engine, task_id, state or states.PENDING, meta)
+            except ConfigurationError:  # a row made now would take the id its task is sent with
+                log.warning("update_state(task_id=%r): no task has this id yet; state not stored", task_id)
             return
         record_task_state(self.app.engine, task_id, state or states.PENDING, meta)
         mirror = running_task_mirror(self)

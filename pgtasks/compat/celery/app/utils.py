@@ -176,6 +176,9 @@ class Settings(SettingsQueries, dict):  # type: ignore[type-arg]
         # (a Django setting changed by a test is seen at once; Django is not read before).
         object.__setattr__(self, "_sources", [])
         object.__setattr__(self, "_added_defaults", {})
+        # This app's own copies of Celery's mutable defaults, below every source (a source
+        # added after one was read still wins over it).
+        object.__setattr__(self, "_default_copies", {})
 
     # -- sources ---------------------------------------------------------------------------
     def add_source(self, obj: Any, namespace: str | None = None) -> None:
@@ -232,8 +235,8 @@ class Settings(SettingsQueries, dict):  # type: ignore[type-arg]
         if name in DEFAULTS:
             value = DEFAULTS[name]
             if isinstance(value, (dict, list)):  # a mutable default is this app's own, as in Celery
-                value = copy.deepcopy(value)
-                dict.__setitem__(self, name, value)
+                copies: dict[str, Any] = self._default_copies
+                value = copies.setdefault(name, copy.deepcopy(value))
             return value
         raise KeyError(key)
 
