@@ -172,3 +172,10 @@ def test_error_summary() -> None:
     assert error_summary("x" * 500) == "x" * 200
     assert error_summary("[1]") == "[1]"
     assert error_summary('{"message": "m"}') == "Error: m"
+
+
+def test_huge_arguments_are_not_tagged() -> None:
+    huge = raised(UnicodeDecodeError("utf-8", b"\xff" * (70 * 1024), 0, 1, "invalid start byte"))
+    data = json.loads(encode_exception(huge))
+    assert data["args"] is None and "tagged_args" not in data
+    assert len(encode_exception(huge)) < 64 * 1024  # the message is cut, the bytes never encoded

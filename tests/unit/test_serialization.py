@@ -257,3 +257,8 @@ def test_a_plain_dict_shaped_like_a_tag_round_trips_unchanged(value: Any) -> Non
 def test_rows_written_before_the_escape_read_back_as_before() -> None:
     stored = '{"a":{"__type__":"bytes","__value__":"aGk="},"b":{"__type__":"x","__value__":1}}'
     assert Codec().loads("json", stored) == {"a": b"hi", "b": {"__type__": "x", "__value__": 1}}
+
+
+def test_a_float_tag_of_something_else_reads_as_the_dict_it_is() -> None:
+    text = '{"__type__":"float","__value__":"abc"}'  # written before tags were escaped
+    assert Codec().loads("json", text) == {"__type__": "float", "__value__": "abc"}
