@@ -19,9 +19,13 @@ def test_steps_beyond_the_budget_are_left_out() -> None:
     big = "x" * (CHAIN_SHOWN_BUDGET // 3)
     kept = shown_steps([step(n, big) for n in range(1, 10)])
     assert [s["task"] for s in kept] == ["t2", "t1"]
-    assert shown_steps([step(1, "x" * CHAIN_SHOWN_BUDGET)]) == []
+    (alone,) = shown_steps([step(1, "x" * CHAIN_SHOWN_BUDGET)])  # the next one, always
+    assert alone["task"] == "t1" and alone["args"] == [] and alone["options"] == {"task_id": "id1"}
+    assert shown_steps([]) == []
 
 
 def test_a_step_json_cannot_carry_ends_the_list() -> None:
     kept = shown_steps([step(1), step(2, {(1, 2): 3}), step(3)])  # a pickle app's argument
     assert [s["task"] for s in kept] == ["t1"]
+    (alone,) = shown_steps([step(1, {(1, 2): 3})])
+    assert alone["task"] == "t1" and alone["args"] == []

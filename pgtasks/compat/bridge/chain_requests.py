@@ -47,7 +47,9 @@ def step_description(step: Any, task_id: str | None) -> dict[str, Any]:
 
 def shown_steps(described: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The nearest of ``described`` (the steps after a task, next first) that fit the budget,
-    the next one last as Celery's ``request.chain``; none that JSON cannot carry."""
+    the next one last as Celery's ``request.chain``; none that JSON cannot carry. The next
+    step is always there (without its arguments if it must), so the chain reads non-empty
+    and clearing it is seen."""
     kept: list[dict[str, Any]] = []
     used = 0
     for step in described[:MAX_CHAIN_SHOWN]:
@@ -58,6 +60,8 @@ def shown_steps(described: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if used > CHAIN_SHOWN_BUDGET:
             break
         kept.append(step)
+    if not kept and described:
+        kept = [{**described[0], "args": [], "kwargs": {}}]
     return list(reversed(kept))
 
 
