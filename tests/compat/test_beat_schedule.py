@@ -85,3 +85,28 @@ def test_an_entry_whose_arguments_are_of_the_wrong_kind_is_named(app: Celery) ->
     app.conf.beat_schedule = {"nightly": {"task": "sched.tick", "schedule": 60, "kwargs": [1]}}
     with pytest.raises(ConfigurationError, match=r"beat_schedule\['nightly'\]: kwargs must be a dict"):
         definitions_for_app(app)
+
+
+def test_day_and_month_names_spelt_out_are_read_by_their_first_three_letters() -> None:
+    weekdays = crontab(minute=0, hour=9, day_of_week="Monday-friday", month_of_year="January,march")
+    assert weekdays.day_of_week == {1, 2, 3, 4, 5} and weekdays.month_of_year == {1, 3}
+    assert crontab(day_of_week="sunday").day_of_week == {0}
+
+
+def test_a_fractional_or_short_period_fires_on_whole_seconds(
+    app: Celery, caplog: pytest.LogCaptureFixture
+) -> None:
+    from pgtasks.compat.celery.schedules import schedule
+
+    half = schedule(0.5)
+    assert (half.seconds, half.fire_seconds, half.run_every) == (0.5, 1, dt.timedelta(seconds=0.5))
+    assert schedule(dt.timedelta(seconds=1.5)).fire_seconds == 2 and schedule(30).fire_seconds == 30
+    app.beat_schedule = {
+        "half": {"task": "sched.tick", "schedule": half},
+        "zero": {"task": "sched.tick", "schedule": 0},
+        "one-and-a-half": {"task": "sched.tick", "schedule": dt.timedelta(seconds=1.5)},
+    }
+    Beat(app.engine, ManualClock(T0)).sync(app.beat_definitions(), app.beat_source)
+    stored = {s.name: s.interval_seconds for s in app.schedules_list()}
+    assert stored == {"half": 1, "zero": 1, "one-and-a-half": 2}
+    assert "fires every 1 s: pgtasks fires on whole seconds" in caplog.text

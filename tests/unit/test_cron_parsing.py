@@ -163,8 +163,10 @@ def test_celery_crontab_with_both_day_fields_needs_both() -> None:
 def test_celery_schedule() -> None:
     every = schedule(dt.timedelta(minutes=5))
     assert every.seconds == 300 and every == schedule(300.0) and repr(every) == "<freq: 5.00 minutes>"
+    quarter = schedule(0.25)  # as Celery's, kept as given; beat fires it every whole second
+    assert quarter.seconds == 0.25 and quarter.fire_seconds == 1
     with pytest.raises(ConfigurationError, match="whole number of seconds"):
-        schedule(0.25)
+        schedule(float("nan"))
 
 
 # Celery 5.6's solar(event, lat, lon) with ephem 4.2.1: the next two events after 2026-03-20

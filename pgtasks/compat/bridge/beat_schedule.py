@@ -15,7 +15,7 @@ from collections.abc import Mapping, MutableMapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pgtasks.compat.celery.app.routes import route
-from pgtasks.compat.celery.schedules import crontab, schedule, solar
+from pgtasks.compat.celery.schedules import beat_seconds, crontab, schedule, solar
 from pgtasks.engine.errors import ConfigurationError
 from pgtasks.scheduler.definitions import (
     DEFAULT_BACKFILL_WINDOW,
@@ -38,11 +38,11 @@ def timing_arguments(value: Any, timezone: str) -> dict[str, Any]:
     if isinstance(value, crontab):
         return {"cron": value.cron_expression, "day_and": value.day_and, "timezone": timezone}
     if isinstance(value, schedule):
-        return {"every": value.seconds}
+        return {"every": value.fire_seconds}
     if isinstance(value, solar):
         return {"solar": (value.event, value.lat, value.lon)}
     if isinstance(value, (dt.timedelta, int, float)) and not isinstance(value, bool):
-        return {"every": value}
+        return {"every": beat_seconds(value)}
     if isinstance(value, str):
         return {"cron": value, "timezone": timezone}
     raise ConfigurationError(

@@ -12,6 +12,9 @@ day_of_week='mon')`` is the first Monday of the month); plain cron strings follo
 from __future__ import annotations
 
 import datetime as dt
+import logging
+import math
+import re
 from collections import namedtuple
 from collections.abc import Iterable
 from functools import cached_property
@@ -41,6 +44,8 @@ from pgtasks.scheduler.cron import parse_cron
 from pgtasks.scheduler.solar import SolarTiming
 from pgtasks.scheduler.timing import CronTiming, IntervalTiming, Timing, check_interval
 from pgtasks.scheduler.zones import load_zone
+
+log = logging.getLogger("pgtasks.compat")
 
 # What Celery's ``is_due()`` returns: due now, and seconds until the next check.
 schedstate = namedtuple("schedstate", ("is_due", "next"))
@@ -119,7 +124,9 @@ class NotSupported(ConfigurationError):
 
 
 def _field(value: Any, name: str) -> str:
-    """One crontab field as cron text: a string as given, a number, or a collection of them."""
+    """One crontab field as cron text: a string as given, a number, or a collection of them.
+    Day and month names may be spelt out (``monday-friday``, ``January``): Celery reads a
+    name by its first three letters."""
     if isinstance(value, bool):
         raise ConfigurationError(f"crontab {name} must be a string, a number or a set of them, not {value!r}")
     if isinstance(value, int):
@@ -128,6 +135,8 @@ def _field(value: Any, name: str) -> str:
         text = value.replace(" ", "")
         if not text:
             raise ConfigurationError(f"crontab {name} is empty")
+        if name in ("day_of_week", "month_of_year"):
+            text = _NAME.sub(lambda word: word.group(0)[:3].lower(), text)
         return text
     if isinstance(value, Iterable):
         items = list(value)
@@ -139,6 +148,7 @@ def _field(value: Any, name: str) -> str:
 
 
 _SPANS = ((0, 59), (0, 23), (1, 31), (1, 12), (0, 6))  # minute, hour, day, month, weekday
+_NAME = re.compile(r"[A-Za-z]{4,}")  # a day or month name spelt out (three letters are cron's)
 
 
 class crontab(BaseSchedule):
@@ -245,6 +255,22 @@ class crontab(BaseSchedule):
         return hash(self._matches())
 
 
+def _below_whole(seconds: float) -> bool:
+    return math.isfinite(seconds) and (seconds < 1 or seconds != int(seconds))
+
+
+def beat_seconds(run_every: object) -> int:
+    """The whole seconds, at least 1, that a beat entry of period ``run_every`` (seconds or a
+    timedelta) fires every: pgtasks fires schedules on whole seconds, so a fractional or
+    shorter period (Celery's ``schedule(0.5)``) is rounded up, and a warning says so."""
+    seconds = run_every.total_seconds() if isinstance(run_every, dt.timedelta) else run_every
+    if isinstance(seconds, (int, float)) and not isinstance(seconds, bool) and _below_whole(seconds):
+        whole = max(1, math.ceil(seconds))
+        log.warning("a schedule every %r s fires every %d s: pgtasks fires on whole seconds", seconds, whole)
+        return whole
+    return check_interval(run_every)
+
+
 class schedule(BaseSchedule):
     """``schedule(run_every)``: every ``run_every`` (a timedelta or seconds), at the multiples
     of the period since the Unix epoch (so every scheduler agrees on the due times)."""
@@ -255,13 +281,15 @@ class schedule(BaseSchedule):
         if run_every is None:
             raise ConfigurationError("schedule(run_every) needs a period: seconds or a timedelta")
         super().__init__(kwargs.get("nowfun"), kwargs.get("app"))
-        self.seconds = check_interval(run_every)
+        self.fire_seconds = beat_seconds(run_every)
+        given = run_every.total_seconds() if isinstance(run_every, dt.timedelta) else float(run_every)
+        self.seconds: float = int(given) if given == int(given) else given  # as given, as Celery's
         self.run_every = dt.timedelta(seconds=self.seconds)
         self.relative = relative
 
     def timing(self, timezone: str = "UTC") -> IntervalTiming:
-        """The due instants (an interval ignores the zone)."""
-        return IntervalTiming(self.seconds)
+        """The due instants (an interval ignores the zone), every :attr:`fire_seconds`."""
+        return IntervalTiming(self.fire_seconds)
 
     @property
     def human_seconds(self) -> str:
