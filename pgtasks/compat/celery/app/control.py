@@ -85,15 +85,8 @@ class Control:
         admin = self.app.engine.admin
         running = running_on(admin, ids) if terminate else {}
         for one in ids:
-            revoked = admin.cancel(one)
-            # An id no task has yet is remembered, as Celery's workers remember revoked ids
-            # (a task that arrived in between is cancelled instead).
-            while not revoked and admin.task(one) is None:
-                if admin.revoke_ahead(one, self.app.conf.task_default_queue):
-                    break
-                revoked = admin.cancel(one)
-            if terminate:
-                admin.request_terminate(one, str(signal or "SIGTERM"))
+            # An id no task has yet is remembered, as Celery's workers remember revoked ids.
+            revoked = self.app.revoke_task(one, terminate, str(signal or "SIGTERM"))
             record = admin.task(one) if revoked else None
             if record is not None:
                 self._revoked(record, terminate, signal)
