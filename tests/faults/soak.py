@@ -98,6 +98,7 @@ CRASH_POINTS = (
 POOLS = ("threads", "prefork")
 DRAIN_TIMEOUT = 180.0
 ARMED_TIMEOUT = 20.0  # an armed worker that has not died by then is killed
+BUSY_TIMEOUT = 5.0  # a kill or stop waits this long at most for its victim to hold a task
 
 
 @dataclass(frozen=True)
@@ -218,11 +219,30 @@ class Soak:
         """SIGKILL one of ``processes`` at random and start it again under its name."""
         i = self.rng.randrange(len(processes))
         victim = processes[i]
+        if processes is self.workers:
+            self._await_busy(victim.name)
         at = time.time()
         victim.process.kill()
         victim.process.wait()
         self.faults.append(Fault(kind, victim.name, at, at))
         processes[i] = self._restart(victim)
+
+    def _await_busy(self, executor_id: str) -> None:
+        """Wait (up to BUSY_TIMEOUT) until ``executor_id`` holds a running task, so that a
+        kill or stop hits one: tasks last tens of milliseconds, and a worker is idle most of
+        the time at the producer's rate. Past the deadline the fault goes ahead anyway."""
+        deadline = time.monotonic() + BUSY_TIMEOUT
+        with psycopg.connect(self.server.url, autocommit=True) as conn:
+            while time.monotonic() < deadline:
+                busy = conn.execute(
+                    "SELECT 1 FROM soak.workflow_status WHERE status = 'PENDING' AND executor_id = %s"
+                    " LIMIT 1",
+                    [executor_id],
+                ).fetchone()
+                if busy:
+                    return
+                self._supervise()
+                time.sleep(0.005)
 
     def _idle(self, seconds: float) -> None:
         """Let time pass (the schedule's pause, not a synchronisation), supervising."""
@@ -261,6 +281,7 @@ class Soak:
             self._kill_one(kind, self.workers)
         elif kind == "stop":
             worker = self.rng.choice(self.workers)
+            self._await_busy(worker.name)
             tree = [worker.process.pid, *_descendants(worker.process.pid)]
             start = time.time()
             _signal_all(tree, signal.SIGSTOP)
