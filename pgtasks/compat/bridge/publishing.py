@@ -226,6 +226,15 @@ def _shown(value: Any) -> str | None:
     return None if value is None else str(value)
 
 
+def _not_before_now(seconds: Any) -> Any:
+    """A ``countdown`` or ``expires`` below 0 seconds (one computed as ``deadline - now`` once
+    the deadline passed) means now, as in Celery: the task runs at once, or is expired and
+    never runs. Anything else is left to the checks."""
+    if isinstance(seconds, (int, float)) and not isinstance(seconds, bool) and seconds < 0:
+        return 0
+    return seconds
+
+
 def prepare(
     app: Celery,
     name: str,
@@ -258,7 +267,7 @@ def prepare(
     queue = routed["queue"]
     _check_declared(app, queue)
     priority = routed.get("priority", app.conf.task_default_priority)
-    countdown, eta = routed.get("countdown"), routed.get("eta")
+    countdown, eta = _not_before_now(routed.get("countdown")), routed.get("eta")
     if isinstance(eta, str):
         eta = _iso_time("eta", eta)
     if countdown is not None:
@@ -267,7 +276,7 @@ def prepare(
         if not isinstance(eta, dt.datetime):
             raise ConfigurationError(f"eta must be a datetime, not {type(eta).__name__}")
         eta = _aware(eta, app)
-    expires = routed.get("expires")
+    expires = _not_before_now(routed.get("expires"))
     if isinstance(expires, dt.timedelta):
         expires = expires.total_seconds()
     elif isinstance(expires, str):

@@ -1,0 +1,54 @@
+"""Tasks for tests/compat/test_task_guide.py: the entries of Celery's "Tasks" and "Calling
+Tasks" guides where pgtasks once did otherwise than Celery 5.5 (a ``Retry`` raised by the body
+itself, a ``countdown`` or ``expires`` below zero). Written against Celery's API only; each run
+and handler notes itself in the ledger (``PGTASKS_TEST_LEDGER``)."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from celery import Celery, Task
+from celery.exceptions import Retry
+from celery.signals import task_retry
+
+from tests.compat.apps.ledger import note
+
+app = Celery("task_guide", broker=os.environ.get("PGTASKS_DATABASE_URL"))
+
+
+class Noting(Task):
+    """Notes its ``on_retry`` and ``on_failure`` calls."""
+
+    def on_retry(self, exc: Any, task_id: str, args: Any, kwargs: Any, einfo: Any) -> None:
+        note("on_retry", task_id)
+
+    def on_failure(self, exc: Any, task_id: str, args: Any, kwargs: Any, einfo: Any) -> None:
+        note("on_failure", task_id)
+
+
+@task_retry.connect
+def noted_retry(request: Any = None, **kwargs: Any) -> None:
+    note("task_retry", getattr(request, "id", None))
+
+
+@app.task(bind=True, base=Noting)
+def raises_retry(self: Any) -> None:
+    """Raises Celery's Retry itself, as some code does, instead of ``raise self.retry()``."""
+    note("run", self.request.id, self.request.retries)
+    raise Retry("asked by hand", when=0)
+
+
+@app.task(bind=True, base=Noting, max_retries=1, default_retry_delay=0)
+def retries_once(self: Any) -> str:
+    """``raise self.retry()`` on its first run, then succeeds: still retried."""
+    note("run", self.request.id, self.request.retries)
+    if self.request.retries == 0:
+        raise self.retry()
+    return "retried"
+
+
+@app.task
+def echo(value: Any) -> Any:
+    note("echo", value)
+    return value

@@ -1,0 +1,70 @@
+"""Entries of Celery's "Tasks" and "Calling Tasks" guides on a real `pgtasks worker`
+(prefork), where pgtasks did otherwise than the real Celery 5.5.3 on Redis (a prefork and a
+threads worker were probed with the same tasks):
+
+- a ``Retry`` the body raises itself (``raise Retry()``, not ``raise self.retry()``): Celery
+  records RETRY and never runs the task again (``Task.retry`` is what sends the next run);
+  pgtasks re-ran it at once, forever, with no ``max_retries`` to stop it;
+- ``countdown`` or ``expires`` below zero (``(deadline - now).total_seconds()`` once the
+  deadline passed): Celery sends the task, which runs at once or is expired unrun; pgtasks
+  refused the send with ConfigurationError."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from celery.exceptions import Retry, TaskRevokedError
+
+from tests.compat.apps import task_guide_app as proj
+from tests.support.celery_worker import celery_worker
+from tests.support.inprocess import wait_for
+from tests.support.ledger import lines_of
+
+MODULE = "tests.compat.apps.task_guide_app"
+
+
+@pytest.fixture
+def ledger(pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    with celery_worker(
+        proj.app, MODULE, pg_url, tmp_path / "ledger", monkeypatch, "guide-w", pool="prefork", concurrency=2
+    ) as path:
+        yield path
+
+
+def _noted(ledger: Path, kind: str, task_id: str) -> int:
+    return sum(1 for line in lines_of(ledger) if line.split()[:2] == [kind, task_id])
+
+
+def test_a_retry_the_body_raises_itself_runs_once(ledger: Path) -> None:
+    """As on Celery, the task runs once and its ``on_retry`` and ``task_retry`` once; it is
+    not run again. Its row must end: FAILURE, with the Retry as its error (Celery: RETRY for
+    ever), and no ``on_failure`` (Celery calls none). ``raise self.retry()`` still retries."""
+    by_hand, retried = proj.raises_retry.delay(), proj.retries_once.delay()
+    assert retried.get(timeout=60) == "retried"
+    with pytest.raises(Retry, match="asked by hand"):
+        by_hand.get(timeout=60)
+    assert proj.app.AsyncResult(by_hand.id).state == "FAILURE"
+    assert "Retry: asked by hand" in proj.app.AsyncResult(by_hand.id).traceback
+    # the retry that was sent ran once more; the one raised by hand, only once
+    assert _noted(ledger, "run", retried.id) == 2 and _noted(ledger, "on_retry", retried.id) == 1
+    assert [_noted(ledger, kind, by_hand.id) for kind in ("run", "on_retry", "task_retry", "on_failure")] == [
+        1,
+        1,
+        1,
+        0,
+    ]
+
+
+def test_a_countdown_or_expires_below_zero_means_now(ledger: Path) -> None:
+    """As Celery: a countdown below zero runs the task at once; an ``expires`` below zero
+    seconds has passed, so the task is revoked unrun (as a past ``expires`` datetime)."""
+    late = proj.echo.apply_async(("late",), countdown=-5)
+    assert late.get(timeout=60) == "late"
+    assert proj.echo.apply_async(("later",), countdown=-0.5, expires=60).get(timeout=60) == "later"
+    gone = proj.echo.apply_async(("gone",), expires=-5)
+    wait_for(lambda: gone.state == "REVOKED", timeout=60, what="the expired task to be revoked")
+    with pytest.raises(TaskRevokedError):
+        gone.get(timeout=10)
+    assert "echo gone" not in lines_of(ledger)
