@@ -212,6 +212,7 @@ def run(args: argparse.Namespace) -> int:
         on_committed=hooks.on_committed,
         on_received=hooks.on_received,
         on_expired=hooks.on_expired,
+        on_time_limit=hooks.on_time_limit,
         custom_commands=hooks.custom_commands,
         report_conf=hooks.report_conf,
     )

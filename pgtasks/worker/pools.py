@@ -33,6 +33,8 @@ from pgtasks.worker.held import Held, checked_to_run, give_back_stale, unstarted
 log = logging.getLogger("pgtasks.worker")
 
 Finish = Callable[[TaskRecord, "Outcome | None"], None]
+# Told a task whose process the pool killed at its hard time limit, with the error recorded.
+Killed = Callable[[TaskRecord, BaseException], None]
 POOLS = ("prefork", "threads", "solo", "asyncio")
 # The threads pool wakes as many threads as the held tasks need to start within this many
 # seconds by the recent task time (its moving average, this weight to the latest task).
@@ -63,6 +65,9 @@ class PoolOptions:
     # Resident memory (KiB, as Celery's worker_max_memory_per_child) past which a child is
     # replaced after the task it is running.
     max_memory_per_child: int | None = None
+    # Told each task the prefork pool killed at its hard time limit, on its monitor thread,
+    # before the failure is written; an exception is logged, never raised (see WorkerOptions).
+    on_time_limit: Killed | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in POOLS:

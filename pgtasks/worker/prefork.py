@@ -520,10 +520,23 @@ class PreforkPool:
                 task.task_id,
                 limit,
             )
-            error = encode_exception(TimeLimitExceeded(f"task ran longer than its time limit of {limit:g}s"))
+            exceeded = TimeLimitExceeded(f"task ran longer than its time limit of {limit:g}s")
+            self._tell_time_limit(task, exceeded)
+            error = encode_exception(exceeded)
             finished.append(
                 (task, Outcome(task.task_id, Status.ERROR, error=error, claim_token=task.claim_token))
             )
+
+    def _tell_time_limit(self, task: TaskRecord, exceeded: TimeLimitExceeded) -> None:
+        """Tell ``options.on_time_limit`` (a Celery app's worker: its task_failure, errbacks
+        and task_postrun, which the killed child never sent)."""
+        told = self._options.on_time_limit
+        if told is None:
+            return
+        try:
+            told(task, exceeded)
+        except Exception:
+            log.exception("on_time_limit of task %s[%s] raised", task.name, task.task_id)
 
     def _replace(self, child: _Child) -> None:
         with self._lock:

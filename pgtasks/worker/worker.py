@@ -61,7 +61,7 @@ from pgtasks.worker.logs import (
     result_repr,
 )
 from pgtasks.worker.metrics import WorkerMetrics
-from pgtasks.worker.pools import DEFAULT_POOL, PoolOptions, make_pool
+from pgtasks.worker.pools import DEFAULT_POOL, Killed, PoolOptions, make_pool
 from pgtasks.worker.pruner import PRUNE_INTERVAL, Pruner
 from pgtasks.worker.queues import QueueBook
 from pgtasks.worker.std_streams import reopen_closed
@@ -157,6 +157,11 @@ class WorkerOptions:
     # Told the ids of the tasks this worker (or one of its children) ended as expired, once
     # committed (a Celery app's worker sends task_revoked from it); see WorkerApi.on_expired.
     on_expired: Callable[[list[str]], None] | None = None
+    # Told each task whose process the prefork pool killed at its hard time limit, with the
+    # TimeLimitExceeded recorded for it, before that failure is written (a Celery app's worker
+    # sends task_failure and task_postrun and calls its errbacks there, as Celery's main
+    # process does); an exception is logged, never raised.
+    on_time_limit: Killed | None = None
     # Answers the application's own remote control commands (a Celery app's @control_command),
     # on the thread that reads the commands; see WorkerControl.
     custom_commands: CustomCommands | None = None
@@ -188,6 +193,7 @@ class WorkerOptions:
             self.soft_time_limit,
             self.max_tasks_per_child,
             self.max_memory_per_child,
+            self.on_time_limit,
         )
 
 

@@ -7,7 +7,10 @@ threads worker were probed with the same tasks):
   pgtasks re-ran it at once, forever, with no ``max_retries`` to stop it;
 - ``countdown`` or ``expires`` below zero (``(deadline - now).total_seconds()`` once the
   deadline passed): Celery sends the task, which runs at once or is expired unrun; pgtasks
-  refused the send with ConfigurationError."""
+  refused the send with ConfigurationError;
+- a task killed at its hard time limit (prefork): Celery's main process calls its errbacks
+  that take the request, sends ``task_failure`` and ``task_postrun`` (state None); pgtasks
+  did none of them, the child that would have being dead."""
 
 from __future__ import annotations
 
@@ -15,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from celery.exceptions import Retry, TaskRevokedError
+from celery.exceptions import Retry, TaskRevokedError, TimeLimitExceeded
 
 from tests.compat.apps import task_guide_app as proj
 from tests.support.celery_worker import celery_worker
@@ -68,3 +71,16 @@ def test_a_countdown_or_expires_below_zero_means_now(ledger: Path) -> None:
     with pytest.raises(TaskRevokedError):
         gone.get(timeout=10)
     assert "echo gone" not in lines_of(ledger)
+
+
+def test_a_task_killed_at_its_hard_time_limit_fails_as_on_celery(ledger: Path) -> None:
+    """Its errback that takes the request runs once (Celery 5.5 calls it twice: as the limit
+    passes and as the pool reports the kill), ``task_failure`` is sent once with
+    TimeLimitExceeded and ``task_postrun`` with state None; no ``on_failure``, as on Celery."""
+    killed = proj.overruns.apply_async(link_error=proj.errback.s())
+    with pytest.raises(TimeLimitExceeded):
+        killed.get(timeout=60)
+    noted = (line.split() for line in lines_of(ledger))
+    seen = sorted((kind, *rest) for kind, task_id, *rest in noted if task_id == killed.id)
+    expected = [("errback", "TimeLimitExceeded"), ("run",), ("task_failure", "TimeLimitExceeded")]
+    assert seen == [*expected, ("task_postrun", "None")]

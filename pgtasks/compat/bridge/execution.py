@@ -182,6 +182,20 @@ def _failed(
     return Attempt(states.FAILURE, exc, einfo)
 
 
+def killed_at_time_limit(task: Task, request: Context, exc: BaseException) -> None:
+    """What Celery's main process does for a task whose process it killed at its hard time
+    limit, which the child could not: the errbacks that take the request (its backend calls
+    them as it stores the failure), ``task_failure``, then ``task_postrun`` with no state. No
+    ``on_failure`` or ``after_return``: those belong to the dead child, as in Celery."""
+    einfo = ExceptionInfo(exc)
+    args, kwargs = tuple(request.args or ()), dict(request.kwargs or {})
+    _call_errbacks(task, request, exc, einfo.traceback)
+    _send_task_failure(task, str(request.id), args, kwargs, exc, einfo)
+    signals.task_postrun.send(
+        sender=task, task_id=request.id, task=task, args=args, kwargs=kwargs, retval=None, state=None
+    )
+
+
 def _send_task_failure(
     task: Task,
     task_id: str,

@@ -15,8 +15,10 @@ from typing import Any
 
 from pgtasks.compat.bridge import django_support
 from pgtasks.compat.bridge.django_results import mirror_of
+from pgtasks.compat.bridge.execution import killed_at_time_limit
 from pgtasks.compat.bridge.flag_settings import flag
 from pgtasks.compat.bridge.json_safe import json_safe
+from pgtasks.compat.bridge.requests import request_from_record
 from pgtasks.compat.bridge.worker_request import Request, worker_request
 from pgtasks.compat.bridge.worker_settings import prefetch_setting, read_worker_settings
 from pgtasks.compat.celery import signals
@@ -86,6 +88,26 @@ def expired_signal(app: Celery, hostname: str) -> Callable[[list[str]], None]:
     return expired
 
 
+def time_limit_signal(app: Celery, hostname: str) -> Callable[[TaskRecord, BaseException], None]:
+    """What a Celery app's worker does for a task whose process the prefork pool killed at
+    its hard time limit, in the worker's main process as Celery's does: the errbacks that
+    take the request, ``task_failure`` and ``task_postrun`` (state None), with the request the
+    task had (see :func:`~pgtasks.compat.bridge.execution.killed_at_time_limit`)."""
+
+    def killed(record: TaskRecord, exc: BaseException) -> None:
+        task = app.tasks.get(record.name)
+        if task is None:
+            return
+        try:
+            args, kwargs = app.engine.codec.loads_inputs(record.serialization, record.inputs, record.name)
+        except Exception:
+            args, kwargs = [], {}
+        request = request_from_record(record, hostname, tuple(args), dict(kwargs))
+        killed_at_time_limit(task, request, exc)
+
+    return killed
+
+
 def _worker_request(app: Celery, record: TaskRecord, hostname: str) -> Request:
     """The request a worker's signal carries for ``record`` (Celery's worker Request): its
     arguments decoded, or none when they cannot be (the worker fails such a task with the
@@ -124,6 +146,10 @@ class WorkerHooks:
     @property
     def on_expired(self) -> Callable[[list[str]], None] | None:
         return None if self.app is None else expired_signal(self.app, self.hostname)
+
+    @property
+    def on_time_limit(self) -> Callable[[TaskRecord, BaseException], None] | None:
+        return None if self.app is None else time_limit_signal(self.app, self.hostname)
 
     @property
     def custom_commands(self) -> CustomCommands | None:

@@ -1,16 +1,18 @@
 """Tasks for tests/compat/test_task_guide.py: the entries of Celery's "Tasks" and "Calling
 Tasks" guides where pgtasks once did otherwise than Celery 5.5 (a ``Retry`` raised by the body
-itself, a ``countdown`` or ``expires`` below zero). Written against Celery's API only; each run
-and handler notes itself in the ledger (``PGTASKS_TEST_LEDGER``)."""
+itself, a ``countdown`` or ``expires`` below zero, a task killed at its hard time limit).
+Written against Celery's API only; each run, handler and signal notes itself in the ledger
+(``PGTASKS_TEST_LEDGER``)."""
 
 from __future__ import annotations
 
 import os
+import time
 from typing import Any
 
 from celery import Celery, Task
 from celery.exceptions import Retry
-from celery.signals import task_retry
+from celery.signals import task_failure, task_postrun, task_retry
 
 from tests.compat.apps.ledger import note
 
@@ -30,6 +32,16 @@ class Noting(Task):
 @task_retry.connect
 def noted_retry(request: Any = None, **kwargs: Any) -> None:
     note("task_retry", getattr(request, "id", None))
+
+
+@task_failure.connect
+def noted_failure(task_id: str = "", exception: Any = None, **kwargs: Any) -> None:
+    note("task_failure", task_id, type(exception).__name__)
+
+
+@task_postrun.connect
+def noted_postrun(task_id: str = "", state: Any = None, **kwargs: Any) -> None:
+    note("task_postrun", task_id, state)
 
 
 @app.task(bind=True, base=Noting)
@@ -52,3 +64,16 @@ def retries_once(self: Any) -> str:
 def echo(value: Any) -> Any:
     note("echo", value)
     return value
+
+
+@app.task(bind=True, base=Noting, time_limit=1)
+def overruns(self: Any) -> None:
+    """Runs past its hard time limit of 1 s: its process is killed."""
+    note("run", self.request.id)
+    time.sleep(60)
+
+
+@app.task
+def errback(request: Any, exc: BaseException, traceback: str) -> None:
+    """An errback called with the failed task's request, in the worker."""
+    note("errback", request.id, type(exc).__name__)
