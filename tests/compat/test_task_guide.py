@@ -10,7 +10,9 @@ threads worker were probed with the same tasks):
   refused the send with ConfigurationError;
 - a task killed at its hard time limit (prefork): Celery's main process calls its errbacks
   that take the request, sends ``task_failure`` and ``task_postrun`` (state None); pgtasks
-  did none of them, the child that would have being dead."""
+  did none of them, the child that would have being dead;
+- ``apply()`` of a task that raises ``Ignore``: Celery's EagerResult holds the Ignore as its
+  result; pgtasks' held None."""
 
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from celery.exceptions import Retry, TaskRevokedError, TimeLimitExceeded
+from celery.exceptions import Ignore, Retry, TaskRevokedError, TimeLimitExceeded
 
 from tests.compat.apps import task_guide_app as proj
 from tests.support.celery_worker import celery_worker
@@ -84,3 +86,10 @@ def test_a_task_killed_at_its_hard_time_limit_fails_as_on_celery(ledger: Path) -
     seen = sorted((kind, *rest) for kind, task_id, *rest in noted if task_id == killed.id)
     expected = [("errback", "TimeLimitExceeded"), ("run",), ("task_failure", "TimeLimitExceeded")]
     assert seen == [*expected, ("task_postrun", "None")]
+
+
+def test_apply_of_an_ignored_task_holds_the_ignore() -> None:
+    """As Celery's: state IGNORED, the Ignore raised as the result (no worker involved)."""
+    applied = proj.ignored.apply()
+    assert applied.state == "IGNORED" and isinstance(applied.result, Ignore)
+    assert applied.get() is None  # get() gives no value for an ignored task, as Celery's

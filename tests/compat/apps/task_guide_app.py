@@ -11,7 +11,7 @@ import time
 from typing import Any
 
 from celery import Celery, Task
-from celery.exceptions import Retry
+from celery.exceptions import Ignore, Retry
 from celery.signals import task_failure, task_postrun, task_retry
 
 from tests.compat.apps.ledger import note
@@ -29,19 +29,28 @@ class Noting(Task):
         note("on_failure", task_id)
 
 
+def _ours(sender: Any) -> bool:
+    """The signals are global: note only those of this module's tasks (other test modules
+    run tasks in this process, with the same ledger variable)."""
+    return str(getattr(sender, "name", "")).startswith(__name__ + ".")
+
+
 @task_retry.connect
-def noted_retry(request: Any = None, **kwargs: Any) -> None:
-    note("task_retry", getattr(request, "id", None))
+def noted_retry(sender: Any = None, request: Any = None, **kwargs: Any) -> None:
+    if _ours(sender):
+        note("task_retry", getattr(request, "id", None))
 
 
 @task_failure.connect
-def noted_failure(task_id: str = "", exception: Any = None, **kwargs: Any) -> None:
-    note("task_failure", task_id, type(exception).__name__)
+def noted_failure(sender: Any = None, task_id: str = "", exception: Any = None, **kwargs: Any) -> None:
+    if _ours(sender):
+        note("task_failure", task_id, type(exception).__name__)
 
 
 @task_postrun.connect
-def noted_postrun(task_id: str = "", state: Any = None, **kwargs: Any) -> None:
-    note("task_postrun", task_id, state)
+def noted_postrun(sender: Any = None, task_id: str = "", state: Any = None, **kwargs: Any) -> None:
+    if _ours(sender):
+        note("task_postrun", task_id, state)
 
 
 @app.task(bind=True, base=Noting)
@@ -77,3 +86,9 @@ def overruns(self: Any) -> None:
 def errback(request: Any, exc: BaseException, traceback: str) -> None:
     """An errback called with the failed task's request, in the worker."""
     note("errback", request.id, type(exc).__name__)
+
+
+@app.task
+def ignored() -> None:
+    """Ends by raising Ignore."""
+    raise Ignore()
