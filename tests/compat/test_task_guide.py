@@ -11,6 +11,8 @@ threads worker were probed with the same tasks):
 - a task killed at its hard time limit (prefork): Celery's main process calls its errbacks
   that take the request, sends ``task_failure`` and ``task_postrun`` (state None); pgtasks
   did none of them, the child that would have being dead;
+- ``self.request.argsrepr`` / ``kwargsrepr`` in a worker: Celery's message always carries them
+  (the arguments' repr unless ``apply_async`` was given its own); pgtasks' were None;
 - ``apply()`` of a task that raises ``Ignore``: Celery's EagerResult holds the Ignore as its
   result; pgtasks' held None."""
 
@@ -93,3 +95,10 @@ def test_apply_of_an_ignored_task_holds_the_ignore() -> None:
     applied = proj.ignored.apply()
     assert applied.state == "IGNORED" and isinstance(applied.result, Ignore)
     assert applied.get() is None  # get() gives no value for an ignored task, as Celery's
+
+
+def test_the_request_shows_the_arguments_repr(ledger: Path) -> None:
+    """As Celery's message: the repr of the arguments, unless apply_async was given one."""
+    assert proj.shows_reprs.delay(1, "a", b=2).get(timeout=60) == ["(1, 'a')", "{'b': 2}"]
+    hidden = proj.shows_reprs.apply_async((1,), {"b": 2}, argsrepr="(<hidden>,)")
+    assert hidden.get(timeout=60) == ["(<hidden>,)", "{'b': 2}"]

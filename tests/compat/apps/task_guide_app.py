@@ -92,3 +92,9 @@ def errback(request: Any, exc: BaseException, traceback: str) -> None:
 def ignored() -> None:
     """Ends by raising Ignore."""
     raise Ignore()
+
+
+@app.task(bind=True)
+def shows_reprs(self: Any, *args: Any, **kwargs: Any) -> list[Any]:
+    """Its request's ``argsrepr`` and ``kwargsrepr``."""
+    return [self.request.argsrepr, self.request.kwargsrepr]
