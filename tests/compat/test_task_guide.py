@@ -13,6 +13,8 @@ threads worker were probed with the same tasks):
   did none of them, the child that would have being dead;
 - ``self.request.argsrepr`` / ``kwargsrepr`` in a worker: Celery's message always carries them
   (the arguments' repr unless ``apply_async`` was given its own); pgtasks' were None;
+- ``update_state()`` without a ``task_id`` where no task of it runs (called directly):
+  Celery raises ValueError (no id to store it for); pgtasks kept it silently;
 - ``apply()`` of a task that raises ``Ignore``: Celery's EagerResult holds the Ignore as its
   result; pgtasks' held None."""
 
@@ -102,3 +104,12 @@ def test_the_request_shows_the_arguments_repr(ledger: Path) -> None:
     assert proj.shows_reprs.delay(1, "a", b=2).get(timeout=60) == ["(1, 'a')", "{'b': 2}"]
     hidden = proj.shows_reprs.apply_async((1,), {"b": 2}, argsrepr="(<hidden>,)")
     assert hidden.get(timeout=60) == ["(<hidden>,)", "{'b': 2}"]
+
+
+def test_update_state_needs_an_id_outside_a_running_task() -> None:
+    """As Celery's: called directly (or outside any task) there is no id to store it for."""
+    with pytest.raises(ValueError, match="needs a task_id"):
+        proj.reports_progress()
+    with pytest.raises(ValueError, match="needs a task_id"):
+        proj.reports_progress.update_state(state="PROGRESS", meta={"done": 1})
+    assert proj.reports_progress.apply().get() == "reported"  # eagerly it has its id

@@ -98,3 +98,10 @@ def ignored() -> None:
 def shows_reprs(self: Any, *args: Any, **kwargs: Any) -> list[Any]:
     """Its request's ``argsrepr`` and ``kwargsrepr``."""
     return [self.request.argsrepr, self.request.kwargsrepr]
+
+
+@app.task(bind=True)
+def reports_progress(self: Any) -> str:
+    """Publishes a custom state of its own."""
+    self.update_state(state="PROGRESS", meta={"done": 1})
+    return "reported"

@@ -415,12 +415,12 @@ class Task:
         backend stores it) is recorded for that task if it has been sent (a warning if not)."""
         request = self.request
         local = request.is_eager or request.called_directly
-        if local and task_id in (None, request.id):
+        task_id = task_id or request.id
+        if task_id is None:  # called directly, or outside any task: no id to store it for
+            raise ValueError(f"update_state() of {self.name!r} needs a task_id: no task of it runs here")
+        if local and task_id == request.id:
             request.update(custom_state=state, custom_meta=meta)
             return
-        task_id = task_id or request.id
-        if task_id is None:
-            raise ValueError(f"update_state() of {self.name!r} needs a task_id outside a running task")
         if local:  # another task's state, from outside it
             try:
                 record_task_state(self.app.engine, task_id, state or states.PENDING, meta)
