@@ -24,7 +24,7 @@ from pgtasks.engine.core import Engine
 from pgtasks.engine.crashpoints import crashpoint
 from pgtasks.engine.errors import ConfigurationError, DatabaseUnavailable
 from pgtasks.engine.failures import error_summary, is_expected
-from pgtasks.engine.redaction import masked_inputs, scrub, secret_args_of, sender_shown
+from pgtasks.engine.redaction import masked_inputs, scrub, secret_args_of, sender_named, sender_shown
 from pgtasks.engine.settings import check_name_length, validate_queue_name
 from pgtasks.support.backoff import Backoff
 from pgtasks.sysdb.records import (
@@ -763,7 +763,8 @@ class Worker:
                     self._hidden[record.task_id] = hidden
             if received:
                 hidden = self._hidden.get(record.task_id, ())
-                data = TaskLogData(record.task_id, record.name, self._arguments(record, hidden), inputs=shown)
+                name = sender_named(record.name, record.meta)
+                data = TaskLogData(record.task_id, name, self._arguments(record, hidden), inputs=shown)
                 line = LOG_RECEIVED_INPUTS if with_args else LOG_RECEIVED
                 log_task(self._received_log, logging.INFO, line, data)
             if on_received is not None:
@@ -951,7 +952,8 @@ def _log_outcome(
     task's id, name, arguments and the line's fields (see TaskLogData)."""
 
     def data(**fields: Any) -> TaskLogData:
-        return TaskLogData(record.task_id, record.name, arguments, runtime=elapsed, **fields)
+        name = sender_named(record.name, record.meta)  # a Celery shadow name, as its lines show it
+        return TaskLogData(record.task_id, name, arguments, runtime=elapsed, **fields)
 
     if outcome is None:
         log_task(log, logging.WARNING, LOG_ABANDONED, data())

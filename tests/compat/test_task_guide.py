@@ -13,6 +13,8 @@ threads worker were probed with the same tasks):
   did none of them, the child that would have being dead;
 - ``self.request.argsrepr`` / ``kwargsrepr`` in a worker: Celery's message always carries them
   (the arguments' repr unless ``apply_async`` was given its own); pgtasks' were None;
+- a shadow name (``apply_async(shadow=...)``, a task's ``shadow_name``): Celery shows it in
+  its worker's task lines and ``request.shadow``; pgtasks ignored it;
 - ``update_state()`` without a ``task_id`` where no task of it runs (called directly):
   Celery raises ValueError (no id to store it for); pgtasks kept it silently;
 - ``apply()`` of a task that raises ``Ignore``: Celery's EagerResult holds the Ignore as its
@@ -36,8 +38,9 @@ MODULE = "tests.compat.apps.task_guide_app"
 
 @pytest.fixture
 def ledger(pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    log = tmp_path / "worker.log"  # beside the ledger: read by a test while the worker runs
     with celery_worker(
-        proj.app, MODULE, pg_url, tmp_path / "ledger", monkeypatch, "guide-w", pool="prefork", concurrency=2
+        proj.app, MODULE, pg_url, tmp_path / "ledger", monkeypatch, "guide-w", pool="prefork", output=log
     ) as path:
         yield path
 
@@ -113,3 +116,17 @@ def test_update_state_needs_an_id_outside_a_running_task() -> None:
     with pytest.raises(ValueError, match="needs a task_id"):
         proj.reports_progress.update_state(state="PROGRESS", meta={"done": 1})
     assert proj.reports_progress.apply().get() == "reported"  # eagerly it has its id
+
+
+def test_a_shadow_name_is_what_the_worker_shows(ledger: Path) -> None:
+    """As Celery: the request's ``shadow`` and the worker's received and succeeded lines
+    name the task by it (given to apply_async, or by the task's ``shadow_name``)."""
+    given = proj.shows_shadow.apply_async(shadow="reports.daily")
+    assert given.get(timeout=60) == "reports.daily"
+    named = proj.shadowed_by_argument.delay("weekly")
+    assert named.get(timeout=60) == "shadowed.weekly"
+    assert proj.shows_shadow.delay().get(timeout=60) is None  # none given: None, as in Celery
+    log = (ledger.parent / "worker.log").read_text()
+    for name, sent in (("reports.daily", given), ("shadowed.weekly", named)):
+        assert f"Task {name}[{sent.id}] received" in log
+        assert f"Task {name}[{sent.id}] succeeded in" in log

@@ -291,7 +291,7 @@ def prepare(
         "lang": "py",
         "task": name,
         "id": task_id,
-        "shadow": None,
+        "shadow": options.get("shadow") or None,
         "eta": eta.isoformat() if isinstance(eta, dt.datetime) else None,
         "expires": expires.isoformat() if isinstance(expires, dt.datetime) else expires,
         "group": options.get("group_id"),

@@ -103,6 +103,7 @@ def request_from_record(
         # as Celery's message: what apply_async(argsrepr=) gave, else the arguments' repr
         argsrepr=meta.get("argsrepr") or saferepr(tuple(args), ARGS_REPR_MAX),
         kwargsrepr=meta.get("kwargsrepr") or saferepr(dict(kwargs), ARGS_REPR_MAX),
+        shadow=meta.get("shadow"),
         delivery_info=delivery_info(record),
         origin=meta.get("origin"),
         correlation_id=record.task_id,

@@ -105,3 +105,21 @@ def reports_progress(self: Any) -> str:
     """Publishes a custom state of its own."""
     self.update_state(state="PROGRESS", meta={"done": 1})
     return "reported"
+
+
+@app.task(bind=True)
+def shows_shadow(self: Any) -> Any:
+    """The name it was sent to be shown by."""
+    return self.request.shadow
+
+
+class ShadowedByArgument(Task):
+    """Shown as ``shadowed.<its first argument>`` (Celery's ``shadow_name`` hook)."""
+
+    def shadow_name(self, args: Any, kwargs: Any, options: Any) -> str:
+        return f"shadowed.{args[0]}"
+
+
+@app.task(bind=True, base=ShadowedByArgument)
+def shadowed_by_argument(self: Any, which: str) -> Any:
+    return self.request.shadow

@@ -319,6 +319,9 @@ class Task:
         """Send the task (or, with ``task_always_eager``, run it here and return an EagerResult).
         As Celery: ValueError when the task's soft time limit is above its hard one."""
         check_call(self, args, kwargs)
+        shadow = shadow or self.shadow_name(args, kwargs, options)
+        if shadow:  # the name logs and monitoring show for this call (Celery's shadow)
+            options["shadow"] = shadow
         if flag("task_always_eager", self.app.conf.task_always_eager):
             check_eager_serializer(options, self)
             with joins_allowed(False):  # as Celery's: the eager task may not wait for results
