@@ -12,7 +12,8 @@ threads worker were probed with the same tasks):
   that take the request, sends ``task_failure`` and ``task_postrun`` (state None); pgtasks
   did none of them, the child that would have being dead;
 - ``self.request.argsrepr`` / ``kwargsrepr`` in a worker: Celery's message always carries them
-  (the arguments' repr unless ``apply_async`` was given its own); pgtasks' were None;
+  (the arguments' repr unless ``apply_async`` was given its own); pgtasks' were None; and
+  ``celery.utils.saferepr`` cut lists at 6 items and sorted dicts;
 - a shadow name (``apply_async(shadow=...)``, a task's ``shadow_name``): Celery shows it in
   its worker's task lines and ``request.shadow``; pgtasks ignored it;
 - ``update_state()`` without a ``task_id`` where no task of it runs (called directly):
@@ -27,6 +28,7 @@ from pathlib import Path
 
 import pytest
 from celery.exceptions import Ignore, Retry, TaskRevokedError, TimeLimitExceeded
+from celery.utils.saferepr import saferepr
 
 from tests.compat.apps import task_guide_app as proj
 from tests.support.celery_worker import celery_worker
@@ -107,6 +109,18 @@ def test_the_request_shows_the_arguments_repr(ledger: Path) -> None:
     assert proj.shows_reprs.delay(1, "a", b=2).get(timeout=60) == ["(1, 'a')", "{'b': 2}"]
     hidden = proj.shows_reprs.apply_async((1,), {"b": 2}, argsrepr="(<hidden>,)")
     assert hidden.get(timeout=60) == ["(<hidden>,)", "{'b': 2}"]
+    many = proj.shows_reprs.delay(*range(8), z=1, a=2, y=3, b=4, x=5)
+    assert many.get(timeout=60) == ["(0, 1, 2, 3, 4, 5, 6, 7)", "{'z': 1, 'a': 2, 'y': 3, 'b': 4, 'x': 5}"]
+
+
+def test_saferepr_shows_what_celerys_shows() -> None:
+    """Every item, dicts in their order, nesting cut at 3 levels, the whole within maxlen
+    (as the real Celery 5.5.3 printed them); it showed 6 list items and 4 sorted dict keys."""
+    assert saferepr(list(range(10))) == "[0, 1, 2, 3, 4, 5, 6, 7, 8, 9]"
+    assert saferepr({"token": "t", "k": 3}, 1024) == "{'token': 't', 'k': 3}"
+    assert saferepr({"a": [1, [2, [3, [4]]]]}) == "{'a': [1, [2, [...]]]}"
+    assert saferepr((1,), 1024) == "(1,)" and saferepr(b"bytes") == "b'bytes'"
+    assert len(saferepr(list(range(10_000)), maxlen=50)) <= 53
 
 
 def test_update_state_needs_an_id_outside_a_running_task() -> None:
