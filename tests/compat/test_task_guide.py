@@ -16,6 +16,8 @@ threads worker were probed with the same tasks):
   ``celery.utils.saferepr`` cut lists at 6 items and sorted dicts;
 - a shadow name (``apply_async(shadow=...)``, a task's ``shadow_name``): Celery shows it in
   its worker's task lines and ``request.shadow``; pgtasks ignored it;
+- ``self.retry(queue=..., priority=...)``: Celery sends the retry with those options; pgtasks
+  runs the same row again where it was, and now says so in the worker's log;
 - ``update_state()`` without a ``task_id`` where no task of it runs (called directly):
   Celery raises ValueError (no id to store it for); pgtasks kept it silently;
 - ``apply()`` of a task that raises ``Ignore``: Celery's EagerResult holds the Ignore as its
@@ -144,3 +146,11 @@ def test_a_shadow_name_is_what_the_worker_shows(ledger: Path) -> None:
     for name, sent in (("reports.daily", given), ("shadowed.weekly", named)):
         assert f"Task {name}[{sent.id}] received" in log
         assert f"Task {name}[{sent.id}] succeeded in" in log
+
+
+def test_retry_options_pgtasks_does_not_apply_are_logged(ledger: Path) -> None:
+    """The retry still runs, on the task's own queue; the worker's log names the options."""
+    sent = proj.retries_elsewhere.delay()
+    assert sent.get(timeout=60) == "celery"
+    log = (ledger.parent / "worker.log").read_text()
+    assert f"task {sent.id}: self.retry(priority=..., queue=...) is not applied by pgtasks" in log

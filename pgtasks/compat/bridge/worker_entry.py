@@ -89,12 +89,22 @@ def retry_countdown(retry: Retry) -> float:
     return 0.0
 
 
-def _new_arguments(retry: Retry) -> tuple[Any, Any]:
+def _new_arguments(retry: Retry, task_id: str) -> tuple[Any, Any]:
     """The arguments ``self.retry(args=, kwargs=)`` gave (the old ones when not given)."""
     sig = retry.sig
-    if isinstance(sig, tuple) and len(sig) >= 2:
-        return tuple(sig[0]), dict(sig[1])
-    return None, None
+    if not (isinstance(sig, tuple) and len(sig) >= 2):
+        return None, None
+    options = sig[2] if len(sig) > 2 and isinstance(sig[2], dict) else {}
+    if options:
+        # Celery sends the retry with them (another queue, priority, limits, headers); the
+        # engine's retry runs the same row again, on its queue, as it was sent
+        log.warning(
+            "task %s: self.retry(%s) is not applied by pgtasks: the retry runs on the task's queue "
+            "with its priority, limits and headers",
+            task_id,
+            ", ".join(f"{name}=..." for name in sorted(options)),
+        )
+    return tuple(sig[0]), dict(sig[1])
 
 
 def outcome_of(attempt: Attempt, task_id: str, engine: Runtime) -> Any:
@@ -108,7 +118,7 @@ def outcome_of(attempt: Attempt, task_id: str, engine: Runtime) -> Any:
         if retry.sig is None:
             _not_sent(retry, attempt, task_id)
         reason = retry.exc if isinstance(retry.exc, BaseException) else None
-        new_args, new_kwargs = _new_arguments(retry)
+        new_args, new_kwargs = _new_arguments(retry, task_id)
         raise RetryRequested(
             str(retry), countdown=retry_countdown(retry), reason=reason, args=new_args, kwargs=new_kwargs
         ) from retry

@@ -123,3 +123,11 @@ class ShadowedByArgument(Task):
 @app.task(bind=True, base=ShadowedByArgument)
 def shadowed_by_argument(self: Any, which: str) -> Any:
     return self.request.shadow
+
+
+@app.task(bind=True, max_retries=1)
+def retries_elsewhere(self: Any) -> Any:
+    """Asks for its retry on another queue, with another priority: Celery sends it there."""
+    if self.request.retries == 0:
+        raise self.retry(countdown=0, queue="elsewhere", priority=7)
+    return self.request.delivery_info["routing_key"]
