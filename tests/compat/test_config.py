@@ -89,6 +89,13 @@ def test_config_from_object_with_and_without_namespace(url: str, caplog: pytest.
     assert old.conf.task_always_eager is True and old.conf.worker_concurrency == 3
     with pytest.raises(ImproperlyConfigured, match=r"CELERY_ALWAYS_EAGER .*-> task_always_eager"):
         Celery("cfg", broker=url).config_from_object({"CELERY_ALWAYS_EAGER": True, "task_default_queue": "x"})
+    # Celery's own arguments may mix them: broker= is broker_url, beside an old name
+    mixed = Celery("cfg", broker=url, CELERY_ALWAYS_EAGER=True, task_default_queue="x", CELERYD_CONCURRENCY=2)
+    assert (mixed.conf.task_always_eager, mixed.conf.task_default_queue, mixed.conf.worker_concurrency) == (
+        True,
+        "x",
+        2,
+    )
 
 
 def test_config_from_module_path_and_django_settings(monkeypatch: pytest.MonkeyPatch, url: str) -> None:
