@@ -77,3 +77,17 @@ def test_the_root_logger_is_hijacked_unless_the_app_says_not_to(sqlite_url: str,
     kept = talked(sqlite_url, tmp_path / "kept", {"worker_hijack_root_logger": False}, root_handler=True)
     assert "APP-HANDLER logs@test ready." in kept and "APP-HANDLER logged by talk" in kept, kept
     assert "] logs@test ready." not in kept, kept  # the worker adds no handler of its own
+
+
+def test_the_beat_of_a_celery_app_logs_in_its_format(sqlite_url: str, tmp_path: Path) -> None:
+    """Celery's beat sets its logging up as the worker does: worker_log_format, the root logger
+    taken over."""
+    log = tmp_path / "beat.log"
+    settings = {"worker_log_format": "B|%(levelname)s|%(message)s"}
+    env = cli_env(sqlite_url, {"APP_SETTINGS": json.dumps(settings), "APP_ROOT_HANDLER": "1"})
+    beat = spawn_pgtasks("beat", "-A", APP, "-l", "info", env=env, output=log)
+    try:
+        wait_for(lambda: "beat ready" in log.read_text() or beat.poll() is not None, 60, "the beat to start")
+    finally:
+        stop(beat)
+    assert "B|INFO|beat ready" in log.read_text() and "APP-HANDLER" not in log.read_text(), log.read_text()

@@ -17,6 +17,7 @@ from typing import Any
 
 from pgtasks.compat.bridge.flag_settings import flag
 from pgtasks.compat.celery import signals
+from pgtasks.compat.celery.app.base import Celery
 from pgtasks.compat.celery.utils.log import mlevel
 from pgtasks.engine.errors import ConfigurationError
 from pgtasks.worker.logs import LOG_FORMAT, TASK_FORMAT, LineFormats, configure_logging
@@ -99,3 +100,13 @@ def _date_format(conf: Any, setting: str) -> str | None:
     if value is not None and not isinstance(value, str):
         raise ConfigurationError(f"{setting} must be a strftime format string, not {value!r}")
     return value
+
+
+def setup_beat_logging(app: Any, loglevel: str) -> bool:
+    """``pgtasks beat``'s logging for a Celery ``app``, as Celery's beat sets it up (the worker's
+    settings and signals; its standard output is not redirected: the beat runs no task); False
+    for a pgtasks App, whose beat sets up its own."""
+    if not isinstance(app, Celery):
+        return False
+    setup_worker_logging(app.conf, loglevel, "text")
+    return True
