@@ -94,13 +94,15 @@ def add_commands(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> None:
 
 
 def _beat(args: argparse.Namespace) -> int:
+    from pgtasks.compat.bridge.worker_logging import setup_beat_logging
     from pgtasks.compat.bridge.worker_start import beat_started
 
     if not args.app:
         print("pgtasks beat: -A/--app is required", file=sys.stderr)
         return 2
     app = load_app(args.app)
-    logging.basicConfig(level=args.loglevel.upper(), format=LOG_FORMAT, stream=sys.stderr)
+    if not setup_beat_logging(app, args.loglevel):
+        logging.basicConfig(level=args.loglevel.upper(), format=LOG_FORMAT, stream=sys.stderr)
     wait_for_database(app.engine, log, retry_on_startup(app, args.wait_for_database))
     beat = Beat(app.engine, settings=BeatSettings(max_interval=args.max_interval, grace=args.grace))
     configured = app.beat_definitions()

@@ -114,7 +114,9 @@ def add_worker_command(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> 
     worker.add_argument("--lease-seconds", type=float, help="heartbeat lease (default 30)")
     worker.add_argument("--poll-interval", type=float, help="seconds between polls when idle (default 1)")
     worker.add_argument(
-        "--shutdown-grace", type=seconds, default=30.0, help="warm shutdown wait in seconds (default 30)"
+        "--shutdown-grace",
+        type=seconds,
+        help="warm shutdown wait in seconds (default: a Celery app's worker_soft_shutdown_timeout, else 30)",
     )
     worker.add_argument("-B", "--beat", action="store_true", help="also run the scheduler in this worker")
     add_wait_option(worker)
@@ -138,6 +140,9 @@ def add_worker_command(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> 
         "--metrics-address", default="0.0.0.0", help="interface of --metrics-port (default 0.0.0.0)"
     )
     celery = worker.add_argument_group("Celery's worker options that pgtasks ignores or refuses")
+    celery.add_argument(  # Celery waits this long at a cold shutdown; pgtasks at every stop
+        "--soft-shutdown-timeout", dest="shutdown_grace", type=seconds, help="Celery's: as --shutdown-grace"
+    )
     add_refused(celery, "-D", "--detach", why=DETACH)
     for flags in (
         ("-E", "--task-events", "--events"),
@@ -156,7 +161,6 @@ def add_worker_command(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> 
         ("--heartbeat-interval",),
         ("-s", "--schedule", "--schedule-filename"),
         ("--scheduler", "--scheduler-cls"),
-        ("--soft-shutdown-timeout",),
     ):
         add_ignored(celery, *flags, value=True)
     add_ignored(
@@ -172,7 +176,7 @@ def run(args: argparse.Namespace) -> int:
     from pgtasks.worker.logs import configure_logging
     from pgtasks.worker.metrics import MetricsOptions
     from pgtasks.worker.process import run_worker
-    from pgtasks.worker.worker import WorkerOptions
+    from pgtasks.worker.worker import DEFAULT_SHUTDOWN_GRACE, WorkerOptions
 
     if not args.app:
         print("pgtasks worker: -A/--app is required", file=sys.stderr)
@@ -198,7 +202,7 @@ def run(args: argparse.Namespace) -> int:
         queues=queues,
         concurrency=args.concurrency,
         executor_id=args.hostname or "",
-        shutdown_grace=args.shutdown_grace,
+        shutdown_grace=DEFAULT_SHUTDOWN_GRACE if args.shutdown_grace is None else args.shutdown_grace,
         pool=args.pool,
         # A limit flag given 0 is no limit, as in Celery (worker_hooks left the app's setting unread).
         time_limit=args.time_limit or None,

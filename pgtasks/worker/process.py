@@ -81,12 +81,12 @@ def run_worker(
     for stop_signal in STOP_SIGNALS:
         signal.signal(stop_signal, lambda _signum, _frame: None)
     worker.start()
-    if after_start is not None:  # e.g. the -B scheduler: started after prefork children fork
-        after_start()
     if logs_json():
         log.info("%s", banner(worker, app_name))
     else:
         print(banner(worker, app_name), file=sys.stderr, flush=True)
+    if after_start is not None:  # e.g. the -B scheduler: started after prefork children fork
+        after_start()  # after the banner: it may redirect sys.stderr (a Celery app's worker)
     probes = (health or HealthOptions()).start(
         Probe(worker.alive, worker.ready), max(0.05, engine.settings.lease_seconds / 4)
     )

@@ -78,6 +78,7 @@ CLAIM_BACKOFF = Backoff(first=0.1, cap=5.0)
 # wait found it (a restart in the middle of the start), before the start fails.
 START_OUTAGE_SECONDS = 120.0
 DEFAULT_PREFETCH_MULTIPLIER = 4  # Celery's worker_prefetch_multiplier default
+DEFAULT_SHUTDOWN_GRACE = 30.0  # seconds a warm shutdown waits for running tasks
 # Adaptive claim-ahead (threads, asyncio): beyond the free slots, hold as many tasks as the
 # worker finished in this many seconds lately (within the prefetch multiplier): more than a
 # claim's round trip (two claims of hundreds, while both streams run), so that the held tasks
@@ -127,7 +128,7 @@ class WorkerOptions:
     queues: tuple[str, ...] = ("default",)
     concurrency: int = 4
     executor_id: str = ""
-    shutdown_grace: float = 30.0
+    shutdown_grace: float = DEFAULT_SHUTDOWN_GRACE
     # One of pools.POOLS. A worker embedded in a process that must not fork (a test's) says
     # pool="threads".
     pool: str = DEFAULT_POOL

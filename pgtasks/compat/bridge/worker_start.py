@@ -19,6 +19,7 @@ from pgtasks.compat.bridge.execution import killed_at_time_limit
 from pgtasks.compat.bridge.flag_settings import flag
 from pgtasks.compat.bridge.json_safe import json_safe
 from pgtasks.compat.bridge.requests import request_from_record
+from pgtasks.compat.bridge.worker_logging import redirect_stdouts, setup_worker_logging
 from pgtasks.compat.bridge.worker_request import Request, worker_request
 from pgtasks.compat.bridge.worker_settings import prefetch_setting, read_worker_settings
 from pgtasks.compat.celery import signals
@@ -29,7 +30,6 @@ from pgtasks.compat.celery.utils.nodenames import default_nodename
 from pgtasks.compat.celery.worker.control import commands_of
 from pgtasks.sysdb.records import TaskRecord
 from pgtasks.worker.control import CustomCommands
-from pgtasks.worker.logs import LOG_FORMAT, configure_logging
 from pgtasks.worker.pools import FORKING_POOLS, INLINE_POOLS
 
 log = logging.getLogger("pgtasks.compat")
@@ -125,6 +125,8 @@ class WorkerHooks:
     def __init__(self, app: Any = None, hostname: str = "") -> None:
         self.app = app
         self.hostname = hostname
+        # the level at which what tasks print is logged (worker_redirect_stdouts), or None
+        self.redirect_level: int | None = None
         self.sender = types.SimpleNamespace(app=app, hostname=hostname)
         # Celery's worker logs each task's outcome on "celery.app.trace": logging configs
         # name it, and error trackers (sentry-sdk) ignore it to avoid a second event.
@@ -164,6 +166,7 @@ class WorkerHooks:
             return then
 
         def started() -> None:
+            redirect_stdouts(self.app, self.redirect_level)  # after the banner, as Celery's
             if then is not None:
                 then()
             signals.worker_ready.send(sender=self.sender)
@@ -178,23 +181,6 @@ class WorkerHooks:
         signals.worker_shutdown.send(sender=self.sender)
         if self.mirror is not None:
             self.mirror.stop()
-
-
-def _setup_logging(loglevel: str, log_format: str) -> None:
-    level = loglevel.upper()
-    if signals.setup_logging.receivers:
-        signals.setup_logging.send(
-            sender=None, loglevel=level, logfile=None, format=LOG_FORMAT, colorize=False
-        )
-    else:
-        configure_logging(level, log_format)
-    for signal, logger in (
-        (signals.after_setup_logger, logging.getLogger()),
-        (signals.after_setup_task_logger, logging.getLogger("celery.task")),
-    ):
-        signal.send(
-            sender=None, logger=logger, loglevel=level, logfile=None, format=LOG_FORMAT, colorize=False
-        )
 
 
 def beat_started(app: Any, beat: Any, embedded: bool) -> None:
@@ -244,14 +230,14 @@ def worker_hooks(app: Any, args: argparse.Namespace, given: Collection[str] = ()
     # celery@$HOSTNAME`); a name without "@" is a host name (`-n worker1`: celery@worker1)
     args.hostname = hostname = default_nodename(args.hostname)
     hooks = WorkerHooks(app, hostname)
-    _setup_logging(args.loglevel, getattr(args, "log_format", "text"))
+    hooks.redirect_level = setup_worker_logging(conf, args.loglevel, getattr(args, "log_format", "text"))
     _warn_of_bootsteps(app)
     signals.celeryd_init.send(sender=hostname, instance=hooks.sender, conf=conf, options=vars(args))
     app.loader.init_worker()  # the task modules, then a custom loader's on_worker_init
     signals.worker_init.send(sender=hooks.sender)
     signals.celeryd_after_setup.send(sender=hostname, instance=hooks.sender, conf=conf)
     if args.pool in FORKING_POOLS:
-        os.register_at_fork(after_in_child=lambda: _child_started(app))
+        os.register_at_fork(after_in_child=lambda: _child_started(app, hooks.redirect_level))
     elif args.pool in INLINE_POOLS:
         app.loader.init_worker_process()
         signals.worker_process_init.send(sender=None)
@@ -273,8 +259,9 @@ def _warn_of_bootsteps(app: Celery) -> None:
         )
 
 
-def _child_started(app: Any) -> None:
+def _child_started(app: Any, redirect_level: int | None) -> None:
     django_support.close_connections_after_fork()
+    redirect_stdouts(app, redirect_level)
     app.loader.init_worker_process()
     signals.worker_process_init.send(sender=None)
     app.on_after_fork.send(sender=app)
