@@ -74,6 +74,10 @@ def refusal(url: str, settings: dict[str, object], *flags: str) -> str:
             {"timezone": "Mars/Olympus"},
             "unknown timezone 'Mars/Olympus': use an IANA zone name such as 'Europe/Paris' or 'UTC'",
         ),
+        # a string alone was read letter by letter: the worker consumed queues 'q' and '1'
+        ({"task_queues": "q1"}, "task_queues must be a list of Queue objects or queue names, not 'q1'"),
+        ({"task_queues": 5}, "task_queues must be a list of Queue objects or queue names, not 5"),
+        ({"task_queues": [5]}, "task_queues holds 5, which is neither a Queue nor a queue name"),
     ],
     ids=lambda v: next(iter(v)) if isinstance(v, dict) else None,
 )
