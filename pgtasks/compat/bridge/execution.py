@@ -172,7 +172,7 @@ def _failed(
         _call_hook(task.on_retry, exc.exc, task_id, args, kwargs, einfo)
         signals.task_retry.send(sender=task, request=request, reason=exc, einfo=einfo)
         return Attempt(states.RETRY, exc, einfo)
-    if task.throws and isinstance(exc, task.throws):
+    if _expected(task, exc):
         mark_expected(exc)  # logged by the worker at INFO without its traceback, as Celery's
     # Celery's order: the errbacks (its backend calls them as it stores the failure), then
     # on_failure, then task_failure
@@ -180,6 +180,21 @@ def _failed(
     _call_hook(task.on_failure, exc, task_id, args, kwargs, einfo)
     _send_task_failure(task, task_id, args, kwargs, exc, einfo)
     return Attempt(states.FAILURE, exc, einfo)
+
+
+def _expected(task: Task, exc: Exception) -> bool:
+    """Whether ``exc`` is one of the task's ``throws``. A ``throws`` that names no exception
+    classes is logged and ignored: the task's own error is what is recorded (Celery's tracer
+    stores it before it trips on the bad option)."""
+    if not task.throws:
+        return False
+    try:
+        return isinstance(exc, task.throws)
+    except TypeError:
+        log.error(
+            "task %s: throws=%r is not an exception class or a tuple of them; ignored", task.name, task.throws
+        )
+        return False
 
 
 def _send_task_failure(
