@@ -356,3 +356,15 @@ def test_the_dashboard_checks_arguments_as_apply_async_does(app: Celery) -> None
         add.apply_async((1, 2, 3))
     loose.apply_async((1, 2, 3))
     assert [t.name for t in _sent(app)] == ["badin.loose"]
+
+
+def test_revoke_takes_one_id_or_any_iterable_of_ids_and_names_what_is_neither(app: Celery) -> None:
+    """Celery's ``maybe_list``: one id, or any iterable but a string. ``revoke(123)`` and
+    ``revoke(None)`` were "'int' object is not iterable"."""
+    with pytest.raises(TypeError, match=r"^revoke takes a task id or a list of task ids, not None$"):
+        app.control.revoke(None)
+    with pytest.raises(TypeError, match=r"^a task id must be a string, not int \(123\)$"):
+        app.control.revoke(123)
+    app.control.revoke(iter(["gen-1", "gen-2"]))
+    app.control.revoke({"set-1"})
+    assert app.AsyncResult("gen-2").state == app.AsyncResult("set-1").state == "REVOKED"

@@ -9,6 +9,7 @@ row in ``executors`` (with a recent heartbeat) answers ``ping``, and what it run
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from pgtasks.compat.bridge.django_results import mirror_of
@@ -57,6 +58,16 @@ INSPECT_COMMANDS = {
 }
 
 
+def _task_ids(task_id: Any) -> list[str]:
+    """The ids ``revoke`` was given: one id, or any iterable of them but a string or a mapping
+    (Celery's ``maybe_list``); an id that is not a string is refused by the lookup, naming it."""
+    if isinstance(task_id, Iterable) and not isinstance(task_id, (str, bytes, Mapping)):
+        return list(task_id)
+    if task_id is None:
+        raise TypeError("revoke takes a task id or a list of task ids, not None")
+    return [task_id]
+
+
 class Control:
     """Celery's ``app.control`` on pgtasks."""
 
@@ -81,7 +92,7 @@ class Control:
 
         ``task_revoked`` is sent here, in the revoking process, for each task this call
         revoked: no worker ever receives a revoked task to send it from."""
-        ids = [task_id] if isinstance(task_id, str) else list(task_id)
+        ids = _task_ids(task_id)
         admin = self.app.engine.admin
         running = running_on(admin, ids) if terminate else {}
         for one in ids:
