@@ -63,3 +63,26 @@ def test_a_bad_option_fails_the_task_once_naming_it(ledger: Path) -> None:
         assert result.state == "FAILURE"
     runs = collections.Counter(ledger.read_text().split())
     assert runs == {"bad_throws": 1, "retry_with": 3, "bad_delay": 1, "bad_max_retries": 1}
+
+
+def test_a_time_limit_that_is_no_number_of_seconds_is_warned_of_as_the_task_is_defined(
+    sqlite_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """It was ignored without a word (the task ran without a limit); Celery's prefork worker
+    stops on the first such task ('could not convert string to float')."""
+    from celery import Celery
+
+    app = Celery("limits", broker=sqlite_url)
+    try:
+        with caplog.at_level("WARNING", logger="pgtasks.compat"):
+            app.task(name="limits.text", time_limit="x")(lambda: None)
+            app.task(name="limits.negative", soft_time_limit=-1)(lambda: None)
+            app.task(name="limits.fine", time_limit=5, soft_time_limit=0)(lambda: None)
+        assert [r.getMessage() for r in caplog.records] == [
+            "task limits.text: time_limit='x' is not a number of seconds > 0; the task runs "
+            "without that limit",
+            "task limits.negative: soft_time_limit=-1 is not a number of seconds > 0; the task runs "
+            "without that limit",
+        ]
+    finally:
+        app.close()

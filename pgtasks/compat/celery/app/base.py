@@ -333,6 +333,7 @@ class Celery(App, ConnectionsMixin, AppAttributesMixin, AppComponents):
         # limit are every rebuilt engine's, and registering a (shared) task must not read the
         # settings, which may name a broker pgtasks refuses when it next builds the engine.
         engine = self._engine
+        registration.warn_unusable_limits(task)
         definition = TaskDefinition(
             name=str(task.name),
             fn=registration.engine_entry(task),
