@@ -137,3 +137,29 @@ def test_task_options_no_send_could_take_are_refused_at_the_decorator(
         assert [t.name for t in app.engine.registry] == []
     finally:
         app.close()
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        (
+            {"max_recovery_attempts": "3"},
+            "max_recovery_attempts must be an integer from 0 to 2147483647, not '3'",
+        ),
+        (
+            {"max_recovery_attempts": -1},
+            "max_recovery_attempts must be an integer from 0 to 2147483647, not -1",
+        ),
+        ({"application_version": 5}, "application_version must be a non-empty string, not 5"),
+        ({"log_task_args": "no"}, "log_task_args must be True or False, not 'no'"),
+    ],
+)
+def test_app_settings_of_the_wrong_kind_are_refused_naming_them(
+    sqlite_url: str, settings: dict[str, Any], message: str
+) -> None:
+    """max_recovery_attempts='3' was "'<' not supported", application_version=5 "object of type
+    'int' has no len()", and log_task_args='no' turned argument logging on."""
+    from pgtasks import App
+
+    with pytest.raises(ConfigurationError, match=f"^{re.escape(message)}$"):
+        App("decl", database_url=sqlite_url, **settings)
