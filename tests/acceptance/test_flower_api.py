@@ -416,6 +416,10 @@ def test_values_no_task_can_have_are_a_400_naming_them_not_a_500(flower: Flower,
     status, answer, _ = flower.post("/api/task/async-apply/fl.add", {"args": [1], "kwargs": [2]})
     assert (status, answer) == (400, b"kwargs must be an object")
     assert len(app.list_tasks(name="fl.add", limit=1000)) == before
+    assert flower.get("/api/tasks?taskname=a%00b")[:2] == (
+        400,
+        b"name filter 'a\\x00b' contains a NUL character",
+    )
     huge = 10**22
     assert flower.get(f"/api/tasks?taskname=fl.nothing&limit={huge}")[:2] == (200, {})
     assert flower.get(f"/api/tasks?offset={huge}")[:2] == (200, {})

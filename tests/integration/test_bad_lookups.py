@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import math
+import re
 import time
 from collections.abc import Iterator
 
@@ -14,6 +15,7 @@ import pytest
 
 from pgtasks import App, ConfigurationError, TaskTimeoutError
 from pgtasks.result import AsyncResult
+from pgtasks.sysdb.records import RecentTasksParams
 
 
 @pytest.fixture
@@ -83,3 +85,17 @@ def test_an_eta_past_the_century_cap_is_refused_as_countdown_is(app: App) -> Non
         job.apply_async(expires=far)
     near = dt.datetime.now(dt.timezone.utc) + dt.timedelta(days=99 * 366)
     assert job.apply_async(eta=near).status == "DELAYED"
+
+
+@pytest.mark.parametrize(("field", "value"), [("name", "a\x00b"), ("queue", "\x00"), ("worker", "w\ud800")])
+def test_a_listing_filter_no_task_can_match_is_refused_naming_it(app: App, field: str, value: str) -> None:
+    """A NUL reached PostgreSQL's driver (DataError: the dashboard's 500 for ?name=%00); SQLite
+    silently listed nothing."""
+    app.enqueue("lookups.any")
+    column = {"name": "name", "queue": "queue_name", "worker": "executor_id"}[field]
+    with pytest.raises(ConfigurationError, match=f"^{column} filter {re.escape(repr(value))} "):
+        app.list_tasks(**{field: value})
+    if field != "queue":  # the dashboard's and Flower's listing
+        with pytest.raises(ConfigurationError, match=f"^{column} filter "):
+            app.engine.admin.recent_task_ids(RecentTasksParams(window=10, **{column: value}))
+    assert len(app.list_tasks()) == 1
