@@ -99,3 +99,28 @@ def test_a_listing_filter_no_task_can_match_is_refused_naming_it(app: App, field
         with pytest.raises(ConfigurationError, match=f"^{column} filter "):
             app.engine.admin.recent_task_ids(RecentTasksParams(window=10, **{column: value}))
     assert len(app.list_tasks()) == 1
+
+
+def test_names_and_keys_no_row_can_hold_are_refused_before_the_driver(app: App) -> None:
+    """Each reached PostgreSQL's driver raw (psycopg.DataError: text fields cannot contain NUL),
+    or (limit 2**70, created_after='x') a NumericValueOutOfRange or an AttributeError."""
+    refusals = [
+        (lambda: app.send("a\x00b", "hi"), "the destination task id 'a\\x00b' contains a NUL character"),
+        (lambda: app.send("t", "hi", topic="a\x00"), "message topic 'a\\x00' contains a NUL character"),
+        (lambda: app.get_event("a\x00b", "k", timeout=0), "task id 'a\\x00b' contains a NUL character"),
+        (lambda: app.get_event("t", "k\x00", timeout=0), "event key 'k\\x00' contains a NUL character"),
+        (lambda: list(app.read_stream("a\x00b", "k")), "task id 'a\\x00b' contains a NUL character"),
+        (lambda: app.get_schedule("s\x00"), "schedule name 's\\x00' contains control characters"),
+        (lambda: app.pause_schedule("s\x00"), "schedule name 's\\x00' contains control characters"),
+        (lambda: app.delete_schedule("s\x00"), "schedule name 's\\x00' contains control characters"),
+        (lambda: app.trigger_schedule("s\x00"), "schedule name 's\\x00' contains control characters"),
+        (lambda: app.list_tasks(limit=2**70), "limit must be a positive integer (below 2**63), not 1180591"),
+        (lambda: app.list_tasks(created_after="x"), "a time filter must be a datetime, not str ('x')"),
+        (
+            lambda: app.queue_activity(window_ms="x"),
+            "window_ms must be a positive whole number of milliseconds",
+        ),
+    ]
+    for call, message in refusals:
+        with pytest.raises(ConfigurationError, match=f"^{re.escape(message)}"):
+            call()
