@@ -368,3 +368,22 @@ def test_revoke_takes_one_id_or_any_iterable_of_ids_and_names_what_is_neither(ap
     app.control.revoke(iter(["gen-1", "gen-2"]))
     app.control.revoke({"set-1"})
     assert app.AsyncResult("gen-2").state == app.AsyncResult("set-1").state == "REVOKED"
+
+
+def test_a_signature_with_arguments_of_the_wrong_kind_names_the_task(app: Celery) -> None:
+    """Were "'int' object is not iterable" and "cannot convert dictionary update sequence
+    element #0 to a sequence" (Celery's words too); a string was read one argument a letter."""
+    from celery import signature
+
+    add = _add(app)
+    for build in (lambda: signature("badin.add", args=5), lambda: add.s(1).clone(args=5)):
+        with pytest.raises(
+            TypeError, match=r"^args of signature 'badin.add' must be a list or tuple, not int$"
+        ):
+            build()
+    with pytest.raises(TypeError, match=r"^args of signature 'badin.add' must be a list or tuple, not str$"):
+        signature("badin.add", args="12")
+    with pytest.raises(TypeError, match=r"^kwargs of signature 'badin.add' must be a dict, not list$"):
+        signature("badin.add", kwargs=[1])
+    assert signature("badin.add", args=iter([1]), kwargs=[("y", 2)]).args == (1,)  # as dict() and tuple()
+    assert _sent(app) == []
