@@ -49,6 +49,8 @@ def test_a_bad_option_fails_the_task_once_naming_it(ledger: Path) -> None:
             ConfigurationError,
             "retry of task 'badopts.bad_delay': default_retry_delay must be a number of seconds, not 'x'",
         ),
+        # was TypeError: catching classes that do not inherit from BaseException is not allowed
+        (proj.bad_autoretry.delay(), ValueError, "not retried"),
         # was TypeError: '>=' not supported between instances of 'int' and 'str'
         (
             proj.bad_max_retries.delay(),
@@ -62,10 +64,16 @@ def test_a_bad_option_fails_the_task_once_naming_it(ledger: Path) -> None:
         assert str(failed.value) == message
         assert result.state == "FAILURE"
     runs = collections.Counter(ledger.read_text().split())
-    assert runs == {"bad_throws": 1, "retry_with": 3, "bad_delay": 1, "bad_max_retries": 1}
+    assert runs == {
+        "bad_throws": 1,
+        "retry_with": 3,
+        "bad_delay": 1,
+        "bad_max_retries": 1,
+        "bad_autoretry": 1,
+    }
 
 
-def test_a_time_limit_that_is_no_number_of_seconds_is_warned_of_as_the_task_is_defined(
+def test_a_time_limit_or_autoretry_for_of_the_wrong_kind_is_warned_of_as_the_task_is_defined(
     sqlite_url: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     """It was ignored without a word (the task ran without a limit); Celery's prefork worker
@@ -78,11 +86,14 @@ def test_a_time_limit_that_is_no_number_of_seconds_is_warned_of_as_the_task_is_d
             app.task(name="limits.text", time_limit="x")(lambda: None)
             app.task(name="limits.negative", soft_time_limit=-1)(lambda: None)
             app.task(name="limits.fine", time_limit=5, soft_time_limit=0)(lambda: None)
+            app.task(name="limits.retry", autoretry_for=(KeyError, 5))(lambda: None)
         assert [r.getMessage() for r in caplog.records] == [
             "task limits.text: time_limit='x' is not a number of seconds > 0; the task runs "
             "without that limit",
             "task limits.negative: soft_time_limit=-1 is not a number of seconds > 0; the task runs "
             "without that limit",
+            "task limits.retry: autoretry_for=(<class 'KeyError'>, 5) is not a tuple of exception classes; "
+            "it acts on KeyError only",
         ]
     finally:
         app.close()

@@ -8,7 +8,7 @@ import logging
 import math
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from pgtasks.compat.bridge.pydantic_tasks import pydantic_options, with_pydantic
@@ -54,8 +54,9 @@ def make_task(
     refuse_async_generator(fun, "task")
     typed = pydantic_options(options)
     for key in ("autoretry_for", "dont_autoretry_for"):
-        if key in options and options[key] is not None:
-            options[key] = tuple(options[key])
+        value = options.get(key)
+        if isinstance(value, Iterable) and not isinstance(value, (str, bytes)):
+            options[key] = tuple(value)  # anything else is named when it is applied (autoretry)
     body = fun
     if typed.get("pydantic"):
         body = with_pydantic(

@@ -34,3 +34,9 @@ def bad_delay(self) -> None:
 def bad_max_retries(self) -> None:
     note("bad_max_retries")
     raise self.retry(exc=ValueError("again"))
+
+
+@app.task(name="badopts.bad_autoretry", autoretry_for="ValueError", max_retries=3)
+def bad_autoretry() -> None:
+    note("bad_autoretry")
+    raise ValueError("not retried")
