@@ -387,3 +387,13 @@ def test_a_signature_with_arguments_of_the_wrong_kind_names_the_task(app: Celery
         signature("badin.add", kwargs=[1])
     assert signature("badin.add", args=iter([1]), kwargs=[("y", 2)]).args == (1,)  # as dict() and tuple()
     assert _sent(app) == []
+
+
+def test_purge_reads_a_string_as_queue_names_and_refuses_a_name_no_queue_can_have(app: Celery) -> None:
+    """``purge(queues='mail')`` purged the queues 'm', 'a', 'i' and 'l' (and not 'mail')."""
+    add = _add(app)
+    in_mail, in_m = add.apply_async((1,), queue="mail"), add.apply_async((1,), queue="m")
+    with pytest.raises(ValueError, match=r"^invalid queue name 'a b': use letters"):
+        app.control.purge(queues=["a b"])
+    assert app.control.purge(queues="mail") == 1
+    assert (in_mail.state, in_m.state) == ("REVOKED", "PENDING")

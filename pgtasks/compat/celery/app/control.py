@@ -23,8 +23,10 @@ from pgtasks.compat.bridge.remote_control import (
 )
 from pgtasks.compat.bridge.revoked_stamps import revoke_stamps
 from pgtasks.compat.celery import signals
+from pgtasks.compat.celery.app.amqp import queue_names
 from pgtasks.compat.celery.app.inspect import Inspect
 from pgtasks.compat.celery.app.task import Context
+from pgtasks.engine.settings import validate_queue_name
 from pgtasks.sysdb.records import ListTasksParams, Status, TaskRecord
 
 if TYPE_CHECKING:
@@ -142,8 +144,11 @@ class Control:
 
     def purge(self, connection: Any = None, queues: Any = None) -> int:
         """Discard every task waiting in the queues (ENQUEUED or DELAYED), or only in
-        ``queues``; return how many. They end REVOKED (cancelled), so they are never run."""
-        names: list[str | None] = [None] if not queues else sorted(set(queues))
+        ``queues`` (names, ``'a,b'`` or Queue objects; a name no queue can have is refused);
+        return how many. They end REVOKED (cancelled), so they are never run."""
+        names: list[str | None] = [None]
+        if queues:
+            names = [*sorted({validate_queue_name(n) for n in queue_names(queues)})]
         return sum(self._purge_queue(name) for name in names)
 
     def _purge_queue(self, queue: str | None) -> int:
