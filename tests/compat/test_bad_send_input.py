@@ -397,3 +397,20 @@ def test_purge_reads_a_string_as_queue_names_and_refuses_a_name_no_queue_can_hav
         app.control.purge(queues=["a b"])
     assert app.control.purge(queues="mail") == 1
     assert (in_mail.state, in_m.state) == ("REVOKED", "PENDING")
+
+
+def test_map_starmap_and_chunks_name_items_of_the_wrong_kind(app: Celery) -> None:
+    """Each was Python's "'int' object is not iterable" (Celery's too)."""
+    add = _add(app)
+    refusals = [
+        (lambda: add.chunks(5, 2), "chunks takes an iterable of items, not int"),
+        (lambda: add.map(5), "map takes an iterable of items, not int"),
+        (lambda: add.starmap("12"), "starmap takes an iterable of items, not str"),
+        (lambda: add.starmap([(1, 2), 3]), "starmap item 1 must be a list or tuple of arguments, not int"),
+        (lambda: add.chunks([(1, 2), 3], 1), "chunks item 1 must be a list or tuple of arguments, not int"),
+    ]
+    for build, message in refusals:
+        with pytest.raises(TypeError, match=f"^{re.escape(message)}$"):
+            build()
+    sent = add.chunks(zip(range(3), range(3), strict=True), 2).apply_async()
+    assert len(sent.results) == 2  # a group of two chunks
