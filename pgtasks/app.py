@@ -11,7 +11,13 @@ from pgtasks.engine.core import Engine
 from pgtasks.engine.errors import ConfigurationError
 from pgtasks.engine.flow import declare_queue
 from pgtasks.engine.redaction import SECRET_ARGS_OPTION, SecretArgs
-from pgtasks.engine.registry import Registry, TaskDefinition, is_async, refuse_async_generator
+from pgtasks.engine.registry import (
+    Registry,
+    TaskDefinition,
+    check_task_options,
+    is_async,
+    refuse_async_generator,
+)
 from pgtasks.engine.settings import DEFAULT_MAX_PAYLOAD_BYTES, DEFAULT_RESULT_EXPIRES, Settings
 from pgtasks.engine.steps import StepOptions, run_step, run_step_async
 from pgtasks.management import TaskManagement
@@ -118,6 +124,7 @@ class App(Sending, Messaging, Scheduling, TaskManagement):
         database) as given."""
 
         def register(func: Callable[..., Any]) -> Task:
+            check_task_options(func, name, queue, max_recovery_attempts)
             refuse_async_generator(func, "task")
             secrets = SecretArgs.for_function(func, secret_args)
             definition = TaskDefinition(

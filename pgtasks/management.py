@@ -85,8 +85,8 @@ def _list_params(
 ) -> ListTasksParams:
     """The filters of :meth:`TaskManagement.list_tasks`, checked."""
     statuses = [] if status is None else [status] if isinstance(status, (str, Status)) else status
-    if not isinstance(limit, int) or limit < 1:
-        raise ConfigurationError(f"limit must be a positive integer, not {limit!r}")
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit < 2**63:
+        raise ConfigurationError(f"limit must be a positive integer (below 2**63), not {limit!r}")
     return ListTasksParams(
         status=tuple(_status(s) for s in statuses),
         name=name,

@@ -34,6 +34,8 @@ def epoch_ms(value: dt.datetime | None) -> int | None:
     """A datetime (naive: UTC) in epoch milliseconds; None stays None."""
     if value is None:
         return None
+    if not isinstance(value, dt.datetime):
+        raise ConfigurationError(f"a time filter must be a datetime, not {type(value).__name__} ({value!r})")
     if value.tzinfo is None:
         value = value.replace(tzinfo=dt.timezone.utc)
     return round(value.timestamp() * 1000)
@@ -85,6 +87,11 @@ class Monitoring:
     def queue_activity(self, window_ms: int = 15 * 60_000, bucket_ms: int = 60_000) -> list[QueueActivity]:
         """How many tasks of each queue started in each ``bucket_ms`` of the last
         ``window_ms``, by their state now (bucket starts are epoch milliseconds)."""
+        for what, value in (("window_ms", window_ms), ("bucket_ms", bucket_ms)):
+            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value < 2**53:
+                raise ConfigurationError(
+                    f"{what} must be a positive whole number of milliseconds, not {value!r}"
+                )
         return self.engine.admin.queue_activity(window_ms, bucket_ms)
 
     def queue_latency(self, window_ms: int = 5 * 60_000, sample: int = 10_000) -> list[QueueLatency]:

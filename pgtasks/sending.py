@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -51,6 +52,7 @@ def send_many(
 ) -> list[AsyncResult]:
     """Insert one task ``name`` per argument list, in one statement, all with ``options``
     (``task_ids``: one per task, or None for new ids)."""
+    _check_arg_lists(name, arg_lists)
     if task_ids is None and options.task_id is None:  # no request per task (see enqueue_many)
         sent = engine.enqueue_many(
             name, arg_lists, options, conn=options.conn, on_duplicate=options.on_duplicate
@@ -69,6 +71,7 @@ async def send_many_async(
     options: SendOptions,
 ) -> list[AsyncResult]:
     """:func:`send_many` without blocking the event loop."""
+    _check_arg_lists(name, arg_lists)
     requests = _many(name, arg_lists, task_ids, options)
     sent = await engine.enqueue_async(requests, conn=options.conn, on_duplicate=options.on_duplicate)
     return [AsyncResult(task_id, engine) for task_id in sent]
@@ -81,12 +84,35 @@ def _many(
         raise ValueError("map_enqueue takes task_ids=[...], one per task, not task_id")
     if task_ids is not None and len(task_ids) != len(arg_lists):
         raise ValueError(f"map_enqueue got {len(task_ids)} task_ids for {len(arg_lists)} tasks")
+    if task_ids is not None and len(set(task_ids)) != len(task_ids):
+        twice = next(i for i, n in collections.Counter(task_ids).items() if n > 1)
+        # the second would be taken for the first (an existing id is not sent again): lost
+        raise ValueError(f"map_enqueue got the task id {twice!r} twice; each task needs its own")
     if task_ids is None:  # one options object for every task: checked once (build_new_task)
         return [options.request(name, args) for args in arg_lists]
     return [
         dataclasses.replace(options, task_id=task_id).request(name, args)
         for args, task_id in zip(arg_lists, task_ids, strict=True)
     ]
+
+
+def _check_arg_lists(name: str, arg_lists: Any) -> None:
+    """TypeError naming the task unless ``arg_lists`` is a list (or tuple) of argument lists
+    (a string is no list of arguments: it was read one argument a letter)."""
+    if not _is_list(arg_lists):
+        raise TypeError(
+            f"map_enqueue of task {name!r} takes a list of argument lists, not {type(arg_lists).__name__}"
+        )
+    for index, args in enumerate(arg_lists):
+        if args is not None and not _is_list(args):
+            raise TypeError(
+                f"map_enqueue of task {name!r}: argument list {index} must be a list or tuple, "
+                f"not {type(args).__name__}"
+            )
+
+
+def _is_list(value: object) -> bool:
+    return isinstance(value, Sequence) and not isinstance(value, (str, bytes))
 
 
 class Sending:

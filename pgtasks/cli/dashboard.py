@@ -10,7 +10,7 @@ import os
 from typing import Any
 
 from pgtasks.cli.database import SCHEMA_HELP, command_manager
-from pgtasks.cli.options import add_command
+from pgtasks.cli.options import add_command, port
 from pgtasks.engine.errors import ConfigurationError
 
 
@@ -20,7 +20,7 @@ def add_dashboard_command(sub: Any, common: list[argparse.ArgumentParser]) -> No
         sub, "dashboard", _dashboard, common, help="serve the web dashboard, Flower's REST API and /metrics"
     )
     board.add_argument("--address", default="127.0.0.1", help="interface to listen on (default 127.0.0.1)")
-    board.add_argument("--port", type=int, default=5555, help="TCP port (default 5555, as Flower)")
+    board.add_argument("--port", type=port, default=5555, help="TCP port (default 5555, as Flower)")
     board.add_argument("--basic-auth", help="user:password[,user2:password2]; required off localhost")
     board.add_argument("--read-only", action="store_true", help="show everything, change nothing")
     board.add_argument("--url-prefix", default="", help="serve every path under /PREFIX (behind a proxy)")

@@ -19,7 +19,7 @@ from typing import Any
 
 from pgtasks.cli.dashboard import run_dashboard
 from pgtasks.cli.database import SCHEMA_HELP
-from pgtasks.cli.options import add_command, comma_list
+from pgtasks.cli.options import add_command, comma_list, port
 from pgtasks.engine.errors import ConfigurationError
 
 log = logging.getLogger("pgtasks.dashboard")
@@ -53,9 +53,17 @@ def _buckets(value: str | list[float]) -> list[float]:
     return bounds
 
 
+def _port(value: Any) -> int:
+    """A TCP port, from the command line's text or a ``flowerconfig.py`` number."""
+    try:
+        return port(str(value))
+    except argparse.ArgumentTypeError as exc:
+        raise ValueError(str(exc)) from None
+
+
 # Flower's options pgtasks uses: name -> parser of its text value.
 USED: dict[str, Callable[[str], Any]] = {
-    "port": int,
+    "port": _port,
     "address": str,
     "basic_auth": comma_list,
     "url_prefix": str,
@@ -141,7 +149,7 @@ def parse_flower_options(argv: list[str], environ: dict[str, str] | None = None)
 
 def _parsed(name: str, value: Any, where: str) -> Any:
     parse = USED.get(name) or CHECKED.get(name)
-    if parse is None or not (isinstance(value, str) or parse is _buckets):
+    if parse is None or not (isinstance(value, str) or parse in (_buckets, _port)):
         return value
     try:
         return parse(value)

@@ -55,6 +55,7 @@ FLOWER_DATE_FORMAT = "%Y-%m-%d %H:%M:%S.%f"
 # The options of Celery's apply_async pgtasks acts on; Flower passes any other to Celery, which
 # ignores those it does not know: so does pgtasks.
 SEND_OPTIONS = ("task_id", "queue", "countdown", "eta", "priority", "expires")
+PAGE_NUMBER_MAX = 2**31 - 1  # the largest limit or offset a listing passes to the database
 CONTROL_TIMEOUT = 10.0  # seconds a worker control waits for the worker's reply
 RUNNING = (Status.PENDING,)  # a claimed task: listed whatever max_tasks
 
@@ -208,8 +209,10 @@ class FlowerApi:
     # -- tasks --------------------------------------------------------------------------------
     async def tasks(self, request: Request) -> Response:
         a = Arguments(request)
+        # Flower takes any integer; past a database integer, any page is smaller than that.
         limit = a.get("limit", None, int)
-        offset = a.get("offset", 0, int)
+        limit = None if limit is None else min(limit, PAGE_NUMBER_MAX)
+        offset = min(a.get("offset", 0, int), PAGE_NUMBER_MAX)
         sort_by = a.get("sort_by")
         worker = a.get("workername")
         name = a.get("taskname")
@@ -540,6 +543,8 @@ async def _body(request: Request) -> tuple[list[Any], Any, dict[str, Any]]:
     kwargs = options.pop("kwargs", {})
     if not isinstance(args, list):
         raise HttpError(400, "args must be an array")
+    if not isinstance(kwargs, dict):
+        raise HttpError(400, "kwargs must be an object")
     return args, kwargs, options
 
 

@@ -21,6 +21,7 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from pgtasks.dashboard.security import API_CLOSED, READ_ONLY, Guard
+from pgtasks.engine.errors import ConfigurationError
 
 log = logging.getLogger("pgtasks.dashboard")
 
@@ -143,8 +144,10 @@ class Handler:
             return await handle(request)
         except HttpError as exc:
             return exc.response()
+        except ConfigurationError as exc:  # a value no task can have: a task id with a NUL, ...
+            return text_response(str(exc), 400)
         except Exception:
-            log.exception("%s %s failed", method, request.url.path)
+            log.exception("%s %r failed", method, request.url.path)  # repr: no line breaks of the caller's
             return Response(b"", 500, headers={"content-type": HTML})
 
 

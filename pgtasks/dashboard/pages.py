@@ -154,7 +154,10 @@ class Pages:
         return HTMLResponse(html, headers={"Cache-Control": "no-store"})
 
     def task(self, request: Request) -> Response:
-        view = self.console.task(request.path_params["task_id"])
+        try:
+            view = self.console.task(request.path_params["task_id"])
+        except ValueError:  # a ConfigurationError: an id no task can have (a NUL in it)
+            view = None
         if view is None:
             return PlainTextResponse("no such task", 404)
         return self._render("task.html", request, t=view, r=view.record, graph=graph_svg(view.graph))

@@ -19,14 +19,20 @@ def checked_task_id(task_id: object) -> str:
     refused at send (``task_id=``), so no task has them."""
     if not isinstance(task_id, str):
         raise TypeError(f"a task id must be a string, not {type(task_id).__name__} ({task_id!r})")
-    if "\x00" in task_id:
-        raise ConfigurationError(f"task id {task_id!r} contains a NUL character")
-    if not task_id.isascii():
+    return storable_text(task_id, "task id")
+
+
+def storable_text(value: str, what: str) -> str:
+    """``value`` when a text column can hold it (compare with it); else a ConfigurationError
+    naming ``what``: PostgreSQL refuses NUL in text, and a lone surrogate is not UTF-8."""
+    if "\x00" in value:
+        raise ConfigurationError(f"{what} {value!r} contains a NUL character")
+    if not value.isascii():
         try:
-            task_id.encode("utf-8")
+            value.encode("utf-8")
         except UnicodeEncodeError:
-            raise ConfigurationError(f"task id {task_id!r} is not valid Unicode (a lone surrogate)") from None
-    return task_id
+            raise ConfigurationError(f"{what} {value!r} is not valid Unicode (a lone surrogate)") from None
+    return value
 
 
 def wait_timeout(timeout: object, what: str = "timeout", text: bool = False) -> float | None:

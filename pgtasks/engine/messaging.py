@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from pgtasks.engine.context import TaskContext, running_context
 from pgtasks.engine.errors import ConfigurationError, DatabaseUnavailable, TaskAbandoned, TaskTimeoutError
 from pgtasks.engine.events import STATE_KEY
+from pgtasks.engine.lookups import checked_task_id, storable_text
 from pgtasks.engine.retry import with_database_retry
 from pgtasks.engine.serialization import check_payload_size
 from pgtasks.engine.waiting import (
@@ -48,7 +49,7 @@ def _check_key(key: str, what: str) -> str:
         raise ConfigurationError(f"{what} must be a non-empty string, not {key!r}")
     if key in RESERVED_KEYS and what == "an event key":
         raise ConfigurationError(f"event key {key!r} is reserved by pgtasks; choose another")
-    return key
+    return storable_text(key, what.removeprefix("an ").removeprefix("a "))
 
 
 def _encoded(engine: Runtime, value: Any, what: str, tag: str | None = None) -> tuple[str, str]:
@@ -72,6 +73,7 @@ def send(
     ``_ctx``: the running task's context, for a call made off its thread (send_async)."""
     if not isinstance(destination, str) or not destination:
         raise ConfigurationError(f"the destination must be a task id, not {destination!r}")
+    storable_text(destination, "the destination task id")
     stored_topic = topic_name(topic)
     if idempotency_key is not None and (not isinstance(idempotency_key, str) or not idempotency_key):
         raise ConfigurationError(f"idempotency_key must be a non-empty string, not {idempotency_key!r}")
@@ -138,6 +140,7 @@ def get_event(engine: Runtime, task_id: str, key: str, timeout: float | dt.timed
     set (None after that; ``timeout`` None: only look). Outside a task this waits by LISTEN
     on PostgreSQL (polling on SQLite, or through a transaction pool without ``listen_url``);
     inside one (``pgtasks.get_event``) the wait is durable."""
+    checked_task_id(task_id)
     _check_key(key, "an event key")
     seconds = 0.0 if timeout is None else duration_seconds(timeout, "get_event timeout")
     deadline = time.monotonic() + seconds
@@ -204,6 +207,7 @@ def read_stream(
     """The values of ``task_id``'s stream ``key`` in order, following the task while it runs:
     ends when the stream is closed or the task has finished and nothing more is there.
     ``timeout``: the longest wait for the next value (TaskTimeoutError), None: no limit."""
+    checked_task_id(task_id)
     _check_key(key, "a stream key")
     limit = None if timeout is None else duration_seconds(timeout, "read_stream timeout")
     sysdb = engine.database.sysdb

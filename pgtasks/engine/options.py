@@ -273,6 +273,11 @@ def _check_options(
                 check_name_length(value, what)
             else:
                 check_key_length(value, what)
+    if options.countdown is not None and options.eta is not None:
+        raise ConfigurationError(
+            f"countdown={options.countdown!r} and eta={options.eta!r} both given: give one (which "
+            "would win is a guess)"
+        )
     if isinstance(options.priority, bool) or not isinstance(options.priority, int):
         raise ConfigurationError(f"priority must be an integer, not {options.priority!r}")
     if not -(2**31) <= options.priority < 2**31:

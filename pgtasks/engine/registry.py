@@ -9,7 +9,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pgtasks.engine.errors import ConfigurationError, TaskNotRegistered
-from pgtasks.engine.settings import check_name_length
+from pgtasks.engine.settings import check_name_length, validate_queue_name
+
+MAX_ATTEMPTS_LIMIT = 2**31 - 1  # the largest max_recovery_attempts a row holds
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +33,29 @@ def refuse_async_generator(fn: Callable[..., Any], what: str) -> None:
         name = getattr(target, "__qualname__", repr(target))
         raise ConfigurationError(
             f"{what} {name} is an async generator: a task or step returns one value; return a list"
+        )
+
+
+def check_task_options(fn: object, name: object, queue: object, max_recovery_attempts: object) -> None:
+    """Refuse, as the task is declared, what every send of it would refuse (or what would make
+    no task at all): the error then points at the decorator, not at each ``delay()``."""
+    if not callable(fn):
+        raise ConfigurationError(f"@app.task decorates a function, not {fn!r}")
+    if name is not None and (not isinstance(name, str) or not name):
+        raise ConfigurationError(f"task name must be a non-empty string, not {name!r}")
+    label = f"task {name or getattr(fn, '__qualname__', fn)!r}"
+    if queue is not None:
+        try:
+            validate_queue_name(queue)  # type: ignore[arg-type]
+        except ConfigurationError as exc:
+            raise ConfigurationError(f"{label}: {exc}") from None
+    attempts = max_recovery_attempts
+    if attempts is not None and (
+        isinstance(attempts, bool) or not isinstance(attempts, int) or not 0 <= attempts <= MAX_ATTEMPTS_LIMIT
+    ):
+        raise ConfigurationError(
+            f"{label}: max_recovery_attempts must be an integer from 0 to {MAX_ATTEMPTS_LIMIT}, "
+            f"not {attempts!r}"
         )
 
 

@@ -43,16 +43,25 @@ class Settings:
         validate_identifier(self.schema, "schema name")
         parse_database_url(self.database_url, self.schema)  # fails at once on a bad URL
         validate_queue_name(self.default_queue)
-        if self.application_version is not None:
-            check_name_length(self.application_version, "application_version")
-        if self.max_recovery_attempts < 0:
-            raise ConfigurationError("max_recovery_attempts must be >= 0")
+        version = self.application_version
+        if version is not None:
+            if not isinstance(version, str) or not version:
+                raise ConfigurationError(f"application_version must be a non-empty string, not {version!r}")
+            check_name_length(version, "application_version")
+        attempts = self.max_recovery_attempts
+        if isinstance(attempts, bool) or not isinstance(attempts, int) or not 0 <= attempts < 2**31:
+            raise ConfigurationError(
+                f"max_recovery_attempts must be an integer from 0 to {2**31 - 1}, not {attempts!r}"
+            )
+        if not isinstance(self.log_task_args, bool):
+            raise ConfigurationError(f"log_task_args must be True or False, not {self.log_task_args!r}")
         for name in ("lease_seconds", "poll_interval"):
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
                 raise ConfigurationError(f"{name} must be a positive number of seconds, not {value!r}")
-        if self.pool_size < 1:
-            raise ConfigurationError("pool_size must be >= 1")
+        size = self.pool_size
+        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+            raise ConfigurationError(f"pool_size must be a whole number >= 1, not {size!r}")
         expires = self.result_expires
         if expires is not None and (
             isinstance(expires, bool)

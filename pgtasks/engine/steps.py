@@ -38,6 +38,8 @@ class StepOptions:
     max_backoff: float = 60.0
 
     def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise ConfigurationError(f"a step's name must be a non-empty string, not {self.name!r}")
         if isinstance(self.retries, bool) or not isinstance(self.retries, int) or self.retries < 0:
             raise ConfigurationError(f"step {self.name!r}: retries must be an integer >= 0")
         for field_name, low in (("backoff", 0.0), ("backoff_rate", 1.0), ("max_backoff", 0.0)):

@@ -12,7 +12,7 @@ from typing import Any
 from pgtasks.engine import retention
 from pgtasks.engine.connection import DatabaseHandle
 from pgtasks.engine.errors import ConfigurationError
-from pgtasks.engine.lookups import checked_task_id
+from pgtasks.engine.lookups import checked_task_id, storable_text
 from pgtasks.engine.settings import validate_queue_name
 from pgtasks.sysdb import SystemDatabase
 from pgtasks.sysdb.provisioning import migration_script
@@ -58,10 +58,12 @@ class TaskAdmin:
 
     def tasks(self, params: ListTasksParams) -> list[TaskRecord]:
         """Tasks filtered as ``params`` says (from the ``read_url`` replica when there is one)."""
+        _check_filters(params, ("name", "queue_name", "executor_id"))
         return self._reader().tasks_list(params)
 
     def recent_task_ids(self, params: RecentTasksParams) -> list[str]:
         """The ids of the recent tasks, filtered and ordered as ``params`` says (replica)."""
+        _check_filters(params, ("name", "executor_id"))
         return self._reader().tasks_recent_ids(params)
 
     def tasks_by_id(self, task_ids: list[str]) -> list[TaskRecord]:
@@ -232,3 +234,12 @@ class TaskAdmin:
         for a database administrator to run; applies nothing."""
         target, applied = self._database.pending_migrations()
         return migration_script(target.dialect, target.schema, applied)
+
+
+def _check_filters(params: object, fields: tuple[str, ...]) -> None:
+    """A filter's text the database cannot compare with (a NUL in a name typed into the
+    dashboard) is refused naming it, not sent to the driver."""
+    for field in fields:
+        value = getattr(params, field)
+        if isinstance(value, str):
+            storable_text(value, f"{field} filter")

@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 
 from pgtasks.engine.context import TaskContext, running_context
 from pgtasks.engine.errors import ConfigurationError, NonDeterminismError, TaskAbandoned, TaskSuspended
+from pgtasks.engine.lookups import storable_text
 from pgtasks.engine.retry import with_database_retry
 from pgtasks.sysdb.records import StepRecord, WaitParams, WaitResult, WaitState
 
@@ -61,7 +62,7 @@ def topic_name(topic: str | None) -> str:
         return DEFAULT_TOPIC
     if not isinstance(topic, str) or not topic:
         raise ConfigurationError(f"a message topic must be a non-empty string or None, not {topic!r}")
-    return topic
+    return storable_text(topic, "message topic")
 
 
 def in_task(what: str) -> TaskContext:

@@ -16,6 +16,7 @@ from pgtasks.scheduler.clock import Clock, DatabaseClock
 from pgtasks.scheduler.definitions import (
     ScheduleDefinition,
     StoredSchedule,
+    check_schedule_name,
     decode_schedule,
     fire_task_id,
     format_due,
@@ -80,7 +81,7 @@ def store(
 
 def get(engine: Engine, name: str) -> ScheduleRecord:
     """The stored schedule ``name``; ConfigurationError if there is none."""
-    found = engine.schedules.list(ListSchedulesParams(name=name))
+    found = engine.schedules.list(ListSchedulesParams(name=check_schedule_name(name)))
     if not found:
         raise ConfigurationError(f"no schedule named {name!r}")
     return found[0]
@@ -103,7 +104,7 @@ def set_status(
 ) -> ScheduleRecord:
     """Pause (PAUSED) or resume (ACTIVE); resuming does not backfill the paused time."""
     since = format_due(clock_of(engine, clock).now())
-    changed = engine.schedules.set_status(ScheduleStatusChange(name, status, since))
+    changed = engine.schedules.set_status(ScheduleStatusChange(check_schedule_name(name), status, since))
     if changed is None:
         raise ConfigurationError(f"no schedule named {name!r}")
     return changed
@@ -111,7 +112,7 @@ def set_status(
 
 def delete(engine: Engine, name: str) -> bool:
     """Delete ``name`` (its fired tasks stay); False if there was none."""
-    return engine.schedules.delete(name)
+    return engine.schedules.delete(check_schedule_name(name))
 
 
 def trigger(engine: Engine, name: str) -> str:

@@ -168,6 +168,13 @@ def done_channel(schema: str) -> str:
 SAVEPOINT = "pgtasks_enqueue"
 
 
+def _callers(conn: Any) -> psycopg.Connection[Any]:
+    """The caller's ``conn=``, when it is a connection its transaction can be joined on."""
+    if not isinstance(conn, psycopg.Connection):
+        raise ConfigurationError(f"conn= must be a psycopg.Connection, not {type(conn).__name__}")
+    return conn
+
+
 @contextmanager
 def _callers_transaction(conn: psycopg.Connection[Any]) -> Iterator[psycopg.Connection[Any]]:
     """The caller's connection inside a transaction: in autocommit a new one, else a savepoint
@@ -328,6 +335,8 @@ class PostgresSystemDatabase(PostgresSessions, SqlStore):
     ) -> list[EnqueueResult]:
         if not tasks:
             return []
+        if conn is not None:
+            conn = _callers(conn)
         if may_refuse(tasks, all_or_nothing):  # one transaction (a savepoint in the caller's)
             if conn is not None:
                 return self._enqueue_all_or_nothing(conn, tasks)
@@ -386,6 +395,8 @@ class PostgresSystemDatabase(PostgresSessions, SqlStore):
 
             return write
 
+        if conn is not None:
+            conn = _callers(conn)
         transaction = (lambda: _callers_transaction(conn)) if conn is not None else self._tx
         remaining = iter(chunks)
         sent: list[list[NewTask]] = []
@@ -405,9 +416,7 @@ class PostgresSystemDatabase(PostgresSessions, SqlStore):
         return enqueue_overlapped(itertools.chain(sent, remaining), transaction, writer(False))
 
     def _send_on_callers(self, conn: Any, args: dict[str, Any], wake: dict[str, Any]) -> bool:
-        if not isinstance(conn, psycopg.Connection):
-            raise ConfigurationError(f"conn= must be a psycopg.Connection, not {type(conn).__name__}")
-        with _callers_transaction(conn) as tx, tx.cursor(row_factory=dict_row) as cur:
+        with _callers_transaction(_callers(conn)) as tx, tx.cursor(row_factory=dict_row) as cur:
 
             def run(name: str, values: dict[str, Any]) -> list[dict[str, Any]]:
                 cur.execute(self.sql[name], values)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import SplitResult, parse_qsl, quote, urlencode, urlsplit, urlunsplit
+from urllib.parse import SplitResult, parse_qsl, quote, unquote, urlencode, urlsplit, urlunsplit
 
 from pgtasks.sysdb.errors import ConfigurationError
 from pgtasks.sysdb.identifiers import validate_identifier
@@ -64,7 +64,10 @@ NESTED_URLS = ("listen_url", "read_url")  # URL parameters that hold a URL of th
 def redact_url(url: str) -> str:
     """Hide the password of a URL (in the user part or a ``password=`` parameter) so it can be
     logged or shown in a banner."""
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # unreadable, so its password cannot be found: show none of it
+        return f"{url.partition('://')[0]}://(unreadable URL, not shown)"
     # a second URL, with its own password, inside this one
     nested = "listen_url" in parts.query or "read_url" in parts.query
     if parts.password is None and "password" not in parts.query.lower() and not nested:
@@ -113,7 +116,7 @@ def parse_database_url(url: str, schema: str = DEFAULT_SCHEMA) -> DatabaseTarget
         )
     if scheme in _POSTGRES_SCHEMES:
         validate_identifier(schema, "schema name")
-        parts = urlsplit(url)
+        parts = _split(url)
         ours = ("schema", "pgbouncer", *NESTED_URLS)
         query = [(k, v) for k, v in parse_qsl(parts.query) if k not in ours]
         given = dict(parse_qsl(parts.query))
@@ -145,6 +148,7 @@ def parse_database_url(url: str, schema: str = DEFAULT_SCHEMA) -> DatabaseTarget
         # quote, not quote_plus: libpq reads "+" in a URI literally (options=-c%20x=y).
         kept = urlencode(query, quote_via=quote)
         dsn = _joined(parts._replace(scheme="postgresql", query=kept, fragment=""))
+        _check_conninfo(url, dsn)
         return DatabaseTarget(
             "postgres",
             url=url,
@@ -170,3 +174,38 @@ def parse_database_url(url: str, schema: str = DEFAULT_SCHEMA) -> DatabaseTarget
         path = rest[1:]
         return DatabaseTarget("sqlite", url=url, sqlite_path=str(Path(path)), schema=schema)
     raise ConfigurationError(f"database URL {redact_url(url)!r} has unknown scheme {scheme!r}; {_HINT}")
+
+
+def _split(url: str) -> SplitResult:
+    try:
+        return urlsplit(url)
+    except ValueError as exc:
+        raise ConfigurationError(f"database URL {redact_url(url)!r} is not a valid URL: {exc}") from None
+
+
+def _check_conninfo(url: str, dsn: str) -> None:
+    """Refuse at once what libpq cannot read (an unknown parameter, a bad %-escape), in words
+    that never show the password: libpq quotes the token it stopped at, which may be it."""
+    from psycopg import Error
+    from psycopg.conninfo import conninfo_to_dict
+
+    try:
+        conninfo_to_dict(dsn)
+    except Error as exc:
+        reason = str(exc).strip()
+        for secret in _passwords(url):
+            reason = reason.replace(secret, "***")
+        raise ConfigurationError(f"database URL {redact_url(url)!r} cannot be used: {reason}") from None
+
+
+def _passwords(url: str) -> list[str]:
+    """The passwords written in ``url`` (user part, ``password=`` parameters), as written and
+    decoded, longest first."""
+    parts = urlsplit(url)
+    found = [parts.password or ""]
+    for pair in parts.query.split("&"):
+        key, _, value = pair.partition("=")
+        if key.lower() == "password":
+            found.append(value)
+    found += [unquote(secret) for secret in found]
+    return sorted({secret for secret in found if secret}, key=len, reverse=True)

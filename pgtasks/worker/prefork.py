@@ -112,6 +112,7 @@ class PreforkPool:
         self._latest_seconds: float | None = None  # that of the name of the task finished last
         self._lock = threading.Lock()
         self._stopping = False
+        self._cut_short = False  # shutdown(wait=False) killed the children: no task died of itself
         self._terminating: set[str] = set()  # task ids to kill (revoked with terminate=True)
         self._broken: ForkServerError | None = None  # the fork server is gone
         self._wake_read, self._wake_write = Pipe(duplex=False)
@@ -421,10 +422,17 @@ class PreforkPool:
             self._finish(record, outcome)
 
     def _lost(self, task: TaskRecord, code: int | None) -> tuple[TaskRecord, Outcome]:
-        log.error("the process running task %s died (exit code %s); it will run again", task.task_id, code)
+        if self._cut_short:
+            reason = "its process was stopped: the worker's shutdown grace period was over"
+            log.warning("task %s was still running; %s; it will run again", task.task_id, reason)
+        else:
+            reason = (
+                "process ended, exit code unknown" if code is None else f"process exited with code {code}"
+            )
+            log.error("the process running task %s died (%s); it will run again", task.task_id, reason)
         # Given back rather than failed: the death counts as an attempt, so a task that keeps
         # killing its process ends in MAX_RECOVERY_ATTEMPTS_EXCEEDED.
-        lost = encode_exception(WorkerLostError(f"process exited with code {code}"))
+        lost = encode_exception(WorkerLostError(reason))
         return task, Outcome(task.task_id, Status.ENQUEUED, error=lost, claim_token=task.claim_token)
 
     def _child_died(self, child: _Child, finished: Finished) -> None:
@@ -567,6 +575,7 @@ class PreforkPool:
                         child.conn.send(None)
         self._wake_write.send(None)
         if not wait:
+            self._cut_short = True
             for child in children:
                 child.process.kill()
         for child in children:

@@ -208,3 +208,41 @@ def test_exclude_queues_naming_no_consumed_queue_is_warned_of_and_ignored(
     ]
     with pytest.raises(ConfigurationError, match=r"^-X/--exclude-queues 'mail,celery' leaves no queue"):
         consumed_queues("celery,mail", "mail,celery")  # Celery starts a worker that consumes nothing
+
+
+@pytest.mark.parametrize(
+    ("argv", "error"),
+    [
+        (
+            ["dashboard", "--port", "99999"],
+            "pgtasks dashboard: error: argument --port: must be between 0 and 65535 (0: any free port), "
+            "not 99999",
+        ),
+        (
+            ["flower", "--port=70000"],
+            "pgtasks: error: --port: must be between 0 and 65535 (0: any free port), not 70000",
+        ),
+        (
+            ["import-celery", "--broker", "redis://:sekrit@localhost:99999/0"],
+            "pgtasks: error: --broker 'redis://:***@localhost:99999/0' is not a valid URL: "
+            "Port out of range 0-65535",
+        ),
+        (
+            ["import-celery", "--broker", "redis://:sek%zz@[::1"],
+            "pgtasks: error: --broker 'redis://(unreadable URL, not shown)' is not a valid URL: "
+            "Invalid IPv6 URL",
+        ),
+    ],
+    ids=["dashboard-port", "flower-port", "broker-port", "broker-ipv6"],
+)
+def test_ports_and_broker_urls_out_of_range_are_one_line(
+    argv: list[str],
+    error: str,
+    sqlite_url: str,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each was a traceback (OverflowError from bind(), ValueError from urlsplit)."""
+    status, err = _here(argv, capsys, monkeypatch, sqlite_url)
+    assert status == 2 and error in err, err
+    assert not any("sekrit" in line or "Traceback" in line for line in err)

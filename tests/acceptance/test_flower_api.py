@@ -399,6 +399,33 @@ def test_an_empty_task_id_matches_no_route(flower: Flower) -> None:
     assert flower.get("/api/task/info/")[:2] == (404, b"Unknown task ''")  # (.*) in Flower
 
 
+def test_values_no_task_can_have_are_a_400_naming_them_not_a_500(flower: Flower, app: App) -> None:
+    """Each of these was a 500 without a body (a NUL in an id, kwargs that are no object, a
+    page past a database integer)."""
+    nul = b"task id 'a\\x00b' contains a NUL character"
+    for method, path in (
+        ("GET", "/api/task/info/a%00b"),
+        ("GET", "/api/task/result/a%00b"),
+        ("POST", "/api/task/revoke/a%00b"),
+        ("POST", "/api/task/abort/a%00b"),
+    ):
+        status, body, headers = _http(flower.base + path, method, b"" if method == "POST" else None)
+        assert (status, body, headers["content-type"]) == (400, nul, TEXT), (path, status, body)
+    assert flower.get("/task/a%00b")[:2] == (404, b"no such task")  # the dashboard's page
+    before = len(app.list_tasks(name="fl.add", limit=1000))
+    status, answer, _ = flower.post("/api/task/async-apply/fl.add", {"args": [1], "kwargs": [2]})
+    assert (status, answer) == (400, b"kwargs must be an object")
+    assert len(app.list_tasks(name="fl.add", limit=1000)) == before
+    assert flower.get("/api/tasks?taskname=a%00b")[:2] == (
+        400,
+        b"name filter 'a\\x00b' contains a NUL character",
+    )
+    huge = 10**22
+    assert flower.get(f"/api/tasks?taskname=fl.nothing&limit={huge}")[:2] == (200, {})
+    assert flower.get(f"/api/tasks?offset={huge}")[:2] == (200, {})
+    assert " failed" not in flower.log.read_text()  # no handler raised
+
+
 def test_the_task_listing_shows_children(flower: Flower) -> None:
     parent = flower.post("/api/task/apply/fl.spawn", {"args": [4], "timeout": 30})[1]
     assert parent["state"] == "SUCCESS"

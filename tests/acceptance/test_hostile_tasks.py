@@ -4,11 +4,13 @@ on either database: PostgreSQL only.)"""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
 from pgtasks import Client
+from tests.support.inprocess import wait_for
 from tests.support.processes import stop, worker_process
 
 APP = "tests.acceptance.apps.hostile_app"
@@ -76,4 +78,33 @@ def test_a_step_run_in_a_process_the_task_forked_is_a_plain_call(pg_url: str, le
         stop(worker)
     steps = client.engine.admin.steps(handle.id)
     assert [(s.function_id, s.output) for s in steps] == [(1, '"parent"')]
+    client.close()
+
+
+def test_a_prefork_task_outlasting_the_shutdown_grace_is_given_back_once_not_reported_dead(
+    pg_url: str, ledger: Path, tmp_path: Path
+) -> None:
+    client = Client(pg_url)
+    marker = tmp_path / "first-run"
+    worker = worker_process(
+        pg_url, ledger, "og", app=APP, pool="prefork", concurrency=1, extra_args=("--shutdown-grace", "1")
+    )
+    try:
+        handle = client.enqueue("hostile.outstays", [str(marker)])
+        wait_for(marker.exists, timeout=60, what="the task to start")
+    finally:
+        out = stop(worker)  # SIGTERM: the child ignores it and sleeps on past the grace period
+    assert worker.returncode == 0, out
+    record = client.get_task(handle.id, steps=False)
+    assert record is not None and record.status.value == "ENQUEUED" and record.recovery_attempts == 1
+    reason = "its process was stopped: the worker's shutdown grace period was over"
+    assert json.loads(record.error or "{}")["message"] == reason
+    # it was: "the process running task <id> died (exit code None)", at ERROR
+    assert f"task {handle.id} was still running; {reason}; it will run again" in out, out
+    assert "died" not in out, out
+    again = worker_process(pg_url, ledger, "og2", app=APP, pool="prefork", concurrency=1)
+    try:
+        assert handle.get(timeout=60) == "ran again"  # nothing lost
+    finally:
+        stop(again)
     client.close()

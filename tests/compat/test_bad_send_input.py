@@ -356,3 +356,61 @@ def test_the_dashboard_checks_arguments_as_apply_async_does(app: Celery) -> None
         add.apply_async((1, 2, 3))
     loose.apply_async((1, 2, 3))
     assert [t.name for t in _sent(app)] == ["badin.loose"]
+
+
+def test_revoke_takes_one_id_or_any_iterable_of_ids_and_names_what_is_neither(app: Celery) -> None:
+    """Celery's ``maybe_list``: one id, or any iterable but a string. ``revoke(123)`` and
+    ``revoke(None)`` were "'int' object is not iterable"."""
+    with pytest.raises(TypeError, match=r"^revoke takes a task id or a list of task ids, not None$"):
+        app.control.revoke(None)
+    with pytest.raises(TypeError, match=r"^a task id must be a string, not int \(123\)$"):
+        app.control.revoke(123)
+    app.control.revoke(iter(["gen-1", "gen-2"]))
+    app.control.revoke({"set-1"})
+    assert app.AsyncResult("gen-2").state == app.AsyncResult("set-1").state == "REVOKED"
+
+
+def test_a_signature_with_arguments_of_the_wrong_kind_names_the_task(app: Celery) -> None:
+    """Were "'int' object is not iterable" and "cannot convert dictionary update sequence
+    element #0 to a sequence" (Celery's words too); a string was read one argument a letter."""
+    from celery import signature
+
+    add = _add(app)
+    for build in (lambda: signature("badin.add", args=5), lambda: add.s(1).clone(args=5)):
+        with pytest.raises(
+            TypeError, match=r"^args of signature 'badin.add' must be a list or tuple, not int$"
+        ):
+            build()
+    with pytest.raises(TypeError, match=r"^args of signature 'badin.add' must be a list or tuple, not str$"):
+        signature("badin.add", args="12")
+    with pytest.raises(TypeError, match=r"^kwargs of signature 'badin.add' must be a dict, not list$"):
+        signature("badin.add", kwargs=[1])
+    assert signature("badin.add", args=iter([1]), kwargs=[("y", 2)]).args == (1,)  # as dict() and tuple()
+    assert _sent(app) == []
+
+
+def test_purge_reads_a_string_as_queue_names_and_refuses_a_name_no_queue_can_have(app: Celery) -> None:
+    """``purge(queues='mail')`` purged the queues 'm', 'a', 'i' and 'l' (and not 'mail')."""
+    add = _add(app)
+    in_mail, in_m = add.apply_async((1,), queue="mail"), add.apply_async((1,), queue="m")
+    with pytest.raises(ValueError, match=r"^invalid queue name 'a b': use letters"):
+        app.control.purge(queues=["a b"])
+    assert app.control.purge(queues="mail") == 1
+    assert (in_mail.state, in_m.state) == ("REVOKED", "PENDING")
+
+
+def test_map_starmap_and_chunks_name_items_of_the_wrong_kind(app: Celery) -> None:
+    """Each was Python's "'int' object is not iterable" (Celery's too)."""
+    add = _add(app)
+    refusals = [
+        (lambda: add.chunks(5, 2), "chunks takes an iterable of items, not int"),
+        (lambda: add.map(5), "map takes an iterable of items, not int"),
+        (lambda: add.starmap("12"), "starmap takes an iterable of items, not str"),
+        (lambda: add.starmap([(1, 2), 3]), "starmap item 1 must be a list or tuple of arguments, not int"),
+        (lambda: add.chunks([(1, 2), 3], 1), "chunks item 1 must be a list or tuple of arguments, not int"),
+    ]
+    for build, message in refusals:
+        with pytest.raises(TypeError, match=f"^{re.escape(message)}$"):
+            build()
+    sent = add.chunks(zip(range(3), range(3), strict=True), 2).apply_async()
+    assert len(sent.results) == 2  # a group of two chunks

@@ -85,6 +85,15 @@ def test_an_entry_whose_arguments_are_of_the_wrong_kind_is_named(app: Celery) ->
     app.conf.beat_schedule = {"nightly": {"task": "sched.tick", "schedule": 60, "kwargs": [1]}}
     with pytest.raises(ConfigurationError, match=r"beat_schedule\['nightly'\]: kwargs must be a dict"):
         definitions_for_app(app)
+    # both were a traceback from the beat (and from `worker -B`)
+    app.conf.beat_schedule = {"nightly": {"task": "sched.tick", "schedule": 60, "options": 5}}
+    with pytest.raises(
+        ConfigurationError, match=r"^beat_schedule\['nightly'\]: options must be a dict, not int$"
+    ):
+        definitions_for_app(app)
+    app.conf.beat_schedule = [{"task": "sched.tick", "schedule": 60}]
+    with pytest.raises(ConfigurationError, match=r"^beat_schedule must be a dict, not list$"):
+        definitions_for_app(app)
 
 
 def test_day_and_month_names_spelt_out_are_read_by_their_first_three_letters() -> None:

@@ -118,3 +118,16 @@ def test_configuration_modules(project: Path, tmp_path: Path, monkeypatch: pytes
             AppLoader(app).read_configuration()
     finally:
         app.close()
+
+
+def test_include_and_imports_given_as_one_name_are_that_module(tmp_path: Path) -> None:
+    """Celery reads them with ``maybe_list``: ``Celery(include='proj.tasks')`` imports
+    proj.tasks; the app's finalize read it letter by letter (No module named 'p'), so
+    ``app.tasks`` and every worker of such an app failed."""
+    app = Celery("loaded", broker=f"sqlite:///{tmp_path / 'db.sqlite3'}", include="json")
+    app.conf.imports = "html.parser"
+    try:
+        assert "celery.chain" in app.tasks  # finalized: include and imports imported
+        assert app.loader.default_modules == ("html.parser", "json")
+    finally:
+        app.close()

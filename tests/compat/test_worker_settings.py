@@ -87,6 +87,10 @@ def refusal(url: str, settings: dict[str, object], *flags: str) -> str:
             {"worker_soft_shutdown_timeout": -1},
             "worker_soft_shutdown_timeout must be a positive number of seconds, not -1",
         ),
+        # a string alone was read letter by letter: the worker consumed queues 'q' and '1'
+        ({"task_queues": "q1"}, "task_queues must be a list of Queue objects or queue names, not 'q1'"),
+        ({"task_queues": 5}, "task_queues must be a list of Queue objects or queue names, not 5"),
+        ({"task_queues": [5]}, "task_queues holds 5, which is neither a Queue nor a queue name"),
     ],
     ids=lambda v: next(iter(v)) if isinstance(v, dict) else None,
 )

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import math
+import re
 import time
 from collections.abc import Iterator
 
@@ -14,6 +15,7 @@ import pytest
 
 from pgtasks import App, ConfigurationError, TaskTimeoutError
 from pgtasks.result import AsyncResult
+from pgtasks.sysdb.records import RecentTasksParams
 
 
 @pytest.fixture
@@ -83,3 +85,42 @@ def test_an_eta_past_the_century_cap_is_refused_as_countdown_is(app: App) -> Non
         job.apply_async(expires=far)
     near = dt.datetime.now(dt.timezone.utc) + dt.timedelta(days=99 * 366)
     assert job.apply_async(eta=near).status == "DELAYED"
+
+
+@pytest.mark.parametrize(("field", "value"), [("name", "a\x00b"), ("queue", "\x00"), ("worker", "w\ud800")])
+def test_a_listing_filter_no_task_can_match_is_refused_naming_it(app: App, field: str, value: str) -> None:
+    """A NUL reached PostgreSQL's driver (DataError: the dashboard's 500 for ?name=%00); SQLite
+    silently listed nothing."""
+    app.enqueue("lookups.any")
+    column = {"name": "name", "queue": "queue_name", "worker": "executor_id"}[field]
+    with pytest.raises(ConfigurationError, match=f"^{column} filter {re.escape(repr(value))} "):
+        app.list_tasks(**{field: value})
+    if field != "queue":  # the dashboard's and Flower's listing
+        with pytest.raises(ConfigurationError, match=f"^{column} filter "):
+            app.engine.admin.recent_task_ids(RecentTasksParams(window=10, **{column: value}))
+    assert len(app.list_tasks()) == 1
+
+
+def test_names_and_keys_no_row_can_hold_are_refused_before_the_driver(app: App) -> None:
+    """Each reached PostgreSQL's driver raw (psycopg.DataError: text fields cannot contain NUL),
+    or (limit 2**70, created_after='x') a NumericValueOutOfRange or an AttributeError."""
+    refusals = [
+        (lambda: app.send("a\x00b", "hi"), "the destination task id 'a\\x00b' contains a NUL character"),
+        (lambda: app.send("t", "hi", topic="a\x00"), "message topic 'a\\x00' contains a NUL character"),
+        (lambda: app.get_event("a\x00b", "k", timeout=0), "task id 'a\\x00b' contains a NUL character"),
+        (lambda: app.get_event("t", "k\x00", timeout=0), "event key 'k\\x00' contains a NUL character"),
+        (lambda: list(app.read_stream("a\x00b", "k")), "task id 'a\\x00b' contains a NUL character"),
+        (lambda: app.get_schedule("s\x00"), "schedule name 's\\x00' contains control characters"),
+        (lambda: app.pause_schedule("s\x00"), "schedule name 's\\x00' contains control characters"),
+        (lambda: app.delete_schedule("s\x00"), "schedule name 's\\x00' contains control characters"),
+        (lambda: app.trigger_schedule("s\x00"), "schedule name 's\\x00' contains control characters"),
+        (lambda: app.list_tasks(limit=2**70), "limit must be a positive integer (below 2**63), not 1180591"),
+        (lambda: app.list_tasks(created_after="x"), "a time filter must be a datetime, not str ('x')"),
+        (
+            lambda: app.queue_activity(window_ms="x"),
+            "window_ms must be a positive whole number of milliseconds",
+        ),
+    ]
+    for call, message in refusals:
+        with pytest.raises(ConfigurationError, match=f"^{re.escape(message)}"):
+            call()

@@ -192,3 +192,27 @@ def test_new_ids_sent_again_after_a_lost_reply_come_back_once(pg_url: str) -> No
         assert stored(app) == COUNT
     finally:
         app.close()
+
+
+def test_map_enqueue_refuses_arguments_it_would_misread_and_sends_nothing(app: App) -> None:
+    @app.task(name="bulk.pair")
+    def pair(a: object = None, b: object = None) -> list[object]:
+        return [a, b]
+
+    refusals = [
+        (lambda: pair.map_enqueue(5), TypeError, "takes a list of argument lists, not int"),
+        # a string was read one argument a letter: ("a", "b")
+        (lambda: pair.map_enqueue(["ab"]), TypeError, "argument list 0 must be a list or tuple, not str"),
+        (lambda: pair.map_enqueue([[1], 2]), TypeError, "argument list 1 must be a list or tuple, not int"),
+        # the second task was taken for the first (an id sent again is not sent again): lost
+        (
+            lambda: pair.map_enqueue([[1], [2]], task_ids=["same", "same"]),
+            ValueError,
+            "map_enqueue got the task id 'same' twice; each task needs its own",
+        ),
+    ]
+    for call, kind, message in refusals:
+        with pytest.raises(kind, match=message):
+            call()
+    assert app.list_tasks(name="bulk.pair") == []
+    assert [h.task_id for h in pair.map_enqueue([(1, 2), [3]], task_ids=["x", "y"])] == ["x", "y"]

@@ -43,6 +43,21 @@ def test_enqueue_joins_the_callers_transaction(pg_url: str) -> None:
     app.close()
 
 
+def test_a_conn_that_is_no_psycopg_connection_is_named_on_postgres(pg_url: str) -> None:
+    """Was "AttributeError: 'str' object has no attribute 'cursor'" from inside pgtasks."""
+    app = App("connkind", database_url=pg_url)
+    job = app.task(name="connkind.job")(lambda x=0: x)
+    try:
+        refused = r"^conn= must be a psycopg.Connection, not (str|object)$"
+        with pytest.raises(pgtasks.ConfigurationError, match=refused):
+            app.enqueue("connkind.job", conn="postgresql://elsewhere")
+        with pytest.raises(pgtasks.ConfigurationError, match=refused):
+            job.map_enqueue([[1], [2]], conn=object())  # the bulk path
+        assert app.list_tasks() == []
+    finally:
+        app.close()
+
+
 def test_sqlite_cannot_join_a_callers_connection(sqlite_url: str) -> None:
     client = Client(sqlite_url)
     with pytest.raises(pgtasks.ConfigurationError, match="PostgreSQL transaction"):

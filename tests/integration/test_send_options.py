@@ -118,3 +118,16 @@ def test_a_dict_shaped_like_a_codec_tag_is_stored_escaped_through_the_celery_lay
     record = celery.engine.get_task(sent.id)
     assert record is not None
     assert celery.engine.codec.loads_inputs(record.serialization, record.inputs, "x") == ([shaped], {})
+
+
+def test_countdown_and_eta_together_are_refused_natively_and_the_countdown_wins_in_celery(
+    app: App, celery: Celery
+) -> None:
+    """Natively the eta won without a word (Celery's countdown wins: the compat layer keeps that)."""
+    eta = dt.datetime.now(dt.timezone.utc) + dt.timedelta(hours=5)
+    with pytest.raises(ConfigurationError, match=r"^countdown=10 and eta=datetime.* both given: give one"):
+        app.enqueue("opts.job", countdown=10, eta=eta)
+    assert app.list_tasks(name="opts.job") == []
+    sent = celery.send_task("opts.job", countdown=10, eta=eta)
+    waits = celery.engine.get_task(sent.id).delay_until_epoch_ms / 1000 - dt.datetime.now().timestamp()
+    assert 0 < waits <= 10

@@ -366,6 +366,8 @@ def test_mixed_options_on_postgres(pg_app: App, options: dict[str, Any], name: A
                     "task_id": task_id_verdict,
                 }[option](value)
             )
+    both = options.get("countdown") is not None and options.get("eta") is not None
+    verdicts.append((not both, "countdown"))  # which of the two would win is a guess: refused
     bad = [word for ok, word in verdicts if not ok]
     if not bad:
         done = enqueue(pg_app, (True, ""), args=args, name=name, **options)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -104,3 +105,61 @@ def test_names_and_modules() -> None:
     registry = registry_of(("z", add), ("a", mul), ("b", len))
     assert registry.names() == ["a", "b", "z"]
     assert registry.modules() == {__name__, "builtins"}
+
+
+@pytest.mark.parametrize(
+    ("decorate", "message"),
+    [
+        (lambda app: app.task(5), "@app.task decorates a function, not 5"),
+        (lambda app: app.task(name=123)(add), "task name must be a non-empty string, not 123"),
+        (lambda app: app.task(name="t", queue=5)(add), "task 't': invalid queue name 5: 1 to 200 characters"),
+        (lambda app: app.task(queue="a b")(add), "task 'add': invalid queue name 'a b': use letters"),
+        (
+            lambda app: app.task(name="t", max_recovery_attempts="3")(add),
+            "task 't': max_recovery_attempts must be an integer from 0 to 2147483647, not '3'",
+        ),
+        (lambda app: app.task(name="t", max_recovery_attempts=-1)(add), "task 't': max_recovery_attempts"),
+        (lambda app: app.task(name="t", max_recovery_attempts=True)(add), "task 't': max_recovery_attempts"),
+        (lambda app: app.step(name=5)(add), "a step's name must be a non-empty string, not 5"),
+    ],
+)
+def test_task_options_no_send_could_take_are_refused_at_the_decorator(
+    sqlite_url: str, decorate: Callable[[Any], Any], message: str
+) -> None:
+    """Each was accepted (or an AttributeError/TypeError from inside pgtasks) and then refused at
+    every ``delay()``, far from the line to fix."""
+    from pgtasks import App
+
+    app = App("decl", database_url=sqlite_url)
+    try:
+        with pytest.raises(ConfigurationError, match=f"^{re.escape(message)}"):
+            decorate(app)
+        assert [t.name for t in app.engine.registry] == []
+    finally:
+        app.close()
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        (
+            {"max_recovery_attempts": "3"},
+            "max_recovery_attempts must be an integer from 0 to 2147483647, not '3'",
+        ),
+        (
+            {"max_recovery_attempts": -1},
+            "max_recovery_attempts must be an integer from 0 to 2147483647, not -1",
+        ),
+        ({"application_version": 5}, "application_version must be a non-empty string, not 5"),
+        ({"log_task_args": "no"}, "log_task_args must be True or False, not 'no'"),
+    ],
+)
+def test_app_settings_of_the_wrong_kind_are_refused_naming_them(
+    sqlite_url: str, settings: dict[str, Any], message: str
+) -> None:
+    """max_recovery_attempts='3' was "'<' not supported", application_version=5 "object of type
+    'int' has no len()", and log_task_args='no' turned argument logging on."""
+    from pgtasks import App
+
+    with pytest.raises(ConfigurationError, match=f"^{re.escape(message)}$"):
+        App("decl", database_url=sqlite_url, **settings)

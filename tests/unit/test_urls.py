@@ -202,3 +202,26 @@ def test_an_empty_authority_is_kept_for_libpq(url: str, dsn: str) -> None:
 def test_a_redacted_socket_url_keeps_its_empty_authority() -> None:
     assert redact_url("postgresql:///app?host=/tmp&password=pw") == "postgresql:///app?host=/tmp&password=***"
     assert redact_url("sqlite:////var/lib/app.sqlite3") == "sqlite:////var/lib/app.sqlite3"
+
+
+def test_what_libpq_cannot_read_is_refused_at_once_without_the_password() -> None:
+    """Both were a psycopg traceback at the first connection, the first one quoting the password."""
+    reasons = {
+        "postgresql://u:se%zzcret@db/app": 'invalid percent-encoded token: "***"',
+        "postgresql://u:sekrit@db/app?bogus=1": 'invalid URI query parameter: "bogus"',
+    }
+    for url, reason in reasons.items():
+        with pytest.raises(ConfigurationError) as refused:
+            parse_database_url(url)
+        assert str(refused.value) == f"database URL {redact_url(url)!r} cannot be used: {reason}"
+        assert "zzcret" not in str(refused.value) and "sekrit" not in str(refused.value)
+
+
+def test_a_url_that_cannot_be_split_is_refused_without_showing_it() -> None:
+    url = "postgresql://u:sek rit@[::1"
+    with pytest.raises(ConfigurationError) as refused:
+        parse_database_url(url)
+    assert str(refused.value) == (
+        "database URL 'postgresql://(unreadable URL, not shown)' is not a valid URL: Invalid IPv6 URL"
+    )
+    assert redact_url("redis://:sekrit@[::1") == "redis://(unreadable URL, not shown)"

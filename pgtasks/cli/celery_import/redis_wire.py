@@ -10,6 +10,7 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from pgtasks.engine.errors import ConfigurationError
+from pgtasks.sysdb.urls import redact_url
 
 
 class RedisError(Exception):
@@ -21,12 +22,15 @@ class RedisConnection:
     or a list of those)."""
 
     def __init__(self, url: str, timeout: float = 10.0) -> None:
-        parts = urlsplit(url)
+        try:
+            parts = urlsplit(url)
+            host, port = parts.hostname or "localhost", parts.port or 6379
+        except ValueError as exc:  # a broken [IPv6] host, a port that is no number or too big
+            raise ConfigurationError(f"--broker {redact_url(url)!r} is not a valid URL: {exc}") from None
         if parts.scheme not in ("redis", "rediss"):
             raise ConfigurationError(
                 f"--broker must be a redis:// or rediss:// URL, not {parts.scheme or url!r}"
             )
-        host, port = parts.hostname or "localhost", parts.port or 6379
         try:
             raw = socket.create_connection((host, port), timeout=timeout)
             if parts.scheme == "rediss":

@@ -63,7 +63,7 @@ def definition_from_entry(
     unknown = set(entry) - ENTRY_KEYS
     if unknown:
         raise ConfigurationError(f"beat_schedule[{key!r}]: unknown keys {sorted(unknown)}")
-    options = dict(entry.get("options") or {})
+    options = entry_options(key, entry)
     args, kwargs = entry_arguments(key, entry)
     try:
         return define_schedule(
@@ -96,6 +96,16 @@ def entry_arguments(key: str, entry: Mapping[str, Any]) -> tuple[tuple[Any, ...]
             f"beat_schedule[{key!r}]: kwargs must be a dict, not {type(kwargs).__name__}"
         )
     return tuple(args), dict(kwargs)
+
+
+def entry_options(key: str, entry: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``options`` (a dict) of one ``beat_schedule`` entry; ConfigurationError otherwise."""
+    options = entry.get("options") or {}
+    if not isinstance(options, Mapping):
+        raise ConfigurationError(
+            f"beat_schedule[{key!r}]: options must be a dict, not {type(options).__name__}"
+        )
+    return dict(options)
 
 
 def _setting(entry: Mapping[str, Any], options: Mapping[str, Any], key: str, default: Any) -> Any:
@@ -149,9 +159,11 @@ def entry_queue(
 def definitions_for_app(app: Celery) -> list[ScheduleDefinition]:
     """The Celery app's ``beat_schedule`` in its ``timezone``, each entry routed by
     ``task_routes`` when its options name no queue (the app's schedule source)."""
+    if not isinstance(app.beat_schedule, Mapping):
+        raise ConfigurationError(f"beat_schedule must be a dict, not {type(app.beat_schedule).__name__}")
     for key, entry in app.beat_schedule.items():
         if isinstance(entry, dict) and "task" in entry:
-            options = dict(entry.get("options") or {})
+            options = entry_options(str(key), entry)
             if options.get("queue") is None:
                 name = task_name_of(entry["task"])
                 args, kwargs = entry_arguments(str(key), entry)

@@ -172,7 +172,7 @@ def _failed(
         _call_hook(task.on_retry, exc.exc, task_id, args, kwargs, einfo)
         signals.task_retry.send(sender=task, request=request, reason=exc, einfo=einfo)
         return Attempt(states.RETRY, exc, einfo)
-    if task.throws and isinstance(exc, task.throws):
+    if _expected(task, exc):
         mark_expected(exc)  # logged by the worker at INFO without its traceback, as Celery's
     # Celery's order: the errbacks (its backend calls them as it stores the failure), then
     # on_failure, then task_failure
@@ -194,6 +194,21 @@ def killed_at_time_limit(task: Task, request: Context, exc: BaseException) -> No
     signals.task_postrun.send(
         sender=task, task_id=request.id, task=task, args=args, kwargs=kwargs, retval=None, state=None
     )
+
+
+def _expected(task: Task, exc: Exception) -> bool:
+    """Whether ``exc`` is one of the task's ``throws``. A ``throws`` that names no exception
+    classes is logged and ignored: the task's own error is what is recorded (Celery's tracer
+    stores it before it trips on the bad option)."""
+    if not task.throws:
+        return False
+    try:
+        return isinstance(exc, task.throws)
+    except TypeError:
+        log.error(
+            "task %s: throws=%r is not an exception class or a tuple of them; ignored", task.name, task.throws
+        )
+        return False
 
 
 def _send_task_failure(

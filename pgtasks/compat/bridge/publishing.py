@@ -24,6 +24,7 @@ from pgtasks.compat.bridge.chain_requests import note_chain_handed_off
 from pgtasks.compat.bridge.flag_settings import flag
 from pgtasks.compat.bridge.message_options import check_message_options
 from pgtasks.compat.celery import signals
+from pgtasks.compat.celery.app.amqp import declared_queues
 from pgtasks.compat.celery.app.routes import route
 from pgtasks.compat.celery.canvas.stamping import stamps_of
 from pgtasks.compat.celery.exceptions import QueueNotFound
@@ -343,6 +344,6 @@ def _check_declared(app: Celery, queue: str) -> None:
     default queue) is refused, as Celery's router refuses it."""
     if app.conf.task_create_missing_queues is not False:
         return
-    declared = {getattr(q, "name", q) for q in (app.conf.task_queues or ())}
+    declared = {getattr(q, "name", q) for q in declared_queues(app.conf.task_queues)}
     if queue not in declared and queue != app.conf.task_default_queue:
         raise QueueNotFound(f"Queue {queue!r} missing from task_queues")

@@ -4,9 +4,11 @@ subclass (with its pgtasks entry), and shared tasks (given to every app, existin
 
 from __future__ import annotations
 
+import logging
+import math
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from pgtasks.compat.bridge.pydantic_tasks import pydantic_options, with_pydantic
@@ -15,6 +17,8 @@ from pgtasks.compat.celery import _state
 from pgtasks.compat.celery.app.autoretry import add_autoretry_behaviour
 from pgtasks.compat.celery.app.task import Task
 from pgtasks.engine.registry import refuse_async_generator
+
+log = logging.getLogger("pgtasks.compat")
 
 if TYPE_CHECKING:
     from pgtasks.compat.celery.app.base import Celery
@@ -50,8 +54,9 @@ def make_task(
     refuse_async_generator(fun, "task")
     typed = pydantic_options(options)
     for key in ("autoretry_for", "dont_autoretry_for"):
-        if key in options and options[key] is not None:
-            options[key] = tuple(options[key])
+        value = options.get(key)
+        if isinstance(value, Iterable) and not isinstance(value, (str, bytes)):
+            options[key] = tuple(value)  # anything else is named when it is applied (autoretry)
     body = fun
     if typed.get("pydantic"):
         body = with_pydantic(
@@ -95,6 +100,22 @@ def engine_entry(task: Task) -> Callable[..., Any]:
         entry = worker_entry(task, task.run)
         task._pgtasks_entry = entry  # type: ignore[attr-defined]
     return entry
+
+
+def warn_unusable_limits(task: Task) -> None:
+    """Say which of the task's time limits is no number of seconds (``time_limit='x'``, -1):
+    the task runs without it. Celery's prefork worker stops on the first such task."""
+    for option in ("time_limit", "soft_time_limit"):
+        value = getattr(task, option, None)
+        if value is None or (value == 0 and not isinstance(value, bool)):  # 0: no limit, as Celery
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:
+            log.warning(
+                "task %s: %s=%r is not a number of seconds > 0; the task runs without that limit",
+                task.name,
+                option,
+                value,
+            )
 
 
 # -- apps and shared tasks ---------------------------------------------------------------------

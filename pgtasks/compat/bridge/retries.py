@@ -10,10 +10,13 @@ on to its own outcome (see :func:`send_retry`).
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import math
 from typing import TYPE_CHECKING, Any
 
 from pgtasks.compat.celery.exceptions import Retry
+from pgtasks.engine.errors import ConfigurationError
 
 if TYPE_CHECKING:
     from pgtasks.compat.celery.app.task import Task
@@ -38,8 +41,14 @@ def request_retry(
         # Celery: a task called directly cannot be retried; re-raise the reason.
         raise exc if exc is not None else Retry("Task can be retried", None)
     if eta is None and countdown is None:
-        countdown = task.default_retry_delay
+        countdown = _seconds(task, "default_retry_delay", task.default_retry_delay)
+    elif countdown is not None:
+        countdown = _seconds(task, "countdown", countdown)
+    if eta is not None:
+        eta = _when(task, eta)
     limit = task.max_retries if max_retries is None else max_retries
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, (int, float))):
+        raise TypeError(f"max_retries of task {task.name!r} must be a number or None, not {limit!r}")
     if limit is not None and request.retries >= limit:
         if exc is not None:
             raise exc
@@ -62,6 +71,30 @@ def request_retry(
         return ret
     send_retry(task, new_args, new_kwargs, eta, countdown, options)
     return ret
+
+
+def _seconds(task: Task, what: str, value: Any) -> float | None:
+    """A retry's countdown: a finite number of seconds (one in the past runs at once, as in
+    Celery), else ConfigurationError naming it: it was read as 'now' before, retrying at once."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ConfigurationError(
+            f"retry of task {task.name!r}: {what} must be a number of seconds, not {value!r}"
+        )
+    return value
+
+
+def _when(task: Task, eta: Any) -> dt.datetime:
+    """A retry's ETA: a datetime, or its ISO 8601 text; else ConfigurationError naming it."""
+    if isinstance(eta, dt.datetime):
+        return eta
+    if isinstance(eta, str):
+        with contextlib.suppress(ValueError):
+            return dt.datetime.fromisoformat(eta)
+    raise ConfigurationError(
+        f"retry of task {task.name!r}: eta must be a datetime or an ISO 8601 string, not {eta!r}"
+    )
 
 
 def send_retry(

@@ -1,11 +1,13 @@
 """Tasks that do to the worker's process what a task should not: close its standard streams,
-fork and let the child return."""
+fork and let the child return, outstay the shutdown grace period."""
 
 from __future__ import annotations
 
 import logging
 import os
+import signal
 import sys
+import time
 import warnings
 
 from pgtasks import App
@@ -74,3 +76,15 @@ def step_in_child() -> list[object]:
             os._exit(code)
     _, status = os.waitpid(child, 0)
     return [labelled("parent"), os.waitstatus_to_exitcode(status)]
+
+
+@app.task(name="hostile.outstays")
+def outstays(marker: str) -> str:
+    """The first run ignores SIGTERM and outlasts any shutdown grace period; the next returns."""
+    if os.path.exists(marker):
+        return "ran again"
+    with open(marker, "w"):
+        pass
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    time.sleep(120)
+    return "outlasted"

@@ -10,6 +10,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from pgtasks.compat.celery.app.routes import route
+from pgtasks.compat.celery.exceptions import ImproperlyConfigured
 from pgtasks.compat.kombu.entity import Queue
 
 __all__ = ["AMQP", "Queues", "Router"]
@@ -20,6 +21,24 @@ def queue_names(names: str | Iterable[Any]) -> list[str]:
     items = names.split(",") if isinstance(names, str) else names
     found = [str(getattr(item, "name", item)).strip() for item in items]
     return [name for name in found if name]
+
+
+def declared_queues(queues: Any) -> list[Queue | str]:
+    """The items of ``task_queues`` given as a list: Queue objects or queue names. Anything
+    else is refused by name: a string alone would be read letter by letter, each a queue."""
+    if not queues:
+        return []
+    if isinstance(queues, (str, bytes)) or not isinstance(queues, Iterable):
+        raise ImproperlyConfigured(
+            f"task_queues must be a list of Queue objects or queue names, not {queues!r}"
+        )
+    items = list(queues)
+    for item in items:
+        if not isinstance(item, (Queue, str)):
+            raise ImproperlyConfigured(
+                f"task_queues holds {item!r}, which is neither a Queue nor a queue name"
+            )
+    return items
 
 
 class Queues(dict[str, Queue]):
@@ -42,7 +61,7 @@ class Queues(dict[str, Queue]):
             for name, options in queues.items():
                 self.add_compat(name, **dict(options or {}))
         else:
-            for queue in queues or ():
+            for queue in declared_queues(queues):
                 self.add(queue)
         if not self and default_queue:
             self.add(default_queue)

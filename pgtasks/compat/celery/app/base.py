@@ -43,7 +43,7 @@ from pgtasks.compat.celery.app.task import Task
 from pgtasks.compat.celery.app.utils import Settings, attributes_of, current_name, settings_from_mapping
 from pgtasks.compat.celery.canvas.signature import Signature, signature
 from pgtasks.compat.celery.exceptions import ChordError, ImproperlyConfigured, TaskRevokedError
-from pgtasks.compat.celery.loaders.base import BaseLoader, get_loader_cls
+from pgtasks.compat.celery.loaders.base import BaseLoader, get_loader_cls, module_names
 from pgtasks.compat.celery.result.async_result import AsyncResult
 from pgtasks.compat.celery.result.eager_result import EagerResult
 from pgtasks.compat.celery.result.group_result import GroupResult
@@ -335,6 +335,7 @@ class Celery(App, ConnectionsMixin, AppAttributesMixin, AppComponents):
         # limit are every rebuilt engine's, and registering a (shared) task must not read the
         # settings, which may name a broker pgtasks refuses when it next builds the engine.
         engine = self._engine
+        registration.warn_unusable_limits(task)
         definition = TaskDefinition(
             name=str(task.name),
             fn=registration.engine_entry(task),
@@ -358,7 +359,7 @@ class Celery(App, ConnectionsMixin, AppAttributesMixin, AppComponents):
         self._finalized = True
         register_builtins(self)
         self.on_configure.send(sender=self)
-        for module in [*(self.conf.include or ()), *(self.conf.imports or ())]:
+        for module in [*module_names(self.conf.include), *module_names(self.conf.imports)]:
             importlib.import_module(module)
         self._import_autodiscovered()
         if self.annotations:

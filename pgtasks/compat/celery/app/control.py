@@ -9,6 +9,7 @@ row in ``executors`` (with a recent heartbeat) answers ``ping``, and what it run
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from pgtasks.compat.bridge.django_results import mirror_of
@@ -22,8 +23,10 @@ from pgtasks.compat.bridge.remote_control import (
 )
 from pgtasks.compat.bridge.revoked_stamps import revoke_stamps
 from pgtasks.compat.celery import signals
+from pgtasks.compat.celery.app.amqp import queue_names
 from pgtasks.compat.celery.app.inspect import Inspect
 from pgtasks.compat.celery.app.task import Context
+from pgtasks.engine.settings import validate_queue_name
 from pgtasks.sysdb.records import ListTasksParams, Status, TaskRecord
 
 if TYPE_CHECKING:
@@ -57,6 +60,16 @@ INSPECT_COMMANDS = {
 }
 
 
+def _task_ids(task_id: Any) -> list[str]:
+    """The ids ``revoke`` was given: one id, or any iterable of them but a string or a mapping
+    (Celery's ``maybe_list``); an id that is not a string is refused by the lookup, naming it."""
+    if isinstance(task_id, Iterable) and not isinstance(task_id, (str, bytes, Mapping)):
+        return list(task_id)
+    if task_id is None:
+        raise TypeError("revoke takes a task id or a list of task ids, not None")
+    return [task_id]
+
+
 class Control:
     """Celery's ``app.control`` on pgtasks."""
 
@@ -81,7 +94,7 @@ class Control:
 
         ``task_revoked`` is sent here, in the revoking process, for each task this call
         revoked: no worker ever receives a revoked task to send it from."""
-        ids = [task_id] if isinstance(task_id, str) else list(task_id)
+        ids = _task_ids(task_id)
         admin = self.app.engine.admin
         running = running_on(admin, ids) if terminate else {}
         for one in ids:
@@ -131,8 +144,11 @@ class Control:
 
     def purge(self, connection: Any = None, queues: Any = None) -> int:
         """Discard every task waiting in the queues (ENQUEUED or DELAYED), or only in
-        ``queues``; return how many. They end REVOKED (cancelled), so they are never run."""
-        names: list[str | None] = [None] if not queues else sorted(set(queues))
+        ``queues`` (names, ``'a,b'`` or Queue objects; a name no queue can have is refused);
+        return how many. They end REVOKED (cancelled), so they are never run."""
+        names: list[str | None] = [None]
+        if queues:
+            names = [*sorted({validate_queue_name(n) for n in queue_names(queues)})]
         return sum(self._purge_queue(name) for name in names)
 
     def _purge_queue(self, queue: str | None) -> int:

@@ -5,6 +5,7 @@ those."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from pgtasks.compat.celery.canvas.group import group
@@ -52,7 +53,7 @@ class xmap(_Delegating):
 
     def __init__(self, task: Any, it: Any, app: Celery | None = None, **options: Any) -> None:
         super().__init__("celery.map", [maybe_signature(task)], app, **options)
-        self["args"] = (maybe_signature(task).name, list(it))
+        self["args"] = (maybe_signature(task).name, list(_iterable(it, "map")))
         self._given = given_items(it)
 
     def __repr__(self) -> str:
@@ -70,9 +71,9 @@ class xstarmap(xmap):
     """Like ``xmap`` with each item unpacked as arguments: ``add.starmap([(1, 2), (3, 4)])``."""
 
     def __init__(self, task: Any, it: Any, app: Celery | None = None, **options: Any) -> None:
-        given = given_items(it)
+        given = given_items(_iterable(it, "starmap"))
         items = list(it)
-        super().__init__(task, [list(item) for item in items], app, **options)
+        super().__init__(task, _argument_lists(items, "starmap"), app, **options)
         self["task"] = "celery.starmap"
         self._given = items if isinstance(given, (list, tuple)) else given
 
@@ -102,8 +103,8 @@ class chunks(_Delegating):
     def __init__(self, task: Any, it: Any, n: int, app: Celery | None = None, **options: Any) -> None:
         if not isinstance(n, int) or n < 1:
             raise ValueError(f"chunks needs a chunk size >= 1, not {n!r}")
-        given = given_items(it)
-        items = [list(item) for item in it]
+        given = given_items(_iterable(it, "chunks"))
+        items = _argument_lists(it, "chunks")
         parts = [items[i : i + n] for i in range(0, len(items), n)]
         super().__init__("celery.chunks", [xstarmap(task, part, app=app) for part in parts], app, **options)
         self._given = (maybe_signature(task), it if isinstance(given, (list, tuple)) else given, n)
@@ -118,3 +119,22 @@ class chunks(_Delegating):
 
     def _delegate(self) -> Any:
         return self.group()
+
+
+def _iterable(it: Any, kind: str) -> Any:
+    """``it`` when it is an iterable of items (not a string); TypeError naming ``kind``."""
+    if isinstance(it, (str, bytes)) or not isinstance(it, Iterable):
+        raise TypeError(f"{kind} takes an iterable of items, not {type(it).__name__}")
+    return it
+
+
+def _argument_lists(items: Iterable[Any], kind: str) -> list[list[Any]]:
+    """Each item as a list of arguments; TypeError naming the item that is none."""
+    lists = []
+    for index, item in enumerate(items):
+        if isinstance(item, (str, bytes)) or not isinstance(item, Iterable):
+            raise TypeError(
+                f"{kind} item {index} must be a list or tuple of arguments, not {type(item).__name__}"
+            )
+        lists.append(list(item))
+    return lists

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import copy
 import inspect
-from collections.abc import Callable, MutableSequence
+from collections.abc import Callable, Iterable, Mapping, MutableSequence
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, overload
 
 from pgtasks.compat.celery._state import get_current_app
@@ -94,8 +94,8 @@ class Signature(dict):  # type: ignore[type-arg]
             self._type = task
         super().__init__(
             task=name,
-            args=tuple(args or ()),
-            kwargs=dict(kwargs or {}),
+            args=_args_of(name, args),
+            kwargs=_kwargs_of(name, kwargs),
             options={**dict(options or {}), **ex},
             subtask_type=subtask_type,
             immutable=immutable,
@@ -192,8 +192,8 @@ class Signature(dict):  # type: ignore[type-arg]
         options = dict(options or {})
         if self.immutable:
             return self.args, self.kwargs, {**self.options, **options}
-        merged_args = tuple(args) + self.args if args else self.args
-        merged_kwargs = {**self.kwargs, **kwargs} if kwargs else self.kwargs
+        merged_args = _args_of(self.name, args) + self.args if args else self.args
+        merged_kwargs = {**self.kwargs, **_kwargs_of(self.name, kwargs)} if kwargs else self.kwargs
         return merged_args, merged_kwargs, {**self.options, **options}
 
     def clone(self, args: Any = None, kwargs: Any = None, **opts: Any) -> Signature:
@@ -430,3 +430,23 @@ def stamp_links(
                 visitor, append, **stamp_headers(link, visited, append, copy.deepcopy(headers), own=False)
             )
         sig.options[option] = links
+
+
+def _args_of(name: str, args: Any) -> tuple[Any, ...]:
+    """A signature's positional arguments: any iterable but a string (read one argument a
+    letter) or a mapping; TypeError naming the task for anything else."""
+    if not args:
+        return ()
+    if isinstance(args, (str, bytes, Mapping)) or not isinstance(args, Iterable):
+        raise TypeError(f"args of signature {name!r} must be a list or tuple, not {type(args).__name__}")
+    return tuple(args)
+
+
+def _kwargs_of(name: str, kwargs: Any) -> dict[str, Any]:
+    """A signature's keyword arguments: a dict, or what ``dict()`` takes (pairs), as Celery."""
+    if not kwargs:
+        return {}
+    try:
+        return dict(kwargs)
+    except (TypeError, ValueError):
+        raise TypeError(f"kwargs of signature {name!r} must be a dict, not {type(kwargs).__name__}") from None

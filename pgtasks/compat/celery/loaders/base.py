@@ -155,7 +155,7 @@ class BaseLoader:
         """The modules a worker imports: the loader's built-in ones, then the ``imports`` and
         ``include`` settings (read once, as Celery does)."""
         conf = self.app.conf
-        return (*self.builtin_modules, *_names(conf.imports), *_names(conf.include))
+        return (*self.builtin_modules, *module_names(conf.imports), *module_names(conf.include))
 
     def import_default_modules(self) -> list[Any]:
         """Send ``import_modules`` (an exception a receiver returned is raised), finalize the
@@ -264,7 +264,9 @@ def _spec_or_none(name: str) -> Any:
         return None
 
 
-def _names(value: Any) -> tuple[str, ...]:
+def module_names(value: Any) -> tuple[str, ...]:
+    """The modules an ``include`` or ``imports`` setting names: one name, or a list of them
+    (Celery's ``maybe_list``; a name alone is not read letter by letter)."""
     if not value:
         return ()
     return (value,) if isinstance(value, str) else tuple(value)

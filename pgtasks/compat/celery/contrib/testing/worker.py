@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from pgtasks.compat.bridge.worker_start import expired_signal, received_signal, report_conf
+from pgtasks.compat.celery.app.amqp import declared_queues
 from pgtasks.compat.celery.app.base import Celery
 from pgtasks.compat.celery.utils.nodenames import anon_nodename
 from pgtasks.compat.celery.worker.control import commands_of
@@ -67,7 +68,7 @@ def start_worker(
     name = kwargs.get("hostname") or _free_name()
     try:
         queues = {app.conf.task_default_queue or "celery"}
-        queues |= {getattr(q, "name", q) for q in (app.conf.task_queues or ())}
+        queues |= {getattr(q, "name", q) for q in declared_queues(app.conf.task_queues)}
         options = WorkerOptions(
             queues=tuple(sorted(queues)),
             concurrency=max(1, int(concurrency)),
