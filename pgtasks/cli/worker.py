@@ -214,6 +214,8 @@ def run(args: argparse.Namespace) -> int:
         on_expired=hooks.on_expired,
         custom_commands=hooks.custom_commands,
         report_conf=hooks.report_conf,
+        on_child_start=hooks.on_child_start,
+        on_child_exit=hooks.on_child_exit,
     )
     metrics = MetricsOptions(args.metrics_port, args.metrics_address)  # refused early if not installed
     health = HealthOptions(args.health_file, args.health_port, args.health_address)
@@ -243,6 +245,8 @@ def run(args: argparse.Namespace) -> int:
             before_stop=stop_beat,
             health=health,
             metrics=metrics,
+            on_stop_signal=hooks.shutting_down,
+            before_restart=hooks.stopped,
         )
     finally:
         hooks.stopped()

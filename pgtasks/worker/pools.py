@@ -63,6 +63,11 @@ class PoolOptions:
     # Resident memory (KiB, as Celery's worker_max_memory_per_child) past which a child is
     # replaced after the task it is running.
     max_memory_per_child: int | None = None
+    # Called in each forked child before its first task, and with its exit code as it exits
+    # on its own (asked to, or at its task or memory limit): a Celery app's worker sends
+    # worker_process_init / worker_process_shutdown from them. Never in the fork server.
+    on_child_start: Callable[[], None] | None = None
+    on_child_exit: Callable[[int], None] | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in POOLS:

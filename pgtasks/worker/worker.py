@@ -163,6 +163,9 @@ class WorkerOptions:
     # The application's settings its report shows (``inspect conf``; a Celery app's conf
     # table without secrets), JSON values; pgtasks' own settings are added over them.
     report_conf: dict[str, Any] | None = None
+    # Run in each prefork child as it starts and as it exits on its own (PoolOptions).
+    on_child_start: Callable[[], None] | None = None
+    on_child_exit: Callable[[int], None] | None = None
 
     def __post_init__(self) -> None:
         if self.concurrency < 1:
@@ -188,6 +191,8 @@ class WorkerOptions:
             self.soft_time_limit,
             self.max_tasks_per_child,
             self.max_memory_per_child,
+            self.on_child_start,
+            self.on_child_exit,
         )
 
 
@@ -341,6 +346,9 @@ class Worker:
             "registered": sorted(registry.names()),
             "pool": self.options.pool,
             "concurrency": self.options.concurrency,
+            # Celery's `inspect stats` pool fields: timeouts [soft, hard], max-tasks-per-child
+            "time_limits": [self.options.soft_time_limit, self.options.time_limit],
+            "max_tasks_per_child": self.options.max_tasks_per_child,
             "software": "pgtasks",
             "task_options": {
                 name: {"rate_limit": rate}

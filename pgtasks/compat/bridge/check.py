@@ -129,7 +129,6 @@ UNSUPPORTED_SETTINGS: dict[str, str] = {
 SILENT_SIGNALS = (
     signals.heartbeat_sent,
     signals.worker_before_create_process,
-    signals.worker_process_shutdown,
     signals.task_sent,
     signals.eventlet_pool_started,
     signals.eventlet_pool_preshutdown,

@@ -28,7 +28,7 @@ from pgtasks.compat.celery.worker.control import commands_of
 from pgtasks.sysdb.records import TaskRecord
 from pgtasks.worker.control import CustomCommands
 from pgtasks.worker.logs import LOG_FORMAT, configure_logging
-from pgtasks.worker.pools import FORKING_POOLS, INLINE_POOLS
+from pgtasks.worker.pools import INLINE_POOLS
 
 log = logging.getLogger("pgtasks.compat")
 
@@ -104,6 +104,7 @@ class WorkerHooks:
         self.app = app
         self.hostname = hostname
         self.sender = types.SimpleNamespace(app=app, hostname=hostname)
+        self._stopped = False
         # Celery's worker logs each task's outcome on "celery.app.trace": logging configs
         # name it, and error trackers (sentry-sdk) ignore it to avoid a second event.
         self.outcome_logger = "pgtasks.worker" if app is None else "celery.app.trace"
@@ -126,6 +127,18 @@ class WorkerHooks:
         return None if self.app is None else expired_signal(self.app, self.hostname)
 
     @property
+    def on_child_start(self) -> Callable[[], None] | None:
+        """Run in each prefork child before its first task (never in the fork server, which
+        must stay free of the threads and connections a receiver may open)."""
+        app = self.app
+        return None if app is None else lambda: _child_started(app)
+
+    @property
+    def on_child_exit(self) -> Callable[[int], None] | None:
+        """Run in a prefork child that exits on its own: ``worker_process_shutdown``."""
+        return None if self.app is None else _child_exiting
+
+    @property
     def custom_commands(self) -> CustomCommands | None:
         return None if self.app is None else commands_of(self.app)
 
@@ -144,10 +157,17 @@ class WorkerHooks:
 
         return started
 
+    def shutting_down(self, sig: str, how: str, exitcode: int) -> None:
+        """A stop signal came (``"SIGINT", "Warm", 1``): ``worker_shutting_down``, as Celery's
+        signal handlers send it (not for a remote ``shutdown`` nor a SIGHUP restart)."""
+        if self.app is not None:
+            signals.worker_shutting_down.send(sender=self.hostname, sig=sig, how=how, exitcode=exitcode)
+
     def stopped(self) -> None:
-        if self.app is None:
+        """The worker stopped (or restarts): the loader's hook and ``worker_shutdown``, once."""
+        if self.app is None or self._stopped:
             return
-        signals.worker_shutting_down.send(sender=self.hostname, sig="SIGTERM", how="Warm", exitcode=0)
+        self._stopped = True
         self.app.loader.shutdown_worker()
         signals.worker_shutdown.send(sender=self.sender)
         if self.mirror is not None:
@@ -201,6 +221,14 @@ def worker_hooks(app: Any, args: argparse.Namespace, given: Collection[str] = ()
     django_support.setup_django()
     app.finalize()
     conf = app.conf
+    # Celery's node names: celery@<host> by default, which probes address (`inspect ping -d
+    # celery@$HOSTNAME`); a name without "@" is a host name (`-n worker1`: celery@worker1)
+    args.hostname = hostname = default_nodename(args.hostname)
+    hooks = WorkerHooks(app, hostname)
+    app.loader.init_worker()  # the task modules, then a custom loader's on_worker_init
+    # Celery's order: a celeryd_init receiver may still change the settings the worker reads
+    # next (`conf.worker_concurrency = 3` for one node, as Celery's docs show).
+    signals.celeryd_init.send(sender=hostname, instance=hooks.sender, conf=conf, options=vars(args))
     if not args.queues:  # task_queues (else the default queue), as app.select_queues chose
         args.queues = ",".join(app.amqp.queues.consume_from)
     read_worker_settings(conf, args, given)  # pool, concurrency, limits, timezone: checked
@@ -214,19 +242,11 @@ def worker_hooks(app: Any, args: argparse.Namespace, given: Collection[str] = ()
     if not getattr(args, "prefetch_multiplier", None) and multiplier is not None:
         # Celery's 0 (no limit) is the default here: a claim is never unbounded.
         args.prefetch_multiplier = prefetch_setting(multiplier) or None
-    # Celery's node names: celery@<host> by default, which probes address (`inspect ping -d
-    # celery@$HOSTNAME`); a name without "@" is a host name (`-n worker1`: celery@worker1)
-    args.hostname = hostname = default_nodename(args.hostname)
-    hooks = WorkerHooks(app, hostname)
+    signals.worker_init.send(sender=hooks.sender)
     _setup_logging(args.loglevel, getattr(args, "log_format", "text"))
     _warn_of_bootsteps(app)
-    signals.celeryd_init.send(sender=hostname, instance=hooks.sender, conf=conf, options=vars(args))
-    app.loader.init_worker()  # the task modules, then a custom loader's on_worker_init
-    signals.worker_init.send(sender=hooks.sender)
     signals.celeryd_after_setup.send(sender=hostname, instance=hooks.sender, conf=conf)
-    if args.pool in FORKING_POOLS:
-        os.register_at_fork(after_in_child=lambda: _child_started(app))
-    elif args.pool in INLINE_POOLS:
+    if args.pool in INLINE_POOLS:
         app.loader.init_worker_process()
         signals.worker_process_init.send(sender=None)
     return hooks
@@ -252,3 +272,7 @@ def _child_started(app: Any) -> None:
     app.loader.init_worker_process()
     signals.worker_process_init.send(sender=None)
     app.on_after_fork.send(sender=app)
+
+
+def _child_exiting(exitcode: int) -> None:
+    signals.worker_process_shutdown.send(sender=None, pid=os.getpid(), exitcode=exitcode)

@@ -1,0 +1,102 @@
+"""A real `pgtasks worker` of a Celery app through its life, as Celery's worker lives it:
+settings from ``celeryd_init``, ``worker_process_init`` / ``worker_process_shutdown`` in each
+pool process (never in the fork server), ``worker_shutting_down`` as the stop signal comes
+(with Celery's ``sig``, ``how``, ``exitcode``), and SIGHUP restarting the worker in place."""
+
+from __future__ import annotations
+
+import signal
+import socket
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.compat.apps import lifecycle_app as proj
+from tests.support.cli import cli_env, spawn_pgtasks
+from tests.support.inprocess import wait_for
+from tests.support.ledger import lines_of as lines
+
+MODULE = "tests.compat.apps.lifecycle_app"
+
+
+def start(url: str, ledger: Path, log: Path, *args: str) -> subprocess.Popen[str]:
+    env = cli_env(url, {"PGTASKS_TEST_LEDGER": str(ledger), "PYTHONUNBUFFERED": "1"})
+    argv = ("-A", MODULE, "-P", "prefork", "-l", "INFO", "--lease-seconds", "1", *args)
+    return spawn_pgtasks("worker", *argv, "--poll-interval", "0.05", env=env, output=log)
+
+
+def pids_of(ledger: Path, event: str) -> list[int]:
+    return [int(line.split()[2]) for line in lines(ledger) if line.startswith(f"signal {event} ")]
+
+
+@pytest.fixture
+def app_on(pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("PGTASKS_TEST_LEDGER", str(tmp_path / "ledger"))
+    proj.app.conf.broker_url = pg_url
+    proj.app.set_current()
+    yield proj.app
+    proj.app.close()
+
+
+def test_celeryd_init_configures_the_node_and_each_process_signals(
+    app_on, pg_url: str, tmp_path: Path
+) -> None:
+    ledger, log, release = tmp_path / "ledger", tmp_path / "worker.log", tmp_path / "release"
+    node = f"configured@{socket.gethostname()}"
+    process = start(pg_url, ledger, log, "-n", "configured@%h")  # no -c: the settings decide
+    try:
+        wait_for(lambda: pids_of(ledger, "worker_ready"), timeout=60, what="worker_ready")
+        stats = app_on.control.inspect(destination=[node]).stats()[node]
+        # set by the receiver of celeryd_init for this node, read by the worker after it
+        assert stats["pool"]["max-concurrency"] == 3, log.read_text()
+        assert stats["pool"]["timeouts"] == [1, 0]
+        children = sorted(stats["pool"]["processes"])
+        # once in each pool process, never in the fork server they are forked from
+        assert sorted(pids_of(ledger, "worker_process_init")) == children, lines(ledger)
+        running = proj.hold.delay(str(release))
+        wait_for(lambda: any("task hold started" in e for e in lines(ledger)), timeout=30, what="hold")
+        process.send_signal(signal.SIGINT)
+        # told as the signal comes, while the task still runs (the shutdown waits for it)
+        said = f"signal worker_shutting_down {node} SIGINT Warm 1"
+        wait_for(lambda: said in lines(ledger), timeout=30, what="worker_shutting_down")
+        assert running.state != "SUCCESS" and process.poll() is None
+        release.touch()
+        process.wait(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    events = lines(ledger)
+    assert running.get(timeout=10) == "released"
+    assert events.count(said) == 1
+    exits = [e.split()[2:] for e in events if e.startswith("signal worker_process_shutdown")]
+    assert sorted(exits) == sorted([str(p), str(p), "0"] for p in children)
+    assert events[-1].startswith("signal worker_shutdown")
+
+
+def test_sighup_restarts_the_worker_in_place_and_sigquit_is_cold(app_on, pg_url: str, tmp_path: Path) -> None:
+    ledger, log, release = tmp_path / "ledger", tmp_path / "worker.log", tmp_path / "release"
+    node = f"restarted@{socket.gethostname()}"
+    process = start(pg_url, ledger, log, "-n", node, "-c", "1")
+    try:
+        wait_for(lambda: pids_of(ledger, "worker_ready"), timeout=60, what="worker_ready")
+        running = proj.hold.delay(str(release))
+        wait_for(lambda: any("task hold started" in e for e in lines(ledger)), timeout=30, what="hold")
+        process.send_signal(signal.SIGHUP)
+        wait_for(lambda: "restart (SIGHUP)" in log.read_text(), timeout=30, what="the restart")
+        release.touch()  # the restart waits for the running task, as a warm shutdown does
+        assert running.get(timeout=30) == "released"
+        wait_for(lambda: len(pids_of(ledger, "worker_ready")) == 2, timeout=60, what="the second start")
+        assert process.poll() is None and pids_of(ledger, "worker_ready") == [process.pid] * 2
+        assert proj.pid.delay().get(timeout=30) in pids_of(ledger, "worker_process_init")
+        events = lines(ledger)
+        assert not any(e.startswith("signal worker_shutting_down") for e in events)  # as Celery's
+        assert [e for e in events if e.startswith("signal worker_shutdown")] == [
+            f"signal worker_shutdown {process.pid}"
+        ]
+        process.send_signal(signal.SIGQUIT)
+        assert process.wait(timeout=30) == 1
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert f"signal worker_shutting_down {node} SIGQUIT Cold 1" in lines(ledger)
