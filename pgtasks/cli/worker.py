@@ -216,6 +216,7 @@ def run(args: argparse.Namespace) -> int:
         report_conf=hooks.report_conf,
         on_child_start=hooks.on_child_start,
         on_child_exit=hooks.on_child_exit,
+        on_time_limit=hooks.on_time_limit,
     )
     metrics = MetricsOptions(args.metrics_port, args.metrics_address)  # refused early if not installed
     health = HealthOptions(args.health_file, args.health_port, args.health_address)

@@ -68,6 +68,9 @@ class PoolOptions:
     # worker_process_init / worker_process_shutdown from them. Never in the fork server.
     on_child_start: Callable[[], None] | None = None
     on_child_exit: Callable[[int], None] | None = None
+    # Called in the worker's process with a task whose process was killed at its hard time
+    # limit, and the TimeLimitExceeded it fails with (a Celery app: task_failure, errbacks).
+    on_time_limit: Callable[[TaskRecord, BaseException], None] | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in POOLS:

@@ -520,10 +520,21 @@ class PreforkPool:
                 task.task_id,
                 limit,
             )
-            error = encode_exception(TimeLimitExceeded(f"task ran longer than its time limit of {limit:g}s"))
+            exceeded = TimeLimitExceeded(f"task ran longer than its time limit of {limit:g}s")
+            self._timed_out(task, exceeded)
+            error = encode_exception(exceeded)
             finished.append(
                 (task, Outcome(task.task_id, Status.ERROR, error=error, claim_token=task.claim_token))
             )
+
+    def _timed_out(self, task: TaskRecord, exceeded: TimeLimitExceeded) -> None:
+        hook = self._options.on_time_limit
+        if hook is None:
+            return
+        try:
+            hook(task, exceeded)
+        except Exception:
+            log.exception("the time limit hook raised for task %s[%s]", task.name, task.task_id)
 
     def _replace(self, child: _Child) -> None:
         with self._lock:

@@ -166,6 +166,8 @@ class WorkerOptions:
     # Run in each prefork child as it starts and as it exits on its own (PoolOptions).
     on_child_start: Callable[[], None] | None = None
     on_child_exit: Callable[[int], None] | None = None
+    # Called on the prefork pool's monitor thread for a task killed at its hard time limit.
+    on_time_limit: Callable[[TaskRecord, BaseException], None] | None = None
 
     def __post_init__(self) -> None:
         if self.concurrency < 1:
@@ -193,6 +195,7 @@ class WorkerOptions:
             self.max_memory_per_child,
             self.on_child_start,
             self.on_child_exit,
+            self.on_time_limit,
         )
 
 

@@ -11,11 +11,13 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from celery.exceptions import TimeLimitExceeded
 
 from tests.compat.apps import lifecycle_app as proj
 from tests.support.cli import cli_env, spawn_pgtasks
 from tests.support.inprocess import wait_for
 from tests.support.ledger import lines_of as lines
+from tests.support.processes import stop
 
 MODULE = "tests.compat.apps.lifecycle_app"
 
@@ -100,3 +102,28 @@ def test_sighup_restarts_the_worker_in_place_and_sigquit_is_cold(app_on, pg_url:
         if process.poll() is None:
             process.kill()
     assert f"signal worker_shutting_down {node} SIGQUIT Cold 1" in lines(ledger)
+
+
+def test_a_task_killed_at_its_hard_time_limit_sends_task_failure_and_calls_errbacks(
+    app_on, pg_url: str, tmp_path: Path
+) -> None:
+    ledger, log = tmp_path / "ledger", tmp_path / "worker.log"
+    process = start(pg_url, ledger, log, "-n", "limited@%h", "-c", "1")
+    try:
+        wait_for(lambda: pids_of(ledger, "worker_ready"), timeout=60, what="worker_ready")
+        never = str(tmp_path / "never")
+        killed = proj.hold.apply_async((never, 30), time_limit=1, link_error=proj.errback.s())
+        with pytest.raises(TimeLimitExceeded):
+            killed.get(timeout=30)
+        name = "tests.compat.apps.lifecycle_app.hold"
+        # as Celery's worker, in its main process (the task's process was killed): the
+        # errbacks once, then task_failure
+        wanted = [
+            f"errback {process.pid} {killed.id} TimeLimitExceeded",
+            f"signal task_failure {process.pid} {name} {killed.id} TimeLimitExceeded",
+        ]
+        wait_for(lambda: wanted[-1] in lines(ledger), timeout=30, what="task_failure")
+        ours = ("errback", "signal task_failure")  # not another app's receivers in this process
+        assert [e for e in lines(ledger) if killed.id in e and e.startswith(ours)] == wanted
+    finally:
+        stop(process)

@@ -124,8 +124,8 @@ def _run(
                 # records the failure: task_failure, the errbacks, task_postrun with no state.
                 # Raised on, the engine records it; eagerly it reaches the caller, as in Celery.
                 einfo = ExceptionInfo(exc)
-                _send_task_failure(task, task_id, args, kwargs, exc, einfo)
-                _call_errbacks(task, request, exc, einfo.traceback)
+                send_task_failure(task, task_id, args, kwargs, exc, einfo)
+                call_errbacks(task, request, exc, einfo.traceback)
                 signals.task_postrun.send(
                     sender=task, task_id=task_id, task=task, args=args, kwargs=kwargs, retval=None, state=None
                 )
@@ -162,8 +162,8 @@ def _failed(
             # As Celery's worker (its Issue #4222): a task rejected for good is recorded as a
             # failure, with task_failure and the errbacks (no on_failure: the tracer does not
             # call it for a Reject); task_rejected is Celery's signal for an undecodable message
-            _send_task_failure(task, task_id, args, kwargs, exc, einfo)
-            _call_errbacks(task, request, exc, einfo.traceback)
+            send_task_failure(task, task_id, args, kwargs, exc, einfo)
+            call_errbacks(task, request, exc, einfo.traceback)
         return Attempt(states.REJECTED, exc, einfo)
     if isinstance(exc, Ignore):
         return Attempt(states.IGNORED, exc, ExceptionInfo(exc))
@@ -176,13 +176,13 @@ def _failed(
         mark_expected(exc)  # logged by the worker at INFO without its traceback, as Celery's
     # Celery's order: the errbacks (its backend calls them as it stores the failure), then
     # on_failure, then task_failure
-    _call_errbacks(task, request, exc, einfo.traceback)
+    call_errbacks(task, request, exc, einfo.traceback)
     _call_hook(task.on_failure, exc, task_id, args, kwargs, einfo)
-    _send_task_failure(task, task_id, args, kwargs, exc, einfo)
+    send_task_failure(task, task_id, args, kwargs, exc, einfo)
     return Attempt(states.FAILURE, exc, einfo)
 
 
-def _send_task_failure(
+def send_task_failure(
     task: Task,
     task_id: str,
     args: tuple[Any, ...],
@@ -216,7 +216,7 @@ def _check_encodable(task: Task, value: Any) -> None:
         raise EncodeError(str(exc)) from exc
 
 
-def _call_errbacks(task: Task, request: Context, exc: BaseException, traceback: str) -> None:
+def call_errbacks(task: Task, request: Context, exc: BaseException, traceback: str | None) -> None:
     """Errbacks that take ``(request, exc, traceback)`` run here, in the failing worker, as
     Celery runs them (``traceback``: the formatted text, as Celery's backend passes it); one
     that raises is logged and the others still run."""

@@ -13,10 +13,13 @@ import types
 from collections.abc import Callable, Collection
 from typing import Any
 
+from pgtasks.compat.billiard.einfo import ExceptionInfo
 from pgtasks.compat.bridge import django_support
 from pgtasks.compat.bridge.django_results import mirror_of
+from pgtasks.compat.bridge.execution import call_errbacks, send_task_failure
 from pgtasks.compat.bridge.flag_settings import flag
 from pgtasks.compat.bridge.json_safe import json_safe
+from pgtasks.compat.bridge.requests import request_from_record
 from pgtasks.compat.bridge.worker_request import Request, worker_request
 from pgtasks.compat.bridge.worker_settings import prefetch_setting, read_worker_settings
 from pgtasks.compat.celery import signals
@@ -86,15 +89,39 @@ def expired_signal(app: Celery, hostname: str) -> Callable[[list[str]], None]:
     return expired
 
 
-def _worker_request(app: Celery, record: TaskRecord, hostname: str) -> Request:
-    """The request a worker's signal carries for ``record`` (Celery's worker Request): its
-    arguments decoded, or none when they cannot be (the worker fails such a task with the
-    reason)."""
+def time_limit_signal(app: Celery, hostname: str) -> Callable[[TaskRecord, BaseException], None]:
+    """What a worker does for a task whose process it killed at the hard time limit, as
+    Celery's worker does in its main process: the errbacks taking ``(request, exc,
+    traceback)`` are called (the process that would have called them is gone), then
+    ``task_failure`` is sent with the task as sender and the TimeLimitExceeded. No
+    ``on_failure``: Celery's worker does not call it either."""
+
+    def timed_out(record: TaskRecord, exc: BaseException) -> None:
+        task = app.tasks.get(record.name)
+        if task is None:
+            return
+        args, kwargs = _arguments(app, record)
+        request = request_from_record(record, record.executor_id or hostname, args, kwargs)
+        call_errbacks(task, request, exc, None)
+        send_task_failure(task, record.task_id, args, kwargs, exc, ExceptionInfo(exc))
+
+    return timed_out
+
+
+def _arguments(app: Celery, record: TaskRecord) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """The task's arguments, or none when they cannot be decoded (the worker fails such a
+    task with the reason)."""
     try:
         args, kwargs = app.engine.codec.loads_inputs(record.serialization, record.inputs, record.name)
     except Exception:
-        args, kwargs = [], {}
-    return worker_request(record, hostname, tuple(args), dict(kwargs))
+        return (), {}
+    return tuple(args), dict(kwargs)
+
+
+def _worker_request(app: Celery, record: TaskRecord, hostname: str) -> Request:
+    """The request a worker's signal carries for ``record`` (Celery's worker Request)."""
+    args, kwargs = _arguments(app, record)
+    return worker_request(record, hostname, args, kwargs)
 
 
 class WorkerHooks:
@@ -137,6 +164,10 @@ class WorkerHooks:
     def on_child_exit(self) -> Callable[[int], None] | None:
         """Run in a prefork child that exits on its own: ``worker_process_shutdown``."""
         return None if self.app is None else _child_exiting
+
+    @property
+    def on_time_limit(self) -> Callable[[TaskRecord, BaseException], None] | None:
+        return None if self.app is None else time_limit_signal(self.app, self.hostname)
 
     @property
     def custom_commands(self) -> CustomCommands | None:

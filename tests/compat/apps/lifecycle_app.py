@@ -11,6 +11,7 @@ from pathlib import Path
 from celery import Celery
 from celery.signals import (
     celeryd_init,
+    task_failure,
     worker_process_init,
     worker_process_shutdown,
     worker_ready,
@@ -54,6 +55,17 @@ def on_shutting_down(sender=None, sig=None, how=None, exitcode=None, **kwargs):
 @worker_shutdown.connect
 def on_shutdown(sender=None, **kwargs):
     note("signal worker_shutdown", os.getpid())
+
+
+@task_failure.connect
+def on_failure(sender=None, task_id=None, exception=None, **kwargs):
+    note("signal task_failure", os.getpid(), sender.name, task_id, type(exception).__name__)
+
+
+@app.task
+def errback(request, exc, traceback):
+    """Called ``(request, exc, traceback)`` in the worker that saw the task fail."""
+    note("errback", os.getpid(), request.id, type(exc).__name__)
 
 
 @app.task
