@@ -127,3 +127,18 @@ def test_a_task_killed_at_its_hard_time_limit_sends_task_failure_and_calls_errba
         assert [e for e in lines(ledger) if killed.id in e and e.startswith(ours)] == wanted
     finally:
         stop(process)
+
+
+def test_a_setup_logging_receiver_gets_a_numeric_level_and_no_after_setup_signals(
+    pg_url: str, tmp_path: Path
+) -> None:
+    ledger = tmp_path / "ledger"
+    env = cli_env(pg_url, {"PGTASKS_TEST_LEDGER": str(ledger)})
+    argv = ("-A", "tests.compat.apps.logging_app", "-P", "solo", "-l", "warning", "-n", "logs@%h")
+    process = spawn_pgtasks("worker", *argv, env=env)
+    try:
+        wait_for(lambda: "signal worker_ready" in lines(ledger), timeout=60, what="worker_ready")
+    finally:
+        output = stop(process)
+    # as Celery's worker: the receiver took logging over, so the after_setup_* signals are not sent
+    assert lines(ledger) == ["signal setup_logging 30 True", "signal worker_ready"], output

@@ -81,7 +81,7 @@ def test_worker_task_and_publish_signals(
     events = lines(ledger)
     # Celery's order: the task modules and the loader's hook, worker_init, then the logging
     starting = ["signal import_modules signals", "loader on_worker_init", "signal worker_init signals"]
-    assert events[:4] == [*starting, "signal after_setup_logger INFO"], output
+    assert events[:4] == [*starting, "signal after_setup_logger 20"], output  # logging.INFO, as Celery
     assert "these added to app.steps are not run: worker:AuditStep" in output
     assert "signal worker_init signals" in events
     # the app's loader (Celery(loader=LedgerLoader)): its hooks where Celery's worker calls them

@@ -26,6 +26,7 @@ from pgtasks.compat.celery import signals
 from pgtasks.compat.celery.app.base import Celery
 from pgtasks.compat.celery.app.utils import filter_hidden_settings
 from pgtasks.compat.celery.exceptions import NotRegistered
+from pgtasks.compat.celery.utils.log import mlevel
 from pgtasks.compat.celery.utils.nodenames import default_nodename
 from pgtasks.compat.celery.worker.control import commands_of
 from pgtasks.sysdb.records import TaskRecord
@@ -206,20 +207,17 @@ class WorkerHooks:
 
 
 def _setup_logging(loglevel: str, log_format: str) -> None:
-    level = loglevel.upper()
+    """Celery's worker logging signals: ``setup_logging`` (the level as a number, as Celery
+    sends it); without a receiver, pgtasks' logging and then ``after_setup_logger`` and
+    ``after_setup_task_logger``, which Celery does not send when a receiver took over."""
+    level = mlevel(loglevel.upper())
+    options = {"loglevel": level, "logfile": None, "format": LOG_FORMAT, "colorize": False}
     if signals.setup_logging.receivers:
-        signals.setup_logging.send(
-            sender=None, loglevel=level, logfile=None, format=LOG_FORMAT, colorize=False
-        )
-    else:
-        configure_logging(level, log_format)
-    for signal, logger in (
-        (signals.after_setup_logger, logging.getLogger()),
-        (signals.after_setup_task_logger, logging.getLogger("celery.task")),
-    ):
-        signal.send(
-            sender=None, logger=logger, loglevel=level, logfile=None, format=LOG_FORMAT, colorize=False
-        )
+        signals.setup_logging.send(sender=None, **options)
+        return
+    configure_logging(loglevel.upper(), log_format)
+    signals.after_setup_logger.send(sender=None, logger=logging.getLogger(), **options)
+    signals.after_setup_task_logger.send(sender=None, logger=logging.getLogger("celery.task"), **options)
 
 
 def beat_started(app: Any, beat: Any, embedded: bool) -> None:
