@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import math
 import os
 import sys
 from collections.abc import Sequence
@@ -33,6 +34,7 @@ from pgtasks.cli.startup import add_wait_option, retry_on_startup, wait_for_data
 from pgtasks.engine.errors import ConfigurationError
 from pgtasks.scheduler.beat import BeatThread, start_beat_thread
 from pgtasks.worker.pruner import PRUNE_INTERVAL
+from pgtasks.worker.worker import SHUTDOWN_GRACE
 
 log = logging.getLogger("pgtasks.worker")
 ONE_PER_CPU = "one per CPU"
@@ -114,7 +116,12 @@ def add_worker_command(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> 
     worker.add_argument("--lease-seconds", type=float, help="heartbeat lease (default 30)")
     worker.add_argument("--poll-interval", type=float, help="seconds between polls when idle (default 1)")
     worker.add_argument(
-        "--shutdown-grace", type=seconds, default=30.0, help="warm shutdown wait in seconds (default 30)"
+        "--shutdown-grace",
+        type=seconds,
+        help=(
+            f"warm shutdown wait in seconds (default {SHUTDOWN_GRACE:g}; a Celery app's worker waits"
+            " for its running tasks however long they run, as Celery's)"
+        ),
     )
     worker.add_argument("-B", "--beat", action="store_true", help="also run the scheduler in this worker")
     add_wait_option(worker)
@@ -198,7 +205,7 @@ def run(args: argparse.Namespace) -> int:
         queues=queues,
         concurrency=args.concurrency,
         executor_id=args.hostname or "",
-        shutdown_grace=args.shutdown_grace,
+        shutdown_grace=shutdown_grace(args.shutdown_grace, hooks.app is not None),
         pool=args.pool,
         # A limit flag given 0 is no limit, as in Celery (worker_hooks left the app's setting unread).
         time_limit=args.time_limit or None,
@@ -217,6 +224,7 @@ def run(args: argparse.Namespace) -> int:
         on_child_start=hooks.on_child_start,
         on_child_exit=hooks.on_child_exit,
         on_time_limit=hooks.on_time_limit,
+        on_heartbeat=hooks.on_heartbeat,
     )
     metrics = MetricsOptions(args.metrics_port, args.metrics_address)  # refused early if not installed
     health = HealthOptions(args.health_file, args.health_port, args.health_address)
@@ -251,6 +259,15 @@ def run(args: argparse.Namespace) -> int:
         )
     finally:
         hooks.stopped()
+
+
+def shutdown_grace(given: float | None, celery_app: bool) -> float:
+    """``--shutdown-grace``, else 30 s; unbounded for a Celery app, whose warm shutdown waits
+    for the running tasks as long as they run (an operator who gave a long task ten minutes
+    to stop must not see it cut at 30 s and run again elsewhere)."""
+    if given is not None:
+        return given
+    return math.inf if celery_app else SHUTDOWN_GRACE
 
 
 def prefetch_multiplier(args: argparse.Namespace) -> int | None:

@@ -5,11 +5,14 @@ warm shutdown (stop claiming, let running tasks finish within the grace period, 
 outcomes; exit status 0). A second SIGTERM/SIGINT, or SIGQUIT: cold shutdown (exit at
 once; the tasks still running are recovered from the database, so nothing is lost).
 SIGHUP, when standard output is not a terminal (as Celery's worker): restart, a warm
-shutdown and then the same command line again in the same process.
+shutdown and then the same command line again in the same process. SIGUSR1: the stack of
+every thread is written to standard error, and the worker goes on (Celery's worker does the
+same; by default the signal would end the process).
 """
 
 from __future__ import annotations
 
+import faulthandler
 import logging
 import os
 import select
@@ -94,6 +97,8 @@ def run_worker(
         handled += (signal.SIGHUP,)
     for stop_signal in handled:
         signal.signal(stop_signal, lambda _signum, _frame: None)
+    # Written from the C handler, safe at any moment; the pool's processes inherit it.
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     worker.start()
     if after_start is not None:  # e.g. the -B scheduler: started after prefork children fork
         after_start()

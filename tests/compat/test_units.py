@@ -98,6 +98,8 @@ def test_routing_precedence_and_router_kinds() -> None:
 
     with pytest.raises(ConfigurationError, match="task_routes entries"):
         prepare_routers([42])
+    with pytest.raises(ConfigurationError, match=r"holds \(task name or pattern, route\) pairs, not 'a\.\*'"):
+        prepare_routers([["a.*", "glob"]])  # one pair, not wrapped in a list of pairs
 
 
 def path_router(name: str, args: object, kwargs: object, options: object, task: object = None, **kw: object):

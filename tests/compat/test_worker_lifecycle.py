@@ -56,6 +56,10 @@ def test_celeryd_init_configures_the_node_and_each_process_signals(
         children = sorted(stats["pool"]["processes"])
         # once in each pool process, never in the fork server they are forked from
         assert sorted(pids_of(ledger, "worker_process_init")) == children, lines(ledger)
+        # heartbeat_sent in the worker's main process, again and again (every quarter lease)
+        beats = f"signal heartbeat_sent {process.pid} {node}"
+        wait_for(lambda: lines(ledger).count(beats) >= 3, timeout=30, what="three heartbeats")
+        assert Path(f"{ledger}.alive").exists()
         running = proj.hold.delay(str(release))
         wait_for(lambda: any("task hold started" in e for e in lines(ledger)), timeout=30, what="hold")
         process.send_signal(signal.SIGINT)
@@ -73,10 +77,14 @@ def test_celeryd_init_configures_the_node_and_each_process_signals(
     assert events.count(said) == 1
     exits = [e.split()[2:] for e in events if e.startswith("signal worker_process_shutdown")]
     assert sorted(exits) == sorted([str(p), str(p), "0"] for p in children)
-    assert events[-1].startswith("signal worker_shutdown")
+    assert [e for e in events if not e.startswith("signal heartbeat_sent")][-1].startswith(
+        "signal worker_shutdown"
+    )
 
 
-def test_sighup_restarts_the_worker_in_place_and_sigquit_is_cold(app_on, pg_url: str, tmp_path: Path) -> None:
+def test_sighup_restarts_the_worker_in_place_sigusr1_dumps_stacks_and_sigquit_is_cold(
+    app_on, pg_url: str, tmp_path: Path
+) -> None:
     ledger, log, release = tmp_path / "ledger", tmp_path / "worker.log", tmp_path / "release"
     node = f"restarted@{socket.gethostname()}"
     process = start(pg_url, ledger, log, "-n", node, "-c", "1")
@@ -96,6 +104,10 @@ def test_sighup_restarts_the_worker_in_place_and_sigquit_is_cold(app_on, pg_url:
         assert [e for e in events if e.startswith("signal worker_shutdown")] == [
             f"signal worker_shutdown {process.pid}"
         ]
+        # Celery's SIGUSR1: every thread's stack to standard error, and the worker goes on
+        process.send_signal(signal.SIGUSR1)
+        wait_for(lambda: "most recent call first" in log.read_text(), timeout=30, what="the stacks")
+        assert proj.pid.delay().get(timeout=30) and process.poll() is None
         process.send_signal(signal.SIGQUIT)
         assert process.wait(timeout=30) == 1
     finally:
@@ -142,3 +154,24 @@ def test_a_setup_logging_receiver_gets_a_numeric_level_and_no_after_setup_signal
         output = stop(process)
     # as Celery's worker: the receiver took logging over, so the after_setup_* signals are not sent
     assert lines(ledger) == ["signal setup_logging 30 True", "signal worker_ready"], output
+
+
+def test_a_warm_shutdown_waits_for_a_long_task_as_celery_does(app_on, pg_url: str, tmp_path: Path) -> None:
+    ledger, log, release = tmp_path / "ledger", tmp_path / "worker.log", tmp_path / "release"
+    process = start(pg_url, ledger, log, "-n", "patient@%h", "-c", "1")
+    try:
+        wait_for(lambda: pids_of(ledger, "worker_ready"), timeout=60, what="worker_ready")
+        running = proj.hold.delay(str(release), 120)
+        wait_for(lambda: any("task hold started" in e for e in lines(ledger)), timeout=30, what="hold")
+        process.send_signal(signal.SIGTERM)
+        # past pgtasks' own 30 s grace: a Celery app's worker still waits, as Celery's
+        with pytest.raises(subprocess.TimeoutExpired):
+            process.wait(timeout=35)
+        release.touch()
+        assert process.wait(timeout=60) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert running.get(timeout=10) == "released"
+    assert sum("task hold started" in e for e in lines(ledger)) == 1  # finished, never run again
+    assert "grace period over" not in log.read_text()

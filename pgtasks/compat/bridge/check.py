@@ -127,7 +127,6 @@ UNSUPPORTED_SETTINGS: dict[str, str] = {
 }
 # Signals pgtasks never sends (yet): a receiver connected to one never runs.
 SILENT_SIGNALS = (
-    signals.heartbeat_sent,
     signals.worker_before_create_process,
     signals.task_sent,
     signals.eventlet_pool_started,

@@ -171,6 +171,19 @@ class WorkerHooks:
         return None if self.app is None else time_limit_signal(self.app, self.hostname)
 
     @property
+    def on_heartbeat(self) -> Callable[[], None] | None:
+        """``heartbeat_sent`` each time the worker's heartbeat is renewed, as Celery's worker
+        sends it with each event heartbeat (the sender has ``.app`` and ``.hostname``)."""
+        if self.app is None:
+            return None
+        sender = self.sender
+
+        def beat() -> None:
+            signals.heartbeat_sent.send(sender=sender)
+
+        return beat
+
+    @property
     def custom_commands(self) -> CustomCommands | None:
         return None if self.app is None else commands_of(self.app)
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from celery import Celery
 from celery.signals import (
     celeryd_init,
+    heartbeat_sent,
     task_failure,
     worker_process_init,
     worker_process_shutdown,
@@ -35,6 +36,13 @@ def configure_this_node(sender=None, conf=None, **kwargs):
 @worker_ready.connect
 def on_ready(sender=None, **kwargs):
     note("signal worker_ready", os.getpid())
+
+
+@heartbeat_sent.connect
+def on_heartbeat(sender=None, **kwargs):
+    # the liveness probe of Celery deployments: a file touched at every heartbeat
+    Path(os.environ["PGTASKS_TEST_LEDGER"] + ".alive").touch()
+    note("signal heartbeat_sent", os.getpid(), sender.hostname)
 
 
 @worker_process_init.connect
