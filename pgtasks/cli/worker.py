@@ -6,9 +6,11 @@ import argparse
 import importlib
 import logging
 import math
+import multiprocessing
 import os
+import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,9 +32,12 @@ from pgtasks.cli.options import (
     seconds,
     whole_or_zero,
 )
+from pgtasks.cli.pidfile import PidfileError, acquire, release
 from pgtasks.cli.startup import add_wait_option, retry_on_startup, wait_for_database
 from pgtasks.engine.errors import ConfigurationError
 from pgtasks.scheduler.beat import BeatThread, start_beat_thread
+from pgtasks.worker.logs import log_to_file_of_process
+from pgtasks.worker.node_paths import expand_node_path
 from pgtasks.worker.pruner import PRUNE_INTERVAL
 from pgtasks.worker.worker import SHUTDOWN_GRACE
 
@@ -113,6 +118,17 @@ def add_worker_command(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> 
         help="text: Celery's lines (default); json: one JSON object per line, for log collectors",
     )
     add_loglevel_option(worker)
+    worker.add_argument(
+        "-f",
+        "--logfile",
+        help="log to this file instead of stderr, as Celery's (%%n %%h %%d %%p %%i %%I expand; with %%I "
+        "each prefork process writes a file of its own)",
+    )
+    worker.add_argument(
+        "--pidfile",
+        help="keep the worker's pid in this file while it runs (expanded as --logfile); a file naming "
+        "a live process refuses the start, as in Celery",
+    )
     worker.add_argument("--lease-seconds", type=float, help="heartbeat lease (default 30)")
     worker.add_argument("--poll-interval", type=float, help="seconds between polls when idle (default 1)")
     worker.add_argument(
@@ -169,17 +185,12 @@ def add_worker_command(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> 
     add_ignored(
         celery, "--pool-start-method", value=True, why="prefork children fork from pgtasks' own fork server"
     )
-    add_daemon_options(celery)
+    add_daemon_options(celery, files=True)
 
 
 def run(args: argparse.Namespace) -> int:
-    """Start the worker of ``-A``'s app; its exit status."""
-    from pgtasks.compat.bridge.worker_start import beat_started, worker_hooks
-    from pgtasks.worker.health import HealthOptions
-    from pgtasks.worker.logs import configure_logging
-    from pgtasks.worker.metrics import MetricsOptions
-    from pgtasks.worker.process import run_worker
-    from pgtasks.worker.worker import WorkerOptions
+    """Start the worker of ``-A``'s app; its exit status. ``--pidfile`` names it while it runs."""
+    from pgtasks.compat.bridge.worker_start import node_name
 
     if not args.app:
         print("pgtasks worker: -A/--app is required", file=sys.stderr)
@@ -192,6 +203,32 @@ def run(args: argparse.Namespace) -> int:
         given.add("pool")
     if not args.concurrency:  # not given, or Celery's -c 0
         args.concurrency = os.cpu_count() or 1
+    node = node_name(app, args.hostname)
+    log_pattern = args.logfile
+    args.logfile = expand_node_path(log_pattern, node) if log_pattern else None
+    pidfile = Path(expand_node_path(args.pidfile, node)) if args.pidfile else None
+    if pidfile is not None:
+        try:
+            acquire(pidfile)
+        except PidfileError as exc:
+            print(exc, file=sys.stderr)
+            return exc.status
+    try:
+        return _run(app, args, given, node, log_pattern)
+    finally:
+        if pidfile is not None:
+            release(pidfile)
+
+
+def _run(app: Any, args: argparse.Namespace, given: set[str], node: str, log_pattern: str | None) -> int:
+    """The worker of ``app`` as node ``node`` until it stops; its exit status."""
+    from pgtasks.compat.bridge.worker_start import beat_started, worker_hooks
+    from pgtasks.worker.health import HealthOptions
+    from pgtasks.worker.logs import configure_logging
+    from pgtasks.worker.metrics import MetricsOptions
+    from pgtasks.worker.process import run_worker
+    from pgtasks.worker.worker import WorkerOptions
+
     hooks = worker_hooks(app, args, given)  # a Celery app: its settings, include, signals
     overrides: dict[str, Any] = {}
     if args.lease_seconds is not None:
@@ -221,7 +258,7 @@ def run(args: argparse.Namespace) -> int:
         on_expired=hooks.on_expired,
         custom_commands=hooks.custom_commands,
         report_conf=hooks.report_conf,
-        on_child_start=hooks.on_child_start,
+        on_child_start=process_logs(log_pattern, node, args.logfile, hooks.on_child_start),
         on_child_exit=hooks.on_child_exit,
         on_time_limit=hooks.on_time_limit,
         on_heartbeat=hooks.on_heartbeat,
@@ -242,7 +279,7 @@ def run(args: argparse.Namespace) -> int:
 
     after_start = hooks.after_start(start_beat if args.beat else None)
     try:
-        configure_logging(args.loglevel, args.log_format)
+        configure_logging(args.loglevel, args.log_format, args.logfile)
         warn_of_time_limits(options.time_limit, options.soft_time_limit)
         wait_for_database(engine, log, retry_on_startup(app, args.wait_for_database))
         return run_worker(
@@ -259,6 +296,24 @@ def run(args: argparse.Namespace) -> int:
         )
     finally:
         hooks.stopped()
+
+
+def process_logs(
+    pattern: str | None, node: str, logfile: str | None, then: Callable[[], None] | None
+) -> Callable[[], None] | None:
+    """What each prefork process runs as it starts: with ``--logfile`` naming ``%I`` (or
+    ``%i``), it logs to a file of its own (``w1-1.log`` for ``ForkPoolWorker-1``), as Celery's
+    processes do; then ``then``."""
+    if not pattern or logfile is None or not re.search(r"%[iI]", pattern):
+        return then
+
+    def start() -> None:
+        index = int(multiprocessing.current_process().name.rpartition("-")[2] or 0)
+        log_to_file_of_process(logfile, expand_node_path(pattern, node, index))
+        if then is not None:
+            then()
+
+    return start
 
 
 def shutdown_grace(given: float | None, celery_app: bool) -> float:

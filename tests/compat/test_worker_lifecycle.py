@@ -14,9 +14,10 @@ import pytest
 from celery.exceptions import TimeLimitExceeded
 
 from tests.compat.apps import lifecycle_app as proj
-from tests.support.cli import cli_env, spawn_pgtasks
+from tests.support.cli import cli_env, run_pgtasks, spawn_pgtasks
 from tests.support.inprocess import wait_for
 from tests.support.ledger import lines_of as lines
+from tests.support.ledger import text_of
 from tests.support.processes import stop
 
 MODULE = "tests.compat.apps.lifecycle_app"
@@ -175,3 +176,29 @@ def test_a_warm_shutdown_waits_for_a_long_task_as_celery_does(app_on, pg_url: st
     assert running.get(timeout=10) == "released"
     assert sum("task hold started" in e for e in lines(ledger)) == 1  # finished, never run again
     assert "grace period over" not in log.read_text()
+
+
+def test_pidfile_and_logfile_expand_as_celerys_and_a_live_pidfile_refuses_a_second_worker(
+    app_on, pg_url: str, tmp_path: Path
+) -> None:
+    ledger, out = tmp_path / "ledger", tmp_path / "out.txt"
+    files = ("--pidfile", f"{tmp_path}/%n.pid", "--logfile", f"{tmp_path}/%n%I.log")
+    process = start(pg_url, ledger, out, "-n", "files@%h", "-c", "1", *files)
+    pidfile, main_log, child_log = tmp_path / "files.pid", tmp_path / "files.log", tmp_path / "files-1.log"
+    try:
+        wait_for(lambda: pids_of(ledger, "worker_ready"), timeout=60, what="worker_ready")
+        assert pidfile.read_text() == f"{process.pid}\n"
+        assert "files@" in main_log.read_text() and "ready." in main_log.read_text()
+        proj.logs.delay("hello").get(timeout=30)
+        # the pool process (ForkPoolWorker-1) logs to a file of its own: %I is -1 there
+        wait_for(lambda: "task says hello" in text_of(child_log), timeout=30, what="the task's log line")
+        assert "task says hello" not in main_log.read_text()
+        second = run_pgtasks("worker", "-A", MODULE, "-n", "files@%h", *files, url=pg_url, timeout=60)
+        assert second.returncode == 73, second.stderr
+        assert f"ERROR: Pidfile ({pidfile}) already exists." in second.stderr
+        assert f"Seems we're already running? (pid: {process.pid})" in second.stderr
+        assert pidfile.read_text() == f"{process.pid}\n"  # the refused start leaves it alone
+    finally:
+        output = stop(process)
+    assert process.returncode == 0, output
+    assert not pidfile.exists()  # removed as the worker stops

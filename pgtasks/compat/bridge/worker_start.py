@@ -33,6 +33,7 @@ from pgtasks.sysdb.records import TaskRecord
 from pgtasks.worker.control import CustomCommands
 from pgtasks.worker.logs import LOG_FORMAT, configure_logging
 from pgtasks.worker.pools import INLINE_POOLS
+from pgtasks.worker.worker import default_executor_id
 
 log = logging.getLogger("pgtasks.compat")
 
@@ -219,16 +220,16 @@ class WorkerHooks:
             self.mirror.stop()
 
 
-def _setup_logging(loglevel: str, log_format: str) -> None:
+def _setup_logging(loglevel: str, log_format: str, logfile: str | None) -> None:
     """Celery's worker logging signals: ``setup_logging`` (the level as a number, as Celery
     sends it); without a receiver, pgtasks' logging and then ``after_setup_logger`` and
     ``after_setup_task_logger``, which Celery does not send when a receiver took over."""
     level = mlevel(loglevel.upper())
-    options = {"loglevel": level, "logfile": None, "format": LOG_FORMAT, "colorize": False}
+    options = {"loglevel": level, "logfile": logfile, "format": LOG_FORMAT, "colorize": False}
     if signals.setup_logging.receivers:
         signals.setup_logging.send(sender=None, **options)
         return
-    configure_logging(loglevel.upper(), log_format)
+    configure_logging(loglevel.upper(), log_format, logfile)
     signals.after_setup_logger.send(sender=None, logger=logging.getLogger(), **options)
     signals.after_setup_task_logger.send(sender=None, logger=logging.getLogger("celery.task"), **options)
 
@@ -252,6 +253,14 @@ def beat_started(app: Any, beat: Any, embedded: bool) -> None:
         if not embedded:
             app.loader.init_worker()  # as Celery's beat: the task modules, the loader's hook
         (signals.beat_embedded_init if embedded else signals.beat_init).send(sender=beat)
+
+
+def node_name(app: Any, hostname: str | None) -> str:
+    """The node name the worker of ``app`` runs as: Celery's for a Celery app (``celery@<host>``
+    by default; a name without ``@`` is a host), else ``hostname`` or ``pgtasks@<host>``."""
+    if isinstance(app, Celery):
+        return default_nodename(hostname)
+    return hostname or default_executor_id()
 
 
 def worker_hooks(app: Any, args: argparse.Namespace, given: Collection[str] = ()) -> WorkerHooks:
@@ -285,7 +294,7 @@ def worker_hooks(app: Any, args: argparse.Namespace, given: Collection[str] = ()
         # Celery's 0 (no limit) is the default here: a claim is never unbounded.
         args.prefetch_multiplier = prefetch_setting(multiplier) or None
     signals.worker_init.send(sender=hooks.sender)
-    _setup_logging(args.loglevel, getattr(args, "log_format", "text"))
+    _setup_logging(args.loglevel, getattr(args, "log_format", "text"), getattr(args, "logfile", None))
     _warn_of_bootsteps(app)
     signals.celeryd_after_setup.send(sender=hostname, instance=hooks.sender, conf=conf)
     if args.pool in INLINE_POOLS:

@@ -19,8 +19,11 @@ from celery.signals import (
     worker_shutdown,
     worker_shutting_down,
 )
+from celery.utils.log import get_task_logger
 
 from tests.compat.apps.ledger import note
+
+logger = get_task_logger(__name__)
 
 app = Celery("lifecycle", broker=os.environ.get("PGTASKS_DATABASE_URL"))
 
@@ -89,3 +92,8 @@ def hold(release: str, seconds: float = 60) -> str:
 @app.task
 def pid() -> int:
     return os.getpid()
+
+
+@app.task
+def logs(message: str) -> None:
+    logger.warning("task says %s", message)
