@@ -47,9 +47,12 @@ def test_celeryd_init_configures_the_node_and_each_process_signals(
 ) -> None:
     ledger, log, release = tmp_path / "ledger", tmp_path / "worker.log", tmp_path / "release"
     node = f"configured@{socket.gethostname()}"
-    process = start(pg_url, ledger, log, "-n", "configured@%h")  # no -c: the settings decide
+    # no -c: the settings decide
+    process = start(pg_url, ledger, log, "-n", "configured@%h", "-Q", "celery,other")
     try:
         wait_for(lambda: pids_of(ledger, "worker_ready"), timeout=60, what="worker_ready")
+        told = f"signal celeryd_init {node} {process.pid} ['celery', 'other'] 20"
+        assert told in lines(ledger)
         stats = app_on.control.inspect(destination=[node]).stats()[node]
         # set by the receiver of celeryd_init for this node, read by the worker after it
         assert stats["pool"]["max-concurrency"] == 3, log.read_text()

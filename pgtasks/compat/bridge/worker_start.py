@@ -279,7 +279,7 @@ def worker_hooks(app: Any, args: argparse.Namespace, given: Collection[str] = ()
     app.loader.init_worker()  # the task modules, then a custom loader's on_worker_init
     # Celery's order: a celeryd_init receiver may still change the settings the worker reads
     # next (`conf.worker_concurrency = 3` for one node, as Celery's docs show).
-    signals.celeryd_init.send(sender=hostname, instance=hooks.sender, conf=conf, options=vars(args))
+    signals.celeryd_init.send(sender=hostname, instance=hooks.sender, conf=conf, options=_options(args))
     if not args.queues:  # task_queues (else the default queue), as app.select_queues chose
         args.queues = ",".join(app.amqp.queues.consume_from)
     read_worker_settings(conf, args, given)  # pool, concurrency, limits, timezone: checked
@@ -301,6 +301,18 @@ def worker_hooks(app: Any, args: argparse.Namespace, given: Collection[str] = ()
         app.loader.init_worker_process()
         signals.worker_process_init.send(sender=None)
     return hooks
+
+
+def _options(args: argparse.Namespace) -> dict[str, Any]:
+    """The worker's options as Celery's ``celeryd_init`` gives them: ``queues`` a list (None
+    without ``-Q``), ``loglevel`` a number, no function of the command line."""
+    options = {k: v for k, v in vars(args).items() if not callable(v)}
+    queues = options.get("queues")
+    if isinstance(queues, str):
+        options["queues"] = [q.strip() for q in queues.split(",") if q.strip()]
+    if isinstance(options.get("loglevel"), str):
+        options["loglevel"] = mlevel(options["loglevel"].upper())
+    return options
 
 
 def _warn_of_bootsteps(app: Celery) -> None:

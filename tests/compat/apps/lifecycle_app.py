@@ -30,10 +30,11 @@ app = Celery("lifecycle", broker=os.environ.get("PGTASKS_DATABASE_URL"))
 
 # Celery's docs: "configure workers by node name" from celeryd_init, before the worker reads them
 @celeryd_init.connect(sender=f"configured@{socket.gethostname()}")
-def configure_this_node(sender=None, conf=None, **kwargs):
+def configure_this_node(sender=None, conf=None, options=None, **kwargs):
     conf.worker_concurrency = 3
     conf.task_soft_time_limit = 1
-    note("signal celeryd_init", sender, os.getpid())
+    # Celery's shapes: the -Q queues as a list, the level as a number
+    note("signal celeryd_init", sender, os.getpid(), options["queues"], options["loglevel"])
 
 
 @worker_ready.connect
