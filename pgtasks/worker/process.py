@@ -93,7 +93,9 @@ def run_worker(
     os.set_blocking(wake_write, False)
     signal.set_wakeup_fd(wake_write)
     handled: tuple[signal.Signals, ...] = STOP_SIGNALS
-    if not sys.stdout.isatty():  # as Celery: closing a terminal must not restart it in the background
+    # As Celery: closing a terminal must not restart it in the background; nor a worker
+    # started under nohup, which asked for SIGHUP to be ignored.
+    if not sys.stdout.isatty() and signal.getsignal(signal.SIGHUP) is not signal.SIG_IGN:
         handled += (signal.SIGHUP,)
     for stop_signal in handled:
         signal.signal(stop_signal, lambda _signum, _frame: None)
