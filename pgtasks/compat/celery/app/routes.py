@@ -11,7 +11,6 @@ a route, and without any the task goes to ``task_default_queue``.
 
 from __future__ import annotations
 
-import fnmatch
 import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -52,8 +51,11 @@ class MapRoute:
         for key, route in mapping.items() if isinstance(mapping, Mapping) else _pairs(mapping):
             if isinstance(key, re.Pattern):
                 self.patterns.append((key, route))
-            elif isinstance(key, str) and any(c in key for c in "*?["):
-                self.patterns.append((re.compile(fnmatch.translate(key)), route))
+            elif isinstance(key, str) and "*" in key:
+                # Celery's globs: only '*' (any run of characters, dots too) is a wildcard;
+                # '?' and '[' are themselves, as in task names
+                glob = ".*".join(re.escape(part) for part in key.split("*"))
+                self.patterns.append((re.compile(glob + r"\Z"), route))
             elif isinstance(key, str):
                 self.exact[key] = route
             else:
