@@ -160,6 +160,22 @@ def add_refused(parser: argparse.ArgumentParser | Any, *flags: str, why: str) ->
     parser.add_argument(*flags, action=_Refused, default=argparse.SUPPRESS, why=why, help=f"refused: {why}")
 
 
+def add_file_options(parser: argparse.ArgumentParser, formats: bool) -> None:
+    """Celery's ``-f/--logfile`` and ``--pidfile``, served (``formats``: Celery's worker
+    expands ``%n`` and the others in them; its beat takes them as they are)."""
+    expanded = " (%%n %%h %%d %%p %%i %%I expand; with %%I each prefork process writes its own)"
+    parser.add_argument(
+        "-f",
+        "--logfile",
+        help="log to this file instead of stderr, as Celery's" + (expanded if formats else ""),
+    )
+    parser.add_argument(
+        "--pidfile",
+        help="keep the process id in this file while it runs; a file naming a live process refuses "
+        "the start, as in Celery",
+    )
+
+
 def add_daemon_options(group: Any, files: bool = False) -> None:
     """Celery's options of a daemonized worker or beat: pgtasks changes no user, so they are
     ignored; so are ``--logfile`` and ``--pidfile`` unless ``files`` (the caller serves them)."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 EX_CANTCREAT = 73  # Celery's exit status when the pidfile exists (os.EX_CANTCREAT)
@@ -21,6 +22,22 @@ class PidfileError(Exception):
     """The pidfile names a live worker, or cannot be written; ``status`` is the exit status."""
 
     status = EX_CANTCREAT
+
+
+def run_holding(path: str | None, run: Callable[[], int]) -> int:
+    """``run()`` with its process id in ``path`` (when given) while it runs; its exit status,
+    or 73 with Celery's message on stderr when the pidfile names a live process."""
+    if not path:
+        return run()
+    try:
+        acquire(Path(path))
+    except PidfileError as exc:
+        print(exc, file=sys.stderr)
+        return exc.status
+    try:
+        return run()
+    finally:
+        release(Path(path))
 
 
 def acquire(path: Path) -> None:

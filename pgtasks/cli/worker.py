@@ -20,6 +20,7 @@ from pgtasks.cli.options import (
     POOL_GIVEN,
     add_command,
     add_daemon_options,
+    add_file_options,
     add_ignored,
     add_loglevel_option,
     add_pool_option,
@@ -32,7 +33,7 @@ from pgtasks.cli.options import (
     seconds,
     whole_or_zero,
 )
-from pgtasks.cli.pidfile import PidfileError, acquire, release
+from pgtasks.cli.pidfile import run_holding
 from pgtasks.cli.startup import add_wait_option, retry_on_startup, wait_for_database
 from pgtasks.engine.errors import ConfigurationError
 from pgtasks.scheduler.beat import BeatThread, start_beat_thread
@@ -118,17 +119,7 @@ def add_worker_command(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> 
         help="text: Celery's lines (default); json: one JSON object per line, for log collectors",
     )
     add_loglevel_option(worker)
-    worker.add_argument(
-        "-f",
-        "--logfile",
-        help="log to this file instead of stderr, as Celery's (%%n %%h %%d %%p %%i %%I expand; with %%I "
-        "each prefork process writes a file of its own)",
-    )
-    worker.add_argument(
-        "--pidfile",
-        help="keep the worker's pid in this file while it runs (expanded as --logfile); a file naming "
-        "a live process refuses the start, as in Celery",
-    )
+    add_file_options(worker, formats=True)
     worker.add_argument("--lease-seconds", type=float, help="heartbeat lease (default 30)")
     worker.add_argument("--poll-interval", type=float, help="seconds between polls when idle (default 1)")
     worker.add_argument(
@@ -206,18 +197,8 @@ def run(args: argparse.Namespace) -> int:
     node = node_name(app, args.hostname)
     log_pattern = args.logfile
     args.logfile = expand_node_path(log_pattern, node) if log_pattern else None
-    pidfile = Path(expand_node_path(args.pidfile, node)) if args.pidfile else None
-    if pidfile is not None:
-        try:
-            acquire(pidfile)
-        except PidfileError as exc:
-            print(exc, file=sys.stderr)
-            return exc.status
-    try:
-        return _run(app, args, given, node, log_pattern)
-    finally:
-        if pidfile is not None:
-            release(pidfile)
+    pidfile = expand_node_path(args.pidfile, node) if args.pidfile else None
+    return run_holding(pidfile, lambda: _run(app, args, given, node, log_pattern))
 
 
 def _run(app: Any, args: argparse.Namespace, given: set[str], node: str, log_pattern: str | None) -> int:

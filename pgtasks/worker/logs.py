@@ -133,7 +133,7 @@ def configure_logging(loglevel: str, log_format: str = "text", logfile: str | No
     if root.handlers:
         return
     # not sys.stderr: a task may close that
-    handler = _file_handler(logfile) if logfile else logging.StreamHandler(log_stream())
+    handler = file_handler(logfile) if logfile else logging.StreamHandler(log_stream())
     handler.setFormatter(JsonFormatter() if log_format == "json" else TaskFormatter())
     root.addHandler(handler)
     root.setLevel(loglevel.upper())
@@ -145,13 +145,13 @@ def log_to_file_of_process(logfile: str, path: str) -> None:
     root = logging.getLogger()
     for handler in list(root.handlers):
         if isinstance(handler, WatchedFileHandler) and handler.baseFilename == os.path.abspath(logfile):
-            replacement = _file_handler(path)
+            replacement = file_handler(path)
             replacement.setFormatter(handler.formatter)
             root.removeHandler(handler)
             root.addHandler(replacement)
 
 
-def _file_handler(path: str) -> WatchedFileHandler:
+def file_handler(path: str) -> WatchedFileHandler:
     """Celery's handler of ``--logfile``: reopened when logrotate moves the file."""
     try:
         return WatchedFileHandler(path, encoding="utf-8")

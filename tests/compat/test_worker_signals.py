@@ -198,14 +198,18 @@ def test_signal_receivers_connect_disconnect_and_survive_errors() -> None:
 
 
 def test_pgtasks_beat_sends_beat_init(sqlite_url: str, tmp_path: Path) -> None:
-    ledger = tmp_path / "ledger"
+    ledger, pidfile, logfile = tmp_path / "ledger", tmp_path / "beat.pid", tmp_path / "beat.log"
     env = cli_env(sqlite_url, {"PGTASKS_TEST_LEDGER": str(ledger)})
-    process = spawn_pgtasks("beat", "-A", "tests.compat.apps.signals_app", env=env)
+    # Celery's beat --pidfile and --logfile (taken as they are: the beat has no node name)
+    files = ("--pidfile", str(pidfile), "--logfile", str(logfile))
+    process = spawn_pgtasks("beat", "-A", "tests.compat.apps.signals_app", *files, env=env)
     try:
         wait_for(lambda: "signal beat_init Beat" in lines(ledger), timeout=60, what="beat_init")
+        assert pidfile.read_text() == f"{process.pid}\n"
     finally:
         output = stop(process, signal.SIGTERM)
     assert process.returncode == 0, output
+    assert "/beat] " in logfile.read_text() and not pidfile.exists()
     # as Celery's beat: the app loader's init_worker (imports, then on_worker_init) first
     events = lines(ledger)
     assert events.index("loader on_worker_init") < events.index("signal beat_init Beat"), events
