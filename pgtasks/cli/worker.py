@@ -273,7 +273,7 @@ def _run(app: Any, args: argparse.Namespace, given: set[str], node: str, log_pat
             health=health,
             metrics=metrics,
             on_stop_signal=hooks.shutting_down,
-            before_restart=hooks.stopped,
+            after_stop=hooks.stopped,
         )
     finally:
         hooks.stopped()

@@ -68,7 +68,7 @@ def run_worker(
     health: HealthOptions | None = None,
     metrics: MetricsOptions | None = None,
     on_stop_signal: StopSignalHook | None = None,
-    before_restart: Callable[[], object] | None = None,
+    after_stop: Callable[[], object] | None = None,
 ) -> int:
     """Run a worker in this process until a signal stops it; return the exit code.
 
@@ -77,8 +77,8 @@ def run_worker(
     ``health`` starts the probes (a file, an HTTP port) once the worker serves; ``metrics``
     the Prometheus endpoint, counting from the first claim. ``on_stop_signal(name, how,
     exit code)`` runs as a stop signal arrives (``"SIGTERM", "Warm", 0``; cold: before the
-    process exits); ``before_restart`` after the warm shutdown of a SIGHUP restart, before
-    the command line runs again.
+    process exits); ``after_stop`` once the worker stopped warm (its tasks finished, or the
+    grace period over), before the process exits or a SIGHUP restart runs it again.
 
     Signal handlers do nothing but wake the main thread through ``signal.set_wakeup_fd``: a
     handler that touched a lock could deadlock with the code it interrupted. The main thread
@@ -177,8 +177,11 @@ def run_worker(
     if not finished.is_set():
         log.warning("grace period over with tasks still running; they will be recovered")
     log.info("worker stopped")
-    if restart and before_restart is not None:
-        before_restart()
+    if after_stop is not None:
+        try:
+            after_stop()
+        except Exception:
+            log.exception("the hook run as the worker stopped raised")
     if worker.replace_process or restart:
         _replace_process()
     logging.shutdown()

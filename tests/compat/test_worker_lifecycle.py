@@ -205,3 +205,22 @@ def test_pidfile_and_logfile_expand_as_celerys_and_a_live_pidfile_refuses_a_seco
         output = stop(process)
     assert process.returncode == 0, output
     assert not pidfile.exists()  # removed as the worker stops
+
+
+def test_a_warm_shutdown_past_its_grace_still_sends_worker_shutdown(
+    app_on, pg_url: str, tmp_path: Path
+) -> None:
+    ledger, log = tmp_path / "ledger", tmp_path / "worker.log"
+    process = start(pg_url, ledger, log, "-n", "hurried@%h", "-c", "1", "--shutdown-grace", "1")
+    try:
+        wait_for(lambda: pids_of(ledger, "worker_ready"), timeout=60, what="worker_ready")
+        proj.hold.delay(str(tmp_path / "never"), 60)
+        wait_for(lambda: any("task hold started" in e for e in lines(ledger)), timeout=30, what="hold")
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    # the task is left to be recovered, and the worker's end is still told, as Celery's
+    assert "grace period over" in log.read_text()
+    assert f"signal worker_shutdown {process.pid}" in lines(ledger)
