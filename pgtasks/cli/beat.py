@@ -107,11 +107,13 @@ def _beat(args: argparse.Namespace) -> int:
 
 
 def _run_beat(args: argparse.Namespace) -> int:
+    from pgtasks.compat.bridge.worker_logging import setup_beat_logging
     from pgtasks.compat.bridge.worker_start import beat_started
 
     app = load_app(args.app)
-    output = {"handlers": [file_handler(args.logfile)]} if args.logfile else {"stream": sys.stderr}
-    logging.basicConfig(level=args.loglevel.upper(), format=LOG_FORMAT, **output)
+    if not setup_beat_logging(app, args.loglevel, args.logfile):
+        output = {"handlers": [file_handler(args.logfile)]} if args.logfile else {"stream": sys.stderr}
+        logging.basicConfig(level=args.loglevel.upper(), format=LOG_FORMAT, **output)
     wait_for_database(app.engine, log, retry_on_startup(app, args.wait_for_database))
     beat = Beat(app.engine, settings=BeatSettings(max_interval=args.max_interval, grace=args.grace))
     configured = app.beat_definitions()

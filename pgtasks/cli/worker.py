@@ -40,7 +40,7 @@ from pgtasks.scheduler.beat import BeatThread, start_beat_thread
 from pgtasks.worker.logs import log_to_file_of_process
 from pgtasks.worker.node_paths import expand_node_path
 from pgtasks.worker.pruner import PRUNE_INTERVAL
-from pgtasks.worker.worker import SHUTDOWN_GRACE
+from pgtasks.worker.worker import DEFAULT_SHUTDOWN_GRACE
 
 log = logging.getLogger("pgtasks.worker")
 ONE_PER_CPU = "one per CPU"
@@ -126,8 +126,9 @@ def add_worker_command(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> 
         "--shutdown-grace",
         type=seconds,
         help=(
-            f"warm shutdown wait in seconds (default {SHUTDOWN_GRACE:g}; a Celery app's worker waits"
-            " for its running tasks however long they run, as Celery's)"
+            f"warm shutdown wait in seconds (default {DEFAULT_SHUTDOWN_GRACE:g}; a Celery app's worker"
+            " waits for its running tasks however long they run, as Celery's, unless its"
+            " worker_soft_shutdown_timeout is set)"
         ),
     )
     worker.add_argument("-B", "--beat", action="store_true", help="also run the scheduler in this worker")
@@ -152,6 +153,9 @@ def add_worker_command(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> 
         "--metrics-address", default="0.0.0.0", help="interface of --metrics-port (default 0.0.0.0)"
     )
     celery = worker.add_argument_group("Celery's worker options that pgtasks ignores or refuses")
+    celery.add_argument(  # Celery waits this long at a cold shutdown; pgtasks at every stop
+        "--soft-shutdown-timeout", dest="shutdown_grace", type=seconds, help="Celery's: as --shutdown-grace"
+    )
     add_refused(celery, "-D", "--detach", why=DETACH)
     for flags in (
         ("-E", "--task-events", "--events"),
@@ -170,7 +174,6 @@ def add_worker_command(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> 
         ("--heartbeat-interval",),
         ("-s", "--schedule", "--schedule-filename"),
         ("--scheduler", "--scheduler-cls"),
-        ("--soft-shutdown-timeout",),
     ):
         add_ignored(celery, *flags, value=True)
     add_ignored(
@@ -260,7 +263,7 @@ def _run(app: Any, args: argparse.Namespace, given: set[str], node: str, log_pat
 
     after_start = hooks.after_start(start_beat if args.beat else None)
     try:
-        configure_logging(args.loglevel, args.log_format, args.logfile)
+        configure_logging(args.loglevel, args.log_format, logfile=args.logfile)
         warn_of_time_limits(options.time_limit, options.soft_time_limit)
         wait_for_database(engine, log, retry_on_startup(app, args.wait_for_database))
         return run_worker(
@@ -303,7 +306,7 @@ def shutdown_grace(given: float | None, celery_app: bool) -> float:
     to stop must not see it cut at 30 s and run again elsewhere)."""
     if given is not None:
         return given
-    return math.inf if celery_app else SHUTDOWN_GRACE
+    return math.inf if celery_app else DEFAULT_SHUTDOWN_GRACE
 
 
 def prefetch_multiplier(args: argparse.Namespace) -> int | None:

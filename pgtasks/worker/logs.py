@@ -14,6 +14,7 @@ import json
 import logging
 import os
 from collections.abc import Callable
+from dataclasses import dataclass
 from logging.handlers import WatchedFileHandler
 from typing import Any
 
@@ -68,12 +69,23 @@ def log_task(
     logger.handle(record)
 
 
-class TaskFormatter(logging.Formatter):
-    """Celery's format, and Celery's task format for records logged inside a task."""
+@dataclass(frozen=True, slots=True)
+class LineFormats:
+    """The text log's formats: ``text`` for the worker's lines, ``task`` for those logged inside
+    a task (Celery's by default), each with its ``strftime`` date format (None: logging's)."""
 
-    def __init__(self) -> None:
-        super().__init__(LOG_FORMAT)
-        self._task = logging.Formatter(TASK_FORMAT)
+    text: str = LOG_FORMAT
+    task: str = TASK_FORMAT
+    datefmt: str | None = None
+    task_datefmt: str | None = None
+
+
+class TaskFormatter(logging.Formatter):
+    """The worker's format, and the task format for records logged inside a task."""
+
+    def __init__(self, formats: LineFormats = LineFormats()) -> None:
+        super().__init__(formats.text, formats.datefmt)
+        self._task = logging.Formatter(formats.task, formats.task_datefmt)
 
     def format(self, record: logging.LogRecord) -> str:
         in_task = getattr(record, "task_id", NO_TASK) != NO_TASK
@@ -121,11 +133,13 @@ def install_task_fields() -> None:
     logging.setLogRecordFactory(factory)
 
 
-def configure_logging(loglevel: str, log_format: str = "text", logfile: str | None = None) -> None:
+def configure_logging(
+    loglevel: str, log_format: str = "text", formats: LineFormats = LineFormats(), logfile: str | None = None
+) -> None:
     """Log to stderr (or to the file ``logfile``, as Celery's ``--logfile``) at ``loglevel``
-    in ``log_format`` (``text``: Celery's, or ``json``), unless the root logger already has
-    handlers (the application configured logging: then only the task fields are added to its
-    records)."""
+    in ``log_format`` (``text``: lines in ``formats``, Celery's by default; or ``json``),
+    unless the root logger already has handlers (the application configured logging: then
+    only the task fields are added to its records)."""
     if log_format not in LOG_FORMATS:
         raise ValueError(f"log format {log_format!r}: one of {', '.join(LOG_FORMATS)}")
     install_task_fields()
@@ -134,7 +148,7 @@ def configure_logging(loglevel: str, log_format: str = "text", logfile: str | No
         return
     # not sys.stderr: a task may close that
     handler = file_handler(logfile) if logfile else logging.StreamHandler(log_stream())
-    handler.setFormatter(JsonFormatter() if log_format == "json" else TaskFormatter())
+    handler.setFormatter(JsonFormatter() if log_format == "json" else TaskFormatter(formats))
     root.addHandler(handler)
     root.setLevel(loglevel.upper())
 

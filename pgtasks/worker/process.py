@@ -102,12 +102,12 @@ def run_worker(
     # Written from the C handler, safe at any moment; the pool's processes inherit it.
     faulthandler.register(signal.SIGUSR1, all_threads=True)
     worker.start()
-    if after_start is not None:  # e.g. the -B scheduler: started after prefork children fork
-        after_start()
     if logs_json():
         log.info("%s", banner(worker, app_name))
     else:
         print(banner(worker, app_name), file=sys.stderr, flush=True)
+    if after_start is not None:  # e.g. the -B scheduler: started after prefork children fork
+        after_start()  # after the banner: it may redirect sys.stderr (a Celery app's worker)
     probes = (health or HealthOptions()).start(
         Probe(worker.alive, worker.ready), max(0.05, engine.settings.lease_seconds / 4)
     )

@@ -78,6 +78,7 @@ CLAIM_BACKOFF = Backoff(first=0.1, cap=5.0)
 # wait found it (a restart in the middle of the start), before the start fails.
 START_OUTAGE_SECONDS = 120.0
 DEFAULT_PREFETCH_MULTIPLIER = 4  # Celery's worker_prefetch_multiplier default
+DEFAULT_SHUTDOWN_GRACE = 30.0  # seconds a warm shutdown waits for running tasks
 # Adaptive claim-ahead (threads, asyncio): beyond the free slots, hold as many tasks as the
 # worker finished in this many seconds lately (within the prefetch multiplier): more than a
 # claim's round trip (two claims of hundreds, while both streams run), so that the held tasks
@@ -112,7 +113,6 @@ MAX_CLAIM = 500  # tasks per claim statement at most
 # CPU per task, no faster).
 OVERLAP_BATCH = 200
 UNREGISTER_OUTAGE_WAIT = 2.0  # seconds a stopping worker retries removing its executor row
-SHUTDOWN_GRACE = 30.0  # seconds a warm shutdown waits for the running tasks, by default
 FINAL_WRITE_WAIT = 30.0  # seconds a stopping worker waits out an outage to write its outcomes
 T = TypeVar("T")
 
@@ -129,7 +129,7 @@ class WorkerOptions:
     queues: tuple[str, ...] = ("default",)
     concurrency: int = 4
     executor_id: str = ""
-    shutdown_grace: float = SHUTDOWN_GRACE  # math.inf: wait for the running tasks however long
+    shutdown_grace: float = DEFAULT_SHUTDOWN_GRACE  # math.inf: wait for the running tasks however long
     # One of pools.POOLS. A worker embedded in a process that must not fork (a test's) says
     # pool="threads".
     pool: str = DEFAULT_POOL

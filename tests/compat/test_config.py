@@ -57,7 +57,7 @@ def test_old_and_new_names_read_the_same_value(url: str) -> None:
     assert "in-place" in app.beat_schedule
 
 
-def test_config_from_object_with_and_without_namespace(url: str) -> None:
+def test_config_from_object_with_and_without_namespace(url: str, caplog: pytest.LogCaptureFixture) -> None:
     app = Celery("cfg")
     app.config_from_object(
         types.SimpleNamespace(
@@ -71,7 +71,17 @@ def test_config_from_object_with_and_without_namespace(url: str) -> None:
         namespace="CELERY",
     )
     assert app.settings.database_url == url and app.conf.task_routes == {"a": "b"}
-    assert app.conf.task_always_eager is True and app.timezone == "Europe/Paris"
+    # As Celery 5.5: under a namespace an old name is no setting (CELERY_TIMEZONE is the new
+    # name prefixed); a Django project's dead CELERY_ALWAYS_EAGER must not make tasks eager.
+    assert app.conf.task_always_eager is False and app.timezone == "Europe/Paris"
+    assert (
+        caplog.messages.count(
+            "CELERY_ALWAYS_EAGER is not read with namespace='CELERY', as in Celery: name the setting "
+            "CELERY_TASK_ALWAYS_EAGER"
+        )
+        == 1
+        and app.conf.task_always_eager is False
+    )  # said once
     assert app.conf.task_default_queue == "not-namespaced"  # as in Celery: current names still count
     assert app.conf.get("DEBUG") is True
     old = Celery("cfg", broker=url)
@@ -79,6 +89,13 @@ def test_config_from_object_with_and_without_namespace(url: str) -> None:
     assert old.conf.task_always_eager is True and old.conf.worker_concurrency == 3
     with pytest.raises(ImproperlyConfigured, match=r"CELERY_ALWAYS_EAGER .*-> task_always_eager"):
         Celery("cfg", broker=url).config_from_object({"CELERY_ALWAYS_EAGER": True, "task_default_queue": "x"})
+    # Celery's own arguments may mix them: broker= is broker_url, beside an old name
+    mixed = Celery("cfg", broker=url, CELERY_ALWAYS_EAGER=True, task_default_queue="x", CELERYD_CONCURRENCY=2)
+    assert (mixed.conf.task_always_eager, mixed.conf.task_default_queue, mixed.conf.worker_concurrency) == (
+        True,
+        "x",
+        2,
+    )
 
 
 def test_config_from_module_path_and_django_settings(monkeypatch: pytest.MonkeyPatch, url: str) -> None:

@@ -74,6 +74,19 @@ def refusal(url: str, settings: dict[str, object], *flags: str) -> str:
             {"timezone": "Mars/Olympus"},
             "unknown timezone 'Mars/Olympus': use an IANA zone name such as 'Europe/Paris' or 'UTC'",
         ),
+        (
+            {"worker_log_format": "no fields"},
+            "worker_log_format 'no fields': Invalid format 'no fields' for '%' style",
+        ),
+        ({"worker_task_log_format": 5}, "worker_task_log_format must be a logging format string, not 5"),
+        (
+            {"worker_redirect_stdouts_level": "LOUD"},
+            "worker_redirect_stdouts_level must be a log level such as 'WARNING' or 'INFO', not 'LOUD'",
+        ),
+        (
+            {"worker_soft_shutdown_timeout": -1},
+            "worker_soft_shutdown_timeout must be a positive number of seconds, not -1",
+        ),
     ],
     ids=lambda v: next(iter(v)) if isinstance(v, dict) else None,
 )

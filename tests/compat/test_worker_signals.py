@@ -209,7 +209,7 @@ def test_pgtasks_beat_sends_beat_init(sqlite_url: str, tmp_path: Path) -> None:
     finally:
         output = stop(process, signal.SIGTERM)
     assert process.returncode == 0, output
-    assert "/beat] " in logfile.read_text() and not pidfile.exists()
+    assert "beat ready" in logfile.read_text() and not pidfile.exists()
     # as Celery's beat: the app loader's init_worker (imports, then on_worker_init) first
     events = lines(ledger)
     assert events.index("loader on_worker_init") < events.index("signal beat_init Beat"), events

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from pgtasks.compat.bridge.configuration import unused_result_serializer
 from pgtasks.compat.bridge.django_beat import uses_django_beat
 from pgtasks.compat.bridge.refused import imported_refused
 from pgtasks.compat.celery import signals
@@ -46,6 +47,23 @@ SUPPORTED = frozenset(
         "task_queues",
         "result_serializer",
         "task_annotations",
+        "task_ignore_result",
+        "task_store_eager_result",
+        "task_store_errors_even_if_ignored",
+        "task_allow_error_cb_on_chord_header",
+        "task_inherit_parent_priority",
+        "broker_connection_retry_on_startup",
+        "worker_max_memory_per_child",
+        "worker_soft_shutdown_timeout",
+        "worker_hijack_root_logger",
+        "worker_log_format",
+        "worker_task_log_format",
+        "worker_log_datefmt",
+        "worker_task_log_datefmt",
+        "worker_redirect_stdouts",
+        "worker_redirect_stdouts_level",
+        "result_expires",
+        "result_extended",
     }
 )
 # Settings that change nothing on pgtasks, and why.
@@ -81,7 +99,6 @@ IGNORED_SETTINGS: dict[str, str] = {
     "task_reject_on_worker_lost": "a task whose worker died is recovered (up to max_recovery_attempts)",
     "worker_send_task_events": "Celery events are not emitted",
     "task_send_sent_event": "no events",
-    "worker_hijack_root_logger": "pgtasks configures logging once",
     "task_compression": "rows are not compressed",
     "task_protocol": "no message protocol",
     "task_default_routing_key": "routing is by queue name only",
@@ -93,10 +110,6 @@ IGNORED_SETTINGS: dict[str, str] = {
     "task_publish_retry_policy": "sending is one INSERT",
     "beat_schedule_filename": "schedules are stored in the database",
     "beat_sync_every": "no schedule file",
-    "worker_log_format": "the worker's own format is used",
-    "worker_task_log_format": "the worker's own format is used",
-    "worker_redirect_stdouts": "stdout is not redirected",
-    "worker_redirect_stdouts_level": "stdout is not redirected",
     "task_create_missing_queue_type": "no broker queues",
     "task_create_missing_queue_exchange_type": "no exchanges",
     "task_default_queue_type": "no broker queues",
@@ -106,13 +119,20 @@ IGNORED_SETTINGS: dict[str, str] = {
     "worker_timer_precision": "no timer",
     "worker_deduplicate_successful_tasks": "a task id never runs twice",
     "beat_max_loop_interval": "the beat wakes every second",
+    "beat_cron_starting_deadline": (
+        "a beat fires the most recent due time it missed (automatic_backfill: every one), however old"
+    ),
+    "task_remote_tracebacks": "get() raises with local frames only; result.traceback has the task's",
+    "worker_proc_alive_timeout": "prefork children fork from pgtasks' fork server (30 s to start)",
+    "worker_enable_soft_shutdown_on_idle": "ETA tasks wait in the database, not in a worker",
+    "worker_log_color": "the worker's lines are not coloured",
+    "result_accept_content": "a result is read by its row's serialization tag, within accept_content",
 }
 UNSUPPORTED_SETTINGS: dict[str, str] = {
     "task_default_rate_limit": "rate limits are per queue and global: app.queue(name, rate_limit=...)",
     "worker_disable_rate_limits": "rate limits are per queue: `pgtasks queue set NAME --rate-limit none`",
     "worker_autoscaler": "use a fixed -c",
     "worker_pool_restarts": "no pool restarts",
-    "task_inherit_parent_priority": "pass priority explicitly",
     "beat_scheduler": (
         "pgtasks beat fires beat_schedule and django-celery-beat's DatabaseScheduler rows from the "
         "database (once across beats); other schedulers are not read"
@@ -179,6 +199,9 @@ def check_app(app: Celery) -> list[Finding]:
     serializer = str(app.conf.task_serializer)
     if serializer not in ("json", "pickle", "application/json"):
         findings.append(Finding(f"task_serializer {serializer!r}", UNSUPPORTED, "use 'json' (or 'pickle')"))
+    unused = unused_result_serializer(app.conf)
+    if unused is not None:
+        findings.append(Finding("setting result_serializer", IGNORED, unused.split(": ", 1)[1]))
     for name in registered_serializers():
         findings.append(Finding(f"kombu serializer {name!r}", IGNORED, "pgtasks stores JSON (or pickle)"))
     for name, task in sorted(app.tasks.items()):

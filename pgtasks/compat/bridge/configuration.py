@@ -28,7 +28,7 @@ DATABASE_SCHEMES = ("postgresql", "postgres", "postgresql+psycopg", "postgresql+
 ENGINE_SETTINGS = frozenset(
     {"broker_url", "task_default_queue", "task_serializer", "accept_content", "result_expires"}
 )
-_MIME = {"application/json": "json", "application/x-python-serialize": "pickle"}
+MIME_NAMES = {"application/json": "json", "application/x-python-serialize": "pickle"}  # content type: name
 
 
 class BrokerNotSupported(ConfigurationError, ImproperlyConfigured):
@@ -88,8 +88,8 @@ def accept_content(value: Any) -> list[str]:
 
 def engine_settings(conf: CelerySettings, settings: Settings) -> Settings:
     """``settings`` (the engine's) with what ``conf`` says of :data:`ENGINE_SETTINGS`."""
-    accept = tuple(_MIME.get(c, c) for c in accept_content(conf.accept_content))
-    serializer = _MIME.get(conf.task_serializer, conf.task_serializer)
+    accept = tuple(MIME_NAMES.get(c, c) for c in accept_content(conf.accept_content))
+    serializer = MIME_NAMES.get(conf.task_serializer, conf.task_serializer)
     return dataclasses.replace(
         settings,
         database_url=database_url(conf),
@@ -97,6 +97,19 @@ def engine_settings(conf: CelerySettings, settings: Settings) -> Settings:
         serializer=serializer,
         accept_content=accept,
         result_expires=expires_seconds(conf.result_expires),
+    )
+
+
+def unused_result_serializer(conf: Any) -> str | None:
+    """Why ``result_serializer`` is not what stores results, when it names another serializer
+    than ``task_serializer`` (a task's row has one serialization, its arguments'); else None."""
+    result, task = (str(conf.get(n) or "json") for n in ("result_serializer", "task_serializer"))
+    if MIME_NAMES.get(result, result) == MIME_NAMES.get(task, task):
+        return None
+    return (
+        f"result_serializer {result!r} is not used: a task's result is stored with its arguments' "
+        f"serializer, task_serializer {task!r}; set task_serializer (and accept_content) to "
+        f"{result!r} for results only it can carry"
     )
 
 

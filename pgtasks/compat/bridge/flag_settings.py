@@ -33,6 +33,9 @@ FLAG_SETTINGS = (
     "task_track_started",
     "broker_connection_retry_on_startup",
     "worker_disable_prefetch",
+    "task_inherit_parent_priority",
+    "worker_hijack_root_logger",
+    "worker_redirect_stdouts",
 )
 _ON = frozenset({"true", "yes", "on", "1", "y", "t"})
 _OFF = frozenset({"false", "no", "off", "0", "n", "f"})

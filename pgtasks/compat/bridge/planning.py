@@ -16,6 +16,7 @@ and nothing lost if a worker dies between two links.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import itertools
 import json
@@ -33,6 +34,7 @@ from pgtasks.compat.bridge.chain_requests import (
     step_description,
 )
 from pgtasks.compat.bridge.django_results import mirror_of
+from pgtasks.compat.bridge.flag_settings import flag
 from pgtasks.compat.bridge.publishing import Prepared, prepare
 from pgtasks.compat.bridge.send_errors import sending
 from pgtasks.compat.celery.canvas.chain import chain
@@ -89,6 +91,10 @@ class Plan:
     # A chord body's last task: its header's group id, the request.group it gets at the send
     # unless a group the chord is in names it first (as Celery freezes them)
     body_groups: dict[str, str] = field(default_factory=dict)
+    # With task_inherit_parent_priority: the priority the tasks being planned take (Celery's
+    # worker sends a chain's next step and a task's callbacks with the priority of the task
+    # that ran, over their own), else None.
+    inherited: int | None = None
 
     def add(
         self,
@@ -125,6 +131,8 @@ class Plan:
     ) -> Node:
         merged_args, kwargs, options = sig._merge(args, partial)
         options = dict(options)
+        if self.inherited is not None:
+            options["priority"] = self.inherited
         callbacks, errbacks = options.pop("link", None) or [], options.pop("link_error", None) or []
         task_id = options.pop("task_id", None) or new_task_id()
         root = root or task_id
@@ -164,7 +172,8 @@ class Plan:
         node = Node([task_id], [task_id], False, self.app.AsyncResult(task_id, task_name=sig.name))
         callback_ids: list[str] = []
         for callback in callbacks:
-            linked = self.add(callback, True, root=root, given_as="link")
+            with self._after(node):
+                linked = self.add(callback, True, root=root, given_as="link")
             self.connect(node, linked)
             callback_ids += linked.entries
         if callback_ids:  # what clearing self.request.callbacks stops (bridge/chain_requests.py)
@@ -183,6 +192,23 @@ class Plan:
             entry = self.add(caller, True, root=root).entries[0]
             self.links.append(TaskLink(task_id, entry, LinkKind.ERRBACK_UNRUN, prepend=True))
         return node
+
+    @contextlib.contextmanager
+    def _after(self, before: Node) -> Iterator[None]:
+        """Plan what runs after the single task ``before`` with its priority, when the app's
+        ``task_inherit_parent_priority`` says so."""
+        inherited = self.inherited
+        if len(before.exits) == 1 and flag(
+            "task_inherit_parent_priority", self.app.conf.task_inherit_parent_priority
+        ):
+            # the task ``before`` was planned last, or just before its callbacks
+            sent = (p for p in reversed(self.prepared) if p.request.options.task_id == before.exits[0])
+            inherited = next((p.request.options.priority for p in sent), inherited)
+        previous, self.inherited = self.inherited, inherited
+        try:
+            yield
+        finally:
+            self.inherited = previous
 
     def _dicts(self, linked: list[Any]) -> list[dict[str, Any]] | None:
         """Linked signatures as dicts (None for none; what is no signature is refused below,
@@ -221,7 +247,8 @@ class Plan:
         previous, last = first, first
         nodes = [first]
         for step in steps[1:]:
-            last = self.add(step, True, root=root)
+            with self._after(previous):
+                last = self.add(step, True, root=root)
             self.connect(previous, last)
             eldest(last.result).parent = previous.result
             previous = last

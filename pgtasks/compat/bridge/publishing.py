@@ -28,6 +28,7 @@ from pgtasks.compat.celery.app.routes import route
 from pgtasks.compat.celery.canvas.stamping import stamps_of
 from pgtasks.compat.celery.exceptions import QueueNotFound
 from pgtasks.compat.celery.utils.nodenames import anon_nodename
+from pgtasks.engine.context import running_context
 from pgtasks.engine.errors import ConfigurationError
 from pgtasks.engine.ids import new_task_id
 from pgtasks.engine.options import SEND_OPTION_NAMES, EnqueueRequest, SendOptions
@@ -257,7 +258,11 @@ def prepare(
     routed = route(app.routers, name, args, kwargs, routing, app.conf.task_default_queue, task)
     queue = routed["queue"]
     _check_declared(app, queue)
-    priority = routed.get("priority", app.conf.task_default_priority)
+    priority = routed.get("priority")
+    if priority is None:
+        priority = inherited_priority(app)
+    if priority is None:
+        priority = app.conf.task_default_priority
     countdown, eta = routed.get("countdown"), routed.get("eta")
     if isinstance(eta, str):
         eta = _iso_time("eta", eta)
@@ -312,6 +317,16 @@ def prepare(
     body = (args, kwargs, {"callbacks": None, "errbacks": None, "chain": None, "chord": None})
     properties = {"correlation_id": task_id, "priority": priority, **extra}
     return Prepared(request, headers, body, properties, extra, stamps)
+
+
+def inherited_priority(app: Celery) -> int | None:
+    """With ``task_inherit_parent_priority``, the priority of the task running on this thread,
+    which a task it sends takes when neither the call, the task nor a route gives one (as
+    Celery's ``send_task`` takes the parent's); else None."""
+    if not flag("task_inherit_parent_priority", app.conf.task_inherit_parent_priority):
+        return None
+    running = running_context()
+    return None if running is None else running.record.priority
 
 
 def _check_declared(app: Celery, queue: str) -> None:

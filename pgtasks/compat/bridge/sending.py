@@ -130,7 +130,7 @@ def _task_options(
     and expiry where not given."""
     defaults = {
         "queue": task.queue,
-        "priority": task.priority,
+        "priority": task.priority or None,  # as Celery's ``if self.priority``: 0 gives way
         "expires": task.expires,
         "ignore_result": _ignores_result(task, {}) or None,
     }

@@ -16,6 +16,7 @@ import sys
 from collections.abc import Collection
 from typing import Any
 
+from pgtasks.compat.bridge.configuration import unused_result_serializer
 from pgtasks.compat.bridge.flag_settings import check_flags
 from pgtasks.engine.errors import ConfigurationError
 from pgtasks.scheduler.zones import load_zone
@@ -35,8 +36,9 @@ _LIMITS: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
 
 
 def read_worker_settings(conf: Any, args: argparse.Namespace, given: Collection[str]) -> None:
-    """Put the app's ``worker_pool``, ``worker_concurrency`` and limits into ``args``, except
-    the options the command line ``given`` names (they win, as in Celery); check
+    """Put the app's ``worker_pool``, ``worker_concurrency``, limits and
+    ``worker_soft_shutdown_timeout`` (the shutdown grace) into ``args``, except the options
+    the command line ``given`` names (they win, as in Celery); check
     ``timezone``, which the worker's schedules and ETAs use, and the on/off settings pgtasks
     reads (flag_settings.py)."""
     pool = conf.get("worker_pool")
@@ -58,6 +60,14 @@ def read_worker_settings(conf: Any, args: argparse.Namespace, given: Collection[
         if getattr(args, name) is None and value is not None and args.pool in pools:
             check = seconds_setting if kind == "seconds" else count_setting
             setattr(args, name, check(setting, value))
+    grace = conf.get("worker_soft_shutdown_timeout")
+    if getattr(args, "shutdown_grace", None) is None and grace:  # Celery's 0: off, the default wait
+        # Celery waits this long for running tasks at a cold shutdown, which is what a Kubernetes
+        # deployment sets it for: here every stop waits for them, within this grace period.
+        args.shutdown_grace = seconds_setting("worker_soft_shutdown_timeout", grace)
+    unused = unused_result_serializer(conf)
+    if unused is not None:
+        print(f"pgtasks: warning: {unused}", file=sys.stderr)
     zone = conf.get("timezone")
     if zone is not None:
         load_zone(zone)

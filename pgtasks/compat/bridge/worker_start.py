@@ -20,6 +20,7 @@ from pgtasks.compat.bridge.execution import call_errbacks, send_task_failure
 from pgtasks.compat.bridge.flag_settings import flag
 from pgtasks.compat.bridge.json_safe import json_safe
 from pgtasks.compat.bridge.requests import request_from_record
+from pgtasks.compat.bridge.worker_logging import redirect_stdouts, setup_worker_logging
 from pgtasks.compat.bridge.worker_request import Request, worker_request
 from pgtasks.compat.bridge.worker_settings import prefetch_setting, read_worker_settings
 from pgtasks.compat.celery import signals
@@ -31,7 +32,6 @@ from pgtasks.compat.celery.utils.nodenames import default_nodename
 from pgtasks.compat.celery.worker.control import commands_of
 from pgtasks.sysdb.records import TaskRecord
 from pgtasks.worker.control import CustomCommands
-from pgtasks.worker.logs import LOG_FORMAT, configure_logging
 from pgtasks.worker.pools import INLINE_POOLS
 from pgtasks.worker.worker import default_executor_id
 
@@ -132,6 +132,8 @@ class WorkerHooks:
     def __init__(self, app: Any = None, hostname: str = "") -> None:
         self.app = app
         self.hostname = hostname
+        # the level at which what tasks print is logged (worker_redirect_stdouts), or None
+        self.redirect_level: int | None = None
         self.sender = types.SimpleNamespace(app=app, hostname=hostname)
         self._stopped = False
         # Celery's worker logs each task's outcome on "celery.app.trace": logging configs
@@ -160,7 +162,7 @@ class WorkerHooks:
         """Run in each prefork child before its first task (never in the fork server, which
         must stay free of the threads and connections a receiver may open)."""
         app = self.app
-        return None if app is None else lambda: _child_started(app)
+        return None if app is None else lambda: _child_started(app, self.redirect_level)
 
     @property
     def on_child_exit(self) -> Callable[[int], None] | None:
@@ -197,6 +199,7 @@ class WorkerHooks:
             return then
 
         def started() -> None:
+            redirect_stdouts(self.app, self.redirect_level)  # after the banner, as Celery's
             if then is not None:
                 then()
             signals.worker_ready.send(sender=self.sender)
@@ -218,20 +221,6 @@ class WorkerHooks:
         signals.worker_shutdown.send(sender=self.sender)
         if self.mirror is not None:
             self.mirror.stop()
-
-
-def _setup_logging(loglevel: str, log_format: str, logfile: str | None) -> None:
-    """Celery's worker logging signals: ``setup_logging`` (the level as a number, as Celery
-    sends it); without a receiver, pgtasks' logging and then ``after_setup_logger`` and
-    ``after_setup_task_logger``, which Celery does not send when a receiver took over."""
-    level = mlevel(loglevel.upper())
-    options = {"loglevel": level, "logfile": logfile, "format": LOG_FORMAT, "colorize": False}
-    if signals.setup_logging.receivers:
-        signals.setup_logging.send(sender=None, **options)
-        return
-    configure_logging(loglevel.upper(), log_format, logfile)
-    signals.after_setup_logger.send(sender=None, logger=logging.getLogger(), **options)
-    signals.after_setup_task_logger.send(sender=None, logger=logging.getLogger("celery.task"), **options)
 
 
 def beat_started(app: Any, beat: Any, embedded: bool) -> None:
@@ -294,7 +283,10 @@ def worker_hooks(app: Any, args: argparse.Namespace, given: Collection[str] = ()
         # Celery's 0 (no limit) is the default here: a claim is never unbounded.
         args.prefetch_multiplier = prefetch_setting(multiplier) or None
     signals.worker_init.send(sender=hooks.sender)
-    _setup_logging(args.loglevel, getattr(args, "log_format", "text"), getattr(args, "logfile", None))
+    logfile = getattr(args, "logfile", None)
+    hooks.redirect_level = setup_worker_logging(
+        conf, args.loglevel, getattr(args, "log_format", "text"), logfile
+    )
     _warn_of_bootsteps(app)
     signals.celeryd_after_setup.send(sender=hostname, instance=hooks.sender, conf=conf)
     if args.pool in INLINE_POOLS:
@@ -330,8 +322,9 @@ def _warn_of_bootsteps(app: Celery) -> None:
         )
 
 
-def _child_started(app: Any) -> None:
+def _child_started(app: Any, redirect_level: int | None) -> None:
     django_support.close_connections_after_fork()
+    redirect_stdouts(app, redirect_level)
     app.loader.init_worker_process()
     signals.worker_process_init.send(sender=None)
     app.on_after_fork.send(sender=app)

@@ -40,7 +40,7 @@ from pgtasks.compat.celery.app.control import Control
 from pgtasks.compat.celery.app.registry import TaskRegistry
 from pgtasks.compat.celery.app.routes import RouterFunction, prepare_routers
 from pgtasks.compat.celery.app.task import Task
-from pgtasks.compat.celery.app.utils import Settings, attributes_of, settings_from_mapping
+from pgtasks.compat.celery.app.utils import Settings, attributes_of, current_name, settings_from_mapping
 from pgtasks.compat.celery.canvas.signature import Signature, signature
 from pgtasks.compat.celery.exceptions import ChordError, ImproperlyConfigured, TaskRevokedError
 from pgtasks.compat.celery.loaders.base import BaseLoader, get_loader_cls
@@ -115,7 +115,9 @@ class Celery(App, ConnectionsMixin, AppAttributesMixin, AppComponents):
             if value is not None:
                 preconf[key] = value
         preconf.update(kwargs)
-        self.conf.load(preconf)
+        # As Celery: old and new names may be mixed here (broker= is broker_url, beside an old
+        # CELERY_ALWAYS_EAGER=True), unlike in one configuration source.
+        self.conf.load({current_name(key): value for key, value in preconf.items()})
         # As Celery's loaders: the module CELERY_CONFIG_MODULE names (`celery --config`) is the
         # app's configuration until config_from_object gives another.
         self._env_config = os.environ.get("CELERY_CONFIG_MODULE") or None

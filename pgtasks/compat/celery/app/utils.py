@@ -3,15 +3,18 @@ setting names, and ``appstr`` / ``bugreport``.
 
 Reading goes by the current (lowercase) name; an old (uppercase) name reads the same value.
 Loading from an object or module follows Celery: with ``namespace='CELERY'`` only names
-starting with ``CELERY_`` are settings (``CELERY_BROKER_URL`` -> ``broker_url``,
-``CELERY_ALWAYS_EAGER`` -> ``task_always_eager``); without a namespace old and new names
-may not be mixed (ImproperlyConfigured names the ones to rename).
+starting with ``CELERY_`` are settings, by their current names (``CELERY_BROKER_URL`` ->
+``broker_url``, ``CELERY_TASK_ALWAYS_EAGER`` -> ``task_always_eager``); an old name there is
+not read, as in Celery (``CELERY_ALWAYS_EAGER`` is no setting: a warning names the setting
+once it is looked up); without a namespace old and new names may not be mixed
+(ImproperlyConfigured names the ones to rename).
 """
 
 from __future__ import annotations
 
 import copy
 import importlib.metadata
+import logging
 import platform
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -23,6 +26,8 @@ from pgtasks.compat.celery.app.settings_queries import SettingsQueries
 from pgtasks.compat.celery.exceptions import ImproperlyConfigured
 from pgtasks.compat.kombu.utils.imports import symbol_by_name
 from pgtasks.sysdb.urls import redact_url
+
+log = logging.getLogger("pgtasks.celery")
 
 __all__ = [
     "Settings",
@@ -63,8 +68,6 @@ def _namespaced(key: str, prefix: str) -> str | None:
     """The setting a key stands for under ``namespace`` (None: not a setting of that namespace)."""
     if not key.startswith(prefix):
         return None
-    if key in OLD_TO_NEW:  # CELERY_ALWAYS_EAGER, CELERY_TIMEZONE: old names keep working
-        return OLD_TO_NEW[key]
     return key[len(prefix) :].lower()
 
 
@@ -123,6 +126,7 @@ class _Source:
         self._obj = obj
         self._resolved = not isinstance(obj, str)
         self.prefix = namespace.rstrip("_") + "_" if namespace else None
+        self._unread: set[str] = set()  # old names found here and said to be unread
 
     @property
     def obj(self) -> Any:
@@ -136,10 +140,7 @@ class _Source:
         old = NEW_TO_OLD.get(name)
         if self.prefix is None:
             return [name] if old is None else [name, old]
-        names = [self.prefix + name.upper()]
-        if old is not None and old.startswith(self.prefix):
-            names.append(old)
-        return [*names, name]  # as Celery: a setting by its own name counts too
+        return [self.prefix + name.upper(), name]  # as Celery: a setting by its own name counts too
 
     def lookup(self, name: str) -> Any:
         return self.find(name)[1]
@@ -155,7 +156,23 @@ class _Source:
                 value = getattr(obj, attribute, MISSING)
                 if value is not MISSING:
                     return attribute, value
+        self._warn_of_old_name(obj, name)
         return None, MISSING
+
+    def _warn_of_old_name(self, obj: Any, name: str) -> None:
+        """Say, once, that the old name of ``name`` is set here but not read: Celery reads only
+        current names under a namespace (its ``CELERY_ALWAYS_EAGER`` is dead, not eager)."""
+        old = NEW_TO_OLD.get(name)
+        if self.prefix is None or old is None or old in self._unread or not old.startswith(self.prefix):
+            return
+        if (old in obj) if isinstance(obj, Mapping) else hasattr(obj, old):
+            self._unread.add(old)
+            log.warning(
+                "%s is not read with namespace=%r, as in Celery: name the setting %s",
+                old,
+                self.prefix.rstrip("_"),
+                self.prefix + name.upper(),
+            )
 
     def settings(self) -> dict[str, Any]:
         """Every setting this source holds now, by current name."""
