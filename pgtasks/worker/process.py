@@ -12,6 +12,7 @@ same; by default the signal would end the process).
 
 from __future__ import annotations
 
+import contextlib
 import faulthandler
 import logging
 import os
@@ -99,8 +100,7 @@ def run_worker(
         handled += (signal.SIGHUP,)
     for stop_signal in handled:
         signal.signal(stop_signal, lambda _signum, _frame: None)
-    # Written from the C handler, safe at any moment; the pool's processes inherit it.
-    faulthandler.register(signal.SIGUSR1, all_threads=True)
+    _dump_stacks_on(signal.SIGUSR1)
     worker.start()
     if logs_json():
         log.info("%s", banner(worker, app_name))
@@ -188,6 +188,17 @@ def run_worker(
     if not finished.is_set():
         os._exit(exit_code)  # threads still running tasks must not keep the process alive
     return exit_code
+
+
+def _dump_stacks_on(signum: signal.Signals) -> None:
+    """Write every thread's stack to the process's own standard error at ``signum`` (from the
+    C handler, safe at any moment; the pool's processes inherit it). ``sys.__stderr__``: a
+    Celery app's worker may have replaced ``sys.stderr`` with a logger, which has no file."""
+    stderr = sys.__stderr__
+    if stderr is None:
+        return
+    with contextlib.suppress(AttributeError, OSError, ValueError):
+        faulthandler.register(signum, file=stderr, all_threads=True)
 
 
 def _tell(hook: StopSignalHook | None, name: str, how: str, code: int) -> None:

@@ -24,7 +24,9 @@ MODULE = "tests.compat.apps.lifecycle_app"
 
 
 def start(url: str, ledger: Path, log: Path, *args: str) -> subprocess.Popen[str]:
-    env = cli_env(url, {"PGTASKS_TEST_LEDGER": str(ledger), "PYTHONUNBUFFERED": "1"})
+    env = cli_env(
+        url, {"PGTASKS_TEST_LEDGER": str(ledger), "PYTHONUNBUFFERED": "1", "PGTASKS_LIFECYCLE": "1"}
+    )
     argv = ("-A", MODULE, "-P", "prefork", "-l", "INFO", "--lease-seconds", "1", *args)
     return spawn_pgtasks("worker", *argv, "--poll-interval", "0.05", env=env, output=log)
 

@@ -21,9 +21,17 @@ from celery.signals import (
 )
 from celery.utils.log import get_task_logger
 
-from tests.compat.apps.ledger import note
+from tests.compat.apps import ledger
 
 logger = get_task_logger(__name__)
+
+
+def note(*fields: object) -> None:
+    """Only in the processes of this app's worker (PGTASKS_LIFECYCLE): the tests' own process
+    imports this module too, and runs other apps' workers on its threads."""
+    if os.environ.get("PGTASKS_LIFECYCLE"):
+        ledger.note(*fields)
+
 
 app = Celery("lifecycle", broker=os.environ.get("PGTASKS_DATABASE_URL"))
 
@@ -45,7 +53,8 @@ def on_ready(sender=None, **kwargs):
 @heartbeat_sent.connect
 def on_heartbeat(sender=None, **kwargs):
     # the liveness probe of Celery deployments: a file touched at every heartbeat
-    Path(os.environ["PGTASKS_TEST_LEDGER"] + ".alive").touch()
+    if os.environ.get("PGTASKS_LIFECYCLE"):
+        Path(os.environ["PGTASKS_TEST_LEDGER"] + ".alive").touch()
     note("signal heartbeat_sent", os.getpid(), sender.hostname)
 
 
