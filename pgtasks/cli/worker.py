@@ -240,11 +240,11 @@ def _run(app: Any, args: argparse.Namespace, given: set[str], node: str, log_pat
         on_committed=hooks.on_committed,
         on_received=hooks.on_received,
         on_expired=hooks.on_expired,
+        on_time_limit=hooks.on_time_limit,
         custom_commands=hooks.custom_commands,
         report_conf=hooks.report_conf,
         on_child_start=process_logs(log_pattern, node, args.logfile, hooks.on_child_start),
         on_child_exit=hooks.on_child_exit,
-        on_time_limit=hooks.on_time_limit,
         on_heartbeat=hooks.on_heartbeat,
     )
     metrics = MetricsOptions(args.metrics_port, args.metrics_address)  # refused early if not installed

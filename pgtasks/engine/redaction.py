@@ -150,6 +150,18 @@ def scrub(text: str, hidden: Sequence[str]) -> str:
     return text
 
 
+def sender_named(name: str, meta: str | None) -> str:
+    """The name its sender asked logs and monitoring to show for a task (Celery's ``shadow``,
+    stored in its ``meta``), else ``name``."""
+    if not meta or '"shadow"' not in meta:  # most tasks: no JSON to read
+        return name
+    try:
+        shadow = json.loads(meta).get("shadow")
+    except (ValueError, AttributeError):
+        return name
+    return str(shadow) if shadow else name
+
+
 def sender_shown(meta: str | None) -> tuple[str | None, str | None]:
     """The texts its sender asked logs and monitoring to show for a task's args and kwargs
     (Celery's ``argsrepr``/``kwargsrepr``, stored in its ``meta``); None for each not given."""

@@ -33,6 +33,8 @@ from pgtasks.worker.held import Held, checked_to_run, give_back_stale, unstarted
 log = logging.getLogger("pgtasks.worker")
 
 Finish = Callable[[TaskRecord, "Outcome | None"], None]
+# Told a task whose process the pool killed at its hard time limit, with the error recorded.
+Killed = Callable[[TaskRecord, BaseException], None]
 POOLS = ("prefork", "threads", "solo", "asyncio")
 # The threads pool wakes as many threads as the held tasks need to start within this many
 # seconds by the recent task time (its moving average, this weight to the latest task).
@@ -68,9 +70,9 @@ class PoolOptions:
     # worker_process_init / worker_process_shutdown from them. Never in the fork server.
     on_child_start: Callable[[], None] | None = None
     on_child_exit: Callable[[int], None] | None = None
-    # Called in the worker's process with a task whose process was killed at its hard time
-    # limit, and the TimeLimitExceeded it fails with (a Celery app: task_failure, errbacks).
-    on_time_limit: Callable[[TaskRecord, BaseException], None] | None = None
+    # Told each task the prefork pool killed at its hard time limit, on its monitor thread,
+    # before the failure is written; an exception is logged, never raised (see WorkerOptions).
+    on_time_limit: Killed | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in POOLS:

@@ -521,20 +521,22 @@ class PreforkPool:
                 limit,
             )
             exceeded = TimeLimitExceeded(f"task ran longer than its time limit of {limit:g}s")
-            self._timed_out(task, exceeded)
+            self._tell_time_limit(task, exceeded)
             error = encode_exception(exceeded)
             finished.append(
                 (task, Outcome(task.task_id, Status.ERROR, error=error, claim_token=task.claim_token))
             )
 
-    def _timed_out(self, task: TaskRecord, exceeded: TimeLimitExceeded) -> None:
-        hook = self._options.on_time_limit
-        if hook is None:
+    def _tell_time_limit(self, task: TaskRecord, exceeded: TimeLimitExceeded) -> None:
+        """Tell ``options.on_time_limit`` (a Celery app's worker: its task_failure, errbacks
+        and task_postrun, which the killed child never sent)."""
+        told = self._options.on_time_limit
+        if told is None:
             return
         try:
-            hook(task, exceeded)
+            told(task, exceeded)
         except Exception:
-            log.exception("the time limit hook raised for task %s[%s]", task.name, task.task_id)
+            log.exception("on_time_limit of task %s[%s] raised", task.name, task.task_id)
 
     def _replace(self, child: _Child) -> None:
         with self._lock:

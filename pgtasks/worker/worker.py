@@ -24,7 +24,7 @@ from pgtasks.engine.core import Engine
 from pgtasks.engine.crashpoints import crashpoint
 from pgtasks.engine.errors import ConfigurationError, DatabaseUnavailable
 from pgtasks.engine.failures import error_summary, is_expected
-from pgtasks.engine.redaction import masked_inputs, scrub, secret_args_of, sender_shown
+from pgtasks.engine.redaction import masked_inputs, scrub, secret_args_of, sender_named, sender_shown
 from pgtasks.engine.settings import check_name_length, validate_queue_name
 from pgtasks.support.backoff import Backoff
 from pgtasks.sysdb.records import (
@@ -61,7 +61,7 @@ from pgtasks.worker.logs import (
     result_repr,
 )
 from pgtasks.worker.metrics import WorkerMetrics
-from pgtasks.worker.pools import DEFAULT_POOL, PoolOptions, make_pool
+from pgtasks.worker.pools import DEFAULT_POOL, Killed, PoolOptions, make_pool
 from pgtasks.worker.pruner import PRUNE_INTERVAL, Pruner
 from pgtasks.worker.queues import QueueBook
 from pgtasks.worker.std_streams import reopen_closed
@@ -159,6 +159,11 @@ class WorkerOptions:
     # Told the ids of the tasks this worker (or one of its children) ended as expired, once
     # committed (a Celery app's worker sends task_revoked from it); see WorkerApi.on_expired.
     on_expired: Callable[[list[str]], None] | None = None
+    # Told each task whose process the prefork pool killed at its hard time limit, with the
+    # TimeLimitExceeded recorded for it, before that failure is written (a Celery app's worker
+    # sends task_failure and task_postrun and calls its errbacks there, as Celery's main
+    # process does); an exception is logged, never raised.
+    on_time_limit: Killed | None = None
     # Answers the application's own remote control commands (a Celery app's @control_command),
     # on the thread that reads the commands; see WorkerControl.
     custom_commands: CustomCommands | None = None
@@ -172,8 +177,6 @@ class WorkerOptions:
     # Celery app's worker sends heartbeat_sent, which liveness probes written for Celery touch
     # a file from); never on the heartbeat's own thread, which a slow receiver must not hold.
     on_heartbeat: Callable[[], None] | None = None
-    # Called on the prefork pool's monitor thread for a task killed at its hard time limit.
-    on_time_limit: Callable[[TaskRecord, BaseException], None] | None = None
 
     def __post_init__(self) -> None:
         if self.concurrency < 1:
@@ -782,7 +785,8 @@ class Worker:
                     self._hidden[record.task_id] = hidden
             if received:
                 hidden = self._hidden.get(record.task_id, ())
-                data = TaskLogData(record.task_id, record.name, self._arguments(record, hidden), inputs=shown)
+                name = sender_named(record.name, record.meta)
+                data = TaskLogData(record.task_id, name, self._arguments(record, hidden), inputs=shown)
                 line = LOG_RECEIVED_INPUTS if with_args else LOG_RECEIVED
                 log_task(self._received_log, logging.INFO, line, data)
             if on_received is not None:
@@ -975,7 +979,8 @@ def _log_outcome(
     task's id, name, arguments and the line's fields (see TaskLogData)."""
 
     def data(**fields: Any) -> TaskLogData:
-        return TaskLogData(record.task_id, record.name, arguments, runtime=elapsed, **fields)
+        name = sender_named(record.name, record.meta)  # a Celery shadow name, as its lines show it
+        return TaskLogData(record.task_id, name, arguments, runtime=elapsed, **fields)
 
     if outcome is None:
         log_task(log, logging.WARNING, LOG_ABANDONED, data())

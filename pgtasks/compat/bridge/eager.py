@@ -79,7 +79,7 @@ def apply_eagerly(
         raise retval
     return EagerResult(
         task_id,
-        None if attempt.state == states.IGNORED else retval,
+        retval,  # an Ignore is the result of an ignored task, as in Celery
         attempt.state,
         traceback=attempt.einfo.traceback if attempt.einfo else None,
         name=task.name,

@@ -124,8 +124,8 @@ def _run(
                 # records the failure: task_failure, the errbacks, task_postrun with no state.
                 # Raised on, the engine records it; eagerly it reaches the caller, as in Celery.
                 einfo = ExceptionInfo(exc)
-                send_task_failure(task, task_id, args, kwargs, exc, einfo)
-                call_errbacks(task, request, exc, einfo.traceback)
+                _send_task_failure(task, task_id, args, kwargs, exc, einfo)
+                _call_errbacks(task, request, exc, einfo.traceback)
                 signals.task_postrun.send(
                     sender=task, task_id=task_id, task=task, args=args, kwargs=kwargs, retval=None, state=None
                 )
@@ -162,8 +162,8 @@ def _failed(
             # As Celery's worker (its Issue #4222): a task rejected for good is recorded as a
             # failure, with task_failure and the errbacks (no on_failure: the tracer does not
             # call it for a Reject); task_rejected is Celery's signal for an undecodable message
-            send_task_failure(task, task_id, args, kwargs, exc, einfo)
-            call_errbacks(task, request, exc, einfo.traceback)
+            _send_task_failure(task, task_id, args, kwargs, exc, einfo)
+            _call_errbacks(task, request, exc, einfo.traceback)
         return Attempt(states.REJECTED, exc, einfo)
     if isinstance(exc, Ignore):
         return Attempt(states.IGNORED, exc, ExceptionInfo(exc))
@@ -176,13 +176,27 @@ def _failed(
         mark_expected(exc)  # logged by the worker at INFO without its traceback, as Celery's
     # Celery's order: the errbacks (its backend calls them as it stores the failure), then
     # on_failure, then task_failure
-    call_errbacks(task, request, exc, einfo.traceback)
+    _call_errbacks(task, request, exc, einfo.traceback)
     _call_hook(task.on_failure, exc, task_id, args, kwargs, einfo)
-    send_task_failure(task, task_id, args, kwargs, exc, einfo)
+    _send_task_failure(task, task_id, args, kwargs, exc, einfo)
     return Attempt(states.FAILURE, exc, einfo)
 
 
-def send_task_failure(
+def killed_at_time_limit(task: Task, request: Context, exc: BaseException) -> None:
+    """What Celery's main process does for a task whose process it killed at its hard time
+    limit, which the child could not: the errbacks that take the request (its backend calls
+    them as it stores the failure), ``task_failure``, then ``task_postrun`` with no state. No
+    ``on_failure`` or ``after_return``: those belong to the dead child, as in Celery."""
+    einfo = ExceptionInfo(exc)
+    args, kwargs = tuple(request.args or ()), dict(request.kwargs or {})
+    _call_errbacks(task, request, exc, einfo.traceback)
+    _send_task_failure(task, str(request.id), args, kwargs, exc, einfo)
+    signals.task_postrun.send(
+        sender=task, task_id=request.id, task=task, args=args, kwargs=kwargs, retval=None, state=None
+    )
+
+
+def _send_task_failure(
     task: Task,
     task_id: str,
     args: tuple[Any, ...],
@@ -216,7 +230,7 @@ def _check_encodable(task: Task, value: Any) -> None:
         raise EncodeError(str(exc)) from exc
 
 
-def call_errbacks(task: Task, request: Context, exc: BaseException, traceback: str | None) -> None:
+def _call_errbacks(task: Task, request: Context, exc: BaseException, traceback: str) -> None:
     """Errbacks that take ``(request, exc, traceback)`` run here, in the failing worker, as
     Celery runs them (``traceback``: the formatted text, as Celery's backend passes it); one
     that raises is logged and the others still run."""

@@ -150,6 +150,8 @@ class Plan:
         # read by the worker's log lines, the request and django-celery-results' rows.
         shown = ("argsrepr", "kwargsrepr")
         meta.update({k: prepared.headers[k] for k in shown if options.get(k) is not None})
+        if options.get("shadow"):  # the name they show it by (Celery's shadow; the request's too)
+            meta["shadow"] = str(options["shadow"])
         if prepared.extra:
             meta["properties"] = prepared.extra
         if prepared.stamps:

@@ -227,6 +227,15 @@ def _shown(value: Any) -> str | None:
     return None if value is None else str(value)
 
 
+def _not_before_now(seconds: Any) -> Any:
+    """A ``countdown`` or ``expires`` below 0 seconds (one computed as ``deadline - now`` once
+    the deadline passed) means now, as in Celery: the task runs at once, or is expired and
+    never runs. Anything else is left to the checks."""
+    if isinstance(seconds, (int, float)) and not isinstance(seconds, bool) and seconds < 0:
+        return 0
+    return seconds
+
+
 def prepare(
     app: Celery,
     name: str,
@@ -263,7 +272,7 @@ def prepare(
         priority = inherited_priority(app)
     if priority is None:
         priority = app.conf.task_default_priority
-    countdown, eta = routed.get("countdown"), routed.get("eta")
+    countdown, eta = _not_before_now(routed.get("countdown")), routed.get("eta")
     if isinstance(eta, str):
         eta = _iso_time("eta", eta)
     if countdown is not None:
@@ -272,7 +281,7 @@ def prepare(
         if not isinstance(eta, dt.datetime):
             raise ConfigurationError(f"eta must be a datetime, not {type(eta).__name__}")
         eta = _aware(eta, app)
-    expires = routed.get("expires")
+    expires = _not_before_now(routed.get("expires"))
     if isinstance(expires, dt.timedelta):
         expires = expires.total_seconds()
     elif isinstance(expires, str):
@@ -287,7 +296,7 @@ def prepare(
         "lang": "py",
         "task": name,
         "id": task_id,
-        "shadow": None,
+        "shadow": options.get("shadow") or None,
         "eta": eta.isoformat() if isinstance(eta, dt.datetime) else None,
         "expires": expires.isoformat() if isinstance(expires, dt.datetime) else expires,
         "group": options.get("group_id"),

@@ -105,9 +105,10 @@ def _no_canvas_on(name: str) -> ConfigurationError:
 def _needs_meta(options: dict[str, Any]) -> bool:
     """Options stored with the task (its ``meta``). ``ignore_result`` is, unless the task is
     inserted on the caller's connection (``conn=``): then its outcome reads as stored."""
-    stored = ("headers", "time_limit", "soft_time_limit", "stamped_headers", "argsrepr", "kwargsrepr")
+    stored = ("headers", "time_limit", "soft_time_limit", "stamped_headers")
+    shown = ("argsrepr", "kwargsrepr", "shadow")  # how logs and monitoring show the task
     return (
-        any(options.get(key) for key in stored)
+        any(options.get(key) for key in (*stored, *shown))
         or bool(message_properties(options))
         or (bool(options.get("ignore_result")) and options.get("conn") is None)
     )

@@ -3,13 +3,15 @@
 and turns the Celery state into the engine's outcome (:func:`outcome_of`): SUCCESS returns the
 value, RETRY raises :class:`~pgtasks.engine.errors.RetryRequested` (the engine re-runs the
 task under the same id with ``retries + 1``), FAILURE re-raises the task's exception so its
-type is recorded.
+type is recorded. A ``Retry`` the task raised itself, not through ``self.retry()``, asks for
+no new run, as on Celery (see :func:`outcome_of`).
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import functools
+import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +33,8 @@ from pgtasks.engine.events import task_state
 if TYPE_CHECKING:
     from pgtasks.compat.celery.app.task import Task
     from pgtasks.engine.runtime import Runtime
+
+log = logging.getLogger("pgtasks.compat")
 
 
 def worker_entry(task: Task, run: Callable[..., Any]) -> Callable[..., Any]:
@@ -85,12 +89,22 @@ def retry_countdown(retry: Retry) -> float:
     return 0.0
 
 
-def _new_arguments(retry: Retry) -> tuple[Any, Any]:
+def _new_arguments(retry: Retry, task_id: str) -> tuple[Any, Any]:
     """The arguments ``self.retry(args=, kwargs=)`` gave (the old ones when not given)."""
     sig = retry.sig
-    if isinstance(sig, tuple) and len(sig) >= 2:
-        return tuple(sig[0]), dict(sig[1])
-    return None, None
+    if not (isinstance(sig, tuple) and len(sig) >= 2):
+        return None, None
+    options = sig[2] if len(sig) > 2 and isinstance(sig[2], dict) else {}
+    if options:
+        # Celery sends the retry with them (another queue, priority, limits, headers); the
+        # engine's retry runs the same row again, on its queue, as it was sent
+        log.warning(
+            "task %s: self.retry(%s) is not applied by pgtasks: the retry runs on the task's queue "
+            "with its priority, limits and headers",
+            task_id,
+            ", ".join(f"{name}=..." for name in sorted(options)),
+        )
+    return tuple(sig[0]), dict(sig[1])
 
 
 def outcome_of(attempt: Attempt, task_id: str, engine: Runtime) -> Any:
@@ -101,8 +115,10 @@ def outcome_of(attempt: Attempt, task_id: str, engine: Runtime) -> Any:
         return retval.as_tuple() if isinstance(retval, (AsyncResult, GroupResult)) else retval
     if attempt.state == states.RETRY:
         retry: Retry = attempt.retval
+        if retry.sig is None:
+            _not_sent(retry, attempt, task_id)
         reason = retry.exc if isinstance(retry.exc, BaseException) else None
-        new_args, new_kwargs = _new_arguments(retry)
+        new_args, new_kwargs = _new_arguments(retry, task_id)
         raise RetryRequested(
             str(retry), countdown=retry_countdown(retry), reason=reason, args=new_args, kwargs=new_kwargs
         ) from retry
@@ -118,6 +134,20 @@ def outcome_of(attempt: Attempt, task_id: str, engine: Runtime) -> Any:
         raise RetryRequested("rejected with requeue=True", countdown=0.0, reason=reject) from reject
     exc: BaseException = attempt.retval
     raise exc.with_traceback(attempt.einfo.tb if attempt.einfo else None)
+
+
+def _not_sent(retry: Retry, attempt: Attempt, task_id: str) -> None:
+    """A ``Retry`` raised by the body itself (``raise Retry()``), not by ``self.retry()``:
+    Celery's ``Task.retry`` sends the next run before it raises, so Celery records RETRY for
+    this one and never runs the task again. Re-running it here would repeat its effects, with
+    no ``max_retries`` to stop it; it runs once, as on Celery, and since a row must end, it
+    fails with the ``Retry`` (its ``on_retry`` and ``task_retry`` already ran, as on Celery)."""
+    log.warning(
+        "task %s raised Retry itself, so it is not run again (as on Celery): raise self.retry() "
+        "to retry it; it ends FAILURE",
+        task_id,
+    )
+    raise retry.with_traceback(attempt.einfo.tb if attempt.einfo else None)
 
 
 def _ignored(task_id: str, engine: Runtime) -> Any:

@@ -27,7 +27,7 @@ class Request:
     def __init__(self, context: Context, name: str, links: Mapping[str, Any] | None) -> None:
         links = links or {}
         self._context = context
-        self.name = name
+        self.name = context.shadow or name  # as Celery's worker request: the shadow name shown
         self._errbacks = _signatures(links.get("errbacks"))
         embed = {
             "callbacks": _signatures(links.get("callbacks")),

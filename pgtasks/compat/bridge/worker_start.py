@@ -13,10 +13,9 @@ import types
 from collections.abc import Callable, Collection
 from typing import Any
 
-from pgtasks.compat.billiard.einfo import ExceptionInfo
 from pgtasks.compat.bridge import django_support
 from pgtasks.compat.bridge.django_results import mirror_of
-from pgtasks.compat.bridge.execution import call_errbacks, send_task_failure
+from pgtasks.compat.bridge.execution import killed_at_time_limit
 from pgtasks.compat.bridge.flag_settings import flag
 from pgtasks.compat.bridge.json_safe import json_safe
 from pgtasks.compat.bridge.requests import request_from_record
@@ -92,22 +91,20 @@ def expired_signal(app: Celery, hostname: str) -> Callable[[list[str]], None]:
 
 
 def time_limit_signal(app: Celery, hostname: str) -> Callable[[TaskRecord, BaseException], None]:
-    """What a worker does for a task whose process it killed at the hard time limit, as
-    Celery's worker does in its main process: the errbacks taking ``(request, exc,
-    traceback)`` are called (the process that would have called them is gone), then
-    ``task_failure`` is sent with the task as sender and the TimeLimitExceeded. No
-    ``on_failure``: Celery's worker does not call it either."""
+    """What a Celery app's worker does for a task whose process the prefork pool killed at
+    its hard time limit, in the worker's main process as Celery's does: the errbacks that
+    take the request, ``task_failure`` and ``task_postrun`` (state None), with the request the
+    task had (see :func:`~pgtasks.compat.bridge.execution.killed_at_time_limit`)."""
 
-    def timed_out(record: TaskRecord, exc: BaseException) -> None:
+    def killed(record: TaskRecord, exc: BaseException) -> None:
         task = app.tasks.get(record.name)
         if task is None:
             return
         args, kwargs = _arguments(app, record)
-        request = request_from_record(record, record.executor_id or hostname, args, kwargs)
-        call_errbacks(task, request, exc, None)
-        send_task_failure(task, record.task_id, args, kwargs, exc, ExceptionInfo(exc))
+        request = request_from_record(record, hostname, args, kwargs)
+        killed_at_time_limit(task, request, exc)
 
-    return timed_out
+    return killed
 
 
 def _arguments(app: Celery, record: TaskRecord) -> tuple[tuple[Any, ...], dict[str, Any]]:

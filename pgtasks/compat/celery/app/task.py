@@ -319,6 +319,9 @@ class Task:
         """Send the task (or, with ``task_always_eager``, run it here and return an EagerResult).
         As Celery: ValueError when the task's soft time limit is above its hard one."""
         check_call(self, args, kwargs)
+        shadow = shadow or self.shadow_name(args, kwargs, options)
+        if shadow:  # the name logs and monitoring show for this call (Celery's shadow)
+            options["shadow"] = shadow
         if flag("task_always_eager", self.app.conf.task_always_eager):
             check_eager_serializer(options, self)
             with joins_allowed(False):  # as Celery's: the eager task may not wait for results
@@ -415,12 +418,12 @@ class Task:
         backend stores it) is recorded for that task if it has been sent (a warning if not)."""
         request = self.request
         local = request.is_eager or request.called_directly
-        if local and task_id in (None, request.id):
+        task_id = task_id or request.id
+        if task_id is None:  # called directly, or outside any task: no id to store it for
+            raise ValueError(f"update_state() of {self.name!r} needs a task_id: no task of it runs here")
+        if local and task_id == request.id:
             request.update(custom_state=state, custom_meta=meta)
             return
-        task_id = task_id or request.id
-        if task_id is None:
-            raise ValueError(f"update_state() of {self.name!r} needs a task_id outside a running task")
         if local:  # another task's state, from outside it
             try:
                 record_task_state(self.app.engine, task_id, state or states.PENDING, meta)

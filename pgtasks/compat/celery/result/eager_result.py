@@ -114,7 +114,8 @@ class EagerResult(AsyncResult):
             return self._result
         if self._state in states.PROPAGATE_STATES and propagate:
             raise self._result if isinstance(self._result, BaseException) else TaskRevokedError(self.id)
-        return self._result
+        # as Celery's: an ignored, rejected or retrying task's result (the Ignore, ...) is not a value
+        return self._result if self._state in states.PROPAGATE_STATES else None
 
     wait = get
 
