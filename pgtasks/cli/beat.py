@@ -20,10 +20,12 @@ from pgtasks.cli.options import (
     DETACH,
     add_command,
     add_daemon_options,
+    add_file_options,
     add_ignored,
     add_loglevel_option,
     add_refused,
 )
+from pgtasks.cli.pidfile import run_holding
 from pgtasks.cli.startup import add_wait_option, retry_on_startup, wait_for_database
 from pgtasks.engine.core import Engine
 from pgtasks.engine.errors import ConfigurationError
@@ -33,6 +35,7 @@ from pgtasks.scheduler.clock import DatabaseClock
 from pgtasks.scheduler.live import SourceFollower
 from pgtasks.sysdb.schedule_records import ScheduleRecord, ScheduleStatus
 from pgtasks.sysdb.urls import redact_url
+from pgtasks.worker.logs import file_handler
 
 log = logging.getLogger("pgtasks.beat")
 LOG_FORMAT = "[%(asctime)s: %(levelname)s/beat] %(message)s"
@@ -45,6 +48,7 @@ def add_commands(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> None:
         sub, "beat", _beat, parents, help="fire periodic tasks (run any number: each due time fires once)"
     )
     add_loglevel_option(beat)
+    add_file_options(beat, formats=False)
     beat.add_argument(
         "--max-interval", type=float, default=1.0, help="longest sleep between reads of the schedules (1s)"
     )
@@ -70,7 +74,7 @@ def add_commands(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> None:
         "--no-enable-remote-control",
         why="pgtasks beat needs no remote control: its state is in the database",
     )
-    add_daemon_options(celery)
+    add_daemon_options(celery, files=True)
 
     schedule = add_command(sub, "schedule", _schedule, parents, help="list and manage schedules at runtime")
     schedule.add_argument("--database-url", help="default: PGTASKS_DATABASE_URL (no SQLite fallback)")
@@ -94,15 +98,22 @@ def add_commands(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> None:
 
 
 def _beat(args: argparse.Namespace) -> int:
-    from pgtasks.compat.bridge.worker_logging import setup_beat_logging
-    from pgtasks.compat.bridge.worker_start import beat_started
-
+    """``pgtasks beat``; its ``--pidfile`` (Celery's beat takes the path as it is) names it while
+    it runs."""
     if not args.app:
         print("pgtasks beat: -A/--app is required", file=sys.stderr)
         return 2
+    return run_holding(args.pidfile, lambda: _run_beat(args))
+
+
+def _run_beat(args: argparse.Namespace) -> int:
+    from pgtasks.compat.bridge.worker_logging import setup_beat_logging
+    from pgtasks.compat.bridge.worker_start import beat_started
+
     app = load_app(args.app)
-    if not setup_beat_logging(app, args.loglevel):
-        logging.basicConfig(level=args.loglevel.upper(), format=LOG_FORMAT, stream=sys.stderr)
+    if not setup_beat_logging(app, args.loglevel, args.logfile):
+        output = {"handlers": [file_handler(args.logfile)]} if args.logfile else {"stream": sys.stderr}
+        logging.basicConfig(level=args.loglevel.upper(), format=LOG_FORMAT, **output)
     wait_for_database(app.engine, log, retry_on_startup(app, args.wait_for_database))
     beat = Beat(app.engine, settings=BeatSettings(max_interval=args.max_interval, grace=args.grace))
     configured = app.beat_definitions()

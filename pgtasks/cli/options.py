@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import socket
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from pgtasks.engine.errors import ConfigurationError
+from pgtasks.worker.node_paths import UnknownFormat, expand_formats
 from pgtasks.worker.pools import DEFAULT_POOL, POOLS
 
 Command = Callable[[argparse.Namespace], int]
@@ -160,12 +160,29 @@ def add_refused(parser: argparse.ArgumentParser | Any, *flags: str, why: str) ->
     parser.add_argument(*flags, action=_Refused, default=argparse.SUPPRESS, why=why, help=f"refused: {why}")
 
 
-def add_daemon_options(group: Any) -> None:
-    """Celery's options of a daemonized worker or beat: pgtasks logs to stderr and changes no
-    user, so they are ignored."""
+def add_file_options(parser: argparse.ArgumentParser, formats: bool) -> None:
+    """Celery's ``-f/--logfile`` and ``--pidfile``, served (``formats``: Celery's worker
+    expands ``%n`` and the others in them; its beat takes them as they are)."""
+    expanded = " (%%n %%h %%d %%p %%i %%I expand; with %%I each prefork process writes its own)"
+    parser.add_argument(
+        "-f",
+        "--logfile",
+        help="log to this file instead of stderr, as Celery's" + (expanded if formats else ""),
+    )
+    parser.add_argument(
+        "--pidfile",
+        help="keep the process id in this file while it runs; a file naming a live process refuses "
+        "the start, as in Celery",
+    )
+
+
+def add_daemon_options(group: Any, files: bool = False) -> None:
+    """Celery's options of a daemonized worker or beat: pgtasks changes no user, so they are
+    ignored; so are ``--logfile`` and ``--pidfile`` unless ``files`` (the caller serves them)."""
+    if not files:
+        for flags in (("-f", "--logfile"), ("--pidfile",)):
+            add_ignored(group, *flags, value=True)
     for flags in (
-        ("-f", "--logfile"),
-        ("--pidfile",),
         ("--uid",),
         ("--gid",),
         ("--umask",),
@@ -261,16 +278,11 @@ def expand_hostname(name: str) -> str:
     after ``%`` is refused, as Celery refuses it."""
     host = socket.gethostname()
     short, _, domain = host.partition(".")
-    keys = {"h": host, "n": short, "d": domain, "i": "0", "I": "", "%": "%"}
-
-    def resolve(match: re.Match[str]) -> str:
-        if match.group(1) not in keys:
-            raise argparse.ArgumentTypeError(
-                f"unknown format %{match.group(1)} in node name {name!r} (known: %h %n %d %i %I %%)"
-            )
-        return keys[match.group(1)]
-
-    return re.sub(r"%([%\w])", resolve, name)
+    keys = {"h": host, "n": short, "d": domain, "i": "0", "I": ""}
+    try:
+        return expand_formats(name, keys, "node name")
+    except UnknownFormat as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
 
 
 def global_options(*, top_level: bool = False, broker: bool = True) -> argparse.ArgumentParser:

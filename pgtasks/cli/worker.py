@@ -5,9 +5,12 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import math
+import multiprocessing
 import os
+import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +20,7 @@ from pgtasks.cli.options import (
     POOL_GIVEN,
     add_command,
     add_daemon_options,
+    add_file_options,
     add_ignored,
     add_loglevel_option,
     add_pool_option,
@@ -29,10 +33,14 @@ from pgtasks.cli.options import (
     seconds,
     whole_or_zero,
 )
+from pgtasks.cli.pidfile import run_holding
 from pgtasks.cli.startup import add_wait_option, retry_on_startup, wait_for_database
 from pgtasks.engine.errors import ConfigurationError
 from pgtasks.scheduler.beat import BeatThread, start_beat_thread
+from pgtasks.worker.logs import log_to_file_of_process
+from pgtasks.worker.node_paths import expand_node_path
 from pgtasks.worker.pruner import PRUNE_INTERVAL
+from pgtasks.worker.worker import DEFAULT_SHUTDOWN_GRACE
 
 log = logging.getLogger("pgtasks.worker")
 ONE_PER_CPU = "one per CPU"
@@ -111,12 +119,17 @@ def add_worker_command(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> 
         help="text: Celery's lines (default); json: one JSON object per line, for log collectors",
     )
     add_loglevel_option(worker)
+    add_file_options(worker, formats=True)
     worker.add_argument("--lease-seconds", type=float, help="heartbeat lease (default 30)")
     worker.add_argument("--poll-interval", type=float, help="seconds between polls when idle (default 1)")
     worker.add_argument(
         "--shutdown-grace",
         type=seconds,
-        help="warm shutdown wait in seconds (default: a Celery app's worker_soft_shutdown_timeout, else 30)",
+        help=(
+            f"warm shutdown wait in seconds (default {DEFAULT_SHUTDOWN_GRACE:g}; a Celery app's worker"
+            " waits for its running tasks however long they run, as Celery's, unless its"
+            " worker_soft_shutdown_timeout is set)"
+        ),
     )
     worker.add_argument("-B", "--beat", action="store_true", help="also run the scheduler in this worker")
     add_wait_option(worker)
@@ -166,17 +179,12 @@ def add_worker_command(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> 
     add_ignored(
         celery, "--pool-start-method", value=True, why="prefork children fork from pgtasks' own fork server"
     )
-    add_daemon_options(celery)
+    add_daemon_options(celery, files=True)
 
 
 def run(args: argparse.Namespace) -> int:
-    """Start the worker of ``-A``'s app; its exit status."""
-    from pgtasks.compat.bridge.worker_start import beat_started, worker_hooks
-    from pgtasks.worker.health import HealthOptions
-    from pgtasks.worker.logs import configure_logging
-    from pgtasks.worker.metrics import MetricsOptions
-    from pgtasks.worker.process import run_worker
-    from pgtasks.worker.worker import DEFAULT_SHUTDOWN_GRACE, WorkerOptions
+    """Start the worker of ``-A``'s app; its exit status. ``--pidfile`` names it while it runs."""
+    from pgtasks.compat.bridge.worker_start import node_name
 
     if not args.app:
         print("pgtasks worker: -A/--app is required", file=sys.stderr)
@@ -189,6 +197,22 @@ def run(args: argparse.Namespace) -> int:
         given.add("pool")
     if not args.concurrency:  # not given, or Celery's -c 0
         args.concurrency = os.cpu_count() or 1
+    node = node_name(app, args.hostname)
+    log_pattern = args.logfile
+    args.logfile = expand_node_path(log_pattern, node) if log_pattern else None
+    pidfile = expand_node_path(args.pidfile, node) if args.pidfile else None
+    return run_holding(pidfile, lambda: _run(app, args, given, node, log_pattern))
+
+
+def _run(app: Any, args: argparse.Namespace, given: set[str], node: str, log_pattern: str | None) -> int:
+    """The worker of ``app`` as node ``node`` until it stops; its exit status."""
+    from pgtasks.compat.bridge.worker_start import beat_started, worker_hooks
+    from pgtasks.worker.health import HealthOptions
+    from pgtasks.worker.logs import configure_logging
+    from pgtasks.worker.metrics import MetricsOptions
+    from pgtasks.worker.process import run_worker
+    from pgtasks.worker.worker import WorkerOptions
+
     hooks = worker_hooks(app, args, given)  # a Celery app: its settings, include, signals
     overrides: dict[str, Any] = {}
     if args.lease_seconds is not None:
@@ -202,7 +226,7 @@ def run(args: argparse.Namespace) -> int:
         queues=queues,
         concurrency=args.concurrency,
         executor_id=args.hostname or "",
-        shutdown_grace=DEFAULT_SHUTDOWN_GRACE if args.shutdown_grace is None else args.shutdown_grace,
+        shutdown_grace=shutdown_grace(args.shutdown_grace, hooks.app is not None),
         pool=args.pool,
         # A limit flag given 0 is no limit, as in Celery (worker_hooks left the app's setting unread).
         time_limit=args.time_limit or None,
@@ -219,6 +243,9 @@ def run(args: argparse.Namespace) -> int:
         on_time_limit=hooks.on_time_limit,
         custom_commands=hooks.custom_commands,
         report_conf=hooks.report_conf,
+        on_child_start=process_logs(log_pattern, node, args.logfile, hooks.on_child_start),
+        on_child_exit=hooks.on_child_exit,
+        on_heartbeat=hooks.on_heartbeat,
     )
     metrics = MetricsOptions(args.metrics_port, args.metrics_address)  # refused early if not installed
     health = HealthOptions(args.health_file, args.health_port, args.health_address)
@@ -236,7 +263,7 @@ def run(args: argparse.Namespace) -> int:
 
     after_start = hooks.after_start(start_beat if args.beat else None)
     try:
-        configure_logging(args.loglevel, args.log_format)
+        configure_logging(args.loglevel, args.log_format, logfile=args.logfile)
         warn_of_time_limits(options.time_limit, options.soft_time_limit)
         wait_for_database(engine, log, retry_on_startup(app, args.wait_for_database))
         return run_worker(
@@ -248,9 +275,38 @@ def run(args: argparse.Namespace) -> int:
             before_stop=stop_beat,
             health=health,
             metrics=metrics,
+            on_stop_signal=hooks.shutting_down,
+            after_stop=hooks.stopped,
         )
     finally:
         hooks.stopped()
+
+
+def process_logs(
+    pattern: str | None, node: str, logfile: str | None, then: Callable[[], None] | None
+) -> Callable[[], None] | None:
+    """What each prefork process runs as it starts: with ``--logfile`` naming ``%I`` (or
+    ``%i``), it logs to a file of its own (``w1-1.log`` for ``ForkPoolWorker-1``), as Celery's
+    processes do; then ``then``."""
+    if not pattern or logfile is None or not re.search(r"%[iI]", pattern):
+        return then
+
+    def start() -> None:
+        index = int(multiprocessing.current_process().name.rpartition("-")[2] or 0)
+        log_to_file_of_process(logfile, expand_node_path(pattern, node, index))
+        if then is not None:
+            then()
+
+    return start
+
+
+def shutdown_grace(given: float | None, celery_app: bool) -> float:
+    """``--shutdown-grace``, else 30 s; unbounded for a Celery app, whose warm shutdown waits
+    for the running tasks as long as they run (an operator who gave a long task ten minutes
+    to stop must not see it cut at 30 s and run again elsewhere)."""
+    if given is not None:
+        return given
+    return math.inf if celery_app else DEFAULT_SHUTDOWN_GRACE
 
 
 def prefetch_multiplier(args: argparse.Namespace) -> int | None:

@@ -12,11 +12,14 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
+from logging.handlers import WatchedFileHandler
 from typing import Any
 
 from pgtasks.engine.context import running_context
+from pgtasks.engine.errors import ConfigurationError
 from pgtasks.worker.std_streams import log_stream
 
 LOG_FORMAT = "[%(asctime)s: %(levelname)s/%(processName)s] %(message)s"
@@ -130,20 +133,44 @@ def install_task_fields() -> None:
     logging.setLogRecordFactory(factory)
 
 
-def configure_logging(loglevel: str, log_format: str = "text", formats: LineFormats = LineFormats()) -> None:
-    """Log to stderr at ``loglevel`` in ``log_format`` (``text``: lines in ``formats``,
-    Celery's by default; or ``json``), unless the root logger already has handlers (the
-    application configured logging: then only the task fields are added to its records)."""
+def configure_logging(
+    loglevel: str, log_format: str = "text", formats: LineFormats = LineFormats(), logfile: str | None = None
+) -> None:
+    """Log to stderr (or to the file ``logfile``, as Celery's ``--logfile``) at ``loglevel``
+    in ``log_format`` (``text``: lines in ``formats``, Celery's by default; or ``json``),
+    unless the root logger already has handlers (the application configured logging: then
+    only the task fields are added to its records)."""
     if log_format not in LOG_FORMATS:
         raise ValueError(f"log format {log_format!r}: one of {', '.join(LOG_FORMATS)}")
     install_task_fields()
     root = logging.getLogger()
     if root.handlers:
         return
-    handler = logging.StreamHandler(log_stream())  # not sys.stderr: a task may close that
+    # not sys.stderr: a task may close that
+    handler = file_handler(logfile) if logfile else logging.StreamHandler(log_stream())
     handler.setFormatter(JsonFormatter() if log_format == "json" else TaskFormatter(formats))
     root.addHandler(handler)
     root.setLevel(loglevel.upper())
+
+
+def log_to_file_of_process(logfile: str, path: str) -> None:
+    """In a pool process: write what the root logger's handler of ``logfile`` wrote to
+    ``path`` instead (``--logfile`` with ``%I``: a file per process, as Celery's)."""
+    root = logging.getLogger()
+    for handler in list(root.handlers):
+        if isinstance(handler, WatchedFileHandler) and handler.baseFilename == os.path.abspath(logfile):
+            replacement = file_handler(path)
+            replacement.setFormatter(handler.formatter)
+            root.removeHandler(handler)
+            root.addHandler(replacement)
+
+
+def file_handler(path: str) -> WatchedFileHandler:
+    """Celery's handler of ``--logfile``: reopened when logrotate moves the file."""
+    try:
+        return WatchedFileHandler(path, encoding="utf-8")
+    except OSError as exc:
+        raise ConfigurationError(f"cannot open the log file {path}: {exc.strerror}") from exc
 
 
 def logs_json() -> bool:

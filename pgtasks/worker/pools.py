@@ -65,6 +65,11 @@ class PoolOptions:
     # Resident memory (KiB, as Celery's worker_max_memory_per_child) past which a child is
     # replaced after the task it is running.
     max_memory_per_child: int | None = None
+    # Called in each forked child before its first task, and with its exit code as it exits
+    # on its own (asked to, or at its task or memory limit): a Celery app's worker sends
+    # worker_process_init / worker_process_shutdown from them. Never in the fork server.
+    on_child_start: Callable[[], None] | None = None
+    on_child_exit: Callable[[int], None] | None = None
     # Told each task the prefork pool killed at its hard time limit, on its monitor thread,
     # before the failure is written; an exception is logged, never raised (see WorkerOptions).
     on_time_limit: Killed | None = None

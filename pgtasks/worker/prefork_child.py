@@ -14,6 +14,7 @@ run, retiring)``. The parent reads whatever is there in one ``read`` and splits 
 from __future__ import annotations
 
 import dataclasses
+import logging
 import multiprocessing
 import operator
 import os
@@ -22,8 +23,9 @@ import resource
 import signal
 import struct
 import time
+from collections.abc import Callable
 from multiprocessing.connection import Connection
-from typing import Any
+from typing import Any, NoReturn
 
 from pgtasks.engine.core import Engine
 from pgtasks.engine.errors import SoftTimeLimitExceeded
@@ -33,6 +35,7 @@ from pgtasks.worker.pools import PoolOptions, run_guarded
 from pgtasks.worker.prefork_slots import Slots
 from pgtasks.worker.std_streams import reopen_closed
 
+log = logging.getLogger("pgtasks.worker")
 LENGTH = struct.Struct("!I")
 READ_SIZE = 1 << 16
 
@@ -61,15 +64,16 @@ def child_main(
         multiprocessing.current_process().name, slot = conn.recv()
     except (EOFError, OSError):
         os._exit(0)
+    _call_hook(options.on_child_start)
     fd = conn.fileno()
     done = 0
     while True:
         try:
             batch = conn.recv()
         except (EOFError, OSError):
-            os._exit(0)
+            _exit(options, 0)
         if batch is None:
-            os._exit(0)
+            _exit(options, 0)
         for index, (fields, steps, soft_limit, since) in enumerate(batch):
             started = time.monotonic()
             slots.start(slot, index, started)
@@ -95,7 +99,25 @@ def child_main(
             reported = None if outcome is None else _outcome_fields(outcome)
             _send(fd, (reported, time.monotonic() - started, retiring))
             if retiring:  # the parent sends no batch past this count (any rest goes back)
-                os._exit(0)
+                _exit(options, 0)
+
+
+def _exit(options: PoolOptions, code: int) -> NoReturn:
+    """Leave the child with ``code``, after the pool's exit hook."""
+    hook = options.on_child_exit
+    if hook is not None:
+        _call_hook(lambda: hook(code))
+    os._exit(code)
+
+
+def _call_hook(hook: Callable[[], object] | None) -> None:
+    """Run a child hook; what it raises is logged, and the child goes on (or exits) as it would."""
+    if hook is None:
+        return
+    try:
+        hook()
+    except Exception:
+        log.exception("the prefork child's hook %r raised", hook)
 
 
 def _resident_kib() -> int:

@@ -4,10 +4,16 @@ SIGTERM or SIGINT, or the remote control command ``shutdown`` (``celery control 
 warm shutdown (stop claiming, let running tasks finish within the grace period, write their
 outcomes; exit status 0). A second SIGTERM/SIGINT, or SIGQUIT: cold shutdown (exit at
 once; the tasks still running are recovered from the database, so nothing is lost).
+SIGHUP, when standard output is not a terminal (as Celery's worker): restart, a warm
+shutdown and then the same command line again in the same process. SIGUSR1: the stack of
+every thread is written to standard error, and the worker goes on (Celery's worker does the
+same; by default the signal would end the process).
 """
 
 from __future__ import annotations
 
+import contextlib
+import faulthandler
 import logging
 import os
 import select
@@ -29,6 +35,10 @@ log = logging.getLogger("pgtasks.worker")
 __all__ = ["LOG_FORMAT", "banner", "run_worker"]
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGQUIT)
+# What a stop signal means, as Celery's worker tells worker_shutting_down: (how, exit code)
+# for the first signal; a second SIGTERM/SIGINT is cold.
+SHUTDOWNS = {signal.SIGTERM: ("Warm", 0), signal.SIGINT: ("Warm", 1), signal.SIGQUIT: ("Cold", 1)}
+StopSignalHook = Callable[[str, str, int], object]
 
 
 def banner(worker: Worker, app_name: str) -> str:
@@ -58,13 +68,18 @@ def run_worker(
     before_stop: Callable[[], object] | None = None,
     health: HealthOptions | None = None,
     metrics: MetricsOptions | None = None,
+    on_stop_signal: StopSignalHook | None = None,
+    after_stop: Callable[[], object] | None = None,
 ) -> int:
     """Run a worker in this process until a signal stops it; return the exit code.
 
     ``after_start`` runs once the worker serves (and its prefork children exist);
     ``before_stop`` runs first thing in a warm shutdown, before the worker drains.
     ``health`` starts the probes (a file, an HTTP port) once the worker serves; ``metrics``
-    the Prometheus endpoint, counting from the first claim.
+    the Prometheus endpoint, counting from the first claim. ``on_stop_signal(name, how,
+    exit code)`` runs as a stop signal arrives (``"SIGTERM", "Warm", 0``; cold: before the
+    process exits); ``after_stop`` once the worker stopped warm (its tasks finished, or the
+    grace period over), before the process exits or a SIGHUP restart runs it again.
 
     Signal handlers do nothing but wake the main thread through ``signal.set_wakeup_fd``: a
     handler that touched a lock could deadlock with the code it interrupted. The main thread
@@ -78,8 +93,14 @@ def run_worker(
     wake_read, wake_write = os.pipe()
     os.set_blocking(wake_write, False)
     signal.set_wakeup_fd(wake_write)
-    for stop_signal in STOP_SIGNALS:
+    handled: tuple[signal.Signals, ...] = STOP_SIGNALS
+    # As Celery: closing a terminal must not restart it in the background; nor a worker
+    # started under nohup, which asked for SIGHUP to be ignored.
+    if not sys.stdout.isatty() and signal.getsignal(signal.SIGHUP) is not signal.SIG_IGN:
+        handled += (signal.SIGHUP,)
+    for stop_signal in handled:
         signal.signal(stop_signal, lambda _signum, _frame: None)
+    _dump_stacks_on(signal.SIGUSR1)
     worker.start()
     if logs_json():
         log.info("%s", banner(worker, app_name))
@@ -110,15 +131,27 @@ def run_worker(
         return stopping
 
     signalled = False  # a first SIGTERM/SIGINT came: the next one is a cold shutdown
+    restart = False  # SIGHUP: run again once stopped
     while True:
         ready, _, _ = select.select([wake_read], [], [], 0.5)
         for signum in os.read(wake_read, 64) if ready else b"":
+            if signum == signal.SIGHUP:
+                if stopper is None:
+                    running = worker.running()
+                    log.warning("restart (SIGHUP): no new tasks; waiting for %d running tasks", running)
+                    restart = True
+                    stopper = start_stopping()
+                continue
+            how, code = SHUTDOWNS[signal.Signals(signum)]
             if signum == signal.SIGQUIT or signalled:
+                _tell(on_stop_signal, signal.Signals(signum).name, "Cold", 1)
                 log.warning("cold shutdown: exiting now; running tasks will be recovered")
                 worker.abort()
                 logging.shutdown()
                 os._exit(1)
             signalled = True
+            restart = False  # a stop signal during a restart's drain: stop there
+            _tell(on_stop_signal, signal.Signals(signum).name, how, code)
             if stopper is not None:  # already stopping (remote shutdown, a broken part): still warm
                 log.warning("warm shutdown under way: waiting for %d running tasks", worker.running())
                 continue
@@ -144,12 +177,38 @@ def run_worker(
     if not finished.is_set():
         log.warning("grace period over with tasks still running; they will be recovered")
     log.info("worker stopped")
-    if worker.replace_process:
+    if after_stop is not None:
+        try:
+            after_stop()
+        except Exception:
+            log.exception("the hook run as the worker stopped raised")
+    if worker.replace_process or restart:
         _replace_process()
     logging.shutdown()
     if not finished.is_set():
         os._exit(exit_code)  # threads still running tasks must not keep the process alive
     return exit_code
+
+
+def _dump_stacks_on(signum: signal.Signals) -> None:
+    """Write every thread's stack to the process's own standard error at ``signum`` (from the
+    C handler, safe at any moment; the pool's processes inherit it). ``sys.__stderr__``: a
+    Celery app's worker may have replaced ``sys.stderr`` with a logger, which has no file."""
+    stderr = sys.__stderr__
+    if stderr is None:
+        return
+    with contextlib.suppress(AttributeError, OSError, ValueError):
+        faulthandler.register(signum, file=stderr, all_threads=True)
+
+
+def _tell(hook: StopSignalHook | None, name: str, how: str, code: int) -> None:
+    """Run the stop-signal hook; what it raises is logged, and the shutdown goes on."""
+    if hook is None:
+        return
+    try:
+        hook(name, how, code)
+    except Exception:
+        log.exception("the hook of the %s shutdown (%s) raised", how.lower(), name)
 
 
 def _replace_process() -> NoReturn:

@@ -113,6 +113,7 @@ MAX_CLAIM = 500  # tasks per claim statement at most
 # CPU per task, no faster).
 OVERLAP_BATCH = 200
 UNREGISTER_OUTAGE_WAIT = 2.0  # seconds a stopping worker retries removing its executor row
+FINAL_WRITE_WAIT = 30.0  # seconds a stopping worker waits out an outage to write its outcomes
 T = TypeVar("T")
 
 
@@ -128,7 +129,7 @@ class WorkerOptions:
     queues: tuple[str, ...] = ("default",)
     concurrency: int = 4
     executor_id: str = ""
-    shutdown_grace: float = DEFAULT_SHUTDOWN_GRACE
+    shutdown_grace: float = DEFAULT_SHUTDOWN_GRACE  # math.inf: wait for the running tasks however long
     # One of pools.POOLS. A worker embedded in a process that must not fork (a test's) says
     # pool="threads".
     pool: str = DEFAULT_POOL
@@ -169,6 +170,13 @@ class WorkerOptions:
     # The application's settings its report shows (``inspect conf``; a Celery app's conf
     # table without secrets), JSON values; pgtasks' own settings are added over them.
     report_conf: dict[str, Any] | None = None
+    # Run in each prefork child as it starts and as it exits on its own (PoolOptions).
+    on_child_start: Callable[[], None] | None = None
+    on_child_exit: Callable[[int], None] | None = None
+    # Called every quarter lease on the maintenance thread while the heartbeat is renewed (a
+    # Celery app's worker sends heartbeat_sent, which liveness probes written for Celery touch
+    # a file from); never on the heartbeat's own thread, which a slow receiver must not hold.
+    on_heartbeat: Callable[[], None] | None = None
 
     def __post_init__(self) -> None:
         if self.concurrency < 1:
@@ -194,6 +202,8 @@ class WorkerOptions:
             self.soft_time_limit,
             self.max_tasks_per_child,
             self.max_memory_per_child,
+            self.on_child_start,
+            self.on_child_exit,
             self.on_time_limit,
         )
 
@@ -322,8 +332,16 @@ class Worker:
     def _lease_round(self) -> None:
         """Runs with every heartbeat: re-read queue settings, give back any PENDING task of this
         executor that it is not running (a claim whose COMMIT reply was lost), and stop the
-        running tasks revoked with terminate=True (prefork)."""
+        running tasks revoked with terminate=True (prefork). Tells ``on_heartbeat`` first,
+        while the heartbeat is fresh."""
         assert self.queues is not None
+        beat_at = None if self._lease is None else self._lease.beat_at
+        fresh = beat_at is not None and time.monotonic() - beat_at <= self.engine.settings.lease_seconds
+        if fresh and self.options.on_heartbeat is not None:
+            try:
+                self.options.on_heartbeat()
+            except Exception:
+                log.exception("the heartbeat hook raised")
         self.queues.refresh()
         with self._running_lock:
             keep = tuple(self._owned)
@@ -348,6 +366,9 @@ class Worker:
             "registered": sorted(registry.names()),
             "pool": self.options.pool,
             "concurrency": self.options.concurrency,
+            # Celery's `inspect stats` pool fields: timeouts [soft, hard], max-tasks-per-child
+            "time_limits": [self.options.soft_time_limit, self.options.time_limit],
+            "max_tasks_per_child": self.options.max_tasks_per_child,
             "software": "pgtasks",
             "task_options": {
                 name: {"rate_limit": rate}
@@ -915,12 +936,17 @@ class Worker:
             self._wake.wait(0.05)
             self._wake.clear()
         finished = self._in_hand() == 0
-        # What is left to write (outcomes, the executor row) waits out an outage only for what
-        # remains of the grace period: tasks not written are recovered by the next worker.
-        self._store.limit_outage_wait(max(1.0, deadline - time.monotonic()))
+
+        def left() -> float:
+            # What is left to write (outcomes, the executor row) waits out an outage only for
+            # what remains of the grace period, and never longer than FINAL_WRITE_WAIT (a grace
+            # without end, a Celery app's): tasks not written are recovered by the next worker.
+            return max(1.0, min(deadline - time.monotonic(), FINAL_WRITE_WAIT))
+
+        self._store.limit_outage_wait(left())
         self._pool.shutdown(wait=finished)
         if self._completer is not None:
-            self._completer.stop(timeout=max(1.0, deadline - time.monotonic()))
+            self._completer.stop(timeout=left())
         if self._lease is not None:
             self._lease.stop()
         if self._due is not None:

@@ -29,7 +29,7 @@ def test_celery_check_lists_what_pgtasks_ignores_or_lacks(sqlite_url: str) -> No
     assert "setting task_acks_late" in out and "setting task_default_queue" not in out
     assert "setting worker_prefetch_multiplier" not in out  # the prefork pool honours it
     assert "task tests.compat.apps.check_app.limited: rate_limit='10/s'" in out
-    assert "signal heartbeat_sent" in out
+    assert "signal worker_before_create_process" in out
     clean = run_pgtasks("celery-check", "-A", "tests.compat.apps.signals_app", url=sqlite_url)
     assert clean.returncode == 0 and "supports every Celery setting" in clean.stdout
     # --config: the configuration module of Celery's command line (CELERY_CONFIG_MODULE)

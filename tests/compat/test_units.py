@@ -98,6 +98,20 @@ def test_routing_precedence_and_router_kinds() -> None:
 
     with pytest.raises(ConfigurationError, match="task_routes entries"):
         prepare_routers([42])
+    # Celery's globs: '*' matches any run (dots too, or nothing); '?' and '[' are literal
+    globs = prepare_routers({"proj.*.add": "star", "a?c": "question", "x.[ab]": "bracket"})
+    assert [queue_of(globs, n) for n in ("proj.x.add", "proj..add", "proj.x.add_two")] == [
+        "star",
+        "star",
+        "d",
+    ]
+    assert [queue_of(globs, n) for n in ("abc", "a?c", "x.a", "x.[ab]")] == ["d", "question", "d", "bracket"]
+    with pytest.raises(ConfigurationError, match=r"holds \(task name or pattern, route\) pairs, not 'a\.\*'"):
+        prepare_routers([["a.*", "glob"]])  # one pair, not wrapped in a list of pairs
+
+
+def queue_of(routers: list, name: str) -> object:
+    return route(routers, name, (), {}, {}, "d")["queue"]
 
 
 def path_router(name: str, args: object, kwargs: object, options: object, task: object = None, **kw: object):

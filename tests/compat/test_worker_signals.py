@@ -79,11 +79,12 @@ def test_worker_task_and_publish_signals(
     finally:
         output = stop(process, signal.SIGTERM)
     events = lines(ledger)
-    assert events[0] == "signal after_setup_logger INFO", output
+    # Celery's order: the task modules and the loader's hook, worker_init, then the logging
+    starting = ["signal import_modules signals", "loader on_worker_init", "signal worker_init signals"]
+    assert events[:4] == [*starting, "signal after_setup_logger 20"], output  # logging.INFO, as Celery
     assert "these added to app.steps are not run: worker:AuditStep" in output
     assert "signal worker_init signals" in events
     # the app's loader (Celery(loader=LedgerLoader)): its hooks where Celery's worker calls them
-    starting = ["signal import_modules signals", "loader on_worker_init", "signal worker_init signals"]
     assert [e for e in events if e in starting] == starting
     assert "loader on_worker_process_init" in events
     assert events[-2:] == ["loader on_worker_shutdown", "signal worker_shutdown"], output
@@ -197,14 +198,18 @@ def test_signal_receivers_connect_disconnect_and_survive_errors() -> None:
 
 
 def test_pgtasks_beat_sends_beat_init(sqlite_url: str, tmp_path: Path) -> None:
-    ledger = tmp_path / "ledger"
+    ledger, pidfile, logfile = tmp_path / "ledger", tmp_path / "beat.pid", tmp_path / "beat.log"
     env = cli_env(sqlite_url, {"PGTASKS_TEST_LEDGER": str(ledger)})
-    process = spawn_pgtasks("beat", "-A", "tests.compat.apps.signals_app", env=env)
+    # Celery's beat --pidfile and --logfile (taken as they are: the beat has no node name)
+    files = ("--pidfile", str(pidfile), "--logfile", str(logfile))
+    process = spawn_pgtasks("beat", "-A", "tests.compat.apps.signals_app", *files, env=env)
     try:
         wait_for(lambda: "signal beat_init Beat" in lines(ledger), timeout=60, what="beat_init")
+        assert pidfile.read_text() == f"{process.pid}\n"
     finally:
         output = stop(process, signal.SIGTERM)
     assert process.returncode == 0, output
+    assert "beat ready" in logfile.read_text() and not pidfile.exists()
     # as Celery's beat: the app loader's init_worker (imports, then on_worker_init) first
     events = lines(ledger)
     assert events.index("loader on_worker_init") < events.index("signal beat_init Beat"), events

@@ -69,6 +69,7 @@ def test_a_procfile_worker_line() -> None:
     assert (args.command, args.app, args.queues, args.concurrency) == ("worker", "proj", "a,b", 8)
     assert args.loglevel == "INFO" and args.pool == "threads"
     assert args.hostname == f"w1@{socket.gethostname()}"
+    assert (args.pidfile, args.logfile) == ("/run/w.pid", "/var/log/w.log")  # served, as Celery's
     assert ignored_flags(args) == [
         "-P gevent (green threads are not supported; using -P threads)",
         "-E (pgtasks has no use for it)",
@@ -76,8 +77,6 @@ def test_a_procfile_worker_line() -> None:
         "--without-mingle (pgtasks has no use for it)",
         "--without-heartbeat (pgtasks has no use for it)",
         "-O (pgtasks has no use for it)",
-        "--pidfile (pgtasks has no use for it)",
-        "--logfile (pgtasks has no use for it)",
     ]
 
 

@@ -147,9 +147,7 @@ UNSUPPORTED_SETTINGS: dict[str, str] = {
 }
 # Signals pgtasks never sends (yet): a receiver connected to one never runs.
 SILENT_SIGNALS = (
-    signals.heartbeat_sent,
     signals.worker_before_create_process,
-    signals.worker_process_shutdown,
     signals.task_sent,
     signals.eventlet_pool_started,
     signals.eventlet_pool_preshutdown,

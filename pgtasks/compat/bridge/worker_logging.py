@@ -26,12 +26,16 @@ from pgtasks.worker.logs import LOG_FORMAT, TASK_FORMAT, LineFormats, configure_
 HIJACKED = ("", "celery", "celery.task", "celery.redirected")
 
 
-def setup_worker_logging(conf: Any, loglevel: str, log_format: str) -> int | None:
+def setup_worker_logging(conf: Any, loglevel: str, log_format: str, logfile: str | None = None) -> int | None:
     """Set up the worker's logging for a Celery app of settings ``conf`` at ``loglevel``
-    (``log_format``: pgtasks' ``text`` or ``json``). Returns the level at which to redirect
-    standard output and error once the worker serves (:func:`redirect_stdouts`), or None
-    not to (the setting is off, or a ``setup_logging`` receiver took logging over)."""
+    (``log_format``: pgtasks' ``text`` or ``json``), to stderr or to ``logfile``. Returns the
+    level at which to redirect standard output and error once the worker serves
+    (:func:`redirect_stdouts`), or None not to (the setting is off, or a ``setup_logging``
+    receiver took logging over). The signals carry the level as a number, as Celery's, and
+    ``after_setup_logger`` / ``after_setup_task_logger`` are not sent when a receiver took
+    logging over (Celery sends them only when it set logging up itself)."""
     level = loglevel.upper()
+    number = mlevel(level)
     formats = LineFormats(
         _format(conf, "worker_log_format", LOG_FORMAT),
         _format(conf, "worker_task_log_format", TASK_FORMAT),
@@ -42,20 +46,22 @@ def setup_worker_logging(conf: Any, loglevel: str, log_format: str) -> int | Non
     custom = bool(signals.setup_logging.receivers)
     if custom:
         signals.setup_logging.send(
-            sender=None, loglevel=level, logfile=None, format=text_format, colorize=False
+            sender=None, loglevel=number, logfile=logfile, format=text_format, colorize=False
         )
-    else:
-        if flag("worker_hijack_root_logger", conf.get("worker_hijack_root_logger")):
-            for name in HIJACKED:
-                logging.getLogger(name).handlers = []
-        configure_logging(level, log_format, formats)
-        logging.getLogger().setLevel(level)  # also when the application's handlers stay
+        return None
+    if flag("worker_hijack_root_logger", conf.get("worker_hijack_root_logger")):
+        for name in HIJACKED:
+            logging.getLogger(name).handlers = []
+    configure_logging(level, log_format, formats, logfile)
+    logging.getLogger().setLevel(level)  # also when the application's handlers stay
     for signal, logger, shown in (
         (signals.after_setup_logger, logging.getLogger(), text_format),
         (signals.after_setup_task_logger, logging.getLogger("celery.task"), task_format),
     ):
-        signal.send(sender=None, logger=logger, loglevel=level, logfile=None, format=shown, colorize=False)
-    if custom or not flag("worker_redirect_stdouts", conf.get("worker_redirect_stdouts")):
+        signal.send(
+            sender=None, logger=logger, loglevel=number, logfile=logfile, format=shown, colorize=False
+        )
+    if not flag("worker_redirect_stdouts", conf.get("worker_redirect_stdouts")):
         return None
     return redirect_level(conf.get("worker_redirect_stdouts_level"))
 
@@ -102,11 +108,11 @@ def _date_format(conf: Any, setting: str) -> str | None:
     return value
 
 
-def setup_beat_logging(app: Any, loglevel: str) -> bool:
+def setup_beat_logging(app: Any, loglevel: str, logfile: str | None = None) -> bool:
     """``pgtasks beat``'s logging for a Celery ``app``, as Celery's beat sets it up (the worker's
-    settings and signals; its standard output is not redirected: the beat runs no task); False
-    for a pgtasks App, whose beat sets up its own."""
+    settings and signals, to stderr or ``logfile``; its standard output is not redirected:
+    the beat runs no task); False for a pgtasks App, whose beat sets up its own."""
     if not isinstance(app, Celery):
         return False
-    setup_worker_logging(app.conf, loglevel, "text")
+    setup_worker_logging(app.conf, loglevel, "text", logfile)
     return True

@@ -26,11 +26,13 @@ from pgtasks.compat.celery import signals
 from pgtasks.compat.celery.app.base import Celery
 from pgtasks.compat.celery.app.utils import filter_hidden_settings
 from pgtasks.compat.celery.exceptions import NotRegistered
+from pgtasks.compat.celery.utils.log import mlevel
 from pgtasks.compat.celery.utils.nodenames import default_nodename
 from pgtasks.compat.celery.worker.control import commands_of
 from pgtasks.sysdb.records import TaskRecord
 from pgtasks.worker.control import CustomCommands
-from pgtasks.worker.pools import FORKING_POOLS, INLINE_POOLS
+from pgtasks.worker.pools import INLINE_POOLS
+from pgtasks.worker.worker import default_executor_id
 
 log = logging.getLogger("pgtasks.compat")
 
@@ -98,25 +100,27 @@ def time_limit_signal(app: Celery, hostname: str) -> Callable[[TaskRecord, BaseE
         task = app.tasks.get(record.name)
         if task is None:
             return
-        try:
-            args, kwargs = app.engine.codec.loads_inputs(record.serialization, record.inputs, record.name)
-        except Exception:
-            args, kwargs = [], {}
-        request = request_from_record(record, hostname, tuple(args), dict(kwargs))
+        args, kwargs = _arguments(app, record)
+        request = request_from_record(record, hostname, args, kwargs)
         killed_at_time_limit(task, request, exc)
 
     return killed
 
 
-def _worker_request(app: Celery, record: TaskRecord, hostname: str) -> Request:
-    """The request a worker's signal carries for ``record`` (Celery's worker Request): its
-    arguments decoded, or none when they cannot be (the worker fails such a task with the
-    reason)."""
+def _arguments(app: Celery, record: TaskRecord) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """The task's arguments, or none when they cannot be decoded (the worker fails such a
+    task with the reason)."""
     try:
         args, kwargs = app.engine.codec.loads_inputs(record.serialization, record.inputs, record.name)
     except Exception:
-        args, kwargs = [], {}
-    return worker_request(record, hostname, tuple(args), dict(kwargs))
+        return (), {}
+    return tuple(args), dict(kwargs)
+
+
+def _worker_request(app: Celery, record: TaskRecord, hostname: str) -> Request:
+    """The request a worker's signal carries for ``record`` (Celery's worker Request)."""
+    args, kwargs = _arguments(app, record)
+    return worker_request(record, hostname, args, kwargs)
 
 
 class WorkerHooks:
@@ -128,6 +132,7 @@ class WorkerHooks:
         # the level at which what tasks print is logged (worker_redirect_stdouts), or None
         self.redirect_level: int | None = None
         self.sender = types.SimpleNamespace(app=app, hostname=hostname)
+        self._stopped = False
         # Celery's worker logs each task's outcome on "celery.app.trace": logging configs
         # name it, and error trackers (sentry-sdk) ignore it to avoid a second event.
         self.outcome_logger = "pgtasks.worker" if app is None else "celery.app.trace"
@@ -150,8 +155,33 @@ class WorkerHooks:
         return None if self.app is None else expired_signal(self.app, self.hostname)
 
     @property
+    def on_child_start(self) -> Callable[[], None] | None:
+        """Run in each prefork child before its first task (never in the fork server, which
+        must stay free of the threads and connections a receiver may open)."""
+        app = self.app
+        return None if app is None else lambda: _child_started(app, self.redirect_level)
+
+    @property
+    def on_child_exit(self) -> Callable[[int], None] | None:
+        """Run in a prefork child that exits on its own: ``worker_process_shutdown``."""
+        return None if self.app is None else _child_exiting
+
+    @property
     def on_time_limit(self) -> Callable[[TaskRecord, BaseException], None] | None:
         return None if self.app is None else time_limit_signal(self.app, self.hostname)
+
+    @property
+    def on_heartbeat(self) -> Callable[[], None] | None:
+        """``heartbeat_sent`` each time the worker's heartbeat is renewed, as Celery's worker
+        sends it with each event heartbeat (the sender has ``.app`` and ``.hostname``)."""
+        if self.app is None:
+            return None
+        sender = self.sender
+
+        def beat() -> None:
+            signals.heartbeat_sent.send(sender=sender)
+
+        return beat
 
     @property
     def custom_commands(self) -> CustomCommands | None:
@@ -173,10 +203,17 @@ class WorkerHooks:
 
         return started
 
+    def shutting_down(self, sig: str, how: str, exitcode: int) -> None:
+        """A stop signal came (``"SIGINT", "Warm", 1``): ``worker_shutting_down``, as Celery's
+        signal handlers send it (not for a remote ``shutdown`` nor a SIGHUP restart)."""
+        if self.app is not None:
+            signals.worker_shutting_down.send(sender=self.hostname, sig=sig, how=how, exitcode=exitcode)
+
     def stopped(self) -> None:
-        if self.app is None:
+        """The worker stopped (or restarts): the loader's hook and ``worker_shutdown``, once."""
+        if self.app is None or self._stopped:
             return
-        signals.worker_shutting_down.send(sender=self.hostname, sig="SIGTERM", how="Warm", exitcode=0)
+        self._stopped = True
         self.app.loader.shutdown_worker()
         signals.worker_shutdown.send(sender=self.sender)
         if self.mirror is not None:
@@ -204,6 +241,14 @@ def beat_started(app: Any, beat: Any, embedded: bool) -> None:
         (signals.beat_embedded_init if embedded else signals.beat_init).send(sender=beat)
 
 
+def node_name(app: Any, hostname: str | None) -> str:
+    """The node name the worker of ``app`` runs as: Celery's for a Celery app (``celery@<host>``
+    by default; a name without ``@`` is a host), else ``hostname`` or ``pgtasks@<host>``."""
+    if isinstance(app, Celery):
+        return default_nodename(hostname)
+    return hostname or default_executor_id()
+
+
 def worker_hooks(app: Any, args: argparse.Namespace, given: Collection[str] = ()) -> WorkerHooks:
     """Prepare ``pgtasks worker`` for a Celery app (settings into ``args``, except those the
     command line ``given`` names); send the start-up signals; return the hooks for the rest of
@@ -213,6 +258,14 @@ def worker_hooks(app: Any, args: argparse.Namespace, given: Collection[str] = ()
     django_support.setup_django()
     app.finalize()
     conf = app.conf
+    # Celery's node names: celery@<host> by default, which probes address (`inspect ping -d
+    # celery@$HOSTNAME`); a name without "@" is a host name (`-n worker1`: celery@worker1)
+    args.hostname = hostname = default_nodename(args.hostname)
+    hooks = WorkerHooks(app, hostname)
+    app.loader.init_worker()  # the task modules, then a custom loader's on_worker_init
+    # Celery's order: a celeryd_init receiver may still change the settings the worker reads
+    # next (`conf.worker_concurrency = 3` for one node, as Celery's docs show).
+    signals.celeryd_init.send(sender=hostname, instance=hooks.sender, conf=conf, options=_options(args))
     if not args.queues:  # task_queues (else the default queue), as app.select_queues chose
         args.queues = ",".join(app.amqp.queues.consume_from)
     read_worker_settings(conf, args, given)  # pool, concurrency, limits, timezone: checked
@@ -226,22 +279,29 @@ def worker_hooks(app: Any, args: argparse.Namespace, given: Collection[str] = ()
     if not getattr(args, "prefetch_multiplier", None) and multiplier is not None:
         # Celery's 0 (no limit) is the default here: a claim is never unbounded.
         args.prefetch_multiplier = prefetch_setting(multiplier) or None
-    # Celery's node names: celery@<host> by default, which probes address (`inspect ping -d
-    # celery@$HOSTNAME`); a name without "@" is a host name (`-n worker1`: celery@worker1)
-    args.hostname = hostname = default_nodename(args.hostname)
-    hooks = WorkerHooks(app, hostname)
-    hooks.redirect_level = setup_worker_logging(conf, args.loglevel, getattr(args, "log_format", "text"))
-    _warn_of_bootsteps(app)
-    signals.celeryd_init.send(sender=hostname, instance=hooks.sender, conf=conf, options=vars(args))
-    app.loader.init_worker()  # the task modules, then a custom loader's on_worker_init
     signals.worker_init.send(sender=hooks.sender)
+    logfile = getattr(args, "logfile", None)
+    hooks.redirect_level = setup_worker_logging(
+        conf, args.loglevel, getattr(args, "log_format", "text"), logfile
+    )
+    _warn_of_bootsteps(app)
     signals.celeryd_after_setup.send(sender=hostname, instance=hooks.sender, conf=conf)
-    if args.pool in FORKING_POOLS:
-        os.register_at_fork(after_in_child=lambda: _child_started(app, hooks.redirect_level))
-    elif args.pool in INLINE_POOLS:
+    if args.pool in INLINE_POOLS:
         app.loader.init_worker_process()
         signals.worker_process_init.send(sender=None)
     return hooks
+
+
+def _options(args: argparse.Namespace) -> dict[str, Any]:
+    """The worker's options as Celery's ``celeryd_init`` gives them: ``queues`` a list (None
+    without ``-Q``), ``loglevel`` a number, no function of the command line."""
+    options = {k: v for k, v in vars(args).items() if not callable(v)}
+    queues = options.get("queues")
+    if isinstance(queues, str):
+        options["queues"] = [q.strip() for q in queues.split(",") if q.strip()]
+    if isinstance(options.get("loglevel"), str):
+        options["loglevel"] = mlevel(options["loglevel"].upper())
+    return options
 
 
 def _warn_of_bootsteps(app: Celery) -> None:
@@ -265,3 +325,7 @@ def _child_started(app: Any, redirect_level: int | None) -> None:
     app.loader.init_worker_process()
     signals.worker_process_init.send(sender=None)
     app.on_after_fork.send(sender=app)
+
+
+def _child_exiting(exitcode: int) -> None:
+    signals.worker_process_shutdown.send(sender=None, pid=os.getpid(), exitcode=exitcode)

@@ -3,7 +3,7 @@
 import os
 
 from celery import Celery
-from celery.signals import heartbeat_sent
+from celery.signals import worker_before_create_process
 
 app = Celery("check_app", broker=os.environ.get("PGTASKS_DATABASE_URL"))
 app.conf.update(
@@ -20,6 +20,6 @@ def limited():
     return 1
 
 
-@heartbeat_sent.connect
+@worker_before_create_process.connect
 def received_receiver(**kwargs):
     pass

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import time
 
 from celery import Celery, shared_task
@@ -16,7 +17,8 @@ app = Celery("results", broker=os.environ.get("PGTASKS_DATABASE_URL"))
 app.conf.update(
     task_routes=[
         {"tests.compat.apps.results_app.routed_by_name": {"queue": "named"}},
-        {"tests.compat.apps.results_app.glob_*": "globbed"},
+        # Celery's ordered form: a router given as a list of (pattern, route) pairs
+        [("tests.compat.apps.results_app.glob_*", "globbed"), (re.compile(r".*\.never$"), "never")],
         lambda name, args, kwargs, options, task=None, **kw: (
             {"queue": "by_function"} if name.endswith("by_function") else None
         ),

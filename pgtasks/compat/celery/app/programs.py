@@ -282,9 +282,9 @@ class Worker(WorkController):
 
 class Beat(_Program):
     """pgtasks beat for the app, run in this process by :meth:`run` (on the main thread) until
-    SIGTERM/SIGINT/SIGQUIT. Options: ``max_interval``, ``loglevel``; Celery's ``schedule``,
-    ``scheduler``/``scheduler_cls``, ``hostname``, ``logfile``, ``pidfile`` are ignored with
-    the command's warning (the schedules' state is in the database)."""
+    SIGTERM/SIGINT/SIGQUIT. Options: ``max_interval``, ``loglevel``, ``logfile``, ``pidfile``;
+    Celery's ``schedule``, ``scheduler``/``scheduler_cls``, ``hostname`` are ignored with the
+    command's warning (the schedules' state is in the database)."""
 
     command = "beat"
     accepted = BEAT_OPTIONS

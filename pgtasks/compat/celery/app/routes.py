@@ -1,7 +1,8 @@
 """Celery's ``celery.app.routes``: ``task_routes``, which queue a task goes to, as Celery decides it.
 
 A router is a mapping (exact task names, glob patterns such as ``'feed.tasks.*'``, or compiled
-regular expressions as keys; a route is a queue name or a dict with ``queue``), a function
+regular expressions as keys; a route is a queue name or a dict with ``queue``), a list of
+``(key, route)`` pairs (the same keys, the patterns tried in the list's order), a function
 ``route(name, args, kwargs, options, task=None, **kw)`` returning a route or None, or the
 import path of such a function. ``task_routes`` is one router or a list of them; the first
 that answers wins. Options given to ``apply_async`` (and the task's own ``queue``) win over
@@ -10,7 +11,6 @@ a route, and without any the task goes to ``task_default_queue``.
 
 from __future__ import annotations
 
-import fnmatch
 import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -45,14 +45,17 @@ def expand_route(route: Any) -> Route | None:
 class MapRoute:
     """A mapping router: exact names first, then glob and regular-expression patterns in order."""
 
-    def __init__(self, mapping: Mapping[Any, Any]) -> None:
+    def __init__(self, mapping: Mapping[Any, Any] | Sequence[Any]) -> None:
         self.exact: dict[str, Any] = {}
         self.patterns: list[tuple[re.Pattern[str], Any]] = []
-        for key, route in mapping.items():
+        for key, route in mapping.items() if isinstance(mapping, Mapping) else _pairs(mapping):
             if isinstance(key, re.Pattern):
                 self.patterns.append((key, route))
-            elif isinstance(key, str) and any(c in key for c in "*?["):
-                self.patterns.append((re.compile(fnmatch.translate(key)), route))
+            elif isinstance(key, str) and "*" in key:
+                # Celery's globs: only '*' (any run of characters, dots too) is a wildcard;
+                # '?' and '[' are themselves, as in task names
+                glob = ".*".join(re.escape(part) for part in key.split("*"))
+                self.patterns.append((re.compile(glob + r"\Z"), route))
             elif isinstance(key, str):
                 self.exact[key] = route
             else:
@@ -67,8 +70,21 @@ class MapRoute:
         return None
 
 
+def _pairs(entries: Sequence[Any]) -> list[tuple[Any, Any]]:
+    """A router given as a list of ``(key, route)`` pairs, as Celery's docs order glob routes."""
+    pairs = []
+    for entry in entries:
+        if not isinstance(entry, (list, tuple)) or len(entry) != 2:
+            raise ConfigurationError(
+                "a task_routes router given as a list holds (task name or pattern, route) pairs, "
+                f"not {entry!r}"
+            )
+        pairs.append((entry[0], entry[1]))
+    return pairs
+
+
 def _router(value: Any) -> RouterFunction:
-    if isinstance(value, Mapping):
+    if isinstance(value, (Mapping, list, tuple)):
         return MapRoute(value)
     if isinstance(value, str):
         value = symbol_by_name(value)
@@ -80,7 +96,9 @@ def _router(value: Any) -> RouterFunction:
     route_for_task = getattr(value, "route_for_task", None)  # Celery's old class-based routers
     if callable(route_for_task):
         return lambda name, args, kwargs, options, task=None, **kw: route_for_task(name, args, kwargs)
-    raise ConfigurationError(f"task_routes entries are dicts, functions or import paths, not {value!r}")
+    raise ConfigurationError(
+        f"task_routes entries are dicts, lists of pairs, functions or import paths, not {value!r}"
+    )
 
 
 def prepare_routers(task_routes: Any) -> list[RouterFunction]:
