@@ -18,6 +18,7 @@ from pgtasks.compat.celery.contrib.testing.worker import TestWorkController, sta
 
 __all__ = [
     "celery_app",
+    "celery_class_tasks",
     "celery_config",
     "celery_enable_logging",
     "celery_includes",
@@ -73,6 +74,13 @@ def celery_includes() -> Any:
 
 
 @pytest.fixture(scope="session")
+def celery_class_tasks() -> Any:
+    """Override with the class-based tasks (Task subclasses) the session worker's app
+    registers before it starts."""
+    return []
+
+
+@pytest.fixture(scope="session")
 def celery_worker_pool() -> str:
     return "solo"
 
@@ -104,9 +112,15 @@ def celery_session_app(
 
 @pytest.fixture(scope="session")
 def celery_session_worker(
-    celery_session_app: Celery, celery_worker_pool: str, celery_worker_parameters: Mapping[str, Any]
+    celery_session_app: Celery,
+    celery_class_tasks: Any,
+    celery_worker_pool: str,
+    celery_worker_parameters: Mapping[str, Any],
 ) -> Iterator[TestWorkController]:
-    """A worker of the session app, for the whole session."""
+    """A worker of the session app, for the whole session, with ``celery_class_tasks``
+    registered first."""
+    for task in celery_class_tasks:
+        celery_session_app.register_task(task)
     with start_worker(
         celery_session_app, pool=celery_worker_pool, **dict(celery_worker_parameters)
     ) as worker:
