@@ -13,7 +13,7 @@ import pytest
 
 from pgtasks.compat.celery import _state
 from pgtasks.compat.celery.app.base import Celery
-from pgtasks.compat.celery.contrib.testing.app import test_app
+from pgtasks.compat.celery.contrib.testing.app import DEFAULT_TEST_CONFIG, test_app
 from pgtasks.compat.celery.contrib.testing.worker import TestWorkController, start_worker
 
 __all__ = [
@@ -52,7 +52,9 @@ def _current(app: Celery) -> Iterator[Celery]:
 
 
 def _app(config: Mapping[str, Any], parameters: Mapping[str, Any], includes: Any = ()) -> Celery:
-    return test_app(config, parameters, includes)
+    """A test app as Celery's plugin makes one (a ``TestApp``): Celery's test settings
+    (``DEFAULT_TEST_CONFIG``) under ``celery_config``'s."""
+    return test_app({**DEFAULT_TEST_CONFIG, **dict(config)}, parameters, includes)
 
 
 @pytest.fixture(scope="session")

@@ -43,6 +43,14 @@ def test_shared_task_runs_on_the_test_app(celery_app, celery_worker):
     assert mul.delay(4, 5).get(timeout=30) == 20
 
 
+def test_the_test_app_has_celerys_test_settings(celery_app):
+    # Celery's plugin builds a TestApp: its test settings under celery_config's
+    conf = celery_app.conf
+    assert conf.worker_hijack_root_logger is False and conf.worker_log_color is False
+    assert conf.accept_content == {"json"} and conf.timezone == "UTC" and conf.broker_heartbeat == 0
+    assert conf.result_backend == "rpc://"  # celery_config's own wins
+
+
 @pytest.mark.celery(task_default_queue="marked")
 def test_the_celery_marker_overrides_settings(celery_app):
     assert celery_app.conf.task_default_queue == "marked"
