@@ -158,6 +158,15 @@ def error_type(error_text: str) -> tuple[str, str]:
         return "", ""
 
 
+def error_arguments(error_text: str) -> list[Any] | None:
+    """The stored exception's arguments (None when they were not kept)."""
+    try:
+        args = _arguments(json.loads(error_text))
+    except (ValueError, AttributeError):
+        return None
+    return args if isinstance(args, list) else None
+
+
 def error_repr(error_text: str | None) -> str:
     """The stored exception as ``repr()`` shows it (``ValueError('x')``, ``KeyError('k')``):
     its arguments when they were kept, else its message."""

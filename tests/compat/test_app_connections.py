@@ -73,5 +73,11 @@ def test_pool_limits_and_what_needs_a_broker(sqlite_url: str) -> None:
     with pytest.raises(NotImplementedError, match="channels do not exist here"):
         _ = first.default_channel
     assert first.clone().as_uri() == first.as_uri() and first.clone() is not first
+    first.release()
+    with app.producer_pool.acquire(block=True) as producer:  # kombu's producers are context managers
+        assert isinstance(producer, Producer) and producer.channel is first
+        with pytest.raises(ConnectionLimitExceeded):
+            app.pool.acquire()
+    assert app.pool.acquire() is first  # the block gave its connection back
     with pytest.raises(Exception, match="Redis"):
         Connection("redis://localhost:6379/0")

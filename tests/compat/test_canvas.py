@@ -72,6 +72,17 @@ def test_chains_groups_and_chords(ledger: Path) -> None:
     assert sums_known.parent.id == sums.header.options["task_id"]
 
 
+def test_freezing_a_chain_sets_its_id() -> None:
+    """As Celery's chain.freeze(_id): the chain's own id becomes the id given for its last task
+    (Celery's t/integration test_freezing_chain_sets_id_of_last_task), None without one."""
+    last = proj.add.s(2).set(task_id="42")
+    flow = proj.add.s(4) | last
+    assert flow.id is None
+    assert flow.freeze(last.id).id == "42" and flow.id == "42"
+    flow.freeze()
+    assert flow.id is None and flow.tasks[-1].id == "42"
+
+
 def test_failures_stop_chains_fail_chords_and_run_errbacks(ledger: Path) -> None:
     stopped = (proj.add.s(1, 1) | proj.fail.s() | proj.add.s(5)).delay()
     with pytest.raises(proj.Broken, match=r"failed with \[2\]"):

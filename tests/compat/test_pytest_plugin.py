@@ -17,4 +17,4 @@ def test_a_projects_tests_written_with_celerys_fixtures_pass() -> None:
     argv += [f"{PROJECT}/plugin_project_tests.py"]
     done = subprocess.run(argv, cwd=REPO, env=cli_env(None), capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "4 passed" in done.stdout
+    assert "7 passed" in done.stdout

@@ -114,6 +114,29 @@ def test_retry_limits(worker: Path) -> None:
     assert runs["autoretried missing"] == 3 and runs["autoretried index"] == 1
 
 
+def test_an_exception_its_arguments_do_not_rebuild_is_celerys_wrapper(worker: Path) -> None:
+    """As Celery's worker stores an exception that does not survive pickling: get() raises
+    (and .result holds, also while the task waits to retry) an UnpickleableExceptionWrapper
+    with the class name and arguments, not a pgtasks TaskError."""
+    from celery.utils.serialization import UnpickleableExceptionWrapper
+
+    failed = proj.fails_unrebuildable.delay("E42")
+    with pytest.raises(UnpickleableExceptionWrapper) as raised:
+        failed.get(timeout=30)
+    wrapper = raised.value
+    assert (wrapper.exc_module, wrapper.exc_cls_name, wrapper.exc_args) == (
+        "tests.compat.apps.results_app",
+        "TwoPartError",
+        ("E42",),
+    )
+    assert wrapper.text == "TwoPartError('E42')" and failed.state == "FAILURE"
+    retrying = proj.retries_unrebuildable.delay("E7")
+    wait_for(lambda: retrying.state == "RETRY", timeout=30)
+    assert isinstance(retrying.result, UnpickleableExceptionWrapper)
+    assert retrying.result.exc_args == ("E7",)
+    retrying.revoke()
+
+
 def test_routing(worker: Path) -> None:
     expected = {
         proj.routed_by_name: "named",

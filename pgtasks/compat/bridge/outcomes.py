@@ -19,7 +19,9 @@ import sys
 
 from pgtasks.compat.celery import states
 from pgtasks.compat.celery.exceptions import NotRegistered
+from pgtasks.compat.celery.utils.serialization import UnpickleableExceptionWrapper
 from pgtasks.engine.errors import TaskError, TaskNotRegistered
+from pgtasks.engine.failures import error_arguments, error_repr, error_type
 from pgtasks.sysdb.records import Status
 
 # Where Celery's and kombu's exception classes lived before the Celery layer took Celery's
@@ -46,16 +48,39 @@ def celery_state(status: Status | None, retries: int = 0, track_started: bool = 
     return states.RETRY if retries > 0 else states.PENDING
 
 
-def celery_exception(exc: BaseException) -> BaseException:
+def celery_exception(exc: BaseException, error_text: str | None = None) -> BaseException:
     """``exc`` under Celery's class where pgtasks' engine recorded it under its own: a task a
-    worker did not know (``TaskNotRegistered``) is Celery's ``NotRegistered``."""
+    worker did not know (``TaskNotRegistered``) is Celery's ``NotRegistered``; an exception
+    of a class this process has loaded that its stored arguments do not rebuild (``error_text``,
+    the stored failure) is Celery's ``UnpickleableExceptionWrapper``."""
     if isinstance(exc, TaskNotRegistered) and not isinstance(exc, NotRegistered):
         mapped = NotRegistered(*exc.args)
         mapped.remote_traceback = getattr(exc, "remote_traceback", None)  # type: ignore[attr-defined]
         return mapped
     if isinstance(exc, TaskError):
-        return _moved_class(exc) or exc
+        return _moved_class(exc) or _unrebuilt(exc, error_text) or exc
     return exc
+
+
+def _unrebuilt(exc: TaskError, error_text: str | None) -> BaseException | None:
+    """Celery's worker stores an exception that does not survive pickling (its ``__init__``
+    refuses its own ``args``) as an ``UnpickleableExceptionWrapper`` of its module, class name,
+    arguments and repr, which ``get()`` raises: the same from the stored failure, when the
+    class is one this process has loaded (else the failure stays a TaskError)."""
+    if not error_text:
+        return None
+    module, qualname = error_type(error_text)
+    owner = sys.modules.get(module)
+    for part in qualname.split(".") if owner is not None else ():
+        owner = getattr(owner, part, None)
+    if not (isinstance(owner, type) and issubclass(owner, Exception)):
+        return None
+    args = error_arguments(error_text)
+    wrapper = UnpickleableExceptionWrapper(
+        module, qualname, tuple([exc.message] if args is None else args), error_repr(error_text)
+    )
+    wrapper.remote_traceback = exc.remote_traceback
+    return wrapper
 
 
 def _moved_class(exc: TaskError) -> BaseException | None:

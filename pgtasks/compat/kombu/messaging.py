@@ -21,6 +21,18 @@ class Producer:
         self.routing_key = routing_key
         self.options = kwargs
 
+    def __enter__(self) -> Producer:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.release()
+
+    def release(self) -> None:
+        """Nothing to release (kombu's own does nothing either); a producer from an app's
+        ``producer_pool`` gives its connection back to the pool here."""
+
+    close = release
+
     def publish(self, body: Any, routing_key: str | None = None, **kwargs: Any) -> None:
         raise NotImplementedError(
             "pgtasks has no message broker to publish to: send tasks with Task.apply_async() "

@@ -224,3 +224,21 @@ def forwards_chain(self, value):
     record.apply_async(("forwarded",), chain=self.request.chain)
     self.request.chain = None
     return value
+
+
+class TwoPartError(Exception):
+    """Keeps only ``code`` in its args, so ``TwoPartError(*args)`` refuses to rebuild it."""
+
+    def __init__(self, code, detail):
+        super().__init__(code)
+        self.detail = detail
+
+
+@app.task
+def fails_unrebuildable(code):
+    raise TwoPartError(code, "detail")
+
+
+@app.task(bind=True, default_retry_delay=30, max_retries=1)
+def retries_unrebuildable(self, code):
+    raise self.retry(exc=TwoPartError(code, "detail"))

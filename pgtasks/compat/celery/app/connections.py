@@ -15,6 +15,17 @@ from pgtasks.compat.kombu.messaging import Producer
 __all__ = ["ConnectionsMixin", "ProducerPool"]
 
 
+class _PooledProducer(Producer):
+    """A producer acquired from a :class:`ProducerPool`: releasing it (or leaving its ``with``
+    block) gives its connection back to the pool, as kombu's pooled producers do."""
+
+    def release(self) -> None:
+        if isinstance(self.channel, Connection):
+            self.channel.release()
+
+    close = release
+
+
 class ProducerPool:
     """kombu's pool of producers: ``acquire()`` gives a :class:`Producer` on a connection of
     the app's pool (what ``apply_async(producer=...)`` takes; pgtasks sends without one)."""
@@ -24,11 +35,10 @@ class ProducerPool:
         self.limit = limit
 
     def acquire(self, block: bool = False, timeout: float | None = None) -> Producer:
-        return Producer(self.connections.acquire(block=block, timeout=timeout))
+        return _PooledProducer(self.connections.acquire(block=block, timeout=timeout))
 
     def release(self, resource: Producer) -> None:
-        if isinstance(resource.channel, Connection):
-            resource.channel.release()
+        resource.release()
 
 
 class ConnectionsMixin:

@@ -68,10 +68,12 @@ class chain(Workflow):
 
     def freeze(self, _id: str | None = None, **kwargs: Any) -> Any:
         """Fix every task's id now (the last one's ``_id`` when given) and return the result
-        the chain gives when sent: its last task's, each result the previous one's parent."""
+        the chain gives when sent: its last task's, each result the previous one's parent.
+        As Celery's, the chain's own ``id`` becomes ``_id`` (None when not given)."""
         members = self._signatures()
         if not members:
             return super().freeze(_id)
+        self.options["task_id"] = _id
         result = None
         for position, member in enumerate(members):
             frozen = member.freeze(_id if position == len(members) - 1 else None)

@@ -13,11 +13,12 @@ import pytest
 
 from pgtasks.compat.celery import _state
 from pgtasks.compat.celery.app.base import Celery
-from pgtasks.compat.celery.contrib.testing.app import test_app
+from pgtasks.compat.celery.contrib.testing.app import DEFAULT_TEST_CONFIG, test_app
 from pgtasks.compat.celery.contrib.testing.worker import TestWorkController, start_worker
 
 __all__ = [
     "celery_app",
+    "celery_class_tasks",
     "celery_config",
     "celery_enable_logging",
     "celery_includes",
@@ -51,7 +52,9 @@ def _current(app: Celery) -> Iterator[Celery]:
 
 
 def _app(config: Mapping[str, Any], parameters: Mapping[str, Any], includes: Any = ()) -> Celery:
-    return test_app(config, parameters, includes)
+    """A test app as Celery's plugin makes one (a ``TestApp``): Celery's test settings
+    (``DEFAULT_TEST_CONFIG``) under ``celery_config``'s."""
+    return test_app({**DEFAULT_TEST_CONFIG, **dict(config)}, parameters, includes)
 
 
 @pytest.fixture(scope="session")
@@ -70,6 +73,13 @@ def celery_parameters() -> Mapping[str, Any]:
 def celery_includes() -> Any:
     """Override with the task modules the worker fixtures import."""
     return ()
+
+
+@pytest.fixture(scope="session")
+def celery_class_tasks() -> Any:
+    """Override with the class-based tasks (Task subclasses) the session worker's app
+    registers before it starts."""
+    return []
 
 
 @pytest.fixture(scope="session")
@@ -104,9 +114,15 @@ def celery_session_app(
 
 @pytest.fixture(scope="session")
 def celery_session_worker(
-    celery_session_app: Celery, celery_worker_pool: str, celery_worker_parameters: Mapping[str, Any]
+    celery_session_app: Celery,
+    celery_class_tasks: Any,
+    celery_worker_pool: str,
+    celery_worker_parameters: Mapping[str, Any],
 ) -> Iterator[TestWorkController]:
-    """A worker of the session app, for the whole session."""
+    """A worker of the session app, for the whole session, with ``celery_class_tasks``
+    registered first."""
+    for task in celery_class_tasks:
+        celery_session_app.register_task(task)
     with start_worker(
         celery_session_app, pool=celery_worker_pool, **dict(celery_worker_parameters)
     ) as worker:

@@ -192,7 +192,7 @@ class AsyncResult(ResultBase):
             stored = decode_exception(record.error, self.app.engine.trusted_modules(), any_loaded=True)
             if state == states.RETRY and isinstance(stored, RetryRequested):
                 return None  # self.retry() without exc: Celery stores no reason
-            return celery_exception(stored)
+            return celery_exception(stored, record.error)
         return None
 
     @property

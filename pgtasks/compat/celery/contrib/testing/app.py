@@ -1,11 +1,14 @@
 """Celery's ``celery.contrib.testing.app``: ``TestApp`` and ``setup_default_app``, and
 :func:`test_app`, the app behind them and the pytest plugin's fixtures. Celery's in-memory
-broker (``memory://``, the test configuration's default) becomes a SQLite file of the test's
-own, so tests run against a real database with nothing to start."""
+broker (``memory://``, the test configuration's default) becomes a SQLite file of the test
+process's own, so tests run against a real database with nothing to start."""
 
 from __future__ import annotations
 
+import atexit
+import functools
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -31,19 +34,34 @@ DEFAULT_TEST_CONFIG: dict[str, Any] = {
 
 
 def _test_database(config: Mapping[str, Any]) -> str | None:
-    """A SQLite file of the test's own for Celery's in-memory broker; None to keep the URL."""
+    """The SQLite file standing for Celery's in-memory broker; None to keep the URL."""
     broker = str(config.get("broker_url") or "")
     if broker.split("://")[0] + "://" in IN_MEMORY or broker in IN_MEMORY:
-        folder = tempfile.mkdtemp(prefix="pgtasks-celery-test-")
-        return f"sqlite:///{os.path.join(folder, 'tasks.sqlite3')}"
+        return _memory_database(os.getpid())
     return None
+
+
+@functools.cache
+def _memory_database(pid: int) -> str:
+    """One SQLite file per process, removed when the process exits: kombu's memory transport
+    keeps one set of queues per process, so every app of a test process (a test's
+    ``celery_app``, the ``celery_session_worker``'s app) sends to and reads from the same
+    tasks, as on Celery. ``pid`` keys it: a forked process makes a file of its own."""
+    folder = tempfile.mkdtemp(prefix="pgtasks-celery-test-")
+    atexit.register(_remove, folder, pid)
+    return f"sqlite:///{os.path.join(folder, 'tasks.sqlite3')}"
+
+
+def _remove(folder: str, pid: int) -> None:
+    if os.getpid() == pid:  # not from a forked child that inherited the handler
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def test_app(
     config: Mapping[str, Any] | None = None, parameters: Mapping[str, Any] | None = None, includes: Any = ()
 ) -> Celery:
     """A Celery app for a test, as Celery's ``TestApp``: ``config`` as its settings (a memory
-    broker becomes a SQLite file of its own), ``parameters`` to the constructor."""
+    broker becomes the process's SQLite file), ``parameters`` to the constructor."""
     settings = {"broker_url": "memory://", "task_default_queue": "celery", **dict(config or {})}
     database = _test_database(settings)
     if database is not None:
@@ -67,7 +85,7 @@ def TestApp(
     **kwargs: Any,
 ) -> Celery:
     """A Celery app for tests with :data:`DEFAULT_TEST_CONFIG` and ``config`` (Celery's
-    in-memory broker becomes a SQLite file of the app's own)."""
+    in-memory broker becomes the test process's SQLite file)."""
     settings = {**DEFAULT_TEST_CONFIG, **dict(config or {})}
     if broker is not None:
         settings["broker_url"] = broker
