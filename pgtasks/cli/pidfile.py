@@ -2,9 +2,9 @@
 (init scripts and monitors such as Monit read it to signal or watch the worker).
 
 A file naming a live process other than this one refuses the start (Celery's message and
-exit status 73); one naming a process that is gone is stale and replaced; one naming this
-process is a SIGHUP restart's own (the same pid runs the command line again). The file is
-removed when the worker stops, if it still names this process.
+exit status 73); one naming a process that is gone, or another user's, is stale and
+replaced; one naming this process is a SIGHUP restart's own (the same pid runs the command
+line again). The file is removed when the worker stops, if it still names this process.
 """
 
 from __future__ import annotations
@@ -41,18 +41,32 @@ def run_holding(path: str | None, run: Callable[[], int]) -> int:
 
 
 def acquire(path: Path) -> None:
-    """Write this process's id to ``path`` (see the module); PidfileError if it cannot."""
+    """Write this process's id to ``path`` (see the module); PidfileError if it cannot. The
+    file is created exclusively: of two workers starting at once with the same pidfile, one
+    takes it and the other is refused."""
     running = _read(path)
-    if running is not None and running != os.getpid():
-        if _alive(running):
-            raise PidfileError(
-                f"ERROR: Pidfile ({path}) already exists.\nSeems we're already running? (pid: {running})"
-            )
+    if running == os.getpid():  # a SIGHUP restart's own file
+        return
+    if running is not None or path.exists():
+        if running is not None and _alive(running):
+            raise PidfileError(_taken(path, running))
         print("Stale pidfile exists - Removing it.", file=sys.stderr)
+        try:
+            path.unlink(missing_ok=True)
+        except OSError as exc:
+            raise PidfileError(f"ERROR: cannot remove the stale pidfile {path}: {exc.strerror}") from exc
     try:
-        path.write_text(f"{os.getpid()}\n")
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    except FileExistsError:  # another worker took it since the read
+        raise PidfileError(_taken(path, _read(path))) from None
     except OSError as exc:
         raise PidfileError(f"ERROR: cannot write the pidfile {path}: {exc.strerror}") from exc
+    with os.fdopen(fd, "w") as file:
+        file.write(f"{os.getpid()}\n")
+
+
+def _taken(path: Path, pid: int | None) -> str:
+    return f"ERROR: Pidfile ({path}) already exists.\nSeems we're already running? (pid: {pid})"
 
 
 def release(path: Path) -> None:
@@ -76,5 +90,7 @@ def _alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     except PermissionError:
-        return True  # another user's live process
+        # Another user's process: as Celery, not this worker's (after a reboot its old pid
+        # may be a system daemon's), so the file is stale.
+        return False
     return True

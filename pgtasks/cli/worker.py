@@ -33,7 +33,7 @@ from pgtasks.cli.options import (
     seconds,
     whole_or_zero,
 )
-from pgtasks.cli.pidfile import run_holding
+from pgtasks.cli.pidfile import release, run_holding
 from pgtasks.cli.startup import add_wait_option, retry_on_startup, wait_for_database
 from pgtasks.engine.errors import ConfigurationError
 from pgtasks.scheduler.beat import BeatThread, start_beat_thread
@@ -201,11 +201,19 @@ def run(args: argparse.Namespace) -> int:
     log_pattern = args.logfile
     args.logfile = expand_node_path(log_pattern, node) if log_pattern else None
     pidfile = expand_node_path(args.pidfile, node) if args.pidfile else None
-    return run_holding(pidfile, lambda: _run(app, args, given, node, log_pattern))
+    return run_holding(pidfile, lambda: _run(app, args, given, node, log_pattern, pidfile))
 
 
-def _run(app: Any, args: argparse.Namespace, given: set[str], node: str, log_pattern: str | None) -> int:
-    """The worker of ``app`` as node ``node`` until it stops; its exit status."""
+def _run(
+    app: Any,
+    args: argparse.Namespace,
+    given: set[str],
+    node: str,
+    log_pattern: str | None,
+    pidfile: str | None,
+) -> int:
+    """The worker of ``app`` as node ``node`` until it stops; its exit status. ``pidfile`` is
+    removed before a cold exit too."""
     from pgtasks.compat.bridge.worker_start import beat_started, worker_hooks
     from pgtasks.worker.health import HealthOptions
     from pgtasks.worker.logs import configure_logging
@@ -277,6 +285,8 @@ def _run(app: Any, args: argparse.Namespace, given: set[str], node: str, log_pat
             metrics=metrics,
             on_stop_signal=hooks.shutting_down,
             after_stop=hooks.stopped,
+            celery_signals=hooks.app is not None,
+            before_exit=(lambda: release(Path(pidfile))) if pidfile else None,
         )
     finally:
         hooks.stopped()

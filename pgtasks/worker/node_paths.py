@@ -30,8 +30,10 @@ def expand_node_path(pattern: str, node: str, index: int | None = None) -> str:
     """A ``--logfile`` or ``--pidfile`` path for the worker ``node`` as Celery's worker expands
     it: ``%n`` the node's name (``w1`` of ``w1@host``), ``%h`` its host, ``%d`` that host's
     domain, ``%p`` the whole node name, ``%i`` the pool process index (``0`` in the worker's
-    own process), ``%I`` ``-index`` (empty there)."""
-    name, _, host = node.rpartition("@") if "@" in node else ("", "", node)
+    own process), ``%I`` ``-index`` (empty there). A name without ``@`` (a native worker's
+    ``-n w1``; a Celery app's always has one) is both ``%n`` and ``%h``, so that two such
+    workers get two files."""
+    name, _, host = node.rpartition("@") if "@" in node else (node, "", node)
     keys = {"h": host, "n": name or "celery", "d": host.partition(".")[2], "p": node}
     keys |= {"i": str(index or 0), "I": f"-{index}" if index else ""}
     return expand_formats(pattern, keys, "path")

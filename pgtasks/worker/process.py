@@ -70,6 +70,8 @@ def run_worker(
     metrics: MetricsOptions | None = None,
     on_stop_signal: StopSignalHook | None = None,
     after_stop: Callable[[], object] | None = None,
+    celery_signals: bool = False,
+    before_exit: Callable[[], object] | None = None,
 ) -> int:
     """Run a worker in this process until a signal stops it; return the exit code.
 
@@ -80,6 +82,11 @@ def run_worker(
     exit code)`` runs as a stop signal arrives (``"SIGTERM", "Warm", 0``; cold: before the
     process exits); ``after_stop`` once the worker stopped warm (its tasks finished, or the
     grace period over), before the process exits or a SIGHUP restart runs it again.
+    ``celery_signals``: SIGHUP restarts the worker (when standard output is no terminal) and
+    SIGUSR1 writes the threads' stacks, as Celery's worker does (a Celery app's worker);
+    otherwise SIGHUP ends the process and SIGUSR1 is the app's. ``before_exit`` runs before
+    the process exits at once (a cold shutdown, tasks still running after the grace period),
+    where the caller's own cleanup (``finally``) would not run.
 
     Signal handlers do nothing but wake the main thread through ``signal.set_wakeup_fd``: a
     handler that touched a lock could deadlock with the code it interrupted. The main thread
@@ -96,11 +103,12 @@ def run_worker(
     handled: tuple[signal.Signals, ...] = STOP_SIGNALS
     # As Celery: closing a terminal must not restart it in the background; nor a worker
     # started under nohup, which asked for SIGHUP to be ignored.
-    if not sys.stdout.isatty() and signal.getsignal(signal.SIGHUP) is not signal.SIG_IGN:
+    if celery_signals and not _on_terminal() and signal.getsignal(signal.SIGHUP) is not signal.SIG_IGN:
         handled += (signal.SIGHUP,)
     for stop_signal in handled:
         signal.signal(stop_signal, lambda _signum, _frame: None)
-    _dump_stacks_on(signal.SIGUSR1)
+    if celery_signals:
+        _dump_stacks_on(signal.SIGUSR1)
     worker.start()
     if logs_json():
         log.info("%s", banner(worker, app_name))
@@ -147,6 +155,7 @@ def run_worker(
                 _tell(on_stop_signal, signal.Signals(signum).name, "Cold", 1)
                 log.warning("cold shutdown: exiting now; running tasks will be recovered")
                 worker.abort()
+                _before_exit(before_exit)
                 logging.shutdown()
                 os._exit(1)
             signalled = True
@@ -186,6 +195,7 @@ def run_worker(
         _replace_process()
     logging.shutdown()
     if not finished.is_set():
+        _before_exit(before_exit)
         os._exit(exit_code)  # threads still running tasks must not keep the process alive
     return exit_code
 
@@ -199,6 +209,22 @@ def _dump_stacks_on(signum: signal.Signals) -> None:
         return
     with contextlib.suppress(AttributeError, OSError, ValueError):
         faulthandler.register(signum, file=stderr, all_threads=True)
+
+
+def _on_terminal() -> bool:
+    """Whether standard output is a terminal (it may be closed: None, or a closed file)."""
+    with contextlib.suppress(AttributeError, OSError, ValueError):
+        return bool(sys.stdout.isatty())
+    return False
+
+
+def _before_exit(hook: Callable[[], object] | None) -> None:
+    if hook is None:
+        return
+    try:
+        hook()
+    except Exception:
+        log.exception("the hook run before the process exits raised")
 
 
 def _tell(hook: StopSignalHook | None, name: str, how: str, code: int) -> None:

@@ -111,6 +111,8 @@ def test_the_request_shows_the_arguments_repr(ledger: Path) -> None:
     assert proj.shows_reprs.delay(1, "a", b=2).get(timeout=60) == ["(1, 'a')", "{'b': 2}"]
     hidden = proj.shows_reprs.apply_async((1,), {"b": 2}, argsrepr="(<hidden>,)")
     assert hidden.get(timeout=60) == ["(<hidden>,)", "{'b': 2}"]
+    secret = proj.shows_reprs.apply_async(("s3cret",), {"token": "t"}, argsrepr="", kwargsrepr="")
+    assert secret.get(timeout=60) == ["", ""]  # an empty repr hides them, as Celery keeps it
     many = proj.shows_reprs.delay(*range(8), z=1, a=2, y=3, b=4, x=5)
     assert many.get(timeout=60) == ["(0, 1, 2, 3, 4, 5, 6, 7)", "{'z': 1, 'a': 2, 'y': 3, 'b': 4, 'x': 5}"]
 

@@ -98,14 +98,24 @@ def test_routing_precedence_and_router_kinds() -> None:
 
     with pytest.raises(ConfigurationError, match="task_routes entries"):
         prepare_routers([42])
-    # Celery's globs: '*' matches any run (dots too, or nothing); '?' and '[' are literal
-    globs = prepare_routers({"proj.*.add": "star", "a?c": "question", "x.[ab]": "bracket"})
+    # Celery's globs: a key with '*' is an fnmatch pattern ('*' any run, dots too, or nothing;
+    # '?' and '[..]' wildcards in it); in a key without '*', '?' and '[' are literal
+    globs = prepare_routers(
+        {
+            "proj.*.add": "star",
+            "a?c": "question",
+            "x.[ab]": "bracket",
+            "b?x*": "q-star",
+            "y.[ab]*": "set-star",
+        }
+    )
     assert [queue_of(globs, n) for n in ("proj.x.add", "proj..add", "proj.x.add_two")] == [
         "star",
         "star",
         "d",
     ]
     assert [queue_of(globs, n) for n in ("abc", "a?c", "x.a", "x.[ab]")] == ["d", "question", "d", "bracket"]
+    assert [queue_of(globs, n) for n in ("bqx1", "bx", "y.a1", "y.c1")] == ["q-star", "d", "set-star", "d"]
     with pytest.raises(ConfigurationError, match=r"holds \(task name or pattern, route\) pairs, not 'a\.\*'"):
         prepare_routers([["a.*", "glob"]])  # one pair, not wrapped in a list of pairs
 

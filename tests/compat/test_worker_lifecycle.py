@@ -92,8 +92,8 @@ def test_sighup_restarts_the_worker_in_place_sigusr1_dumps_stacks_and_sigquit_is
     app_on, pg_url: str, tmp_path: Path
 ) -> None:
     ledger, log, release = tmp_path / "ledger", tmp_path / "worker.log", tmp_path / "release"
-    node = f"restarted@{socket.gethostname()}"
-    process = start(pg_url, ledger, log, "-n", node, "-c", "1")
+    node, pidfile = f"restarted@{socket.gethostname()}", tmp_path / "restarted.pid"
+    process = start(pg_url, ledger, log, "-n", node, "-c", "1", "--pidfile", str(pidfile))
     try:
         wait_for(lambda: pids_of(ledger, "worker_ready"), timeout=60, what="worker_ready")
         running = proj.hold.delay(str(release))
@@ -114,12 +114,14 @@ def test_sighup_restarts_the_worker_in_place_sigusr1_dumps_stacks_and_sigquit_is
         process.send_signal(signal.SIGUSR1)
         wait_for(lambda: "most recent call first" in log.read_text(), timeout=30, what="the stacks")
         assert proj.pid.delay().get(timeout=30) and process.poll() is None
+        assert pidfile.read_text() == f"{process.pid}\n"  # the restart's own file, kept
         process.send_signal(signal.SIGQUIT)
         assert process.wait(timeout=30) == 1
     finally:
         if process.poll() is None:
             process.kill()
     assert f"signal worker_shutting_down {node} SIGQUIT Cold 1" in lines(ledger)
+    assert not pidfile.exists()  # a cold exit removes it too, as Celery's
 
 
 def test_a_task_killed_at_its_hard_time_limit_sends_task_failure_and_calls_errbacks(
@@ -213,7 +215,10 @@ def test_a_warm_shutdown_past_its_grace_still_sends_worker_shutdown(
     app_on, pg_url: str, tmp_path: Path
 ) -> None:
     ledger, log = tmp_path / "ledger", tmp_path / "worker.log"
-    process = start(pg_url, ledger, log, "-n", "hurried@%h", "-c", "1", "--shutdown-grace", "1")
+    pidfile = tmp_path / "hurried.pid"
+    process = start(
+        pg_url, ledger, log, "-n", "hurried@%h", "-c", "1", "--shutdown-grace", "1", "--pidfile", str(pidfile)
+    )
     try:
         wait_for(lambda: pids_of(ledger, "worker_ready"), timeout=60, what="worker_ready")
         proj.hold.delay(str(tmp_path / "never"), 60)
@@ -226,3 +231,4 @@ def test_a_warm_shutdown_past_its_grace_still_sends_worker_shutdown(
     # the task is left to be recovered, and the worker's end is still told, as Celery's
     assert "grace period over" in log.read_text()
     assert f"signal worker_shutdown {process.pid}" in lines(ledger)
+    assert not pidfile.exists()  # removed though the process exits at once

@@ -30,6 +30,7 @@ import os
 import queue
 import threading
 import types
+from collections.abc import Callable
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any, cast
 
@@ -54,6 +55,14 @@ ALIASES = {
     "django-cache": "django_celery_results.backends.cache:CacheBackend",
 }
 ARGS_REPR_MAX = 1024  # Celery's resultrepr_maxsize for argsrepr/kwargsrepr
+
+
+def given_or(shown: str | None, default: Callable[[], str]) -> str:
+    """An ``argsrepr``/``kwargsrepr`` given (``''`` too: it hides the arguments, as Celery keeps
+    it), else ``default()``, the arguments' repr."""
+    return default() if shown is None else shown
+
+
 BATCH = 100  # outcomes written in one commit of the app's database, at most
 _FINAL = {Status.SUCCESS: states.SUCCESS, Status.ERROR: states.FAILURE, Status.CANCELLED: states.REVOKED}
 _UNSET = object()
@@ -217,8 +226,8 @@ class ResultsMirror:
             task=record.name,
             args=tuple(args),
             kwargs=dict(kwargs),
-            argsrepr=meta.get("argsrepr") or saferepr(tuple(args), ARGS_REPR_MAX),
-            kwargsrepr=meta.get("kwargsrepr") or saferepr(dict(kwargs), ARGS_REPR_MAX),
+            argsrepr=given_or(meta.get("argsrepr"), lambda: saferepr(tuple(args), ARGS_REPR_MAX)),
+            kwargsrepr=given_or(meta.get("kwargsrepr"), lambda: saferepr(dict(kwargs), ARGS_REPR_MAX)),
             hostname=self.hostname or record.executor_id,
             periodic_task_name=(meta.get("headers") or {}).get("periodic_task_name"),
             retries=record.retries,
@@ -301,8 +310,8 @@ def _view(request: Context, children: list[Any] | None = None) -> types.SimpleNa
         task=request.task,
         args=args,
         kwargs=kwargs,
-        argsrepr=request.argsrepr or saferepr(args, ARGS_REPR_MAX),
-        kwargsrepr=request.kwargsrepr or saferepr(kwargs, ARGS_REPR_MAX),
+        argsrepr=given_or(request.argsrepr, lambda: saferepr(args, ARGS_REPR_MAX)),
+        kwargsrepr=given_or(request.kwargsrepr, lambda: saferepr(kwargs, ARGS_REPR_MAX)),
         hostname=request.hostname,
         periodic_task_name=getattr(request, "periodic_task_name", None),
         retries=request.retries,

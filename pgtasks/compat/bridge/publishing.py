@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pgtasks.compat.bridge.chain_requests import note_chain_handed_off
+from pgtasks.compat.bridge.django_results import given_or
 from pgtasks.compat.bridge.flag_settings import flag
 from pgtasks.compat.bridge.message_options import check_message_options
 from pgtasks.compat.celery import signals
@@ -306,8 +307,8 @@ def prepare(
         "timelimit": [options.get("time_limit"), options.get("soft_time_limit")],
         "root_id": options.get("root_id") or task_id,
         "parent_id": options.get("parent_id"),
-        "argsrepr": _shown(options.get("argsrepr")) or _repr_of(args),
-        "kwargsrepr": _shown(options.get("kwargsrepr")) or _repr_of(kwargs),
+        "argsrepr": given_or(_shown(options.get("argsrepr")), lambda: _repr_of(args)),
+        "kwargsrepr": given_or(_shown(options.get("kwargsrepr")), lambda: _repr_of(kwargs)),
         "origin": origin,
         "ignore_result": bool(options.get("ignore_result", False)),
         "stamped_headers": list(stamps) or None,

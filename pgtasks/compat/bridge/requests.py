@@ -9,7 +9,7 @@ import socket
 from typing import Any
 
 from pgtasks.compat.bridge.chain_requests import CALLBACK_IDS_KEY, CHAIN_KEY, CHAIN_NEXT_KEY, LINKS_KEY
-from pgtasks.compat.bridge.django_results import ARGS_REPR_MAX
+from pgtasks.compat.bridge.django_results import ARGS_REPR_MAX, given_or
 from pgtasks.compat.celery._state import current_request
 from pgtasks.compat.celery.app.task import Context
 from pgtasks.compat.celery.utils.saferepr import saferepr
@@ -101,8 +101,8 @@ def request_from_record(
         time_limit=meta.get("time_limit"),
         soft_time_limit=meta.get("soft_time_limit"),
         # as Celery's message: what apply_async(argsrepr=) gave, else the arguments' repr
-        argsrepr=meta.get("argsrepr") or saferepr(tuple(args), ARGS_REPR_MAX),
-        kwargsrepr=meta.get("kwargsrepr") or saferepr(dict(kwargs), ARGS_REPR_MAX),
+        argsrepr=given_or(meta.get("argsrepr"), lambda: saferepr(tuple(args), ARGS_REPR_MAX)),
+        kwargsrepr=given_or(meta.get("kwargsrepr"), lambda: saferepr(dict(kwargs), ARGS_REPR_MAX)),
         shadow=meta.get("shadow"),
         delivery_info=delivery_info(record),
         origin=meta.get("origin"),

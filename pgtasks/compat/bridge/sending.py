@@ -108,7 +108,8 @@ def _needs_meta(options: dict[str, Any]) -> bool:
     stored = ("headers", "time_limit", "soft_time_limit", "stamped_headers")
     shown = ("argsrepr", "kwargsrepr", "shadow")  # how logs and monitoring show the task
     return (
-        any(options.get(key) for key in (*stored, *shown))
+        any(options.get(key) for key in stored)
+        or any(options.get(key) is not None for key in shown)  # '' too: it hides the arguments
         or bool(message_properties(options))
         or (bool(options.get("ignore_result")) and options.get("conn") is None)
     )

@@ -11,6 +11,7 @@ a route, and without any the task goes to ``task_default_queue``.
 
 from __future__ import annotations
 
+import fnmatch
 import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -52,10 +53,9 @@ class MapRoute:
             if isinstance(key, re.Pattern):
                 self.patterns.append((key, route))
             elif isinstance(key, str) and "*" in key:
-                # Celery's globs: only '*' (any run of characters, dots too) is a wildcard;
-                # '?' and '[' are themselves, as in task names
-                glob = ".*".join(re.escape(part) for part in key.split("*"))
-                self.patterns.append((re.compile(glob + r"\Z"), route))
+                # Celery's rule: a key with a '*' is an fnmatch glob ('?' and '[..]' are
+                # wildcards in it too); a key without one is a name, '?' and '[' included
+                self.patterns.append((re.compile(fnmatch.translate(key)), route))
             elif isinstance(key, str):
                 self.exact[key] = route
             else:
