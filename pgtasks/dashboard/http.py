@@ -145,6 +145,8 @@ class Handler:
         except HttpError as exc:
             return exc.response()
         except ConfigurationError as exc:  # a value no task can have: a task id with a NUL, ...
+            # logged too: the same error may come from the server's own settings (task_routes)
+            log.warning("%s %r refused: %s", method, request.url.path, exc)
             return text_response(str(exc), 400)
         except Exception:
             log.exception("%s %r failed", method, request.url.path)  # repr: no line breaks of the caller's

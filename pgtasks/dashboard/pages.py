@@ -20,7 +20,7 @@ from pgtasks.dashboard.console import Console, TaskFilter
 from pgtasks.dashboard.formatting import age, duration, iso, kept, kept_input, millis, pretty
 from pgtasks.dashboard.http import text_response
 from pgtasks.dashboard.security import READ_ONLY, Guard
-from pgtasks.engine.errors import PgtasksError
+from pgtasks.engine.errors import ConfigurationError, PgtasksError
 from pgtasks.engine.flow import parse_rate_limit, parse_result_expires
 from pgtasks.sysdb.records import Status
 
@@ -156,7 +156,7 @@ class Pages:
     def task(self, request: Request) -> Response:
         try:
             view = self.console.task(request.path_params["task_id"])
-        except ValueError:  # a ConfigurationError: an id no task can have (a NUL in it)
+        except ConfigurationError:  # an id no task can have (a NUL in it)
             view = None
         if view is None:
             return PlainTextResponse("no such task", 404)

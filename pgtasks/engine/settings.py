@@ -45,15 +45,15 @@ class Settings:
         validate_queue_name(self.default_queue)
         version = self.application_version
         if version is not None:
-            if not isinstance(version, str) or not version:
-                raise ConfigurationError(f"application_version must be a non-empty string, not {version!r}")
+            if not isinstance(version, str):
+                raise ConfigurationError(f"application_version must be a string, not {version!r}")
             check_name_length(version, "application_version")
         attempts = self.max_recovery_attempts
         if isinstance(attempts, bool) or not isinstance(attempts, int) or not 0 <= attempts < 2**31:
             raise ConfigurationError(
                 f"max_recovery_attempts must be an integer from 0 to {2**31 - 1}, not {attempts!r}"
             )
-        if not isinstance(self.log_task_args, bool):
+        if self.log_task_args not in (True, False):  # 0 and 1 too (an environment variable read as int)
             raise ConfigurationError(f"log_task_args must be True or False, not {self.log_task_args!r}")
         for name in ("lease_seconds", "poll_interval"):
             value = getattr(self, name)

@@ -139,18 +139,29 @@ def configure_logging(
     """Log to stderr (or to the file ``logfile``, as Celery's ``--logfile``) at ``loglevel``
     in ``log_format`` (``text``: lines in ``formats``, Celery's by default; or ``json``),
     unless the root logger already has handlers (the application configured logging: then
-    only the task fields are added to its records)."""
+    only the task fields are added to its records, and a ``logfile`` not among them is
+    warned of)."""
     if log_format not in LOG_FORMATS:
         raise ValueError(f"log format {log_format!r}: one of {', '.join(LOG_FORMATS)}")
     install_task_fields()
     root = logging.getLogger()
     if root.handlers:
+        if logfile and not any(_writes_to(h, logfile) for h in root.handlers):
+            logging.getLogger(__name__).warning(
+                "--logfile %s is not used: the application configured logging itself "
+                "(the root logger has handlers); its handlers get the worker's lines",
+                logfile,
+            )
         return
     # not sys.stderr: a task may close that
     handler = file_handler(logfile) if logfile else logging.StreamHandler(log_stream())
     handler.setFormatter(JsonFormatter() if log_format == "json" else TaskFormatter(formats))
     root.addHandler(handler)
     root.setLevel(loglevel.upper())
+
+
+def _writes_to(handler: logging.Handler, path: str) -> bool:
+    return isinstance(handler, logging.FileHandler) and handler.baseFilename == os.path.abspath(path)
 
 
 def log_to_file_of_process(logfile: str, path: str) -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import faulthandler
 import logging
+import math
 import os
 import select
 import signal
@@ -29,7 +30,7 @@ from pgtasks.sysdb.urls import redact_url
 from pgtasks.worker.health import HealthOptions, Probe
 from pgtasks.worker.logs import LOG_FORMAT, configure_logging, logs_json
 from pgtasks.worker.metrics import MetricsOptions, WorkerMetrics
-from pgtasks.worker.worker import Worker, WorkerOptions
+from pgtasks.worker.worker import DEFAULT_SHUTDOWN_GRACE, Worker, WorkerOptions
 
 log = logging.getLogger("pgtasks.worker")
 __all__ = ["LOG_FORMAT", "banner", "run_worker"]
@@ -127,14 +128,14 @@ def run_worker(
     exit_code = 0
     finished = threading.Event()
 
-    def warm_shutdown() -> None:
+    def warm_shutdown(grace: float | None) -> None:
         if before_stop is not None:  # e.g. the -B scheduler: no fire after the stop signal
             before_stop()
-        if worker.shutdown():
+        if worker.shutdown(grace):
             finished.set()
 
-    def start_stopping() -> threading.Thread:
-        stopping = threading.Thread(target=warm_shutdown, name="pgtasks-shutdown", daemon=True)
+    def start_stopping(grace: float | None = None) -> threading.Thread:
+        stopping = threading.Thread(target=warm_shutdown, args=(grace,), name="pgtasks-shutdown", daemon=True)
         stopping.start()
         return stopping
 
@@ -176,7 +177,10 @@ def run_worker(
             # A pool that asks for it has the process replaced instead (below).
             log.critical("the %s; shutting down", broken)
             exit_code = 1
-            stopper = start_stopping()
+            # Bounded even where a stop signal's wait is not (a Celery app's): a worker that
+            # runs nothing must exit for its supervisor to restart it.
+            grace = options.shutdown_grace
+            stopper = start_stopping(grace if math.isfinite(grace) else DEFAULT_SHUTDOWN_GRACE)
         if stopper is not None and not stopper.is_alive():
             break
     for probe in probes:

@@ -78,3 +78,26 @@ def test_json_log_format_gives_one_object_per_line(database_url: str, tmp_path: 
     assert failure["exc_info"].endswith("ValueError: the disk is full")
     banner = next(r for r in records if "--- app:" in r["message"])
     assert banner["task_id"] is None and banner["process"] == "MainProcess"
+
+
+def test_a_logfile_the_app_s_own_logging_leaves_unused_is_warned_of(sqlite_url: str, tmp_path: Path) -> None:
+    """An application that sets logging up itself keeps its handlers; ``--logfile`` is then
+    not used, and the worker says so (it was silently ignored)."""
+    logfile = tmp_path / "worker.log"
+    proc = worker_process(
+        sqlite_url,
+        tmp_path / "ledger",
+        "own-logging",
+        app=LOG_APP,
+        extra_env={"LOG_APP_CONFIGURES_LOGGING": "1"},
+        extra_args=("--logfile", str(logfile)),
+    )
+    client = Client(sqlite_url)
+    try:
+        assert client.enqueue("logs.add", [1, 2]).get(timeout=60) == 3
+    finally:
+        out = stop(proc)
+        client.close()
+    assert proc.returncode == 0, out
+    assert f"--logfile {logfile} is not used: the application configured logging itself" in out
+    assert "own-logging ready." in out  # the application's handler got the worker's lines

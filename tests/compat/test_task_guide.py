@@ -127,8 +127,12 @@ def test_saferepr_shows_what_celerys_shows() -> None:
     assert len(saferepr(list(range(10_000)), maxlen=50)) <= 53
 
 
-def test_update_state_needs_an_id_outside_a_running_task() -> None:
-    """As Celery's: called directly (or outside any task) there is no id to store it for."""
+def test_update_state_needs_an_id_outside_a_running_task(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As Celery's: called directly (or outside any task) there is no id to store it for;
+    without a ``result_backend`` (Celery's disabled backend) that is no error, so that a
+    project's unit test may call a task that reports progress."""
+    assert proj.reports_progress() == "reported"
+    monkeypatch.setitem(proj.app.conf, "result_backend", "redis://localhost/0")
     with pytest.raises(ValueError, match="needs a task_id"):
         proj.reports_progress()
     with pytest.raises(ValueError, match="needs a task_id"):

@@ -10,9 +10,11 @@ import socket
 import subprocess
 from pathlib import Path
 
+import psycopg
 import pytest
 from celery.exceptions import TimeLimitExceeded
 
+from pgtasks.sysdb.urls import parse_database_url
 from tests.compat.apps import lifecycle_app as proj
 from tests.support.cli import cli_env, run_pgtasks, spawn_pgtasks
 from tests.support.inprocess import wait_for
@@ -232,3 +234,27 @@ def test_a_warm_shutdown_past_its_grace_still_sends_worker_shutdown(
     assert "grace period over" in log.read_text()
     assert f"signal worker_shutdown {process.pid}" in lines(ledger)
     assert not pidfile.exists()  # removed though the process exits at once
+
+
+def test_a_broken_claim_loop_still_stops_a_celery_worker_within_the_default_grace(
+    app_on, pg_url: str, pg_server_url: str, tmp_path: Path
+) -> None:
+    """A Celery app's warm shutdown waits for its tasks without limit, but a stop for a
+    broken part (claims the database refuses) is bounded: the worker exits 1 for its
+    supervisor instead of waiting on a task that holds for a minute."""
+    ledger, log = tmp_path / "ledger", tmp_path / "worker.log"
+    process = start(pg_url, ledger, log, "-n", "broken@%h", "-c", "1")
+    try:
+        wait_for(lambda: pids_of(ledger, "worker_ready"), timeout=60, what="worker_ready")
+        proj.hold.delay(str(tmp_path / "never"), 120)
+        wait_for(lambda: any("task hold started" in e for e in lines(ledger)), timeout=30, what="hold")
+        schema = parse_database_url(pg_url).schema
+        with psycopg.connect(parse_database_url(pg_server_url).dsn, autocommit=True) as conn:
+            conn.execute(f'ALTER TABLE "{schema}".workflow_status RENAME COLUMN enqueue_seq TO moved')
+        assert process.wait(timeout=90) == 1
+    finally:
+        if process.poll() is None:
+            process.kill()
+    text = log.read_text()
+    assert "the claim loop stopped unexpectedly; shutting down" in text
+    assert "grace period was over" in text or "grace period over" in text

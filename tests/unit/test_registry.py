@@ -150,7 +150,7 @@ def test_task_options_no_send_could_take_are_refused_at_the_decorator(
             {"max_recovery_attempts": -1},
             "max_recovery_attempts must be an integer from 0 to 2147483647, not -1",
         ),
-        ({"application_version": 5}, "application_version must be a non-empty string, not 5"),
+        ({"application_version": 5}, "application_version must be a string, not 5"),
         ({"log_task_args": "no"}, "log_task_args must be True or False, not 'no'"),
     ],
 )
@@ -163,3 +163,15 @@ def test_app_settings_of_the_wrong_kind_are_refused_naming_them(
 
     with pytest.raises(ConfigurationError, match=f"^{re.escape(message)}$"):
         App("decl", database_url=sqlite_url, **settings)
+
+
+def test_app_settings_read_from_the_environment_are_taken(sqlite_url: str) -> None:
+    """log_task_args given 0 or 1 (an environment variable read as int) and an empty
+    application_version (an unset variable's default) are taken, as before the checks."""
+    from pgtasks import App
+
+    assert App("env", database_url=sqlite_url, log_task_args=1).settings.log_task_args == 1
+    assert (
+        App("env", database_url=sqlite_url, log_task_args=0, application_version="").settings.log_task_args
+        == 0
+    )

@@ -4,9 +4,13 @@ logger, return a small or a very long result, and fail."""
 from __future__ import annotations
 
 import logging
+import os
 
 from pgtasks import App
 from pgtasks.compat.celery.utils.log import get_task_logger
+
+if os.environ.get("LOG_APP_CONFIGURES_LOGGING"):  # an application that sets logging up itself
+    logging.basicConfig(level=logging.INFO)
 
 app = App("logs", poll_interval=0.05)
 task_log = get_task_logger(__name__)
