@@ -251,8 +251,8 @@ def request_info(
     return {
         "id": task.task_id,
         "name": task.name,
-        "args": (args_shown or repr(args)) if reprs else args,
-        "kwargs": (kwargs_shown or repr(kwargs)) if reprs else kwargs,
+        "args": (repr(args) if args_shown is None else args_shown) if reprs else args,
+        "kwargs": (repr(kwargs) if kwargs_shown is None else kwargs_shown) if reprs else kwargs,
         "type": task.name,
         "hostname": worker,
         "time_start": seconds(task.started_at_epoch_ms) if started else None,

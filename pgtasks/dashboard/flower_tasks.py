@@ -220,4 +220,7 @@ class TaskView:
         args, kwargs = inputs
         if isinstance(args, list) and task.retries > 0:
             args = tuple(args)
-        return args_shown or repr(args), kwargs_shown or repr(kwargs)
+        return (
+            repr(args) if args_shown is None else args_shown,
+            repr(kwargs) if kwargs_shown is None else kwargs_shown,
+        )

@@ -248,6 +248,7 @@ def _replace_process() -> NoReturn:
     argv = [sys.executable, *sys.orig_argv[1:]]
     log.warning("replacing the worker process (pid %d): %s", os.getpid(), " ".join(argv[1:]))
     logging.shutdown()
-    sys.stdout.flush()
-    sys.stderr.flush()
+    for stream in (sys.stdout, sys.stderr):  # either may be None (its descriptor closed)
+        with contextlib.suppress(AttributeError, OSError, ValueError):
+            stream.flush()
     os.execv(sys.executable, argv)

@@ -29,7 +29,7 @@ def test_a_native_worker_with_stdout_closed_starts_and_sighup_ends_it(
             env=cli_env(database_url),
             stdout=subprocess.DEVNULL,
             stderr=sink,
-            preexec_fn=lambda: os.close(1),  # the child closes fd 1 before exec
+            preexec_fn=_closed_stdout_default_sighup,
         )
     try:
         wait_for(lambda: "ready." in text_of(log) or process.poll() is not None, timeout=60, what="ready")
@@ -42,3 +42,10 @@ def test_a_native_worker_with_stdout_closed_starts_and_sighup_ends_it(
             process.kill()
             process.wait()
     assert "restart (SIGHUP)" not in text_of(log)
+
+
+def _closed_stdout_default_sighup() -> None:
+    """In the child before exec: fd 1 closed, and SIGHUP at its default whatever the test
+    runner ignores (nohup)."""
+    os.close(1)
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)

@@ -32,6 +32,9 @@ import pytest
 from celery.exceptions import Ignore, Retry, TaskRevokedError, TimeLimitExceeded
 from celery.utils.saferepr import saferepr
 
+from pgtasks.dashboard.flower_tasks import TaskView
+from pgtasks.task_info import TaskInfo
+from pgtasks.worker_reports import request_info
 from tests.compat.apps import task_guide_app as proj
 from tests.support.celery_worker import celery_worker
 from tests.support.inprocess import wait_for
@@ -113,6 +116,12 @@ def test_the_request_shows_the_arguments_repr(ledger: Path) -> None:
     assert hidden.get(timeout=60) == ["(<hidden>,)", "{'b': 2}"]
     secret = proj.shows_reprs.apply_async(("s3cret",), {"token": "t"}, argsrepr="", kwargsrepr="")
     assert secret.get(timeout=60) == ["", ""]  # an empty repr hides them, as Celery keeps it
+    # one of them given, empty: Flower's task and inspect's safe view keep it hidden too
+    half = proj.shows_reprs.apply_async(("s3cret",), {"b": 2}, argsrepr="")
+    assert half.get(timeout=60) == ["", "{'b': 2}"]
+    info = TaskInfo.of(proj.app.engine.get_task(half.id))
+    assert TaskView((), lambda task: task.inputs).arguments(info) == ("", "{'b': 2}")
+    assert request_info(info, (["s3cret"], {"b": 2}), "w", None, True, reprs=True)["args"] == ""
     many = proj.shows_reprs.delay(*range(8), z=1, a=2, y=3, b=4, x=5)
     assert many.get(timeout=60) == ["(0, 1, 2, 3, 4, 5, 6, 7)", "{'z': 1, 'a': 2, 'y': 3, 'b': 4, 'x': 5}"]
 

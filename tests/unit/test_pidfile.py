@@ -50,6 +50,10 @@ def test_another_users_process_is_stale_as_on_celery() -> None:
         path = folder / "w.pid"
         path.write_text("1\n")
         path.chmod(0o666)
+        if os.geteuid() != 0:  # pid 1 is another user's already
+            acquire(path)
+            assert path.read_text() == f"{os.getpid()}\n"
+            return
         child = os.fork()
         if child == 0:  # pragma: no cover -- the child reports through its exit status
             try:
@@ -80,3 +84,47 @@ def test_node_paths_expand_as_celerys_and_a_native_name_is_its_own() -> None:
     assert {expand_node_path("/run/%n.pid", n) for n in ("a", "b")} == {"/run/a.pid", "/run/b.pid"}
     with pytest.raises(ConfigurationError, match=r"unknown format %z in path '/run/%z.pid'"):
         expand_node_path("/run/%z.pid", "w1@h")
+
+
+TAKE = """
+import sys
+from pathlib import Path
+from pgtasks.cli.pidfile import PidfileError, acquire
+try:
+    acquire(Path(sys.argv[1]))
+except PidfileError:
+    print("refused", flush=True)
+    sys.exit(0)
+print("took", flush=True)
+sys.stdin.read()
+"""
+
+
+def test_of_workers_starting_at_once_on_a_stale_pidfile_one_takes_it(tmp_path: Path) -> None:
+    """The read, the stale file's removal and the creation are one step (a lock of the
+    folder): without it, one racer could remove another's new file and take it too (2 rounds
+    of 20 had two holders in a review's run)."""
+    path = tmp_path / "w.pid"
+    for _ in range(5):
+        with subprocess.Popen([sys.executable, "-c", "pass"]) as gone:
+            gone.wait()
+        path.write_text(f"{gone.pid}\n")  # stale: its process is gone
+        racers = [
+            subprocess.Popen(
+                [sys.executable, "-c", TAKE, str(path)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                text=True,
+            )
+            for _ in range(4)
+        ]
+        answers = []
+        for racer in racers:
+            assert racer.stdout is not None
+            answers.append(racer.stdout.readline().strip())
+        holder = racers[answers.index("took")]
+        assert sorted(answers) == ["refused", "refused", "refused", "took"]
+        assert path.read_text() == f"{holder.pid}\n"
+        for racer in racers:
+            racer.communicate("")
+        path.unlink()

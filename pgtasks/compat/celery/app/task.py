@@ -420,7 +420,7 @@ class Task:
         local = request.is_eager or request.called_directly
         task_id = task_id or request.id
         if task_id is None:  # called directly, or outside any task: no id to store it for
-            if not self.app.conf.get("result_backend"):
+            if not self.app.conf.result_backend:
                 return  # as Celery's disabled backend: a task's unit test calls it directly
             raise ValueError(f"update_state() of {self.name!r} needs a task_id: no task of it runs here")
         if local and task_id == request.id:
