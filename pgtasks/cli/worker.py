@@ -285,7 +285,7 @@ def _run(
             metrics=metrics,
             on_stop_signal=hooks.shutting_down,
             after_stop=hooks.stopped,
-            celery_signals=hooks.app is not None,
+            operator_signals=hooks.app is not None,
             before_exit=(lambda: release(Path(pidfile))) if pidfile else None,
         )
     finally:

@@ -71,7 +71,7 @@ def run_worker(
     metrics: MetricsOptions | None = None,
     on_stop_signal: StopSignalHook | None = None,
     after_stop: Callable[[], object] | None = None,
-    celery_signals: bool = False,
+    operator_signals: bool = False,
     before_exit: Callable[[], object] | None = None,
 ) -> int:
     """Run a worker in this process until a signal stops it; return the exit code.
@@ -83,7 +83,7 @@ def run_worker(
     exit code)`` runs as a stop signal arrives (``"SIGTERM", "Warm", 0``; cold: before the
     process exits); ``after_stop`` once the worker stopped warm (its tasks finished, or the
     grace period over), before the process exits or a SIGHUP restart runs it again.
-    ``celery_signals``: SIGHUP restarts the worker (when standard output is no terminal) and
+    ``operator_signals``: SIGHUP restarts the worker (when standard output is no terminal) and
     SIGUSR1 writes the threads' stacks, as Celery's worker does (a Celery app's worker);
     otherwise SIGHUP ends the process and SIGUSR1 is the app's. ``before_exit`` runs before
     the process exits at once (a cold shutdown, tasks still running after the grace period),
@@ -104,11 +104,11 @@ def run_worker(
     handled: tuple[signal.Signals, ...] = STOP_SIGNALS
     # As Celery: closing a terminal must not restart it in the background; nor a worker
     # started under nohup, which asked for SIGHUP to be ignored.
-    if celery_signals and not _on_terminal() and signal.getsignal(signal.SIGHUP) is not signal.SIG_IGN:
+    if operator_signals and not _on_terminal() and signal.getsignal(signal.SIGHUP) is not signal.SIG_IGN:
         handled += (signal.SIGHUP,)
     for stop_signal in handled:
         signal.signal(stop_signal, lambda _signum, _frame: None)
-    if celery_signals:
+    if operator_signals:
         _dump_stacks_on(signal.SIGUSR1)
     worker.start()
     if logs_json():

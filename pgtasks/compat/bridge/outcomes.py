@@ -76,9 +76,12 @@ def _unrebuilt(exc: TaskError, error_text: str | None) -> BaseException | None:
     if not (isinstance(owner, type) and issubclass(owner, Exception)):
         return None
     args = error_arguments(error_text)
-    wrapper = UnpickleableExceptionWrapper(
-        module, qualname, tuple([exc.message] if args is None else args), error_repr(error_text)
-    )
+    if not args:  # kept none (pydantic's ValidationError has no args): its message shows it
+        args = [exc.message]
+        text = f"{qualname.rpartition('.')[2]}({exc.message!r})"
+    else:
+        text = error_repr(error_text)
+    wrapper = UnpickleableExceptionWrapper(module, qualname, tuple(args), text)
     wrapper.remote_traceback = exc.remote_traceback
     return wrapper
 
