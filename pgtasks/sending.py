@@ -104,7 +104,8 @@ def _check_arg_lists(name: str, arg_lists: Any) -> None:
             f"map_enqueue of task {name!r} takes a list of argument lists, not {type(arg_lists).__name__}"
         )
     for index, args in enumerate(arg_lists):
-        if args is not None and not _is_list(args):
+        # the common kinds first: isinstance against Sequence costs ~3x more on a bulk send
+        if args is not None and type(args) is not list and type(args) is not tuple and not _is_list(args):
             raise TypeError(
                 f"map_enqueue of task {name!r}: argument list {index} must be a list or tuple, "
                 f"not {type(args).__name__}"
