@@ -20,10 +20,8 @@ NOW = dt.datetime(2026, 11, 27, 12, 0, 30, tzinfo=UTC)
 
 
 @pytest.fixture
-def app(sqlite_url: str, request: pytest.FixtureRequest) -> Celery:
-    application = Celery("beatapp", broker=sqlite_url)
-    request.addfinalizer(application.close)
-    return application
+def app(sqlite_app: Celery) -> Celery:
+    return sqlite_app
 
 
 def test_an_entry_once_run_is_a_new_entry_counted_once_more(app: Celery) -> None:
