@@ -189,3 +189,27 @@ def test_result_backend_always_retry_retries_a_store(app: Celery) -> None:
     app.conf.result_backend_max_retries = 1
     with pytest.raises(BackendStoreError, match="SUCCESS of task t"):
         Flaky(app=app, failures=2).store_result("t", 1, states.SUCCESS)
+
+
+class ExpiringBackend(DictBackend):
+    """Counts its cleanups, as django-celery-results' backend deletes its expired rows in one."""
+
+    cleanups = 0
+
+    def cleanup(self) -> None:
+        type(self).cleanups += 1
+        if type(self).cleanups > 1:
+            raise RuntimeError("table gone")
+
+
+def test_the_daily_backend_cleanup_also_cleans_the_mirrored_rows(
+    sqlite_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    app = Celery("cleanup", broker=sqlite_url, backend=f"{__name__}:ExpiringBackend")
+    try:
+        app.tasks["celery.backend_cleanup"]()  # as django-celery-beat's daily row runs it
+        assert ExpiringBackend.cleanups == 1
+        app.backend.cleanup()  # a failing cleanup is logged, never raised
+        assert ExpiringBackend.cleanups == 2 and "could not delete its expired results" in caplog.text
+    finally:
+        app.close()
