@@ -18,3 +18,15 @@ def test_a_projects_tests_written_with_celerys_fixtures_pass() -> None:
     done = subprocess.run(argv, cwd=REPO, env=cli_env(None), capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "7 passed" in done.stdout
+
+
+def test_a_conftest_that_imports_celerys_fixtures_by_name_as_django_celery_beats_does() -> None:
+    # django-celery-beat's and django-celery-results' own suites import the fixtures (and Trap)
+    # this way; the imported celery_app must need no fixture the conftest did not import.
+    project = "tests/compat/apps/fixture_import_project"
+    argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist"]
+    argv += ["-c", f"{PROJECT}/plugin_project.ini", "--rootdir", project]
+    argv += [f"{project}/project_tests.py", f"{project}/trap_tests.py"]
+    done = subprocess.run(argv, cwd=REPO, env=cli_env(None), capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "5 passed" in done.stdout

@@ -63,8 +63,9 @@ def start_worker(
     """Run a worker for ``app`` on threads of this process while the block runs (Celery's
     ``celery.contrib.testing.worker.start_worker``). It consumes the app's default queue and
     its ``task_queues``; ``pool`` is accepted (a thread pool is used: the tests' own process
-    cannot fork safely)."""
+    cannot fork safely). As Celery's, it makes ``app`` the current app."""
     app.finalize()
+    app.set_current()
     name = kwargs.get("hostname") or _free_name()
     try:
         queues = {app.conf.task_default_queue or "celery"}
