@@ -15,8 +15,8 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from pgtasks.compat.bridge.django_results import mirror_of
+from pgtasks.compat.bridge.exception_meta import exception_to_python, prepare_exception
 from pgtasks.compat.celery import states
-from pgtasks.compat.celery.backends.base import exception_to_python, prepare_exception
 from pgtasks.compat.celery.exceptions import TaskRevokedError, TimeoutError
 from pgtasks.compat.celery.result.async_result import AsyncResult
 from pgtasks.compat.celery.result.group_result import GroupResult

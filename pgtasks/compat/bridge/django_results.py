@@ -35,8 +35,9 @@ from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any, cast
 
 from pgtasks.compat.bridge import django_support
+from pgtasks.compat.bridge.exception_meta import CELERY_MODULES
 from pgtasks.compat.celery import states
-from pgtasks.compat.celery.backends.base import CELERY_MODULES, BaseBackend
+from pgtasks.compat.celery.backends.base import BaseBackend
 from pgtasks.compat.celery.exceptions import TaskRevokedError
 from pgtasks.compat.celery.result.async_result import AsyncResult, _ignored
 from pgtasks.compat.celery.utils.saferepr import saferepr

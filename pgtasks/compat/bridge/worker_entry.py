@@ -17,13 +17,13 @@ from typing import TYPE_CHECKING, Any
 
 from pgtasks.compat.bridge import django_support
 from pgtasks.compat.bridge.django_results import running_task_mirror
+from pgtasks.compat.bridge.exception_meta import exception_to_python
 from pgtasks.compat.bridge.execution import Attempt
 from pgtasks.compat.bridge.publishing import check_declared
 from pgtasks.compat.bridge.requests import request_from_record
 from pgtasks.compat.bridge.revoked_stamps import revoked_stamps, revoking_stamp
 from pgtasks.compat.celery import signals, states
 from pgtasks.compat.celery.app import trace as app_trace
-from pgtasks.compat.celery.backends.base import exception_to_python
 from pgtasks.compat.celery.exceptions import Replaced, Retry
 from pgtasks.compat.celery.result.async_result import AsyncResult
 from pgtasks.compat.celery.result.group_result import GroupResult

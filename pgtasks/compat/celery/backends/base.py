@@ -15,14 +15,15 @@ from __future__ import annotations
 
 import datetime as dt
 import pickle
-import sys
 import time
 from collections import OrderedDict
 from typing import Any
 
+from pgtasks.compat.bridge.exception_meta import exception_to_python, prepare_exception
 from pgtasks.compat.celery import states
 from pgtasks.compat.celery._state import get_current_task
 from pgtasks.compat.celery.exceptions import BackendStoreError, TaskRevokedError
+from pgtasks.compat.celery.result.async_result import result_from_tuple
 from pgtasks.compat.celery.utils.time import get_exponential_backoff_interval
 from pgtasks.compat.kombu.utils import json as kombu_json
 
@@ -41,44 +42,7 @@ NOT_USED = (
     "read (result_backend only names where pgtasks mirrors task states, for "
     "django-celery-results). Read results with AsyncResult or app.backend."
 )
-# Where pgtasks serves Celery's own exception classes: rows name Celery's module, as on Celery.
-CELERY_MODULES = {"pgtasks.compat.celery.exceptions": "celery.exceptions"}
 CONTENT = {"json": ("application/json", "utf-8"), "pickle": ("application/x-python-serialize", "binary")}
-
-
-def prepare_exception(exc: BaseException, serializer: str = "json") -> Any:
-    """The exception itself for pickle, else Celery's dict of it (``exc_type``,
-    ``exc_message``, ``exc_module``)."""
-    if serializer == "pickle":
-        return exc
-    module = type(exc).__module__
-    return {
-        "exc_type": type(exc).__qualname__,
-        "exc_message": list(exc.args) if _json_safe(exc.args) else [str(exc)],
-        "exc_module": CELERY_MODULES.get(module, module),
-    }
-
-
-def exception_to_python(exc: Any) -> Any:
-    """An exception from Celery's dict of one (an exception is returned as it is; anything
-    else too). Its class is found in a module already imported (stored data never imports
-    a module); otherwise a class of that name is made, subclassing Exception."""
-    if not isinstance(exc, dict) or "exc_type" not in exc:
-        return exc
-    name = str(exc["exc_type"])
-    module_name = str(exc.get("exc_module") or "builtins")
-    message = exc.get("exc_message")
-    args = tuple(message) if isinstance(message, (list, tuple)) else (message,)
-    module = sys.modules.get(module_name)
-    found: Any = module
-    for part in name.split("."):
-        found = getattr(found, part, None) if found is not None else None
-    if isinstance(found, type) and issubclass(found, BaseException):
-        try:
-            return found(*args)
-        except Exception:
-            pass  # a constructor that takes other arguments: the named stand-in below
-    return type(name.rsplit(".", 1)[-1], (Exception,), {"__module__": module_name})(*args)
 
 
 class BaseBackend:
@@ -433,9 +397,6 @@ class KeyValueStoreBackend(BaseKeyValueStoreBackend):
         meta = self.get(self.get_key_for_group(group_id))
         if not meta:
             return None
-        # why: celery.result imports this module (exception_to_python)
-        from pgtasks.compat.celery.result.async_result import result_from_tuple
-
         meta = self.decode(meta)
         meta["result"] = result_from_tuple(meta["result"], self.app)
         return meta
@@ -484,11 +445,3 @@ class ResultCache(OrderedDict[str, Any]):
 def _conf(conf: Any, name: str, default: Any) -> Any:
     value = conf.get(name) if conf is not None else None
     return default if value is None else value
-
-
-def _json_safe(args: tuple[Any, ...]) -> bool:
-    try:
-        kombu_json.dumps(list(args))
-    except (TypeError, ValueError):
-        return False
-    return True
