@@ -320,6 +320,8 @@ class Celery(App, ConnectionsMixin, AppAttributesMixin, AppComponents):
         if "__name__" not in vars(task):  # a class-based task looks like its class
             task.__name__ = type(task).__name__
             task.__qualname__ = type(task).__qualname__
+        if task.typing is None:  # Celery's Task.bind: the task's argument check follows the app's
+            task.typing = self.strict_typing
         if not getattr(task, "_decorated", False) and "run" not in vars(task):
             # As Celery's register_task: autoretry_for works on class-based tasks too.
             add_autoretry_behaviour(task)

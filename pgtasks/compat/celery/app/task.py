@@ -149,7 +149,7 @@ class Task:
     """A Celery task. Class attributes are the defaults Celery documents."""
 
     name: ClassVar[str | None] = None
-    typing: ClassVar[bool] = True
+    typing: ClassVar[bool | None] = None  # None: the app's strict_typing, set as it registers
     max_retries: ClassVar[int | None] = 3
     default_retry_delay: ClassVar[float] = 180
     rate_limit: ClassVar[str | None] = None
