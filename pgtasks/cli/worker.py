@@ -25,9 +25,11 @@ from pgtasks.cli.options import (
     add_loglevel_option,
     add_pool_option,
     add_refused,
+    autoscale,
     comma_list,
     expand_hostname,
     limit_seconds,
+    optimization,
     port,
     queue_list,
     seconds,
@@ -167,9 +169,14 @@ def add_worker_command(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> 
         ("--enable-soft-shutdown-on-idle",),
     ):
         add_ignored(celery, *flags)
+    add_ignored(celery, "-O", "--optimization", value=True, check=optimization)
+    celery.add_argument(
+        "--autoscale",
+        type=autoscale,
+        metavar="MAX[,MIN]",
+        help="Celery's: runs MAX processes (pgtasks does not grow and shrink its pool)",
+    )
     for flags in (
-        ("-O", "--optimization"),
-        ("--autoscale",),
         ("-S", "--statedb"),
         ("--heartbeat-interval",),
         ("-s", "--schedule", "--schedule-filename"),
@@ -195,6 +202,15 @@ def run(args: argparse.Namespace) -> int:
     given = {name for name in ("concurrency", "hostname") if getattr(args, name) is not None}
     if getattr(args, POOL_GIVEN, False):
         given.add("pool")
+    if args.autoscale:  # Celery's autoscaler wins over -c; its maximum is the fixed pool here
+        high, low = args.autoscale
+        print(
+            f"pgtasks: warning: --autoscale {high},{low}: pgtasks does not grow and shrink its pool; "
+            f"running {high} (the maximum) at once",
+            file=sys.stderr,
+        )
+        args.concurrency = high
+        given.add("concurrency")
     if not args.concurrency:  # not given, or Celery's -c 0
         args.concurrency = os.cpu_count() or 1
     node = node_name(app, args.hostname)

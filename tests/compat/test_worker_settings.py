@@ -167,6 +167,9 @@ def started(url: str, tmp_path: Path, settings: dict[str, object], *flags: str) 
             "concurrency: 1 (prefork)",
         ),
         ({"worker_pool": "solo"}, ("-P", "threads", "-c", "2"), "concurrency: 2 (threads)"),
+        # Celery's autoscaler grows the pool to its maximum, whatever -c or the setting say:
+        # its maximum is the fixed pool here (it ran one process per CPU, ignoring the flag)
+        ({"worker_concurrency": 1}, ("--autoscale=3,5", "-c", "2"), "concurrency: 5 (prefork)"),
     ],
 )
 def test_celerys_other_forms_of_a_setting_are_taken(

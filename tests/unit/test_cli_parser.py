@@ -78,6 +78,8 @@ def test_a_procfile_worker_line() -> None:
         "--without-heartbeat (pgtasks has no use for it)",
         "-O (pgtasks has no use for it)",
     ]
+    assert parse("-A proj worker --autoscale=3,10").autoscale == (10, 3)  # Celery sorts them
+    assert parse("-A proj worker --autoscale 6").autoscale == (6, 0)
 
 
 def test_pgtasks_defaults_and_own_options() -> None:
@@ -131,6 +133,14 @@ def test_celerys_other_commands_keep_their_own_flags() -> None:
             "'ERROR', 'CRITICAL', 'FATAL')",
         ),
         ("beat -A proj --loglevel verbose", "argument -l/--loglevel: invalid choice: 'VERBOSE'"),
+        # Celery refuses these (exit status 2); they were ignored, a typo unseen
+        ("worker -A proj -O bogus", "argument -O/--optimization: 'bogus' is not one of 'default', 'fair'"),
+        (
+            "worker -A proj --autoscale 10,x",
+            "argument --autoscale: takes MAX[,MIN], one or two whole numbers",
+        ),
+        ("worker -A proj --autoscale 1,2,3", "argument --autoscale: takes MAX[,MIN]"),
+        ("worker -A proj --autoscale 0", "argument --autoscale: takes MAX[,MIN]"),
     ],
 )
 def test_bad_lines_are_refused_with_the_reason(
