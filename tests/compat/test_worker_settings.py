@@ -179,6 +179,19 @@ def test_celerys_other_forms_of_a_setting_are_taken(
     assert re.search(banner if "\\" in banner else re.escape(banner), out), out
 
 
+def test_a_worker_on_kombus_memory_broker_starts_and_says_it_serves_its_own_process(
+    pg_url: str, tmp_path: Path
+) -> None:
+    # Celery's worker starts on memory:// and receives only what its own process sends;
+    # pgtasks refused the URL (exit status 2)
+    out = started(pg_url, tmp_path, {"broker_url": "memory://"})
+    assert "ready." in out, out
+    assert (
+        "broker_url 'memory://' is kombu's in-process transport: this worker uses a database of its own"
+        in out
+    )
+
+
 def test_a_soft_time_limit_not_below_the_hard_one_is_warned_of(pg_url: str, tmp_path: Path) -> None:
     warning = (
         "the soft time limit (10s) is not below the hard time limit (5s): a task is killed at 5s "

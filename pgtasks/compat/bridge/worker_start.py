@@ -14,10 +14,12 @@ from collections.abc import Callable, Collection
 from typing import Any
 
 from pgtasks.compat.bridge import django_support
+from pgtasks.compat.bridge.configuration import broker_setting
 from pgtasks.compat.bridge.django_results import mirror_of
 from pgtasks.compat.bridge.execution import killed_at_time_limit
 from pgtasks.compat.bridge.flag_settings import flag
 from pgtasks.compat.bridge.json_safe import json_safe
+from pgtasks.compat.bridge.memory_broker import is_memory_broker
 from pgtasks.compat.bridge.requests import request_from_record
 from pgtasks.compat.bridge.worker_logging import redirect_stdouts, setup_worker_logging
 from pgtasks.compat.bridge.worker_request import Request, worker_request
@@ -285,6 +287,7 @@ def worker_hooks(app: Any, args: argparse.Namespace, given: Collection[str] = ()
         conf, args.loglevel, getattr(args, "log_format", "text"), logfile
     )
     _warn_of_bootsteps(app)
+    _warn_of_memory_broker(conf)
     signals.celeryd_after_setup.send(sender=hostname, instance=hooks.sender, conf=conf)
     if args.pool in INLINE_POOLS:
         app.loader.init_worker_process()
@@ -302,6 +305,18 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
     if isinstance(options.get("loglevel"), str):
         options["loglevel"] = mlevel(options["loglevel"].upper())
     return options
+
+
+def _warn_of_memory_broker(conf: Any) -> None:
+    """A worker on ``memory://`` (kombu's in-process transport, as on Celery) only sees what its
+    own process sends: say so, as an operator expects a worker to serve other processes."""
+    broker = broker_setting(conf)
+    if broker and is_memory_broker(broker):
+        log.warning(
+            "broker_url %r is kombu's in-process transport: this worker uses a database of its own "
+            "process and runs no task another process sends; set broker_url to the pgtasks database",
+            broker,
+        )
 
 
 def _warn_of_bootsteps(app: Celery) -> None:

@@ -5,15 +5,11 @@ process's own, so tests run against a real database with nothing to start."""
 
 from __future__ import annotations
 
-import atexit
-import functools
-import os
-import shutil
-import tempfile
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
+from pgtasks.compat.bridge.memory_broker import memory_database
 from pgtasks.compat.celery import _state
 from pgtasks.compat.celery.app.base import Celery
 
@@ -37,24 +33,8 @@ def _test_database(config: Mapping[str, Any]) -> str | None:
     """The SQLite file standing for Celery's in-memory broker; None to keep the URL."""
     broker = str(config.get("broker_url") or "")
     if broker.split("://")[0] + "://" in IN_MEMORY or broker in IN_MEMORY:
-        return _memory_database(os.getpid())
+        return memory_database()
     return None
-
-
-@functools.cache
-def _memory_database(pid: int) -> str:
-    """One SQLite file per process, removed when the process exits: kombu's memory transport
-    keeps one set of queues per process, so every app of a test process (a test's
-    ``celery_app``, the ``celery_session_worker``'s app) sends to and reads from the same
-    tasks, as on Celery. ``pid`` keys it: a forked process makes a file of its own."""
-    folder = tempfile.mkdtemp(prefix="pgtasks-celery-test-")
-    atexit.register(_remove, folder, pid)
-    return f"sqlite:///{os.path.join(folder, 'tasks.sqlite3')}"
-
-
-def _remove(folder: str, pid: int) -> None:
-    if os.getpid() == pid:  # not from a forked child that inherited the handler
-        shutil.rmtree(folder, ignore_errors=True)
 
 
 def test_app(
