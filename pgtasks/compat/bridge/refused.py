@@ -225,7 +225,6 @@ REFUSED: dict[str, str] = {
         "who may write the pgtasks schema with PostgreSQL roles"
     ),
     "celery.contrib.migrate": "to move tasks from a Celery broker use `pgtasks import-celery`",
-    "celery.contrib.rdb": "remote debugging of workers is not provided: run the task with apply() locally",
     "celery.contrib.sphinx": "the Sphinx extension is not provided: document tasks as functions",
     "celery.contrib.testing.mocks": "send real tasks to a test app (celery.contrib.testing.app.TestApp)",
     "celery.platforms": "process management belongs to `pgtasks worker` (signals, pid files are not managed)",
