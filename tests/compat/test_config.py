@@ -152,6 +152,16 @@ def test_kombus_memory_broker_is_a_database_of_the_process_own(monkeypatch: pyte
     eager.close()
 
 
+def test_config_from_envvar_says_what_to_set(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    app = Celery("envvar", broker=f"sqlite:///{tmp_path / 'e.sqlite3'}", set_as_current=False)
+    monkeypatch.delenv("PROJ_CELERY_CONFIG", raising=False)
+    with pytest.raises(
+        ImproperlyConfigured, match=r"set it to the configuration module's name \(PROJ_CELERY_CONFIG="
+    ):
+        app.config_from_envvar("PROJ_CELERY_CONFIG")
+    assert app.config_from_envvar("PROJ_CELERY_CONFIG", silent=True) is False  # as Celery's
+
+
 def test_result_backend_is_accepted_and_postgres_urls_are_the_database(pg_url: str) -> None:
     app = Celery("cfg", broker=pg_url.replace("postgresql://", "postgres://", 1), backend="redis://x/1")
     assert app.settings.database_url.startswith("postgres://") and app.conf.result_backend == "redis://x/1"

@@ -215,14 +215,19 @@ class Celery(App, ConnectionsMixin, AppAttributesMixin, AppComponents):
         # settings fixture) takes effect, and Django's settings are not read before first use.
         self.conf.add_source(obj, namespace)
 
-    def config_from_envvar(self, variable_name: str, silent: bool = False, force: bool = False) -> None:
-        """``config_from_object`` of the module named by an environment variable."""
+    def config_from_envvar(self, variable_name: str, silent: bool = False, force: bool = False) -> bool:
+        """``config_from_object`` of the module named by an environment variable; False when
+        it is not set and ``silent``, as in Celery."""
         module_name = os.environ.get(variable_name)
         if not module_name:
             if silent:
-                return
-            raise ImproperlyConfigured(f"The environment variable {variable_name!r} is not set.")
+                return False
+            raise ImproperlyConfigured(
+                f"The environment variable {variable_name!r} is not set, so the configuration could not "
+                f"be loaded: set it to the configuration module's name ({variable_name}=proj.celeryconfig)"
+            )
         self.config_from_object(module_name, silent=silent, force=force)
+        return True
 
     def add_defaults(self, fun: Any) -> None:
         """Defaults below every other setting (a callable is called for them)."""
