@@ -226,7 +226,6 @@ REFUSED: dict[str, str] = {
     ),
     "celery.contrib.migrate": "to move tasks from a Celery broker use `pgtasks import-celery`",
     "celery.contrib.sphinx": "the Sphinx extension is not provided: document tasks as functions",
-    "celery.contrib.testing.mocks": "send real tasks to a test app (celery.contrib.testing.app.TestApp)",
     "celery.platforms": "process management belongs to `pgtasks worker` (signals, pid files are not managed)",
     "celery.utils.debug": "memory sampling is not provided: use the worker's /metrics",
 }
