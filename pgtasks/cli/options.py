@@ -183,14 +183,15 @@ def add_file_options(parser: argparse.ArgumentParser, formats: bool) -> None:
 
 
 def add_daemon_options(group: Any, files: bool = False) -> None:
-    """Celery's options of a daemonized worker or beat: pgtasks changes no user, so they are
-    ignored; so are ``--logfile`` and ``--pidfile`` unless ``files`` (the caller serves them)."""
+    """Celery's options of a daemonized worker or beat: ``--uid`` and ``--gid`` (the caller
+    acts on them: cli/privileges.py), the others ignored; so are ``--logfile`` and
+    ``--pidfile`` unless ``files`` (the caller serves them)."""
     if not files:
         for flags in (("-f", "--logfile"), ("--pidfile",)):
             add_ignored(group, *flags, value=True)
+    group.add_argument("--uid", help="Celery's: started by root, run as this user (a name or number)")
+    group.add_argument("--gid", help="Celery's: started by root, run as this group (default: the user's)")
     for flags in (
-        ("--uid",),
-        ("--gid",),
         ("--umask",),
         ("--executable",),
     ):

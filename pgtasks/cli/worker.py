@@ -36,6 +36,7 @@ from pgtasks.cli.options import (
     whole_or_zero,
 )
 from pgtasks.cli.pidfile import release, run_holding
+from pgtasks.cli.privileges import drop_privileges
 from pgtasks.cli.startup import add_wait_option, retry_on_startup, wait_for_database
 from pgtasks.engine.errors import ConfigurationError
 from pgtasks.scheduler.beat import BeatThread, start_beat_thread
@@ -198,6 +199,9 @@ def run(args: argparse.Namespace) -> int:
         return 2
     app = load_app(args.app)
     import_included(args.include)
+    drop_privileges(
+        getattr(args, "uid", None), getattr(args, "gid", None)
+    )  # as Celery: app loaded, nothing run
     # What the command line gave explicitly wins over a Celery app's settings.
     given = {name for name in ("concurrency", "hostname") if getattr(args, name) is not None}
     if getattr(args, POOL_GIVEN, False):

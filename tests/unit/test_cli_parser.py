@@ -152,6 +152,13 @@ def test_bad_lines_are_refused_with_the_reason(
     assert message in capsys.readouterr().err
 
 
+def test_uid_and_gid_are_options_of_the_worker_and_the_beat() -> None:
+    # taken by the command (cli/privileges.py); they were ignored with a warning
+    worker = parse("worker -A proj --uid nobody --gid nogroup")
+    assert (worker.uid, worker.gid, ignored_flags(worker)) == ("nobody", "nogroup", [])
+    assert (parse("beat -A proj --uid 65534").uid, parse("beat -A proj").gid) == ("65534", None)
+
+
 def test_the_global_options_act_only_when_applied(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
