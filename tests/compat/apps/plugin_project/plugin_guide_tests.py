@@ -15,7 +15,8 @@ class ProjectTask(Task):
 
 @pytest.fixture(scope="session")
 def celery_config():
-    return {"broker_url": "memory://", "result_backend": "cache+memory://"}
+    # the Testing guide's example: the message broker and backend a project's CI runs for Celery
+    return {"broker_url": "amqp://", "result_backend": "redis://"}
 
 
 @pytest.fixture(scope="session")
