@@ -569,6 +569,8 @@ class PostgresSystemDatabase(PostgresSessions, SqlStore):
             "retry_in": Int8Array([o.retry_in_ms for o in outcomes]),
             "inputs": TextArray([o.inputs for o in outcomes]),
             "unstarted": BoolArray([o.unstarted for o in outcomes]),
+            "queues": TextArray([o.queue for o in outcomes]),
+            "priorities": Int4Array([o.priority for o in outcomes]),
             "channel": self.channel,
             "done_channel": self.done_channel,
             "notify_done": self._done_listeners_present(),

@@ -4,7 +4,9 @@ errors."""
 
 from __future__ import annotations
 
+import datetime as dt
 import types
+import zoneinfo
 from pathlib import Path
 
 import pytest
@@ -73,7 +75,7 @@ def test_config_from_object_with_and_without_namespace(url: str, caplog: pytest.
     assert app.settings.database_url == url and app.conf.task_routes == {"a": "b"}
     # As Celery 5.5: under a namespace an old name is no setting (CELERY_TIMEZONE is the new
     # name prefixed); a Django project's dead CELERY_ALWAYS_EAGER must not make tasks eager.
-    assert app.conf.task_always_eager is False and app.timezone == "Europe/Paris"
+    assert app.conf.task_always_eager is False and app.zone_name == "Europe/Paris"
     assert (
         caplog.messages.count(
             "CELERY_ALWAYS_EAGER is not read with namespace='CELERY', as in Celery: name the setting "
@@ -342,3 +344,18 @@ def test_the_conf_a_worker_reports_is_json_with_secrets_masked(url: str) -> None
     assert shown["result_expires"] == "1:00:00" and shown["accept_content"] == ["json"]
     assert shown["task_routes"][0].startswith("<function") and "task_default_queue" not in shown
     app.close()
+
+
+def test_namespace_and_timezone_are_celerys(url: str) -> None:
+    # django-celery-beat reads settings.{app.namespace}_TIMEZONE and datetime.now(app.timezone).
+    app = Celery("tz", broker=url)
+    assert app.timezone == zoneinfo.ZoneInfo("UTC") and app.namespace is None
+    app.config_from_object(types.SimpleNamespace(CELERY_TIMEZONE="Asia/Tokyo"), namespace="CELERY")
+    assert app.namespace == "CELERY"
+    assert app.timezone == zoneinfo.ZoneInfo("Asia/Tokyo") and app.zone_name == "Asia/Tokyo"
+    assert dt.datetime.now(app.timezone).utcoffset() == dt.timedelta(hours=9)
+    app.conf.timezone = zoneinfo.ZoneInfo("Europe/Paris")  # a tzinfo is taken too, as Celery
+    assert app.timezone.key == "Europe/Paris" and app.zone_name == "Europe/Paris"
+    local = Celery("local", broker=url, enable_utc=False)
+    new_year = dt.datetime(2026, 1, 1)
+    assert local.timezone.utcoffset(new_year) == new_year.astimezone().utcoffset()

@@ -257,8 +257,13 @@ class DatabaseBackend:
         self.app.engine.admin.forget(task_id)
 
     def cleanup(self) -> None:
-        """Delete the results past ``result_expires`` now (workers also do it every minute)."""
+        """Delete the results past ``result_expires`` now (workers also do it every minute),
+        and the mirrored rows past it (django-celery-results' ``TaskResult`` and
+        ``GroupResult``), which its backend's ``cleanup`` deletes on Celery."""
         self.app.engine.admin.prune()
+        mirror = mirror_of(self.app)
+        if mirror is not None:
+            mirror.cleanup()
 
     # -- groups --------------------------------------------------------------------------
     def save_group(self, group_id: str, result: GroupResult) -> GroupResult:

@@ -240,6 +240,19 @@ class ResultsMirror:
     def save_group(self, group_id: str, result: Any) -> None:
         self._guard(group_id, self.backend.save_group, group_id, result)
 
+    def cleanup(self) -> None:
+        """The library backend's ``cleanup`` (its rows past ``result_expires``), as Celery's
+        ``celery.backend_cleanup`` task calls it; a failure is logged."""
+        try:
+            self.backend.cleanup()
+        except Exception as exc:
+            log.warning(
+                "result_backend %s: could not delete its expired results (%s: %s)",
+                type(self.backend).__name__,
+                type(exc).__name__,
+                str(exc)[:200],
+            )
+
     def delete_group(self, group_id: str) -> None:
         self._guard(group_id, self.backend.delete_group, group_id)
 

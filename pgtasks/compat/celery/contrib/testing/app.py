@@ -1,4 +1,4 @@
-"""Celery's ``celery.contrib.testing.app``: ``TestApp`` and ``setup_default_app``, and
+"""Celery's ``celery.contrib.testing.app``: ``TestApp``, ``Trap`` and ``setup_default_app``, and
 :func:`test_app`, the app behind them and the pytest plugin's fixtures. Celery's in-memory
 broker (``memory://``, the test configuration's default), or a message broker's URL, becomes a
 SQLite file of the test process's own, so tests run against a real database with nothing to
@@ -15,7 +15,7 @@ from pgtasks.compat.bridge.memory_broker import memory_database
 from pgtasks.compat.celery import _state
 from pgtasks.compat.celery.app.base import Celery
 
-__all__ = ["DEFAULT_TEST_CONFIG", "TestApp", "setup_default_app", "test_app"]
+__all__ = ["DEFAULT_TEST_CONFIG", "TestApp", "Trap", "setup_default_app", "test_app"]
 
 DEFAULT_TEST_CONFIG: dict[str, Any] = {
     "worker_hijack_root_logger": False,
@@ -77,6 +77,17 @@ def TestApp(
     if set_as_current:
         app.set_current()
     return app
+
+
+class Trap:
+    """An app that fails every use: a test suite sets it as the default app
+    (``celery._state.set_default_app(Trap())``) so that code reaching for ``current_app``
+    where no app is current fails instead of using an app no test configured."""
+
+    def __getattr__(self, name: str) -> Any:
+        if name in ("_is_coroutine", "__func__"):  # unittest.mock looks these up to patch it
+            return None
+        raise RuntimeError(f"Test depends on current_app (it read {name!r} of the default app, a Trap)")
 
 
 @contextmanager

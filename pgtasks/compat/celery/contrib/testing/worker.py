@@ -102,9 +102,11 @@ def start_worker(
     the queues it declares (``task_queues``, or those ``app.select_queues`` chose), or
     ``queues`` when given (``'a,b'`` or a list), less ``exclude_queues``, as Celery's worker
     takes them; ``pool`` is accepted (a thread pool is used: the tests' own process cannot
-    fork safely). Celery's other worker options are accepted and ignored."""
+    fork safely). Celery's other worker options are accepted and ignored. As Celery's, it
+    makes ``app`` the current app."""
     app.finalize()
     queues = _consumed(app, kwargs.get("queues"), kwargs.get("exclude_queues"))
+    app.set_current()
     name = kwargs.get("hostname") or _free_name()
     try:
         options = WorkerOptions(
