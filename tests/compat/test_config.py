@@ -288,6 +288,13 @@ def test_settings_shown_never_hold_a_secret(url: str) -> None:
         text = app.conf.humanize()
         assert "task_default_queue: 'jobs'" in text
         assert not any(secret in text for secret in ("s3cret", "dbpw", "redispw"))
+        # Celery's keywords (a TypeError here before): censored by default, table() too
+        table = app.conf.table(with_defaults=False, censored=True)
+        assert table["result_backend"] == "redis://user:***@cache/1"  # Celery: 8 stars and :6379
+        assert app.conf.table()["result_backend"] == table["result_backend"]
+        assert "redispw" in app.conf.table(censored=False)["result_backend"]
+        assert "redispw" in app.conf.humanize(with_defaults=False, censored=False)
+        assert dict(app.conf.iteritems())["result_backend"] == "redis://user:redispw@cache/1"
     finally:
         app.close()
 

@@ -26,7 +26,6 @@ from pgtasks.compat.bridge.worker_request import Request, worker_request
 from pgtasks.compat.bridge.worker_settings import prefetch_setting, read_worker_settings
 from pgtasks.compat.celery import signals
 from pgtasks.compat.celery.app.base import Celery
-from pgtasks.compat.celery.app.utils import filter_hidden_settings
 from pgtasks.compat.celery.exceptions import NotRegistered
 from pgtasks.compat.celery.utils.log import mlevel
 from pgtasks.compat.celery.utils.nodenames import default_nodename
@@ -42,7 +41,7 @@ log = logging.getLogger("pgtasks.compat")
 def report_conf(app: Celery) -> dict[str, Any]:
     """The app's settings as its worker shows them (``inspect conf``): those set, not the
     defaults, secrets masked, every value JSON (a value JSON cannot carry as its repr)."""
-    table = filter_hidden_settings(app.conf.table(with_defaults=False))
+    table = app.conf.table(with_defaults=False)  # secrets masked
     return {k: json_safe(v) for k, v in table.items() if isinstance(k, str) and not k.startswith("__")}
 
 
@@ -276,7 +275,7 @@ def worker_hooks(app: Any, args: argparse.Namespace, given: Collection[str] = ()
     )
     # Only a multiplier the project set is a bound; Celery's default leaves the worker its own
     # (4, more for short tasks: WorkerOptions.prefetch_multiplier).
-    multiplier = 1 if disabled else conf.table().get("worker_prefetch_multiplier")
+    multiplier = 1 if disabled else conf.table(censored=False).get("worker_prefetch_multiplier")
     # Celery's `--prefetch-multiplier 0` stands for the flag not given: the setting decides.
     if not getattr(args, "prefetch_multiplier", None) and multiplier is not None:
         # Celery's 0 (no limit) is the default here: a claim is never unbounded.
