@@ -230,14 +230,19 @@ class Celery(App, ConnectionsMixin, AppAttributesMixin, AppComponents):
         self.conf.add_source(obj, namespace)
         self.namespace = namespace  # read by libraries (django-celery-beat: f"{namespace}_TIMEZONE")
 
-    def config_from_envvar(self, variable_name: str, silent: bool = False, force: bool = False) -> None:
-        """``config_from_object`` of the module named by an environment variable."""
+    def config_from_envvar(self, variable_name: str, silent: bool = False, force: bool = False) -> bool:
+        """``config_from_object`` of the module named by an environment variable; False when
+        it is not set and ``silent``, as in Celery."""
         module_name = os.environ.get(variable_name)
         if not module_name:
             if silent:
-                return
-            raise ImproperlyConfigured(f"The environment variable {variable_name!r} is not set.")
+                return False
+            raise ImproperlyConfigured(
+                f"The environment variable {variable_name!r} is not set, so the configuration could not "
+                f"be loaded: set it to the configuration module's name ({variable_name}=proj.celeryconfig)"
+            )
         self.config_from_object(module_name, silent=silent, force=force)
+        return True
 
     def add_defaults(self, fun: Any) -> None:
         """Defaults below every other setting (a callable is called for them)."""
@@ -335,6 +340,8 @@ class Celery(App, ConnectionsMixin, AppAttributesMixin, AppComponents):
         if "__name__" not in vars(task):  # a class-based task looks like its class
             task.__name__ = type(task).__name__
             task.__qualname__ = type(task).__qualname__
+        if task.typing is None:  # Celery's Task.bind: the task's argument check follows the app's
+            task.typing = self.strict_typing
         if not getattr(task, "_decorated", False) and "run" not in vars(task):
             # As Celery's register_task: autoretry_for works on class-based tasks too.
             add_autoretry_behaviour(task)
