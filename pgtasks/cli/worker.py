@@ -198,10 +198,9 @@ def run(args: argparse.Namespace) -> int:
         print("pgtasks worker: -A/--app is required", file=sys.stderr)
         return 2
     app = load_app(args.app)
+    # As Celery: only the app is loaded as root; the -I modules are imported as the user.
+    drop_privileges(getattr(args, "uid", None), getattr(args, "gid", None))
     import_included(args.include)
-    drop_privileges(
-        getattr(args, "uid", None), getattr(args, "gid", None)
-    )  # as Celery: app loaded, nothing run
     # What the command line gave explicitly wins over a Celery app's settings.
     given = {name for name in ("concurrency", "hostname") if getattr(args, name) is not None}
     if getattr(args, POOL_GIVEN, False):

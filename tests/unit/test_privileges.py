@@ -12,6 +12,7 @@ import pytest
 
 from pgtasks.cli.privileges import drop_privileges
 from pgtasks.engine.errors import ConfigurationError
+from tests.support.cli import run_pgtasks
 
 
 def in_child(body: Callable[[], str]) -> str:
@@ -79,3 +80,13 @@ def test_unknown_users_and_groups_are_named() -> None:
         drop_privileges(None, "no-such-group")
     drop_privileges(None, None)  # neither given: nothing changes
     assert os.geteuid() == 0
+
+
+def test_the_worker_imports_its_include_modules_as_the_user() -> None:
+    """As Celery's worker: only the app (``-A``) is loaded as root; the ``-I`` modules are
+    imported after the drop (they were imported as root, so what they made at import, a
+    file or a socket, was root's)."""
+    app, probe = "tests.compat.apps.extensions_app", "tests.unit.privilege_probe"
+    done = run_pgtasks("worker", "-A", app, "-I", probe, "--uid", "nobody")
+    assert "imported by uid 65534" in done.stderr, done.stderr
+    assert done.returncode == 3
