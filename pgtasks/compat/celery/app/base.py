@@ -230,9 +230,11 @@ class Celery(App, ConnectionsMixin, AppAttributesMixin, AppComponents):
         self.conf.add_source(obj, namespace)
         self.namespace = namespace  # read by libraries (django-celery-beat: f"{namespace}_TIMEZONE")
 
-    def config_from_envvar(self, variable_name: str, silent: bool = False, force: bool = False) -> bool:
+    def config_from_envvar(
+        self, variable_name: str, silent: bool = False, force: bool = False
+    ) -> bool | None:
         """``config_from_object`` of the module named by an environment variable; False when
-        it is not set and ``silent``, as in Celery."""
+        it is not set and ``silent``, else None, as in Celery."""
         module_name = os.environ.get(variable_name)
         if not module_name:
             if silent:
@@ -242,7 +244,7 @@ class Celery(App, ConnectionsMixin, AppAttributesMixin, AppComponents):
                 f"be loaded: set it to the configuration module's name ({variable_name}=proj.celeryconfig)"
             )
         self.config_from_object(module_name, silent=silent, force=force)
-        return True
+        return None
 
     def add_defaults(self, fun: Any) -> None:
         """Defaults below every other setting (a callable is called for them)."""
