@@ -30,7 +30,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from celery.exceptions import Ignore, Retry, TaskRevokedError, TimeLimitExceeded
+from celery.exceptions import Ignore, Reject, Retry, TaskRevokedError, TimeLimitExceeded
 from celery.utils.saferepr import saferepr
 
 from pgtasks.dashboard.flower_tasks import TaskView
@@ -185,7 +185,14 @@ def test_a_retry_runs_on_the_queue_and_priority_it_asks_for(ledger: Path) -> Non
 
 
 def test_a_retry_to_a_queue_no_name_can_be_fails_saying_why(ledger: Path) -> None:
+    """As Celery's ``retry()``, whose send of the retry fails: the task is rejected for good
+    (a FAILURE here, with ``task_failure``), and no retry was made, so no ``on_retry`` nor
+    ``task_retry`` (they ran, and the task then failed, which a handler counting retries or
+    a mirror of the RETRY state got wrong)."""
     sent = proj.retries_to_a_bad_queue.delay()
-    with pytest.raises(Exception, match="invalid queue name 'no such queue'"):
+    with pytest.raises(Reject, match=r"invalid queue name \\'no such queue"):
         sent.get(timeout=60)
     assert sent.state == "FAILURE"
+    assert "ConfigurationError: invalid queue name 'no such queue'" in sent.traceback
+    kinds = ("run", "on_retry", "task_retry", "task_failure", "on_failure")
+    assert [_noted(ledger, kind, sent.id) for kind in kinds] == [1, 0, 0, 1, 0]

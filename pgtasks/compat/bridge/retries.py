@@ -15,8 +15,10 @@ import datetime as dt
 import math
 from typing import TYPE_CHECKING, Any
 
-from pgtasks.compat.celery.exceptions import Retry
+from pgtasks.compat.bridge.publishing import check_declared
+from pgtasks.compat.celery.exceptions import QueueNotFound, Reject, Retry
 from pgtasks.engine.errors import ConfigurationError
+from pgtasks.engine.settings import validate_queue_name
 
 if TYPE_CHECKING:
     from pgtasks.compat.celery.app.task import Task
@@ -57,6 +59,13 @@ def request_retry(
             task_args=request.args,
             task_kwargs=request.kwargs,
         )
+    if not request.is_eager:
+        try:
+            retry_queue(task, options.get("queue"))
+        except (ConfigurationError, QueueNotFound) as refused:
+            # As Celery's retry when sending the retry fails: no retry is made, the task is
+            # rejected for good (so no on_retry nor task_retry).
+            raise Reject(refused, requeue=False) from refused
     new_args = tuple(request.args if args is None else args)
     new_kwargs = dict(request.kwargs if kwargs is None else kwargs)
     ret = Retry(
@@ -71,6 +80,18 @@ def request_retry(
         return ret
     send_retry(task, new_args, new_kwargs, eta, countdown, options)
     return ret
+
+
+def retry_queue(task: Task, queue: Any) -> str | None:
+    """The name of the queue ``retry(queue=)`` gives (a name or a kombu ``Queue``; None when
+    it gives none), refused as ``apply_async`` refuses it: a name no queue can have
+    (ConfigurationError), one outside ``task_queues`` with ``task_create_missing_queues=False``
+    (QueueNotFound)."""
+    if queue is None or queue == "":
+        return None
+    name = validate_queue_name(queue if isinstance(queue, str) else getattr(queue, "name", queue))
+    check_declared(task.app, name)
+    return name
 
 
 def _seconds(task: Task, what: str, value: Any) -> float | None:

@@ -19,8 +19,8 @@ from pgtasks.compat.bridge import django_support
 from pgtasks.compat.bridge.django_results import running_task_mirror
 from pgtasks.compat.bridge.exception_meta import exception_to_python
 from pgtasks.compat.bridge.execution import Attempt
-from pgtasks.compat.bridge.publishing import check_declared
 from pgtasks.compat.bridge.requests import request_from_record
+from pgtasks.compat.bridge.retries import retry_queue
 from pgtasks.compat.bridge.revoked_stamps import revoked_stamps, revoking_stamp
 from pgtasks.compat.celery import signals, states
 from pgtasks.compat.celery.app import trace as app_trace
@@ -30,7 +30,6 @@ from pgtasks.compat.celery.result.group_result import GroupResult
 from pgtasks.engine.context import running_context
 from pgtasks.engine.errors import RetryRequested, TaskAbandoned
 from pgtasks.engine.events import task_state
-from pgtasks.engine.settings import validate_queue_name
 
 if TYPE_CHECKING:
     from pgtasks.compat.celery.app.task import Task
@@ -100,11 +99,9 @@ def _sent_again(retry: Retry, task: Task, task_id: str) -> dict[str, Any]:
         return {}
     options = dict(sig[2]) if len(sig) > 2 and isinstance(sig[2], dict) else {}
     moved: dict[str, Any] = {"args": tuple(sig[0]), "kwargs": dict(sig[1])}
-    queue, priority = options.pop("queue", None), options.pop("priority", None)
-    if queue is not None and queue != "":
-        name = validate_queue_name(queue if isinstance(queue, str) else getattr(queue, "name", queue))
-        check_declared(task.app, name)
-        moved["queue"] = name
+    queue, priority = retry_queue(task, options.pop("queue", None)), options.pop("priority", None)
+    if queue is not None:
+        moved["queue"] = queue
     if priority is not None:
         moved["priority"] = priority
     if options:

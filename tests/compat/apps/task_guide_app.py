@@ -134,7 +134,8 @@ def retries_elsewhere(self: Any) -> Any:
     return self.request.delivery_info["routing_key"], self.request.delivery_info["priority"]
 
 
-@app.task(bind=True, max_retries=1)
+@app.task(bind=True, base=Noting, max_retries=1)
 def retries_to_a_bad_queue(self: Any) -> Any:
     """Asks for its retry on a queue no name can be."""
+    note("run", self.request.id, self.request.retries)
     raise self.retry(countdown=0, queue="no such queue")
