@@ -371,3 +371,15 @@ def test_namespace_and_timezone_are_celerys(url: str) -> None:
     local = Celery("local", broker=url, enable_utc=False)
     new_year = dt.datetime(2026, 1, 1)
     assert local.timezone.utcoffset(new_year) == new_year.astimezone().utcoffset()
+
+
+def test_app_now_is_on_the_apps_clock(url: str) -> None:
+    """As Celery 5.5.3's ``app.now()``: now in ``app.timezone`` (it was always UTC, so a task's
+    ``app.now().date()`` was another day than on Celery for part of each day)."""
+    app, utc = Celery("clock", broker=url, timezone="Asia/Tokyo"), Celery("utc", broker=url)
+    now = app.now()
+    assert now.utcoffset() == dt.timedelta(hours=9)
+    assert abs(now - dt.datetime.now(dt.timezone.utc)) < dt.timedelta(minutes=1)  # the same instant
+    assert utc.now().utcoffset() == dt.timedelta(0)
+    app.close()
+    utc.close()

@@ -521,8 +521,9 @@ class Celery(App, ConnectionsMixin, AppAttributesMixin, AppComponents):
     def set_default(self) -> None:
         _state.set_current_app(self)
 
-    def now(self) -> Any:
-        return dt.datetime.now(dt.timezone.utc)
+    def now(self) -> dt.datetime:
+        """Now, on the app's clock (``app.timezone``), as Celery's."""
+        return dt.datetime.now(dt.timezone.utc).astimezone(self.timezone)
 
     def uuid(self) -> str:
         return str(uuid.uuid4())
