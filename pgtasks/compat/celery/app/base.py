@@ -29,7 +29,7 @@ from pgtasks.compat.bridge.configuration import (
 )
 from pgtasks.compat.bridge.eager import apply_eagerly
 from pgtasks.compat.bridge.planning import send_canvas
-from pgtasks.compat.bridge.sending import send_task, send_task_async
+from pgtasks.compat.bridge.sending import handed_back, send_task, send_task_async
 from pgtasks.compat.celery import _state
 from pgtasks.compat.celery.app.attributes import AppAttributesMixin
 from pgtasks.compat.celery.app.autoretry import add_autoretry_behaviour
@@ -397,9 +397,13 @@ class Celery(App, ConnectionsMixin, AppAttributesMixin, AppComponents):
     def send_task(  # type: ignore[override]  # Celery's AsyncResult, not pgtasks'
         self, name: str, args: Any = None, kwargs: Any = None, **options: Any
     ) -> AsyncResult:
-        """Send a task by name (Celery ignores ``task_always_eager`` here, and so does pgtasks)."""
+        """Send a task by name (Celery ignores ``task_always_eager`` here, and so does pgtasks).
+        ``Task.apply_async`` sends through here, as Celery's does, with ``task_type`` (the task)
+        and ``result_cls`` (the class of the handle returned)."""
+        result_cls = options.pop("result_cls", None)
+        task = options.pop("task_type", None) or self._registry.get(name)
         options = self._send_task_options(options)
-        return send_task(self, name, args, kwargs, task=self._registry.get(name), **options)
+        return handed_back(send_task(self, name, args, kwargs, task=task, **options), result_cls, options)
 
     async def send_task_async(
         self, name: str, args: Any = None, kwargs: Any = None, **options: Any
