@@ -43,6 +43,18 @@ def test_management_commands_need_a_configured_database(tmp_path: Path, command:
     assert list(tmp_path.iterdir()) == []  # no ./pgtasks.sqlite3 made behind the user's back
 
 
+@pytest.mark.parametrize("command", [("tasks", "list"), ("queue", "list")])
+def test_celerys_broker_option_names_the_database_without_an_app(
+    database_url: str, command: tuple[str, ...]
+) -> None:
+    """``celery -b URL flower`` (celery-director's ``director celery flower``) runs without an
+    app: Celery's ``-b`` names the database of a management command as ``--database-url``
+    does. It was "no database configured"."""
+    done = run_pgtasks("-b", database_url, *command, env={"PGTASKS_DATABASE_URL": ""})
+    assert done.returncode == 0, (done.stdout, done.stderr)
+    assert done.stdout.split()[0] in ("id", "queue"), done.stdout
+
+
 def test_fork_past_the_recorded_steps_is_an_error(database_url: str) -> None:
     app = App("forks", database_url=database_url, poll_interval=0.05)
 
