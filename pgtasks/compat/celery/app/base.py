@@ -270,7 +270,21 @@ class Celery(App, ConnectionsMixin, AppAttributesMixin, AppComponents):
     # -- tasks ---------------------------------------------------------------------------
     @property
     def Task(self) -> type[Task]:
+        """The base class of this app's tasks."""
         return self.task_cls
+
+    @Task.setter
+    def Task(self, cls: type[Task]) -> None:
+        """``app.Task = ContextTask`` (Flask's pattern): the base of the tasks defined from now
+        on, and, until the app is finalized, of those defined before without a base of their
+        own, as Celery creates those lazily from the app's Task when it finalizes."""
+        previous, self.task_cls = self.task_cls, cls
+        if self._finalized or not issubclass(cls, previous):
+            return
+        for task in list(self._registry.values()):
+            made = type(task)
+            if getattr(task, "_decorated", False) and made.__bases__ == (previous,):
+                made.__bases__ = (cls,)
 
     @property
     def tasks(self) -> TaskRegistry:
