@@ -67,6 +67,9 @@ UNAVAILABLE_SQLSTATES = ("08", "53", "57", "25P03", "25006", "55P03", "40")
 # Of those, the refusals of a server that is there and writable, on a session that lives.
 BUSY_SQLSTATES = ("55P03", "57014", "40")
 READ_ONLY_SQLSTATE = "25006"
+# Immediate retries of a statement whose prepared plan went stale (see is_stale_plan): one per
+# pooled session that may still hold the old plan, and a few more.
+STALE_PLAN_RETRIES = 16
 
 
 def is_unavailable(exc: BaseException) -> bool:
@@ -81,6 +84,25 @@ def is_busy(exc: BaseException) -> bool:
     """True when ``exc`` is a transient refusal by a live server (see :class:`DatabaseBusy`)."""
     sqlstate = getattr(exc, "sqlstate", None)
     return sqlstate is not None and sqlstate.startswith(BUSY_SQLSTATES)
+
+
+def is_stale_plan(exc: BaseException) -> bool:
+    """True when the server refused a statement prepared on this session before another session
+    changed the columns of a table it reads (an operator's ``ALTER TABLE ... ADD COLUMN``, a
+    newer pgtasks' migration): "cached plan must not change result type". The server refuses
+    it again at every call until the session forgets it (:func:`forget_plans`). Recognised by
+    the server's function, which, unlike the message, is never translated."""
+    return (
+        isinstance(exc, psycopg.errors.FeatureNotSupported)
+        and exc.diag.source_function == "RevalidateCachedQuery"
+    )
+
+
+def forget_plans(conn: psycopg.Connection[Any]) -> None:
+    """Drop every statement prepared on ``conn``'s session (idle, in autocommit): psycopg's
+    and :mod:`pgtasks.sysdb.one_call`'s, which are prepared again at their next use."""
+    with contextlib.suppress(Exception):  # a broken session: the pool drops it
+        conn.execute("DEALLOCATE ALL")  # psycopg forgets its own on seeing it
 
 
 def transient_words(exc: BaseException) -> tuple[type[DatabaseUnavailable], str]:
@@ -182,6 +204,8 @@ def _checkin(pool: ConnectionPool, conn: psycopg.Connection[Any], error: BaseExc
             else:
                 with contextlib.suppress(Exception):  # a broken session: the pool drops it
                     conn.rollback()
+        if error is not None and is_stale_plan(error) and not conn.closed:
+            forget_plans(conn)
     finally:
         pool.putconn(conn)
 
@@ -322,6 +346,15 @@ class PostgresSessions:
             if not isinstance(exc, PoolTimeout) and not is_unavailable(exc):
                 raise
             raise self._transient(exc) from exc
+        except psycopg.errors.FeatureNotSupported as exc:
+            if not is_stale_plan(exc):
+                raise
+            # A transaction is not repeated here; the session forgot its plans (_checkin), so
+            # the caller's next attempt (the worker's, the beat's) runs.
+            raise DatabaseBusy(
+                f"the pgtasks database {self.target.display_url} refused a statement for now (a "
+                f"table's columns changed since it was prepared; prepared again at the next try): {exc}"
+            ) from exc
 
     def _transient(self, exc: Exception) -> DatabaseUnavailable:
         """The DatabaseUnavailable (or DatabaseBusy) that a transient ``exc`` is raised as."""
@@ -361,6 +394,7 @@ class PostgresSessions:
         (then DatabaseUnavailable). ``body`` must be safe to repeat: an attempt whose reply
         was lost may have committed."""
         retry: Retry | None = None  # made on the first failure: nothing added to the way through
+        stale_plans = 0
         while True:
             conn: psycopg.Connection[Any] | None = None
             try:
@@ -375,6 +409,13 @@ class PostgresSessions:
             # PoolTimeout is an OperationalError too, raised before any connection is bound.
             except PoolTimeout as exc:
                 error: Exception = exc
+            except psycopg.errors.FeatureNotSupported as exc:
+                # The session forgot its plans (_checkin): at once again, on the same or another
+                # pooled session, which may hold the old plan too.
+                if not is_stale_plan(exc) or stale_plans >= STALE_PLAN_RETRIES:
+                    raise
+                stale_plans += 1
+                continue
             except LOST_SESSION as exc:
                 if not is_unavailable(exc):
                     raise  # the request's own fault (a program limit, ...): never an outage
