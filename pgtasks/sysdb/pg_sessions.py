@@ -47,6 +47,7 @@ T = TypeVar("T")
 POOL_WAIT_SECONDS = 10.0  # how long a caller waits for a connection before DatabaseUnavailable
 MIN_POOL_WAIT_SECONDS = 1.0  # the least of it, even when outages are not waited out
 IDLE_IN_TRANSACTION_MS = 5_000  # see session_options
+IDLE_SESSION_TIMEOUT_SINCE = 140_000  # the server version that has idle_session_timeout
 # Errors that may be the database's rather than the request's: the server ended the session,
 # the network did, or the server refused for now (read below which SQLSTATEs are).
 LOST_SESSION = (
@@ -219,6 +220,10 @@ class PostgresListener(EnqueueListener):
         try:
             dsn = target.listen_dsn or target.dsn
             self._conn = psycopg.connect(dsn, autocommit=True, connect_timeout=10)
+            if self._conn.info.server_version >= IDLE_SESSION_TIMEOUT_SINCE:
+                # This session is idle by design: a role's idle_session_timeout (managed
+                # databases set one) would end it, and lose what is sent meanwhile, each time.
+                self._conn.execute("SET idle_session_timeout = 0")
             self._conn.execute(f"LISTEN {quote_identifier(channel, 'channel name')}")
             if presence_key is not None:
                 self._conn.execute("SELECT pg_advisory_lock_shared(%s)", (presence_key,))

@@ -73,6 +73,16 @@ def _worker(url: str, tmp_path: Path, name: str = "w1", pool: str = "threads", *
     )
 
 
+def _migrated_with(pg_url: str, pg_server_url: str, role: str, setting: str) -> Client:
+    """A client of the schema's owner, the schema migrated by it, and ``setting`` (``name =
+    value``) made the role's own: the worker runs as the role."""
+    client = Client(pg_url, pool_size=2)
+    client.engine.admin.migrate()
+    with psycopg.connect(pg_server_url, autocommit=True) as admin:
+        admin.execute(f"ALTER ROLE {role} SET {setting}")
+    return client
+
+
 def _heartbeat_age_ms(conn: psycopg.Connection, schema: str, executor_id: str) -> int:
     row = conn.execute(
         "SELECT (extract(epoch from clock_timestamp()) * 1000)::bigint - last_heartbeat "
@@ -154,10 +164,7 @@ def test_a_lock_timeout_on_the_role_is_retried_not_the_tasks_failure(
     pg_url: str, pg_server_url: str, role: str, tmp_path: Path
 ) -> None:
     schema = _schema(pg_url)
-    client = Client(pg_url, pool_size=2)
-    client.engine.admin.migrate()  # as the schema's owner; the worker runs as the role
-    with psycopg.connect(pg_server_url, autocommit=True) as admin:
-        admin.execute(f"ALTER ROLE {role} SET lock_timeout = '200ms'")
+    client = _migrated_with(pg_url, pg_server_url, role, "lock_timeout = '200ms'")
     worker = _worker(with_user(pg_url, role), tmp_path)
     ledger = tmp_path / "ledger"
     try:
@@ -294,10 +301,7 @@ def _inserts_waiting(look: psycopg.Connection, schema: str) -> int:
 def test_a_read_only_server_is_waited_for_in_one_line(
     pg_url: str, pg_server_url: str, role: str, tmp_path: Path
 ) -> None:
-    client = Client(pg_url, pool_size=2)
-    client.engine.admin.migrate()
-    with psycopg.connect(pg_server_url, autocommit=True) as admin:
-        admin.execute(f"ALTER ROLE {role} SET default_transaction_read_only = on")
+    client = _migrated_with(pg_url, pg_server_url, role, "default_transaction_read_only = on")
     log = tmp_path / "w1.log"
     worker = _worker(with_user(pg_url, role), tmp_path)
     try:
@@ -343,3 +347,25 @@ def test_a_blocked_event_loop_meets_its_hard_time_limit(pg_url: str, tmp_path: P
     assert "blocked for" in out and f"ops.block_loop[{blocking.id}]" in out, out
     assert "replacing the worker process" in out and out.count(" ready.") == 2, out
     assert "Traceback" not in out, out
+
+
+def test_a_roles_idle_session_timeout_ends_no_listener(
+    pg_url: str, pg_server_url: str, role: str, tmp_path: Path
+) -> None:
+    """Managed databases set ``idle_session_timeout``: the worker's LISTEN session, idle by
+    design, was ended at each timeout (a warning each time, notifications lost meanwhile)."""
+    client = _migrated_with(pg_url, pg_server_url, role, "idle_session_timeout = '300ms'")
+    log = tmp_path / "w1.log"
+    worker = _worker(with_user(pg_url, role), tmp_path)
+    producer = Client(with_user(pg_url, role), pool_size=1)
+    try:
+        wait_for(lambda: "ready." in text_of(log), 60, "the worker to start")
+        assert producer.enqueue("ops.steps", [1]).get(timeout=30) == 0
+        time.sleep(1.5)  # the length of the idle time itself: five timeouts
+        assert producer.enqueue("ops.steps", [2]).get(timeout=30) == 1  # its idle session replaced
+    finally:
+        producer.close()
+        client.close()
+        stop(worker)
+    out = text_of(log)
+    assert "lost the listener" not in out and "Traceback" not in out, out
