@@ -190,6 +190,23 @@ def test_a_health_file_in_a_missing_folder_is_refused_at_start(tmp_path: Path, s
     ]
 
 
+def test_a_concurrency_no_pool_can_run_is_one_line(
+    sqlite_url: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Were tracebacks: the prefork pool's ValueError at its 1,025th child, an OverflowError."""
+    prefork = _here(["worker", "-A", APP, "-c", "1025"], capsys, monkeypatch, sqlite_url)
+    assert prefork == (
+        2,
+        [
+            "pgtasks: error: the prefork pool runs at most 1,024 processes, not 1,025: more tasks "
+            "at once need -P threads (or -P asyncio for async tasks)"
+        ],
+    )
+    huge = int("9" * 20)
+    threads = _here(["worker", "-A", APP, "-c", str(huge), "-P", "threads"], capsys, monkeypatch, sqlite_url)
+    assert threads == (2, [f"pgtasks: error: concurrency must be at most 1,000,000, not {huge:,}"])
+
+
 @pytest.mark.parametrize("excluded", ["", ",", " , "])
 def test_an_empty_exclude_queues_excludes_nothing_as_in_celery(
     excluded: str, capsys: pytest.CaptureFixture[str]
