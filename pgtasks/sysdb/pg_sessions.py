@@ -37,7 +37,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from pgtasks.support.backoff import Backoff, Retry
 from pgtasks.sysdb import one_call
-from pgtasks.sysdb.errors import ConfigurationError, DatabaseBusy, DatabaseUnavailable
+from pgtasks.sysdb.errors import ConfigurationError, DatabaseBusy, DatabaseReadOnly, DatabaseUnavailable
 from pgtasks.sysdb.identifiers import quote_identifier
 from pgtasks.sysdb.interface import EnqueueListener
 from pgtasks.sysdb.lifo_pool import LifoConnectionPool
@@ -113,7 +113,7 @@ def transient_words(exc: BaseException) -> tuple[type[DatabaseUnavailable], str]
         return DatabaseUnavailable, "is unavailable"
     sqlstate = getattr(exc, "sqlstate", None)
     if sqlstate == READ_ONLY_SQLSTATE:
-        return DatabaseUnavailable, (
+        return DatabaseReadOnly, (
             "is read-only (a standby, or a read-only role or default_transaction_read_only): "
             "waiting for a writable primary"
         )

@@ -30,6 +30,8 @@ import psycopg
 import pytest
 
 from pgtasks import Client, SoftTimeLimitExceeded, TimeLimitExceeded
+from pgtasks.sysdb.urls import redact_url
+from tests.support.cli import run_pgtasks
 from tests.support.inprocess import wait_for
 from tests.support.ledger import lines_of, text_of
 from tests.support.processes import stop, worker_process
@@ -369,3 +371,20 @@ def test_a_roles_idle_session_timeout_ends_no_listener(
         stop(worker)
     out = text_of(log)
     assert "lost the listener" not in out and "Traceback" not in out, out
+
+
+def test_a_read_only_server_that_the_schema_needs_migrating_on_is_named_so(
+    pg_url: str, pg_server_url: str, role: str
+) -> None:
+    """Was 'lost the pgtasks database ... while migrating', and a starting worker's 'is not
+    reachable yet': the server answered, read-only."""
+    with psycopg.connect(pg_server_url, autocommit=True) as admin:
+        admin.execute(f"ALTER ROLE {role} SET default_transaction_read_only = on")
+    url = with_user(pg_url, role)
+    migrate = run_pgtasks("migrate", url=url)
+    said = f"pgtasks: error: the pgtasks database {redact_url(url)} is read-only ("
+    assert migrate.returncode == 2 and migrate.stderr.startswith(said), migrate.stderr
+    assert f"and the schema '{_schema(pg_url)}' needs migrations: cannot execute" in migrate.stderr
+    start = run_pgtasks("worker", "-A", APP, "--no-wait-for-database", url=url)
+    assert start.returncode == 2 and "is read-only (" in start.stderr, start.stderr
+    assert "lost" not in start.stderr, start.stderr
