@@ -30,12 +30,13 @@ import psycopg
 import pytest
 
 from pgtasks import Client, SoftTimeLimitExceeded, TimeLimitExceeded
-from pgtasks.sysdb.urls import redact_url
+from pgtasks.sysdb.postgres import PostgresSystemDatabase
+from pgtasks.sysdb.urls import parse_database_url, redact_url
 from tests.support.cli import run_pgtasks
 from tests.support.inprocess import wait_for
 from tests.support.ledger import lines_of, text_of
 from tests.support.processes import stop, worker_process
-from tests.support.schemas import with_user
+from tests.support.schemas import with_schema, with_user
 
 APP = "tests.faults.apps.operator_app"
 LEASE = 1.0  # seconds; every hold below is three leases long
@@ -388,3 +389,19 @@ def test_a_read_only_server_that_the_schema_needs_migrating_on_is_named_so(
     start = run_pgtasks("worker", "-A", APP, "--no-wait-for-database", url=url)
     assert start.returncode == 2 and "is read-only (" in start.stderr, start.stderr
     assert "lost" not in start.stderr, start.stderr
+
+
+def test_a_roles_default_isolation_is_not_pgtasks_sessions(
+    pg_url: str, pg_server_url: str, role: str
+) -> None:
+    """pgtasks' statements are written for READ COMMITTED; under a role's SERIALIZABLE default
+    their waits ended in serialization failures, retried with a warning each time."""
+    _migrated_with(pg_url, pg_server_url, role, "default_transaction_isolation = 'serializable'").close()
+    url = with_schema(with_user(pg_server_url, role), _schema(pg_url))
+    db = PostgresSystemDatabase(parse_database_url(url, "pgtasks"))
+    try:
+        with db._conn() as session:  # a pooled session, as every statement gets one
+            row = session.execute("SELECT current_setting('transaction_isolation') AS i").fetchone()
+    finally:
+        db.close()
+    assert row == {"i": "read committed"}
