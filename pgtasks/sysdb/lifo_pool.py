@@ -11,6 +11,7 @@ import psycopg
 from psycopg_pool import ConnectionPool
 
 T = TypeVar("T")
+POOL_NAME = "pgtasks"  # every pgtasks pool's name starts so (see _QuietDiscards)
 
 
 class LifoConnectionPool(ConnectionPool):
@@ -47,20 +48,30 @@ class LifoConnectionPool(ConnectionPool):
 
 
 class _QuietDiscards(logging.Filter):
-    """psycopg_pool warns of every dead connection it drops: one line per pooled session at each
-    server restart or ``pg_terminate_backend`` (about 300 a minute from a worker whose sessions an
-    operator keeps ending), where pgtasks already says once per outage that the database is
-    unavailable and once that it is back. Those lines, logged while a pgtasks pool checks its
-    sessions or takes one back, show only with psycopg.pool's debug on; any other pool's, and
-    every other line, pass as they are."""
+    """psycopg_pool warns of every dead connection it drops and of every failed attempt to open
+    one: a line per pooled session at each server restart or ``pg_terminate_backend`` (about 300
+    a minute from a worker whose sessions an operator keeps ending), and one per pool and
+    attempt while the server is down, where pgtasks already says once per outage that the
+    database is unavailable and once that it is back. Those lines of pgtasks' pools (the drops
+    logged while one checks its sessions or takes one back; the attempts of the pools named
+    ``pgtasks...``) show only with psycopg.pool's debug on; any other pool's, and every other
+    line (the pool giving up on reconnecting among them), pass as they are."""
 
-    WORDS = ("discarding broken connection", "discarding closed connection")
+    DROPS = ("discarding broken connection", "discarding closed connection")
+    ATTEMPT = "error connecting in %r"
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if not getattr(_QUIET, "on", False) or not str(record.msg).startswith(self.WORDS):
+        if not self._ours(record):
             return True
         record.levelno, record.levelname = logging.DEBUG, "DEBUG"
         return logging.getLogger(record.name).isEnabledFor(logging.DEBUG)
+
+    def _ours(self, record: logging.LogRecord) -> bool:
+        message = str(record.msg)
+        if message.startswith(self.DROPS):
+            return bool(getattr(_QUIET, "on", False))
+        pool = record.args[0] if isinstance(record.args, tuple) and record.args else None
+        return message.startswith(self.ATTEMPT) and str(pool).startswith(POOL_NAME)
 
 
 def _quietly(call: Callable[[], T]) -> T:

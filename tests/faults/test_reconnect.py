@@ -105,6 +105,7 @@ def test_an_enqueue_during_an_outage_is_retried_with_its_id(
         ).fetchall()
     assert count == 1
     assert caplog.text.count(RETRYING) == 1  # one warning for the outage, not one per attempt
+    assert "error connecting" not in caplog.text  # nor one from the pool for each of its attempts
     assert "reachable again after" in caplog.text
     client.close()
 
