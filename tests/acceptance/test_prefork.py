@@ -191,7 +191,8 @@ def test_cold_shutdown_loses_nothing_and_leaves_no_orphan(database_url: str, led
     wait_for(lambda: "warm shutdown" in log.read_text(), what="the warm shutdown to begin")
     worker.send_signal(signal.SIGTERM)
     assert worker.wait(timeout=30) == 1
-    assert "cold shutdown" in log.read_text()
+    said = log.read_text()
+    assert "cold shutdown" in said and "the worker shut down cold (a second stop signal" in said, said
     rescuer = worker_process(database_url, ledger, "rescuer", lease_seconds=1)
     try:
         assert handle.get(timeout=60) == sum(range(4))
