@@ -190,6 +190,16 @@ def test_a_health_file_in_a_missing_folder_is_refused_at_start(tmp_path: Path, s
     ]
 
 
+def test_a_health_file_that_is_a_folder_is_refused_at_start(sqlite_url: str) -> None:
+    """``--health-file ''`` (the folder '.') was an IsADirectoryError traceback at each renewal,
+    the worker running on."""
+    done = run_pgtasks(
+        "worker", "-A", APP, "--health-file", "", env={"PGTASKS_DATABASE_URL": sqlite_url}, timeout=60
+    )
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.splitlines() == ["pgtasks: error: --health-file .: a folder, not a file to renew"]
+
+
 def test_a_concurrency_no_pool_can_run_is_one_line(
     sqlite_url: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
