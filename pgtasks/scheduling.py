@@ -75,6 +75,11 @@ class Scheduling:
     timezone: str = "UTC"
     _schedule_sources: list[ScheduleSource]  # set by App.__init__
 
+    @property
+    def zone_name(self) -> str:
+        """The name of the default zone of ``app.schedule``: ``timezone``."""
+        return self.timezone
+
     def schedule(
         self,
         name: str,
@@ -100,7 +105,7 @@ class Scheduling:
             task_name_of(task),
             cron=cron,
             every=every,
-            timezone=self.timezone if timezone is None else timezone,
+            timezone=self.zone_name if timezone is None else timezone,
             args=args,
             kwargs=kwargs,
             queue=queue if queue is not None else _task_queue(task),

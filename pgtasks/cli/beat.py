@@ -26,6 +26,7 @@ from pgtasks.cli.options import (
     add_refused,
 )
 from pgtasks.cli.pidfile import run_holding
+from pgtasks.cli.privileges import drop_privileges
 from pgtasks.cli.startup import add_wait_option, retry_on_startup, wait_for_database
 from pgtasks.engine.core import Engine
 from pgtasks.engine.errors import ConfigurationError
@@ -102,6 +103,7 @@ def _beat(args: argparse.Namespace) -> int:
     if not args.app:
         print("pgtasks beat: -A/--app is required", file=sys.stderr)
         return 2
+    drop_privileges(args.uid, args.gid)  # before the pidfile, which the user then owns
     return run_holding(args.pidfile, lambda: _run_beat(args))
 
 

@@ -23,7 +23,8 @@ REFUSED_PROGRAMS = {
     "Watch tasks with `pgtasks dashboard` (or `pgtasks flower`), `pgtasks tasks list`, "
     "or the task signals",
     "multi": "pgtasks runs in the foreground: start one `pgtasks worker` per node under a "
-    "supervisor (systemd, Docker, Kubernetes)",
+    "supervisor (systemd, Docker, Kubernetes); a systemd unit for it is in docs/celery-migration.md, "
+    "section Daemonization",
     "amqp": "there is no message broker: tasks are rows of the pgtasks database "
     "(`pgtasks tasks` and `pgtasks queue` manage them)",
     "list": "there are no broker bindings: queues are names in the database (`pgtasks queue list`)",

@@ -140,14 +140,20 @@ class Parser(argparse.ArgumentParser):
 
 
 def add_ignored(
-    parser: argparse.ArgumentParser | Any, *flags: str, value: bool = False, why: str = NO_USE
+    parser: argparse.ArgumentParser | Any,
+    *flags: str,
+    value: bool = False,
+    why: str = NO_USE,
+    check: Callable[[str], Any] | None = None,
 ) -> None:
-    """Accept the Celery flag ``flags`` (taking a value when ``value``) and ignore it, with a
-    warning that gives ``why``."""
+    """Accept the Celery flag ``flags`` (taking a value when ``value``, refused as Celery
+    refuses it when ``check`` raises ArgumentTypeError) and ignore it, with a warning that
+    gives ``why``."""
     parser.add_argument(
         *flags,
         action=_Ignored,
         nargs=1 if value else 0,
+        type=check or str,
         default=argparse.SUPPRESS,
         metavar="VALUE" if value else None,
         why=why,
@@ -177,14 +183,15 @@ def add_file_options(parser: argparse.ArgumentParser, formats: bool) -> None:
 
 
 def add_daemon_options(group: Any, files: bool = False) -> None:
-    """Celery's options of a daemonized worker or beat: pgtasks changes no user, so they are
-    ignored; so are ``--logfile`` and ``--pidfile`` unless ``files`` (the caller serves them)."""
+    """Celery's options of a daemonized worker or beat: ``--uid`` and ``--gid`` (the caller
+    acts on them: cli/privileges.py), the others ignored; so are ``--logfile`` and
+    ``--pidfile`` unless ``files`` (the caller serves them)."""
     if not files:
         for flags in (("-f", "--logfile"), ("--pidfile",)):
             add_ignored(group, *flags, value=True)
+    group.add_argument("--uid", help="Celery's: started by root, run as this user (a name or number)")
+    group.add_argument("--gid", help="Celery's: started by root, run as this group (default: the user's)")
     for flags in (
-        ("--uid",),
-        ("--gid",),
         ("--umask",),
         ("--executable",),
     ):
@@ -228,6 +235,28 @@ def port(text: str) -> int:
     if not 0 <= number <= 65535:
         raise argparse.ArgumentTypeError(f"must be between 0 and 65535 (0: any free port), not {number}")
     return number
+
+
+def optimization(text: str) -> str:
+    """Celery's ``-O``: ``default`` or ``fair`` (an operator's typo fails as in Celery)."""
+    if text not in ("default", "fair"):
+        raise argparse.ArgumentTypeError(f"{text!r} is not one of 'default', 'fair'")
+    return text
+
+
+def autoscale(text: str) -> tuple[int, int]:
+    """Celery's ``--autoscale MAX[,MIN]`` as ``(max, min)``: the larger number is the
+    maximum, as Celery sorts them; a single number is the maximum with a minimum of 0."""
+    parts = text.split(",")
+    try:
+        numbers = sorted((int(part) for part in parts), reverse=True)
+    except ValueError:
+        numbers = []
+    if not numbers or len(numbers) > 2 or numbers[-1] < 0 or numbers[0] < 1:
+        raise argparse.ArgumentTypeError(
+            f"takes MAX[,MIN], one or two whole numbers with a maximum of 1 or more, not {text!r}"
+        )
+    return numbers[0], numbers[1] if len(numbers) > 1 else 0
 
 
 def seconds(text: str) -> float:

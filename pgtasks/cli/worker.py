@@ -25,15 +25,18 @@ from pgtasks.cli.options import (
     add_loglevel_option,
     add_pool_option,
     add_refused,
+    autoscale,
     comma_list,
     expand_hostname,
     limit_seconds,
+    optimization,
     port,
     queue_list,
     seconds,
     whole_or_zero,
 )
 from pgtasks.cli.pidfile import release, run_holding
+from pgtasks.cli.privileges import drop_privileges
 from pgtasks.cli.startup import add_wait_option, retry_on_startup, wait_for_database
 from pgtasks.engine.errors import ConfigurationError
 from pgtasks.scheduler.beat import BeatThread, start_beat_thread
@@ -167,9 +170,14 @@ def add_worker_command(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> 
         ("--enable-soft-shutdown-on-idle",),
     ):
         add_ignored(celery, *flags)
+    add_ignored(celery, "-O", "--optimization", value=True, check=optimization)
+    celery.add_argument(
+        "--autoscale",
+        type=autoscale,
+        metavar="MAX[,MIN]",
+        help="Celery's: runs MAX processes (pgtasks does not grow and shrink its pool)",
+    )
     for flags in (
-        ("-O", "--optimization"),
-        ("--autoscale",),
         ("-S", "--statedb"),
         ("--heartbeat-interval",),
         ("-s", "--schedule", "--schedule-filename"),
@@ -197,10 +205,22 @@ def run(args: argparse.Namespace) -> int:
     if args.beat:
         use_scheduler(app, args.scheduler)
     import_included(args.include)
+    drop_privileges(
+        getattr(args, "uid", None), getattr(args, "gid", None)
+    )  # as Celery: app loaded, nothing run
     # What the command line gave explicitly wins over a Celery app's settings.
     given = {name for name in ("concurrency", "hostname") if getattr(args, name) is not None}
     if getattr(args, POOL_GIVEN, False):
         given.add("pool")
+    if args.autoscale:  # Celery's autoscaler wins over -c; its maximum is the fixed pool here
+        high, low = args.autoscale
+        print(
+            f"pgtasks: warning: --autoscale {high},{low}: pgtasks does not grow and shrink its pool; "
+            f"running {high} (the maximum) at once",
+            file=sys.stderr,
+        )
+        args.concurrency = high
+        given.add("concurrency")
     if not args.concurrency:  # not given, or Celery's -c 0
         args.concurrency = os.cpu_count() or 1
     node = node_name(app, args.hostname)

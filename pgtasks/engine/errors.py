@@ -110,7 +110,8 @@ class RetryRequested(PgtasksError):
     """Raised by a task body to run the task again, under the same id and from scratch, after
     ``countdown`` seconds (0: at once). ``reason`` (an exception) is stored meanwhile as the
     task's error, and ``retries`` grows by one. ``args``/``kwargs`` replace the task's
-    arguments for the next run. Celery's ``self.retry()`` raises it."""
+    arguments for the next run; ``queue`` and ``priority`` (None: keep them) move it to another
+    queue or priority for it. Celery's ``self.retry()`` raises it."""
 
     def __init__(
         self,
@@ -120,19 +121,31 @@ class RetryRequested(PgtasksError):
         reason: BaseException | None = None,
         args: tuple[Any, ...] | None = None,
         kwargs: dict[str, Any] | None = None,
+        queue: str | None = None,
+        priority: int | None = None,
     ) -> None:
         if (
             isinstance(countdown, bool)
             or not isinstance(countdown, (int, float))
             or not 0 <= countdown < 10**9
         ):
-            raise ConfigurationError(f"retry countdown must be a number of seconds >= 0, not {countdown!r}")
+            raise ConfigurationError(
+                f"retry countdown must be a number of seconds from 0 to 10**9 (31 years), not {countdown!r}"
+            )
         super().__init__(message or f"Retry in {countdown:g}s" + (f": {reason!r}" if reason else ""))
         self.countdown = float(countdown)
         self.reason = reason
         # New arguments for the next run (None: keep them), as Celery's retry(args=, kwargs=).
         self.new_args = None if args is None else tuple(args)
         self.new_kwargs = None if kwargs is None else dict(kwargs)
+        if queue is not None and not isinstance(queue, str):
+            raise ConfigurationError(f"retry queue must be a queue name, not {queue!r}")
+        if priority is not None and (
+            isinstance(priority, bool) or not isinstance(priority, int) or not -(2**31) <= priority < 2**31
+        ):
+            raise ConfigurationError(f"retry priority must be an integer (32 bits), not {priority!r}")
+        self.queue = queue
+        self.priority = priority
 
 
 class TaskAbandoned(BaseException):

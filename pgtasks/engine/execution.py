@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from pgtasks.engine import context, tracing
 from pgtasks.engine.errors import (
+    ConfigurationError,
     RetryRequested,
     SerializationError,
     SoftTimeLimitExceeded,
@@ -25,6 +26,7 @@ from pgtasks.engine.forks import exit_if_forked_copy
 from pgtasks.engine.registry import TaskDefinition
 from pgtasks.engine.retry import with_database_retry, with_database_retry_async
 from pgtasks.engine.serialization import check_payload_size
+from pgtasks.engine.settings import validate_queue_name
 from pgtasks.sysdb.records import Outcome, Status, StepRecord, TaskRecord
 
 if TYPE_CHECKING:
@@ -287,7 +289,16 @@ def _success_outcome(engine: Runtime, record: TaskRecord, value: Any) -> Outcome
 def _retry_outcome(
     engine: Runtime, record: TaskRecord, retry: RetryRequested, args: list[Any], kwargs: dict[str, Any]
 ) -> Outcome:
-    """The outcome of a task that asked to run again, with new arguments if it gave any."""
+    """The outcome of a task that asked to run again, with new arguments, queue or priority if
+    it gave any (a queue whose name is refused ends the task ERROR saying why)."""
+    if retry.queue is not None:
+        try:
+            validate_queue_name(retry.queue)
+        except ConfigurationError as exc:
+            error = ConfigurationError(f"retry of task {record.name!r} to another queue: {exc}")
+            return Outcome(
+                record.task_id, Status.ERROR, error=encode_exception(error), claim_token=record.claim_token
+            )
     inputs = None
     if retry.new_args is not None or retry.new_kwargs is not None:
         new = {
@@ -310,4 +321,6 @@ def _retry_outcome(
         claim_token=record.claim_token,
         retry_in_ms=round(retry.countdown * 1000),
         inputs=inputs,
+        queue=retry.queue,
+        priority=retry.priority,
     )

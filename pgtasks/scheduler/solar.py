@@ -16,6 +16,8 @@ seconds, moved up from the event (never early).
 from __future__ import annotations
 
 import datetime as dt
+import decimal
+import numbers
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -67,7 +69,9 @@ class SolarTiming:
         if event not in EVENTS:
             raise ConfigurationError(f"solar event {event!r} is not one of {', '.join(sorted(EVENTS))}")
         for name, value, bound in (("latitude", latitude, 90), ("longitude", longitude, 180)):
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not -bound <= value <= bound:
+            # a Decimal too: django-celery-beat's SolarSchedule keeps its place in DecimalFields
+            number = isinstance(value, (numbers.Real, decimal.Decimal)) and not isinstance(value, bool)
+            if not number or not -bound <= float(value) <= bound:  # type: ignore[arg-type]
                 raise ConfigurationError(
                     f"solar {name} must be a number from {-bound} to {bound}, not {value!r}"
                 )

@@ -236,6 +236,8 @@ class Outcome:
     retry_in_ms: int | None = None
     has_links: bool = False  # the task's row has links: resolve them in the same transaction
     inputs: str | None = None  # a retry's new arguments (serialized like the row's), or None
+    queue: str | None = None  # a retry's new queue, or None
+    priority: int | None = None  # a retry's new priority, or None
     # An ENQUEUED outcome for a task that was claimed but never started (a prefetched task
     # given back at shutdown): its claim's attempt is taken back, so it is never dead-lettered.
     unstarted: bool = False

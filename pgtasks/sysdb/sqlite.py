@@ -208,6 +208,8 @@ class SqliteSystemDatabase(SqlStore):
                 "retry_in": o.retry_in_ms,
                 "inputs": o.inputs,
                 "unstarted": o.unstarted,
+                "queue": o.queue,
+                "priority": o.priority,
             }
             if db.execute(self.sql["task_complete"], args).fetchone():
                 written.append(o.task_id)

@@ -91,8 +91,10 @@ def test_events_and_security_are_refused_saying_why() -> None:
             NotImplementedError, match=f"celery.app.events.{name} is not supported by pgtasks: {why}"
         ):
             getattr(app.events, name)()
-    with pytest.raises(
-        NotImplementedError, match=r"^app\.setup_security: message signing is not supported by pgtasks"
+    with pytest.raises(  # and what to do instead
+        NotImplementedError,
+        match=r"^app\.setup_security: message signing is not supported by pgtasks: .* remove "
+        r"setup_security\(\) and task_serializer 'auth', and limit who may write the pgtasks schema",
     ):
         app.setup_security()
 
@@ -286,10 +288,13 @@ def test_every_accepted_option_is_a_flag_the_command_line_reads() -> None:
 
     # a valid value for each kind of option (by its converter; None: a switch)
     samples = {"_whole": 1, "_seconds": 1, "_level": "info", "_pool": "threads", "_queues": "a", "_text": "x"}
+    samples |= {"_autoscale": (4, 2)}
+    checked = {"optimization": "fair", "O": "fair"}  # text the flag checks
     app, parser = app_with(), _parser()
     for make, accepted in ((app.Worker, WORKER_OPTIONS), (app.Beat, BEAT_OPTIONS)):
         for name, (_, convert) in accepted.items():
-            argv = make(**{name: samples[convert.__name__] if convert else True}).argv
+            value = checked.get(name) or (samples[convert.__name__] if convert else True)
+            argv = make(**{name: value}).argv
             parser.parse_args(["-A", "proj", *argv])  # exits 2 on a flag it does not know
 
 

@@ -4,7 +4,9 @@ errors."""
 
 from __future__ import annotations
 
+import datetime as dt
 import types
+import zoneinfo
 from pathlib import Path
 
 import pytest
@@ -73,7 +75,7 @@ def test_config_from_object_with_and_without_namespace(url: str, caplog: pytest.
     assert app.settings.database_url == url and app.conf.task_routes == {"a": "b"}
     # As Celery 5.5: under a namespace an old name is no setting (CELERY_TIMEZONE is the new
     # name prefixed); a Django project's dead CELERY_ALWAYS_EAGER must not make tasks eager.
-    assert app.conf.task_always_eager is False and app.timezone == "Europe/Paris"
+    assert app.conf.task_always_eager is False and app.zone_name == "Europe/Paris"
     assert (
         caplog.messages.count(
             "CELERY_ALWAYS_EAGER is not read with namespace='CELERY', as in Celery: name the setting "
@@ -126,6 +128,40 @@ def test_message_broker_urls_fail_saying_what_to_set(broker: str) -> None:
     app = Celery("cfg", broker="sqlite:///x.sqlite3")
     with pytest.raises(BrokerNotSupported):
         app.conf.broker_url = broker
+
+
+def test_kombus_memory_broker_is_a_database_of_the_process_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Test settings name ``memory://`` (with task_always_eager): the app was refused
+    (BrokerNotSupported), so the project's tests failed as its app module was imported."""
+    eager = Celery("mem", broker="memory://", set_as_current=False)
+    eager.conf.update(task_always_eager=True, task_eager_propagates=True)
+
+    @eager.task(name="mem.add")
+    def add(x: int, y: int) -> int:
+        return x + y
+
+    assert add.delay(2, 3).get() == 5
+    eager.conf.task_always_eager = False
+    sent = add.delay(1, 1)
+    assert sent.state == "PENDING"
+    # one database per process, as kombu's memory transport keeps one set of queues per process
+    monkeypatch.setenv("CELERY_BROKER_URL", "memory://localhost//")
+    other = Celery("mem2", set_as_current=False)
+    assert other.settings.database_url == eager.settings.database_url
+    assert other.settings.database_url.startswith("sqlite:///")
+    assert other.send_task("mem.add", (4, 4), task_id=sent.id).id == sent.id  # the same row
+    other.close()
+    eager.close()
+
+
+def test_config_from_envvar_says_what_to_set(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    app = Celery("envvar", broker=f"sqlite:///{tmp_path / 'e.sqlite3'}", set_as_current=False)
+    monkeypatch.delenv("PROJ_CELERY_CONFIG", raising=False)
+    with pytest.raises(
+        ImproperlyConfigured, match=r"set it to the configuration module's name \(PROJ_CELERY_CONFIG="
+    ):
+        app.config_from_envvar("PROJ_CELERY_CONFIG")
+    assert app.config_from_envvar("PROJ_CELERY_CONFIG", silent=True) is False  # as Celery's
 
 
 def test_result_backend_is_accepted_and_postgres_urls_are_the_database(pg_url: str) -> None:
@@ -252,6 +288,13 @@ def test_settings_shown_never_hold_a_secret(url: str) -> None:
         text = app.conf.humanize()
         assert "task_default_queue: 'jobs'" in text
         assert not any(secret in text for secret in ("s3cret", "dbpw", "redispw"))
+        # Celery's keywords (a TypeError here before): censored by default, table() too
+        table = app.conf.table(with_defaults=False, censored=True)
+        assert table["result_backend"] == "redis://user:***@cache/1"  # Celery: 8 stars and :6379
+        assert app.conf.table()["result_backend"] == table["result_backend"]
+        assert "redispw" in app.conf.table(censored=False)["result_backend"]
+        assert "redispw" in app.conf.humanize(with_defaults=False, censored=False)
+        assert dict(app.conf.iteritems())["result_backend"] == "redis://user:redispw@cache/1"
     finally:
         app.close()
 
@@ -308,3 +351,18 @@ def test_the_conf_a_worker_reports_is_json_with_secrets_masked(url: str) -> None
     assert shown["result_expires"] == "1:00:00" and shown["accept_content"] == ["json"]
     assert shown["task_routes"][0].startswith("<function") and "task_default_queue" not in shown
     app.close()
+
+
+def test_namespace_and_timezone_are_celerys(url: str) -> None:
+    # django-celery-beat reads settings.{app.namespace}_TIMEZONE and datetime.now(app.timezone).
+    app = Celery("tz", broker=url)
+    assert app.timezone == zoneinfo.ZoneInfo("UTC") and app.namespace is None
+    app.config_from_object(types.SimpleNamespace(CELERY_TIMEZONE="Asia/Tokyo"), namespace="CELERY")
+    assert app.namespace == "CELERY"
+    assert app.timezone == zoneinfo.ZoneInfo("Asia/Tokyo") and app.zone_name == "Asia/Tokyo"
+    assert dt.datetime.now(app.timezone).utcoffset() == dt.timedelta(hours=9)
+    app.conf.timezone = zoneinfo.ZoneInfo("Europe/Paris")  # a tzinfo is taken too, as Celery
+    assert app.timezone.key == "Europe/Paris" and app.zone_name == "Europe/Paris"
+    local = Celery("local", broker=url, enable_utc=False)
+    new_year = dt.datetime(2026, 1, 1)
+    assert local.timezone.utcoffset(new_year) == new_year.astimezone().utcoffset()

@@ -11,10 +11,33 @@ from tests.support.cli import REPO, cli_env
 PROJECT = "tests/compat/apps/plugin_project"
 
 
-def test_a_projects_tests_written_with_celerys_fixtures_pass() -> None:
+def _run_project_tests(module: str) -> str:
     argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist"]
     argv += ["-p", "celery.contrib.pytest", "-c", f"{PROJECT}/plugin_project.ini", "--rootdir", PROJECT]
-    argv += [f"{PROJECT}/plugin_project_tests.py"]
+    argv += [f"{PROJECT}/{module}"]
     done = subprocess.run(argv, cwd=REPO, env=cli_env(None), capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "7 passed" in done.stdout
+    return done.stdout
+
+
+def test_a_projects_tests_written_with_celerys_fixtures_pass() -> None:
+    assert "7 passed" in _run_project_tests("plugin_project_tests.py")
+
+
+def test_the_guides_worker_and_app_parameters_reach_them() -> None:
+    # celery_worker_parameters' queues (the worker consumed only 'celery': the task waited),
+    # celery_parameters' strict_typing, celery_worker.reload() (AttributeError before), and
+    # celery_config's amqp:// broker (BrokerNotSupported: every test using celery_app erred)
+    assert "3 passed" in _run_project_tests("plugin_guide_tests.py")
+
+
+def test_a_conftest_that_imports_celerys_fixtures_by_name_as_django_celery_beats_does() -> None:
+    # django-celery-beat's and django-celery-results' own suites import the fixtures (and Trap)
+    # this way; the imported celery_app must need no fixture the conftest did not import.
+    project = "tests/compat/apps/fixture_import_project"
+    argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist"]
+    argv += ["-c", f"{PROJECT}/plugin_project.ini", "--rootdir", project]
+    argv += [f"{project}/project_tests.py", f"{project}/trap_tests.py"]
+    done = subprocess.run(argv, cwd=REPO, env=cli_env(None), capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "5 passed" in done.stdout

@@ -17,7 +17,8 @@ threads worker were probed with the same tasks):
 - a shadow name (``apply_async(shadow=...)``, a task's ``shadow_name``): Celery shows it in
   its worker's task lines and ``request.shadow``; pgtasks ignored it;
 - ``self.retry(queue=..., priority=...)``: Celery sends the retry with those options; pgtasks
-  runs the same row again where it was, and now says so in the worker's log;
+  ran the same row again where it was (now it moves the row there; the options it does not
+  apply, such as limits, are named in the worker's log);
 - ``update_state()`` without a ``task_id`` where no task of it runs (called directly):
   Celery raises ValueError (no id to store it for); pgtasks kept it silently;
 - ``apply()`` of a task that raises ``Ignore``: Celery's EagerResult holds the Ignore as its
@@ -47,7 +48,15 @@ MODULE = "tests.compat.apps.task_guide_app"
 def ledger(pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     log = tmp_path / "worker.log"  # beside the ledger: read by a test while the worker runs
     with celery_worker(
-        proj.app, MODULE, pg_url, tmp_path / "ledger", monkeypatch, "guide-w", pool="prefork", output=log
+        proj.app,
+        MODULE,
+        pg_url,
+        tmp_path / "ledger",
+        monkeypatch,
+        "guide-w",
+        pool="prefork",
+        output=log,
+        extra_args=("-Q", "celery,elsewhere"),
     ) as path:
         yield path
 
@@ -163,9 +172,20 @@ def test_a_shadow_name_is_what_the_worker_shows(ledger: Path) -> None:
         assert f"Task {name}[{sent.id}] succeeded in" in log
 
 
-def test_retry_options_pgtasks_does_not_apply_are_logged(ledger: Path) -> None:
-    """The retry still runs, on the task's own queue; the worker's log names the options."""
+def test_a_retry_runs_on_the_queue_and_priority_it_asks_for(ledger: Path) -> None:
+    """As Celery sends the retry with them: the next run is on that queue with that priority
+    (the worker consumes both queues); the options pgtasks does not apply are named in the
+    worker's log."""
     sent = proj.retries_elsewhere.delay()
-    assert sent.get(timeout=60) == "celery"
+    assert sent.get(timeout=60) == ["elsewhere", 7]
+    assert sent.queue == "elsewhere"
     log = (ledger.parent / "worker.log").read_text()
-    assert f"task {sent.id}: self.retry(priority=..., queue=...) is not applied by pgtasks" in log
+    assert f"task {sent.id}: self.retry(time_limit=...) is not applied by pgtasks" in log
+    assert "queue=..." not in log
+
+
+def test_a_retry_to_a_queue_no_name_can_be_fails_saying_why(ledger: Path) -> None:
+    sent = proj.retries_to_a_bad_queue.delay()
+    with pytest.raises(Exception, match="invalid queue name 'no such queue'"):
+        sent.get(timeout=60)
+    assert sent.state == "FAILURE"

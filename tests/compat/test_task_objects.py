@@ -4,6 +4,8 @@ names; ``ignore_result``; a soft time limit above the hard one."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -11,6 +13,7 @@ import pytest
 
 from tests.compat.apps import replace_app as proj
 from tests.support.celery_worker import celery_worker
+from tests.support.cli import REPO, cli_env
 from tests.support.inprocess import wait_for
 from tests.support.ledger import lines_of as lines
 
@@ -53,3 +56,27 @@ def test_task_objects_look_like_their_functions() -> None:
     assert add.__wrapped__(2, 3) == 5 and add.__doc__ == proj.add.run.__doc__
     assert proj.replace_with.__doc__ and "Replaced by" in proj.replace_with.__doc__
     assert (proj.flaky.__name__, proj.flaky.__qualname__) == ("Flaky", "Flaky")
+
+
+def test_a_task_pickles_as_its_name_and_another_process_gets_its_own_task(tmp_path: Path) -> None:
+    # As Celery's: a task (a bound .delay handed to a process pool, a pickle-serialized
+    # argument) pickles as its name and module; pgtasks' per-function task class did not
+    # pickle at all (PicklingError: not the same object as results_app.add)
+    env = cli_env(f"sqlite:///{tmp_path / 'pickle.sqlite3'}")
+    dumped = subprocess.run(
+        [sys.executable, "-c", PICKLE_ADD], cwd=REPO, env=env, capture_output=True, timeout=60, check=True
+    ).stdout
+    loaded = subprocess.run(
+        [sys.executable, "-c", UNPICKLE], input=dumped, cwd=REPO, env=env, capture_output=True, timeout=60
+    )
+    assert loaded.stdout.decode().strip() == "tests.compat.apps.results_app.add True", loaded.stderr.decode()
+
+
+PICKLE_ADD = (
+    "import pickle, sys; from tests.compat.apps import results_app as p; "
+    "sys.stdout.buffer.write(pickle.dumps(p.add))"
+)
+UNPICKLE = (
+    "import pickle, sys; task = pickle.loads(sys.stdin.buffer.read()); "
+    "from tests.compat.apps import results_app as p; print(task.name, task is p.add)"
+)

@@ -167,6 +167,9 @@ def started(url: str, tmp_path: Path, settings: dict[str, object], *flags: str) 
             "concurrency: 1 (prefork)",
         ),
         ({"worker_pool": "solo"}, ("-P", "threads", "-c", "2"), "concurrency: 2 (threads)"),
+        # Celery's autoscaler grows the pool to its maximum, whatever -c or the setting say:
+        # its maximum is the fixed pool here (it ran one process per CPU, ignoring the flag)
+        ({"worker_concurrency": 1}, ("--autoscale=3,5", "-c", "2"), "concurrency: 5 (prefork)"),
     ],
 )
 def test_celerys_other_forms_of_a_setting_are_taken(
@@ -174,6 +177,19 @@ def test_celerys_other_forms_of_a_setting_are_taken(
 ) -> None:
     out = started(pg_url, tmp_path, settings, *flags)
     assert re.search(banner if "\\" in banner else re.escape(banner), out), out
+
+
+def test_a_worker_on_kombus_memory_broker_starts_and_says_it_serves_its_own_process(
+    pg_url: str, tmp_path: Path
+) -> None:
+    # Celery's worker starts on memory:// and receives only what its own process sends;
+    # pgtasks refused the URL (exit status 2)
+    out = started(pg_url, tmp_path, {"broker_url": "memory://"})
+    assert "ready." in out, out
+    assert (
+        "broker_url 'memory://' is kombu's in-process transport: this worker uses a database of its own"
+        in out
+    )
 
 
 def test_a_soft_time_limit_not_below_the_hard_one_is_warned_of(pg_url: str, tmp_path: Path) -> None:

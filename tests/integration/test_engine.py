@@ -613,6 +613,51 @@ def test_a_retry_with_a_countdown_waits_delayed_with_its_reason(app: App) -> Non
         pgtasks.RetryRequested(countdown=-1)
 
 
+def test_a_retry_moves_to_the_queue_and_priority_it_gives(app: App) -> None:
+    """``RetryRequested(queue=, priority=)`` runs the next attempt there. Moved to another
+    queue the task leaves its deduplication id behind (unique per queue): a waiting task with
+    the same id on that queue does not make the outcome fail."""
+
+    @app.task
+    def moving() -> tuple[str, int]:
+        ctx = pgtasks.current_task()
+        assert ctx is not None
+        if ctx.retries == 0:
+            raise pgtasks.RetryRequested(queue="later", priority=5)
+        return ctx.queue_name, ctx.priority
+
+    @app.task(queue="later")
+    def waiting() -> None:
+        return None
+
+    blocker = waiting.apply_async(deduplication_id="nightly")
+    with running_worker(app):  # "default" only
+        handle = moving.apply_async(deduplication_id="nightly")
+        wait_for(
+            lambda: (r := app.engine.get_task(handle.id)) is not None and r.retries == 1, what="the retry"
+        )
+    record = app.engine.get_task(handle.id)
+    assert record is not None and record.status == Status.ENQUEUED
+    assert record.queue_name == "later" and record.priority == 5
+    assert record.deduplication_id is None
+    with running_worker(app, queues=("later",)):
+        assert handle.get(timeout=20) == ["later", 5]
+        assert blocker.get(timeout=20) is None
+    with pytest.raises(pgtasks.ConfigurationError, match="priority"):
+        pgtasks.RetryRequested(priority=1.5)  # type: ignore[arg-type]
+
+
+def test_a_retry_to_a_queue_no_name_can_be_fails_the_task_saying_why(app: App) -> None:
+    @app.task
+    def moving() -> None:
+        raise pgtasks.RetryRequested(queue="no such queue")
+
+    with running_worker(app):
+        handle = moving.delay()
+        with pytest.raises(pgtasks.ConfigurationError, match="invalid queue name 'no such queue'"):
+            handle.get(timeout=20)
+
+
 def test_the_expired_hook_hears_each_task_this_process_ended_as_expired(
     app: App, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -78,6 +78,8 @@ def test_a_procfile_worker_line() -> None:
         "--without-heartbeat (pgtasks has no use for it)",
         "-O (pgtasks has no use for it)",
     ]
+    assert parse("-A proj worker --autoscale=3,10").autoscale == (10, 3)  # Celery sorts them
+    assert parse("-A proj worker --autoscale 6").autoscale == (6, 0)
 
 
 def test_pgtasks_defaults_and_own_options() -> None:
@@ -132,6 +134,14 @@ def test_celerys_other_commands_keep_their_own_flags() -> None:
             "'ERROR', 'CRITICAL', 'FATAL')",
         ),
         ("beat -A proj --loglevel verbose", "argument -l/--loglevel: invalid choice: 'VERBOSE'"),
+        # Celery refuses these (exit status 2); they were ignored, a typo unseen
+        ("worker -A proj -O bogus", "argument -O/--optimization: 'bogus' is not one of 'default', 'fair'"),
+        (
+            "worker -A proj --autoscale 10,x",
+            "argument --autoscale: takes MAX[,MIN], one or two whole numbers",
+        ),
+        ("worker -A proj --autoscale 1,2,3", "argument --autoscale: takes MAX[,MIN]"),
+        ("worker -A proj --autoscale 0", "argument --autoscale: takes MAX[,MIN]"),
     ],
 )
 def test_bad_lines_are_refused_with_the_reason(
@@ -141,6 +151,13 @@ def test_bad_lines_are_refused_with_the_reason(
         parse(line)
     assert refused.value.code == 2
     assert message in capsys.readouterr().err
+
+
+def test_uid_and_gid_are_options_of_the_worker_and_the_beat() -> None:
+    # taken by the command (cli/privileges.py); they were ignored with a warning
+    worker = parse("worker -A proj --uid nobody --gid nogroup")
+    assert (worker.uid, worker.gid, ignored_flags(worker)) == ("nobody", "nogroup", [])
+    assert (parse("beat -A proj --uid 65534").uid, parse("beat -A proj").gid) == ("65534", None)
 
 
 def test_the_global_options_act_only_when_applied(

@@ -15,8 +15,8 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from pgtasks.compat.bridge.django_results import mirror_of
+from pgtasks.compat.bridge.exception_meta import exception_to_python, prepare_exception
 from pgtasks.compat.celery import states
-from pgtasks.compat.celery.backends.base import exception_to_python, prepare_exception
 from pgtasks.compat.celery.exceptions import TaskRevokedError, TimeoutError
 from pgtasks.compat.celery.result.async_result import AsyncResult
 from pgtasks.compat.celery.result.group_result import GroupResult
@@ -257,8 +257,13 @@ class DatabaseBackend:
         self.app.engine.admin.forget(task_id)
 
     def cleanup(self) -> None:
-        """Delete the results past ``result_expires`` now (workers also do it every minute)."""
+        """Delete the results past ``result_expires`` now (workers also do it every minute),
+        and the mirrored rows past it (django-celery-results' ``TaskResult`` and
+        ``GroupResult``), which its backend's ``cleanup`` deletes on Celery."""
         self.app.engine.admin.prune()
+        mirror = mirror_of(self.app)
+        if mirror is not None:
+            mirror.cleanup()
 
     # -- groups --------------------------------------------------------------------------
     def save_group(self, group_id: str, result: GroupResult) -> GroupResult:

@@ -169,5 +169,5 @@ def definitions_for_app(app: Celery) -> list[ScheduleDefinition]:
                 args, kwargs = entry_arguments(str(key), entry)
                 options["queue"] = entry_queue(app, name, args, kwargs, options)
                 entry["options"] = options
-    load_zone(app.timezone)
-    return definitions_from_config(app.beat_schedule, app.timezone, app.beat_source)
+    load_zone(app.zone_name)
+    return definitions_from_config(app.beat_schedule, app.zone_name, app.beat_source)

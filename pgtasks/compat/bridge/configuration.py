@@ -2,8 +2,9 @@
 pgtasks engine.
 
 ``broker_url`` (or the ``CELERY_BROKER_URL`` environment variable, which wins as in Celery)
-names the pgtasks database: ``postgresql://``, ``postgres://`` or ``sqlite:///``; a message
-broker's URL is refused with what to set instead. Without one, ``PGTASKS_DATABASE_URL`` or the
+names the pgtasks database: ``postgresql://``, ``postgres://`` or ``sqlite:///``; kombu's
+in-process ``memory://`` is a SQLite file of the process's own (bridge/memory_broker.py); a
+message broker's URL is refused with what to set instead. Without one, ``PGTASKS_DATABASE_URL`` or the
 SQLite default is used. ``task_default_queue``, ``task_serializer``, ``accept_content`` and
 ``result_expires`` become the engine's default queue, serializer, accepted content and result
 retention (:data:`ENGINE_SETTINGS`: changing one rebuilds the engine).
@@ -17,10 +18,12 @@ import math
 import os
 from typing import Any
 
+from pgtasks.compat.bridge.memory_broker import is_memory_broker, memory_database
 from pgtasks.compat.celery.app.utils import Settings as CelerySettings
 from pgtasks.compat.celery.exceptions import ImproperlyConfigured
 from pgtasks.engine.errors import ConfigurationError
 from pgtasks.engine.settings import Settings
+from pgtasks.sysdb.queues import MAX_SECONDS
 from pgtasks.sysdb.urls import DATABASE_URL_ENV, DEFAULT_DATABASE_URL, redact_url
 
 DATABASE_SCHEMES = ("postgresql", "postgres", "postgresql+psycopg", "postgresql+psycopg2", "sqlite")
@@ -49,19 +52,29 @@ def check_broker_url(url: str) -> str:
     return first
 
 
-def database_url(conf: CelerySettings) -> str:
-    """The pgtasks database of an app with settings ``conf`` (see the module docstring)."""
+def broker_setting(conf: CelerySettings) -> str | None:
+    """The broker URL an app with settings ``conf`` names (``CELERY_BROKER_URL`` first, as in
+    Celery; the first of a failover list), or None."""
     broker = os.environ.get("CELERY_BROKER_URL") or conf.get("broker_url")
     if isinstance(broker, (list, tuple)):
         broker = broker[0] if broker else None
+    return str(broker) if broker else None
+
+
+def database_url(conf: CelerySettings) -> str:
+    """The pgtasks database of an app with settings ``conf`` (see the module docstring)."""
+    broker = broker_setting(conf)
+    if broker and is_memory_broker(broker):
+        return memory_database()
     if broker:
-        return check_broker_url(str(broker))
+        return check_broker_url(broker)
     return os.environ.get(DATABASE_URL_ENV) or DEFAULT_DATABASE_URL
 
 
 def expires_seconds(value: Any) -> float | None:
     """Celery's ``result_expires`` (a timedelta or seconds; None or 0: keep results) as the
-    engine's retention in seconds."""
+    engine's retention in seconds. Past a century (``timedelta(days=365 * 200)``, which Celery
+    takes) no result can be that old: kept, as with None."""
     if isinstance(value, dt.timedelta):
         value = value.total_seconds()
     if value is None or value == 0:
@@ -71,7 +84,7 @@ def expires_seconds(value: Any) -> float | None:
             "result_expires must be a positive timedelta or number of seconds (None or 0: keep "
             f"results), not {value!r}"
         )
-    return float(value)
+    return None if value > MAX_SECONDS else float(value)
 
 
 def accept_content(value: Any) -> list[str]:

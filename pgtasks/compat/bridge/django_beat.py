@@ -217,7 +217,7 @@ class PeriodicTaskReader:
         from django.db import IntegrityError
         from django_celery_beat.models import PeriodicTask
 
-        definition = definition_from_entry(name, entry, self.app.timezone, SOURCE)  # checks the entry
+        definition = definition_from_entry(name, entry, self.app.zone_name, SOURCE)  # checks the entry
         options = dict(entry.get("options") or {})
         fields: dict[str, Any] = {"interval": None, "crontab": None, "solar": None, "clocked": None}
         fields.update(self._model_schedule(definition))

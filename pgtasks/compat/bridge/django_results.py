@@ -35,8 +35,9 @@ from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any, cast
 
 from pgtasks.compat.bridge import django_support
+from pgtasks.compat.bridge.exception_meta import CELERY_MODULES
 from pgtasks.compat.celery import states
-from pgtasks.compat.celery.backends.base import CELERY_MODULES, BaseBackend
+from pgtasks.compat.celery.backends.base import BaseBackend
 from pgtasks.compat.celery.exceptions import TaskRevokedError
 from pgtasks.compat.celery.result.async_result import AsyncResult, _ignored
 from pgtasks.compat.celery.utils.saferepr import saferepr
@@ -239,6 +240,19 @@ class ResultsMirror:
     # -- groups and chords ---------------------------------------------------------------
     def save_group(self, group_id: str, result: Any) -> None:
         self._guard(group_id, self.backend.save_group, group_id, result)
+
+    def cleanup(self) -> None:
+        """The library backend's ``cleanup`` (its rows past ``result_expires``), as Celery's
+        ``celery.backend_cleanup`` task calls it; a failure is logged."""
+        try:
+            self.backend.cleanup()
+        except Exception as exc:
+            log.warning(
+                "result_backend %s: could not delete its expired results (%s: %s)",
+                type(self.backend).__name__,
+                type(exc).__name__,
+                str(exc)[:200],
+            )
 
     def delete_group(self, group_id: str) -> None:
         self._guard(group_id, self.backend.delete_group, group_id)

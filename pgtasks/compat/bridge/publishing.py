@@ -268,7 +268,7 @@ def prepare(
     routing = {k: v for k, v in options.items() if k not in ("conn", "on_duplicate")}
     routed = route(app.routers, name, args, kwargs, routing, app.conf.task_default_queue, task)
     queue = routed["queue"]
-    _check_declared(app, queue)
+    check_declared(app, queue)
     priority = routed.get("priority")
     if priority is None:
         priority = inherited_priority(app)
@@ -340,7 +340,7 @@ def inherited_priority(app: Celery) -> int | None:
     return None if running is None else running.record.priority
 
 
-def _check_declared(app: Celery, queue: str) -> None:
+def check_declared(app: Celery, queue: str) -> None:
     """With ``task_create_missing_queues=False``, a queue outside ``task_queues`` (and not the
     default queue) is refused, as Celery's router refuses it."""
     if app.conf.task_create_missing_queues is not False:

@@ -219,11 +219,13 @@ REFUSED: dict[str, str] = {
     ),
     "celery.fixups": "Django is set up by pgtasks itself (django.setup(), connections around tasks)",
     "celery.fixups.django": "Django is set up by pgtasks itself (django.setup(), connections around tasks)",
-    "celery.security": "message signing is not supported by pgtasks: the database is the only channel",
+    "celery.security": (
+        "message signing is not supported by pgtasks: the database is the only channel (tasks are "
+        "rows, not broker messages); remove setup_security() and task_serializer 'auth', and limit "
+        "who may write the pgtasks schema with PostgreSQL roles"
+    ),
     "celery.contrib.migrate": "to move tasks from a Celery broker use `pgtasks import-celery`",
-    "celery.contrib.rdb": "remote debugging of workers is not provided: run the task with apply() locally",
     "celery.contrib.sphinx": "the Sphinx extension is not provided: document tasks as functions",
-    "celery.contrib.testing.mocks": "send real tasks to a test app (celery.contrib.testing.app.TestApp)",
     "celery.platforms": "process management belongs to `pgtasks worker` (signals, pid files are not managed)",
     "celery.utils.debug": "memory sampling is not provided: use the worker's /metrics",
 }

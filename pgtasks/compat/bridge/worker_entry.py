@@ -17,18 +17,20 @@ from typing import TYPE_CHECKING, Any
 
 from pgtasks.compat.bridge import django_support
 from pgtasks.compat.bridge.django_results import running_task_mirror
+from pgtasks.compat.bridge.exception_meta import exception_to_python
 from pgtasks.compat.bridge.execution import Attempt
+from pgtasks.compat.bridge.publishing import check_declared
 from pgtasks.compat.bridge.requests import request_from_record
 from pgtasks.compat.bridge.revoked_stamps import revoked_stamps, revoking_stamp
 from pgtasks.compat.celery import signals, states
 from pgtasks.compat.celery.app import trace as app_trace
-from pgtasks.compat.celery.backends.base import exception_to_python
 from pgtasks.compat.celery.exceptions import Replaced, Retry
 from pgtasks.compat.celery.result.async_result import AsyncResult
 from pgtasks.compat.celery.result.group_result import GroupResult
 from pgtasks.engine.context import running_context
 from pgtasks.engine.errors import RetryRequested, TaskAbandoned
 from pgtasks.engine.events import task_state
+from pgtasks.engine.settings import validate_queue_name
 
 if TYPE_CHECKING:
     from pgtasks.compat.celery.app.task import Task
@@ -72,7 +74,7 @@ def worker_entry(task: Task, run: Callable[..., Any]) -> Callable[..., Any]:
                 mirror.retrying(request, reason, attempt.einfo.traceback if attempt.einfo else None)
         finally:
             django_support.close_old_connections()
-        return outcome_of(attempt, ctx.task_id, task.app.engine)
+        return outcome_of(attempt, task, ctx.task_id, task.app.engine)
 
     return run_in_worker
 
@@ -89,25 +91,35 @@ def retry_countdown(retry: Retry) -> float:
     return 0.0
 
 
-def _new_arguments(retry: Retry, task_id: str) -> tuple[Any, Any]:
-    """The arguments ``self.retry(args=, kwargs=)`` gave (the old ones when not given)."""
+def _sent_again(retry: Retry, task: Task, task_id: str) -> dict[str, Any]:
+    """What ``self.retry()`` asked of the next run: the arguments given (the old ones when
+    not given) and the ``queue`` and ``priority`` it goes to, as Celery sends the retry with
+    them; its other options are warned of, not applied."""
     sig = retry.sig
     if not (isinstance(sig, tuple) and len(sig) >= 2):
-        return None, None
-    options = sig[2] if len(sig) > 2 and isinstance(sig[2], dict) else {}
+        return {}
+    options = dict(sig[2]) if len(sig) > 2 and isinstance(sig[2], dict) else {}
+    moved: dict[str, Any] = {"args": tuple(sig[0]), "kwargs": dict(sig[1])}
+    queue, priority = options.pop("queue", None), options.pop("priority", None)
+    if queue is not None and queue != "":
+        name = validate_queue_name(queue if isinstance(queue, str) else getattr(queue, "name", queue))
+        check_declared(task.app, name)
+        moved["queue"] = name
+    if priority is not None:
+        moved["priority"] = priority
     if options:
-        # Celery sends the retry with them (another queue, priority, limits, headers); the
-        # engine's retry runs the same row again, on its queue, as it was sent
+        # Celery sends the retry with them (limits, headers, an exchange); the engine's retry
+        # runs the same row again, as it was sent
         log.warning(
-            "task %s: self.retry(%s) is not applied by pgtasks: the retry runs on the task's queue "
-            "with its priority, limits and headers",
+            "task %s: self.retry(%s) is not applied by pgtasks: the retry runs with the task's "
+            "limits and headers",
             task_id,
             ", ".join(f"{name}=..." for name in sorted(options)),
         )
-    return tuple(sig[0]), dict(sig[1])
+    return moved
 
 
-def outcome_of(attempt: Attempt, task_id: str, engine: Runtime) -> Any:
+def outcome_of(attempt: Attempt, task: Task, task_id: str, engine: Runtime) -> Any:
     """Return the value, or raise what makes the engine record the Celery outcome."""
     if attempt.state == states.SUCCESS:
         # A result handle returned by a task is stored as its tuple, as Celery's backends do.
@@ -118,10 +130,8 @@ def outcome_of(attempt: Attempt, task_id: str, engine: Runtime) -> Any:
         if retry.sig is None:
             _not_sent(retry, attempt, task_id)
         reason = retry.exc if isinstance(retry.exc, BaseException) else None
-        new_args, new_kwargs = _new_arguments(retry, task_id)
-        raise RetryRequested(
-            str(retry), countdown=retry_countdown(retry), reason=reason, args=new_args, kwargs=new_kwargs
-        ) from retry
+        moved = _sent_again(retry, task, task_id)
+        raise RetryRequested(str(retry), countdown=retry_countdown(retry), reason=reason, **moved) from retry
     if attempt.state == states.IGNORED and isinstance(attempt.retval, Replaced):
         # The task waits for its replacement (the same transaction as the replacement's
         # insert made it WAITING): the worker writes nothing for it.

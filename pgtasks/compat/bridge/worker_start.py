@@ -14,17 +14,18 @@ from collections.abc import Callable, Collection
 from typing import Any
 
 from pgtasks.compat.bridge import django_support
+from pgtasks.compat.bridge.configuration import broker_setting
 from pgtasks.compat.bridge.django_results import mirror_of
 from pgtasks.compat.bridge.execution import killed_at_time_limit
 from pgtasks.compat.bridge.flag_settings import flag
 from pgtasks.compat.bridge.json_safe import json_safe
+from pgtasks.compat.bridge.memory_broker import is_memory_broker
 from pgtasks.compat.bridge.requests import request_from_record
 from pgtasks.compat.bridge.worker_logging import redirect_stdouts, setup_worker_logging
 from pgtasks.compat.bridge.worker_request import Request, worker_request
 from pgtasks.compat.bridge.worker_settings import prefetch_setting, read_worker_settings
 from pgtasks.compat.celery import signals
 from pgtasks.compat.celery.app.base import Celery
-from pgtasks.compat.celery.app.utils import filter_hidden_settings
 from pgtasks.compat.celery.exceptions import NotRegistered
 from pgtasks.compat.celery.utils.log import mlevel
 from pgtasks.compat.celery.utils.nodenames import default_nodename
@@ -40,7 +41,7 @@ log = logging.getLogger("pgtasks.compat")
 def report_conf(app: Celery) -> dict[str, Any]:
     """The app's settings as its worker shows them (``inspect conf``): those set, not the
     defaults, secrets masked, every value JSON (a value JSON cannot carry as its repr)."""
-    table = filter_hidden_settings(app.conf.table(with_defaults=False))
+    table = app.conf.table(with_defaults=False)  # secrets masked
     return {k: json_safe(v) for k, v in table.items() if isinstance(k, str) and not k.startswith("__")}
 
 
@@ -288,7 +289,7 @@ def worker_hooks(app: Any, args: argparse.Namespace, given: Collection[str] = ()
     )
     # Only a multiplier the project set is a bound; Celery's default leaves the worker its own
     # (4, more for short tasks: WorkerOptions.prefetch_multiplier).
-    multiplier = 1 if disabled else conf.table().get("worker_prefetch_multiplier")
+    multiplier = 1 if disabled else conf.table(censored=False).get("worker_prefetch_multiplier")
     # Celery's `--prefetch-multiplier 0` stands for the flag not given: the setting decides.
     if not getattr(args, "prefetch_multiplier", None) and multiplier is not None:
         # Celery's 0 (no limit) is the default here: a claim is never unbounded.
@@ -299,6 +300,7 @@ def worker_hooks(app: Any, args: argparse.Namespace, given: Collection[str] = ()
         conf, args.loglevel, getattr(args, "log_format", "text"), logfile
     )
     _warn_of_bootsteps(app)
+    _warn_of_memory_broker(conf)
     signals.celeryd_after_setup.send(sender=hostname, instance=hooks.sender, conf=conf)
     if args.pool in INLINE_POOLS:
         app.loader.init_worker_process()
@@ -316,6 +318,18 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
     if isinstance(options.get("loglevel"), str):
         options["loglevel"] = mlevel(options["loglevel"].upper())
     return options
+
+
+def _warn_of_memory_broker(conf: Any) -> None:
+    """A worker on ``memory://`` (kombu's in-process transport, as on Celery) only sees what its
+    own process sends: say so, as an operator expects a worker to serve other processes."""
+    broker = broker_setting(conf)
+    if broker and is_memory_broker(broker):
+        log.warning(
+            "broker_url %r is kombu's in-process transport: this worker uses a database of its own "
+            "process and runs no task another process sends; set broker_url to the pgtasks database",
+            broker,
+        )
 
 
 def _warn_of_bootsteps(app: Celery) -> None:

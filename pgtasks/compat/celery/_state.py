@@ -30,6 +30,7 @@ __all__ = [
     "get_current_app",
     "get_current_task",
     "set_current_app",
+    "set_default_app",
     "task_join_will_block",
 ]
 
@@ -37,6 +38,7 @@ __all__ = [
 _lock = threading.Lock()
 _apps: list[weakref.ref[Celery]] = []
 _current: list[Celery] = []  # the current app (at most one): Celery's "current_app"
+_default: list[Any] = []  # the app set by set_default_app (at most one), a Trap in tests
 _make_default: list[Callable[[], Celery]] = []  # set once by app/base.py
 
 
@@ -48,10 +50,10 @@ def register_app(app: Celery, set_as_current: bool) -> None:
             _current[:] = [app]
 
 
-def set_current_app(app: Celery) -> None:
-    """Make ``app`` the current app."""
+def set_current_app(app: Celery | None) -> None:
+    """Make ``app`` the current app (None: no app is current)."""
     with _lock:
-        _current[:] = [app]
+        _current[:] = [] if app is None else [app]
 
 
 def current_app_or_none() -> Celery | None:
@@ -60,12 +62,22 @@ def current_app_or_none() -> Celery | None:
         return _current[0] if _current else None
 
 
+def set_default_app(app: Any) -> None:
+    """Celery's ``set_default_app``: what ``current_app`` gives while no app is current (None
+    forgets it). Celery's test suites set a ``Trap`` here, which fails any use of it."""
+    with _lock:
+        _default[:] = [] if app is None else [app]
+
+
 def get_current_app() -> Celery:
-    """The current app: the last one created (or set current); a default app if none."""
+    """The current app: the last one created (or set current); else the app given to
+    :func:`set_default_app`; else a default app, made once."""
     found = current_app_or_none()
     if found is not None:
         return found
     with _lock:
+        if _default:
+            return _default[0]  # type: ignore[no-any-return]
         make = _make_default[0] if _make_default else None
     if make is None:
         raise RuntimeError("pgtasks.compat.celery.app.base was not imported: no Celery app can be made")

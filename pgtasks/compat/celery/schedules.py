@@ -41,8 +41,8 @@ from pgtasks.compat.celery.exceptions import ImproperlyConfigured
 from pgtasks.compat.celery.utils.time import humanize_seconds
 from pgtasks.engine.errors import ConfigurationError
 from pgtasks.scheduler.cron import parse_cron
-from pgtasks.scheduler.solar import SolarTiming
-from pgtasks.scheduler.timing import CronTiming, IntervalTiming, Timing, check_interval
+from pgtasks.scheduler.solar import EVENTS, SolarTiming
+from pgtasks.scheduler.timing import CronTiming, IntervalTiming, Timing, check_interval, latest_due, next_due
 from pgtasks.scheduler.zones import load_zone
 
 log = logging.getLogger("pgtasks.compat")
@@ -80,7 +80,7 @@ class BaseSchedule:
     @cached_property
     def tz(self) -> dt.tzinfo:
         """The app's time zone."""
-        return load_zone(self.app.timezone)
+        return load_zone(self.app.zone_name)
 
     @cached_property
     def utc_enabled(self) -> bool:
@@ -205,6 +205,33 @@ class crontab(BaseSchedule):
         """This crontab evaluated in ``timezone``."""
         return CronTiming.parse(self.cron_expression, timezone, self.day_and)
 
+    def remaining_delta(
+        self, last_run_at: dt.datetime, tz: Any = None, ffwd: Any = None
+    ) -> tuple[dt.datetime, dt.timedelta, dt.datetime]:
+        """Celery's step of ``remaining_estimate``: ``(last_run_at, delta, now)``, both times
+        in the schedule's zone, where ``last_run_at + delta`` is the first due time after
+        ``last_run_at`` (django-celery-beat computes a row's first run after its
+        ``start_time`` so). ``tz`` and ``ffwd`` are accepted, as Celery's, and not used."""
+        start = self.to_local(self.maybe_make_aware(last_run_at))
+        due = next_due(self.timing(str(self.tz)), start).astimezone(start.tzinfo)
+        # Both in one zone, so the difference is on the wall clock and adding it back to
+        # start gives the due time again, across a change of the zone's offset too.
+        return start, due - start, self.to_local(self.maybe_make_aware(self.now()))
+
+    def is_due(self, last_run_at: dt.datetime) -> schedstate:
+        """As :meth:`BaseSchedule.is_due`; and, as Celery's, with ``beat_cron_starting_deadline``
+        set, a run whose latest missed due time is more than that many seconds old is not due
+        (it waits for the next due time)."""
+        state = super().is_due(last_run_at)
+        deadline = self.app.conf.beat_cron_starting_deadline
+        if not state.is_due or deadline is None:
+            return state
+        now = self.maybe_make_aware(self.now())
+        missed = latest_due(self.timing(str(self.tz)), self.maybe_make_aware(last_run_at), now)
+        if missed is not None and (now - missed).total_seconds() > float(deadline):
+            return schedstate(False, state.next)
+        return state
+
     # Celery's crontab exposes each field as the set of numbers it matches (Sunday is 0):
     # django-celery-beat's admin describes a schedule from them.
     @property
@@ -264,6 +291,8 @@ def beat_seconds(run_every: object) -> int:
     timedelta) fires every: pgtasks fires schedules on whole seconds, so a fractional or
     shorter period (Celery's ``schedule(0.5)``) is rounded up, and a warning says so."""
     seconds = run_every.total_seconds() if isinstance(run_every, dt.timedelta) else run_every
+    if isinstance(seconds, (int, float)) and not isinstance(seconds, bool) and seconds < 0:
+        raise ConfigurationError(f"a schedule's period must be 0 or more seconds, not {seconds!r}")
     if isinstance(seconds, (int, float)) and not isinstance(seconds, bool) and _below_whole(seconds):
         whole = max(1, math.ceil(seconds))
         log.warning("a schedule every %r s fires every %d s: pgtasks fires on whole seconds", seconds, whole)
@@ -323,6 +352,10 @@ class solar(BaseSchedule):
     ``dawn_civil``, ``dusk_nautical``, ... as Celery's) seen from latitude ``lat`` and longitude
     ``lon`` (:mod:`pgtasks.scheduler.solar`). Needs the ephem package, as in Celery: without it,
     ImproperlyConfigured says to install it; a bad event or place is a ValueError."""
+
+    # Celery's name for the events it knows; django-celery-beat's tests check its model's
+    # choices against it.
+    _all_events = frozenset(EVENTS)
 
     def __init__(self, event: str, lat: float, lon: float, **kwargs: Any) -> None:
         super().__init__(kwargs.get("nowfun"), kwargs.get("app"))

@@ -4,9 +4,10 @@ queue is the one its route names."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
-__all__ = ["Exchange", "Queue"]
+__all__ = ["Exchange", "Queue", "binding"]
 
 
 class Exchange:
@@ -48,3 +49,17 @@ class Queue:
 
     def __hash__(self) -> int:
         return hash(self.name)
+
+
+@dataclasses.dataclass(repr=False)
+class binding:
+    """A queue's binding to an exchange (``Queue('q', bindings=[binding(exchange, 'key')])``),
+    accepted for configuration and kept in the queue's options; pgtasks routes by queue name."""
+
+    exchange: Exchange | None = None
+    routing_key: str = ""
+    arguments: dict[str, Any] | None = None
+    unbind_arguments: dict[str, Any] | None = None
+
+    def __repr__(self) -> str:
+        return f"<binding: {getattr(self.exchange, 'name', self.exchange)}->{self.routing_key}>"

@@ -447,7 +447,9 @@ done AS (
         output = o.output, error = o.error,
         executor_id = CASE WHEN o.status = 'ENQUEUED' OR o.retry_in IS NOT NULL THEN NULL
                            ELSE ws.executor_id END,
-        deduplication_id = CASE WHEN o.retry_in IS NOT NULL THEN ws.deduplication_id
+        deduplication_id = CASE WHEN o.retry_in IS NOT NULL AND o.queue IS NOT NULL
+                                     AND o.queue <> ws.queue_name THEN NULL
+                                WHEN o.retry_in IS NOT NULL THEN ws.deduplication_id
                                 WHEN o.status = 'ENQUEUED'
                                      AND (o.unstarted OR ws.recovery_attempts <= ws.max_recovery_attempts)
                                 THEN ws.deduplication_id END,
@@ -456,13 +458,18 @@ done AS (
         retries = ws.retries + CASE WHEN o.retry_in IS NOT NULL THEN 1 ELSE 0 END,
         inputs = CASE WHEN o.retry_in IS NOT NULL AND o.inputs IS NOT NULL THEN o.inputs
                       ELSE ws.inputs END,
+        queue_name = CASE WHEN o.retry_in IS NOT NULL AND o.queue IS NOT NULL THEN o.queue
+                          ELSE ws.queue_name END,
+        priority = CASE WHEN o.retry_in IS NOT NULL AND o.priority IS NOT NULL THEN o.priority
+                        ELSE ws.priority END,
         recovery_attempts = CASE WHEN o.retry_in IS NOT NULL THEN 0
                                  WHEN o.unstarted THEN greatest(ws.recovery_attempts - 1, 0)
                                  ELSE ws.recovery_attempts END,
         updated_at = __now_ms__
     FROM unnest(%(ids)b::text[], %(statuses)b::text[], %(outputs)b::text[], %(errors)b::text[],
-                %(tokens)b::text[], %(retry_in)b::bigint[], %(inputs)b::text[], %(unstarted)b::boolean[])
-         AS o(id, status, output, error, token, retry_in, inputs, unstarted)
+                %(tokens)b::text[], %(retry_in)b::bigint[], %(inputs)b::text[], %(unstarted)b::boolean[],
+                %(queues)b::text[], %(priorities)b::int[])
+         AS o(id, status, output, error, token, retry_in, inputs, unstarted, queue, priority)
     WHERE ws.workflow_uuid = o.id
       AND ws.executor_id = %(executor_id)s
       AND (o.token IS NULL OR ws.claim_token = o.token)
@@ -497,7 +504,8 @@ finished AS (
 -- retry (retry_in not NULL) sends the task back under the same id, DELAYED or ENQUEUED, with
 -- one more retry, fresh attempts and no checkpoints (it runs again from scratch), and
 -- announces its queue (a task ENQUEUED to claim, a DELAYED one for the workers' due
--- timers). A retry may bring new arguments (inputs). An unstarted release (a prefetched task
+-- timers). A retry may bring new arguments (inputs), a queue and a priority (moved to another
+-- queue, it leaves its deduplication id behind: the id is unique per queue). An unstarted release (a prefetched task
 -- given back) takes back its claim's attempt.
 WITH __complete_outcomes__
 SELECT workflow_uuid FROM done, notified, finished

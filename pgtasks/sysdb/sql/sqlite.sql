@@ -247,7 +247,8 @@ RETURNING __claimed_columns__
 
 -- name: task_complete
 -- A retry (:retry_in not NULL) sends the task back under the same id with one more retry and
--- fresh attempts; its checkpoints are dropped by steps_clear in the same transaction. An
+-- fresh attempts, its new arguments, queue (leaving its deduplication id behind) and priority
+-- if it gave any; its checkpoints are dropped by steps_clear in the same transaction. An
 -- unstarted release (a prefetched task given back) takes back its claim's attempt.
 UPDATE workflow_status
 SET status = CASE WHEN :retry_in > 0 THEN 'DELAYED'
@@ -256,13 +257,16 @@ SET status = CASE WHEN :retry_in > 0 THEN 'DELAYED'
                   THEN 'MAX_RECOVERY_ATTEMPTS_EXCEEDED' ELSE :status END,
     output = :output, error = :error,
     executor_id = CASE WHEN :status = 'ENQUEUED' OR :retry_in IS NOT NULL THEN NULL ELSE executor_id END,
-    deduplication_id = CASE WHEN :retry_in IS NOT NULL THEN deduplication_id
+    deduplication_id = CASE WHEN :retry_in IS NOT NULL AND :queue IS NOT NULL AND :queue <> queue_name THEN NULL
+                            WHEN :retry_in IS NOT NULL THEN deduplication_id
                             WHEN :status = 'ENQUEUED' AND (:unstarted OR recovery_attempts <= max_recovery_attempts)
                             THEN deduplication_id END,
     delay_until_epoch_ms = CASE WHEN :retry_in > 0 THEN __now_ms__ + :retry_in
                                 ELSE delay_until_epoch_ms END,
     retries = retries + CASE WHEN :retry_in IS NOT NULL THEN 1 ELSE 0 END,
     inputs = CASE WHEN :retry_in IS NOT NULL AND :inputs IS NOT NULL THEN :inputs ELSE inputs END,
+    queue_name = CASE WHEN :retry_in IS NOT NULL AND :queue IS NOT NULL THEN :queue ELSE queue_name END,
+    priority = CASE WHEN :retry_in IS NOT NULL AND :priority IS NOT NULL THEN :priority ELSE priority END,
     recovery_attempts = CASE WHEN :retry_in IS NOT NULL THEN 0
                              WHEN :unstarted THEN max(recovery_attempts - 1, 0)
                              ELSE recovery_attempts END,

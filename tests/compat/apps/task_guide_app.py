@@ -127,7 +127,14 @@ def shadowed_by_argument(self: Any, which: str) -> Any:
 
 @app.task(bind=True, max_retries=1)
 def retries_elsewhere(self: Any) -> Any:
-    """Asks for its retry on another queue, with another priority: Celery sends it there."""
+    """Asks for its retry on another queue, with another priority (and a time limit, which
+    pgtasks does not apply to a retry): Celery sends it there."""
     if self.request.retries == 0:
-        raise self.retry(countdown=0, queue="elsewhere", priority=7)
-    return self.request.delivery_info["routing_key"]
+        raise self.retry(countdown=0, queue="elsewhere", priority=7, time_limit=30)
+    return self.request.delivery_info["routing_key"], self.request.delivery_info["priority"]
+
+
+@app.task(bind=True, max_retries=1)
+def retries_to_a_bad_queue(self: Any) -> Any:
+    """Asks for its retry on a queue no name can be."""
+    raise self.retry(countdown=0, queue="no such queue")

@@ -28,6 +28,7 @@ from pgtasks.compat.bridge.configuration import (
     read_on_first_use,
 )
 from pgtasks.compat.bridge.eager import apply_eagerly
+from pgtasks.compat.bridge.flag_settings import flag
 from pgtasks.compat.bridge.planning import send_canvas
 from pgtasks.compat.bridge.sending import handed_back, send_task, send_task_async
 from pgtasks.compat.celery import _state
@@ -49,6 +50,7 @@ from pgtasks.compat.celery.result.eager_result import EagerResult
 from pgtasks.compat.celery.result.group_result import GroupResult
 from pgtasks.compat.celery.result.result_set import ResultSet
 from pgtasks.compat.celery.utils.dispatch.signal import Signal
+from pgtasks.compat.celery.utils.time import timezone as tz
 from pgtasks.compat.kombu.utils.imports import symbol_by_name
 from pgtasks.engine.core import Engine
 from pgtasks.engine.registry import TaskDefinition
@@ -168,14 +170,26 @@ class Celery(App, ConnectionsMixin, AppAttributesMixin, AppComponents):
         self._engine_stale = False
         super().close()
 
-    @property
-    def timezone(self) -> str:
-        """The ``timezone`` setting (UTC when unset)."""
-        return str(self.conf.timezone or "UTC")
+    # Celery's app.timezone is a tzinfo (django-celery-beat computes datetime.now(app.timezone));
+    # pgtasks' App keeps a zone name there, which zone_name gives for a Celery app.
+    @property  # type: ignore[override]
+    def timezone(self) -> dt.tzinfo:
+        """The ``timezone`` setting as a tzinfo, as Celery's: UTC when unset (the system's
+        local zone when ``enable_utc`` is False too)."""
+        zone = self.conf.timezone
+        if not zone:
+            return tz.utc if flag("enable_utc", self.conf.enable_utc) else tz.local
+        return tz.get_timezone(zone)
 
     @timezone.setter
-    def timezone(self, value: str) -> None:
+    def timezone(self, value: str | dt.tzinfo) -> None:
         self.conf.timezone = value
+
+    @property
+    def zone_name(self) -> str:
+        """The name of the ``timezone`` setting (UTC when unset): the default zone of the
+        app's schedules."""
+        return str(self.conf.timezone or "UTC")
 
     def _conf_changed(self, names: set[str]) -> None:
         if not self._ready:
@@ -214,15 +228,21 @@ class Celery(App, ConnectionsMixin, AppAttributesMixin, AppComponents):
         # Read at each lookup, as Celery does: a setting changed on the object later (a test's
         # settings fixture) takes effect, and Django's settings are not read before first use.
         self.conf.add_source(obj, namespace)
+        self.namespace = namespace  # read by libraries (django-celery-beat: f"{namespace}_TIMEZONE")
 
-    def config_from_envvar(self, variable_name: str, silent: bool = False, force: bool = False) -> None:
-        """``config_from_object`` of the module named by an environment variable."""
+    def config_from_envvar(self, variable_name: str, silent: bool = False, force: bool = False) -> bool:
+        """``config_from_object`` of the module named by an environment variable; False when
+        it is not set and ``silent``, as in Celery."""
         module_name = os.environ.get(variable_name)
         if not module_name:
             if silent:
-                return
-            raise ImproperlyConfigured(f"The environment variable {variable_name!r} is not set.")
+                return False
+            raise ImproperlyConfigured(
+                f"The environment variable {variable_name!r} is not set, so the configuration could not "
+                f"be loaded: set it to the configuration module's name ({variable_name}=proj.celeryconfig)"
+            )
         self.config_from_object(module_name, silent=silent, force=force)
+        return True
 
     def add_defaults(self, fun: Any) -> None:
         """Defaults below every other setting (a callable is called for them)."""
@@ -334,6 +354,8 @@ class Celery(App, ConnectionsMixin, AppAttributesMixin, AppComponents):
         if "__name__" not in vars(task):  # a class-based task looks like its class
             task.__name__ = type(task).__name__
             task.__qualname__ = type(task).__qualname__
+        if task.typing is None:  # Celery's Task.bind: the task's argument check follows the app's
+            task.typing = self.strict_typing
         if not getattr(task, "_decorated", False) and "run" not in vars(task):
             # As Celery's register_task: autoretry_for works on class-based tasks too.
             add_autoretry_behaviour(task)

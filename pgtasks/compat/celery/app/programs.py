@@ -69,6 +69,11 @@ def _text(name: str, value: Any) -> str:
     return str(value)
 
 
+def _autoscale(name: str, value: Any) -> str:
+    """``'10,3'``, or ``(10, 3)`` / ``[10, 3]`` as Celery's worker also takes it."""
+    return ",".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
+
+
 SWITCH = None  # an option that is a flag without a value (given when true)
 Options = Mapping[str, tuple[str, Convert | None]]
 
@@ -76,9 +81,8 @@ Options = Mapping[str, tuple[str, Convert | None]]
 IGNORED_BY_WORKER: Options = {
     "logfile": ("--logfile", _text),
     "pidfile": ("--pidfile", _text),
-    "optimization": ("--optimization", _text),
+    "optimization": ("--optimization", _text),  # 'default' or 'fair', checked by the flag
     "O": ("--optimization", _text),
-    "autoscale": ("--autoscale", _text),
     "statedb": ("--statedb", _text),
     "state_db": ("--statedb", _text),
     "heartbeat_interval": ("--heartbeat-interval", _text),
@@ -109,6 +113,7 @@ WORKER_OPTIONS: Options = {
     "soft_time_limit": ("--soft-time-limit", _seconds),
     "task_soft_time_limit": ("--soft-time-limit", _seconds),
     "beat": ("--beat", SWITCH),
+    "autoscale": ("--autoscale", _autoscale),
     **IGNORED_BY_WORKER,
 }
 BEAT_OPTIONS: Options = {

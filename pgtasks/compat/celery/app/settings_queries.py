@@ -49,7 +49,7 @@ class SettingsQueries:
 
         def get(self, key: str, default: Any = None) -> Any: ...
 
-        def table(self, with_defaults: bool = False) -> dict[str, Any]: ...
+        def table(self, with_defaults: bool = False, censored: bool = True) -> dict[str, Any]: ...
 
         def __getitem__(self, key: str) -> Any: ...
 
@@ -107,7 +107,7 @@ class SettingsQueries:
 
     def without_defaults(self) -> dict[str, Any]:
         """The settings given (on the conf and by the configuration sources)."""
-        return self.table(with_defaults=False)
+        return self.table(with_defaults=False, censored=False)
 
     @property
     def defaults(self) -> list[dict[str, Any]]:
@@ -121,10 +121,10 @@ class SettingsQueries:
         return [self.without_defaults(), *self.defaults]
 
     def iterkeys(self) -> Iterator[str]:
-        return iter(self.table(with_defaults=True))
+        return iter(self.table(with_defaults=True, censored=False))
 
     def itervalues(self) -> Iterator[Any]:
-        return iter(self.table(with_defaults=True).values())
+        return iter(self.table(with_defaults=True, censored=False).values())
 
     def iteritems(self) -> Iterator[tuple[str, Any]]:
-        return iter(self.table(with_defaults=True).items())
+        return iter(self.table(with_defaults=True, censored=False).items())

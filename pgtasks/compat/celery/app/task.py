@@ -8,8 +8,10 @@ task mean on pgtasks is the bridge's (``compat/bridge/``); the Task calls it.
 
 from __future__ import annotations
 
+import importlib
 import inspect
 import logging
+import sys
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from pgtasks.compat.bridge import django_support
@@ -149,7 +151,7 @@ class Task:
     """A Celery task. Class attributes are the defaults Celery documents."""
 
     name: ClassVar[str | None] = None
-    typing: ClassVar[bool] = True
+    typing: ClassVar[bool | None] = None  # None: the app's strict_typing, set as it registers
     max_retries: ClassVar[int | None] = 3
     default_retry_delay: ClassVar[float] = 180
     rate_limit: ClassVar[str | None] = None
@@ -233,6 +235,18 @@ class Task:
 
     def __repr__(self) -> str:
         return f"<@task: {self.name} of {self.app.main}>"
+
+    def __reduce__(self) -> tuple[Any, tuple[str | None, str | None]]:
+        """A task pickles as its name (and its module, imported first when it is unpickled):
+        the unpickled task is the one the current app has under that name, as in Celery."""
+        module = type(self).__module__
+        return _unpickle_task, (self.name, module if module in sys.modules else None)
+
+    def __copy__(self) -> Task:
+        return self  # a task is its app's one object (not looked up again in the current app)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Task:
+        return self
 
     def run(self, *args: Any, **kwargs: Any) -> Any:
         """The body of the task (the decorated function)."""
@@ -580,3 +594,10 @@ class Task:
         einfo: Any,
     ) -> None:
         """Called after every attempt, whatever its state."""
+
+
+def _unpickle_task(name: str, module: str | None) -> Task:
+    """The task named ``name`` of the current app, once ``module`` (its tasks) is imported."""
+    if module:
+        importlib.import_module(module)
+    return cast(Task, get_current_app().tasks[name])

@@ -292,18 +292,20 @@ class Settings(SettingsQueries, dict):  # type: ignore[type-arg]
         """The settings given explicitly (by current name)."""
         return dict(self.items())
 
-    def humanize(self, with_defaults: bool = False) -> str:
-        """The settings as ``name: value`` lines, secrets masked (:func:`filter_hidden_settings`)."""
-        shown = filter_hidden_settings(self.table(with_defaults))
+    def humanize(self, with_defaults: bool = False, censored: bool = True) -> str:
+        """The settings as ``name: value`` lines, secrets masked unless ``censored`` is False."""
+        shown = self.table(with_defaults, censored)
         return "\n".join(f"{k}: {v!r}" for k, v in sorted(shown.items()))
 
-    def table(self, with_defaults: bool = False) -> dict[str, Any]:
+    def table(self, with_defaults: bool = False, censored: bool = True) -> dict[str, Any]:
         """Every setting with its value: explicit ones and those of the sources (and the
-        defaults with ``with_defaults``)."""
+        defaults with ``with_defaults``); as Celery's, secrets masked
+        (:func:`filter_hidden_settings`) unless ``censored`` is False."""
         layered: dict[str, Any] = dict(self._added_defaults) if with_defaults else {}
         for source in self._sources:
             layered.update(source.settings())
-        return {**(DEFAULTS if with_defaults else {}), **layered, **self}
+        table = {**(DEFAULTS if with_defaults else {}), **layered, **self}
+        return filter_hidden_settings(table) if censored else table
 
     def origin(self, name: str) -> str:
         """Where setting ``name`` is read from, as the project wrote it: ``name`` when set on

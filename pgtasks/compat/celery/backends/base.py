@@ -1,22 +1,30 @@
 """Celery's ``celery.backends.base``: the result backend base classes, for libraries that
 subclass them (django-celery-results). pgtasks keeps results in its own tables (``app.backend``
 is :class:`pgtasks.compat.bridge.backend.DatabaseBackend`); a backend built on these classes
-never answers reads. Its writing half works as Celery's: ``store_result`` prepares the value
-(an exception as ``exc_type``/``exc_message``/``exc_module``, pickled as itself) and calls the
-subclass's ``_store_result``; a key/value subclass gets Celery's meta dict through its
-``set``. pgtasks' worker calls them to mirror each task's state into such a backend
-(compat/bridge/django_results.py)."""
+stores and reads its own storage as Celery's does, and ``AsyncResult`` never reads it.
+Writing: ``store_result`` prepares the value (an exception as
+``exc_type``/``exc_message``/``exc_module``, pickled as itself) and calls the subclass's
+``_store_result``; a key/value subclass gets Celery's meta dict through its ``set``. pgtasks'
+worker calls them to mirror each task's state into such a backend
+(compat/bridge/django_results.py). Reading, for code that asks such a backend itself:
+``get_task_meta`` (and ``get_state``, ``get_result``, ...) through the subclass's
+``_get_task_meta_for``, ``restore_group`` through ``_restore_group``, ``forget`` through
+``_forget``, with Celery's cache of finished tasks."""
 
 from __future__ import annotations
 
 import datetime as dt
 import pickle
-import sys
+import time
+from collections import OrderedDict
 from typing import Any
 
+from pgtasks.compat.bridge.exception_meta import exception_to_python, prepare_exception
 from pgtasks.compat.celery import states
 from pgtasks.compat.celery._state import get_current_task
-from pgtasks.compat.celery.exceptions import TaskRevokedError
+from pgtasks.compat.celery.exceptions import BackendStoreError, TaskRevokedError
+from pgtasks.compat.celery.result.async_result import result_from_tuple
+from pgtasks.compat.celery.utils.time import get_exponential_backoff_interval
 from pgtasks.compat.kombu.utils import json as kombu_json
 
 __all__ = [
@@ -34,44 +42,7 @@ NOT_USED = (
     "read (result_backend only names where pgtasks mirrors task states, for "
     "django-celery-results). Read results with AsyncResult or app.backend."
 )
-# Where pgtasks serves Celery's own exception classes: rows name Celery's module, as on Celery.
-CELERY_MODULES = {"pgtasks.compat.celery.exceptions": "celery.exceptions"}
 CONTENT = {"json": ("application/json", "utf-8"), "pickle": ("application/x-python-serialize", "binary")}
-
-
-def prepare_exception(exc: BaseException, serializer: str = "json") -> Any:
-    """The exception itself for pickle, else Celery's dict of it (``exc_type``,
-    ``exc_message``, ``exc_module``)."""
-    if serializer == "pickle":
-        return exc
-    module = type(exc).__module__
-    return {
-        "exc_type": type(exc).__qualname__,
-        "exc_message": list(exc.args) if _json_safe(exc.args) else [str(exc)],
-        "exc_module": CELERY_MODULES.get(module, module),
-    }
-
-
-def exception_to_python(exc: Any) -> Any:
-    """An exception from Celery's dict of one (an exception is returned as it is; anything
-    else too). Its class is found in a module already imported (stored data never imports
-    a module); otherwise a class of that name is made, subclassing Exception."""
-    if not isinstance(exc, dict) or "exc_type" not in exc:
-        return exc
-    name = str(exc["exc_type"])
-    module_name = str(exc.get("exc_module") or "builtins")
-    message = exc.get("exc_message")
-    args = tuple(message) if isinstance(message, (list, tuple)) else (message,)
-    module = sys.modules.get(module_name)
-    found: Any = module
-    for part in name.split("."):
-        found = getattr(found, part, None) if found is not None else None
-    if isinstance(found, type) and issubclass(found, BaseException):
-        try:
-            return found(*args)
-        except Exception:
-            pass  # a constructor that takes other arguments: the named stand-in below
-    return type(name.rsplit(".", 1)[-1], (Exception,), {"__module__": module_name})(*args)
 
 
 class BaseBackend:
@@ -103,6 +74,7 @@ class BaseBackend:
         if expires is None and conf is not None:
             expires = conf.get("result_expires")
         self.expires = expires.total_seconds() if isinstance(expires, dt.timedelta) else expires
+        self._cache = ResultCache(max_cached_results or _conf(conf, "result_cache_max", -1))
 
     # -- encoding ------------------------------------------------------------------------
     def _encode(self, data: Any) -> tuple[str, str, Any]:
@@ -127,6 +99,15 @@ class BaseBackend:
     def exception_to_python(self, exc: Any) -> Any:
         """An exception from what ``prepare_exception`` made (see the function)."""
         return exception_to_python(exc)
+
+    def meta_from_decoded(self, meta: dict[str, Any]) -> dict[str, Any]:
+        """A decoded meta dict with a failure's result as the exception again."""
+        if meta["status"] in self.EXCEPTION_STATES:
+            meta["result"] = self.exception_to_python(meta["result"])
+        return meta
+
+    def decode_result(self, payload: Any) -> dict[str, Any]:
+        return self.meta_from_decoded(self.decode(payload))
 
     def prepare_value(self, result: Any) -> Any:
         return result
@@ -154,9 +135,39 @@ class BaseBackend:
         request: Any = None,
         **kwargs: Any,
     ) -> Any:
-        """Store ``state`` of ``task_id`` through the subclass's ``_store_result``."""
-        self._store_result(task_id, self.encode_result(result, state), state, traceback, request=request)
-        return result
+        """Store ``state`` of ``task_id`` through the subclass's ``_store_result``. With
+        ``result_backend_always_retry``, an error the backend's ``exception_safe_to_retry``
+        accepts is retried after an exponential backoff (``result_backend_base_sleep_between_
+        retries_ms`` doubling up to ``..._max_sleep_...``), ``result_backend_max_retries`` times,
+        then is :class:`BackendStoreError`, as Celery's."""
+        value = self.encode_result(result, state)
+        retries = 0
+        while True:
+            try:
+                self._store_result(task_id, value, state, traceback, request=request)
+                return result
+            except Exception as exc:
+                retry = _conf(self.app_conf, "result_backend_always_retry", False)
+                if not (retry and self.exception_safe_to_retry(exc)):
+                    raise
+                if retries >= _conf(self.app_conf, "result_backend_max_retries", float("inf")):
+                    failed = f"failed to store result on the backend: {state} of task {task_id} ({exc!r})"
+                    raise BackendStoreError(failed) from exc
+                retries += 1
+                time.sleep(self._retry_sleep(retries))
+
+    @property
+    def app_conf(self) -> Any:
+        return getattr(self.app, "conf", None)
+
+    def exception_safe_to_retry(self, exc: BaseException) -> bool:
+        """Whether a failed store may be tried again (a backend that knows its errors says)."""
+        return False
+
+    def _retry_sleep(self, retries: int) -> float:
+        factor = _conf(self.app_conf, "result_backend_base_sleep_between_retries_ms", 10)
+        maximum = _conf(self.app_conf, "result_backend_max_sleep_between_retries_ms", 10000)
+        return get_exponential_backoff_interval(factor, retries, maximum, True) / 1000
 
     def _store_result(
         self,
@@ -174,6 +185,8 @@ class BaseBackend:
 
     def mark_as_done(self, task_id: str, result: Any, request: Any = None, **kwargs: Any) -> None:
         self._mark(task_id, result, states.SUCCESS, None, request, kwargs)
+        if request is not None and getattr(request, "chord", None):
+            self.on_chord_part_return(request, kwargs.get("state", states.SUCCESS), result)
 
     def mark_as_failure(
         self,
@@ -184,6 +197,8 @@ class BaseBackend:
         **kwargs: Any,
     ) -> None:
         self._mark(task_id, exc, states.FAILURE, traceback, request, kwargs)
+        if request is not None and getattr(request, "chord", None):
+            self.on_chord_part_return(request, kwargs.get("state", states.FAILURE), exc)
 
     def mark_as_retry(
         self,
@@ -196,7 +211,10 @@ class BaseBackend:
         self._mark(task_id, exc, states.RETRY, traceback, request, kwargs)
 
     def mark_as_revoked(self, task_id: str, reason: str = "", request: Any = None, **kwargs: Any) -> None:
-        self._mark(task_id, TaskRevokedError(reason), states.REVOKED, None, request, kwargs)
+        exc = TaskRevokedError(reason)
+        self._mark(task_id, exc, states.REVOKED, None, request, kwargs)
+        if request is not None and getattr(request, "chord", None):
+            self.on_chord_part_return(request, kwargs.get("state", states.REVOKED), exc)
 
     def _mark(
         self,
@@ -212,6 +230,9 @@ class BaseBackend:
             state = options.get("state", default_state)
             self.store_result(task_id, result, state, traceback=traceback, request=request)
 
+    def on_chord_part_return(self, request: Any, state: str, result: Any, **kwargs: Any) -> None:
+        """A chord header task ended (a backend that counts chords overrides it)."""
+
     def save_group(self, group_id: str, result: Any) -> Any:
         return self._save_group(group_id, result)
 
@@ -219,15 +240,79 @@ class BaseBackend:
         raise NotImplementedError(NOT_USED)
 
     def delete_group(self, group_id: str) -> None:
+        self._cache.pop(group_id, None)
         self._delete_group(group_id)
 
     def _delete_group(self, group_id: str) -> None:
         raise NotImplementedError(NOT_USED)
 
-    def _not_used(self, *args: Any, **kwargs: Any) -> Any:
+    # -- reading (this backend's own storage) ---------------------------------------------
+    def get_task_meta(self, task_id: str, cache: bool = True) -> dict[str, Any]:
+        """The task's meta dict from the subclass's ``_get_task_meta_for``; a SUCCESS is
+        cached and not read again."""
+        if cache and task_id in self._cache:
+            return self._cache[task_id]  # type: ignore[no-any-return]
+        meta = self._get_task_meta_for(task_id)
+        if cache and meta.get("status") == states.SUCCESS:
+            self._cache[task_id] = meta
+        return meta
+
+    def _get_task_meta_for(self, task_id: str) -> dict[str, Any]:
         raise NotImplementedError(NOT_USED)
 
-    get_task_meta = get_state = get_result = wait_for = forget = restore_group = _not_used
+    def reload_task_result(self, task_id: str) -> None:
+        self._cache[task_id] = self.get_task_meta(task_id, cache=False)
+
+    def get_state(self, task_id: str) -> str:
+        return str(self.get_task_meta(task_id)["status"])
+
+    get_status = get_state
+
+    def get_result(self, task_id: str) -> Any:
+        return self.get_task_meta(task_id).get("result")
+
+    def get_traceback(self, task_id: str) -> Any:
+        return self.get_task_meta(task_id).get("traceback")
+
+    def get_children(self, task_id: str) -> Any:
+        return self.get_task_meta(task_id).get("children")
+
+    def get_group_meta(self, group_id: str, cache: bool = True) -> Any:
+        """The group's meta dict (its ``result`` a GroupResult) from ``_restore_group``."""
+        if cache and group_id in self._cache:
+            return self._cache[group_id]
+        meta = self._restore_group(group_id)
+        if cache and meta is not None:
+            self._cache[group_id] = meta
+        return meta
+
+    def reload_group_result(self, group_id: str) -> None:
+        self._cache[group_id] = self.get_group_meta(group_id, cache=False)
+
+    def restore_group(self, group_id: str, cache: bool = True) -> Any:
+        """The saved GroupResult of ``group_id``, or None."""
+        meta = self.get_group_meta(group_id, cache=cache)
+        return meta["result"] if meta else None
+
+    def _restore_group(self, group_id: str) -> Any:
+        raise NotImplementedError(NOT_USED)
+
+    def forget(self, task_id: str) -> None:
+        """Remove the task's stored state (the subclass's ``_forget``)."""
+        self._cache.pop(task_id, None)
+        self._forget(task_id)
+
+    def _forget(self, task_id: str) -> None:
+        raise NotImplementedError("this result backend does not implement forget")
+
+    def cleanup(self) -> None:
+        """Remove expired results (a backend that stores them overrides it)."""
+
+    def process_cleanup(self) -> None:
+        """Called in the worker after each task (nothing here)."""
+
+    def wait_for(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError(NOT_USED)
 
 
 Backend = BaseBackend
@@ -302,6 +387,23 @@ class KeyValueStoreBackend(BaseKeyValueStoreBackend):
         self.set(key, self.encode(meta))
         return result
 
+    def _get_task_meta_for(self, task_id: str) -> dict[str, Any]:
+        meta = self.get(self.get_key_for_task(task_id))
+        if not meta:
+            return {"status": states.PENDING, "result": None}
+        return self.decode_result(meta)
+
+    def _restore_group(self, group_id: str) -> Any:
+        meta = self.get(self.get_key_for_group(group_id))
+        if not meta:
+            return None
+        meta = self.decode(meta)
+        meta["result"] = result_from_tuple(meta["result"], self.app)
+        return meta
+
+    def _forget(self, task_id: str) -> None:
+        self.delete(self.get_key_for_task(task_id))
+
     def _save_group(self, group_id: str, result: Any) -> Any:
         self.set(self.get_key_for_group(group_id), self.encode({"result": result.as_tuple()}))
         return result
@@ -323,9 +425,23 @@ class DisabledBackend(BaseBackend):
     """Celery's backend for ``result_backend=None``."""
 
 
-def _json_safe(args: tuple[Any, ...]) -> bool:
-    try:
-        kombu_json.dumps(list(args))
-    except (TypeError, ValueError):
-        return False
-    return True
+class ResultCache(OrderedDict[str, Any]):
+    """Celery's backend cache: the ``limit`` (``result_cache_max``) most recently stored
+    entries; 0 keeps every one, -1 (the default) none."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__()
+        self.limit = limit
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        if self.limit is not None and self.limit < 0:
+            return
+        super().__setitem__(key, value)
+        self.move_to_end(key)
+        while self.limit and len(self) > self.limit:
+            self.popitem(last=False)
+
+
+def _conf(conf: Any, name: str, default: Any) -> Any:
+    value = conf.get(name) if conf is not None else None
+    return default if value is None else value

@@ -18,12 +18,12 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from pgtasks.compat.bridge.exception_meta import exception_to_python
 from pgtasks.compat.bridge.flag_settings import flag
 from pgtasks.compat.bridge.outcomes import celery_exception, celery_state
 from pgtasks.compat.bridge.ready_watch import ready_watch
 from pgtasks.compat.celery import states
 from pgtasks.compat.celery._state import get_current_app, task_join_will_block
-from pgtasks.compat.celery.backends.base import exception_to_python
 from pgtasks.compat.celery.exceptions import IncompleteStream, TaskRevokedError, TimeoutError
 from pgtasks.compat.celery.result.base import ResultBase, picklable_class
 from pgtasks.compat.celery.result.promise import Promise

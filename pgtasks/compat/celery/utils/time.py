@@ -66,7 +66,7 @@ class _Zones:
     """Celery's ``timezone`` object: ``timezone.utc``, ``timezone.local``,
     ``timezone.get_timezone(name)``, ``timezone.to_local(dt)``."""
 
-    utc = dt.timezone.utc
+    utc = zoneinfo.ZoneInfo("UTC")  # as Celery 5's (code may read app.timezone.key)
 
     @property
     def local(self) -> dt.tzinfo:
@@ -74,7 +74,7 @@ class _Zones:
 
     def get_timezone(self, zone: str | dt.tzinfo) -> dt.tzinfo:
         if isinstance(zone, str):
-            return dt.timezone.utc if zone.upper() == "UTC" else zoneinfo.ZoneInfo(zone)
+            return self.utc if zone.upper() == "UTC" else zoneinfo.ZoneInfo(zone)
         return zone
 
     def to_local(

@@ -1,25 +1,21 @@
-"""Celery's ``celery.contrib.testing.app``: ``TestApp`` and ``setup_default_app``, and
+"""Celery's ``celery.contrib.testing.app``: ``TestApp``, ``Trap`` and ``setup_default_app``, and
 :func:`test_app`, the app behind them and the pytest plugin's fixtures. Celery's in-memory
-broker (``memory://``, the test configuration's default) becomes a SQLite file of the test
-process's own, so tests run against a real database with nothing to start."""
+broker (``memory://``, the test configuration's default), or a message broker's URL, becomes a
+SQLite file of the test process's own, so tests run against a real database with nothing to
+start; a database URL is kept."""
 
 from __future__ import annotations
 
-import atexit
-import functools
-import os
-import shutil
-import tempfile
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
+from pgtasks.compat.bridge.configuration import DATABASE_SCHEMES
+from pgtasks.compat.bridge.memory_broker import memory_database
 from pgtasks.compat.celery import _state
 from pgtasks.compat.celery.app.base import Celery
 
-__all__ = ["DEFAULT_TEST_CONFIG", "TestApp", "setup_default_app", "test_app"]
-
-IN_MEMORY = ("memory://", "cache+memory://", "rpc://", "")
+__all__ = ["DEFAULT_TEST_CONFIG", "TestApp", "Trap", "setup_default_app", "test_app"]
 
 DEFAULT_TEST_CONFIG: dict[str, Any] = {
     "worker_hijack_root_logger": False,
@@ -34,27 +30,15 @@ DEFAULT_TEST_CONFIG: dict[str, Any] = {
 
 
 def _test_database(config: Mapping[str, Any]) -> str | None:
-    """The SQLite file standing for Celery's in-memory broker; None to keep the URL."""
-    broker = str(config.get("broker_url") or "")
-    if broker.split("://")[0] + "://" in IN_MEMORY or broker in IN_MEMORY:
-        return _memory_database(os.getpid())
-    return None
-
-
-@functools.cache
-def _memory_database(pid: int) -> str:
-    """One SQLite file per process, removed when the process exits: kombu's memory transport
-    keeps one set of queues per process, so every app of a test process (a test's
-    ``celery_app``, the ``celery_session_worker``'s app) sends to and reads from the same
-    tasks, as on Celery. ``pid`` keys it: a forked process makes a file of its own."""
-    folder = tempfile.mkdtemp(prefix="pgtasks-celery-test-")
-    atexit.register(_remove, folder, pid)
-    return f"sqlite:///{os.path.join(folder, 'tasks.sqlite3')}"
-
-
-def _remove(folder: str, pid: int) -> None:
-    if os.getpid() == pid:  # not from a forked child that inherited the handler
-        shutil.rmtree(folder, ignore_errors=True)
+    """The SQLite file of the test process standing for the test app's broker, unless
+    ``broker_url`` names a database (then None: the URL is kept). Celery's in-memory broker,
+    and the message broker a project's CI runs for Celery (the Testing guide's ``celery_config``
+    names ``amqp://`` or ``redis://``), are where the test's tasks go, which here is a database."""
+    broker = config.get("broker_url") or ""
+    if isinstance(broker, (list, tuple)):  # a failover list: its first URL, as the app reads it
+        broker = broker[0] if broker else ""
+    scheme = str(broker).split("://", 1)[0].lower() if "://" in str(broker) else ""
+    return None if scheme in DATABASE_SCHEMES else memory_database()
 
 
 def test_app(
@@ -93,6 +77,17 @@ def TestApp(
     if set_as_current:
         app.set_current()
     return app
+
+
+class Trap:
+    """An app that fails every use: a test suite sets it as the default app
+    (``celery._state.set_default_app(Trap())``) so that code reaching for ``current_app``
+    where no app is current fails instead of using an app no test configured."""
+
+    def __getattr__(self, name: str) -> Any:
+        if name in ("_is_coroutine", "__func__"):  # unittest.mock looks these up to patch it
+            return None
+        raise RuntimeError(f"Test depends on current_app (it read {name!r} of the default app, a Trap)")
 
 
 @contextmanager

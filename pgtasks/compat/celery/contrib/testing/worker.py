@@ -3,15 +3,17 @@ test while a block runs. The worker is a real pgtasks worker on threads of the t
 
 from __future__ import annotations
 
+import importlib
 import itertools
+import sys
 import threading
 import types
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
 from pgtasks.compat.bridge.worker_start import expired_signal, received_signal, report_conf
-from pgtasks.compat.celery.app.amqp import declared_queues
+from pgtasks.compat.celery.app.amqp import queue_names
 from pgtasks.compat.celery.app.base import Celery
 from pgtasks.compat.celery.utils.nodenames import anon_nodename
 from pgtasks.compat.celery.worker.control import commands_of
@@ -47,6 +49,41 @@ class TestWorkController(WorkController):
     def __repr__(self) -> str:
         return f"<TestWorkController {self.hostname} of {self.app!r}>"
 
+    def reload(
+        self,
+        modules: Iterable[str] | None = None,
+        reload: bool = False,
+        reloader: Callable[[Any], Any] | None = None,
+    ) -> None:
+        """Import ``modules`` (the app's task modules when None), and with ``reload`` import
+        those already imported again (``reloader``, else ``importlib.reload``), as Celery's
+        worker does. A task defined after the worker started needs none of it: the worker
+        finds a task by its name when it claims it."""
+        names = self.app.loader.task_modules if modules is None else (modules or ())
+        for name in set(names):
+            if name in sys.modules and reload:
+                (reloader or importlib.reload)(sys.modules[name])
+            else:
+                importlib.import_module(name)
+
+
+def _consumed(app: Celery, queues: Any, exclude: Any) -> tuple[str, ...]:
+    """The queues a test worker consumes: ``queues``, else the default queue and the app's
+    selected ones, without ``exclude``; none left is an error (such a worker runs nothing)."""
+    for option, value in (("queues", queues), ("exclude_queues", exclude)):
+        if value is not None and not isinstance(value, (str, Iterable)):
+            raise TypeError(f"start_worker: {option} takes queue names ('a,b' or a list), not {value!r}")
+    if queues:
+        names = queue_names(queues)
+    else:
+        names = [app.conf.task_default_queue or "celery", *app.amqp.queues.consume_from]
+    excluded = set(queue_names(exclude)) if exclude else set()
+    kept = tuple(sorted({n for n in names if n not in excluded}))
+    if not kept:
+        given = sorted(set(names))
+        raise ValueError(f"start_worker: exclude_queues={exclude!r} leaves no queue to consume of {given}")
+    return kept
+
 
 @contextmanager
 def start_worker(
@@ -62,15 +99,18 @@ def start_worker(
 ) -> Iterator[TestWorkController]:
     """Run a worker for ``app`` on threads of this process while the block runs (Celery's
     ``celery.contrib.testing.worker.start_worker``). It consumes the app's default queue and
-    its ``task_queues``; ``pool`` is accepted (a thread pool is used: the tests' own process
-    cannot fork safely)."""
+    the queues it declares (``task_queues``, or those ``app.select_queues`` chose), or
+    ``queues`` when given (``'a,b'`` or a list), less ``exclude_queues``, as Celery's worker
+    takes them; ``pool`` is accepted (a thread pool is used: the tests' own process cannot
+    fork safely). Celery's other worker options are accepted and ignored. As Celery's, it
+    makes ``app`` the current app."""
     app.finalize()
+    queues = _consumed(app, kwargs.get("queues"), kwargs.get("exclude_queues"))
+    app.set_current()
     name = kwargs.get("hostname") or _free_name()
     try:
-        queues = {app.conf.task_default_queue or "celery"}
-        queues |= {getattr(q, "name", q) for q in declared_queues(app.conf.task_queues)}
         options = WorkerOptions(
-            queues=tuple(sorted(queues)),
+            queues=queues,
             concurrency=max(1, int(concurrency)),
             executor_id=name,
             pool="threads",
