@@ -196,9 +196,12 @@ class TaskManagement(Monitoring, ScheduleManagement):
         kills the process running it with ``signal``. Returns False if the task had already
         finished."""
         admin = self.engine.admin
-        if terminate:
-            admin.request_terminate(task_id, signal)
-        return admin.cancel(task_id)
+        if not terminate:
+            return admin.cancel(task_id)
+        admin.request_terminate(task_id, signal)
+        cancelled = admin.cancel(task_id)
+        admin.wake_holder(task_id)  # cancelled first: the worker then ends it REVOKED
+        return cancelled
 
     def revoke_task(self, task_id: str, terminate: bool = False, signal: str = "SIGTERM") -> bool:
         """Celery's revoke: :meth:`cancel_task`, and for an id no task has yet, the id is

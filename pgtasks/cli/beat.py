@@ -60,13 +60,12 @@ def add_commands(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> None:
     celery = beat.add_argument_group("Celery's beat options that pgtasks ignores or refuses")
     add_refused(celery, "--detach", why=DETACH)
     add_ignored(celery, "-s", "--schedule", value=True, why="the schedules' state is in the database")
-    add_ignored(
-        celery,
+    celery.add_argument(
         "-S",
         "--scheduler",
         "--scheduler-cls",
-        value=True,
-        why="pgtasks beat fires beat_schedule, django-celery-beat's table and `pgtasks schedule`",
+        help="the app's beat_scheduler for this beat, as Celery's: django-celery-beat's "
+        "DatabaseScheduler is read; another is warned of",
     )
     add_ignored(celery, "-n", "--hostname", value=True)
     add_ignored(
@@ -110,9 +109,10 @@ def _beat(args: argparse.Namespace) -> int:
 
 def _run_beat(args: argparse.Namespace) -> int:
     from pgtasks.compat.bridge.worker_logging import setup_beat_logging
-    from pgtasks.compat.bridge.worker_start import beat_started
+    from pgtasks.compat.bridge.worker_start import beat_started, use_scheduler
 
     app = load_app(args.app)
+    use_scheduler(app, args.scheduler)
     if not setup_beat_logging(app, args.loglevel, args.logfile):
         output = {"handlers": [file_handler(args.logfile)]} if args.logfile else {"stream": sys.stderr}
         logging.basicConfig(level=args.loglevel.upper(), format=LOG_FORMAT, **output)

@@ -146,9 +146,18 @@ def add_compat_commands(sub: Any, parents: Sequence[argparse.ArgumentParser]) ->
     call.add_argument("--routing-key", help="accepted for Celery; queues are names here")
 
 
+# The commands Celery's default app serves when no -A is given: ``celery -b URL status``
+# asks the workers of the broker ``-b`` names (a health check needs no project code).
+WITHOUT_APP = ("status", "inspect", "control", "purge", "result", "call")
+
+
 def _load(args: argparse.Namespace, native: Handler | None) -> Any:
     if not args.app:
-        raise ConfigurationError(f"pgtasks {args.command}: -A/--app is required")
+        broker = getattr(args, "broker_url", None)
+        if broker and args.command in WITHOUT_APP:
+            return Celery(broker=broker)
+        needed = "-A/--app (or -b URL) is required" if args.command in WITHOUT_APP else "-A/--app is required"
+        raise ConfigurationError(f"pgtasks {args.command}: {needed}")
     app = load_app(args.app)
     if not isinstance(app, Celery) and native is None:
         raise ConfigurationError(

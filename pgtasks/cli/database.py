@@ -36,19 +36,25 @@ def configured_engine(database_url: str | None, schema: str) -> Engine:
     return Engine(Settings(database_url=configured_url(database_url), schema=schema))
 
 
+def _given_url(args: argparse.Namespace) -> str | None:
+    """``--database-url``, else Celery's ``-b/--broker``: ``celery -b URL flower``, without an
+    app, names its database so (celery-director's ``director celery flower`` runs it)."""
+    return args.database_url or getattr(args, "broker_url", None)
+
+
 def command_manager(args: argparse.Namespace) -> TaskManagement:
     """The management API a command acts through: -A's app, else a client of the database
-    that ``--database-url`` / ``--schema`` name."""
+    that ``--database-url`` (or ``-b``) and ``--schema`` name."""
     if args.app:
         return load_app(args.app)
-    return Client(configured_url(args.database_url), schema=args.schema)
+    return Client(configured_url(_given_url(args)), schema=args.schema)
 
 
 @contextmanager
 def command_engine(args: argparse.Namespace) -> Iterator[Engine]:
     """The engine of a management command: -A's app's, else one on the database that
-    ``--database-url`` / ``--schema`` name; closed when the command ends."""
-    engine = load_app(args.app).engine if args.app else configured_engine(args.database_url, args.schema)
+    ``--database-url`` (or ``-b``) and ``--schema`` name; closed when the command ends."""
+    engine = load_app(args.app).engine if args.app else configured_engine(_given_url(args), args.schema)
     try:
         yield engine
     finally:

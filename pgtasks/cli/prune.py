@@ -11,6 +11,7 @@ from typing import Any
 from pgtasks.cli.database import SCHEMA_HELP, URL_HELP, command_manager
 from pgtasks.cli.options import add_command
 from pgtasks.engine.errors import ConfigurationError
+from pgtasks.engine.options import MAX_DELAY_SECONDS
 from pgtasks.management import TaskManagement
 
 
@@ -40,8 +41,8 @@ def run_prune(args: argparse.Namespace) -> int:
 
 
 def _prune(manager: TaskManagement, args: argparse.Namespace) -> int:
-    if args.older_than is not None and args.older_than < 0:
-        raise ConfigurationError(f"--older-than must be seconds >= 0, not {args.older_than}")
+    if args.older_than is not None and not 0 <= args.older_than <= MAX_DELAY_SECONDS:  # a century
+        raise ConfigurationError(f"--older-than must be seconds from 0 to a century, not {args.older_than}")
     if args.older_than is None and manager.engine.settings.result_expires is None:
         print("result_expires is None: finished tasks are kept (give --older-than to prune anyway)")
         return 0

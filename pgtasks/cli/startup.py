@@ -21,6 +21,7 @@ from pgtasks.compat.bridge.flag_settings import flag as flag_setting
 from pgtasks.engine.core import Engine
 from pgtasks.engine.errors import DatabaseUnavailable
 from pgtasks.support.backoff import Backoff
+from pgtasks.sysdb.errors import DatabaseReadOnly
 from pgtasks.sysdb.urls import redact_url
 
 # Half a second before the first retry, doubled up to ten: a database that comes up within
@@ -69,9 +70,12 @@ def wait_for_database(
             delay = STARTUP_BACKOFF.delay(attempts)
             if attempts == 1:
                 log.warning(
-                    "the database %s is not reachable yet; waiting for it (retrying with backoff up to "
-                    "%.0fs; --no-wait-for-database to fail instead): %s",
+                    "the database %s %s (retrying with backoff up to %.0fs; --no-wait-for-database "
+                    "to fail instead): %s",
                     where,
+                    "is read-only; waiting for a writable primary"
+                    if isinstance(exc, DatabaseReadOnly)
+                    else "is not reachable yet; waiting for it",
                     STARTUP_BACKOFF.cap,
                     exc,
                 )

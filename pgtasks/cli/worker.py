@@ -181,9 +181,13 @@ def add_worker_command(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> 
         ("-S", "--statedb"),
         ("--heartbeat-interval",),
         ("-s", "--schedule", "--schedule-filename"),
-        ("--scheduler", "--scheduler-cls"),
     ):
         add_ignored(celery, *flags, value=True)
+    celery.add_argument(
+        "--scheduler",
+        "--scheduler-cls",
+        help="with -B, the app's beat_scheduler, as Celery's (django-celery-beat's is read)",
+    )
     add_ignored(
         celery, "--pool-start-method", value=True, why="prefork children fork from pgtasks' own fork server"
     )
@@ -192,12 +196,14 @@ def add_worker_command(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> 
 
 def run(args: argparse.Namespace) -> int:
     """Start the worker of ``-A``'s app; its exit status. ``--pidfile`` names it while it runs."""
-    from pgtasks.compat.bridge.worker_start import node_name
+    from pgtasks.compat.bridge.worker_start import node_name, use_scheduler
 
     if not args.app:
         print("pgtasks worker: -A/--app is required", file=sys.stderr)
         return 2
     app = load_app(args.app)
+    if args.beat:
+        use_scheduler(app, args.scheduler)
     # As Celery: only the app is loaded as root; the -I modules are imported as the user.
     drop_privileges(getattr(args, "uid", None), getattr(args, "gid", None))
     import_included(args.include)

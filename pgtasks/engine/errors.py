@@ -129,7 +129,9 @@ class RetryRequested(PgtasksError):
             or not isinstance(countdown, (int, float))
             or not 0 <= countdown < 10**9
         ):
-            raise ConfigurationError(f"retry countdown must be a number of seconds >= 0, not {countdown!r}")
+            raise ConfigurationError(
+                f"retry countdown must be a number of seconds from 0 to 10**9 (31 years), not {countdown!r}"
+            )
         super().__init__(message or f"Retry in {countdown:g}s" + (f": {reason!r}" if reason else ""))
         self.countdown = float(countdown)
         self.reason = reason

@@ -8,6 +8,7 @@ from collections import Counter
 
 from pgtasks.engine.errors import ConfigurationError
 from pgtasks.sysdb import SystemDatabase
+from pgtasks.sysdb.queues import MAX_SECONDS
 
 PRUNE_BATCH = 1000
 
@@ -18,9 +19,9 @@ def older_than_ms(result_expires: float | None, older_than: float | None) -> int
     seconds = result_expires if older_than is None else older_than
     if seconds is None:
         return None
-    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or seconds < 0:
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not 0 <= seconds <= MAX_SECONDS:
         raise ConfigurationError(
-            f"the age of tasks to prune must be a number of seconds >= 0, not {seconds!r}"
+            f"the age of tasks to prune must be a number of seconds from 0 to a century, not {seconds!r}"
         )
     return round(seconds * 1000)
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from pgtasks.engine.errors import ConfigurationError
 from pgtasks.sysdb.identifiers import validate_identifier
+from pgtasks.sysdb.queues import MAX_SECONDS
 from pgtasks.sysdb.urls import DEFAULT_SCHEMA, parse_database_url, resolve_database_url
 
 VERSION_ENV = "PGTASKS_APPLICATION_VERSION"
@@ -66,11 +67,11 @@ class Settings:
         if expires is not None and (
             isinstance(expires, bool)
             or not isinstance(expires, (int, float))
-            or not math.isfinite(expires)
-            or expires <= 0
+            or not 0 < expires <= MAX_SECONDS
         ):
             raise ConfigurationError(
-                f"result_expires must be a positive number of seconds, or None to keep them, not {expires!r}"
+                "result_expires must be a positive number of seconds, at most a century, or None to "
+                f"keep them, not {expires!r}"
             )
         cap = self.max_payload_bytes
         if isinstance(cap, bool) or not isinstance(cap, int) or cap < 1:

@@ -15,6 +15,7 @@ from pgtasks.engine.errors import ConfigurationError
 from pgtasks.engine.lookups import checked_task_id, storable_text
 from pgtasks.engine.settings import validate_queue_name
 from pgtasks.sysdb import SystemDatabase
+from pgtasks.sysdb.commands import command_announcement
 from pgtasks.sysdb.provisioning import migration_script
 from pgtasks.sysdb.records import (
     EventEntry,
@@ -103,10 +104,19 @@ class TaskAdmin:
 
     def request_terminate(self, task_id: str, signal_name: str) -> bool:
         """Ask the worker running ``task_id`` to stop its process with ``signal_name``
-        (prefork pools); False if there is no such task."""
+        (prefork pools); False if there is no such task. It does so at its next heartbeat, or
+        at once when :meth:`wake_holder` is called after the task is cancelled."""
         return self._database.sysdb.task_event_set(
             checked_task_id(task_id), TERMINATE_KEY, json.dumps(signal_name), "json"
         )
+
+    def wake_holder(self, task_id: str) -> None:
+        """Wake the worker holding ``task_id`` as a command does (where the database has
+        notifications), so that it acts on the task's terminate request now."""
+        sysdb = self._database.sysdb
+        record = sysdb.task_get(checked_task_id(task_id))
+        if record is not None and record.executor_id:
+            sysdb.queues_announce((command_announcement(record.executor_id),))
 
     def resume(self, task_id: str) -> bool:
         """Re-enqueue a cancelled or dead-lettered task; False if it is not resumable."""

@@ -29,6 +29,11 @@ class DatabaseBusy(DatabaseUnavailable):
     heartbeat has a session of its own), so the task stays this worker's."""
 
 
+class DatabaseReadOnly(DatabaseUnavailable):
+    """The database answered but accepts no writes (a standby, a read-only role, or
+    ``default_transaction_read_only``). Retried like an outage: a failover may promote it."""
+
+
 class DuplicatesRefused(PgtasksError):
     """An all-or-nothing enqueue found a deduplication id already held: nothing was written.
     ``results`` holds one result per task (those with ``duplicate_of`` set were refused)."""

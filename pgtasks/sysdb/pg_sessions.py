@@ -37,7 +37,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from pgtasks.support.backoff import Backoff, Retry
 from pgtasks.sysdb import one_call
-from pgtasks.sysdb.errors import ConfigurationError, DatabaseBusy, DatabaseUnavailable
+from pgtasks.sysdb.errors import ConfigurationError, DatabaseBusy, DatabaseReadOnly, DatabaseUnavailable
 from pgtasks.sysdb.identifiers import quote_identifier
 from pgtasks.sysdb.interface import EnqueueListener
 from pgtasks.sysdb.lifo_pool import LifoConnectionPool
@@ -47,6 +47,7 @@ T = TypeVar("T")
 POOL_WAIT_SECONDS = 10.0  # how long a caller waits for a connection before DatabaseUnavailable
 MIN_POOL_WAIT_SECONDS = 1.0  # the least of it, even when outages are not waited out
 IDLE_IN_TRANSACTION_MS = 5_000  # see session_options
+IDLE_SESSION_TIMEOUT_SINCE = 140_000  # the server version that has idle_session_timeout
 # Errors that may be the database's rather than the request's: the server ended the session,
 # the network did, or the server refused for now (read below which SQLSTATEs are).
 LOST_SESSION = (
@@ -67,6 +68,9 @@ UNAVAILABLE_SQLSTATES = ("08", "53", "57", "25P03", "25006", "55P03", "40")
 # Of those, the refusals of a server that is there and writable, on a session that lives.
 BUSY_SQLSTATES = ("55P03", "57014", "40")
 READ_ONLY_SQLSTATE = "25006"
+# Immediate retries of a statement whose prepared plan went stale (see is_stale_plan): one per
+# pooled session that may still hold the old plan, and a few more.
+STALE_PLAN_RETRIES = 16
 
 
 def is_unavailable(exc: BaseException) -> bool:
@@ -83,6 +87,25 @@ def is_busy(exc: BaseException) -> bool:
     return sqlstate is not None and sqlstate.startswith(BUSY_SQLSTATES)
 
 
+def is_stale_plan(exc: BaseException) -> bool:
+    """True when the server refused a statement prepared on this session before another session
+    changed the columns of a table it reads (an operator's ``ALTER TABLE ... ADD COLUMN``, a
+    newer pgtasks' migration): "cached plan must not change result type". The server refuses
+    it again at every call until the session forgets it (:func:`forget_plans`). Recognised by
+    the server's function, which, unlike the message, is never translated."""
+    return (
+        isinstance(exc, psycopg.errors.FeatureNotSupported)
+        and exc.diag.source_function == "RevalidateCachedQuery"
+    )
+
+
+def forget_plans(conn: psycopg.Connection[Any]) -> None:
+    """Drop every statement prepared on ``conn``'s session (idle, in autocommit): psycopg's
+    and :mod:`pgtasks.sysdb.one_call`'s, which are prepared again at their next use."""
+    with contextlib.suppress(Exception):  # a broken session: the pool drops it
+        conn.execute("DEALLOCATE ALL")  # psycopg forgets its own on seeing it
+
+
 def transient_words(exc: BaseException) -> tuple[type[DatabaseUnavailable], str]:
     """For an error for which :func:`is_unavailable` holds: the class pgtasks raises for it and
     what it means, worded for the operator ("the pgtasks database URL <words>: <error>")."""
@@ -90,7 +113,7 @@ def transient_words(exc: BaseException) -> tuple[type[DatabaseUnavailable], str]
         return DatabaseUnavailable, "is unavailable"
     sqlstate = getattr(exc, "sqlstate", None)
     if sqlstate == READ_ONLY_SQLSTATE:
-        return DatabaseUnavailable, (
+        return DatabaseReadOnly, (
             "is read-only (a standby, or a read-only role or default_transaction_read_only): "
             "waiting for a writable primary"
         )
@@ -146,9 +169,16 @@ def session_options(dsn: str) -> str:
       transactions, so one idle for that long belongs to a process that is frozen or cut off
       from the server. Its row locks would otherwise block the others' recovery until TCP
       gives up (hours); the server ends the session instead.
+    - READ COMMITTED, whatever the role's or the database's default: pgtasks' statements are
+      written for it (claims skip locked rows, fences re-read the row they wait for). Under a
+      default of REPEATABLE READ or SERIALIZABLE the same waits end in serialization failures,
+      retried with a warning each episode (13 in 3 s of one worker draining 20,000 tasks).
     """
     own = conninfo_to_dict(dsn).get("options") or ""
-    return f"{own} -c jit=off -c idle_in_transaction_session_timeout={IDLE_IN_TRANSACTION_MS}".strip()
+    return (
+        f"{own} -c jit=off -c idle_in_transaction_session_timeout={IDLE_IN_TRANSACTION_MS} "
+        r"-c default_transaction_isolation=read\ committed"
+    ).strip()
 
 
 def _checkout(pool: ConnectionPool) -> psycopg.Connection[Any]:
@@ -182,6 +212,8 @@ def _checkin(pool: ConnectionPool, conn: psycopg.Connection[Any], error: BaseExc
             else:
                 with contextlib.suppress(Exception):  # a broken session: the pool drops it
                     conn.rollback()
+        if error is not None and is_stale_plan(error) and not conn.closed:
+            forget_plans(conn)
     finally:
         pool.putconn(conn)
 
@@ -195,6 +227,10 @@ class PostgresListener(EnqueueListener):
         try:
             dsn = target.listen_dsn or target.dsn
             self._conn = psycopg.connect(dsn, autocommit=True, connect_timeout=10)
+            if self._conn.info.server_version >= IDLE_SESSION_TIMEOUT_SINCE:
+                # This session is idle by design: a role's idle_session_timeout (managed
+                # databases set one) would end it, and lose what is sent meanwhile, each time.
+                self._conn.execute("SET idle_session_timeout = 0")
             self._conn.execute(f"LISTEN {quote_identifier(channel, 'channel name')}")
             if presence_key is not None:
                 self._conn.execute("SELECT pg_advisory_lock_shared(%s)", (presence_key,))
@@ -322,6 +358,15 @@ class PostgresSessions:
             if not isinstance(exc, PoolTimeout) and not is_unavailable(exc):
                 raise
             raise self._transient(exc) from exc
+        except psycopg.errors.FeatureNotSupported as exc:
+            if not is_stale_plan(exc):
+                raise
+            # A transaction is not repeated here; the session forgot its plans (_checkin), so
+            # the caller's next attempt (the worker's, the beat's) runs.
+            raise DatabaseBusy(
+                f"the pgtasks database {self.target.display_url} refused a statement for now (a "
+                f"table's columns changed since it was prepared; prepared again at the next try): {exc}"
+            ) from exc
 
     def _transient(self, exc: Exception) -> DatabaseUnavailable:
         """The DatabaseUnavailable (or DatabaseBusy) that a transient ``exc`` is raised as."""
@@ -361,6 +406,7 @@ class PostgresSessions:
         (then DatabaseUnavailable). ``body`` must be safe to repeat: an attempt whose reply
         was lost may have committed."""
         retry: Retry | None = None  # made on the first failure: nothing added to the way through
+        stale_plans = 0
         while True:
             conn: psycopg.Connection[Any] | None = None
             try:
@@ -375,6 +421,13 @@ class PostgresSessions:
             # PoolTimeout is an OperationalError too, raised before any connection is bound.
             except PoolTimeout as exc:
                 error: Exception = exc
+            except psycopg.errors.FeatureNotSupported as exc:
+                # The session forgot its plans (_checkin): at once again, on the same or another
+                # pooled session, which may hold the old plan too.
+                if not is_stale_plan(exc) or stale_plans >= STALE_PLAN_RETRIES:
+                    raise
+                stale_plans += 1
+                continue
             except LOST_SESSION as exc:
                 if not is_unavailable(exc):
                     raise  # the request's own fault (a program limit, ...): never an outage

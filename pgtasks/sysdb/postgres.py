@@ -28,7 +28,7 @@ from pgtasks.sysdb.dedup import (
     refuse_duplicates,
     single_task_params,
 )
-from pgtasks.sysdb.errors import ConfigurationError, DatabaseUnavailable
+from pgtasks.sysdb.errors import ConfigurationError, DatabaseReadOnly, DatabaseUnavailable
 from pgtasks.sysdb.identifiers import quote_identifier, validate_identifier
 from pgtasks.sysdb.interface import EnqueueListener
 from pgtasks.sysdb.overlapped import enqueue_overlapped
@@ -296,6 +296,12 @@ class PostgresSystemDatabase(PostgresSessions, SqlStore):
                 f"cannot run ({exc.diag.message_primary}); run `pgtasks migrate` as the role "
                 "that owns the schema (see `pgtasks roles`)"
             ) from None
+        except psycopg.errors.ReadOnlySqlTransaction as exc:
+            raise DatabaseReadOnly(
+                f"the pgtasks database {self.target.display_url} is read-only (a standby, or a "
+                f"read-only role or default_transaction_read_only), and the schema {self.target.schema!r} "
+                f"needs migrations: {exc}"
+            ) from exc
         except LOST_SESSION as exc:  # the server went away after the connection was made
             if not is_unavailable(exc):
                 raise

@@ -4,7 +4,6 @@ of the ``queue_upsert`` statement."""
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping
 from dataclasses import fields
 from typing import Any
@@ -15,25 +14,32 @@ from pgtasks.sysdb.records import QueueSettings, QueueUpsert
 # Columns of ``queues`` that settings may change (each has a set_<column> flag in queue_upsert).
 # ``paused`` is not one: declaring a queue at worker start must never resume it.
 SETTABLE = tuple(f.name for f in fields(QueueSettings) if f.name not in ("name", "paused"))
+MAX_COUNT = 2**31 - 1  # the largest value of an integer column (concurrency, rate_limit_max)
+MAX_SECONDS = 100 * 366 * 86_400  # a century: ages in epoch milliseconds stay far inside BIGINT
 
 
 def check_queue_settings(settings: QueueSettings) -> None:
     """Refuse limits that make no sense, with the field's name in the message."""
     for name in ("concurrency", "worker_concurrency", "rate_limit_max"):
         value = getattr(settings, name)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-            raise ConfigurationError(f"queue {settings.name!r}: {name} must be an integer >= 1 or None")
+        bad = isinstance(value, bool) or not isinstance(value, int)
+        if value is not None and (bad or not 1 <= value <= MAX_COUNT):
+            raise ConfigurationError(
+                f"queue {settings.name!r}: {name} must be an integer from 1 to {MAX_COUNT:,} or None"
+            )
     for name in ("rate_limit_period_sec", "polling_interval_sec"):
         value = getattr(settings, name)
         bad = isinstance(value, bool) or not isinstance(value, (int, float))
-        if value is not None and (bad or not math.isfinite(value) or value <= 0):
-            raise ConfigurationError(f"queue {settings.name!r}: {name} must be a positive number of seconds")
+        if value is not None and (bad or not 0 < value <= MAX_SECONDS):
+            raise ConfigurationError(
+                f"queue {settings.name!r}: {name} must be a positive number of seconds, at most a century"
+            )
     expires = settings.result_expires_sec
     bad = isinstance(expires, bool) or not isinstance(expires, (int, float))
-    if expires is not None and (bad or not math.isfinite(expires) or expires < 0):
+    if expires is not None and (bad or not 0 <= expires <= MAX_SECONDS):
         raise ConfigurationError(
-            f"queue {settings.name!r}: result_expires_sec must be a number of seconds >= 0 "
-            "(0 keeps its tasks until deleted by hand) or None (the app's result_expires)"
+            f"queue {settings.name!r}: result_expires_sec must be a number of seconds from 0 to a "
+            "century (0 keeps its tasks until deleted by hand) or None (the app's result_expires)"
         )
     if (settings.rate_limit_max is None) != (settings.rate_limit_period_sec is None):
         raise ConfigurationError(

@@ -103,6 +103,8 @@ class HealthOptions:
         if self.port is not None and not 0 <= self.port <= 65535:
             raise ConfigurationError(f"--health-port must be between 0 and 65535, not {self.port}")
         if self.file is not None:
+            if self.file.is_dir():  # '' is '.' too
+                raise ConfigurationError(f"--health-file {self.file}: a folder, not a file to renew")
             folder = self.file.parent
             if not folder.is_dir():
                 raise ConfigurationError(f"--health-file {self.file}: the folder {folder} does not exist")

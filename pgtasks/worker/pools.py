@@ -29,6 +29,7 @@ from pgtasks.engine.execution import execute_task
 from pgtasks.engine.failures import encode_exception
 from pgtasks.sysdb.records import Outcome, Status, StepRecord, TaskRecord
 from pgtasks.worker.held import Held, checked_to_run, give_back_stale, unstarted, waited_long
+from pgtasks.worker.prefork_slots import CAPACITY as PREFORK_CAPACITY
 
 log = logging.getLogger("pgtasks.worker")
 
@@ -50,6 +51,7 @@ RECYCLED_POOLS = ("prefork",)
 # loop's own thread (Celery's worker_process_init is sent in each child, or once for solo).
 FORKING_POOLS = ("prefork",)
 INLINE_POOLS = ("solo",)
+MAX_SIZE = 1_000_000  # tasks at once, for any pool: far past what a process can run
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +79,13 @@ class PoolOptions:
     def __post_init__(self) -> None:
         if self.kind not in POOLS:
             raise ConfigurationError(f"unknown pool {self.kind!r}; choose one of {', '.join(POOLS)}")
+        if self.size > MAX_SIZE:
+            raise ConfigurationError(f"concurrency must be at most {MAX_SIZE:,}, not {self.size:,}")
+        if self.kind in FORKING_POOLS and self.size > PREFORK_CAPACITY:
+            raise ConfigurationError(
+                f"the prefork pool runs at most {PREFORK_CAPACITY:,} processes, not {self.size:,}: "
+                "more tasks at once need -P threads (or -P asyncio for async tasks)"
+            )
         for name in ("time_limit", "soft_time_limit"):
             value = getattr(self, name)
             if value is not None and (
@@ -220,7 +229,13 @@ class ThreadPool:
     def start(self) -> None:
         for n in range(self._size):
             thread = threading.Thread(target=self._serve, args=(n,), name=f"pgtasks-task_{n}", daemon=True)
-            thread.start()
+            try:
+                thread.start()
+            except RuntimeError as exc:  # the system's limit on threads (or their memory)
+                raise ConfigurationError(
+                    f"cannot start {self._size:,} threads (-c {self._size}): {exc} after {n:,}; "
+                    "the system allows fewer"
+                ) from exc
             self._threads.append(thread)
 
     def terminate(self, task_id: str) -> bool:

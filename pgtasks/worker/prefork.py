@@ -423,7 +423,10 @@ class PreforkPool:
 
     def _lost(self, task: TaskRecord, code: int | None) -> tuple[TaskRecord, Outcome]:
         if self._cut_short:
-            reason = "its process was stopped: the worker's shutdown grace period was over"
+            reason = (
+                "its process was stopped: the worker shut down cold (a second stop signal, or the "
+                "end of its shutdown grace period)"
+            )
             log.warning("task %s was still running; %s; it will run again", task.task_id, reason)
         else:
             reason = (

@@ -38,6 +38,9 @@ from pgtasks.worker.std_streams import reopen_closed
 log = logging.getLogger("pgtasks.worker")
 LENGTH = struct.Struct("!I")
 READ_SIZE = 1 << 16
+# A soft limit past a century never falls: setitimer refuses one past time_t (1e300: an
+# OverflowError that ended the child before its task, which was given back, again and again).
+LONGEST_TIMER = 100 * 366 * 86_400.0
 
 # Records and outcomes cross the pipes as tuples of their fields: pickling the dataclasses
 # themselves costs several times more, on both sides, for every task.
@@ -86,7 +89,7 @@ def child_main(
                 _send(fd, (None, None, False))  # revoked, taken over or expired meanwhile: not run
                 continue
             if soft_limit is not None:
-                signal.setitimer(signal.ITIMER_REAL, soft_limit)
+                signal.setitimer(signal.ITIMER_REAL, min(soft_limit, LONGEST_TIMER))
             try:
                 outcome = run_guarded(engine, record, executor_id, steps)
             finally:

@@ -308,7 +308,7 @@ class Worker:
             self.options.queues,
             self._wake,
             self._due.poke,
-            command=(store.command_announcement(self.executor_id), self._control.answer),
+            command=(store.command_announcement(self.executor_id), self._commanded),
         )
         self.listening = self._wakeups.start()
 
@@ -349,11 +349,24 @@ class Worker:
         stray = self._store.release_stray(ReleaseStrayParams(self.executor_id, keep, grace))
         if stray:
             log.warning("gave back %d tasks this worker had claimed without knowing it", len(stray))
-        if keep and self._pool.terminates:
-            for task_id in self._store.to_terminate(list(keep)):
-                self._pool.terminate(task_id)
+        self._terminate_revoked(keep)
         if self._control is not None:
             self._control.answer()
+
+    def _commanded(self) -> None:
+        """A command announced to this worker (NOTIFY): the revoke of a task it runs with
+        terminate=True is announced so too, to stop it now rather than at the next heartbeat."""
+        with self._running_lock:
+            keep = tuple(self._owned)
+        self._terminate_revoked(keep)
+        if self._control is not None:
+            self._control.answer()
+
+    def _terminate_revoked(self, running: tuple[str, ...]) -> None:
+        """Stop those of ``running`` revoked with terminate=True (pools that can)."""
+        if running and self._pool.terminates:
+            for task_id in self._store.to_terminate(list(running)):
+                self._pool.terminate(task_id)
 
     def _static_report(self) -> dict[str, Any]:
         """The parts of the worker's report that do not change while it runs, written with

@@ -190,6 +190,33 @@ def test_a_health_file_in_a_missing_folder_is_refused_at_start(tmp_path: Path, s
     ]
 
 
+def test_a_health_file_that_is_a_folder_is_refused_at_start(sqlite_url: str) -> None:
+    """``--health-file ''`` (the folder '.') was an IsADirectoryError traceback at each renewal,
+    the worker running on."""
+    done = run_pgtasks(
+        "worker", "-A", APP, "--health-file", "", env={"PGTASKS_DATABASE_URL": sqlite_url}, timeout=60
+    )
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.splitlines() == ["pgtasks: error: --health-file .: a folder, not a file to renew"]
+
+
+def test_a_concurrency_no_pool_can_run_is_one_line(
+    sqlite_url: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Were tracebacks: the prefork pool's ValueError at its 1,025th child, an OverflowError."""
+    prefork = _here(["worker", "-A", APP, "-c", "1025"], capsys, monkeypatch, sqlite_url)
+    assert prefork == (
+        2,
+        [
+            "pgtasks: error: the prefork pool runs at most 1,024 processes, not 1,025: more tasks "
+            "at once need -P threads (or -P asyncio for async tasks)"
+        ],
+    )
+    huge = int("9" * 20)
+    threads = _here(["worker", "-A", APP, "-c", str(huge), "-P", "threads"], capsys, monkeypatch, sqlite_url)
+    assert threads == (2, [f"pgtasks: error: concurrency must be at most 1,000,000, not {huge:,}"])
+
+
 @pytest.mark.parametrize("excluded", ["", ",", " , "])
 def test_an_empty_exclude_queues_excludes_nothing_as_in_celery(
     excluded: str, capsys: pytest.CaptureFixture[str]

@@ -11,7 +11,8 @@ import pytest
 
 from pgtasks import App, ConfigurationError
 from tests.support.cli import cli_argv, run_pgtasks
-from tests.support.inprocess import running_worker
+from tests.support.inprocess import running_worker, wait_for
+from tests.support.processes import stop, worker_process
 
 NO_DATABASE = (
     "no database configured: pass --database-url, set PGTASKS_DATABASE_URL, or name the application with -A"
@@ -41,6 +42,37 @@ def test_management_commands_need_a_configured_database(tmp_path: Path, command:
     assert NO_DATABASE in done.stderr
     assert done.stdout == ""
     assert list(tmp_path.iterdir()) == []  # no ./pgtasks.sqlite3 made behind the user's back
+
+
+@pytest.mark.parametrize("command", [("tasks", "list"), ("queue", "list")])
+def test_celerys_broker_option_names_the_database_without_an_app(
+    database_url: str, command: tuple[str, ...]
+) -> None:
+    """``celery -b URL flower`` (celery-director's ``director celery flower``) runs without an
+    app: Celery's ``-b`` names the database of a management command as ``--database-url``
+    does. It was "no database configured"."""
+    done = run_pgtasks("-b", database_url, *command, env={"PGTASKS_DATABASE_URL": ""})
+    assert done.returncode == 0, (done.stdout, done.stderr)
+    assert done.stdout.split()[0] in ("id", "queue"), done.stdout
+
+
+def test_status_and_inspect_take_celerys_broker_option_without_an_app(
+    database_url: str, tmp_path: Path
+) -> None:
+    """``celery -b URL status`` and ``inspect ping`` (a health check with no project code) ask
+    the workers of the database ``-b`` names, as Celery's default app does. They were
+    refused: "-A/--app is required"."""
+    quiet = {"PGTASKS_DATABASE_URL": ""}
+    done = run_pgtasks("-b", database_url, "status", env=quiet)
+    assert (done.returncode, done.stderr.strip()) == (69, "Error: No nodes replied within time constraint")
+    worker = worker_process(database_url, tmp_path / "ledger", "health-w1")
+    try:
+        answered = lambda: run_pgtasks("-b", database_url, "inspect", "ping", env=quiet).returncode == 0  # noqa: E731
+        wait_for(answered, timeout=60, what="the worker to answer ping")
+        done = run_pgtasks("-b", database_url, "status", env=quiet)
+        assert done.returncode == 0 and "1 node online." in done.stdout, (done.stdout, done.stderr)
+    finally:
+        stop(worker)
 
 
 def test_fork_past_the_recorded_steps_is_an_error(database_url: str) -> None:

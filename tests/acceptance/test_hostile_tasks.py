@@ -97,7 +97,10 @@ def test_a_prefork_task_outlasting_the_shutdown_grace_is_given_back_once_not_rep
     assert worker.returncode == 0, out
     record = client.get_task(handle.id, steps=False)
     assert record is not None and record.status.value == "ENQUEUED" and record.recovery_attempts == 1
-    reason = "its process was stopped: the worker's shutdown grace period was over"
+    reason = (
+        "its process was stopped: the worker shut down cold (a second stop signal, or the end of its "
+        "shutdown grace period)"
+    )
     assert json.loads(record.error or "{}")["message"] == reason
     # it was: "the process running task <id> died (exit code None)", at ERROR
     assert f"task {handle.id} was still running; {reason}; it will run again" in out, out

@@ -143,6 +143,21 @@ def test_soft_time_limit_raises_inside_the_task(database_url: str, ledger: Path)
     client.close()
 
 
+def test_a_soft_time_limit_past_any_timer_never_falls(pg_url: str, ledger: Path) -> None:
+    """1e300 s: setitimer's OverflowError ended the child before each run of the task, which was
+    given back every time ("process exited with code 1") until it was dead-lettered."""
+    client = Client(pg_url)
+    worker = worker_process(
+        pg_url, ledger, "pf", pool="prefork", concurrency=1, extra_args=("--soft-time-limit", "1e300")
+    )
+    try:
+        assert client.enqueue("durable.soft", [0]).get(timeout=30) == "finished in time"
+    finally:
+        out = stop(worker)
+    client.close()
+    assert "died" not in out, out
+
+
 def test_a_child_killed_inside_a_step_is_replaced_and_the_task_resumes(
     database_url: str, ledger: Path
 ) -> None:
@@ -191,7 +206,8 @@ def test_cold_shutdown_loses_nothing_and_leaves_no_orphan(database_url: str, led
     wait_for(lambda: "warm shutdown" in log.read_text(), what="the warm shutdown to begin")
     worker.send_signal(signal.SIGTERM)
     assert worker.wait(timeout=30) == 1
-    assert "cold shutdown" in log.read_text()
+    said = log.read_text()
+    assert "cold shutdown" in said and "the worker shut down cold (a second stop signal" in said, said
     rescuer = worker_process(database_url, ledger, "rescuer", lease_seconds=1)
     try:
         assert handle.get(timeout=60) == sum(range(4))

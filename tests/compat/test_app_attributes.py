@@ -137,3 +137,38 @@ def test_the_version_is_the_celery_release_whose_api_the_layer_follows() -> None
     assert ours == done.stdout.strip()
     assert celery.VERSION == celery.version_info_t(5, 7, 0, "", "") == celery.version_info
     assert celery.VERSION >= (5, 7) and celery.VERSION_BANNER == "5.7.0 (pgtasks)"
+
+
+def test_assigning_app_task_sets_the_base_of_its_tasks(sqlite_url: str) -> None:
+    """``celery.Task = ContextTask``, Flask's pattern (cookiecutter-flask-restful's
+    ``init_celery``): the base of the tasks defined after it, and of those defined before it
+    while the app is not finalized, as Celery creates them from the app's Task when it
+    finalizes. It was "property 'Task' of 'Celery' object has no setter"."""
+    app = Celery("ctx", broker=sqlite_url)
+    calls: list[str] = []
+
+    @app.task
+    def before() -> str:
+        return "before"
+
+    class ContextTask(app.Task):  # type: ignore[name-defined,misc]
+        def __call__(self, *args: object, **kwargs: object) -> object:
+            calls.append(self.name)
+            return self.run(*args, **kwargs)
+
+    app.Task = ContextTask
+
+    @app.task
+    def after() -> str:
+        return "after"
+
+    assert app.Task is ContextTask and isinstance(before, ContextTask) and isinstance(after, ContextTask)
+    assert (before(), after()) == ("before", "after") and calls == [before.name, after.name]
+    app.finalize()
+
+    class Later(ContextTask):
+        pass
+
+    app.Task = Later  # once finalized, the tasks made keep their base, as in Celery
+    assert not isinstance(before, Later) and app.Task is Later
+    app.close()

@@ -9,6 +9,7 @@ import functools
 import math
 import re
 import time
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -368,6 +369,15 @@ def test_revoke_takes_one_id_or_any_iterable_of_ids_and_names_what_is_neither(ap
     app.control.revoke(iter(["gen-1", "gen-2"]))
     app.control.revoke({"set-1"})
     assert app.AsyncResult("gen-2").state == app.AsyncResult("set-1").state == "REVOKED"
+
+
+def test_revoke_takes_a_uuid_as_the_task_id_it_spells(app: Celery) -> None:
+    """A project that keeps task ids in a UUID column revokes them as read (celery-director's
+    ``cancel``); that was "a task id must be a string, not UUID"."""
+    one, other = uuid.uuid4(), uuid.uuid4()
+    app.control.revoke(one, terminate=True)
+    app.control.revoke([other])
+    assert app.AsyncResult(str(one)).state == app.AsyncResult(str(other)).state == "REVOKED"
 
 
 def test_a_signature_with_arguments_of_the_wrong_kind_names_the_task(app: Celery) -> None:

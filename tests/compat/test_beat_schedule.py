@@ -11,6 +11,7 @@ import pytest
 from pgtasks import App
 from pgtasks.compat import Celery
 from pgtasks.compat.celery.schedules import crontab
+from pgtasks.engine.errors import ConfigurationError
 from pgtasks.scheduler import Beat, ManualClock, fire_task_id
 
 UTC = dt.timezone.utc
@@ -119,3 +120,6 @@ def test_a_fractional_or_short_period_fires_on_whole_seconds(
     stored = {s.name: s.interval_seconds for s in app.schedules_list()}
     assert stored == {"half": 1, "zero": 1, "one-and-a-half": 2}
     assert "fires every 1 s: pgtasks fires on whole seconds" in caplog.text
+    for negative in (-5, dt.timedelta(seconds=-1)):  # fired every second, with that warning
+        with pytest.raises(ConfigurationError, match="period must be 0 or more seconds, not -"):
+            schedule(negative)

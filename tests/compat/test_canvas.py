@@ -83,6 +83,18 @@ def test_freezing_a_chain_sets_its_id() -> None:
     assert flow.id is None and flow.tasks[-1].id == "42"
 
 
+def test_chain_and_chord_are_celerys_private_classes_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``celery.canvas._chain`` and ``_chord`` are the classes of chain and chord instances:
+    projects test ``isinstance(flow, _chain)`` and patch ``_chain.apply_async`` so that their
+    tests send nothing (celery-director's conftest); the import was an ImportError."""
+    from celery.canvas import _chain, _chord
+
+    flow = proj.add.s(1, 1) | proj.mul.s(2)
+    assert isinstance(flow, _chain) and isinstance(chord([proj.add.s(1, 1)], proj.tsum.s()), _chord)
+    monkeypatch.setattr(_chain, "apply_async", lambda *args, **kwargs: None)
+    assert flow.apply_async() is None and flow.delay() is None
+
+
 def test_failures_stop_chains_fail_chords_and_run_errbacks(ledger: Path) -> None:
     stopped = (proj.add.s(1, 1) | proj.fail.s() | proj.add.s(5)).delay()
     with pytest.raises(proj.Broken, match=r"failed with \[2\]"):

@@ -76,3 +76,23 @@ def test_broadcast_revoke_revokes(worker: Path) -> None:
         proj.add.apply_async((2, 2), task_id="by-broadcast").get(timeout=30)
     with pytest.raises(TypeError, match="task_id"):
         control.broadcast("revoke", arguments={})
+
+
+def test_terminate_stops_the_task_at_once_not_at_the_next_heartbeat(
+    pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``revoke(terminate=True)`` wakes the worker running the task (a NOTIFY, as for its
+    commands), as Celery's broadcast reaches its worker at once. The kill waited for the
+    worker's next heartbeat, a quarter of the lease: 30 s here, 7.5 s by default (celery-
+    director's cancel saw its task stopped 6 s later)."""
+    log, node = tmp_path / "worker.log", "celery@terminate-w1"
+    module, ledger = "tests.compat.apps.results_app", tmp_path / "ledger"
+    options = {"lease_seconds": 120, "pool": "prefork", "concurrency": 1, "output": log}
+    with celery_worker(proj.app, module, pg_url, ledger, monkeypatch, "terminate-w1", **options):
+        running = proj.block.delay(str(tmp_path / "never"), 300)
+        control = proj.app.control
+        wait_for(lambda: bool((control.inspect().active() or {}).get(node)), timeout=60, what="the start")
+        control.revoke(running.id, terminate=True)
+        killed = "terminated (revoked with terminate=True)"
+        wait_for(lambda: killed in log.read_text(), timeout=5, what="the kill")
+        assert running.state == "REVOKED"

@@ -30,10 +30,13 @@ import psycopg
 import pytest
 
 from pgtasks import Client, SoftTimeLimitExceeded, TimeLimitExceeded
+from pgtasks.sysdb.postgres import PostgresSystemDatabase
+from pgtasks.sysdb.urls import parse_database_url, redact_url
+from tests.support.cli import run_pgtasks
 from tests.support.inprocess import wait_for
 from tests.support.ledger import lines_of, text_of
 from tests.support.processes import stop, worker_process
-from tests.support.schemas import with_user
+from tests.support.schemas import with_schema, with_user
 
 APP = "tests.faults.apps.operator_app"
 LEASE = 1.0  # seconds; every hold below is three leases long
@@ -71,6 +74,16 @@ def _worker(url: str, tmp_path: Path, name: str = "w1", pool: str = "threads", *
         output=tmp_path / f"{name}.log",
         extra_args=args,
     )
+
+
+def _migrated_with(pg_url: str, pg_server_url: str, role: str, setting: str) -> Client:
+    """A client of the schema's owner, the schema migrated by it, and ``setting`` (``name =
+    value``) made the role's own: the worker runs as the role."""
+    client = Client(pg_url, pool_size=2)
+    client.engine.admin.migrate()
+    with psycopg.connect(pg_server_url, autocommit=True) as admin:
+        admin.execute(f"ALTER ROLE {role} SET {setting}")
+    return client
 
 
 def _heartbeat_age_ms(conn: psycopg.Connection, schema: str, executor_id: str) -> int:
@@ -154,10 +167,7 @@ def test_a_lock_timeout_on_the_role_is_retried_not_the_tasks_failure(
     pg_url: str, pg_server_url: str, role: str, tmp_path: Path
 ) -> None:
     schema = _schema(pg_url)
-    client = Client(pg_url, pool_size=2)
-    client.engine.admin.migrate()  # as the schema's owner; the worker runs as the role
-    with psycopg.connect(pg_server_url, autocommit=True) as admin:
-        admin.execute(f"ALTER ROLE {role} SET lock_timeout = '200ms'")
+    client = _migrated_with(pg_url, pg_server_url, role, "lock_timeout = '200ms'")
     worker = _worker(with_user(pg_url, role), tmp_path)
     ledger = tmp_path / "ledger"
     try:
@@ -294,10 +304,7 @@ def _inserts_waiting(look: psycopg.Connection, schema: str) -> int:
 def test_a_read_only_server_is_waited_for_in_one_line(
     pg_url: str, pg_server_url: str, role: str, tmp_path: Path
 ) -> None:
-    client = Client(pg_url, pool_size=2)
-    client.engine.admin.migrate()
-    with psycopg.connect(pg_server_url, autocommit=True) as admin:
-        admin.execute(f"ALTER ROLE {role} SET default_transaction_read_only = on")
+    client = _migrated_with(pg_url, pg_server_url, role, "default_transaction_read_only = on")
     log = tmp_path / "w1.log"
     worker = _worker(with_user(pg_url, role), tmp_path)
     try:
@@ -343,3 +350,58 @@ def test_a_blocked_event_loop_meets_its_hard_time_limit(pg_url: str, tmp_path: P
     assert "blocked for" in out and f"ops.block_loop[{blocking.id}]" in out, out
     assert "replacing the worker process" in out and out.count(" ready.") == 2, out
     assert "Traceback" not in out, out
+
+
+def test_a_roles_idle_session_timeout_ends_no_listener(
+    pg_url: str, pg_server_url: str, role: str, tmp_path: Path
+) -> None:
+    """Managed databases set ``idle_session_timeout``: the worker's LISTEN session, idle by
+    design, was ended at each timeout (a warning each time, notifications lost meanwhile)."""
+    client = _migrated_with(pg_url, pg_server_url, role, "idle_session_timeout = '300ms'")
+    log = tmp_path / "w1.log"
+    worker = _worker(with_user(pg_url, role), tmp_path)
+    producer = Client(with_user(pg_url, role), pool_size=1)
+    try:
+        wait_for(lambda: "ready." in text_of(log), 60, "the worker to start")
+        assert producer.enqueue("ops.steps", [1]).get(timeout=30) == 0
+        time.sleep(1.5)  # the length of the idle time itself: five timeouts
+        assert producer.enqueue("ops.steps", [2]).get(timeout=30) == 1  # its idle session replaced
+    finally:
+        producer.close()
+        client.close()
+        stop(worker)
+    out = text_of(log)
+    assert "lost the listener" not in out and "Traceback" not in out, out
+
+
+def test_a_read_only_server_that_the_schema_needs_migrating_on_is_named_so(
+    pg_url: str, pg_server_url: str, role: str
+) -> None:
+    """Was 'lost the pgtasks database ... while migrating', and a starting worker's 'is not
+    reachable yet': the server answered, read-only."""
+    with psycopg.connect(pg_server_url, autocommit=True) as admin:
+        admin.execute(f"ALTER ROLE {role} SET default_transaction_read_only = on")
+    url = with_user(pg_url, role)
+    migrate = run_pgtasks("migrate", url=url)
+    said = f"pgtasks: error: the pgtasks database {redact_url(url)} is read-only ("
+    assert migrate.returncode == 2 and migrate.stderr.startswith(said), migrate.stderr
+    assert f"and the schema '{_schema(pg_url)}' needs migrations: cannot execute" in migrate.stderr
+    start = run_pgtasks("worker", "-A", APP, "--no-wait-for-database", url=url)
+    assert start.returncode == 2 and "is read-only (" in start.stderr, start.stderr
+    assert "lost" not in start.stderr, start.stderr
+
+
+def test_a_roles_default_isolation_is_not_pgtasks_sessions(
+    pg_url: str, pg_server_url: str, role: str
+) -> None:
+    """pgtasks' statements are written for READ COMMITTED; under a role's SERIALIZABLE default
+    their waits ended in serialization failures, retried with a warning each time."""
+    _migrated_with(pg_url, pg_server_url, role, "default_transaction_isolation = 'serializable'").close()
+    url = with_schema(with_user(pg_server_url, role), _schema(pg_url))
+    db = PostgresSystemDatabase(parse_database_url(url, "pgtasks"))
+    try:
+        with db._conn() as session:  # a pooled session, as every statement gets one
+            row = session.execute("SELECT current_setting('transaction_isolation') AS i").fetchone()
+    finally:
+        db.close()
+    assert row == {"i": "read committed"}

@@ -54,6 +54,8 @@ def test_result_expires_none_keeps_everything_and_bad_values_are_refused(databas
     assert app.engine.admin.prune() == {} and app.engine.admin.prunable() == {}
     with pytest.raises(ConfigurationError, match="result_expires must be a positive number of seconds"):
         App("bad", database_url=database_url, result_expires=-1)
+    with pytest.raises(ConfigurationError, match="at most a century"):  # pruning failed on bigint
+        App("huge", database_url=database_url, result_expires=1e300)
     app.close()
 
 
@@ -79,8 +81,9 @@ def test_the_prune_command_and_its_dry_run(database_url: str) -> None:
     done = run_pgtasks("prune", "--older-than", "0", url=url)
     assert done.stdout.splitlines() == ["default: 3", "deleted 3 finished tasks"], done.stderr
     assert all(app.engine.get_task(i) is None for i in ids)
-    bad = run_pgtasks("prune", "--older-than", "-5", url=url)
-    assert bad.returncode == 2 and "--older-than must be seconds >= 0" in bad.stderr
+    for age in ("-5", "1e300"):  # 1e300: a traceback (bigint out of range)
+        bad = run_pgtasks("prune", "--older-than", age, url=url)
+        assert bad.returncode == 2 and "--older-than must be seconds from 0 to a century" in bad.stderr
     app.close()
 
 
@@ -154,8 +157,11 @@ def test_the_queue_command_sets_a_queues_retention(database_url: str) -> None:
         refused = run_pgtasks("queue", "set", "reports", "--result-expires", bad, url=database_url)
         assert refused.returncode == 2, refused.stdout
         assert "--result-expires takes a positive number of seconds, 'never' or 'default'" in refused.stderr
-    with pytest.raises(ConfigurationError, match="result_expires_sec must be a number of seconds >= 0"):
-        App("bad-queue", database_url=database_url).queue("q", result_expires=-3)
+    for expires in (-3, 1e300):  # 1e300 stopped every pruning round (bigint out of range)
+        with pytest.raises(ConfigurationError, match="result_expires_sec must be a number of seconds from 0"):
+            App("bad-queue", database_url=database_url).queue("q", result_expires=expires)
+    with pytest.raises(ConfigurationError, match="concurrency must be an integer from 1 to 2,147,483,647"):
+        App("bad-queue", database_url=database_url).queue("q", concurrency=2**31)  # was a traceback
 
 
 def test_a_pruning_round_goes_on_while_more_is_due(database_url: str) -> None:

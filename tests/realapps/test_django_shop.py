@@ -264,6 +264,33 @@ def venv_with_celery(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]
     yield made
 
 
+def test_beat_takes_django_celery_beats_scheduler_from_its_command_line(
+    venv: Path, pg_url: str, tmp_path: Path
+) -> None:
+    """`celery -A proj beat --scheduler django_celery_beat.schedulers:DatabaseScheduler`, as
+    django-celery-beat's README and testdrivenio's django-celery-project start it, with no
+    beat_scheduler setting: the rows fire. The option was ignored, and so were the rows."""
+    project = _project(tmp_path)
+    env = {**_env(venv, pg_url), "SHOP_BEAT_SCHEDULER": ""}
+    python = str(venv / "bin" / "python")
+    _run([python, "manage.py", "migrate", "--noinput"], project, env)
+    _run([python, "manage.py", "shell", "-c", CREATE_PERIODIC], project, env)
+    log = tmp_path / "beat.log"
+    scheduler = "django_celery_beat.schedulers:DatabaseScheduler"
+    with log.open("w") as sink:
+        argv = [str(venv / "bin" / "celery"), "-A", "shop", "beat", "-l", "info", "--scheduler", scheduler]
+        beat = subprocess.Popen(argv, cwd=project, env=env, stdout=sink, stderr=subprocess.STDOUT)
+    client = Client(pg_url)
+    try:
+        wait_for(lambda: len(_fired(client, "every-second-add")) >= 2, timeout=90, what="two fires")
+    finally:
+        beat.terminate()
+        beat.wait(timeout=60)
+        client.close()
+    text = log.read_text()
+    assert beat.returncode == 0 and "from a database scheduler" in text and "ignoring" not in text, text
+
+
 def test_the_project_runs_with_the_real_celery_installed_and_pgtasks_celery_1(
     venv_with_celery: Path, pg_url: str, tmp_path: Path
 ) -> None:

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from pgtasks.engine.errors import NonDeterminismError, TaskError
+from pgtasks.engine.errors import ConfigurationError, NonDeterminismError, RetryRequested, TaskError
 from pgtasks.engine.failures import decode_exception, encode_exception, error_summary
 
 
@@ -179,3 +179,10 @@ def test_huge_arguments_are_not_tagged() -> None:
     data = json.loads(encode_exception(huge))
     assert data["args"] is None and "tagged_args" not in data
     assert len(encode_exception(huge)) < 64 * 1024  # the message is cut, the bytes never encoded
+
+
+@pytest.mark.parametrize("countdown", [-1, 1e300, float("nan")])
+def test_a_retry_countdown_out_of_range_names_the_range(countdown: float) -> None:
+    """1e300 was refused as "must be a number of seconds >= 0"."""
+    with pytest.raises(ConfigurationError, match=r"from 0 to 10\*\*9 \(31 years\), not "):
+        RetryRequested(countdown=countdown)

@@ -23,6 +23,7 @@ from pgtasks.compat.celery.app.utils import Settings as CelerySettings
 from pgtasks.compat.celery.exceptions import ImproperlyConfigured
 from pgtasks.engine.errors import ConfigurationError
 from pgtasks.engine.settings import Settings
+from pgtasks.sysdb.queues import MAX_SECONDS
 from pgtasks.sysdb.urls import DATABASE_URL_ENV, DEFAULT_DATABASE_URL, redact_url
 
 DATABASE_SCHEMES = ("postgresql", "postgres", "postgresql+psycopg", "postgresql+psycopg2", "sqlite")
@@ -72,7 +73,8 @@ def database_url(conf: CelerySettings) -> str:
 
 def expires_seconds(value: Any) -> float | None:
     """Celery's ``result_expires`` (a timedelta or seconds; None or 0: keep results) as the
-    engine's retention in seconds."""
+    engine's retention in seconds. Past a century (``timedelta(days=365 * 200)``, which Celery
+    takes) no result can be that old: kept, as with None."""
     if isinstance(value, dt.timedelta):
         value = value.total_seconds()
     if value is None or value == 0:
@@ -82,7 +84,7 @@ def expires_seconds(value: Any) -> float | None:
             "result_expires must be a positive timedelta or number of seconds (None or 0: keep "
             f"results), not {value!r}"
         )
-    return float(value)
+    return None if value > MAX_SECONDS else float(value)
 
 
 def accept_content(value: Any) -> list[str]:

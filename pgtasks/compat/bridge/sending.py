@@ -137,15 +137,15 @@ def _task_options(
         "ignore_result": _ignores_result(task, {}) or None,
     }
     given = {k: v for k, v in defaults.items() if v is not None}
-    return {"task": task, "task_id": task_id, "link": link, "link_error": link_error, **given, **options}
+    return {"task_id": task_id, "link": link, "link_error": link_error, **given, **options}
 
 
-def _handed_back(task: Task, sent: AsyncResult, options: dict[str, Any]) -> AsyncResult:
-    """The handle ``apply_async`` returns: of the task's own result class (Celery's
-    ``result_cls=task.AsyncResult``: ``AbortableTask``'s), marked ignored when the result is
-    (``get()`` then returns None at once, as in Celery)."""
-    result = task.AsyncResult(sent.id)
-    if _ignores_result(task, options):
+def handed_back(sent: AsyncResult, result_cls: Any, options: dict[str, Any]) -> AsyncResult:
+    """The handle a send returns: of ``result_cls`` when given (``apply_async`` gives the task's
+    own, ``AbortableTask``'s), marked ignored when the send's ``ignore_result`` is (``get()``
+    then returns None at once), as Celery's send_task hands it back."""
+    result: AsyncResult = sent if result_cls is None else result_cls(sent.id)
+    if options.get("ignore_result"):
         result.ignored = True
     return result
 
@@ -167,9 +167,15 @@ def send_for_task(
     link_error: Any,
     options: dict[str, Any],
 ) -> AsyncResult:
-    """``task.apply_async(...)`` once checked and not eager: send it; its result handle."""
+    """``task.apply_async(...)`` once checked and not eager: sent through ``app.send_task``, as
+    Celery sends it, so that an app class overriding send_task sees every send (an outbox
+    library keeps the task in its own table until the transaction commits) and so does a test
+    patching it."""
     sending = _task_options(task, task_id, link, link_error, options)
-    return _handed_back(task, send_task(task.app, task.name or "", args, kwargs, **sending), options)
+    result: AsyncResult = task.app.send_task(
+        task.name or "", args, kwargs, task_type=task, result_cls=task.AsyncResult, **sending
+    )
+    return result
 
 
 async def send_for_task_async(
@@ -190,5 +196,5 @@ async def send_for_task_async(
         return await asyncio.to_thread(send, link=link, link_error=link_error, **options)
     check_call(task, args, kwargs)
     sending = _task_options(task, task_id, link, link_error, options)
-    result = await send_task_async(task.app, task.name or "", args, kwargs, **sending)
-    return _handed_back(task, result, options)
+    result = await send_task_async(task.app, task.name or "", args, kwargs, task=task, **sending)
+    return handed_back(result, task.AsyncResult, sending)

@@ -221,6 +221,20 @@ class WorkerHooks:
             self.mirror.stop()
 
 
+def use_scheduler(app: Any, scheduler: str | None) -> None:
+    """Celery's ``beat --scheduler CLS`` (``-S``) and ``worker -B --scheduler CLS``: the app's
+    ``beat_scheduler`` for this process, since Celery's command line wins over the setting
+    (django-celery-beat's README starts its beat with ``--scheduler
+    django_celery_beat.schedulers:DatabaseScheduler``). A pgtasks App has no scheduler to
+    choose: a warning says so."""
+    if not scheduler:
+        return
+    if isinstance(app, Celery):
+        app.conf.beat_scheduler = scheduler
+    else:
+        log.warning("--scheduler %r ignored: a pgtasks App's beat fires its own schedules", scheduler)
+
+
 def beat_started(app: Any, beat: Any, embedded: bool) -> None:
     """Celery's ``beat_init`` (``pgtasks beat``, after the app loader's ``init_worker``, as
     Celery's beat calls it) or ``beat_embedded_init`` (``worker -B``), sent with the beat as

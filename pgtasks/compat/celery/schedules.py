@@ -291,6 +291,8 @@ def beat_seconds(run_every: object) -> int:
     timedelta) fires every: pgtasks fires schedules on whole seconds, so a fractional or
     shorter period (Celery's ``schedule(0.5)``) is rounded up, and a warning says so."""
     seconds = run_every.total_seconds() if isinstance(run_every, dt.timedelta) else run_every
+    if isinstance(seconds, (int, float)) and not isinstance(seconds, bool) and seconds < 0:
+        raise ConfigurationError(f"a schedule's period must be 0 or more seconds, not {seconds!r}")
     if isinstance(seconds, (int, float)) and not isinstance(seconds, bool) and _below_whole(seconds):
         whole = max(1, math.ceil(seconds))
         log.warning("a schedule every %r s fires every %d s: pgtasks fires on whole seconds", seconds, whole)

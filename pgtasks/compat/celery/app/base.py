@@ -30,7 +30,7 @@ from pgtasks.compat.bridge.configuration import (
 from pgtasks.compat.bridge.eager import apply_eagerly
 from pgtasks.compat.bridge.flag_settings import flag
 from pgtasks.compat.bridge.planning import send_canvas
-from pgtasks.compat.bridge.sending import send_task, send_task_async
+from pgtasks.compat.bridge.sending import handed_back, send_task, send_task_async
 from pgtasks.compat.celery import _state
 from pgtasks.compat.celery.app.attributes import AppAttributesMixin
 from pgtasks.compat.celery.app.autoretry import add_autoretry_behaviour
@@ -292,7 +292,21 @@ class Celery(App, ConnectionsMixin, AppAttributesMixin, AppComponents):
     # -- tasks ---------------------------------------------------------------------------
     @property
     def Task(self) -> type[Task]:
+        """The base class of this app's tasks."""
         return self.task_cls
+
+    @Task.setter
+    def Task(self, cls: type[Task]) -> None:
+        """``app.Task = ContextTask`` (Flask's pattern): the base of the tasks defined from now
+        on, and, until the app is finalized, of those defined before without a base of their
+        own, as Celery creates those lazily from the app's Task when it finalizes."""
+        previous, self.task_cls = self.task_cls, cls
+        if self._finalized or not issubclass(cls, previous):
+            return
+        for task in list(self._registry.values()):
+            made = type(task)
+            if getattr(task, "_decorated", False) and made.__bases__ == (previous,):
+                made.__bases__ = (cls,)
 
     @property
     def tasks(self) -> TaskRegistry:
@@ -421,9 +435,13 @@ class Celery(App, ConnectionsMixin, AppAttributesMixin, AppComponents):
     def send_task(  # type: ignore[override]  # Celery's AsyncResult, not pgtasks'
         self, name: str, args: Any = None, kwargs: Any = None, **options: Any
     ) -> AsyncResult:
-        """Send a task by name (Celery ignores ``task_always_eager`` here, and so does pgtasks)."""
+        """Send a task by name (Celery ignores ``task_always_eager`` here, and so does pgtasks).
+        ``Task.apply_async`` sends through here, as Celery's does, with ``task_type`` (the task)
+        and ``result_cls`` (the class of the handle returned)."""
+        result_cls = options.pop("result_cls", None)
+        task = options.pop("task_type", None) or self._registry.get(name)
         options = self._send_task_options(options)
-        return send_task(self, name, args, kwargs, task=self._registry.get(name), **options)
+        return handed_back(send_task(self, name, args, kwargs, task=task, **options), result_cls, options)
 
     async def send_task_async(
         self, name: str, args: Any = None, kwargs: Any = None, **options: Any

@@ -9,6 +9,7 @@ row in ``executors`` (with a recent heartbeat) answers ``ping``, and what it run
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -62,12 +63,16 @@ INSPECT_COMMANDS = {
 
 def _task_ids(task_id: Any) -> list[str]:
     """The ids ``revoke`` was given: one id, or any iterable of them but a string or a mapping
-    (Celery's ``maybe_list``); an id that is not a string is refused by the lookup, naming it."""
+    (Celery's ``maybe_list``); an id that is not a string is refused by the lookup, naming it.
+    A ``uuid.UUID`` is its text: projects keep task ids in UUID columns and revoke them as
+    read (celery-director), which Celery's JSON broadcast sent as text."""
     if isinstance(task_id, Iterable) and not isinstance(task_id, (str, bytes, Mapping)):
-        return list(task_id)
-    if task_id is None:
+        ids = list(task_id)
+    elif task_id is None:
         raise TypeError("revoke takes a task id or a list of task ids, not None")
-    return [task_id]
+    else:
+        ids = [task_id]
+    return [str(one) if isinstance(one, uuid.UUID) else one for one in ids]
 
 
 class Control:

@@ -20,6 +20,11 @@ from pgtasks.compat.celery.canvas.signature import (
 )
 from pgtasks.compat.celery.canvas.stamping import StampingVisitor
 
+# Celery's names for the classes of chain and chord instances: projects check
+# isinstance(flow, _chain) and patch _chain.apply_async in their tests.
+_chain = chain
+_chord = chord
+
 __all__ = [
     "Signature",
     "StampingVisitor",

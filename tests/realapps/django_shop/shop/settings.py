@@ -53,7 +53,9 @@ CELERY_RESULT_BACKEND = os.environ.get("SHOP_RESULT_BACKEND", "django-db")
 CELERY_RESULT_EXTENDED = True
 CELERY_TASK_ALWAYS_EAGER = False
 CELERY_TIMEZONE = TIME_ZONE
-CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
+# "" leaves the scheduler to the beat's command line (--scheduler), as django-celery-beat's README
+DATABASE_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
+CELERY_BEAT_SCHEDULER = os.environ.get("SHOP_BEAT_SCHEDULER", DATABASE_SCHEDULER)
 if os.environ.get("SHOP_CACHE_DIR"):  # a cache the worker and the web processes share
     CACHES = {
         "default": {
