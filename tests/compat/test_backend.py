@@ -121,6 +121,10 @@ def test_exceptions_to_and_from_celerys_dicts(
         assert meta == {"exc_type": "KeyError", "exc_message": ["k"], "exc_module": "builtins"}
         back = backend.exception_to_python(meta)
         assert type(back) is KeyError and back.args == ("k",)
+        # As Celery's: an argument JSON cannot carry is its repr, the others stay as they are
+        # (the exception's str was its only argument, so args[0] read "('bad', <object ...>)")
+        mixed = backend.prepare_exception(ValueError("bad", object(), 3))["exc_message"]
+        assert mixed[0] == "bad" and mixed[1].startswith("<object object at ") and mixed[2] == 3
         celerys = backend.exception_to_python(backend.prepare_exception(Reject("no")))
         assert type(celerys) is Reject
         unknown = backend.exception_to_python(

@@ -16,13 +16,13 @@ CELERY_MODULES = {"pgtasks.compat.celery.exceptions": "celery.exceptions"}
 
 def prepare_exception(exc: BaseException, serializer: str = "json") -> Any:
     """The exception itself for pickle, else Celery's dict of it (``exc_type``,
-    ``exc_message``, ``exc_module``)."""
+    ``exc_message``: its arguments, each that JSON cannot carry as its repr; ``exc_module``)."""
     if serializer == "pickle":
         return exc
     module = type(exc).__module__
     return {
         "exc_type": type(exc).__qualname__,
-        "exc_message": list(exc.args) if _json_safe(exc.args) else [str(exc)],
+        "exc_message": [arg if _json_safe(arg) else _safe_repr(arg) for arg in exc.args],
         "exc_module": CELERY_MODULES.get(module, module),
     }
 
@@ -49,9 +49,17 @@ def exception_to_python(exc: Any) -> Any:
     return type(name.rsplit(".", 1)[-1], (Exception,), {"__module__": module_name})(*args)
 
 
-def _json_safe(args: tuple[Any, ...]) -> bool:
+def _json_safe(value: Any) -> bool:
     try:
-        kombu_json.dumps(list(args))
+        kombu_json.dumps(value)
     except (TypeError, ValueError):
         return False
     return True
+
+
+def _safe_repr(value: Any) -> str:
+    """An exception argument JSON cannot carry, as text (its repr, as Celery stores it)."""
+    try:
+        return repr(value)
+    except Exception:
+        return f"<unrepresentable {type(value).__name__}>"
