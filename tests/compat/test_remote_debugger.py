@@ -19,6 +19,19 @@ APP = "tests.compat.apps.rdb_app"
 PROMPT = "(Pdb) "
 
 
+def _free_base() -> int:
+    """A free port whose next one is free too: the debugger of the first prefork process
+    listens on base + 1 (an ephemeral port's neighbour may be another connection's)."""
+    while True:
+        base = free_port()
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", base + 1))
+            except OSError:
+                continue
+        return base
+
+
 def _until_prompt(conn: socket.socket) -> str:
     """What the debugger sent up to its next prompt."""
     seen = b""
@@ -30,7 +43,7 @@ def _until_prompt(conn: socket.socket) -> str:
 
 
 def test_a_task_stops_in_the_remote_debugger_until_the_client_continues(pg_url: str, tmp_path: Path) -> None:
-    base = free_port()
+    base = _free_base()
     log = tmp_path / "worker.log"
     env = cli_env(pg_url, {"CELERY_RDB_PORT": str(base)})
     worker = spawn_pgtasks("worker", "-A", APP, "-c", "1", "-n", "rdb@test", env=env, output=log)
