@@ -143,10 +143,13 @@ def test_celery_check_counts_worker_pool_as_supported() -> None:
     assert _setting_finding("worker_pool") is None  # read by the worker, no longer "use -P"
 
 
-def started(url: str, tmp_path: Path, settings: dict[str, object], *flags: str) -> str:
-    """The output of a worker of APP with ``settings`` until it is ready, then stopped."""
+def started(
+    url: str, tmp_path: Path, settings: dict[str, object], *flags: str, env: dict[str, str] | None = None
+) -> str:
+    """The output of a worker of APP with ``settings`` (and the variables ``env``) until it is
+    ready, then stopped."""
     log = tmp_path / f"worker{len(list(tmp_path.glob('worker*.log')))}.log"
-    env = cli_env(url, {"APP_SETTINGS": json.dumps(settings)})
+    env = cli_env(url, {"APP_SETTINGS": json.dumps(settings), **(env or {})})
     worker = spawn_pgtasks("worker", "-A", APP, "-n", "settings@test", *flags, env=env, output=log)
     try:
         wait_for(lambda: "ready." in log.read_text() or worker.poll() is not None, 60, "the worker to start")
@@ -265,3 +268,10 @@ def test_a_prefetch_multiplier_is_taken_as_celerys_int_takes_it() -> None:
             match=rf"^worker_prefetch_multiplier must be a whole number >= 0, not {re.escape(repr(bad))}$",
         ):
             prefetch_setting(bad)
+
+
+def test_a_timezone_given_as_a_tzinfo_is_taken(pg_url: str, tmp_path: Path) -> None:
+    # Celery takes app.conf.timezone = ZoneInfo("Europe/Paris") (its app.timezone is that
+    # tzinfo); the worker refused it: "timezone must be an IANA zone name", exit status 2
+    out = started(pg_url, tmp_path, {}, env={"APP_ZONEINFO": "Europe/Paris"})
+    assert "ready." in out, out

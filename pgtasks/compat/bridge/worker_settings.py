@@ -70,7 +70,7 @@ def read_worker_settings(conf: Any, args: argparse.Namespace, given: Collection[
         print(f"pgtasks: warning: {unused}", file=sys.stderr)
     zone = conf.get("timezone")
     if zone is not None:
-        load_zone(zone)
+        load_zone(str(zone))  # a tzinfo too, as Celery takes it: its name (ZoneInfo's key)
     check_flags(conf)  # read later, in the worker, by the tasks it runs and sends
 
 

@@ -8,6 +8,7 @@ import logging
 import os
 import sys
 import time
+import zoneinfo
 
 from celery import Celery, Task, chain
 from celery.utils.log import get_task_logger
@@ -20,6 +21,8 @@ if os.environ.get("APP_ROOT_HANDLER"):  # the application's own logging (Django'
 app = Celery("settings", broker=os.environ.get("PGTASKS_DATABASE_URL"))
 for name, value in json.loads(os.environ.get("APP_SETTINGS", "{}")).items():
     setattr(app.conf, name, value)
+if os.environ.get("APP_ZONEINFO"):  # a timezone given as a tzinfo, which JSON cannot carry
+    app.conf.timezone = zoneinfo.ZoneInfo(os.environ["APP_ZONEINFO"])
 
 
 @app.task(name="settings.ping")
