@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from pgtasks.engine.errors import ConfigurationError
 from pgtasks.sysdb.identifiers import validate_identifier
-from pgtasks.sysdb.queues import MAX_SECONDS
+from pgtasks.sysdb.queues import MAX_SECONDS as MAX_SECONDS  # the longest age a setting may give
 from pgtasks.sysdb.urls import DEFAULT_SCHEMA, parse_database_url, resolve_database_url
 
 VERSION_ENV = "PGTASKS_APPLICATION_VERSION"

@@ -22,8 +22,7 @@ from pgtasks.compat.bridge.memory_broker import is_memory_broker, memory_databas
 from pgtasks.compat.celery.app.utils import Settings as CelerySettings
 from pgtasks.compat.celery.exceptions import ImproperlyConfigured
 from pgtasks.engine.errors import ConfigurationError
-from pgtasks.engine.settings import Settings
-from pgtasks.sysdb.queues import MAX_SECONDS
+from pgtasks.engine.settings import MAX_SECONDS, Settings
 from pgtasks.sysdb.urls import DATABASE_URL_ENV, DEFAULT_DATABASE_URL, redact_url
 
 DATABASE_SCHEMES = ("postgresql", "postgres", "postgresql+psycopg", "postgresql+psycopg2", "sqlite")
