@@ -152,7 +152,7 @@ def test_queues_are_listed_with_counts_and_changed_by_setting(app: App) -> None:
     assert (again.concurrency, again.worker_concurrency, again.rate_limit_max) == (2, 1, 10)  # others kept
     with pytest.raises(pgtasks.ConfigurationError, match="unknown queue setting 'paused', 'speed'; one of"):
         app.set_queue_settings("busy", speed=3, paused=True)
-    with pytest.raises(pgtasks.ConfigurationError, match="concurrency must be an integer from 1 to 2,147,483,647"):
+    with pytest.raises(pgtasks.ConfigurationError, match="concurrency must be an integer from 1 to 2,147"):
         app.set_queue_settings("busy", concurrency=0)
     with pytest.raises(pgtasks.ConfigurationError, match="queue name"):
         app.set_queue_settings("", concurrency=1)
