@@ -221,6 +221,8 @@ def error_repr(error: str | None) -> tuple[str, str | None]:
         return clip(repr(error)), None
     name = str(fields.get("type") or "Exception")
     args = fields.get("args")
+    if args == [] and fields.get("message"):
+        args = None  # built without arguments but with a __str__ (pydantic's ValidationError)
     try:
         shown = (
             ", ".join(repr(a) for a in args) if isinstance(args, list) else repr(fields.get("message", ""))
