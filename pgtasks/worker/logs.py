@@ -33,7 +33,7 @@ OWN_LOGGERS = "pgtasks."  # the worker's own lines name the task themselves
 LOG_RECEIVED = "Task %(name)s[%(id)s] received"
 LOG_RECEIVED_INPUTS = "Task %(name)s[%(id)s] received: %(inputs)s"
 LOG_SUCCESS = "Task %(name)s[%(id)s] succeeded in %(runtime).3fs: %(return_value)s"
-LOG_RETRY = "Task %(name)s[%(id)s] retry in %(countdown)gs: %(exc)s"
+LOG_RETRY = "Task %(name)s[%(id)s] retry: %(exc)s"
 LOG_FAILURE = "Task %(name)s[%(id)s] %(description)s: %(exc)s"
 LOG_WAITS = "Task %(name)s[%(id)s] waits (durable wait: its worker slot is free) after %(runtime).3fs"
 LOG_RELEASED = (
@@ -208,6 +208,13 @@ def result_repr(output: str | None) -> str:
         except (ValueError, RecursionError):  # not JSON, or nested too deep to parse: as stored
             pass
     return clip(output)
+
+
+def retry_repr(error: str | None, countdown: float) -> str:
+    """Celery's text of the retry a task asked for: ``Retry in 5s: ValueError('message')``, or
+    ``Retry in 5s`` when it gave no exception."""
+    when = f"Retry in {countdown:g}s"
+    return f"{when}: {error_repr(error)[0]}" if error else when
 
 
 def error_repr(error: str | None) -> tuple[str, str | None]:
