@@ -33,7 +33,7 @@ OWN_LOGGERS = "pgtasks."  # the worker's own lines name the task themselves
 LOG_RECEIVED = "Task %(name)s[%(id)s] received"
 LOG_RECEIVED_INPUTS = "Task %(name)s[%(id)s] received: %(inputs)s"
 LOG_SUCCESS = "Task %(name)s[%(id)s] succeeded in %(runtime).3fs: %(return_value)s"
-LOG_RETRY = "Task %(name)s[%(id)s] retry in %(countdown)gs: %(exc)s"
+LOG_RETRY = "Task %(name)s[%(id)s] retry: %(exc)s"
 LOG_FAILURE = "Task %(name)s[%(id)s] %(description)s: %(exc)s"
 LOG_WAITS = "Task %(name)s[%(id)s] waits (durable wait: its worker slot is free) after %(runtime).3fs"
 LOG_RELEASED = (
@@ -210,6 +210,13 @@ def result_repr(output: str | None) -> str:
     return clip(output)
 
 
+def retry_repr(error: str | None, countdown: float) -> str:
+    """Celery's text of the retry a task asked for: ``Retry in 5s: ValueError('message')``, or
+    ``Retry in 5s`` when it gave no exception."""
+    when = f"Retry in {countdown:g}s"
+    return f"{when}: {error_repr(error)[0]}" if error else when
+
+
 def error_repr(error: str | None) -> tuple[str, str | None]:
     """``Type('message')`` of a stored error, as Celery's ``raised unexpected`` line shows
     it, and its traceback text (None when none was stored)."""
@@ -221,6 +228,8 @@ def error_repr(error: str | None) -> tuple[str, str | None]:
         return clip(repr(error)), None
     name = str(fields.get("type") or "Exception")
     args = fields.get("args")
+    if args == [] and fields.get("message"):
+        args = None  # built without arguments but with a __str__ (pydantic's ValidationError)
     try:
         shown = (
             ", ".join(repr(a) for a in args) if isinstance(args, list) else repr(fields.get("message", ""))

@@ -23,7 +23,7 @@ from pgtasks.engine import tracing
 from pgtasks.engine.core import Engine
 from pgtasks.engine.crashpoints import crashpoint
 from pgtasks.engine.errors import ConfigurationError, DatabaseUnavailable
-from pgtasks.engine.failures import error_summary, is_expected
+from pgtasks.engine.failures import is_expected
 from pgtasks.engine.redaction import masked_inputs, scrub, secret_args_of, sender_named, sender_shown
 from pgtasks.engine.settings import check_name_length, validate_queue_name
 from pgtasks.support.backoff import Backoff
@@ -59,6 +59,7 @@ from pgtasks.worker.logs import (
     error_repr,
     log_task,
     result_repr,
+    retry_repr,
 )
 from pgtasks.worker.metrics import WorkerMetrics
 from pgtasks.worker.pools import DEFAULT_POOL, Killed, PoolOptions, make_pool
@@ -1002,8 +1003,9 @@ def _log_outcome(
             shown = scrub(result_repr(outcome.output), hidden)
             log_task(log, logging.INFO, LOG_SUCCESS, data(return_value=shown))
     elif outcome.retry_in_ms is not None:
-        summary = scrub(error_summary(outcome.error), hidden)
-        log_task(log, logging.INFO, LOG_RETRY, data(countdown=outcome.retry_in_ms / 1000, exc=summary))
+        countdown = outcome.retry_in_ms / 1000
+        shown = scrub(retry_repr(outcome.error, countdown), hidden)
+        log_task(log, logging.INFO, LOG_RETRY, data(countdown=countdown, exc=shown))
     elif outcome.status is Status.DELAYED:
         log_task(log, logging.INFO, LOG_WAITS, data())
     elif outcome.status is Status.ENQUEUED:

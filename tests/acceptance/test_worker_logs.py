@@ -28,6 +28,7 @@ def _run(database_url: str, tmp_path: Path, pool: str, *extra: str) -> tuple[str
             "add": client.enqueue("logs.add", [2, 3]).id,
             "long": client.enqueue("logs.long").id,
             "fail": client.enqueue("logs.fail", ["the disk is full"]).id,
+            "retry": client.enqueue("logs.retry").id,
         }
         for task_id in ids.values():
             wait_for(lambda t=task_id: client.AsyncResult(t).status in ("SUCCESS", "ERROR"), 60, "the tasks")
@@ -61,6 +62,13 @@ def test_prefork_worker_logs_as_celery(database_url: str, tmp_path: Path) -> Non
     )
     assert failed is not None, out
     assert "raise ValueError(message)" in failed.group(1)
+    retry = re.escape(ids["retry"])
+    assert re.search(  # Celery's line, which operators' scripts grep for "retry: Retry in"
+        rf"^{STAMP}INFO/MainProcess\] Task logs\.retry\[{retry}\] retry: "
+        r"Retry in 0\.5s: ValueError\('the line is busy'\)$",
+        out,
+        re.M,
+    ), out
 
 
 def test_json_log_format_gives_one_object_per_line(database_url: str, tmp_path: Path) -> None:

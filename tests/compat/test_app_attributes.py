@@ -7,7 +7,7 @@ from __future__ import annotations
 import threading
 
 import pytest
-from celery import Celery
+from celery import Celery, shared_task
 from kombu import Connection
 from kombu.clocks import LamportClock, timetuple
 
@@ -137,6 +137,32 @@ def test_the_version_is_the_celery_release_whose_api_the_layer_follows() -> None
     assert ours == done.stdout.strip()
     assert celery.VERSION == celery.version_info_t(5, 7, 0, "", "") == celery.version_info
     assert celery.VERSION >= (5, 7) and celery.VERSION_BANNER == "5.7.0 (pgtasks)"
+
+
+def test_a_shared_task_takes_the_task_class_of_the_current_app(sqlite_url: str) -> None:
+    """testdrivenio's flask-celery-project sets ``current_app.Task = AppContextTask`` and
+    defines its tasks with ``@shared_task``: on Celery they run in the Flask app context; here
+    they were made from the plain Task, so a task reading the database failed in the worker
+    with "Working outside of application context"."""
+    app = Celery("flaskish", broker=sqlite_url)
+    calls: list[str] = []
+
+    class AppContextTask(app.Task):  # type: ignore[name-defined,misc]
+        def __call__(self, *args: object, **kwargs: object) -> object:
+            calls.append(self.name)
+            return self.run(*args, **kwargs)
+
+    app.Task = AppContextTask
+
+    @shared_task
+    def welcome(user: str) -> str:
+        return f"hello {user}"
+
+    assert isinstance(welcome, AppContextTask)
+    assert welcome("ann") == "hello ann" and calls == [welcome.name]
+    app.conf.task_always_eager = True
+    assert welcome.delay("bob").get() == "hello bob" and calls == [welcome.name] * 2
+    app.close()
 
 
 def test_assigning_app_task_sets_the_base_of_its_tasks(sqlite_url: str) -> None:

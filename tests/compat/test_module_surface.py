@@ -35,6 +35,20 @@ def _python(
     )
 
 
+def test_celery_loggers_are_silent_until_logging_is_set_up() -> None:
+    # As Celery's (kombu's NullHandler): a web process or script importing task modules prints
+    # nothing of their loggers' warnings; once logging is set up, they reach its handlers.
+    done = _python(
+        "from celery.utils.log import get_logger, get_task_logger\n"
+        "get_task_logger('proj.tasks').warning('a task logger')\n"
+        "get_logger('proj.views').error('a module logger')\n"
+        "import logging; logging.basicConfig(format='%(name)s: %(message)s')\n"
+        "get_task_logger('proj.tasks').warning('logging is set up')\n"
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == "proj.tasks: logging is set up\n"
+
+
 def test_celery_utils_time_behaves_as_celerys() -> None:
     from celery.utils.time import (
         get_exponential_backoff_interval,

@@ -63,7 +63,7 @@ def test_no_line_of_a_run_shows_a_secret(
         if name == "paths.retry":
             assert (
                 record.status is Status.SUCCESS
-                and f"[{task_id}] retry in 0s: ValueError: try *** again" in out
+                and f"[{task_id}] retry: Retry in 0s: ValueError('try *** again')" in out
             )
         else:
             assert record.status is Status.ERROR and f"[{task_id}] raised unexpected" in out, (

@@ -33,3 +33,23 @@ def test_error_repr_rebuilds_celerys_form_and_keeps_the_traceback() -> None:
     assert traceback.rstrip().endswith("KeyError: 'card'")
     assert error_repr("not json") == ("'not json'", None)
     assert error_repr(json.dumps({"type": "Boom", "message": "m", "args": None})) == ("Boom('m')", None)
+
+
+class Invalid(Exception):
+    """Built with no arguments, its message from __str__, as pydantic's ValidationError."""
+
+    def __str__(self) -> str:
+        return "1 validation error for ArgModel"
+
+
+def test_error_repr_shows_the_message_of_an_exception_built_without_arguments() -> None:
+    try:
+        raise Invalid()
+    except Invalid as exc:
+        stored = encode_exception(exc)
+    assert error_repr(stored)[0] == "Invalid('1 validation error for ArgModel')"
+    try:
+        raise ValueError()
+    except ValueError as exc:
+        stored = encode_exception(exc)
+    assert error_repr(stored)[0] == "ValueError()"

@@ -135,11 +135,13 @@ def shared_task(*args: Any, **kwargs: Any) -> Any:
 
     def create(fun: Callable[..., Any]) -> Task:
         options = dict(kwargs)
-        base = options.pop("base", None) or Task
+        existing = _state.current_app_or_none()
+        # Celery builds a shared task from the Task of the app that takes it (Flask's
+        # `current_app.Task = AppContextTask`); one object serves every app here: the current's.
+        base = options.pop("base", None) or (existing.Task if existing is not None else Task)
         bind = options.pop("bind", False)
         for ignored in ("shared", "lazy", "filter"):
             options.pop(ignored, None)
-        existing = _state.current_app_or_none()
         main = existing.main if existing is not None else None
         name = options.pop("name", None) or gen_task_name(main, fun.__name__, fun.__module__)
         task = make_task(fun, None, base, name, bind, **options)

@@ -1,12 +1,12 @@
 """An application for the log tests: tasks that log through ``get_task_logger`` and a plain
-logger, return a small or a very long result, and fail."""
+logger, return a small or a very long result, fail, and retry once."""
 
 from __future__ import annotations
 
 import logging
 import os
 
-from pgtasks import App
+from pgtasks import App, RetryRequested, current_task
 from pgtasks.compat.celery.utils.log import get_task_logger
 
 if os.environ.get("LOG_APP_CONFIGURES_LOGGING"):  # an application that sets logging up itself
@@ -32,3 +32,11 @@ def long() -> str:
 @app.task(name="logs.fail")
 def fail(message: str) -> None:
     raise ValueError(message)
+
+
+@app.task(name="logs.retry")
+def retry() -> str:
+    ctx = current_task()
+    if ctx is not None and ctx.retries == 0:
+        raise RetryRequested(countdown=0.5, reason=ValueError("the line is busy"))
+    return "done"

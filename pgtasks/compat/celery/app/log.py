@@ -163,8 +163,9 @@ class Logging:
 
     @staticmethod
     def _add_handler(logger: logging.Logger, logfile: str | None, formatter: logging.Formatter) -> None:
-        """A handler to ``logfile`` (else stderr), unless ``logger`` has one already."""
-        if logger.handlers:
+        """A handler to ``logfile`` (else stderr), unless ``logger`` has one already (its
+        ``NullHandler`` from ``get_logger`` is none)."""
+        if any(not isinstance(h, logging.NullHandler) for h in logger.handlers):
             return
         handler = logging.FileHandler(logfile) if logfile else logging.StreamHandler(sys.stderr)
         handler.setFormatter(formatter)

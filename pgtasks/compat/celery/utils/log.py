@@ -2,7 +2,10 @@
 ``ColorFormatter``.
 
 Task loggers are children of ``celery.task``, as in Celery, so a handler on that logger sees
-every task's records."""
+every task's records. As kombu's ``get_logger`` does, a logger handed out without a handler gets
+a ``NullHandler``: where no logging is set up (a web process, a script sending tasks), its
+warnings are dropped instead of reaching stderr through logging's last resort; where it is (a
+worker), its records go on to the root logger's handlers."""
 
 from __future__ import annotations
 
@@ -25,9 +28,17 @@ __all__ = [
 ]
 
 LOG_LEVELS = dict(logging._nameToLevel)
-base_logger = logger = logging.getLogger("celery")
-task_logger = logging.getLogger("celery.task")
-worker_logger = logging.getLogger("celery.worker")
+
+
+def _quiet(log: logging.Logger) -> logging.Logger:
+    if not log.handlers:
+        log.addHandler(logging.NullHandler())
+    return log
+
+
+base_logger = logger = _quiet(logging.getLogger("celery"))
+task_logger = _quiet(logging.getLogger("celery.task"))
+worker_logger = _quiet(logging.getLogger("celery.worker"))
 
 
 class ColorFormatter(logging.Formatter):
@@ -58,15 +69,15 @@ class ColorFormatter(logging.Formatter):
 
 
 def get_logger(name: str | logging.Logger) -> logging.Logger:
-    """The logger ``name`` (a logger is returned as is)."""
-    return name if isinstance(name, logging.Logger) else logging.getLogger(name)
+    """The logger ``name`` (or the logger given), with a ``NullHandler`` if it had no handler."""
+    return _quiet(name if isinstance(name, logging.Logger) else logging.getLogger(name))
 
 
 def get_task_logger(name: str) -> logging.Logger:
     """A logger for task modules, a child of ``celery.task``."""
     if name in ("celery", "celery.task"):
         raise RuntimeError(f"Logger name {name!r} is reserved!")
-    log = logging.getLogger(name)
+    log = get_logger(name)
     if log.parent is logging.getLogger() or log.parent is None:
         log.parent = task_logger
     return log
