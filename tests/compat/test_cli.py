@@ -360,8 +360,11 @@ def test_app_start_runs_the_pgtasks_command_with_that_app(
         assert sys.modules["_pgtasks_started_app"].app is app
     finally:
         app.close()
-    assert (
-        "pgtasks supports every Celery setting and feature this application uses" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    # The app has the @app.task tasks of the test modules imported before (shared with every app
+    # finalized later, as Celery's): some use options the check calls ignored, none refused ones.
+    assert "pgtasks supports every Celery setting and feature this application uses" in out or (
+        " 0 not supported, " in out
     )
 
 

@@ -41,3 +41,9 @@ def test_a_conftest_that_imports_celerys_fixtures_by_name_as_django_celery_beats
     done = subprocess.run(argv, cwd=REPO, env=cli_env(None), capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "5 passed" in done.stdout
+
+
+def test_the_session_worker_runs_the_tasks_of_the_projects_own_app() -> None:
+    # cookiecutter-flask-restful's test: @app.task is shared (Celery's default) with the session
+    # app finalized later; its worker refused the task with NotRegistered before
+    assert "3 passed" in _run_project_tests("shared_task_tests.py")

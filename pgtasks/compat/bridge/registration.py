@@ -25,6 +25,9 @@ if TYPE_CHECKING:
 
 _lock = threading.Lock()
 _shared: list[tuple[Callable[..., Any], dict[str, Any], list[Task]]] = []
+# The functions of ``@app.task`` (Celery's shared=True default) with their options: each app
+# finalized after one was declared makes its own task of it (Celery's connect_on_app_finalize).
+_made_on_finalize: list[tuple[Callable[..., Any], dict[str, Any]]] = []
 
 
 def gen_task_name(main: str | None, name: str, module_name: str | None) -> str:
@@ -127,6 +130,20 @@ def app_created(app: Celery, set_as_current: bool) -> None:
     for _fun, _options, made in shared:
         if made:
             app.register_task(made[0])
+
+
+def share_with_apps_finalized_later(fun: Callable[..., Any], options: dict[str, Any]) -> None:
+    """``@app.task`` without ``shared=False``: every Celery app finalized from now on makes a
+    task of ``fun`` with ``options`` (its own Task subclass, bound to it, named by it)."""
+    with _lock:
+        _made_on_finalize.append((fun, dict(options)))
+
+
+def shared_with_this_app() -> list[tuple[Callable[..., Any], dict[str, Any]]]:
+    """What an app being finalized makes a task of: each ``@app.task`` function declared so
+    far, with its options."""
+    with _lock:
+        return list(_made_on_finalize)
 
 
 def shared_task(*args: Any, **kwargs: Any) -> Any:

@@ -322,27 +322,38 @@ class Celery(App, ConnectionsMixin, AppAttributesMixin, AppComponents):
     def task(self, /, **opts: Any) -> Callable[[Callable[..., Any]], CeleryTask]: ...
 
     def task(self, /, *args: Any, **opts: Any) -> CeleryTask | Callable[[Callable[..., Any]], CeleryTask]:
-        """``@app.task`` or ``@app.task(name=, bind=, base=, max_retries=, ...)``."""
+        """``@app.task`` or ``@app.task(name=, bind=, base=, max_retries=, ...)``. As Celery's
+        (``shared=True``), every Celery app finalized later makes its own task of the function
+        too (bound to it, named and based by it); ``shared=False`` keeps it to this app."""
 
         def create(fun: Callable[..., Any]) -> Task:
             options = dict(opts)
-            base = options.pop("base", None) or self.task_cls
-            bind = options.pop("bind", False)
-            for ignored in ("shared", "lazy", "filter"):
-                options.pop(ignored, None)
-            name = options.pop("name", None) or self.gen_task_name(fun.__name__, fun.__module__)
-            existing = self._registry.get(name)
-            if existing is not None and getattr(existing, "__wrapped__", None) is fun:
-                return existing  # type: ignore[no-any-return]
-            task = registration.make_task(fun, self, base, name, bind, **options)
-            self.register_task(task)
-            return task
+            if options.pop("shared", True):
+                registration.share_with_apps_finalized_later(fun, options)
+            return self._task_from_fun(fun, options, replace=True)
 
         if len(args) == 1 and callable(args[0]) and not opts:
             return create(args[0])
         if args:
             raise TypeError("@task() takes exactly 1 argument")
         return create
+
+    def _task_from_fun(self, fun: Callable[..., Any], opts: dict[str, Any], replace: bool) -> CeleryTask:
+        """This app's task of ``fun`` made with ``@app.task``'s options, registered. A task
+        of that name already here is kept if it wraps ``fun``, or if not ``replace`` (another
+        app's shared task never takes the place of one this app has)."""
+        options = dict(opts)
+        base = options.pop("base", None) or self.task_cls
+        bind = options.pop("bind", False)
+        for ignored in ("shared", "lazy", "filter"):
+            options.pop(ignored, None)
+        name = options.pop("name", None) or self.gen_task_name(fun.__name__, fun.__module__)
+        existing = self._registry.get(name)
+        if existing is not None and (not replace or getattr(existing, "__wrapped__", None) is fun):
+            return existing  # type: ignore[no-any-return]
+        task = registration.make_task(fun, self, base, name, bind, **options)
+        self.register_task(task)
+        return task
 
     def gen_task_name(self, name: str, module: str) -> str:
         return registration.gen_task_name(self.main, name, module)
@@ -400,6 +411,8 @@ class Celery(App, ConnectionsMixin, AppAttributesMixin, AppComponents):
         for module in [*module_names(self.conf.include), *module_names(self.conf.imports)]:
             importlib.import_module(module)
         self._import_autodiscovered()
+        for fun, options in registration.shared_with_this_app():
+            self._task_from_fun(fun, options, replace=False)
         if self.annotations:
             for task in list(self._registry.values()):
                 task.annotate()
