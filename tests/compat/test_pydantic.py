@@ -115,3 +115,18 @@ def test_bad_pydantic_options_are_refused(tmp_path: Path) -> None:
         @app.task(pydantic=True, pydantic_context=["factor"])
         def typed(order: dict) -> dict:
             return order
+
+
+def test_a_refused_declaration_is_shared_with_no_later_app(tmp_path: Path) -> None:
+    """``@app.task`` is shared with the apps finalized later only once made on its own app: a
+    declaration refused there made every later app's finalize raise the same error."""
+    app = Celery("refused", broker=f"sqlite:///{tmp_path / 'a.sqlite3'}", set_as_current=False)
+    with pytest.raises(TypeError, match="pydantic_context must be a dict"):
+
+        @app.task(pydantic=True, pydantic_context=["factor"])
+        def refused(order: dict) -> dict:
+            return order
+
+    later = Celery("later", broker=f"sqlite:///{tmp_path / 'b.sqlite3'}", set_as_current=False)
+    later.finalize()
+    assert not any(name.endswith(".refused") for name in later.tasks)

@@ -328,9 +328,11 @@ class Celery(App, ConnectionsMixin, AppAttributesMixin, AppComponents):
 
         def create(fun: Callable[..., Any]) -> Task:
             options = dict(opts)
-            if options.pop("shared", True):
+            shared = options.pop("shared", True)
+            task = self._task_from_fun(fun, options, replace=True)
+            if shared:  # only once made here: a declaration refused here is refused everywhere
                 registration.share_with_apps_finalized_later(fun, options)
-            return self._task_from_fun(fun, options, replace=True)
+            return task
 
         if len(args) == 1 and callable(args[0]) and not opts:
             return create(args[0])
