@@ -50,6 +50,7 @@ log = logging.getLogger("pgtasks.worker")
 MICRO_BATCH_SIZE = 16
 MICRO_BATCH_SECONDS = 0.005
 RUN_TIME_WEIGHT = 0.2  # of the latest run in a name's moving average
+MONITOR_STOP_SECONDS = 10.0  # the longest a shutdown waits for the monitor's last round
 
 Finished = list[tuple[TaskRecord, "Outcome | None"]]
 
@@ -583,6 +584,10 @@ class PreforkPool:
                 child.process.kill()
         for child in children:
             child.process.join(timeout=10)
+        if self._monitor.is_alive() and threading.current_thread() is not self._monitor:
+            # The monitor records what the children left (a killed child's task given back):
+            # the worker stops its outcome writer next, which must have them by then.
+            self._monitor.join(timeout=MONITOR_STOP_SECONDS)
         self._forks.close()
 
 
