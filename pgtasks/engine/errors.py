@@ -138,13 +138,7 @@ class RetryRequested(PgtasksError):
         # New arguments for the next run (None: keep them), as Celery's retry(args=, kwargs=).
         self.new_args = None if args is None else tuple(args)
         self.new_kwargs = None if kwargs is None else dict(kwargs)
-        if queue is not None and not isinstance(queue, str):
-            raise ConfigurationError(f"retry queue must be a queue name, not {queue!r}")
-        if priority is not None and (
-            isinstance(priority, bool) or not isinstance(priority, int) or not -(2**31) <= priority < 2**31
-        ):
-            raise ConfigurationError(f"retry priority must be an integer (32 bits), not {priority!r}")
-        self.queue = queue
+        self.queue = queue  # checked where the retry is recorded (a refused one ends the task)
         self.priority = priority
 
 

@@ -23,6 +23,7 @@ from pgtasks.engine.errors import (
 )
 from pgtasks.engine.failures import describe_failure, encode_exception
 from pgtasks.engine.forks import exit_if_forked_copy
+from pgtasks.engine.options import check_priority
 from pgtasks.engine.registry import TaskDefinition
 from pgtasks.engine.retry import with_database_retry, with_database_retry_async
 from pgtasks.engine.serialization import check_payload_size
@@ -290,15 +291,17 @@ def _retry_outcome(
     engine: Runtime, record: TaskRecord, retry: RetryRequested, args: list[Any], kwargs: dict[str, Any]
 ) -> Outcome:
     """The outcome of a task that asked to run again, with new arguments, queue or priority if
-    it gave any (a queue whose name is refused ends the task ERROR saying why)."""
-    if retry.queue is not None:
-        try:
+    it gave any (a queue or priority that is refused ends the task ERROR saying why)."""
+    try:
+        if retry.queue is not None:
             validate_queue_name(retry.queue)
-        except ConfigurationError as exc:
-            error = ConfigurationError(f"retry of task {record.name!r} to another queue: {exc}")
-            return Outcome(
-                record.task_id, Status.ERROR, error=encode_exception(error), claim_token=record.claim_token
-            )
+        if retry.priority is not None:
+            check_priority(retry.priority)
+    except ConfigurationError as exc:
+        error = ConfigurationError(f"retry of task {record.name!r}: {exc}")
+        return Outcome(
+            record.task_id, Status.ERROR, error=encode_exception(error), claim_token=record.claim_token
+        )
     inputs = None
     if retry.new_args is not None or retry.new_kwargs is not None:
         new = {

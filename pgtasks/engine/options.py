@@ -108,6 +108,15 @@ SEND_OPTION_NAMES: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(Se
 _SEND_OPTIONS = frozenset(SEND_OPTION_NAMES)
 
 
+def check_priority(priority: object) -> int:
+    """A task's priority: an integer of 32 bits (lower runs first), else ConfigurationError."""
+    if isinstance(priority, bool) or not isinstance(priority, int):
+        raise ConfigurationError(f"priority must be an integer, not {priority!r}")
+    if not -(2**31) <= priority < 2**31:
+        raise ConfigurationError(f"priority {priority} is out of range")
+    return priority
+
+
 def child_task_id(parent_id: str, function_id: int) -> str:
     """The deterministic id of a task sent from inside another, so a re-run sends it once."""
     return str(uuid.uuid5(_CHILD_NAMESPACE, f"{parent_id}:{function_id}"))
@@ -278,10 +287,7 @@ def _check_options(
             f"countdown={options.countdown!r} and eta={options.eta!r} both given: give one (which "
             "would win is a guess)"
         )
-    if isinstance(options.priority, bool) or not isinstance(options.priority, int):
-        raise ConfigurationError(f"priority must be an integer, not {options.priority!r}")
-    if not -(2**31) <= options.priority < 2**31:
-        raise ConfigurationError(f"priority {options.priority} is out of range")
+    check_priority(options.priority)
     retries = options.retries
     if isinstance(retries, bool) or not isinstance(retries, int) or not 0 <= retries < 2**31:
         raise ConfigurationError(f"retries must be an integer >= 0, not {options.retries!r}")

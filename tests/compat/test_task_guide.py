@@ -196,3 +196,7 @@ def test_a_retry_to_a_queue_no_name_can_be_fails_saying_why(ledger: Path) -> Non
     assert "ConfigurationError: invalid queue name 'no such queue'" in sent.traceback
     kinds = ("run", "on_retry", "task_retry", "task_failure", "on_failure")
     assert [_noted(ledger, kind, sent.id) for kind in kinds] == [1, 0, 0, 1, 0]
+    priority = proj.retries_with_a_bad_priority.delay()  # the same for a priority refused
+    with pytest.raises(Reject, match="priority must be an integer"):
+        priority.get(timeout=60)
+    assert [_noted(ledger, kind, priority.id) for kind in kinds] == [1, 0, 0, 1, 0]

@@ -643,8 +643,6 @@ def test_a_retry_moves_to_the_queue_and_priority_it_gives(app: App) -> None:
     with running_worker(app, queues=("later",)):
         assert handle.get(timeout=20) == ["later", 5]
         assert blocker.get(timeout=20) is None
-    with pytest.raises(pgtasks.ConfigurationError, match="priority"):
-        pgtasks.RetryRequested(priority=1.5)  # type: ignore[arg-type]
 
 
 def test_a_retry_to_a_queue_no_name_can_be_fails_the_task_saying_why(app: App) -> None:
@@ -652,10 +650,16 @@ def test_a_retry_to_a_queue_no_name_can_be_fails_the_task_saying_why(app: App) -
     def moving() -> None:
         raise pgtasks.RetryRequested(queue="no such queue")
 
+    @app.task
+    def reprioritised() -> None:
+        raise pgtasks.RetryRequested(priority=1.5)  # type: ignore[arg-type]
+
     with running_worker(app):
-        handle = moving.delay()
+        handle, other = moving.delay(), reprioritised.delay()
         with pytest.raises(pgtasks.ConfigurationError, match="invalid queue name 'no such queue'"):
             handle.get(timeout=20)
+        with pytest.raises(pgtasks.ConfigurationError, match=r"priority must be an integer, not 1\.5"):
+            other.get(timeout=20)
 
 
 def test_the_expired_hook_hears_each_task_this_process_ended_as_expired(

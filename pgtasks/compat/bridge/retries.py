@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from pgtasks.compat.bridge.publishing import check_declared
 from pgtasks.compat.celery.exceptions import QueueNotFound, Reject, Retry
 from pgtasks.engine.errors import ConfigurationError
+from pgtasks.engine.options import check_priority
 from pgtasks.engine.settings import validate_queue_name
 
 if TYPE_CHECKING:
@@ -62,6 +63,8 @@ def request_retry(
     if not request.is_eager:
         try:
             retry_queue(task, options.get("queue"))
+            if options.get("priority") is not None:
+                check_priority(options["priority"])
         except (ConfigurationError, QueueNotFound) as refused:
             # As Celery's retry when sending the retry fails: no retry is made, the task is
             # rejected for good (so no on_retry nor task_retry).

@@ -139,3 +139,10 @@ def retries_to_a_bad_queue(self: Any) -> Any:
     """Asks for its retry on a queue no name can be."""
     note("run", self.request.id, self.request.retries)
     raise self.retry(countdown=0, queue="no such queue")
+
+
+@app.task(bind=True, base=Noting, max_retries=1)
+def retries_with_a_bad_priority(self: Any) -> Any:
+    """Asks for its retry with a priority that is no number."""
+    note("run", self.request.id, self.request.retries)
+    raise self.retry(countdown=0, priority="high")
